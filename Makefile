@@ -1,0 +1,32 @@
+# gatewayd — build, test and tooling. `make help` lists the targets.
+GO      ?= go
+BIN     ?= bin/gatewayd
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: help build test lint bench tools run
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build bin/gatewayd
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gatewayd
+
+test: ## run every test with the race detector (needs `make tools` for the codex integration tests)
+	$(GO) test -race -count=1 ./...
+
+lint: ## gofmt must have nothing to say; go vet must pass
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: ## run the benchmarks (figures go in issue notes)
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./...
+
+tools: ## install the pinned test tools (the real codex app-server, @openai/codex 0.169.0)
+	npm ci --prefix tools --no-audit --no-fund
+
+# `make run` uses the pinned codex from `make tools` unless the operator chose one.
+CODEX_PINNED := $(CURDIR)/tools/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+
+run: build ## build and run the daemon (local API lane on 127.0.0.1:8787 when no bot token is set)
+	GATEWAYD_CODEX_COMMAND="$${GATEWAYD_CODEX_COMMAND:-$(CODEX_PINNED)}" ./$(BIN) run

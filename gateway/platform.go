@@ -1,0 +1,220 @@
+// Package gateway routes platform messages to per-lane Codex agents.
+//
+// This file holds the platform-neutral types every adapter speaks: the
+// address of a lane, inbound messages, outbound messages and the small
+// Platform interface with optional capabilities checked by type assertion.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// LaneKind says what kind of conversation place a lane is.
+type LaneKind string
+
+const (
+	LaneDM      LaneKind = "dm"      // a private chat with the bot
+	LaneGroup   LaneKind = "group"   // a Telegram group (not a forum topic)
+	LaneChannel LaneKind = "channel" // a Discord guild channel
+	LaneThread  LaneKind = "thread"  // a Discord thread
+	LaneTopic   LaneKind = "topic"   // a Telegram forum topic
+	LaneAPI     LaneKind = "api"     // the local HTTP API lane
+)
+
+// Address names one lane on one platform. Adapters fill it in; the gateway
+// derives the stable session key from it.
+type Address struct {
+	Platform string   // "telegram", "discord", "api"
+	Kind     LaneKind // what the lane is
+	ChatID   string   // chat / channel / guild-channel / DM channel / API lane name
+	TopicID  string   // Telegram forum topic or Discord thread id; "" when none
+	// UserID is set only for per-user lanes in shared channels (a config
+	// choice); it then becomes part of the key.
+	UserID string
+}
+
+// SessionKeyVersion prefixes every session key so the derivation can evolve
+// without colliding with keys already stored.
+const SessionKeyVersion = "v1"
+
+// SessionKey derives the stable key of a lane. The format is documented in
+// the README and must not change for an existing version:
+//
+//	v1:telegram:dm:<chat>
+//	v1:telegram:group:<chat>
+//	v1:telegram:topic:<chat>:<topic>
+//	v1:discord:dm:<channel>
+//	v1:discord:channel:<channel>[:user:<user>]
+//	v1:discord:thread:<thread>
+//	v1:api:<lane>
+func (a Address) SessionKey() string {
+	var b strings.Builder
+	b.WriteString(SessionKeyVersion)
+	b.WriteByte(':')
+	b.WriteString(a.Platform)
+	if a.Kind != LaneAPI {
+		b.WriteByte(':')
+		b.WriteString(string(a.Kind))
+	}
+	b.WriteByte(':')
+	switch a.Kind {
+	case LaneTopic:
+		b.WriteString(a.ChatID)
+		b.WriteByte(':')
+		b.WriteString(a.TopicID)
+	case LaneThread:
+		b.WriteString(a.TopicID)
+	default:
+		b.WriteString(a.ChatID)
+	}
+	if a.UserID != "" {
+		b.WriteString(":user:")
+		b.WriteString(a.UserID)
+	}
+	return b.String()
+}
+
+// Validate reports an address that cannot name a lane.
+func (a Address) Validate() error {
+	switch {
+	case a.Platform == "":
+		return errors.New("gateway: address has no platform")
+	case a.ChatID == "" && a.Kind != LaneThread:
+		return fmt.Errorf("gateway: %s address has no chat id", a.Platform)
+	case (a.Kind == LaneTopic || a.Kind == LaneThread) && a.TopicID == "":
+		return fmt.Errorf("gateway: %s %s address has no topic/thread id", a.Platform, a.Kind)
+	}
+	switch a.Kind {
+	case LaneDM, LaneGroup, LaneChannel, LaneThread, LaneTopic, LaneAPI:
+		return nil
+	}
+	return fmt.Errorf("gateway: unknown lane kind %q", a.Kind)
+}
+
+// Inbound is one message (or button press) from a platform.
+type Inbound struct {
+	Address     Address
+	MessageID   string // platform message id; with Address.Platform it identifies a redelivery
+	SenderID    string
+	SenderName  string
+	SenderRoles []string // Discord role ids; empty elsewhere
+	Text        string
+	ReplyTo     string // id of the message this one replies to, if any
+	Mentioned   bool   // the bot was mentioned, replied to, or addressed with a command
+	ReceivedAt  time.Time
+	// Callback is set, and Text empty, when the inbound is a button press;
+	// it carries the Button.ID that was pressed.
+	Callback string
+}
+
+// Sink receives inbound messages from an adapter. Deliver returns only after
+// the message is durably recorded (or recognised as a duplicate), so an
+// adapter may acknowledge it to its platform when Deliver returns nil.
+// Deliver must be called in platform order for any one lane.
+type Sink interface {
+	Deliver(ctx context.Context, in Inbound) error
+}
+
+// OutKind says why a message is sent.
+type OutKind string
+
+const (
+	OutReply  OutKind = "reply"  // an agent reply
+	OutNotice OutKind = "notice" // a gateway notice (queued, cut off, thread replaced)
+	// OutPreview is the first message of a streamed reply; later versions of
+	// the growing text arrive through Editor.Edit on the returned id. Only
+	// platforms implementing Editor receive previews.
+	OutPreview OutKind = "preview"
+)
+
+// TurnInfo describes the Codex turn a reply came from.
+type TurnInfo struct {
+	ThreadID string
+	TurnID   string
+	Status   string // "completed" | "failed" | "interrupted"
+}
+
+// Outbound is one message for a lane.
+type Outbound struct {
+	Address Address
+	Kind    OutKind
+	Text    string
+	ReplyTo string // platform message id to reply to, if the platform can
+	// EditID, when set, asks the platform to replace the text of that earlier
+	// message (a streamed preview) instead of sending a new one. A platform
+	// that cannot edit sends a new message.
+	EditID string
+	// InReplyTo is the platform message id of the inbound message this
+	// outbound answers ("" for notices not caused by one message). The API
+	// platform uses it to hand the reply to the waiting request.
+	InReplyTo string
+	// Turn is set on agent replies delivered in the gateway's lifetime.
+	Turn *TurnInfo
+}
+
+// Platform is what every adapter implements.
+type Platform interface {
+	// Name is the platform name used in addresses ("telegram", ...).
+	Name() string
+	// Run connects and delivers inbound messages to sink until ctx ends.
+	// It returns nil on a clean stop. Ready is signalled through the
+	// optional Readier capability.
+	Run(ctx context.Context, sink Sink) error
+	// Send delivers one message, splitting it at the platform's limit, and
+	// returns the id of the last message sent (the one to edit later).
+	Send(ctx context.Context, out Outbound) (messageID string, err error)
+}
+
+// Editor is an optional capability: replace the text of a sent message.
+type Editor interface {
+	Edit(ctx context.Context, addr Address, messageID, text string) error
+}
+
+// Typer is an optional capability: show a typing indicator for a few seconds.
+type Typer interface {
+	Typing(ctx context.Context, addr Address) error
+}
+
+// Button is one choice offered with a message.
+type Button struct {
+	ID    string // opaque; comes back as Inbound.Callback
+	Label string
+}
+
+// ButtonSender is an optional capability: send a message with buttons.
+type ButtonSender interface {
+	SendButtons(ctx context.Context, out Outbound, buttons []Button) (messageID string, err error)
+}
+
+// Authorizer is an optional capability: decide whether a sender may use a
+// lane. The gateway asks it before anything of the message is stored.
+type Authorizer interface {
+	Authorize(in Inbound) bool
+}
+
+// Readier is an optional capability: Ready is closed once the adapter is
+// connected, so the daemon reports readiness only when it is true.
+type Readier interface {
+	Ready() <-chan struct{}
+}
+
+// RetryAfterError is returned by Send and Edit when the platform asks us to
+// slow down; the outbox retries after the given delay.
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("rate limited, retry after %s: %v", e.After, e.Err)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// ErrPermanent marks a send failure that retrying cannot fix (chat not
+// found, thread deleted, forbidden). Wrap it: fmt.Errorf("...: %w", ErrPermanent).
+var ErrPermanent = errors.New("permanent delivery failure")

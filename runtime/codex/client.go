@@ -1,0 +1,361 @@
+// Package codex is a client for one long-lived, supervised `codex
+// app-server` process (JSON-RPC over stdio) shared by many lanes.
+//
+// The client spawns the native binary in its own process group with a
+// parent-death signal, performs the initialize handshake, correlates
+// concurrent requests, routes notifications to the owning thread without
+// ever blocking its stdout reader, answers every server→client request, and
+// restarts the process with backoff when it dies or stops answering. Each
+// restart starts a new epoch: threads loaded before must be resumed
+// (EnsureThread does that) before their next turn.
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Client owns one app-server process at a time and the threads loaded in it.
+type Client struct {
+	opts   Options
+	binary string
+	log    *zap.Logger
+
+	// ctx is cancelled by Close; it stops supervision and restarts.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	conn     *conn // the current incarnation (possibly dead while restarting)
+	closed   bool
+	restarts atomic.Int64
+
+	supervisorDone chan struct{}
+	healthDone     chan struct{}
+
+	tmu     sync.RWMutex
+	threads map[string]*threadState
+}
+
+// Start spawns the app-server, performs the initialize handshake within
+// StartTimeout and supervises the process afterwards.
+func Start(ctx context.Context, opts Options) (*Client, error) {
+	opts = opts.withDefaults()
+	binary, err := ResolveCommand(opts.Command)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		opts:           opts,
+		binary:         binary,
+		log:            opts.Logger,
+		ctx:            cctx,
+		cancel:         cancel,
+		supervisorDone: make(chan struct{}),
+		healthDone:     make(chan struct{}),
+		threads:        make(map[string]*threadState),
+	}
+	cn, err := c.connect(ctx, 1)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.conn = cn
+	go c.supervise()
+	go c.healthLoop()
+	c.log.Info("codex.started", zap.String("binary", binary), zap.Int("pid", cn.proc.pid))
+	return c, nil
+}
+
+// connect spawns a process and performs the handshake; on failure the
+// process is killed and reaped.
+func (c *Client) connect(ctx context.Context, epoch int64) (*conn, error) {
+	proc, err := spawn(c.opts, c.binary, c.log)
+	if err != nil {
+		return nil, err
+	}
+	cn := newConn(proc.stdout, proc.stdin, c.log.With(zap.Int64("epoch", epoch), zap.Int("pid", proc.pid)))
+	cn.proc, cn.epoch = proc, epoch
+	cn.onNotify, cn.onRequest = c.route, c.serveRequest
+	go cn.readLoop()
+	go func() {
+		<-proc.exited
+		cn.fail(fmt.Errorf("%w: exited: %v", ErrProcessDied, proc.err))
+		closeAll(proc.stdout, proc.stdin)
+	}()
+
+	hctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	if err := c.handshake(hctx, cn); err != nil {
+		proc.kill()
+		<-proc.exited
+		return nil, fmt.Errorf("codex: handshake: %w", err)
+	}
+	return cn, nil
+}
+
+func (c *Client) handshake(ctx context.Context, cn *conn) error {
+	params := map[string]any{
+		"clientInfo": map[string]any{
+			"name": c.opts.ClientName, "title": nil, "version": c.opts.ClientVersion,
+		},
+		"capabilities": map[string]any{"experimentalApi": true},
+	}
+	if err := cn.call(ctx, "initialize", params, nil); err != nil {
+		return err
+	}
+	return cn.notify("initialized", nil)
+}
+
+// current returns the current incarnation, or ErrClosed.
+func (c *Client) current() (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	return c.conn, nil
+}
+
+// liveConn returns a live connection, waiting through a restart for up to
+// ctx.
+func (c *Client) liveConn(ctx context.Context) (*conn, error) {
+	for {
+		cn, err := c.current()
+		if err != nil {
+			return nil, err
+		}
+		if cn.alive() {
+			return cn, nil
+		}
+		select {
+		case <-cn.replaced:
+		case <-c.ctx.Done():
+			return nil, ErrClosed
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, timeoutError("waiting for app-server restart", ctx.Err())
+			}
+			return nil, fmt.Errorf("codex: waiting for app-server restart: %w", ctx.Err())
+		}
+	}
+}
+
+// supervise restarts the process whenever the current connection dies.
+func (c *Client) supervise() {
+	defer close(c.supervisorDone)
+	backoff := c.opts.RestartBackoff
+	for {
+		c.mu.Lock()
+		cn := c.conn
+		c.mu.Unlock()
+		born := time.Now()
+		select {
+		case <-cn.dead:
+		case <-c.ctx.Done():
+			return
+		}
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("codex.process_died", zap.Int64("epoch", cn.epoch), zap.Error(cn.err()))
+		cn.proc.kill() // a hung process is alive; its stdout may be too
+		if time.Since(born) > c.opts.RestartBackoffMax {
+			backoff = c.opts.RestartBackoff // it ran fine for a while: not a crash loop
+		}
+		next, ok := c.restart(cn.epoch+1, &backoff)
+		if !ok {
+			return
+		}
+		c.install(cn, next)
+	}
+}
+
+// restart spawns a successor, backing off exponentially between failures.
+// It returns false when the client closed meanwhile.
+func (c *Client) restart(epoch int64, backoff *time.Duration) (*conn, bool) {
+	for {
+		t := time.NewTimer(*backoff)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return nil, false
+		}
+		next, err := c.connect(c.ctx, epoch)
+		if err == nil {
+			return next, true
+		}
+		if c.ctx.Err() != nil {
+			return nil, false
+		}
+		c.log.Error("codex.restart_failed", zap.Duration("backoff", *backoff), zap.Error(err))
+		*backoff = min(*backoff*2, c.opts.RestartBackoffMax)
+	}
+}
+
+// install makes next the current connection; a waiting liveConn wakes on
+// old.replaced.
+func (c *Client) install(old, next *conn) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		next.proc.kill()
+		<-next.proc.exited
+		return
+	}
+	c.conn = next
+	c.mu.Unlock()
+	c.restarts.Add(1)
+	close(old.replaced)
+	c.log.Info("codex.restarted", zap.Int64("epoch", next.epoch), zap.Int("pid", next.proc.pid),
+		zap.Int64("restarts", c.restarts.Load()))
+}
+
+// healthLoop pings the app-server; a process that does not answer within
+// HealthTimeout is killed, which makes supervise restart it.
+func (c *Client) healthLoop() {
+	defer close(c.healthDone)
+	t := time.NewTicker(c.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		cn, err := c.current()
+		if err != nil || !cn.alive() {
+			continue
+		}
+		if !c.answers(cn) {
+			c.log.Error("codex.unresponsive", zap.Int64("epoch", cn.epoch), zap.Duration("timeout", c.opts.HealthTimeout))
+			cn.fail(fmt.Errorf("%w: no answer to ping within %s", ErrProcessDied, c.opts.HealthTimeout))
+			cn.proc.kill()
+		}
+	}
+}
+
+// answers reports whether cn answers a ping within HealthTimeout. The ping
+// runs on its own goroutine because a process that stopped reading stdin
+// blocks the write itself, which no context can interrupt.
+func (c *Client) answers(cn *conn) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.HealthTimeout)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- ping(ctx, cn) }()
+	select {
+	case err := <-result:
+		return !errors.Is(err, ErrTimeout)
+	case <-ctx.Done():
+		return c.ctx.Err() != nil // closing is not a hang
+	}
+}
+
+// Ping sends a cheap request and waits for any answer (an RPC error counts
+// as alive).
+func (c *Client) Ping(ctx context.Context) error {
+	cn, err := c.current()
+	if err != nil {
+		return err
+	}
+	return ping(ctx, cn)
+}
+
+func ping(ctx context.Context, cn *conn) error {
+	err := cn.call(ctx, "thread/loaded/list", map[string]any{"limit": 1}, nil)
+	var rpcErr *RPCError
+	if errors.As(err, &rpcErr) {
+		return nil
+	}
+	return err
+}
+
+// Restarts reports how many times the process was restarted.
+func (c *Client) Restarts() int64 { return c.restarts.Load() }
+
+// Close stops supervision, fails pending calls and turns with ErrClosed,
+// closes the app-server's stdin, waits for it to exit until ctx is done,
+// then kills its process group and reaps it.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	<-c.supervisorDone
+	<-c.healthDone
+
+	c.mu.Lock()
+	cn := c.conn
+	c.mu.Unlock()
+	cn.fail(ErrClosed)
+	_ = cn.proc.stdin.Close() // EOF asks the app-server to exit
+	graceful := true
+	select {
+	case <-cn.proc.exited:
+	case <-ctx.Done():
+		graceful = false
+	}
+	cn.proc.kill() // also any stragglers in the group
+	<-cn.proc.exited
+	close(cn.replaced)
+	c.log.Info("codex.closed", zap.Bool("graceful", graceful))
+	return nil
+}
+
+// serveRequest answers a server→client request; every request gets an
+// answer, or the turn waiting on it would stall forever.
+func (c *Client) serveRequest(cn *conn, id json.RawMessage, method string, params json.RawMessage) {
+	kind, isApproval := approvalKinds[method]
+	if !isApproval {
+		c.log.Warn("codex.unsupported_server_request", zap.String("method", method))
+		if err := cn.replyError(id, -32601, "gatewayd does not support "+method); err != nil {
+			c.log.Debug("codex.reply_failed", zap.String("method", method), zap.Error(err))
+		}
+		return
+	}
+	req := parseApproval(kind, params)
+	decision := c.opts.Approvals(cn.ctx, req)
+	if !decision.valid() {
+		c.log.Error("codex.invalid_decision", zap.String("decision", string(decision)))
+		decision = DecisionDecline
+	}
+	c.log.Info("codex.approval", zap.String("kind", kind), zap.String("thread_id", req.ThreadID),
+		zap.String("item_id", req.ItemID), zap.String("decision", string(decision)))
+	if err := cn.reply(id, map[string]any{"decision": decision}); err != nil {
+		c.log.Warn("codex.reply_failed", zap.String("method", method), zap.Error(err))
+	}
+}
+
+var approvalKinds = map[string]string{
+	"item/commandExecution/requestApproval": "command",
+	"item/fileChange/requestApproval":       "fileChange",
+}
+
+func parseApproval(kind string, params json.RawMessage) ApprovalRequest {
+	var p struct {
+		ThreadID string `json:"threadId"`
+		TurnID   string `json:"turnId"`
+		ItemID   string `json:"itemId"`
+		Command  string `json:"command"`
+		Cwd      string `json:"cwd"`
+		Reason   string `json:"reason"`
+	}
+	_ = json.Unmarshal(params, &p) // best effort: the handler still gets Raw
+	return ApprovalRequest{
+		Kind: kind, ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID,
+		Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Raw: params,
+	}
+}

@@ -1,0 +1,288 @@
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// conn speaks newline-delimited JSON-RPC with one app-server process. It
+// is replaced as a whole when the process restarts; its epoch tells which
+// incarnation loaded a thread.
+type conn struct {
+	epoch int64
+	proc  *process // nil when driven over in-memory pipes (benchmarks)
+	log   *zap.Logger
+
+	wmu sync.Mutex
+	w   io.Writer
+	r   *bufio.Reader
+
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	pending map[int64]chan response
+
+	dead     chan struct{} // closed once the connection is unusable
+	deadErr  error         // why; set before dead is closed
+	deadOnce sync.Once
+	replaced chan struct{} // closed when a successor is installed or the client closed
+
+	// ctx is cancelled when the connection dies; approval handlers get it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	onNotify  func(cn *conn, method string, params json.RawMessage)
+	onRequest func(cn *conn, id json.RawMessage, method string, params json.RawMessage)
+}
+
+type response struct {
+	result json.RawMessage
+	err    *wireError
+}
+
+type wireError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// envelope is any line the server sends: a response (id + result/error), a
+// notification (method) or a server→client request (id + method).
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *wireError      `json:"error"`
+}
+
+func newConn(r io.Reader, w io.Writer, log *zap.Logger) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		log:      log,
+		w:        w,
+		r:        bufio.NewReaderSize(r, 64<<10),
+		pending:  make(map[int64]chan response),
+		dead:     make(chan struct{}),
+		replaced: make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	// Safe defaults; the client installs its router and request handler.
+	c.onNotify = func(*conn, string, json.RawMessage) {}
+	c.onRequest = func(cn *conn, id json.RawMessage, method string, _ json.RawMessage) {
+		_ = cn.replyError(id, -32601, "gatewayd does not support "+method)
+	}
+	return c
+}
+
+// alive reports whether the connection can still carry calls.
+func (c *conn) alive() bool {
+	select {
+	case <-c.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// fail marks the connection dead with cause; pending calls observe dead.
+func (c *conn) fail(cause error) {
+	c.deadOnce.Do(func() {
+		c.mu.Lock()
+		c.deadErr = cause
+		c.pending = map[int64]chan response{}
+		c.mu.Unlock()
+		close(c.dead)
+		c.cancel()
+	})
+}
+
+// err returns why the connection died (nil while alive).
+func (c *conn) err() error {
+	if c.alive() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadErr
+}
+
+// readLoop reads lines until EOF. bufio.Reader.ReadBytes has no line length
+// limit: a thread/resume result can be megabytes on one line. The loop
+// never blocks on a consumer: responses go to buffered channels,
+// notifications to unbounded per-thread queues, server requests to their
+// own goroutines.
+func (c *conn) readLoop() {
+	for {
+		line, err := c.r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.handleLine(line)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.fail(fmt.Errorf("%w: stdout closed", ErrProcessDied))
+			} else {
+				c.fail(fmt.Errorf("%w: read stdout: %v", ErrProcessDied, err))
+			}
+			return
+		}
+	}
+}
+
+func (c *conn) handleLine(line []byte) {
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
+			zap.ByteString("head", head(line, 200)), zap.Error(err))
+		return
+	}
+	hasID := len(env.ID) > 0 && string(env.ID) != "null"
+	switch {
+	case hasID && env.Method != "":
+		go c.onRequest(c, env.ID, env.Method, env.Params)
+	case hasID:
+		c.deliverResponse(env)
+	case env.Method != "":
+		c.onNotify(c, env.Method, env.Params)
+	default:
+		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
+			zap.ByteString("head", head(line, 200)), zap.String("why", "neither id nor method"))
+	}
+}
+
+func (c *conn) deliverResponse(env envelope) {
+	id, err := strconv.ParseInt(string(env.ID), 10, 64)
+	if err != nil {
+		c.log.Warn("codex.unknown_response_id", zap.ByteString("id", env.ID))
+		return
+	}
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if !ok {
+		c.log.Debug("codex.late_response", zap.Int64("id", id))
+		return
+	}
+	ch <- response{result: env.Result, err: env.Error} // buffered: never blocks
+}
+
+func head(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+type request struct {
+	ID     int64  `json:"id"`
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// call sends a request and waits for its response, the connection's death
+// or ctx. out, if non-nil, receives the result.
+func (c *conn) call(ctx context.Context, method string, params, out any) error {
+	id := c.nextID.Add(1)
+	ch := make(chan response, 1)
+	c.mu.Lock()
+	if c.deadErr != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("codex: %s: %w", method, c.deadErr)
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer c.forget(id)
+
+	if err := c.send(request{ID: id, Method: method, Params: params}); err != nil {
+		return fmt.Errorf("codex: %s: %w", method, err)
+	}
+	select {
+	case r := <-ch:
+		return decodeResponse(method, r, out)
+	case <-c.dead:
+		select {
+		case r := <-ch: // answered just before the end
+			return decodeResponse(method, r, out)
+		default:
+		}
+		return fmt.Errorf("codex: %s: %w", method, c.err())
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return timeoutError(method, ctx.Err())
+		}
+		return fmt.Errorf("codex: %s: %w", method, ctx.Err())
+	}
+}
+
+func (c *conn) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+func decodeResponse(method string, r response, out any) error {
+	if r.err != nil {
+		return &RPCError{Method: method, Code: r.err.Code, Message: r.err.Message}
+	}
+	if out == nil || len(r.result) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.result, out); err != nil {
+		return fmt.Errorf("codex: %s: decode result: %w", method, err)
+	}
+	return nil
+}
+
+// notify sends a notification (no id, no answer).
+func (c *conn) notify(method string, params any) error {
+	return c.send(struct {
+		Method string `json:"method"`
+		Params any    `json:"params,omitempty"`
+	}{method, params})
+}
+
+// reply answers a server→client request with a result.
+func (c *conn) reply(id json.RawMessage, result any) error {
+	return c.send(struct {
+		ID     json.RawMessage `json:"id"`
+		Result any             `json:"result"`
+	}{id, result})
+}
+
+// replyError answers a server→client request with a JSON-RPC error.
+func (c *conn) replyError(id json.RawMessage, code int, message string) error {
+	return c.send(struct {
+		ID    json.RawMessage `json:"id"`
+		Error wireError       `json:"error"`
+	}{id, wireError{Code: code, Message: message}})
+}
+
+// send writes one JSON line. One Write per message under the lock keeps
+// concurrent messages from interleaving.
+func (c *conn) send(msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	b = append(b, '\n')
+	c.wmu.Lock()
+	_, err = c.w.Write(b)
+	c.wmu.Unlock()
+	if err != nil {
+		cause := fmt.Errorf("%w: write stdin: %v", ErrProcessDied, err)
+		c.fail(cause)
+		return cause
+	}
+	return nil
+}

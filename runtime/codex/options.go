@@ -1,0 +1,193 @@
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ApprovalRequest is a server→client approval request, flattened.
+type ApprovalRequest struct {
+	Kind                     string // "command" | "fileChange" | other method
+	ThreadID, TurnID, ItemID string
+	Command, Cwd, Reason     string
+	Raw                      json.RawMessage
+}
+
+// Decision answers an approval request. Only the v2 strings are valid: the
+// app-server rejects the legacy v1 words ("approved", "denied").
+type Decision string
+
+// The decisions the app-server accepts.
+const (
+	DecisionAccept           Decision = "accept"
+	DecisionAcceptForSession Decision = "acceptForSession"
+	DecisionDecline          Decision = "decline"
+	DecisionCancel           Decision = "cancel" // ends the turn as interrupted
+)
+
+// valid reports whether d is one of the v2 decision strings.
+func (d Decision) valid() bool {
+	switch d {
+	case DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel:
+		return true
+	}
+	return false
+}
+
+// ApprovalHandler decides an approval request. It runs on its own goroutine;
+// ctx is cancelled when the process dies or the client closes. Codex has no
+// approval timeout of its own, so a handler should bound its wait.
+type ApprovalHandler func(ctx context.Context, req ApprovalRequest) Decision
+
+// Options configure a Client.
+type Options struct {
+	Command       string          // codex native binary, or the npm launcher (resolved to the native binary)
+	Args          []string        // extra args appended after "app-server" (e.g. "-c", "key=value")
+	Home          string          // CODEX_HOME for the process
+	Env           []string        // extra environment ("K=V")
+	Dir           string          // process working directory
+	StartTimeout  time.Duration   // initialize and thread/start (default 30s)
+	ResumeTimeout time.Duration   // thread/resume (default 10m; generous on purpose; ctx can cancel)
+	TurnTimeout   time.Duration   // per-turn watchdog → turn/interrupt (default 30m)
+	Approvals     ApprovalHandler // nil → "decline"
+	Logger        *zap.Logger
+	ClientName    string // default "gatewayd"
+	ClientVersion string
+
+	// Additions beyond the issue's contract; zero values take the defaults.
+
+	// InterruptGrace bounds the wait for turn/completed after the watchdog
+	// (or ctx cancellation) sent turn/interrupt (default 30s).
+	InterruptGrace time.Duration
+	// HealthInterval is how often the supervisor pings the app-server
+	// (default 30s); HealthTimeout is how long a ping may take before the
+	// process is considered hung, killed and restarted (default 60s).
+	HealthInterval time.Duration
+	HealthTimeout  time.Duration
+	// RestartBackoff is the first restart delay (default 100ms), doubled per
+	// consecutive failure up to RestartBackoffMax (default 30s).
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	setDefault(&o.StartTimeout, 30*time.Second)
+	setDefault(&o.ResumeTimeout, 10*time.Minute)
+	setDefault(&o.TurnTimeout, 30*time.Minute)
+	setDefault(&o.InterruptGrace, 30*time.Second)
+	setDefault(&o.HealthInterval, 30*time.Second)
+	setDefault(&o.HealthTimeout, 60*time.Second)
+	setDefault(&o.RestartBackoff, 100*time.Millisecond)
+	setDefault(&o.RestartBackoffMax, 30*time.Second)
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.ClientName == "" {
+		o.ClientName = "gatewayd"
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	if o.Approvals == nil {
+		o.Approvals = func(context.Context, ApprovalRequest) Decision { return DecisionDecline }
+	}
+	return o
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// npm package and target names per GOARCH, as the launcher (bin/codex.js)
+// maps process.arch.
+var nativeTargets = map[string]struct{ pkg, triple string }{
+	"amd64": {"codex-linux-x64", "x86_64-unknown-linux-musl"},
+	"arm64": {"codex-linux-arm64", "aarch64-unknown-linux-musl"},
+}
+
+// ResolveCommand returns the native codex binary for command. When command
+// is the npm launcher (codex.js, a symlink to it, or a `#!/usr/bin/env node`
+// script) it returns the vendored native binary the launcher would run: the
+// launcher forks on older node, and killing it alone orphans the app-server,
+// which then keeps the thread's writer lock. Other commands are returned as is.
+func ResolveCommand(command string) (string, error) {
+	if command == "" {
+		return "", errors.New("codex: Options.Command is empty")
+	}
+	path := command
+	if !strings.ContainsRune(path, '/') {
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("codex: find %q: %w", command, err)
+		}
+		path = found
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil {
+		real, err = filepath.Abs(real) // exec would resolve a relative path against Options.Dir
+	}
+	if err != nil {
+		return "", fmt.Errorf("codex: resolve %q: %w", command, err)
+	}
+	if !isNodeLauncher(real) {
+		return real, nil
+	}
+	native, err := nativeBesideLauncher(real)
+	if err != nil {
+		return "", fmt.Errorf("codex: %q is the npm launcher: %w", command, err)
+	}
+	return native, nil
+}
+
+// isNodeLauncher reports whether path is a node script.
+func isNodeLauncher(path string) bool {
+	if strings.HasSuffix(path, ".js") || strings.HasSuffix(path, ".mjs") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	first, err := bufio.NewReader(f).ReadSlice('\n')
+	if err != nil && len(first) == 0 {
+		return false
+	}
+	return bytes.HasPrefix(first, []byte("#!")) && bytes.Contains(first, []byte("node"))
+}
+
+// nativeBesideLauncher finds the vendored binary for a launcher at
+// <pkg>/bin/codex.js, where <pkg> is node_modules/@openai/codex.
+func nativeBesideLauncher(launcher string) (string, error) {
+	target, ok := nativeTargets[runtime.GOARCH]
+	if !ok {
+		return "", fmt.Errorf("no native codex package known for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	pkgRoot := filepath.Dir(filepath.Dir(launcher))
+	rel := filepath.Join("vendor", target.triple, "bin", "codex")
+	candidates := []string{
+		filepath.Join(filepath.Dir(pkgRoot), target.pkg, rel),              // node_modules/@openai/codex-linux-x64
+		filepath.Join(pkgRoot, "node_modules", "@openai", target.pkg, rel), // nested install
+		filepath.Join(pkgRoot, rel),                                        // vendored in the main package
+	}
+	for _, c := range candidates {
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("native binary not found (looked in %s)", strings.Join(candidates, ", "))
+}

@@ -1,0 +1,335 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// ThreadConfig are the per-thread overrides sent with thread/start and
+// thread/resume; empty fields are omitted (the process config applies).
+type ThreadConfig struct {
+	Cwd, Model, Sandbox, ApprovalPolicy, DeveloperInstructions string
+}
+
+func (cfg ThreadConfig) params(base map[string]any) map[string]any {
+	for key, v := range map[string]string{
+		"cwd":                   cfg.Cwd,
+		"model":                 cfg.Model,
+		"sandbox":               cfg.Sandbox,
+		"approvalPolicy":        cfg.ApprovalPolicy,
+		"developerInstructions": cfg.DeveloperInstructions,
+	} {
+		if v != "" {
+			base[key] = v
+		}
+	}
+	return base
+}
+
+// Outcome says how EnsureThread made the thread usable.
+type Outcome int
+
+// Outcomes of EnsureThread.
+const (
+	OutcomeLoaded   Outcome = iota // already loaded in the current process: no RPC
+	OutcomeResumed                 // thread/resume succeeded
+	OutcomeStarted                 // no stored id: thread/start
+	OutcomeReplaced                // stored id refused: new thread started
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeLoaded:
+		return "loaded"
+	case OutcomeResumed:
+		return "resumed"
+	case OutcomeStarted:
+		return "started"
+	case OutcomeReplaced:
+		return "replaced"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Ensured is the result of EnsureThread. For OutcomeReplaced, PreviousID is
+// the refused id and Reason the app-server's refusal, to tell the user once.
+type Ensured struct {
+	ThreadID   string
+	Outcome    Outcome
+	PreviousID string
+	Reason     string
+}
+
+// threadState is what the client knows about one thread.
+type threadState struct {
+	id       string
+	ensureMu sync.Mutex // serialises EnsureThread and Release per thread
+
+	mu          sync.Mutex
+	loadedEpoch int64    // epoch of the process that loaded it; 0 = not loaded
+	usage       Usage    // last thread/tokenUsage/updated
+	hasUsage    bool     // whether usage was ever reported
+	turn        *turnSub // the running turn or compaction, if any
+}
+
+func (ts *threadState) markLoaded(epoch int64) {
+	ts.mu.Lock()
+	ts.loadedEpoch = epoch
+	ts.mu.Unlock()
+}
+
+func (ts *threadState) markNotLoaded() { ts.markLoaded(0) }
+
+func (ts *threadState) loadedIn(epoch int64) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.loadedEpoch == epoch
+}
+
+func (ts *threadState) lastUsage() (Usage, bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.usage, ts.hasUsage
+}
+
+// deliver is called from the stdout reader: it must not block on anything
+// but short critical sections.
+func (ts *threadState) deliver(n notification) {
+	ts.mu.Lock()
+	if n.method == "thread/tokenUsage/updated" && n.event.TokenUsage != nil {
+		ts.usage, ts.hasUsage = n.event.TokenUsage.toUsage(), true
+	}
+	if n.method == "thread/closed" {
+		ts.loadedEpoch = 0
+	}
+	sub := ts.turn
+	ts.mu.Unlock()
+	if sub != nil {
+		sub.push(n)
+	}
+}
+
+func (c *Client) lookup(threadID string) *threadState {
+	c.tmu.RLock()
+	defer c.tmu.RUnlock()
+	return c.threads[threadID]
+}
+
+// threadFor returns the state for threadID, creating it.
+func (c *Client) threadFor(threadID string) *threadState {
+	if ts := c.lookup(threadID); ts != nil {
+		return ts
+	}
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	ts, ok := c.threads[threadID]
+	if !ok {
+		ts = &threadState{id: threadID}
+		c.threads[threadID] = ts
+	}
+	return ts
+}
+
+// lockThread returns the tracked state for threadID with ensureMu held. It
+// retries if a concurrent Release or loss forgot the state while we waited.
+func (c *Client) lockThread(threadID string) *threadState {
+	for {
+		ts := c.threadFor(threadID)
+		ts.ensureMu.Lock()
+		if c.lookup(threadID) == ts {
+			return ts
+		}
+		ts.ensureMu.Unlock()
+	}
+}
+
+func (c *Client) forget(ts *threadState) {
+	c.tmu.Lock()
+	if c.threads[ts.id] == ts {
+		delete(c.threads, ts.id)
+	}
+	c.tmu.Unlock()
+}
+
+// route hands a notification to the thread it names. It decodes the
+// params once, here, so the turn's goroutine does not parse them again.
+// Notifications without a threadId, or for threads this client does not
+// track, are logged at debug level and ignored.
+func (c *Client) route(cn *conn, method string, params json.RawMessage) {
+	var e turnEvent
+	if err := json.Unmarshal(params, &e); err != nil || e.ThreadID == "" {
+		cn.log.Debug("codex.notification", zap.String("method", method))
+		return
+	}
+	if ts := c.lookup(e.ThreadID); ts != nil {
+		ts.deliver(notification{method: method, event: &e})
+	}
+}
+
+// EnsureThread makes a thread usable for turns in the current process.
+//   - storedID == "": thread/start → OutcomeStarted.
+//   - storedID loaded in the current process: OutcomeLoaded, no RPC.
+//   - otherwise thread/resume (excludeTurns) within ResumeTimeout, which is
+//     generous on purpose (long threads take seconds) and cancellable by ctx;
+//     it waits through a process restart. If the server refuses the id as
+//     lost ("no rollout found", "invalid session id", "is archived") a new
+//     thread is started → OutcomeReplaced with PreviousID and Reason.
+//     "already has an active writer" returns ErrStaleWriter: the thread is
+//     not lost, its stale owner must go first, so it is not replaced.
+func (c *Client) EnsureThread(ctx context.Context, storedID string, cfg ThreadConfig) (Ensured, error) {
+	if storedID == "" {
+		id, err := c.startThread(ctx, cfg)
+		if err != nil {
+			return Ensured{}, err
+		}
+		return Ensured{ThreadID: id, Outcome: OutcomeStarted}, nil
+	}
+	ts := c.lockThread(storedID)
+	defer ts.ensureMu.Unlock()
+
+	cn, err := c.current()
+	if err != nil {
+		return Ensured{}, err
+	}
+	if cn.alive() && ts.loadedIn(cn.epoch) {
+		return Ensured{ThreadID: storedID, Outcome: OutcomeLoaded}, nil
+	}
+	err = c.resume(ctx, ts, cfg)
+	switch {
+	case err == nil:
+		return Ensured{ThreadID: storedID, Outcome: OutcomeResumed}, nil
+	case errors.Is(err, ErrThreadLost):
+		c.forget(ts)
+		reason := err.Error()
+		var rpcErr *RPCError
+		if errors.As(err, &rpcErr) {
+			reason = rpcErr.Message
+		}
+		c.log.Warn("codex.thread_lost", zap.String("thread_id", storedID), zap.String("reason", reason))
+		id, serr := c.startThread(ctx, cfg)
+		if serr != nil {
+			return Ensured{}, fmt.Errorf("codex: replace lost thread %s: %w", storedID, serr)
+		}
+		return Ensured{ThreadID: id, Outcome: OutcomeReplaced, PreviousID: storedID, Reason: reason}, nil
+	default:
+		return Ensured{}, err
+	}
+}
+
+func (c *Client) resume(ctx context.Context, ts *threadState, cfg ThreadConfig) error {
+	rctx, cancel := context.WithTimeout(ctx, c.opts.ResumeTimeout)
+	defer cancel()
+	params := cfg.params(map[string]any{"threadId": ts.id, "excludeTurns": true})
+	var out struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	cn, err := c.callLive(rctx, "thread/resume", params, &out)
+	if err != nil {
+		return err
+	}
+	if out.Thread.ID != "" && out.Thread.ID != ts.id {
+		return fmt.Errorf("codex: thread/resume %s answered thread %s", ts.id, out.Thread.ID)
+	}
+	ts.markLoaded(cn.epoch)
+	return nil
+}
+
+func (c *Client) startThread(ctx context.Context, cfg ThreadConfig) (string, error) {
+	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	var out struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	cn, err := c.callLive(sctx, "thread/start", cfg.params(map[string]any{}), &out)
+	if err != nil {
+		return "", err
+	}
+	if out.Thread.ID == "" {
+		return "", errors.New("codex: thread/start returned no thread id")
+	}
+	c.threadFor(out.Thread.ID).markLoaded(cn.epoch)
+	return out.Thread.ID, nil
+}
+
+// callLive calls method on a live connection, waiting through a restart.
+// If the process dies while the call is pending (typically another lane's
+// doing), it is retried once on the successor: thread/start and
+// thread/resume are safe to repeat.
+func (c *Client) callLive(ctx context.Context, method string, params, out any) (*conn, error) {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var cn *conn
+		if cn, err = c.liveConn(ctx); err != nil {
+			return nil, err
+		}
+		if err = cn.call(ctx, method, params, out); err == nil {
+			return cn, nil
+		}
+		if !errors.Is(err, ErrProcessDied) || c.ctx.Err() != nil {
+			break
+		}
+		c.log.Warn("codex.retry_after_restart", zap.String("method", method), zap.Error(err))
+	}
+	return nil, c.closedOr(err)
+}
+
+// Release evicts a thread from the process (thread/unsubscribe) and forgets
+// its loaded state; the thread stays on disk and the next EnsureThread
+// resumes it. It refuses while a turn runs on the thread (ErrTurnActive).
+func (c *Client) Release(ctx context.Context, threadID string) error {
+	ts := c.lookup(threadID)
+	if ts == nil {
+		return nil
+	}
+	ts.ensureMu.Lock()
+	defer ts.ensureMu.Unlock()
+	ts.mu.Lock()
+	if ts.turn != nil {
+		ts.mu.Unlock()
+		return fmt.Errorf("codex: release %s: %w", threadID, ErrTurnActive)
+	}
+	epoch := ts.loadedEpoch
+	ts.loadedEpoch = 0
+	ts.mu.Unlock()
+	c.forget(ts)
+
+	cn, err := c.current()
+	if err != nil {
+		return err
+	}
+	if !cn.alive() || epoch != cn.epoch {
+		return nil // not loaded in this process: nothing to unsubscribe
+	}
+	uctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	if err := cn.call(uctx, "thread/unsubscribe", map[string]any{"threadId": threadID}, nil); err != nil {
+		return c.closedOr(err)
+	}
+	return nil
+}
+
+// Usage returns the last token usage the app-server reported for the thread.
+func (c *Client) Usage(threadID string) (Usage, bool) {
+	ts := c.lookup(threadID)
+	if ts == nil {
+		return Usage{}, false
+	}
+	return ts.lastUsage()
+}
+
+// closedOr turns a process-died error into ErrClosed once the client closed.
+func (c *Client) closedOr(err error) error {
+	if err != nil && c.ctx.Err() != nil && errors.Is(err, ErrProcessDied) {
+		return fmt.Errorf("%w (%v)", ErrClosed, err)
+	}
+	return err
+}

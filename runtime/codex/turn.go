@@ -1,0 +1,391 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// RunTurn starts a turn with text on a thread loaded by EnsureThread and
+// waits for turn/completed. Deltas stream to ev in order.
+//
+//   - Only one turn (or compaction) runs per thread: ErrTurnActive otherwise.
+//   - A thread not loaded in the current process: ErrThreadNotLoaded.
+//   - After TurnTimeout the watchdog sends turn/interrupt, sets
+//     WatchdogFired and waits up to InterruptGrace for turn/completed;
+//     without one it returns ErrTimeout.
+//   - ctx cancellation interrupts the same way; the result is filled in
+//     and the error wraps ctx.Err().
+//   - If the process dies: ErrProcessDied, with what was streamed so far.
+func (c *Client) RunTurn(ctx context.Context, threadID, text string, ev TurnEvents) (TurnResult, error) {
+	res := TurnResult{ThreadID: threadID}
+	ts, sub, err := c.beginTurn(threadID)
+	if err != nil {
+		return res, err
+	}
+	defer ts.endTurn(sub)
+
+	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	var out struct {
+		Turn struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	err = sub.cn.call(sctx, "turn/start", map[string]any{"threadId": threadID, "input": textInput(text)}, &out)
+	cancel()
+	if err != nil {
+		if errors.Is(err, ErrThreadNotLoaded) {
+			ts.markNotLoaded()
+		}
+		return res, c.closedOr(err)
+	}
+	res.TurnID = out.Turn.ID
+	sub.setID(res.TurnID)
+	if ev.Started != nil {
+		ev.Started(res.TurnID)
+	}
+	col := &collector{log: c.log, res: &res, ev: ev, turnID: res.TurnID, seen: map[string]bool{}}
+	err = c.await(ctx, ts, sub, col)
+	return res, err
+}
+
+func textInput(text string) []map[string]any {
+	return []map[string]any{{"type": "text", "text": text, "text_elements": []any{}}}
+}
+
+// beginTurn registers the thread's turn mailbox; from here on every
+// notification for the thread is queued for it.
+func (c *Client) beginTurn(threadID string) (*threadState, *turnSub, error) {
+	ts := c.lookup(threadID)
+	if ts == nil {
+		return nil, nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrThreadNotLoaded)
+	}
+	cn, err := c.current()
+	if err != nil {
+		return nil, nil, err
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if !cn.alive() || ts.loadedEpoch != cn.epoch {
+		return nil, nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrThreadNotLoaded)
+	}
+	if ts.turn != nil {
+		return nil, nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrTurnActive)
+	}
+	ts.turn = newTurnSub(cn)
+	return ts, ts.turn, nil
+}
+
+func (ts *threadState) endTurn(sub *turnSub) {
+	ts.mu.Lock()
+	if ts.turn == sub {
+		ts.turn = nil
+	}
+	ts.mu.Unlock()
+}
+
+func (ts *threadState) activeTurn() *turnSub {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.turn
+}
+
+// await drains the turn's mailbox until turn/completed, handling the
+// watchdog, ctx cancellation and process death.
+func (c *Client) await(ctx context.Context, ts *threadState, sub *turnSub, col *collector) error {
+	watchdog := time.NewTimer(c.opts.TurnTimeout)
+	defer watchdog.Stop()
+	var grace <-chan time.Time
+	interrupt := func() {
+		if grace == nil {
+			grace = time.After(c.opts.InterruptGrace)
+			go c.sendInterrupt(ts.id, sub)
+		}
+	}
+	ctxDone := ctx.Done()
+	var ctxErr error
+	for {
+		if col.drain(sub) {
+			col.finish(ts)
+			if ctxErr != nil {
+				return fmt.Errorf("codex: turn %s: %w", col.turnID, ctxErr)
+			}
+			return nil
+		}
+		select {
+		case <-sub.wake:
+		case <-sub.cn.dead:
+			if col.drain(sub) { // turn/completed may have been read just before
+				col.finish(ts)
+				return nil
+			}
+			col.finish(ts)
+			return fmt.Errorf("codex: turn %s: %w", col.turnID, c.closedOr(sub.cn.err()))
+		case <-watchdog.C:
+			col.res.WatchdogFired = true
+			c.log.Warn("codex.turn_watchdog", zap.String("thread_id", ts.id),
+				zap.String("turn_id", sub.turnID()), zap.Duration("timeout", c.opts.TurnTimeout))
+			interrupt()
+		case <-ctxDone:
+			ctxErr, ctxDone = ctx.Err(), nil
+			interrupt()
+		case <-grace:
+			col.finish(ts)
+			return fmt.Errorf("codex: turn %s: no turn/completed %s after turn/interrupt: %w",
+				sub.turnID(), c.opts.InterruptGrace, ErrTimeout)
+		}
+	}
+}
+
+// sendInterrupt asks the server to interrupt the turn; turn/completed
+// (status interrupted) is what ends the wait, not this call's answer.
+func (c *Client) sendInterrupt(threadID string, sub *turnSub) {
+	ctx, cancel := context.WithTimeout(sub.cn.ctx, c.opts.InterruptGrace)
+	defer cancel()
+	select {
+	case <-sub.idKnown: // a compaction learns its turn id from turn/started
+	case <-ctx.Done():
+		return
+	}
+	err := sub.cn.call(ctx, "turn/interrupt", map[string]any{"threadId": threadID, "turnId": sub.turnID()}, nil)
+	if err != nil && !errors.Is(err, ErrNoActiveTurn) {
+		c.log.Warn("codex.interrupt_failed", zap.String("thread_id", threadID), zap.Error(err))
+	}
+}
+
+// Interrupt interrupts the thread's running turn (or compaction). RunTurn
+// then returns with status interrupted. ErrNoActiveTurn if none runs.
+func (c *Client) Interrupt(ctx context.Context, threadID string) error {
+	sub, err := c.runningTurn(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	return sub.cn.call(ctx, "turn/interrupt", map[string]any{"threadId": threadID, "turnId": sub.turnID()}, nil)
+}
+
+// Steer adds text to the running turn (turn/steer with expectedTurnId).
+// codex drops the partial agent message in flight. ErrNoActiveTurn if none
+// runs (the caller should then start a new turn).
+func (c *Client) Steer(ctx context.Context, threadID, text string) error {
+	sub, err := c.runningTurn(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	params := map[string]any{"threadId": threadID, "expectedTurnId": sub.turnID(), "input": textInput(text)}
+	return sub.cn.call(ctx, "turn/steer", params, nil)
+}
+
+// runningTurn returns the thread's running turn once its id is known.
+func (c *Client) runningTurn(ctx context.Context, threadID string) (*turnSub, error) {
+	if _, err := c.current(); err != nil {
+		return nil, err
+	}
+	ts := c.lookup(threadID)
+	if ts == nil {
+		return nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrNoActiveTurn)
+	}
+	sub := ts.activeTurn()
+	if sub == nil {
+		return nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrNoActiveTurn)
+	}
+	select {
+	case <-sub.idKnown:
+		return sub, nil
+	case <-sub.cn.dead:
+		return nil, fmt.Errorf("codex: thread %s: %w", threadID, c.closedOr(sub.cn.err()))
+	case <-ctx.Done():
+		return nil, fmt.Errorf("codex: thread %s: waiting for turn id: %w", threadID, ctx.Err())
+	}
+}
+
+// Compact runs native compaction (thread/compact/start) and waits for the
+// contextCompaction item and the compaction turn's turn/completed. before is
+// the usage known when it started, after the usage known when it ended.
+// The turn watchdog applies as for RunTurn.
+func (c *Client) Compact(ctx context.Context, threadID string) (before, after Usage, err error) {
+	ts, sub, err := c.beginTurn(threadID)
+	if err != nil {
+		return before, after, err
+	}
+	defer ts.endTurn(sub)
+	before, _ = ts.lastUsage()
+
+	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	err = sub.cn.call(sctx, "thread/compact/start", map[string]any{"threadId": threadID}, nil)
+	cancel()
+	if err != nil {
+		return before, after, c.closedOr(err)
+	}
+	var res TurnResult
+	col := &collector{log: c.log, res: &res, seen: map[string]bool{}, adopt: sub}
+	if err := c.await(ctx, ts, sub, col); err != nil {
+		return before, res.Usage, err
+	}
+	if res.Status != TurnCompleted {
+		msg := ""
+		if res.Error != nil {
+			msg = ": " + res.Error.Message
+		}
+		return before, res.Usage, fmt.Errorf("codex: compaction of %s ended %s%s", threadID, res.Status, msg)
+	}
+	if !col.compacted {
+		return before, res.Usage, fmt.Errorf("codex: compaction of %s completed without a contextCompaction item", threadID)
+	}
+	return before, res.Usage, nil
+}
+
+// collector folds one turn's notifications into a TurnResult.
+type collector struct {
+	log    *zap.Logger
+	res    *TurnResult
+	ev     TurnEvents
+	turnID string   // "" until known (compaction adopts it from turn/started)
+	adopt  *turnSub // set for compaction: publish the adopted id
+
+	partial     strings.Builder // deltas of the agent message in flight
+	agentTexts  []string        // completed agent messages, in order
+	seen        map[string]bool // item ids already in res.Items
+	gotUsage    bool
+	compacted   bool
+	finalStatus bool
+}
+
+// drain handles queued notifications; it reports whether the turn ended.
+func (col *collector) drain(sub *turnSub) bool {
+	for _, n := range sub.take() {
+		if col.handle(n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (col *collector) handle(n notification) bool {
+	e := n.event
+	id := e.TurnID
+	if id == "" && e.Turn != nil {
+		id = e.Turn.ID
+	}
+	if col.turnID == "" && n.method == "turn/started" && id != "" && col.adopt != nil {
+		col.turnID = id
+		col.res.TurnID = id
+		col.adopt.setID(id)
+	}
+	if id != "" && id != col.turnID {
+		return false // a previous turn's straggler
+	}
+	switch n.method {
+	case "item/agentMessage/delta":
+		col.partial.WriteString(e.Delta)
+		if col.ev.Delta != nil {
+			col.ev.Delta(e.Delta)
+		}
+	case "item/completed":
+		col.itemCompleted(e.Item)
+	case "thread/tokenUsage/updated":
+		if e.TokenUsage != nil {
+			col.res.Usage, col.gotUsage = e.TokenUsage.toUsage(), true
+		}
+	case "error":
+		col.progressOrError(e)
+	case "turn/completed":
+		if e.Turn != nil {
+			col.completed(e.Turn)
+			return true
+		}
+	}
+	return false
+}
+
+func (col *collector) itemCompleted(raw json.RawMessage) {
+	it, ok := parseItem(raw)
+	if !ok {
+		return
+	}
+	switch it.Type {
+	case ItemAgentMessage:
+		col.agentTexts = append(col.agentTexts, it.Text)
+		col.partial.Reset()
+	case ItemUserMessage:
+		col.partial.Reset() // a steer: codex discards the partial in flight
+	case ItemContextCompaction:
+		col.compacted = true
+	}
+	col.addItem(it)
+}
+
+func (col *collector) addItem(it Item) {
+	if it.ID != "" {
+		if col.seen[it.ID] {
+			return
+		}
+		col.seen[it.ID] = true
+	}
+	col.res.Items = append(col.res.Items, it)
+}
+
+func (col *collector) progressOrError(e *turnEvent) {
+	msg := ""
+	if e.Error != nil {
+		msg = e.Error.Message
+	}
+	if e.WillRetry {
+		col.log.Info("codex.turn_retrying", zap.String("turn_id", col.turnID), zap.String("message", msg))
+		return
+	}
+	col.log.Warn("codex.turn_error", zap.String("turn_id", col.turnID), zap.String("message", msg))
+}
+
+func (col *collector) completed(t *wireTurn) {
+	col.finalStatus = true
+	col.res.Status = TurnStatus(t.Status)
+	col.res.Error = t.Error.toTurnError()
+	finalText := ""
+	for _, raw := range t.Items {
+		if it, ok := parseItem(raw); ok {
+			if it.Type == ItemAgentMessage {
+				finalText = it.Text
+			}
+			if it.Type == ItemContextCompaction {
+				col.compacted = true
+			}
+			col.addItem(it)
+		}
+	}
+	switch {
+	case col.res.Status == TurnInterrupted:
+		col.res.Text = col.streamed()
+	case finalText != "":
+		col.res.Text = finalText
+	case len(col.agentTexts) > 0:
+		col.res.Text = col.agentTexts[len(col.agentTexts)-1]
+	default:
+		col.res.Text = col.partial.String()
+	}
+}
+
+// streamed is everything the agent said in this turn, including the
+// cut-off partial message.
+func (col *collector) streamed() string {
+	parts := append([]string(nil), col.agentTexts...)
+	if col.partial.Len() > 0 {
+		parts = append(parts, col.partial.String())
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// finish fills what a turn that did not complete normally still has: the
+// streamed text and the thread's last usage.
+func (col *collector) finish(ts *threadState) {
+	if !col.finalStatus && col.res.Text == "" {
+		col.res.Text = col.streamed()
+	}
+	if !col.gotUsage {
+		col.res.Usage, _ = ts.lastUsage()
+	}
+}

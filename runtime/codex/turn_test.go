@@ -1,0 +1,291 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestInterleavedTurnsAreRoutedToTheirThreads(t *testing.T) {
+	fc := sharedFake(t)
+	const threads = 12
+	ids := make([]string, threads)
+	for i := range ids {
+		ids[i] = fc.newThread(t)
+	}
+	var wg sync.WaitGroup
+	for i, tid := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var words []string
+			for w := range 30 {
+				words = append(words, fmt.Sprintf("t%d-w%d", i, w))
+			}
+			input := "echo " + strings.Join(words, " ")
+			var deltas strings.Builder
+			var startedID string
+			res, err := fc.RunTurn(testCtx(t), tid, input, TurnEvents{
+				Started: func(id string) { startedID = id },
+				Delta:   func(d string) { deltas.WriteString(d) },
+			})
+			want := strings.Join(words, " ") + " "
+			switch {
+			case err != nil:
+				t.Errorf("thread %d: %v", i, err)
+			case res.Status != TurnCompleted || res.Text != want || deltas.String() != want:
+				t.Errorf("thread %d: status %s text %q deltas %q, want %q", i, res.Status, res.Text, deltas.String(), want)
+			case startedID != res.TurnID || res.ThreadID != tid:
+				t.Errorf("thread %d: started %q, result turn %q thread %q", i, startedID, res.TurnID, res.ThreadID)
+			}
+			checkItems(t, res, input, want)
+		}()
+	}
+	wg.Wait()
+}
+
+// checkItems asserts the echoed user message is marked as an echo and the
+// agent message carries the final text.
+func checkItems(t *testing.T, res TurnResult, input, agent string) {
+	t.Helper()
+	var echoes, agents int
+	for _, it := range res.Items {
+		switch {
+		case it.IsUserEcho():
+			echoes++
+			if it.Text != input {
+				t.Errorf("user echo text %q, want %q", it.Text, input)
+			}
+		case it.Type == ItemAgentMessage:
+			agents++
+			if it.Text != agent || len(it.Raw) == 0 {
+				t.Errorf("agent item %+v", it)
+			}
+		}
+	}
+	if echoes != 1 || agents != 1 {
+		t.Errorf("items: %d user echoes, %d agent messages; want 1 and 1 (%+v)", echoes, agents, res.Items)
+	}
+}
+
+func TestLineLongerThan8MB(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	const n = 8<<20 + 1024
+	var streamed int
+	res, err := fc.RunTurn(testCtx(t), tid, fmt.Sprintf("big %d", n), TurnEvents{Delta: func(d string) { streamed += len(d) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed != n+len("big-done") || res.Text != "big-done" {
+		t.Fatalf("streamed %d bytes, text %q; want %d and big-done", streamed, res.Text, n+len("big-done"))
+	}
+}
+
+func TestServerRequests(t *testing.T) {
+	tests := []struct {
+		name     string
+		decision Decision
+		text     string
+		want     string
+	}{
+		{name: "approval accepted for session", decision: DecisionAcceptForSession, text: "approve rm -rf build", want: "decision=acceptForSession"},
+		{name: "approval declined", decision: DecisionDecline, text: "approve touch x", want: "decision=decline"},
+		{name: "invalid v1 decision becomes decline", decision: "approved", text: "approve touch x", want: "decision=decline"},
+		{name: "unknown request gets an error", text: "unknown-request", want: "error=-32601"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []ApprovalRequest
+			fc := sharedFake(t)
+			tid := fc.newThread(t)
+			shared.approvals.Store(tid, ApprovalHandler(func(_ context.Context, req ApprovalRequest) Decision {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, req)
+				return tt.decision
+			}))
+			defer shared.approvals.Delete(tid)
+			res, err := fc.RunTurn(testCtx(t), tid, tt.text, TurnEvents{})
+			if err != nil || res.Text != tt.want {
+				t.Fatalf("RunTurn = %q, %v; want %q", res.Text, err, tt.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.decision == "" {
+				if len(got) != 0 {
+					t.Errorf("handler called for a non-approval request: %+v", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("handler called %d times", len(got))
+			}
+			req := got[0]
+			wantCmd := strings.TrimPrefix(tt.text, "approve ")
+			if req.Kind != "command" || req.ThreadID != tid || req.TurnID != res.TurnID || req.ItemID != "call_1" ||
+				req.Command != wantCmd || req.Cwd != "/work" || req.Reason != "needs it" || len(req.Raw) == 0 {
+				t.Errorf("approval request %+v", req)
+			}
+		})
+	}
+}
+
+func TestFailedTurnReportsErrorAndIgnoresRetryProgress(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	res, err := fc.RunTurn(testCtx(t), tid, "fail", TurnEvents{})
+	if err != nil {
+		t.Fatalf("a failed turn is a result, not an error: %v", err)
+	}
+	if res.Status != TurnFailed || res.Error == nil ||
+		!strings.Contains(res.Error.Message, "high demand") || res.Error.Info != `"internalServerError"` {
+		t.Fatalf("result %+v error %+v", res, res.Error)
+	}
+	if res.Usage.TotalTokens != 1000 || res.Usage.LastTotalTokens != 42 || res.Usage.ContextWindow != 200000 {
+		t.Errorf("usage %+v", res.Usage)
+	}
+	if u, ok := fc.Usage(tid); !ok || u != res.Usage {
+		t.Errorf("Usage(thread) = %+v, %v; want %+v", u, ok, res.Usage)
+	}
+}
+
+func TestWatchdog(t *testing.T) {
+	tests := []struct {
+		name       string
+		text       string
+		wantErr    error
+		wantStatus TurnStatus
+	}{
+		{name: "interrupt ends the turn", text: "hang", wantStatus: TurnInterrupted},
+		{name: "server never completes", text: "deaf", wantErr: ErrTimeout},
+	}
+	fc := startFake(t, fakeConfig{tweak: func(o *Options) {
+		o.TurnTimeout = 150 * time.Millisecond
+		o.InterruptGrace = 300 * time.Millisecond
+	}})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tid := fc.newThread(t)
+			interrupts := count(fc.received(t), "turn/interrupt")
+			res, err := fc.RunTurn(testCtx(t), tid, tt.text, TurnEvents{})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if !res.WatchdogFired || res.Status != tt.wantStatus || res.Text != "partial " {
+				t.Errorf("result %+v", res)
+			}
+			if n := count(fc.received(t), "turn/interrupt") - interrupts; n != 1 {
+				t.Errorf("fake saw %d turn/interrupt, want 1", n)
+			}
+			// The thread is usable again.
+			if res, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); err != nil || res.Text != "next " {
+				t.Errorf("next turn = %q, %v", res.Text, err)
+			}
+		})
+	}
+}
+
+func TestCancelledContextInterruptsTurn(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	res, err := fc.RunTurn(ctx, tid, "hang", TurnEvents{Delta: func(string) { cancel() }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if res.Status != TurnInterrupted || res.WatchdogFired || res.Text != "partial " {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestInterruptAndSteer(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	ctx := testCtx(t)
+	if err := fc.Interrupt(ctx, tid); !errors.Is(err, ErrNoActiveTurn) {
+		t.Errorf("Interrupt idle = %v, want ErrNoActiveTurn", err)
+	}
+	if err := fc.Steer(ctx, tid, "x"); !errors.Is(err, ErrNoActiveTurn) {
+		t.Errorf("Steer idle = %v, want ErrNoActiveTurn", err)
+	}
+
+	steerErr := make(chan error, 1)
+	res, err := fc.RunTurn(ctx, tid, "steerable", TurnEvents{Delta: func(d string) {
+		if d == "discarded " {
+			go func() { steerErr <- fc.Steer(ctx, tid, "more please") }()
+		}
+	}})
+	if err != nil {
+		t.Fatalf("RunTurn: %v", err)
+	}
+	if err := <-steerErr; err != nil {
+		t.Fatalf("Steer: %v", err)
+	}
+	if res.Text != "steered: more please" {
+		t.Errorf("text %q", res.Text)
+	}
+	echoes := 0
+	for _, it := range res.Items {
+		if it.IsUserEcho() {
+			echoes++
+		}
+	}
+	if echoes != 2 {
+		t.Errorf("%d user echoes, want 2 (input and steer)", echoes)
+	}
+
+	res, err = fc.RunTurn(ctx, tid, "hang", TurnEvents{Delta: func(string) {
+		go func() {
+			if err := fc.Interrupt(ctx, tid); err != nil {
+				t.Errorf("Interrupt: %v", err)
+			}
+		}()
+	}})
+	if err != nil || res.Status != TurnInterrupted || res.WatchdogFired {
+		t.Errorf("interrupted turn %+v, %v", res, err)
+	}
+}
+
+func TestOneTurnPerThread(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	ctx := testCtx(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = fc.RunTurn(ctx, tid, "hang", TurnEvents{Delta: func(string) {
+			if _, err := fc.RunTurn(ctx, tid, "echo second", TurnEvents{}); !errors.Is(err, ErrTurnActive) {
+				t.Errorf("second RunTurn = %v, want ErrTurnActive", err)
+			}
+			if err := fc.Release(ctx, tid); !errors.Is(err, ErrTurnActive) {
+				t.Errorf("Release during turn = %v, want ErrTurnActive", err)
+			}
+			go func() { _ = fc.Interrupt(ctx, tid) }()
+		}})
+	}()
+	<-done
+}
+
+func TestCompact(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	if _, err := fc.RunTurn(testCtx(t), tid, "echo fill", TurnEvents{}); err != nil {
+		t.Fatal(err)
+	}
+	before, after, err := fc.Compact(testCtx(t), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.TotalTokens != 1000 || after.TotalTokens != 300 {
+		t.Errorf("before %d after %d, want 1000 and 300", before.TotalTokens, after.TotalTokens)
+	}
+	if _, err := fc.RunTurn(testCtx(t), tid, "echo after", TurnEvents{}); err != nil {
+		t.Errorf("turn after compaction: %v", err)
+	}
+}
