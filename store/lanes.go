@@ -1,0 +1,322 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.session_id,
+	r.codex_thread_id, r.binding, r.generation, r.created_at, r.updated_at, r.last_active_at,
+	s.started_at, r.turns, r.meta
+	FROM gateway_routing r JOIN sessions s ON s.id = r.session_id`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanLane(row rowScanner) (Lane, error) {
+	var (
+		l                                  Lane
+		binding, meta                      string
+		created, updated, active, sessionT int64
+	)
+	err := row.Scan(&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.SessionID,
+		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta)
+	if err != nil {
+		return Lane{}, err
+	}
+	l.Binding = Binding(binding)
+	l.CreatedAt, l.UpdatedAt, l.LastActiveAt, l.SessionStartedAt = fromDB(created), fromDB(updated), fromDB(active), fromDB(sessionT)
+	if err := json.Unmarshal([]byte(meta), &l.Meta); err != nil {
+		return Lane{}, fmt.Errorf("lane %s: decode meta: %w", l.SessionKey, err)
+	}
+	return l, nil
+}
+
+func loadLane(ctx context.Context, q querier, sessionKey string) (Lane, error) {
+	l, err := scanLane(q.QueryRowContext(ctx, "SELECT "+laneColumns+" WHERE r.session_key = ?", sessionKey))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lane{}, fmt.Errorf("%w: lane %q", ErrNotFound, sessionKey)
+	}
+	return l, err
+}
+
+// Lane returns the routing row of one lane, or ErrNotFound.
+func (s *Store) Lane(ctx context.Context, sessionKey string) (Lane, error) {
+	l, err := loadLane(ctx, s.rq, sessionKey)
+	if err != nil {
+		return Lane{}, fmt.Errorf("store: lane: %w", classify(err))
+	}
+	return l, nil
+}
+
+// Lanes returns up to limit lanes, most recently active first (limit <= 0: all).
+func (s *Store) Lanes(ctx context.Context, limit int) ([]Lane, error) {
+	rows, err := s.rq.QueryContext(ctx,
+		"SELECT "+laneColumns+" ORDER BY r.last_active_at DESC, r.session_key LIMIT ?", sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: lanes: %w", classify(err))
+	}
+	defer rows.Close()
+	var lanes []Lane
+	for rows.Next() {
+		l, err := scanLane(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: lanes: %w", err)
+		}
+		lanes = append(lanes, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: lanes: %w", classify(err))
+	}
+	return lanes, nil
+}
+
+// sqlLimit maps "no limit" (<= 0) to SQLite's -1.
+func sqlLimit(limit int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
+}
+
+// EnsureLane creates the routing row and the lane's first session if
+// missing, and marks the lane active either way.
+func (s *Store) EnsureLane(ctx context.Context, k LaneKey) (Lane, error) {
+	if k.SessionKey == "" || k.Platform == "" {
+		return Lane{}, fmt.Errorf("%w: EnsureLane needs a session key and a platform", ErrInvalid)
+	}
+	var lane Lane
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		now := toDB(s.now())
+		res, err := q.ExecContext(ctx,
+			"UPDATE gateway_routing SET last_active_at = ? WHERE session_key = ?", now, k.SessionKey)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if err := createLane(ctx, q, k, now); err != nil {
+				return err
+			}
+		}
+		lane, err = loadLane(ctx, q, k.SessionKey)
+		return err
+	})
+	if err != nil {
+		return Lane{}, fmt.Errorf("store: ensure lane %q: %w", k.SessionKey, err)
+	}
+	return lane, nil
+}
+
+func createLane(ctx context.Context, q querier, k LaneKey, now int64) error {
+	sessionID, err := startSession(ctx, q, k.SessionKey, 1, 0, now)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO gateway_routing
+		(session_key, platform, kind, chat_id, topic_id, session_id, generation, created_at, updated_at, last_active_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+		k.SessionKey, k.Platform, k.Kind, k.ChatID, k.TopicID, sessionID, now, now, now)
+	return err
+}
+
+func startSession(ctx context.Context, q querier, sessionKey string, generation, parent, now int64) (int64, error) {
+	var parentID any
+	if parent != 0 {
+		parentID = parent
+	}
+	res, err := q.ExecContext(ctx,
+		"INSERT INTO sessions (session_key, generation, parent_id, started_at) VALUES (?, ?, ?, ?)",
+		sessionKey, generation, parentID, now)
+	if err != nil {
+		return 0, fmt.Errorf("start session: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// checkGeneration refuses a write computed under another generation.
+func checkGeneration(l Lane, gen int64) error {
+	if l.Generation != gen {
+		return fmt.Errorf("%w: lane %q is at generation %d, the write was made under %d",
+			ErrStaleGeneration, l.SessionKey, l.Generation, gen)
+	}
+	return nil
+}
+
+// BindThread records threadID as the lane's Codex thread, binding pending,
+// if the lane is still at generation gen. Re-binding the thread that is
+// already confirmed keeps it confirmed (a resume of a proven thread).
+func (s *Store) BindThread(ctx context.Context, sessionKey string, gen int64, threadID string) error {
+	if threadID == "" {
+		return fmt.Errorf("%w: BindThread needs a thread id", ErrInvalid)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		lane, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		if err := checkGeneration(lane, gen); err != nil {
+			return err
+		}
+		binding := Binding(BindingPending)
+		if lane.ThreadID == threadID && lane.Binding == BindingConfirmed {
+			binding = BindingConfirmed
+		}
+		return setBinding(ctx, q, sessionKey, threadID, binding, "", toDB(s.now()))
+	})
+	if err != nil {
+		return fmt.Errorf("store: bind thread on %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+// MarkBindingLost records that the lane's thread cannot be resumed. It is
+// refused (ErrStaleGeneration) if the lane moved to another generation or
+// another thread meanwhile. The thread id is kept for the record.
+func (s *Store) MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		lane, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		if err := checkGeneration(lane, gen); err != nil {
+			return err
+		}
+		if lane.ThreadID != threadID {
+			return fmt.Errorf("%w: lane %q is bound to thread %q, not %q",
+				ErrStaleGeneration, sessionKey, lane.ThreadID, threadID)
+		}
+		return setBinding(ctx, q, sessionKey, threadID, BindingLost, reason, toDB(s.now()))
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark binding lost on %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+func setBinding(ctx context.Context, q querier, sessionKey, threadID string, b Binding, reason string, now int64) error {
+	_, err := q.ExecContext(ctx, `UPDATE gateway_routing
+		SET codex_thread_id = ?, binding = ?, binding_reason = ?, updated_at = ? WHERE session_key = ?`,
+		threadID, string(b), reason, now, sessionKey)
+	return err
+}
+
+// ResetLane is /reset: the generation moves on (fencing off every write of
+// turns in flight), the current session ends with reason, a new session
+// (parent = the old one) begins, the binding is cleared and the journal
+// entry dropped.
+func (s *Store) ResetLane(ctx context.Context, sessionKey, reason string) (Lane, error) {
+	var lane Lane
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		old, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		lane, err = s.rotate(ctx, q, old, reason, false)
+		return err
+	})
+	if err != nil {
+		return Lane{}, fmt.Errorf("store: reset lane %q: %w", sessionKey, err)
+	}
+	return lane, nil
+}
+
+// RotateSession ends the current transcript session and starts a new one,
+// if the lane is still at generation gen. With keepThread the Codex thread
+// binding and the generation stay (policy rotation: same working thread, new
+// transcript); without it the lane is reset exactly like ResetLane.
+func (s *Store) RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (Lane, error) {
+	var lane Lane
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		old, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		if err := checkGeneration(old, gen); err != nil {
+			return err
+		}
+		lane, err = s.rotate(ctx, q, old, reason, keepThread)
+		return err
+	})
+	if err != nil {
+		return Lane{}, fmt.Errorf("store: rotate session of %q: %w", sessionKey, err)
+	}
+	return lane, nil
+}
+
+func (s *Store) rotate(ctx context.Context, q querier, old Lane, reason string, keepThread bool) (Lane, error) {
+	now := toDB(s.now())
+	if _, err := q.ExecContext(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+		now, reason, old.SessionID); err != nil {
+		return Lane{}, fmt.Errorf("end session: %w", err)
+	}
+	gen := old.Generation
+	if !keepThread {
+		gen++
+	}
+	sessionID, err := startSession(ctx, q, old.SessionKey, gen, old.SessionID, now)
+	if err != nil {
+		return Lane{}, err
+	}
+	if keepThread {
+		_, err = q.ExecContext(ctx, `UPDATE gateway_routing SET session_id = ?, turns = 0,
+			updated_at = ?, last_active_at = ? WHERE session_key = ?`, sessionID, now, now, old.SessionKey)
+	} else {
+		_, err = q.ExecContext(ctx, `UPDATE gateway_routing SET session_id = ?, turns = 0, generation = ?,
+			codex_thread_id = '', binding = '', binding_reason = '', updated_at = ?, last_active_at = ?
+			WHERE session_key = ?`, sessionID, gen, now, now, old.SessionKey)
+		if err == nil {
+			_, err = q.ExecContext(ctx, "DELETE FROM turn_journal WHERE session_key = ?", old.SessionKey)
+		}
+	}
+	if err != nil {
+		return Lane{}, err
+	}
+	return loadLane(ctx, q, old.SessionKey)
+}
+
+// SetMeta merges meta into the lane's metadata; an empty value deletes the
+// key. Addition to the contract.
+func (s *Store) SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		lane, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		merged := lane.Meta
+		if merged == nil {
+			merged = make(map[string]string, len(meta))
+		}
+		for k, v := range meta {
+			if v == "" {
+				delete(merged, k)
+			} else {
+				merged[k] = v
+			}
+		}
+		encoded, err := json.Marshal(merged)
+		if err != nil {
+			return err
+		}
+		_, err = q.ExecContext(ctx, "UPDATE gateway_routing SET meta = ?, updated_at = ? WHERE session_key = ?",
+			string(encoded), toDB(s.now()), sessionKey)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: set meta on %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+// sessionOfGeneration finds where a turn of generation gen belongs: the
+// newest session the lane had at that generation.
+func sessionOfGeneration(ctx context.Context, q querier, sessionKey string, gen int64) (int64, error) {
+	var id int64
+	err := q.QueryRowContext(ctx, `SELECT id FROM sessions WHERE session_key = ? AND generation <= ?
+		ORDER BY generation DESC, id DESC LIMIT 1`, sessionKey, gen).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: lane %q has no session of generation %d", ErrNotFound, sessionKey, gen)
+	}
+	return id, err
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+)
+
+// migrations is the ordered schema history. The schema version stored in
+// PRAGMA user_version is the number of migrations applied. Append only:
+// never edit a migration that has shipped, add a new one at the end.
+//
+// Times are INTEGER Unix nanoseconds (0 = unset).
+var migrations = []string{
+	// 1: lanes, sessions, transcript, inbox, cursors.
+	`
+CREATE TABLE sessions (
+	id          INTEGER PRIMARY KEY,
+	session_key TEXT    NOT NULL,
+	generation  INTEGER NOT NULL,
+	parent_id   INTEGER REFERENCES sessions(id),
+	started_at  INTEGER NOT NULL,
+	ended_at    INTEGER NOT NULL DEFAULT 0,
+	end_reason  TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX sessions_by_key ON sessions(session_key, generation, id);
+
+CREATE TABLE gateway_routing (
+	session_key     TEXT PRIMARY KEY,
+	platform        TEXT    NOT NULL,
+	kind            TEXT    NOT NULL,
+	chat_id         TEXT    NOT NULL,
+	topic_id        TEXT    NOT NULL DEFAULT '',
+	session_id      INTEGER NOT NULL REFERENCES sessions(id),
+	codex_thread_id TEXT    NOT NULL DEFAULT '',
+	binding         TEXT    NOT NULL DEFAULT ''
+	                CHECK (binding IN ('', 'pending', 'confirmed', 'lost')),
+	binding_reason  TEXT    NOT NULL DEFAULT '',
+	generation      INTEGER NOT NULL DEFAULT 1,
+	turns           INTEGER NOT NULL DEFAULT 0,
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL,
+	last_active_at  INTEGER NOT NULL,
+	meta            TEXT    NOT NULL DEFAULT '{}'
+) WITHOUT ROWID;
+CREATE INDEX routing_by_activity ON gateway_routing(last_active_at DESC);
+
+CREATE TABLE messages (
+	id                  INTEGER PRIMARY KEY,
+	session_id          INTEGER NOT NULL REFERENCES sessions(id),
+	session_key         TEXT    NOT NULL,
+	role                TEXT    NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+	text                TEXT    NOT NULL,
+	turn_id             TEXT    NOT NULL,
+	platform_message_id TEXT    NOT NULL DEFAULT '',
+	status              TEXT    NOT NULL DEFAULT '',
+	total_tokens        INTEGER NOT NULL DEFAULT 0,
+	context_window      INTEGER NOT NULL DEFAULT 0,
+	outbox_id           INTEGER NOT NULL DEFAULT 0,
+	created_at          INTEGER NOT NULL,
+	UNIQUE (session_key, turn_id, role)
+);
+CREATE INDEX messages_by_session ON messages(session_id, id);
+
+CREATE TABLE inbox (
+	id          INTEGER PRIMARY KEY,
+	platform    TEXT    NOT NULL,
+	message_id  TEXT,   -- NULL when the platform gave none: never deduplicated
+	session_key TEXT    NOT NULL,
+	sender_id   TEXT    NOT NULL DEFAULT '',
+	sender_name TEXT    NOT NULL DEFAULT '',
+	text        TEXT    NOT NULL,
+	received_at INTEGER NOT NULL,
+	state       TEXT    NOT NULL DEFAULT 'received'
+	            CHECK (state IN ('received', 'processing', 'done', 'failed', 'ignored')),
+	updated_at  INTEGER NOT NULL,
+	UNIQUE (platform, message_id)
+);
+CREATE INDEX inbox_open ON inbox(id) WHERE state IN ('received', 'processing');
+
+CREATE TABLE cursors (
+	name       TEXT PRIMARY KEY,
+	value      TEXT    NOT NULL,
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+	// 2: full-text search over the transcript, kept in sync by triggers.
+	// The rebuild indexes rows written before this migration.
+	`
+CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='id');
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+	INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+	INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text);
+END;
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+`,
+	// 3: outbox, turn journal, compactions.
+	`
+CREATE TABLE outbox (
+	id                  INTEGER PRIMARY KEY,
+	session_key         TEXT    NOT NULL,
+	platform            TEXT    NOT NULL,
+	kind                TEXT    NOT NULL DEFAULT '',
+	chat_id             TEXT    NOT NULL DEFAULT '',
+	topic_id            TEXT    NOT NULL DEFAULT '',
+	user_id             TEXT    NOT NULL DEFAULT '',
+	text                TEXT    NOT NULL,
+	reply_to            TEXT    NOT NULL DEFAULT '',
+	edit_id             TEXT    NOT NULL DEFAULT '',
+	state               TEXT    NOT NULL DEFAULT 'pending'
+	                    CHECK (state IN ('pending', 'sent', 'failed')),
+	attempts            INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at     INTEGER NOT NULL,
+	platform_message_id TEXT    NOT NULL DEFAULT '',
+	last_error          TEXT    NOT NULL DEFAULT '',
+	created_at          INTEGER NOT NULL,
+	updated_at          INTEGER NOT NULL
+);
+CREATE INDEX outbox_pending ON outbox(next_attempt_at, id) WHERE state = 'pending';
+CREATE INDEX outbox_pending_by_lane ON outbox(session_key, id) WHERE state = 'pending';
+
+CREATE TABLE turn_journal (
+	session_key TEXT PRIMARY KEY,
+	generation  INTEGER NOT NULL,
+	inbound_id  INTEGER NOT NULL DEFAULT 0,
+	thread_id   TEXT    NOT NULL DEFAULT '',
+	turn_id     TEXT    NOT NULL DEFAULT '',
+	text        TEXT    NOT NULL DEFAULT '',
+	started_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE compactions (
+	id            INTEGER PRIMARY KEY,
+	session_key   TEXT    NOT NULL,
+	session_id    INTEGER NOT NULL REFERENCES sessions(id),
+	thread_id     TEXT    NOT NULL,
+	tokens_before INTEGER NOT NULL,
+	tokens_after  INTEGER NOT NULL,
+	created_at    INTEGER NOT NULL
+);
+CREATE INDEX compactions_by_key ON compactions(session_key, id);
+`,
+}
+
+// migrate brings the schema to version target (normally len(migrations))
+// in one IMMEDIATE transaction: either every pending migration applies and
+// the version is recorded, or nothing changes.
+func migrate(ctx context.Context, conn *sql.Conn, target int) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		}
+	}()
+	version, err := schemaVersion(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this gatewayd knows (%d); refusing to run an older binary on it",
+			version, len(migrations))
+	}
+	for v := version; v < target; v++ {
+		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+	}
+	if target < version {
+		return fmt.Errorf("schema version %d is past the requested %d", version, target)
+	}
+	// Written even when unchanged: the write proves at Open that the
+	// database accepts writes. PRAGMA takes no bound parameters; target is
+	// an int we control.
+	if _, err := conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(target)); err != nil {
+		return fmt.Errorf("record schema version %d: %w", target, err)
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

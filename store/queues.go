@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RecordInbound stores a received platform message. A message whose
+// (platform, message id) is already stored is a redelivery: its existing id
+// is returned with duplicate=true and nothing changes. A message without a
+// platform id is stored but can never be recognised as a duplicate.
+func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplicate bool, err error) {
+	if in.Platform == "" || in.SessionKey == "" {
+		return 0, false, fmt.Errorf("%w: RecordInbound needs a platform and a session key", ErrInvalid)
+	}
+	err = s.write(ctx, func(ctx context.Context, q querier) error {
+		id, duplicate = 0, false
+		var messageID any
+		if in.MessageID != "" {
+			messageID = in.MessageID
+		}
+		received := in.ReceivedAt
+		if received.IsZero() {
+			received = s.now()
+		}
+		res, err := q.ExecContext(ctx, `INSERT INTO inbox
+			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING`,
+			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			id, err = res.LastInsertId()
+			return err
+		}
+		duplicate = true
+		return q.QueryRowContext(ctx, "SELECT id FROM inbox WHERE platform = ? AND message_id = ?",
+			in.Platform, in.MessageID).Scan(&id)
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
+	}
+	return id, duplicate, nil
+}
+
+var inboundStates = map[string]bool{
+	InboundReceived: true, InboundProcessing: true, InboundDone: true, InboundFailed: true, InboundIgnored: true,
+}
+
+// SetInboundState moves an inbound message to state.
+func (s *Store) SetInboundState(ctx context.Context, id int64, state string) error {
+	if !inboundStates[state] {
+		return fmt.Errorf("%w: inbound state %q", ErrInvalid, state)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		return execOne(ctx, q, "inbound", id, "UPDATE inbox SET state = ?, updated_at = ? WHERE id = ?",
+			state, toDB(s.now()), id)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set inbound %d state %s: %w", id, state, err)
+	}
+	return nil
+}
+
+// execOne runs an UPDATE that must touch exactly the row id; none is ErrNotFound.
+func execOne(ctx context.Context, q querier, what string, id int64, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("%w: %s %d", ErrNotFound, what, id)
+	}
+	return nil
+}
+
+// PendingInbound returns inbound messages still received or processing,
+// oldest first: what a restart must pick up again.
+func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
+	rows, err := s.rq.QueryContext(ctx, `SELECT id, platform, COALESCE(message_id, ''), session_key,
+		sender_id, sender_name, text, received_at, state
+		FROM inbox WHERE state IN ('received', 'processing') ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending inbound: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []InboundRow
+	for rows.Next() {
+		var r InboundRow
+		var received int64
+		if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
+			&r.Text, &received, &r.State); err != nil {
+			return nil, fmt.Errorf("store: pending inbound: %w", err)
+		}
+		r.ReceivedAt = fromDB(received)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: pending inbound: %w", classify(err))
+	}
+	return out, nil
+}
+
+// Cursor returns a named cursor (e.g. Telegram's last confirmed update id).
+func (s *Store) Cursor(ctx context.Context, name string) (string, bool, error) {
+	var v string
+	err := s.rq.QueryRowContext(ctx, "SELECT value FROM cursors WHERE name = ?", name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: cursor %s: %w", name, classify(err))
+	}
+	return v, true, nil
+}
+
+// SetCursor stores a named cursor.
+func (s *Store) SetCursor(ctx context.Context, name, value string) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+			name, value, toDB(s.now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: set cursor %s: %w", name, err)
+	}
+	return nil
+}
+
+// Enqueue adds a reply to the outbox (state pending; due now unless
+// NextAttemptAt is set).
+func (s *Store) Enqueue(ctx context.Context, m OutboxMessage) (int64, error) {
+	var id int64
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		id, err = s.enqueueTx(ctx, q, m)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: enqueue for %q: %w", m.SessionKey, err)
+	}
+	return id, nil
+}
+
+func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int64, error) {
+	if m.SessionKey == "" || m.Platform == "" {
+		return 0, fmt.Errorf("%w: outbox message needs a session key and a platform", ErrInvalid)
+	}
+	now := s.now()
+	next := m.NextAttemptAt
+	if next.IsZero() {
+		next = now
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO outbox (session_key, platform, kind, chat_id, topic_id, user_id, text,
+		reply_to, edit_id, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.SessionKey, m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID, m.Text, m.ReplyTo, m.EditID,
+		toDB(next), toDB(now), toDB(now))
+	if err != nil {
+		return 0, fmt.Errorf("insert outbox: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// DueOutbox returns pending messages due at now, in lane order: a message is
+// held back while an earlier pending message of its lane waits for a later
+// retry, so replies are never delivered out of order. Callers deliver one
+// lane's messages sequentially in the order returned.
+func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
+	rows, err := s.rq.QueryContext(ctx, `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
+		o.user_id, o.text, o.reply_to, o.edit_id, o.state, o.attempts, o.next_attempt_at, o.platform_message_id,
+		o.last_error, o.created_at
+		FROM outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= ?1
+		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
+			AND e.id < o.id AND e.next_attempt_at > ?1)
+		ORDER BY o.id LIMIT ?2`, toDB(now), sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: due outbox: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []OutboxMessage
+	for rows.Next() {
+		var m OutboxMessage
+		var next, created int64
+		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Platform, &m.Kind, &m.ChatID, &m.TopicID, &m.UserID, &m.Text,
+			&m.ReplyTo, &m.EditID, &m.State, &m.Attempts, &next, &m.PlatformMessageID, &m.LastError, &created); err != nil {
+			return nil, fmt.Errorf("store: due outbox: %w", err)
+		}
+		m.NextAttemptAt, m.CreatedAt = fromDB(next), fromDB(created)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: due outbox: %w", classify(err))
+	}
+	return out, nil
+}
+
+// MarkSent records a delivered message and its platform message id.
+func (s *Store) MarkSent(ctx context.Context, id int64, platformMessageID string) error {
+	return s.markOutbox(ctx, "mark sent", id, `UPDATE outbox SET state = 'sent', attempts = attempts + 1,
+		platform_message_id = ?, last_error = '', updated_at = ? WHERE id = ?`, platformMessageID, toDB(s.now()), id)
+}
+
+// MarkRetry records a failed attempt; the message is due again at next.
+func (s *Store) MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error {
+	return s.markOutbox(ctx, "mark retry", id, `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?,
+		last_error = ?, updated_at = ? WHERE id = ? AND state = 'pending'`, toDB(next), errText, toDB(s.now()), id)
+}
+
+// MarkFailed gives up on a message for good.
+func (s *Store) MarkFailed(ctx context.Context, id int64, errText string) error {
+	return s.markOutbox(ctx, "mark failed", id, `UPDATE outbox SET state = 'failed', attempts = attempts + 1,
+		last_error = ?, updated_at = ? WHERE id = ?`, errText, toDB(s.now()), id)
+}
+
+func (s *Store) markOutbox(ctx context.Context, what string, id int64, query string, args ...any) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		return execOne(ctx, q, "outbox message", id, query, args...)
+	})
+	if err != nil {
+		return fmt.Errorf("store: %s %d: %w", what, id, err)
+	}
+	return nil
+}

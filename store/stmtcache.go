@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// maxCachedStatements bounds the statement caches. The store's SQL is a
+// fixed set of constant strings, far fewer than this; the bound only keeps
+// a future bug that builds SQL dynamically from growing memory.
+const maxCachedStatements = 256
+
+// stmtCache is a querier that prepares each distinct query once and reuses
+// it. Parsing is a large share of a small write's cost in SQLite, and
+// database/sql does not cache prepared statements by itself. A query must
+// be one statement: preparing compiles only the first.
+type stmtCache struct {
+	db interface {
+		querier
+		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	}
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func newStmtCache(db interface {
+	querier
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}) *stmtCache {
+	return &stmtCache{db: db, stmts: make(map[string]*sql.Stmt)}
+}
+
+// stmt returns the prepared statement for query, or nil when it should run
+// unprepared (cache full or preparation failed: the direct call then
+// reports the same error to the caller).
+func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[query]; ok {
+		return st
+	}
+	if len(c.stmts) >= maxCachedStatements {
+		return nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	c.stmts[query] = st
+	return st
+}
+
+func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := c.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return c.db.ExecContext(ctx, query, args...)
+}
+
+func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := c.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return c.db.QueryContext(ctx, query, args...)
+}
+
+func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := c.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return c.db.QueryRowContext(ctx, query, args...)
+}
+
+// Close closes every cached statement.
+func (c *stmtCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first error
+	for q, st := range c.stmts {
+		if err := st.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(c.stmts, q)
+	}
+	return first
+}

@@ -1,0 +1,308 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// CommitTurn records a finished turn in one transaction:
+//   - the user row and the assistant row; UNIQUE(session_key, turn_id, role)
+//     makes a second commit of the same turn a no-op (Duplicate, and the
+//     OutboxID of the first commit);
+//   - if the lane's generation moved on: Stale, the rows stay in the session
+//     the turn ran in, the binding is untouched and the reply is NOT queued;
+//   - otherwise: the binding is confirmed when Confirm is set and the lane is
+//     still bound to ThreadID (pending or confirmed), the reply is queued;
+//   - either way the turn's journal entry is cleared and the inbound
+//     message marked done.
+func (s *Store) CommitTurn(ctx context.Context, t CompletedTurn) (CommitResult, error) {
+	if t.SessionKey == "" || t.TurnID == "" {
+		return CommitResult{}, fmt.Errorf("%w: CommitTurn needs a session key and a turn id", ErrInvalid)
+	}
+	var res CommitResult
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		res = CommitResult{}
+		return s.commitTurn(ctx, q, t, &res)
+	})
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("store: commit turn %s on %q: %w", t.TurnID, t.SessionKey, err)
+	}
+	return res, nil
+}
+
+func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res *CommitResult) error {
+	lane, err := loadLane(ctx, q, t.SessionKey)
+	if err != nil {
+		return err
+	}
+	now := toDB(s.now())
+	stale := lane.Generation != t.Generation
+	sessionID, err := turnSession(ctx, q, lane, t, stale)
+	if err != nil {
+		return err
+	}
+	if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", t.UserText, t.TurnID, t.UserMessageID, now, t); err != nil {
+		return err
+	}
+	added, err := insertMessage(ctx, q, sessionID, t.SessionKey, "assistant", t.AssistantText, t.TurnID, "", now, t)
+	if err != nil {
+		return err
+	}
+	if !added {
+		res.Duplicate = true
+		return q.QueryRowContext(ctx, `SELECT outbox_id FROM messages
+			WHERE session_key = ? AND turn_id = ? AND role = 'assistant'`, t.SessionKey, t.TurnID).Scan(&res.OutboxID)
+	}
+	if err := finishTurn(ctx, q, t, now); err != nil {
+		return err
+	}
+	if stale {
+		res.Stale = true
+		return nil
+	}
+	return s.applyTurn(ctx, q, lane, t, sessionID, now, res)
+}
+
+// turnSession picks the session the turn's rows belong to: the one the
+// caller names (checked to be this lane's), else the session the lane had
+// at the turn's generation.
+func turnSession(ctx context.Context, q querier, lane Lane, t CompletedTurn, stale bool) (int64, error) {
+	if t.SessionID == 0 {
+		if !stale {
+			return lane.SessionID, nil
+		}
+		return sessionOfGeneration(ctx, q, lane.SessionKey, t.Generation)
+	}
+	var owner string
+	err := q.QueryRowContext(ctx, "SELECT session_key FROM sessions WHERE id = ?", t.SessionID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != lane.SessionKey) {
+		return 0, fmt.Errorf("%w: session %d of lane %q", ErrNotFound, t.SessionID, lane.SessionKey)
+	}
+	return t.SessionID, err
+}
+
+// insertMessage adds one transcript row; false means the row of this
+// (session_key, turn_id, role) already exists.
+func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, text, turnID, platformID string, now int64, t CompletedTurn) (bool, error) {
+	var status string
+	var total, window int64
+	if role == "assistant" {
+		status, total, window = t.Status, t.Usage.TotalTokens, t.Usage.ContextWindow
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO messages
+		(session_id, session_key, role, text, turn_id, platform_message_id, status, total_tokens, context_window, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_key, turn_id, role) DO NOTHING`,
+		sessionID, key, role, text, turnID, platformID, status, total, window, now)
+	if err != nil {
+		return false, fmt.Errorf("insert %s row: %w", role, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// finishTurn clears the turn's journal entry (only its own: a newer turn of
+// a later generation keeps its entry) and marks the inbound message done.
+func finishTurn(ctx context.Context, q querier, t CompletedTurn, now int64) error {
+	if _, err := q.ExecContext(ctx, `DELETE FROM turn_journal WHERE session_key = ? AND generation = ?
+		AND (turn_id = '' OR turn_id = ?)`, t.SessionKey, t.Generation, t.TurnID); err != nil {
+		return fmt.Errorf("clear journal: %w", err)
+	}
+	if t.InboundID == 0 {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, "UPDATE inbox SET state = 'done', updated_at = ? WHERE id = ?", now, t.InboundID)
+	return err
+}
+
+func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t CompletedTurn, sessionID, now int64, res *CommitResult) error {
+	if t.Confirm && t.ThreadID != "" && lane.ThreadID == t.ThreadID &&
+		(lane.Binding == BindingPending || lane.Binding == BindingConfirmed) {
+		if err := setBinding(ctx, q, lane.SessionKey, t.ThreadID, BindingConfirmed, "", now); err != nil {
+			return err
+		}
+		res.Confirmed = true
+	}
+	if t.Reply != nil {
+		id, err := s.enqueueTx(ctx, q, replyFor(lane, *t.Reply))
+		if err != nil {
+			return err
+		}
+		res.OutboxID = id
+		if _, err := q.ExecContext(ctx, `UPDATE messages SET outbox_id = ?
+			WHERE session_key = ? AND turn_id = ? AND role = 'assistant'`, id, t.SessionKey, t.TurnID); err != nil {
+			return err
+		}
+	}
+	var inCurrent int64
+	if sessionID == lane.SessionID {
+		inCurrent = 1
+	}
+	_, err := q.ExecContext(ctx, `UPDATE gateway_routing SET turns = turns + ?, updated_at = ?, last_active_at = ?
+		WHERE session_key = ?`, inCurrent, now, now, lane.SessionKey)
+	return err
+}
+
+// replyFor fills a reply's address from the lane where the caller left it empty.
+func replyFor(lane Lane, m OutboxMessage) OutboxMessage {
+	if m.SessionKey == "" {
+		m.SessionKey = lane.SessionKey
+	}
+	if m.Platform == "" {
+		m.Platform, m.Kind, m.ChatID, m.TopicID = lane.Platform, lane.Kind, lane.ChatID, lane.TopicID
+	}
+	return m
+}
+
+// JournalTurn records the turn in flight on a lane (one per lane, upsert).
+// A journal write from a generation the lane has left is refused.
+func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		lane, err := loadLane(ctx, q, e.SessionKey)
+		if err != nil {
+			return err
+		}
+		if err := checkGeneration(lane, e.Generation); err != nil {
+			return err
+		}
+		started := e.StartedAt
+		if started.IsZero() {
+			started = s.now()
+		}
+		_, err = q.ExecContext(ctx, `INSERT INTO turn_journal
+			(session_key, generation, inbound_id, thread_id, turn_id, text, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (session_key) DO UPDATE SET generation = excluded.generation, inbound_id = excluded.inbound_id,
+			thread_id = excluded.thread_id, turn_id = excluded.turn_id, text = excluded.text, started_at = excluded.started_at`,
+			e.SessionKey, e.Generation, e.InboundID, e.ThreadID, e.TurnID, e.Text, toDB(started))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: journal turn on %q: %w", e.SessionKey, err)
+	}
+	return nil
+}
+
+// ClearJournal drops the lane's journal entry.
+func (s *Store) ClearJournal(ctx context.Context, sessionKey string) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, "DELETE FROM turn_journal WHERE session_key = ?", sessionKey)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: clear journal of %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+// Journal returns every journal entry, oldest first: at start-up, the turns
+// a stop or crash cut off.
+func (s *Store) Journal(ctx context.Context) ([]JournalEntry, error) {
+	rows, err := s.rq.QueryContext(ctx, `SELECT session_key, generation, inbound_id, thread_id, turn_id, text, started_at
+		FROM turn_journal ORDER BY started_at, session_key`)
+	if err != nil {
+		return nil, fmt.Errorf("store: journal: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []JournalEntry
+	for rows.Next() {
+		var e JournalEntry
+		var started int64
+		if err := rows.Scan(&e.SessionKey, &e.Generation, &e.InboundID, &e.ThreadID, &e.TurnID, &e.Text, &started); err != nil {
+			return nil, fmt.Errorf("store: journal: %w", err)
+		}
+		e.StartedAt = fromDB(started)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: journal: %w", classify(err))
+	}
+	return out, nil
+}
+
+// RecordCompaction records a thread compaction against the lane's current
+// session, with the token counts before and after (so a "successful"
+// compaction that shrank nothing is visible).
+func (s *Store) RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		lane, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		_, err = q.ExecContext(ctx, `INSERT INTO compactions
+			(session_key, session_id, thread_id, tokens_before, tokens_after, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			sessionKey, lane.SessionID, threadID, before, after, toDB(s.now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: record compaction on %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+const messageColumns = `m.id, m.session_id, m.session_key, m.role, m.text, m.turn_id, m.platform_message_id, m.created_at`
+
+func scanMessages(rows *sql.Rows) ([]Message, error) {
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var created int64
+		if err := rows.Scan(&m.ID, &m.SessionID, &m.SessionKey, &m.Role, &m.Text, &m.TurnID, &m.PlatformMessageID, &created); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = fromDB(created)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Transcript returns the last limit messages of the lane's current session,
+// oldest first (limit <= 0: all). ErrNotFound if the lane does not exist.
+func (s *Store) Transcript(ctx context.Context, sessionKey string, limit int) ([]Message, error) {
+	lane, err := loadLane(ctx, s.rq, sessionKey)
+	if err != nil {
+		return nil, fmt.Errorf("store: transcript: %w", classify(err))
+	}
+	rows, err := s.rq.QueryContext(ctx, `SELECT * FROM (SELECT `+messageColumns+` FROM messages m
+		WHERE m.session_id = ? ORDER BY m.id DESC LIMIT ?) ORDER BY id`, lane.SessionID, sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: transcript: %w", classify(err))
+	}
+	msgs, err := scanMessages(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: transcript: %w", classify(err))
+	}
+	return msgs, nil
+}
+
+// Search finds messages of every lane and session by full-text search,
+// best match first. The query is taken as plain words (each quoted), so
+// user text can never be an FTS5 syntax error; all words must match.
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]Message, error) {
+	match := ftsQuery(query)
+	if match == "" {
+		return nil, nil
+	}
+	rows, err := s.rq.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages_fts f
+		JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ? ORDER BY f.rank, m.id LIMIT ?`,
+		match, sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: search: %w", classify(err))
+	}
+	msgs, err := scanMessages(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: search: %w", classify(err))
+	}
+	return msgs, nil
+}
+
+func ftsQuery(query string) string {
+	words := strings.Fields(query)
+	for i, w := range words {
+		words[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+	}
+	return strings.Join(words, " ")
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Sentinel errors callers branch on. Every error the store returns wraps one
+// of these or names its cause in its text; none is swallowed.
+var (
+	// ErrStaleGeneration refuses a conditional write computed under a
+	// generation the lane has since left (/new, /reset, /stop).
+	ErrStaleGeneration = errors.New("store: stale generation")
+	// ErrNotFound is returned when the lane, message or row does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrLocked means another process (another gatewayd) owns the database.
+	ErrLocked = errors.New("store: database is owned by another gatewayd process")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrDiskFull wraps SQLITE_FULL: the disk (or the configured page limit)
+	// has no room; the submission was not applied.
+	ErrDiskFull = errors.New("store: database or disk is full (SQLITE_FULL or ENOSPC)")
+	// ErrReadOnly wraps SQLITE_READONLY and EROFS/EACCES on the database
+	// files; the submission was not applied.
+	ErrReadOnly = errors.New("store: database is read-only (SQLITE_READONLY or EROFS)")
+	// ErrIO wraps SQLITE_IOERR: the operating system failed a read, write or
+	// fsync; the submission was not applied.
+	ErrIO = errors.New("store: disk I/O error (SQLITE_IOERR)")
+	// ErrInvalid is returned for arguments the store refuses to record
+	// (an empty session key or turn id, an unknown state).
+	ErrInvalid = errors.New("store: invalid argument")
+)
+
+// Binding is the state of a lane's Codex thread id.
+type Binding string
+
+// Binding states: none (no thread), pending (thread started or resumed, no
+// completed turn on it yet), confirmed (a turn completed on it), lost
+// (resume refused: the thread cannot be used again). As in the agreed
+// contract, only BindingNone is typed; the others are untyped constants,
+// usable both as Binding and as string.
+const (
+	BindingNone      Binding = ""
+	BindingPending           = "pending"
+	BindingConfirmed         = "confirmed"
+	BindingLost              = "lost"
+)
+
+// LaneKey identifies a lane and where it lives.
+type LaneKey struct {
+	SessionKey, Platform, Kind, ChatID, TopicID string
+}
+
+// Lane is one gateway_routing row joined with its current session.
+type Lane struct {
+	SessionKey, Platform, Kind, ChatID, TopicID string
+	SessionID                                   int64
+	ThreadID                                    string
+	Binding                                     Binding
+	Generation                                  int64
+	CreatedAt, UpdatedAt, LastActiveAt          time.Time
+	SessionStartedAt                            time.Time
+	Turns                                       int64 // turns committed in the current session
+	Meta                                        map[string]string
+}
+
+// Message is one transcript row.
+type Message struct {
+	ID, SessionID                                     int64
+	SessionKey, Role, Text, TurnID, PlatformMessageID string
+	CreatedAt                                         time.Time
+}
+
+// Inbound is a platform message as received.
+type Inbound struct {
+	Platform, MessageID, SessionKey, SenderID, SenderName, Text string
+	ReceivedAt                                                  time.Time
+}
+
+// InboundRow is a stored inbound message with its processing state.
+type InboundRow struct {
+	ID int64
+	Inbound
+	State string
+}
+
+// Inbound states accepted by SetInboundState.
+const (
+	InboundReceived   = "received"
+	InboundProcessing = "processing"
+	InboundDone       = "done"
+	InboundFailed     = "failed"
+	InboundIgnored    = "ignored"
+)
+
+// JournalEntry is the turn in flight on a lane.
+type JournalEntry struct {
+	SessionKey             string
+	Generation             int64
+	InboundID              int64
+	ThreadID, TurnID, Text string
+	StartedAt              time.Time
+}
+
+// CompletedTurn is everything CommitTurn records for one finished turn.
+type CompletedTurn struct {
+	SessionKey                                     string
+	Generation, SessionID                          int64 // SessionID 0: the session of that generation
+	ThreadID, TurnID                               string
+	InboundID                                      int64
+	UserText, UserMessageID, AssistantText, Status string
+	Confirm                                        bool
+	Reply                                          *OutboxMessage
+	Usage                                          UsageRecord
+}
+
+// UsageRecord is the token usage reported at the end of a turn.
+type UsageRecord struct {
+	TotalTokens, ContextWindow int64
+}
+
+// CommitResult says what CommitTurn did.
+type CommitResult struct {
+	Confirmed, Duplicate, Stale bool
+	OutboxID                    int64
+}
+
+// Outbox states.
+const (
+	OutboxPending = "pending"
+	OutboxSent    = "sent"
+	OutboxFailed  = "failed"
+)
+
+// OutboxMessage is a reply waiting to be (or already) delivered.
+type OutboxMessage struct {
+	ID                                                                         int64
+	SessionKey, Platform, Kind, ChatID, TopicID, UserID, Text, ReplyTo, EditID string
+	State                                                                      string
+	Attempts                                                                   int
+	NextAttemptAt                                                              time.Time
+	PlatformMessageID, LastError                                               string
+	CreatedAt                                                                  time.Time
+}
+
+// toDB stores times as Unix nanoseconds; the zero time is stored as 0 so it
+// round-trips (time.Time{}.UnixNano() is out of range).
+func toDB(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromDB(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

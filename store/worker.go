@@ -1,0 +1,255 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+
+	"go.uber.org/zap"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// querier is what operations and read helpers run SQL on: the worker's
+// write connection inside a transaction, or the read pool.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// writeFunc is one submitted operation. It runs on the worker goroutine
+// inside a SAVEPOINT of the current batch transaction. Results it computes
+// are valid only once write returns nil (the batch committed).
+type writeFunc func(ctx context.Context, q querier) error
+
+const (
+	opQueued int32 = iota
+	opTaken
+	opAbandoned
+)
+
+type op struct {
+	fn    writeFunc
+	done  chan error // buffered: the worker never blocks on a caller
+	state atomic.Int32
+}
+
+// errTxAborted marks a failure that ended the batch transaction itself.
+var errTxAborted = errors.New("store: batch transaction aborted")
+
+// write submits fn and waits until its transaction committed. Any error
+// means fn's effects are not in the database: either fn failed (its
+// savepoint was rolled back), the batch failed to commit, or the caller's
+// context ended before the worker took the operation.
+func (s *Store) write(ctx context.Context, fn writeFunc) error {
+	o := &op{fn: fn, done: make(chan error, 1)}
+	if err := s.enqueue(ctx, o); err != nil {
+		return err
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		if o.state.CompareAndSwap(opQueued, opAbandoned) {
+			return fmt.Errorf("store: submission not applied: %w", ctx.Err())
+		}
+		// The worker already runs it; its batch decides the outcome soon.
+		return <-o.done
+	}
+}
+
+// enqueue blocks while the queue is full (back-pressure) until ctx ends.
+// The read lock keeps Close from closing the queue under a pending send.
+func (s *Store) enqueue(ctx context.Context, o *op) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.queue <- o:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("store: submission not queued: %w", ctx.Err())
+	}
+}
+
+// run is the writer goroutine: it takes whatever is queued (up to
+// MaxBatch), commits it as one transaction and acknowledges every caller.
+// The queue is a single FIFO and batches run one after another, so the
+// operations of one session key commit in submission order.
+func (s *Store) run() {
+	defer close(s.stopped)
+	batch := make([]*op, 0, s.maxBatch)
+	for first := range s.queue {
+		if len(batch) > 1 {
+			// The last batch had concurrent submitters, woken by its
+			// acknowledgements; let them queue their next operation so it
+			// joins this batch instead of waiting a whole fsync for the next.
+			runtime.Gosched()
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < s.maxBatch {
+			select {
+			case o, ok := <-s.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.commitBatch(takeLive(batch))
+	}
+}
+
+// takeLive drops operations whose caller gave up before the worker took them.
+func takeLive(batch []*op) []*op {
+	live := batch[:0]
+	for _, o := range batch {
+		if o.state.CompareAndSwap(opQueued, opTaken) {
+			live = append(live, o)
+		}
+	}
+	return live
+}
+
+func (s *Store) commitBatch(batch []*op) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx := context.Background() // a caller's cancellation must not cut a batch in half
+	if _, err := s.wq.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		failAll(batch, fmt.Errorf("store: begin transaction: %w", classify(err)))
+		return
+	}
+	results := make([]error, len(batch))
+	for i, o := range batch {
+		opErr, txErr := s.runOp(ctx, o)
+		if txErr != nil {
+			s.abortOp(ctx, o, opErr, txErr)
+			// The operations around the one that broke the transaction were
+			// rolled back with it through no fault of their own: run them
+			// again, in order, in a fresh transaction. Each round drops one
+			// operation, so this ends.
+			rest := make([]*op, 0, len(batch)-1)
+			s.commitBatch(append(append(rest, batch[:i]...), batch[i+1:]...))
+			return
+		}
+		results[i] = opErr
+	}
+	if _, err := s.wq.ExecContext(ctx, "COMMIT"); err != nil {
+		s.rollback(ctx)
+		cause := fmt.Errorf("store: commit of %d operations failed, none applied: %w", len(batch), classify(err))
+		s.log.Error("store.commit_failed", zap.Int("ops", len(batch)), zap.Error(err))
+		failAll(batch, cause)
+		return
+	}
+	s.commits.Add(1)
+	for i, o := range batch {
+		o.done <- results[i]
+	}
+}
+
+// runOp runs one operation in its own savepoint. opErr is the operation's
+// own failure (rolled back alone); txErr means the transaction itself is
+// gone (SQLite rolls a whole transaction back on some I/O and full-disk
+// errors), so nothing of the batch so far can be trusted.
+func (s *Store) runOp(ctx context.Context, o *op) (opErr, txErr error) {
+	if _, err := s.wq.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		return nil, err
+	}
+	opErr = callSafely(ctx, o.fn, s.wq)
+	if opErr == nil {
+		if _, err := s.wq.ExecContext(ctx, "RELEASE op"); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	if _, err := s.wq.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+		return classify(opErr), err
+	}
+	if _, err := s.wq.ExecContext(ctx, "RELEASE op"); err != nil {
+		return classify(opErr), err
+	}
+	return classify(opErr), nil
+}
+
+// callSafely turns a panic in an operation into an error so one bad
+// operation can never take the writer (and every caller) down.
+func callSafely(ctx context.Context, fn writeFunc, q querier) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: operation panicked: %v", r)
+		}
+	}()
+	return fn(ctx, q)
+}
+
+// abortOp fails the operation during which the transaction ended
+// underneath us (SQLite rolled it back) and cleans up the connection.
+func (s *Store) abortOp(ctx context.Context, o *op, opErr, txErr error) {
+	s.rollback(ctx)
+	cause := classify(txErr)
+	if opErr != nil {
+		cause = opErr
+	}
+	s.log.Error("store.transaction_aborted", zap.Error(cause))
+	o.done <- fmt.Errorf("store: operation not applied: %w", cause)
+}
+
+// rollback ends whatever transaction may still be open; "no transaction is
+// active" is expected when SQLite already rolled back.
+func (s *Store) rollback(ctx context.Context) {
+	if _, err := s.wq.ExecContext(ctx, "ROLLBACK"); err != nil {
+		s.log.Debug("store.rollback", zap.Error(err))
+	}
+}
+
+func failAll(ops []*op, err error) {
+	for _, o := range ops {
+		o.done <- err
+	}
+}
+
+// classify adds the sentinel naming the cause to SQLite and OS errors that
+// callers and operators must recognise (full disk, read-only, I/O). Other
+// errors are returned unchanged.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrIO) {
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%w: %w", ErrDiskFull, err)
+		case sqlite3.SQLITE_READONLY:
+			return fmt.Errorf("%w: %w", ErrReadOnly, err)
+		case sqlite3.SQLITE_IOERR:
+			return fmt.Errorf("%w: %w", ErrIO, err)
+		case sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("store: cannot open database file (SQLITE_CANTOPEN): %w", err)
+		}
+		return err
+	}
+	return classifyOS(err)
+}
+
+func classifyOS(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return err
+}
