@@ -1,0 +1,289 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// command is a parsed gateway command.
+type command struct {
+	name string // without the slash and any @botname, lower case
+	args string
+}
+
+// commands lists what the gateway handles itself; any other /word goes to
+// Codex as text.
+var commands = map[string]string{
+	"new":     "start a fresh Codex thread (same as /reset)",
+	"reset":   "start a fresh Codex thread",
+	"stop":    "interrupt the running reply, keep the thread",
+	"retry":   "run your last message again",
+	"compact": "compact this conversation's Codex thread",
+	"status":  "show this conversation's thread, usage and queue",
+	"help":    "list commands",
+}
+
+// parseCommand recognises "/cmd", "/cmd args" and "/cmd@botname".
+func parseCommand(text string) (command, bool) {
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "/") {
+		return command{}, false
+	}
+	word, args, _ := strings.Cut(text[1:], " ")
+	word, _, _ = strings.Cut(word, "@")
+	word = strings.ToLower(strings.TrimSpace(word))
+	if _, ok := commands[word]; !ok {
+		return command{}, false
+	}
+	return command{name: word, args: strings.TrimSpace(args)}, true
+}
+
+// command runs a gateway command. Commands that act on the lane's state act
+// at once (they must not wait behind the turn they control); /retry and
+// /compact queue like messages.
+func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID int64, msgID string) {
+	g.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
+	switch cmd.name {
+	case "new", "reset":
+		if err := g.resetLane(ctx, l, "/"+cmd.name, msgID); err != nil {
+			g.setInbound(ctx, inboundID, store.InboundFailed)
+			return
+		}
+	case "stop":
+		g.notify(ctx, l.addr, msgID, g.stop(ctx, l))
+	case "retry":
+		g.retry(ctx, l, inboundID, msgID)
+		return // the queued turn marks the inbound done
+	case "compact":
+		g.enqueue(ctx, l, item{kind: itemCompact, inboundID: inboundID, msgID: msgID})
+		return
+	case "status":
+		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
+	case "help":
+		g.notify(ctx, l.addr, msgID, helpText())
+	}
+	g.setInbound(ctx, inboundID, store.InboundDone)
+}
+
+// ResetLane does what /reset does in the lane: a new generation and session,
+// the binding cleared, the queue dropped, a running turn interrupted (its
+// late result is discarded) and the old thread released.
+func (g *Gateway) ResetLane(ctx context.Context, sessionKey string) error {
+	g.mu.Lock()
+	l := g.lanes[sessionKey]
+	g.mu.Unlock()
+	if l == nil {
+		sl, err := g.st.Lane(ctx, sessionKey)
+		if err != nil {
+			return fmt.Errorf("gateway: reset %s: %w", sessionKey, err)
+		}
+		l = g.laneFor(addressOfLane(sl))
+	}
+	return g.resetLane(ctx, l, "reset by operator", "")
+}
+
+func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string) error {
+	l.mu.Lock()
+	var running string
+	cur, wasStale := l.cur, l.stale
+	if cur != nil {
+		cur.discard = true
+		running = cur.threadID
+	}
+	if l.thread != "" {
+		l.stale = true
+	}
+	l.mu.Unlock()
+	if _, err := g.st.ResetLane(ctx, l.key, reason); err != nil {
+		l.mu.Lock() // nothing was reset: the running turn stays valid
+		if cur != nil && l.cur == cur {
+			cur.discard = false
+		}
+		l.stale = wasStale
+		l.mu.Unlock()
+		g.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
+		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
+	}
+	dropped := g.dropQueue(ctx, l)
+	if running != "" {
+		if err := g.cx.Interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			g.log.Warn("lane.reset_interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+		}
+	}
+	if l.opMu.TryLock() {
+		l.mu.Lock()
+		free := !l.worker
+		l.mu.Unlock()
+		if free {
+			g.releaseStale(ctx, l)
+		}
+		l.opMu.Unlock()
+	}
+	g.mu.Lock()
+	delete(g.cutoff, l.key)
+	g.mu.Unlock()
+	g.log.Info("lane.reset", zap.String("lane", l.key), zap.String("reason", reason), zap.Int("dropped", len(dropped)))
+	for _, it := range dropped {
+		g.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
+	}
+	g.notify(ctx, l.addr, replyTo, "Started a new conversation: the next message goes to a fresh Codex thread.")
+	return nil
+}
+
+// stop interrupts the lane's running turn and says what happened.
+func (g *Gateway) stop(ctx context.Context, l *lane) string {
+	l.mu.Lock()
+	thread := ""
+	if l.cur != nil {
+		thread = l.cur.threadID
+	}
+	l.mu.Unlock()
+	if thread == "" {
+		return "Nothing is running."
+	}
+	err := g.cx.Interrupt(ctx, thread)
+	switch {
+	case errors.Is(err, codex.ErrNoActiveTurn):
+		return "Nothing is running."
+	case err != nil:
+		g.log.Warn("turn.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+		return "Could not stop the reply: " + briefError(err)
+	}
+	return "Stopping the current reply."
+}
+
+// retry queues the lane's last request again: the turn cut off by a restart
+// if there is one, else the last user message of the session.
+func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID string) {
+	g.mu.Lock()
+	text, ok := g.cutoff[l.key]
+	delete(g.cutoff, l.key)
+	g.mu.Unlock()
+	if !ok {
+		text = g.lastUserText(ctx, l.key)
+	}
+	if text == "" {
+		g.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
+		g.setInbound(ctx, inboundID, store.InboundDone)
+		return
+	}
+	g.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text})
+}
+
+func (g *Gateway) lastUserText(ctx context.Context, key string) string {
+	msgs, err := g.st.Transcript(ctx, key, 20)
+	if err != nil {
+		g.log.Warn("retry.transcript_failed", zap.String("lane", key), zap.Error(err))
+		return ""
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Text
+		}
+	}
+	return ""
+}
+
+// compact runs native compaction on the lane's loaded thread.
+func (g *Gateway) compact(ctx context.Context, l *lane, it item) {
+	defer g.setInbound(ctx, it.inboundID, store.InboundDone)
+	l.mu.Lock()
+	thread := l.thread
+	l.mu.Unlock()
+	if thread == "" {
+		g.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation's Codex thread is not loaded. Send a message first.")
+		return
+	}
+	before, after, err := g.cx.Compact(ctx, thread)
+	if err != nil {
+		g.log.Warn("thread.compact_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err))
+		return
+	}
+	if err := g.st.RecordCompaction(ctx, l.key, thread, before.LastTotalTokens, after.LastTotalTokens); err != nil {
+		g.log.Error("thread.compaction_record_failed", zap.String("lane", l.key), zap.Error(err))
+	}
+	g.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.",
+		before.LastTotalTokens, after.LastTotalTokens))
+}
+
+// status describes the lane for /status.
+func (g *Gateway) status(ctx context.Context, l *lane) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Lane: %s\n", l.key)
+	sl, err := g.st.Lane(ctx, l.key)
+	if err != nil {
+		g.log.Warn("status.lane_failed", zap.String("lane", l.key), zap.Error(err))
+		b.WriteString("Thread: unknown (storage error)\n")
+	} else {
+		if sl.ThreadID == "" {
+			b.WriteString("Thread: none yet\n")
+		} else {
+			fmt.Fprintf(&b, "Thread: %s (%s)\n", sl.ThreadID, bindingName(sl.Binding))
+		}
+		fmt.Fprintf(&b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
+		if u, ok := g.cx.Usage(sl.ThreadID); ok && sl.ThreadID != "" {
+			b.WriteString(usageLine(u))
+		} else {
+			b.WriteString("Context: no usage reported yet\n")
+		}
+	}
+	l.mu.Lock()
+	waiting, running, live := len(l.queue), l.cur != nil, l.thread != ""
+	l.mu.Unlock()
+	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", waiting, yesNo(running), yesNo(live))
+	return b.String()
+}
+
+func usageLine(u codex.Usage) string {
+	if u.ContextWindow <= 0 {
+		return fmt.Sprintf("Context: %d tokens (window unknown); total used %d\n", u.LastTotalTokens, u.TotalTokens)
+	}
+	pct := float64(u.LastTotalTokens) * 100 / float64(u.ContextWindow)
+	return fmt.Sprintf("Context: %d / %d tokens (%.0f%%); total used %d\n", u.LastTotalTokens, u.ContextWindow, pct, u.TotalTokens)
+}
+
+func bindingName(b store.Binding) string {
+	if b == store.BindingNone {
+		return "none"
+	}
+	return string(b)
+}
+
+func roundAge(d time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d < time.Minute:
+		return d.Round(time.Second)
+	default:
+		return d.Round(time.Minute)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func helpText() string {
+	order := []string{"new", "reset", "stop", "retry", "compact", "status", "help"}
+	var b strings.Builder
+	b.WriteString("Commands:\n")
+	for _, name := range order {
+		fmt.Fprintf(&b, "/%s — %s\n", name, commands[name])
+	}
+	b.WriteString("Anything else (including other /words) goes to Codex.")
+	return b.String()
+}

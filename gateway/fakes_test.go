@@ -1,0 +1,498 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+var errInjected = errors.New("injected store failure")
+
+// fakeStore is an in-memory Store with the contract's semantics and
+// per-method error injection.
+type fakeStore struct {
+	mu       sync.Mutex
+	lanes    map[string]*store.Lane
+	inbound  []store.InboundRow
+	journal  map[string]store.JournalEntry
+	messages []store.Message
+	outbox   []store.OutboxMessage
+	fail     map[string]error // method name → error returned (persistent)
+	inIdx    map[string]int64 // platform + message id → inbound id
+	turnIdx  map[string]bool  // session key + turn id committed
+	firstDue int              // outbox rows before it are all settled
+	bindings []string         // "bind:<thread>", "lost:<thread>" in order
+	now      func() time.Time
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{lanes: map[string]*store.Lane{}, journal: map[string]store.JournalEntry{},
+		fail: map[string]error{}, inIdx: map[string]int64{}, turnIdx: map[string]bool{}, now: time.Now}
+}
+
+func (s *fakeStore) failOn(method string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		delete(s.fail, method)
+	} else {
+		s.fail[method] = err
+	}
+}
+
+func (s *fakeStore) check(method string) error { return s.fail[method] }
+
+func (s *fakeStore) Lane(_ context.Context, key string) (store.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Lane"); err != nil {
+		return store.Lane{}, err
+	}
+	l, ok := s.lanes[key]
+	if !ok {
+		return store.Lane{}, store.ErrNotFound
+	}
+	return *l, nil
+}
+
+func (s *fakeStore) Transcript(_ context.Context, key string, limit int) ([]store.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[key]
+	var out []store.Message
+	for _, m := range s.messages {
+		if m.SessionKey == key && l != nil && m.SessionID == l.SessionID {
+			out = append(out, m)
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+func (s *fakeStore) EnsureLane(_ context.Context, k store.LaneKey) (store.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("EnsureLane"); err != nil {
+		return store.Lane{}, err
+	}
+	l, ok := s.lanes[k.SessionKey]
+	if !ok {
+		l = &store.Lane{SessionKey: k.SessionKey, Platform: k.Platform, Kind: k.Kind, ChatID: k.ChatID,
+			TopicID: k.TopicID, SessionID: int64(len(s.lanes)*1000 + 1), Generation: 1, SessionStartedAt: s.now()}
+		s.lanes[k.SessionKey] = l
+	}
+	l.LastActiveAt = s.now()
+	return *l, nil
+}
+
+func (s *fakeStore) BindThread(_ context.Context, key string, gen int64, thread string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("BindThread"); err != nil {
+		return err
+	}
+	l := s.lanes[key]
+	if l == nil || l.Generation != gen {
+		return store.ErrStaleGeneration
+	}
+	l.ThreadID, l.Binding = thread, store.BindingPending
+	s.bindings = append(s.bindings, "bind:"+thread)
+	return nil
+}
+
+func (s *fakeStore) MarkBindingLost(_ context.Context, key string, gen int64, thread, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("MarkBindingLost"); err != nil {
+		return err
+	}
+	l := s.lanes[key]
+	if l == nil || l.Generation != gen {
+		return store.ErrStaleGeneration
+	}
+	l.Binding = store.BindingLost
+	s.bindings = append(s.bindings, "lost:"+thread)
+	return nil
+}
+
+func (s *fakeStore) ResetLane(_ context.Context, key, _ string) (store.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("ResetLane"); err != nil {
+		return store.Lane{}, err
+	}
+	l := s.lanes[key]
+	if l == nil {
+		return store.Lane{}, store.ErrNotFound
+	}
+	l.Generation++
+	l.SessionID++
+	l.ThreadID, l.Binding, l.Turns = "", store.BindingNone, 0
+	l.SessionStartedAt = s.now()
+	delete(s.journal, key)
+	return *l, nil
+}
+
+func (s *fakeStore) RecordInbound(_ context.Context, in store.Inbound) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("RecordInbound"); err != nil {
+		return 0, false, err
+	}
+	if id, ok := s.inIdx[in.Platform+"\x00"+in.MessageID]; ok {
+		return id, true, nil
+	}
+	id := int64(len(s.inbound) + 1)
+	s.inIdx[in.Platform+"\x00"+in.MessageID] = id
+	s.inbound = append(s.inbound, store.InboundRow{ID: id, Inbound: in, State: store.InboundReceived})
+	return id, false, nil
+}
+
+func (s *fakeStore) SetInboundState(_ context.Context, id int64, state string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 1 || int(id) > len(s.inbound) {
+		return store.ErrNotFound
+	}
+	s.inbound[id-1].State = state
+	return nil
+}
+
+func (s *fakeStore) inboundState(id int64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inbound[id-1].State
+}
+
+func (s *fakeStore) PendingInbound(context.Context) ([]store.InboundRow, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.InboundRow
+	for _, r := range s.inbound {
+		if r.State == store.InboundReceived || r.State == store.InboundProcessing {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) JournalTurn(_ context.Context, e store.JournalEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("JournalTurn"); err != nil {
+		return err
+	}
+	s.journal[e.SessionKey] = e
+	return nil
+}
+
+func (s *fakeStore) ClearJournal(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.journal, key)
+	return nil
+}
+
+func (s *fakeStore) Journal(context.Context) ([]store.JournalEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.JournalEntry
+	for _, e := range s.journal {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].SessionKey < out[j].SessionKey })
+	return out, nil
+}
+
+func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.CommitResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("CommitTurn"); err != nil {
+		return store.CommitResult{}, err
+	}
+	l := s.lanes[t.SessionKey]
+	if s.turnIdx[t.SessionKey+"\x00"+t.TurnID] {
+		return store.CommitResult{Duplicate: true}, nil
+	}
+	s.turnIdx[t.SessionKey+"\x00"+t.TurnID] = true
+	sid := t.SessionID
+	s.messages = append(s.messages,
+		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "user", Text: t.UserText, TurnID: t.TurnID},
+		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "assistant", Text: t.AssistantText, TurnID: t.TurnID})
+	if t.InboundID > 0 && int(t.InboundID) <= len(s.inbound) {
+		s.inbound[t.InboundID-1].State = store.InboundDone
+	}
+	if l.Generation != t.Generation {
+		return store.CommitResult{Stale: true}, nil
+	}
+	var res store.CommitResult
+	l.Turns++
+	if t.Confirm && l.ThreadID == t.ThreadID {
+		l.Binding = store.BindingConfirmed
+		res.Confirmed = true
+	}
+	delete(s.journal, t.SessionKey)
+	if t.Reply != nil {
+		res.OutboxID = s.enqueueLocked(*t.Reply)
+	}
+	return res, nil
+}
+
+func (s *fakeStore) enqueueLocked(m store.OutboxMessage) int64 {
+	m.ID = int64(len(s.outbox) + 1)
+	m.State = store.OutboxPending
+	m.NextAttemptAt = time.Time{}
+	s.outbox = append(s.outbox, m)
+	return m.ID
+}
+
+func (s *fakeStore) Enqueue(_ context.Context, m store.OutboxMessage) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("Enqueue"); err != nil {
+		return 0, err
+	}
+	return s.enqueueLocked(m), nil
+}
+
+func (s *fakeStore) DueOutbox(_ context.Context, now time.Time, limit int) ([]store.OutboxMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.OutboxMessage
+	for s.firstDue < len(s.outbox) && s.outbox[s.firstDue].State != store.OutboxPending {
+		s.firstDue++
+	}
+	for _, m := range s.outbox[s.firstDue:] {
+		if m.State == store.OutboxPending && !m.NextAttemptAt.After(now) && len(out) < limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) MarkSent(_ context.Context, id int64, pid string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outbox[id-1].State, s.outbox[id-1].PlatformMessageID = store.OutboxSent, pid
+	return nil
+}
+
+func (s *fakeStore) MarkRetry(_ context.Context, id int64, next time.Time, errText string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := &s.outbox[id-1]
+	m.Attempts++
+	m.NextAttemptAt, m.LastError = next, errText
+	return nil
+}
+
+func (s *fakeStore) MarkFailed(_ context.Context, id int64, errText string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outbox[id-1].State, s.outbox[id-1].LastError = store.OutboxFailed, errText
+	return nil
+}
+
+func (s *fakeStore) RecordCompaction(context.Context, string, string, int64, int64) error { return nil }
+
+// rows counts transcript rows by role for a lane (all sessions).
+func (s *fakeStore) rows(key string) (user, assistant int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.messages {
+		if m.SessionKey != key {
+			continue
+		}
+		switch m.Role {
+		case "user":
+			user++
+		case "assistant":
+			assistant++
+		}
+	}
+	return user, assistant
+}
+
+func (s *fakeStore) lane(key string) store.Lane {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.lanes[key]
+}
+
+// fakeCodex is an in-process Codex. Threads are "t1", "t2", …; RunTurn calls
+// the run hook (default: echo "re: <text>").
+type fakeCodex struct {
+	mu       sync.Mutex
+	next     int
+	loaded   map[string]bool
+	known    map[string]bool // threads that exist "on disk"
+	ensures  []string        // stored ids passed to EnsureThread
+	released []string
+	turns    []string // "thread:text"
+	ensureFn func(stored string) (codex.Ensured, error)
+	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
+	interr   chan string // Interrupt calls
+	turnSeq  int
+}
+
+func newFakeCodex() *fakeCodex {
+	return &fakeCodex{loaded: map[string]bool{}, known: map[string]bool{}, interr: make(chan string, 16)}
+}
+
+func (c *fakeCodex) newThread() string {
+	c.next++
+	id := "t" + strconv.Itoa(c.next)
+	c.known[id], c.loaded[id] = true, true
+	return id
+}
+
+func (c *fakeCodex) EnsureThread(_ context.Context, stored string, _ codex.ThreadConfig) (codex.Ensured, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ensures = append(c.ensures, stored)
+	if c.ensureFn != nil {
+		return c.ensureFn(stored)
+	}
+	switch {
+	case stored == "":
+		return codex.Ensured{ThreadID: c.newThread(), Outcome: codex.OutcomeStarted}, nil
+	case c.loaded[stored]:
+		return codex.Ensured{ThreadID: stored, Outcome: codex.OutcomeLoaded}, nil
+	case c.known[stored]:
+		c.loaded[stored] = true
+		return codex.Ensured{ThreadID: stored, Outcome: codex.OutcomeResumed}, nil
+	}
+	return codex.Ensured{ThreadID: c.newThread(), Outcome: codex.OutcomeReplaced, PreviousID: stored,
+		Reason: "no rollout found"}, nil
+}
+
+func (c *fakeCodex) RunTurn(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error) {
+	c.mu.Lock()
+	if !c.loaded[thread] {
+		c.mu.Unlock()
+		return codex.TurnResult{}, fmt.Errorf("turn/start: %w", codex.ErrThreadNotLoaded)
+	}
+	c.turns = append(c.turns, thread+":"+text)
+	c.turnSeq++
+	turnID := "turn" + strconv.Itoa(c.turnSeq)
+	run := c.run
+	c.mu.Unlock()
+	if ev.Started != nil {
+		ev.Started(turnID)
+	}
+	if run != nil {
+		res, err := run(ctx, thread, text, ev)
+		if res.TurnID == "" {
+			res.TurnID = turnID
+		}
+		res.ThreadID = thread
+		return res, err
+	}
+	if ev.Delta != nil {
+		ev.Delta("re: ")
+		ev.Delta(text)
+	}
+	return codex.TurnResult{ThreadID: thread, TurnID: turnID, Status: codex.TurnCompleted, Text: "re: " + text,
+		Items: []codex.Item{{Type: "userMessage", Text: text}, {Type: "agentMessage", Text: "re: " + text}}}, nil
+}
+
+func (c *fakeCodex) Interrupt(_ context.Context, thread string) error {
+	c.interr <- thread
+	return nil
+}
+
+func (c *fakeCodex) Compact(context.Context, string) (codex.Usage, codex.Usage, error) {
+	return codex.Usage{LastTotalTokens: 100}, codex.Usage{LastTotalTokens: 10}, nil
+}
+
+func (c *fakeCodex) Release(_ context.Context, thread string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.loaded, thread)
+	c.released = append(c.released, thread)
+	return nil
+}
+
+func (c *fakeCodex) Usage(string) (codex.Usage, bool) {
+	return codex.Usage{LastTotalTokens: 1200, TotalTokens: 5000, ContextWindow: 200000}, true
+}
+
+func (c *fakeCodex) snapshot() (ensures, released, turns []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.ensures...), append([]string(nil), c.released...), append([]string(nil), c.turns...)
+}
+
+// fakePlatform records what the gateway sends.
+type fakePlatform struct {
+	name   string
+	out    chan Outbound
+	mu     sync.Mutex
+	sendFn func(Outbound) (string, error)
+	allow  func(Inbound) bool
+	seq    int
+}
+
+func newFakePlatform() *fakePlatform {
+	return &fakePlatform{name: "test", out: make(chan Outbound, 1024)}
+}
+
+func (p *fakePlatform) Name() string { return p.name }
+
+func (p *fakePlatform) Run(ctx context.Context, _ Sink) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (p *fakePlatform) Send(_ context.Context, out Outbound) (string, error) {
+	p.mu.Lock()
+	fn := p.sendFn
+	p.seq++
+	id := "m" + strconv.Itoa(p.seq)
+	p.mu.Unlock()
+	if fn != nil {
+		if _, err := fn(out); err != nil {
+			return "", err
+		}
+	}
+	p.out <- out
+	return id, nil
+}
+
+func (p *fakePlatform) Authorize(in Inbound) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allow == nil || p.allow(in)
+}
+
+// next waits for the next outbound the platform receives.
+func (p *fakePlatform) next(t testing.TB) Outbound {
+	t.Helper()
+	select {
+	case o := <-p.out:
+		return o
+	case <-time.After(5 * time.Second):
+		t.Fatal("timed out waiting for an outbound message")
+		return Outbound{}
+	}
+}
+
+// replyTo waits for the outbound answering message id, skipping others.
+func (p *fakePlatform) replyTo(t testing.TB, id string) Outbound {
+	t.Helper()
+	for {
+		if o := p.next(t); o.InReplyTo == id && o.Kind != OutPreview {
+			return o
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Codex is the part of *codex.Client the gateway uses.
+type Codex interface {
+	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
+	RunTurn(ctx context.Context, threadID, text string, ev codex.TurnEvents) (codex.TurnResult, error)
+	Interrupt(ctx context.Context, threadID string) error
+	Compact(ctx context.Context, threadID string) (before, after codex.Usage, err error)
+	Release(ctx context.Context, threadID string) error
+	Usage(threadID string) (codex.Usage, bool)
+}
+
+// Store is the part of *store.Store the gateway uses.
+type Store interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
+	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
+	BindThread(ctx context.Context, sessionKey string, gen int64, threadID string) error
+	MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error
+	ResetLane(ctx context.Context, sessionKey, reason string) (store.Lane, error)
+	RecordInbound(ctx context.Context, in store.Inbound) (id int64, duplicate bool, err error)
+	SetInboundState(ctx context.Context, id int64, state string) error
+	PendingInbound(ctx context.Context) ([]store.InboundRow, error)
+	JournalTurn(ctx context.Context, e store.JournalEntry) error
+	ClearJournal(ctx context.Context, sessionKey string) error
+	Journal(ctx context.Context) ([]store.JournalEntry, error)
+	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
+	Enqueue(ctx context.Context, m store.OutboxMessage) (int64, error)
+	DueOutbox(ctx context.Context, now time.Time, limit int) ([]store.OutboxMessage, error)
+	MarkSent(ctx context.Context, id int64, platformMessageID string) error
+	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error
+	MarkFailed(ctx context.Context, id int64, errText string) error
+	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
+}
+
+// Observer receives metrics events. Implementations must be fast and safe
+// for concurrent use.
+type Observer interface {
+	Inbound(platform string)
+	Duplicate(platform string)
+	TurnFinished(status string, d time.Duration)
+	Resume(outcome string)
+	Outbound(platform string, err error)
+	PlatformError(platform, kind string)
+}
+
+// NopObserver ignores every event.
+type NopObserver struct{}
+
+func (NopObserver) Inbound(string)                     {}
+func (NopObserver) Duplicate(string)                   {}
+func (NopObserver) TurnFinished(string, time.Duration) {}
+func (NopObserver) Resume(string)                      {}
+func (NopObserver) Outbound(string, error)             {}
+func (NopObserver) PlatformError(string, string)       {}
+
+// BusyQueue is the only busy mode so far: a message arriving while the
+// lane's turn runs waits in the lane's queue.
+const BusyQueue = "queue"
+
+// Config tunes the gateway. Zero values take the defaults noted.
+type Config struct {
+	MaxLive            int           // live Codex threads kept loaded (default 64)
+	IdleEvict          time.Duration // release a thread idle this long (default 30m; <0 disables)
+	QueueLimit         int           // messages waiting per lane (default 10)
+	MaxConcurrentTurns int           // turns running at once over all lanes (default 4)
+	BusyMode           string        // "queue" (default; the only mode)
+	Thread             codex.ThreadConfig
+	AutoRetryCutOff    bool          // rerun a turn cut off by a restart once, instead of asking
+	DrainTimeout       time.Duration // on shutdown, wait this long for running turns (default 30s)
+	PreviewInterval    time.Duration // minimum time between streamed preview edits (default 1s)
+	TypingInterval     time.Duration // typing indicator refresh (default 4s)
+	Logger             *zap.Logger
+	Now                func() time.Time
+	Observer           Observer
+}
+
+func (c *Config) applyDefaults() error {
+	if c.MaxLive <= 0 {
+		c.MaxLive = 64
+	}
+	if c.IdleEvict == 0 {
+		c.IdleEvict = 30 * time.Minute
+	}
+	if c.QueueLimit <= 0 {
+		c.QueueLimit = 10
+	}
+	if c.MaxConcurrentTurns <= 0 {
+		c.MaxConcurrentTurns = 4
+	}
+	if c.BusyMode == "" {
+		c.BusyMode = BusyQueue
+	}
+	if c.BusyMode != BusyQueue {
+		return fmt.Errorf("gateway: busy mode %q is not supported (only %q)", c.BusyMode, BusyQueue)
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.PreviewInterval <= 0 {
+		c.PreviewInterval = time.Second
+	}
+	if c.TypingInterval <= 0 {
+		c.TypingInterval = 4 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	return nil
+}
+
+// ErrShuttingDown is returned by Deliver once the gateway stops taking
+// messages; the adapter must not acknowledge the message.
+var ErrShuttingDown = errors.New("gateway: shutting down")
+
+// CheckedSink is the Sink the gateway hands to platforms. DeliverChecked is
+// Deliver that also reports a duplicate (already answered) message.
+type CheckedSink interface {
+	Sink
+	DeliverChecked(ctx context.Context, in Inbound) (duplicate bool, err error)
+}
+
+// Stats is a snapshot for metrics and /status.
+type Stats struct {
+	LiveLanes      int // lanes whose thread is loaded in the app-server
+	QueuedMessages int // messages waiting behind a running turn
+	RunningTurns   int
+	ActiveLanes    int // lanes with a worker (a turn running or about to)
+}
+
+// ticker abstracts time.Ticker so tests drive periodic work.
+type tickerFunc func(d time.Duration) (c <-chan time.Time, stop func())
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+// Gateway routes inbound messages to per-lane Codex threads.
+type Gateway struct {
+	cfg       Config
+	log       *zap.Logger
+	st        Store
+	cx        Codex
+	obs       Observer
+	now       func() time.Time
+	newTicker tickerFunc
+
+	platforms map[string]Platform
+	sem       chan struct{} // MaxConcurrentTurns slots
+
+	mu       sync.Mutex
+	lanes    map[string]*lane
+	lru      lruList // live lanes, most recently used first
+	cutoff   map[string]string
+	turnInfo map[string]TurnInfo // session key + "\x00" + inbound message id
+
+	queued   atomic.Int64
+	running  atomic.Int64
+	active   atomic.Int64
+	stopping atomic.Bool
+	startMu  sync.Mutex // orders worker starts before drain's Wait
+	workers  sync.WaitGroup
+
+	baseCtx   context.Context // store/codex work; outlives intake until drained
+	cancelRun context.CancelFunc
+	runDone   chan struct{}
+	started   atomic.Bool
+	ready     chan struct{}
+	wake      chan struct{} // outbox has new rows
+	holdMu    sync.Mutex
+	hold      map[string]time.Time // lanes whose outbox waits for a retry
+}
+
+// New builds a gateway. Platforms are added with AddPlatform before Run.
+func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
+	if st == nil || cx == nil {
+		return nil, errors.New("gateway: store and codex are required")
+	}
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	return &Gateway{
+		cfg:       cfg,
+		log:       cfg.Logger.Named("gateway"),
+		st:        st,
+		cx:        cx,
+		obs:       cfg.Observer,
+		now:       cfg.Now,
+		newTicker: realTicker,
+		platforms: make(map[string]Platform),
+		sem:       make(chan struct{}, cfg.MaxConcurrentTurns),
+		lanes:     make(map[string]*lane),
+		cutoff:    make(map[string]string),
+		turnInfo:  make(map[string]TurnInfo),
+		baseCtx:   context.Background(),
+		runDone:   make(chan struct{}),
+		ready:     make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		hold:      make(map[string]time.Time),
+	}, nil
+}
+
+// AddPlatform registers an adapter. Call it before Run.
+func (g *Gateway) AddPlatform(p Platform) {
+	if g.started.Load() {
+		g.log.Error("platform.add_after_run", zap.String("platform", p.Name()))
+		return
+	}
+	g.platforms[p.Name()] = p
+}
+
+// Ready is closed once start-up recovery queued its notices and every
+// platform implementing Readier is ready.
+func (g *Gateway) Ready() <-chan struct{} { return g.ready }
+
+// Stats returns a snapshot of the router.
+func (g *Gateway) Stats() Stats {
+	g.mu.Lock()
+	live := g.lru.n
+	g.mu.Unlock()
+	return Stats{
+		LiveLanes:      live,
+		QueuedMessages: int(g.queued.Load()),
+		RunningTurns:   int(g.running.Load()),
+		ActiveLanes:    int(g.active.Load()),
+	}
+}
+
+// Run recovers cut-off turns and pending messages, runs the platforms, the
+// outbox deliverer and idle eviction until ctx ends, then stops intake,
+// drains running turns for up to DrainTimeout, interrupts the rest (they stay
+// journaled, so the next start tells their lanes), flushes the outbox and
+// returns.
+func (g *Gateway) Run(ctx context.Context) error {
+	if !g.started.CompareAndSwap(false, true) {
+		return errors.New("gateway: Run called twice")
+	}
+	defer close(g.runDone)
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	g.baseCtx = base
+	ctx, cancel := context.WithCancel(ctx)
+	g.mu.Lock()
+	g.cancelRun = cancel
+	g.mu.Unlock()
+	defer cancel()
+
+	if err := g.recover(base); err != nil {
+		return err
+	}
+	platCtx, stopPlatforms := context.WithCancel(base)
+	var bg sync.WaitGroup
+	platErr := make(chan error, len(g.platforms))
+	for _, p := range g.platforms {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if err := p.Run(platCtx, g); err != nil && platCtx.Err() == nil {
+				g.obs.PlatformError(p.Name(), "run")
+				g.log.Error("platform.stopped", zap.String("platform", p.Name()), zap.Error(err))
+				platErr <- fmt.Errorf("gateway: platform %s: %w", p.Name(), err)
+			}
+		}()
+	}
+	go g.awaitReady(platCtx)
+	loopCtx, stopLoops := context.WithCancel(base)
+	var loops sync.WaitGroup
+	loops.Add(2)
+	go func() { defer loops.Done(); g.deliverLoop(loopCtx) }()
+	go func() { defer loops.Done(); g.evictLoop(loopCtx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-platErr:
+	}
+	g.drain(base)
+	stopLoops()
+	loops.Wait()
+	g.flushOutbox(base)
+	stopPlatforms()
+	bg.Wait()
+	return runErr
+}
+
+// Shutdown stops Run as if its context ended and waits for it to return.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	cancel := g.cancelRun
+	g.mu.Unlock()
+	if cancel == nil {
+		return errors.New("gateway: not running")
+	}
+	cancel()
+	select {
+	case <-g.runDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("gateway: shutdown: %w", ctx.Err())
+	}
+}
+
+func (g *Gateway) awaitReady(ctx context.Context) {
+	for _, p := range g.platforms {
+		r, ok := p.(Readier)
+		if !ok {
+			continue
+		}
+		select {
+		case <-r.Ready():
+		case <-ctx.Done():
+			return
+		}
+	}
+	close(g.ready)
+}
+
+// drain stops intake, lets running turns finish for DrainTimeout, then
+// interrupts what still runs and waits for the workers to return.
+func (g *Gateway) drain(ctx context.Context) {
+	g.startMu.Lock()
+	g.stopping.Store(true)
+	g.startMu.Unlock()
+	done := make(chan struct{})
+	go func() { g.workers.Wait(); close(done) }()
+	timer := time.NewTimer(g.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	}
+	g.log.Warn("shutdown.interrupting", zap.Int64("running", g.running.Load()))
+	g.mu.Lock()
+	var threads []string
+	for _, l := range g.lanes {
+		l.mu.Lock()
+		if l.cur != nil {
+			l.cur.cutOff = true
+			if l.cur.threadID != "" {
+				threads = append(threads, l.cur.threadID)
+			}
+		}
+		l.mu.Unlock()
+	}
+	g.mu.Unlock()
+	for _, th := range threads {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := g.cx.Interrupt(ictx, th); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			g.log.Warn("shutdown.interrupt_failed", zap.String("thread", th), zap.Error(err))
+		}
+		cancel()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		g.log.Error("shutdown.turns_still_running")
+	}
+}

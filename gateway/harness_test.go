@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// harness runs a gateway over the fakes.
+type harness struct {
+	g     *Gateway
+	st    *fakeStore
+	cx    *fakeCodex
+	p     *fakePlatform
+	clock *fakeClock
+	stop  func()
+}
+
+type harnessOpt func(*Config)
+
+func newHarness(t testing.TB, opts ...harnessOpt) *harness {
+	t.Helper()
+	h := &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
+	h.st.now = h.clock.Now
+	cfg := Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
+		Logger: zaptest.NewLogger(t), Now: h.clock.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g, err := New(cfg, h.st, h.cx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.AddPlatform(h.p)
+	h.g = g
+	return h
+}
+
+// start runs the gateway until the test ends.
+func (h *harness) start(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.g.Run(ctx) }()
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("Run did not return")
+			}
+		})
+	}
+	t.Cleanup(h.stop)
+	select {
+	case <-h.g.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("gateway not ready")
+	}
+}
+
+func apiAddr(lane string) Address {
+	return Address{Platform: "test", Kind: LaneAPI, ChatID: lane}
+}
+
+func (h *harness) send(t testing.TB, lane, id, text string) {
+	t.Helper()
+	err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr(lane), MessageID: id, SenderID: "u1", Text: text})
+	if err != nil {
+		t.Fatalf("Deliver(%s): %v", id, err)
+	}
+}
+
+// waitFor polls cond until it holds; only for state with no signal.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

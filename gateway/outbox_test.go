@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/store"
+)
+
+func TestOutboxRetriesAndGivesUp(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	calls := 0
+	h.p.sendFn = func(o Outbound) (string, error) {
+		calls++
+		switch calls {
+		case 1:
+			return "", &RetryAfterError{After: 30 * time.Second, Err: errors.New("429")}
+		case 2:
+			return "", errors.New("connection reset")
+		}
+		return "", nil
+	}
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "hello"})
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "second"})
+	h.g.deliverDue(ctx)
+	if calls != 1 {
+		t.Fatalf("sends %d; the lane's second row must wait behind the first", calls)
+	}
+	h.clock.Advance(29 * time.Second)
+	h.g.deliverDue(ctx)
+	if calls != 1 {
+		t.Fatalf("retried before Retry-After elapsed")
+	}
+	h.clock.Advance(time.Second)
+	h.g.deliverDue(ctx) // transient error → backoff
+	h.clock.Advance(backoff(1))
+	h.g.deliverDue(ctx)
+	if got := []string{(<-h.p.out).Text, (<-h.p.out).Text}; fmt.Sprint(got) != "[hello second]" {
+		t.Errorf("delivered %v, want in order", got)
+	}
+	h.p.sendFn = func(Outbound) (string, error) { return "", fmt.Errorf("chat gone: %w", ErrPermanent) }
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "lost"})
+	h.g.deliverDue(ctx)
+	h.st.mu.Lock()
+	state := h.st.outbox[2].State
+	h.st.mu.Unlock()
+	if state != store.OutboxFailed {
+		t.Errorf("permanent failure left the row %q", state)
+	}
+}
+
+func TestBackoffCapped(t *testing.T) {
+	if backoff(0) != 2*time.Second || backoff(3) != 16*time.Second || backoff(40) != 5*time.Minute {
+		t.Errorf("backoff = %v %v %v", backoff(0), backoff(3), backoff(40))
+	}
+}
+
+func TestSlowPlatformDoesNotHoldUpOthers(t *testing.T) {
+	h := newHarness(t)
+	slow := newFakePlatform()
+	slow.name = "slow"
+	unblock := make(chan struct{})
+	slow.sendFn = func(Outbound) (string, error) { <-unblock; return "", nil }
+	h.g.AddPlatform(slow)
+	ctx := context.Background()
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:slow:x", Platform: "slow", Kind: "api", ChatID: "x", Text: "stuck"})
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "fast"})
+	done := make(chan struct{})
+	go func() { h.g.deliverDue(ctx); close(done) }()
+	if o := h.p.next(t); o.Text != "fast" {
+		t.Errorf("got %q", o.Text)
+	}
+	close(unblock)
+	<-done
+	if o := slow.next(t); o.Text != "stuck" {
+		t.Errorf("slow platform got %q", o.Text)
+	}
+}

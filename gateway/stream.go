@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// streamer shows a running turn on its platform: the typing indicator,
+// refreshed every TypingInterval, and (where the platform can edit) a
+// preview of the reply, edited at most once per PreviewInterval. All
+// platform calls happen on the streamer's own goroutine, so codex's event
+// delivery never waits for a platform.
+type streamer struct {
+	g       *Gateway
+	addr    Address
+	replyTo string
+	plat    Platform
+	ed      Editor
+	ty      Typer
+
+	mu    sync.Mutex
+	text  strings.Builder
+	dirty bool
+
+	// owned by the streamer goroutine until stop returns
+	previewID  string
+	lastEdit   time.Time
+	lastTyping time.Time
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+// newStreamer starts a streamer for a turn answering replyTo. It does
+// nothing visible on a platform with neither capability.
+func (g *Gateway) newStreamer(addr Address, replyTo string) *streamer {
+	s := &streamer{g: g, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{})}
+	s.plat = g.platforms[addr.Platform]
+	s.ed, _ = s.plat.(Editor)
+	s.ty, _ = s.plat.(Typer)
+	if s.ed == nil && s.ty == nil {
+		close(s.done)
+		return s
+	}
+	go s.loop()
+	return s
+}
+
+// delta appends streamed text; it never blocks on the platform.
+func (s *streamer) delta(d string) {
+	if s.ed == nil {
+		return
+	}
+	s.mu.Lock()
+	s.text.WriteString(d)
+	s.dirty = true
+	s.mu.Unlock()
+}
+
+// stop ends the streamer and returns the preview's message id.
+func (s *streamer) stop() string {
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
+	return s.previewID
+}
+
+func (s *streamer) loop() {
+	defer close(s.done)
+	every := min(s.g.cfg.PreviewInterval, s.g.cfg.TypingInterval) / 4
+	tick, stopTick := s.g.newTicker(max(every, 10*time.Millisecond))
+	defer stopTick()
+	ctx, cancel := context.WithCancel(s.g.baseCtx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.tick(ctx, s.g.now())
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-tick:
+			s.tick(ctx, s.g.now())
+		}
+	}
+}
+
+// tick refreshes typing and pushes the preview when they are due.
+func (s *streamer) tick(ctx context.Context, now time.Time) {
+	if s.ty != nil && (s.lastTyping.IsZero() || now.Sub(s.lastTyping) >= s.g.cfg.TypingInterval) {
+		s.lastTyping = now
+		if err := s.ty.Typing(ctx, s.addr); err != nil && ctx.Err() == nil {
+			s.g.obs.PlatformError(s.addr.Platform, "typing")
+			s.g.log.Debug("typing.failed", zap.String("platform", s.addr.Platform), zap.Error(err))
+		}
+	}
+	if s.ed == nil || (!s.lastEdit.IsZero() && now.Sub(s.lastEdit) < s.g.cfg.PreviewInterval) {
+		return
+	}
+	s.mu.Lock()
+	if !s.dirty {
+		s.mu.Unlock()
+		return
+	}
+	text := s.text.String()
+	s.dirty = false
+	s.mu.Unlock()
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	s.lastEdit = now
+	s.push(ctx, text)
+}
+
+func (s *streamer) push(ctx context.Context, text string) {
+	preview := text
+	if s.previewID == "" {
+		id, err := s.plat.Send(ctx, Outbound{Address: s.addr, Kind: OutPreview, Text: preview,
+			ReplyTo: s.replyTo, InReplyTo: s.replyTo})
+		if err != nil {
+			s.g.obs.PlatformError(s.addr.Platform, "preview")
+			s.g.log.Debug("preview.send_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
+			return
+		}
+		s.previewID = id
+		return
+	}
+	if err := s.ed.Edit(ctx, s.addr, s.previewID, preview); err != nil {
+		s.g.obs.PlatformError(s.addr.Platform, "edit")
+		s.g.log.Debug("preview.edit_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
+	}
+}

@@ -1,0 +1,389 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Notices the user sees. ReplacedNotice is sent exactly once when a stored
+// thread cannot be resumed.
+const (
+	ReplacedNotice    = "Codex thread could not be resumed; starting a new one."
+	CutOffNotice      = "Your previous request was cut off by a restart; send /retry to run it again."
+	staleWriterNotice = "This conversation's Codex thread is still open in another process, so I did not replace it. Please try again in a minute."
+	storeErrorNotice  = "Sorry, I could not save this request (storage error). Please try again."
+	interruptedSuffix = "(interrupted)"
+	cancelledNotice   = "Cancelled: the conversation was reset before this was answered."
+)
+
+// turn carries one turn through the lifecycle.
+type turn struct {
+	l       *lane
+	it      item
+	sl      store.Lane // the lane row when the turn began
+	started time.Time
+	thread  string
+	turnID  string
+	// stream shows typing and the preview from journaling to the answer.
+	stream *streamer
+	// previewID is the platform id of the streamed preview the final reply
+	// replaces ("" when nothing was streamed).
+	previewID string
+}
+
+// stopStream ends typing and previews; the final answer replaces the
+// preview. Safe to call more than once.
+func (t *turn) stopStream() {
+	if t.stream != nil {
+		t.previewID = t.stream.stop()
+		t.stream = nil
+	}
+}
+
+// Turn statuses as codex reports them and the store records them.
+const (
+	statusCompleted   = "completed"
+	statusFailed      = "failed"
+	statusInterrupted = "interrupted"
+)
+
+// process runs one queued item.
+func (g *Gateway) process(ctx context.Context, l *lane, it item) {
+	if it.kind == itemCompact {
+		g.compact(ctx, l, it)
+		return
+	}
+	g.runTurn(ctx, l, it)
+	// A /new during the turn left its thread loaded; release it now.
+	l.opMu.Lock()
+	g.releaseStale(ctx, l)
+	l.opMu.Unlock()
+}
+
+// runTurn is the turn lifecycle: journal, ensure the thread, run, commit
+// (which confirms the binding, enqueues the reply and clears the journal).
+// The inbound message was recorded before it was queued.
+func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
+	t := &turn{l: l, it: it, started: g.now()}
+	sl, err := g.st.Lane(ctx, l.key)
+	if err != nil {
+		g.log.Error("turn.lane_read_failed", zap.String("lane", l.key), zap.Error(err))
+		g.failTurn(ctx, t, storeErrorNotice)
+		return
+	}
+	t.sl = sl
+	if g.isDiscarded(l) {
+		g.abandon(ctx, t)
+		return
+	}
+	err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
+		InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
+	if err != nil {
+		g.log.Error("turn.journal_failed", zap.String("lane", l.key), zap.Error(err))
+		g.failTurn(ctx, t, storeErrorNotice)
+		return
+	}
+	// Typing shows while a long thread resumes, too.
+	t.stream = g.newStreamer(l.addr, it.msgID)
+	defer t.stopStream()
+	if !g.ensure(ctx, t, sl.ThreadID, sl.Binding) {
+		return
+	}
+	if g.isDiscarded(l) {
+		g.abandon(ctx, t)
+		return
+	}
+	if g.isCutOff(l) {
+		return // shutdown: stays journaled, not started
+	}
+	res, err := g.execute(ctx, t)
+	if g.isCutOff(l) {
+		g.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
+		return // stays journaled: the next start tells the lane
+	}
+	if errors.Is(err, errHandled) {
+		return
+	}
+	if err != nil {
+		g.log.Warn("turn.error", zap.String("lane", l.key), zap.String("thread", t.thread), zap.Error(err))
+		g.finish(ctx, t, statusFailed, "Codex turn failed: "+briefError(err), codex.Usage{})
+		return
+	}
+	t.turnID = res.TurnID
+	g.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
+}
+
+// ensure loads the lane's thread (step 3). It binds a new thread as pending
+// and, when the stored thread was refused, marks the old binding lost and
+// tells the lane once. It reports false when the turn cannot go on (the
+// failure is already handled).
+func (g *Gateway) ensure(ctx context.Context, t *turn, stored string, binding store.Binding) bool {
+	l := t.l
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	g.releaseStale(ctx, l)
+	if binding == store.BindingLost {
+		stored = ""
+	}
+	en, err := g.cx.EnsureThread(ctx, stored, g.cfg.Thread)
+	if err != nil {
+		g.log.Warn("thread.ensure_failed", zap.String("lane", l.key), zap.String("thread", stored), zap.Error(err))
+		if errors.Is(err, codex.ErrStaleWriter) {
+			g.failTurn(ctx, t, staleWriterNotice)
+		} else {
+			g.failTurn(ctx, t, "Codex could not open this conversation: "+briefError(err))
+		}
+		return false
+	}
+	g.obs.Resume(en.Outcome.String())
+	t.thread = en.ThreadID
+	g.setCurThread(l, en.ThreadID)
+	g.markLive(ctx, l, en.ThreadID)
+	if err := g.bind(ctx, t, en); err != nil {
+		if errors.Is(err, store.ErrStaleGeneration) {
+			g.abandon(ctx, t)
+			return false
+		}
+		g.log.Error("binding.store_failed", zap.String("lane", l.key), zap.Error(err))
+		g.failTurn(ctx, t, storeErrorNotice)
+		return false
+	}
+	return true
+}
+
+// bind records the binding for a new or replacement thread.
+func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
+	key, gen := t.l.key, t.sl.Generation
+	switch en.Outcome {
+	case codex.OutcomeStarted:
+		g.log.Info("binding.pending", zap.String("lane", key), zap.String("thread", en.ThreadID))
+		if err := g.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
+			return err
+		}
+		if t.sl.Binding == store.BindingLost {
+			// A replacement marked the old thread lost but stopped (crash)
+			// before binding a new one and telling the lane: tell it now.
+			g.notify(ctx, t.l.addr, "", ReplacedNotice)
+		}
+	case codex.OutcomeReplaced:
+		if err := g.st.MarkBindingLost(ctx, key, gen, en.PreviousID, en.Reason); err != nil {
+			return err
+		}
+		g.log.Warn("binding.lost", zap.String("lane", key), zap.String("previous", en.PreviousID),
+			zap.String("thread", en.ThreadID), zap.String("reason", en.Reason))
+		if err := g.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
+			return err
+		}
+		g.notify(ctx, t.l.addr, "", ReplacedNotice)
+	}
+	return nil
+}
+
+// execute runs the turn (step 4) with typing and a streamed preview. A
+// thread the app-server forgot (it restarted) is ensured again once.
+func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
+	ev := codex.TurnEvents{
+		Started: func(id string) { t.turnID = id },
+		Delta:   t.stream.delta,
+	}
+	res, err := g.cx.RunTurn(ctx, t.thread, t.it.text, ev)
+	if errors.Is(err, codex.ErrThreadNotLoaded) {
+		g.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))
+		if !g.ensure(ctx, t, t.thread, store.BindingPending) {
+			return res, errHandled
+		}
+		res, err = g.cx.RunTurn(ctx, t.thread, t.it.text, ev)
+	}
+	return res, err
+}
+
+// errHandled reports a failure already answered to the user.
+var errHandled = errors.New("gateway: handled")
+
+// finish commits the turn (step 5-6): transcript rows, binding confirmation
+// when completed, the reply in the outbox, journal cleared, inbound done.
+func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
+	t.stopStream()
+	g.obs.TurnFinished(status, g.now().Sub(t.started))
+	if t.turnID == "" {
+		t.turnID = syntheticTurnID(t)
+	}
+	reply := &store.OutboxMessage{SessionKey: t.l.key, Platform: t.l.addr.Platform,
+		Kind: string(t.l.addr.Kind), ChatID: t.l.addr.ChatID, TopicID: t.l.addr.TopicID,
+		UserID: t.l.addr.UserID, Text: text, ReplyTo: t.it.msgID, EditID: t.previewID}
+	t.l.mu.Lock()
+	if t.l.cur != nil {
+		t.l.cur.answered = true
+	}
+	t.l.mu.Unlock()
+	infoKey := g.putTurnInfo(t.l.key, t.it.msgID, TurnInfo{ThreadID: t.thread, TurnID: t.turnID, Status: status})
+	res, err := g.st.CommitTurn(ctx, store.CompletedTurn{
+		SessionKey: t.l.key, Generation: t.sl.Generation, SessionID: t.sl.SessionID,
+		ThreadID: t.thread, TurnID: t.turnID, InboundID: t.it.inboundID,
+		UserText: t.it.text, UserMessageID: t.it.msgID, AssistantText: text, Status: status,
+		Confirm: status == statusCompleted && t.thread != "",
+		Reply:   reply, Usage: store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow},
+	})
+	switch {
+	case err != nil:
+		g.dropTurnInfo(infoKey)
+		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
+		g.setInbound(ctx, t.it.inboundID, store.InboundFailed)
+		g.clearJournal(ctx, t.l.key)
+		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, text+"\n\n(not saved: storage error)")
+	case res.Stale:
+		g.dropTurnInfo(infoKey)
+		g.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
+		g.clearJournal(ctx, t.l.key)
+		g.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+	default:
+		if res.Duplicate {
+			g.log.Warn("turn.commit_duplicate", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
+		}
+		g.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
+			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
+		g.wakeOutbox()
+	}
+}
+
+// failTurn answers a turn that could not run and records it as failed.
+func (g *Gateway) failTurn(ctx context.Context, t *turn, msg string) {
+	g.finish(ctx, t, statusFailed, msg, codex.Usage{})
+}
+
+// abandon drops a turn whose lane was reset while it started.
+func (g *Gateway) abandon(ctx context.Context, t *turn) {
+	g.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
+	g.setInbound(ctx, t.it.inboundID, store.InboundIgnored)
+	g.clearJournal(ctx, t.l.key)
+	g.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+	t.l.mu.Lock()
+	t.l.stale = true
+	t.l.mu.Unlock()
+}
+
+func (g *Gateway) clearJournal(ctx context.Context, key string) {
+	if err := g.st.ClearJournal(ctx, key); err != nil {
+		g.log.Error("journal.clear_failed", zap.String("lane", key), zap.Error(err))
+	}
+}
+
+func syntheticTurnID(t *turn) string {
+	if t.it.inboundID != 0 {
+		return "gw-inbound-" + strconv.FormatInt(t.it.inboundID, 10)
+	}
+	return "gw-" + strconv.FormatInt(t.started.UnixNano(), 36)
+}
+
+// replyText is what the user sees for a finished turn.
+func replyText(res codex.TurnResult) string {
+	text := strings.TrimSpace(res.Text)
+	switch string(res.Status) {
+	case statusInterrupted:
+		if text == "" {
+			return interruptedSuffix
+		}
+		return text + "\n\n" + interruptedSuffix
+	case statusFailed:
+		msg := "unknown error"
+		if res.Error != nil && res.Error.Message != "" {
+			msg = res.Error.Message
+		}
+		return "Codex turn failed: " + brief(msg)
+	}
+	if text == "" {
+		return "(Codex finished without a reply.)"
+	}
+	return text
+}
+
+// briefError turns an error into a short message safe to show: sentinels
+// get a fixed phrase; anything else is cut to its first line.
+func briefError(err error) string {
+	switch {
+	case errors.Is(err, codex.ErrTimeout):
+		return "Codex did not answer in time."
+	case errors.Is(err, codex.ErrProcessDied):
+		return "the Codex process stopped (it is restarted automatically); please try again."
+	case errors.Is(err, codex.ErrClosed):
+		return "Codex is shutting down."
+	case errors.Is(err, codex.ErrThreadNotLoaded):
+		return "the Codex thread could not be loaded."
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the request was cancelled."
+	}
+	return brief(err.Error())
+}
+
+func brief(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func (g *Gateway) isDiscarded(l *lane) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur != nil && l.cur.discard
+}
+
+func (g *Gateway) isCutOff(l *lane) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur != nil && l.cur.cutOff
+}
+
+func (g *Gateway) setCurThread(l *lane, thread string) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.threadID = thread
+	}
+	l.mu.Unlock()
+}
+
+func (g *Gateway) putTurnInfo(key, msgID string, ti TurnInfo) string {
+	if msgID == "" {
+		return ""
+	}
+	k := key + "\x00" + msgID
+	g.mu.Lock()
+	g.turnInfo[k] = ti
+	g.mu.Unlock()
+	return k
+}
+
+func (g *Gateway) dropTurnInfo(k string) {
+	if k == "" {
+		return
+	}
+	g.mu.Lock()
+	delete(g.turnInfo, k)
+	g.mu.Unlock()
+}
+
+func (g *Gateway) takeTurnInfo(key, msgID string) *TurnInfo {
+	if msgID == "" {
+		return nil
+	}
+	k := key + "\x00" + msgID
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ti, ok := g.turnInfo[k]
+	if !ok {
+		return nil
+	}
+	delete(g.turnInfo, k)
+	return &ti
+}
