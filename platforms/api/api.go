@@ -1,0 +1,236 @@
+// Package api is the local HTTP platform: a lane per URL path, a message per
+// POST, answered with the lane's reply to that message (as JSON, or as a
+// stream of server-sent events). It needs no bot token, so it is the
+// embedded default and the black-box door for tests.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// PlatformName is the platform name in addresses and session keys
+// ("v1:api:<lane>").
+const PlatformName = "api"
+
+// MaxTextBytes is the largest message text accepted.
+const MaxTextBytes = 64 << 10
+
+// Config configures the API platform.
+type Config struct {
+	Listen string // loopback address, e.g. "127.0.0.1:8377" (port 0 picks one)
+	Token  string // optional bearer token for /api/; "" allows only loopback listeners
+	Logger *zap.Logger
+	// Handlers are extra routes on the same listener (e.g. "/healthz",
+	// "/metrics"); they are served without the bearer token.
+	Handlers map[string]http.Handler
+}
+
+// Platform implements gateway.Platform, gateway.Editor and gateway.Readier.
+type Platform struct {
+	cfg   Config
+	log   *zap.Logger
+	ready chan struct{}
+	stop  chan struct{} // closed when Run ends: waiting requests give up
+	seq   atomic.Uint64
+
+	mu       sync.Mutex
+	addr     string
+	sink     gateway.Sink
+	waiters  map[string]*waiter // inbound message id → request waiting for its answer
+	previews map[string]*waiter // preview message id → request
+}
+
+var (
+	_ gateway.Platform = (*Platform)(nil)
+	_ gateway.Editor   = (*Platform)(nil)
+	_ gateway.Readier  = (*Platform)(nil)
+)
+
+// New builds the platform; Run starts listening.
+func New(cfg Config) *Platform {
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Platform{cfg: cfg, log: log.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
+		waiters: map[string]*waiter{}, previews: map[string]*waiter{}}
+}
+
+// Name returns "api".
+func (p *Platform) Name() string { return PlatformName }
+
+// Ready is closed once the listener is bound.
+func (p *Platform) Ready() <-chan struct{} { return p.ready }
+
+// Addr returns the bound address ("" before Ready).
+func (p *Platform) Addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addr
+}
+
+// Run serves HTTP until ctx ends.
+func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
+	if err := checkListen(p.cfg.Listen, p.cfg.Token); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", p.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("api: listen %s: %w", p.cfg.Listen, err)
+	}
+	p.mu.Lock()
+	p.addr, p.sink = ln.Addr().String(), sink
+	p.mu.Unlock()
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	close(p.ready)
+	p.log.Info("api.listening", zap.String("addr", ln.Addr().String()))
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		close(p.stop)
+		return fmt.Errorf("api: serve: %w", err)
+	}
+	close(p.stop)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+// checkListen refuses to serve the API without a token on a non-loopback
+// address: anyone who can reach it could drive Codex.
+func checkListen(listen, token string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("api: listen address %q: %w", listen, err)
+	}
+	if token != "" || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("api: listen address %q is not loopback; set a token to expose the API", listen)
+}
+
+// Handler returns the HTTP routes (exported for tests and embedding).
+func (p *Platform) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/lanes/{lane}/messages", p.authorize(http.HandlerFunc(p.postMessage)))
+	for pattern, h := range p.cfg.Handlers {
+		mux.Handle(pattern, h)
+	}
+	return mux
+}
+
+func (p *Platform) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.cfg.Token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(p.cfg.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
+				writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// nextID returns a unique, time-ordered message id.
+func (p *Platform) nextID(prefix string) string {
+	return prefix + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(p.seq.Add(1), 36)
+}
+
+// Send hands an outbound to the request waiting for it: a preview starts a
+// stream, a reply or notice answering a message ends that request, and a
+// lane notice is attached to every request waiting on the lane.
+func (p *Platform) Send(_ context.Context, out gateway.Outbound) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch w := p.waiters[out.InReplyTo]; {
+	case out.Kind == gateway.OutPreview:
+		id := p.nextID("preview-")
+		if w != nil {
+			p.previews[id] = w
+			w.setPreview(out.Text)
+		}
+		return id, nil
+	case w != nil:
+		delete(p.waiters, out.InReplyTo)
+		for id, pw := range p.previews {
+			if pw == w {
+				delete(p.previews, id)
+			}
+		}
+		w.finish(out)
+		return p.nextID("reply-"), nil
+	}
+	delivered := false
+	for _, w := range p.waiters {
+		// Only lane notices are shared; an answer whose request is gone
+		// (client disconnected, or a restart) has no listener.
+		if out.InReplyTo == "" && w.lane == out.Address.ChatID {
+			w.addNotice(out.Text)
+			delivered = true
+		}
+	}
+	if !delivered {
+		p.log.Info("api.no_listener", zap.String("lane", out.Address.ChatID), zap.String("in_reply_to", out.InReplyTo),
+			zap.String("kind", string(out.Kind)))
+	}
+	return p.nextID("notice-"), nil
+}
+
+// Edit updates a streamed preview.
+func (p *Platform) Edit(_ context.Context, _ gateway.Address, messageID, text string) error {
+	p.mu.Lock()
+	w := p.previews[messageID]
+	p.mu.Unlock()
+	if w != nil {
+		w.setPreview(text)
+	}
+	return nil
+}
+
+func (p *Platform) register(id, lane string) (*waiter, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, busy := p.waiters[id]; busy {
+		return nil, errors.New("a request with this id is already waiting")
+	}
+	w := newWaiter(lane)
+	p.waiters[id] = w
+	return w, nil
+}
+
+func (p *Platform) unregister(id string, w *waiter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiters[id] == w {
+		delete(p.waiters, id)
+	}
+	for pid, pw := range p.previews {
+		if pw == w {
+			delete(p.previews, pid)
+		}
+	}
+}
