@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// adminPrefix is where the operator routes are mounted on the API listener.
+// The running daemon owns the store's lock, so `gatewayd sessions` goes
+// through these routes while it runs:
+//
+//	GET  /api/admin/sessions?limit=N            lanes, most recently active first
+//	GET  /api/admin/sessions/{key}?limit=N      one lane and its current transcript
+//	POST /api/admin/sessions/{key}/reset        the same as /reset in the lane
+const adminPrefix = "/api/admin/"
+
+// sessionsBackend is what the sessions commands need; the daemon serves it
+// from the store plus Gateway.ResetLane, the offline CLI from the store alone.
+type sessionsBackend interface {
+	Lanes(ctx context.Context, limit int) ([]store.Lane, error)
+	Lane(ctx context.Context, key string) (store.Lane, error)
+	Transcript(ctx context.Context, key string, limit int) ([]store.Message, error)
+	Reset(ctx context.Context, key string) error
+}
+
+// laneView is the JSON form of a lane, shared by the admin API and the CLI.
+type laneView struct {
+	Key            string            `json:"key"`
+	Platform       string            `json:"platform"`
+	Kind           string            `json:"kind"`
+	ChatID         string            `json:"chat_id,omitempty"`
+	TopicID        string            `json:"topic_id,omitempty"`
+	SessionID      int64             `json:"session_id"`
+	ThreadID       string            `json:"thread_id,omitempty"`
+	Binding        string            `json:"binding"`
+	Generation     int64             `json:"generation"`
+	Turns          int64             `json:"turns"`
+	CreatedAt      time.Time         `json:"created_at"`
+	LastActiveAt   time.Time         `json:"last_active_at"`
+	SessionStarted time.Time         `json:"session_started_at"`
+	Meta           map[string]string `json:"meta,omitempty"`
+}
+
+type messageView struct {
+	Role      string    `json:"role"`
+	Text      string    `json:"text"`
+	TurnID    string    `json:"turn_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type sessionView struct {
+	Lane       laneView      `json:"lane"`
+	Transcript []messageView `json:"transcript"`
+}
+
+func viewLane(l store.Lane) laneView {
+	binding := string(l.Binding)
+	if binding == "" {
+		binding = "none"
+	}
+	return laneView{
+		Key: l.SessionKey, Platform: l.Platform, Kind: l.Kind, ChatID: l.ChatID, TopicID: l.TopicID,
+		SessionID: l.SessionID, ThreadID: l.ThreadID, Binding: binding, Generation: l.Generation,
+		Turns: l.Turns, CreatedAt: l.CreatedAt, LastActiveAt: l.LastActiveAt,
+		SessionStarted: l.SessionStartedAt, Meta: l.Meta,
+	}
+}
+
+func viewMessages(msgs []store.Message) []messageView {
+	out := make([]messageView, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, messageView{Role: m.Role, Text: m.Text, TurnID: m.TurnID, CreatedAt: m.CreatedAt})
+	}
+	return out
+}
+
+// adminHandler serves the admin routes. token, when set, is required as a
+// bearer token (the API lane's token).
+type adminHandler struct {
+	backend sessionsBackend
+	token   string
+}
+
+func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), adminPrefix+"sessions")
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+		return
+	}
+	limit := queryLimit(r, 50)
+	switch {
+	case rest == "" || rest == "/":
+		h.list(w, r, limit)
+	case strings.HasSuffix(rest, "/reset"):
+		h.reset(w, r, strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/reset"))
+	default:
+		h.show(w, r, strings.TrimPrefix(rest, "/"), limit)
+	}
+}
+
+func (h *adminHandler) authorized(r *http.Request) bool {
+	if h.token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
+}
+
+func (h *adminHandler) list(w http.ResponseWriter, r *http.Request, limit int) {
+	if r.Method != http.MethodGet {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
+		return
+	}
+	lanes, err := h.backend.Lanes(r.Context(), limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	views := make([]laneView, 0, len(lanes))
+	for _, l := range lanes {
+		views = append(views, viewLane(l))
+	}
+	writeJSON(w, http.StatusOK, views)
+}
+
+func (h *adminHandler) show(w http.ResponseWriter, r *http.Request, escapedKey string, limit int) {
+	if r.Method != http.MethodGet {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
+		return
+	}
+	key, ok := unescapeKey(w, escapedKey)
+	if !ok {
+		return
+	}
+	v, err := loadSession(r.Context(), h.backend, key, limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *adminHandler) reset(w http.ResponseWriter, r *http.Request, escapedKey string) {
+	if r.Method != http.MethodPost {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use POST"})
+		return
+	}
+	key, ok := unescapeKey(w, escapedKey)
+	if !ok {
+		return
+	}
+	if err := h.backend.Reset(r.Context(), key); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"reset": key})
+}
+
+func loadSession(ctx context.Context, b sessionsBackend, key string, limit int) (sessionView, error) {
+	l, err := b.Lane(ctx, key)
+	if err != nil {
+		return sessionView{}, err
+	}
+	msgs, err := b.Transcript(ctx, key, limit)
+	if err != nil {
+		return sessionView{}, err
+	}
+	return sessionView{Lane: viewLane(l), Transcript: viewMessages(msgs)}, nil
+}
+
+func unescapeKey(w http.ResponseWriter, escaped string) (string, bool) {
+	key, err := url.PathUnescape(escaped)
+	if err != nil || key == "" || strings.Contains(key, "/") {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad session key"})
+		return "", false
+	}
+	return key, true
+}
+
+func queryLimit(r *http.Request, def int) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || n <= 0 {
+		return def
+	}
+	return min(n, 1000)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	if errors.Is(err, store.ErrNotFound) {
+		code = http.StatusNotFound
+	}
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // a vanished client is not an error worth more
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// openTestStore opens a real store with two lanes and one committed turn.
+func openTestStore(t *testing.T) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, k := range []store.LaneKey{
+		{SessionKey: "v1:api:default", Platform: "api", Kind: "api", ChatID: "default"},
+		{SessionKey: "v1:telegram:topic:-100:42", Platform: "telegram", Kind: "topic", ChatID: "-100", TopicID: "42"},
+	} {
+		if _, err := st.EnsureLane(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lane, err := st.Lane(ctx, "v1:api:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CommitTurn(ctx, store.CompletedTurn{
+		SessionKey: lane.SessionKey, Generation: lane.Generation, SessionID: lane.SessionID,
+		ThreadID: "thr-1", TurnID: "turn-1", UserText: "remember 42", AssistantText: "noted: 42",
+		Status: "completed",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// recordingBackend is the store backend that also records resets, like the
+// daemon's (which resets through the gateway).
+type recordingBackend struct {
+	offlineBackend
+	resets []string
+}
+
+func (b *recordingBackend) Reset(ctx context.Context, key string) error {
+	b.resets = append(b.resets, key)
+	return b.offlineBackend.Reset(ctx, key)
+}
+
+func TestSessionsThroughTheDaemonAPI(t *testing.T) {
+	st := openTestStore(t)
+	backend := &recordingBackend{offlineBackend: offlineBackend{st}}
+	srv := httptest.NewServer(http.StripPrefix("", &adminHandler{backend: backend, token: "tok"}))
+	defer srv.Close()
+	client := &apiClient{base: srv.URL, token: "tok", http: srv.Client()}
+	ctx := context.Background()
+
+	var out bytes.Buffer
+	if err := runSessions(ctx, client, "list", nil, 10, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"KEY", "v1:api:default", "v1:telegram:topic:-100:42"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := runSessions(ctx, client, "show", []string{"v1:api:default"}, 10, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"platform:", "api", "user: remember 42", "assistant: noted: 42", "transcript (2 messages)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	before, _ := st.Lane(ctx, "v1:telegram:topic:-100:42")
+	if err := runSessions(ctx, client, "reset", []string{"v1:telegram:topic:-100:42"}, 10, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(backend.resets) != 1 || backend.resets[0] != "v1:telegram:topic:-100:42" {
+		t.Errorf("resets = %q: the key did not survive the URL round trip", backend.resets)
+	}
+	after, _ := st.Lane(ctx, "v1:telegram:topic:-100:42")
+	if after.Generation <= before.Generation {
+		t.Errorf("generation %d → %d: reset did not reach the store", before.Generation, after.Generation)
+	}
+
+	err := runSessions(ctx, client, "show", []string{"v1:nope"}, 10, &out)
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("show of a missing lane: %v, want a 404", err)
+	}
+}
+
+func TestAdminHandlerAuthAndMethods(t *testing.T) {
+	st := openTestStore(t)
+	h := &adminHandler{backend: offlineBackend{st}, token: "tok"}
+	tests := []struct {
+		name, method, path, auth string
+		want                     int
+	}{
+		{"no token", "GET", "/api/admin/sessions", "", 401},
+		{"wrong token", "GET", "/api/admin/sessions", "Bearer nope", 401},
+		{"list", "GET", "/api/admin/sessions", "Bearer tok", 200},
+		{"list POST", "POST", "/api/admin/sessions", "Bearer tok", 405},
+		{"reset GET", "GET", "/api/admin/sessions/v1:api:default/reset", "Bearer tok", 405},
+		{"reset missing", "POST", "/api/admin/sessions/v1:api:nope/reset", "Bearer tok", 404},
+		{"reset", "POST", "/api/admin/sessions/v1:api:default/reset", "Bearer tok", 200},
+		{"other route", "GET", "/api/admin/other", "Bearer tok", 404},
+		{"slash in key", "GET", "/api/admin/sessions/a%2Fb", "Bearer tok", 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.path, nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Errorf("%s %s = %d, want %d (%s)", tc.method, tc.path, rec.Code, tc.want, rec.Body.String())
+			}
+		})
+	}
+}
+
+func TestSessionsOfflineFallback(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	var out bytes.Buffer
+	if err := runSessionsOffline(ctx, offlineBackend{st}, "reset", []string{"v1:api:default"}, 10, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "reset v1:api:default\n" {
+		t.Errorf("output %q", got)
+	}
+	msgs, err := st.Transcript(ctx, "v1:api:default", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 0 {
+		t.Errorf("after reset the current session has %d messages, want a fresh one", len(msgs))
+	}
+	err = runSessionsOffline(ctx, offlineBackend{st}, "reset", []string{"v1:api:missing"}, 10, &out)
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("reset of a missing lane: %v, want ErrNotFound", err)
+	}
+}
+
+func TestDaemonDownIsDetected(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing listens there any more
+	c := &apiClient{base: base, http: &http.Client{}}
+	err := runSessions(context.Background(), c, "list", nil, 10, &bytes.Buffer{})
+	if !errors.Is(err, errDaemonDown) {
+		t.Errorf("err = %v, want errDaemonDown", err)
+	}
+}
+
+func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
+	dir := cleanEnv(t)
+	stateDir := filepath.Join(dir, "st")
+	t.Setenv("GATEWAYD_STATE_DIR", stateDir)
+	// A port nothing listens on: bind one and close it.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Setenv("GATEWAYD_API_LISTEN", strings.TrimPrefix(srv.URL, "http://"))
+	srv.Close()
+
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(stateDir, "gatewayd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EnsureLane(context.Background(), store.LaneKey{SessionKey: "v1:api:x", Platform: "api", Kind: "api", ChatID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	code, out, errOut := runCLI(t, "", "sessions", "list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "v1:api:x") {
+		t.Errorf("list lacks the lane:\n%s", out)
+	}
+	code, _, errOut = runCLI(t, "", "sessions", "show", "v1:api:none")
+	if code != exitFailure || !strings.Contains(errOut, fmt.Sprint(store.ErrNotFound)) {
+		t.Errorf("show missing: exit %d, stderr %q", code, errOut)
+	}
+}

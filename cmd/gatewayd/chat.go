@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// chatUser names the terminal user in the lane's transcript.
+func chatUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "terminal"
+}
+
+func cmdChat(ctx context.Context, args []string, std stdio) error {
+	f := newFlags("chat", std)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("chat takes at most one lane name, got %q", pos)
+	}
+	lane := "default"
+	if len(pos) == 1 {
+		lane = pos[0]
+	}
+	cfg, err := f.load()
+	if err != nil {
+		return err
+	}
+	return chat(ctx, newAPIClient(cfg), lane, chatUser(), std)
+}
+
+// chat reads lines from std.in and sends each to the lane, printing the
+// streamed reply. Lines starting with "/" are lane commands (/reset, /status,
+// ...) and go to the daemon like any text; /quit or end of input leaves.
+func chat(ctx context.Context, c *apiClient, lane, user string, std stdio) error {
+	fmt.Fprintf(std.err, "gatewayd chat: lane %q via %s (/help for commands, /quit or Ctrl-D to leave)\n", lane, c.base)
+	sc := bufio.NewScanner(std.in)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for {
+		fmt.Fprint(std.err, "> ")
+		if !sc.Scan() {
+			fmt.Fprintln(std.err)
+			return sc.Err()
+		}
+		line := strings.TrimSpace(sc.Text())
+		switch line {
+		case "":
+			continue
+		case "/quit", "/exit":
+			return nil
+		}
+		if err := chatTurn(ctx, c, lane, user, line, std.out); err != nil {
+			if errors.Is(err, errDaemonDown) {
+				return fmt.Errorf("gatewayd: nothing listens on %s; start the daemon with `gatewayd run`", c.base)
+			}
+			return err
+		}
+	}
+}
+
+// chatTurn posts one message and prints the reply as it streams.
+func chatTurn(ctx context.Context, c *apiClient, lane, user, text string, out io.Writer) error {
+	path := "/api/lanes/" + url.PathEscape(lane) + "/messages"
+	req, err := c.request(ctx, http.MethodPost, path, map[string]string{"text": text, "user": user})
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("gatewayd: %s: %s", path, apiErrorText(resp))
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" {
+		var r chatResult
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return fmt.Errorf("gatewayd: decode reply: %w", err)
+		}
+		for _, n := range r.Notices {
+			fmt.Fprintln(out, "* "+n)
+		}
+		fmt.Fprintln(out, r.text())
+		return nil
+	}
+	return printStream(resp.Body, out)
+}
+
+// chatResult is the API's answer to a message (and the SSE "done" data).
+type chatResult struct {
+	Reply   string   `json:"reply"`
+	Status  string   `json:"status"` // turn status, or "notice" for a command's answer
+	Notices []string `json:"notices"`
+}
+
+// text is the reply with a non-completed status marked.
+func (r chatResult) text() string {
+	if r.Status != "" && r.Status != "completed" && r.Status != "notice" {
+		return strings.TrimSpace(r.Reply + "\n[" + r.Status + "]")
+	}
+	return r.Reply
+}
+
+// printStream renders the API's server-sent events: "delta" (new text of
+// the growing reply, a JSON string), "replace" (the whole reply changed),
+// "notice" (a lane notice), "error", and "done" (the final Response).
+func printStream(body io.Reader, out io.Writer) error {
+	r := &streamRenderer{out: out}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	var event string
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if len(data) > 0 {
+				r.event(event, strings.Join(data, "\n"))
+			}
+			event, data = "", nil
+		case strings.HasPrefix(line, ":"):
+			// comment / keep-alive
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if len(data) > 0 {
+		r.event(event, strings.Join(data, "\n"))
+	}
+	r.endLine()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("gatewayd: reading reply stream: %w", err)
+	}
+	return nil
+}
+
+// streamRenderer prints a reply as it grows on a terminal.
+type streamRenderer struct {
+	out     io.Writer
+	emitted string // reply text printed so far
+	midLine bool   // the cursor is not at the start of a line
+}
+
+func (r *streamRenderer) print(s string) {
+	if s == "" {
+		return
+	}
+	fmt.Fprint(r.out, s)
+	r.midLine = !strings.HasSuffix(s, "\n")
+}
+
+func (r *streamRenderer) endLine() {
+	if r.midLine {
+		fmt.Fprintln(r.out)
+		r.midLine = false
+	}
+}
+
+// text decodes an event's data: a JSON string, or the raw data.
+func eventText(data string) string {
+	var s string
+	if json.Unmarshal([]byte(data), &s) == nil {
+		return s
+	}
+	return data
+}
+
+func (r *streamRenderer) event(event, data string) {
+	switch event {
+	case "", "delta", "message":
+		r.emitted += eventText(data)
+		r.print(eventText(data))
+	case "replace":
+		// The reply was rewritten; a terminal cannot unprint, so start over
+		// on a fresh line.
+		r.endLine()
+		r.emitted = eventText(data)
+		r.print(r.emitted)
+	case "notice":
+		r.endLine()
+		r.print("* " + eventText(data) + "\n")
+	case "error":
+		r.endLine()
+		r.print("! " + eventText(data) + "\n")
+	case "done":
+		var res chatResult
+		if json.Unmarshal([]byte(data), &res) != nil {
+			return
+		}
+		switch rest, ok := strings.CutPrefix(res.Reply, r.emitted); {
+		case r.emitted == "":
+			r.print(res.text())
+		case ok:
+			r.print(rest)
+		default:
+			r.endLine()
+			r.print(res.Reply)
+		}
+		if res.Status != "" && res.Status != "completed" && res.Status != "notice" && r.emitted != "" {
+			r.endLine()
+			r.print("[" + res.Status + "]")
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/gatewayd/gatewayd/config"
+)
+
+// Exit codes; documented in the package comment and the usage text.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// version is set at build time: -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+const usageText = `Usage:
+  gatewayd [run] [--config FILE]        run the daemon (default command)
+  gatewayd check-config [--config FILE] validate; print the effective config (secrets redacted)
+  gatewayd version                      print the version
+  gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
+  gatewayd sessions list [--config FILE] [--limit N]
+  gatewayd sessions show KEY [--config FILE] [--limit N]
+  gatewayd sessions reset KEY [--config FILE]
+                                        reset = /reset in the lane; goes through the running daemon
+
+Configuration: --config FILE, else $GATEWAYD_CONFIG, else ~/.config/gatewayd/gatewayd.yaml or
+/etc/gatewayd/gatewayd.yaml if present; every key can be set as GATEWAYD_<KEY> (dots → "_").
+
+Exit codes:
+  0  success (run: clean shutdown after SIGTERM/SIGINT)
+  1  runtime failure (store, app-server, platform or network error; forced exit on a second signal)
+  2  configuration or usage error
+`
+
+// usageError is a command-line mistake (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps an error to the documented exit codes.
+func exitCode(err error) int {
+	var ue *usageError
+	var ce *config.Error
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.As(err, &ce):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// io bundles the standard streams so commands can be tested.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// Run executes one gatewayd command and returns its exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	std := stdio{in: stdin, out: stdout, err: stderr}
+	err := dispatch(ctx, args, std)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stderr, "gatewayd: %v\n", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprint(stderr, "\n"+usageText)
+		}
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitCode(err)
+}
+
+func dispatch(ctx context.Context, args []string, std stdio) error {
+	cmd, rest := "run", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, rest = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, rest, std)
+	case "check-config":
+		return cmdCheckConfig(rest, std)
+	case "version":
+		fmt.Fprintln(std.out, "gatewayd", Version())
+		return nil
+	case "chat":
+		return cmdChat(ctx, rest, std)
+	case "sessions":
+		return cmdSessions(ctx, rest, std)
+	case "help", "-h", "--help":
+		fmt.Fprint(std.out, usageText)
+		return nil
+	}
+	return usagef("unknown command %q", cmd)
+}
+
+// Version is the build version: the -X flag, else the module version.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// flags is the common flag set: --config plus command-specific ones.
+type flags struct {
+	fs     *flag.FlagSet
+	config string
+}
+
+func newFlags(name string, std stdio) *flags {
+	f := &flags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f.fs.SetOutput(std.err)
+	f.fs.Usage = func() { fmt.Fprint(std.err, usageText) }
+	f.fs.StringVar(&f.config, "config", "", "config file (YAML)")
+	return f
+}
+
+// parse accepts flags before and after positional arguments
+// ("sessions show KEY --config f" and "sessions show --config f KEY").
+func (f *flags) parse(args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := f.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		args = f.fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func (f *flags) load() (*config.Config, error) {
+	return config.Load(config.Options{File: f.config})
+}
+
+func cmdCheckConfig(args []string, std stdio) error {
+	f := newFlags("check-config", std)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("check-config takes no arguments, got %q", pos)
+	}
+	cfg, err := f.load()
+	if err != nil {
+		return err
+	}
+	if err := checkRuntime(cfg); err != nil {
+		return err
+	}
+	fmt.Fprint(std.out, cfg.Redacted())
+	return nil
+}

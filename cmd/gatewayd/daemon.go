@@ -1,0 +1,426 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/lifecycle"
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/metrics"
+	"github.com/gatewayd/gatewayd/platforms/api"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+var _ gateway.Observer = (*metrics.Metrics)(nil)
+
+// closeTimeout bounds closing the app-server after the gateway drained.
+const closeTimeout = 15 * time.Second
+
+func cmdRun(ctx context.Context, args []string, std stdio) error {
+	f := newFlags("run", std)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("run takes no arguments, got %q", pos)
+	}
+	opts := config.Options{File: f.config}
+	cfg, err := config.Load(opts)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.Log, std.err)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // stderr sync fails on some terminals; nothing to do
+
+	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
+	defer sig.stop()
+	err = runDaemon(sig.ctx, cfg, opts, sig.hup, log)
+	if err != nil && sig.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = nil // a signal during start-up: a clean stop, not a failure
+	}
+	if err != nil {
+		log.Error("daemon.failed", zap.Error(err))
+	} else {
+		log.Info("daemon.stopped")
+	}
+	return err
+}
+
+// signals turns SIGTERM/SIGINT into the cancellation of one root context; a
+// second one exits at once. SIGHUP arrives on hup.
+type signals struct {
+	ctx  context.Context
+	hup  <-chan struct{}
+	stop func()
+}
+
+func watchSignals(parent context.Context, log *zap.Logger, exitNow func(int)) signals {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 4)
+	hup := make(chan struct{}, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		stopping := false
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-ch:
+				switch {
+				case s == syscall.SIGHUP:
+					select {
+					case hup <- struct{}{}:
+					default: // a reload is already pending
+					}
+				case stopping:
+					log.Warn("shutdown.forced", zap.String("signal", s.String()))
+					_ = log.Sync()
+					exitNow(exitFailure)
+				default:
+					stopping = true
+					log.Info("shutdown.signal", zap.String("signal", s.String()))
+					cancel()
+				}
+			}
+		}
+	}()
+	return signals{ctx: ctx, hup: hup, stop: func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}}
+}
+
+// daemon holds what runDaemon built, for orderly closing.
+type daemon struct {
+	cfg      *config.Config
+	log      *zap.Logger
+	metrics  *metrics.Metrics
+	store    *store.Store
+	codex    *codex.Client
+	gateway  *gateway.Gateway
+	api      *api.Platform
+	chats    []gateway.Platform
+	health   *lifecycle.Health
+	notifier *lifecycle.Notifier
+	approver atomic.Pointer[codex.ApprovalHandler]
+}
+
+// runDaemon builds everything, runs until ctx ends and shuts down in order:
+// stop intake and drain (Gateway.Run returns), close the app-server, close
+// the store.
+func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup <-chan struct{}, log *zap.Logger) error {
+	d := &daemon{cfg: cfg, log: log, metrics: metrics.New()}
+	d.metrics.SetVersion(Version())
+	log.Info("daemon.starting", zap.String("version", Version()), zap.String("state_dir", cfg.StateDir),
+		zap.String("config_file", cfg.File))
+	if err := d.preflight(); err != nil {
+		return err
+	}
+	if err := d.openStore(ctx); err != nil {
+		return err
+	}
+	defer d.closeStore()
+	if err := d.startCodex(ctx); err != nil {
+		return err
+	}
+	defer d.closeCodex()
+	if err := d.buildGateway(); err != nil {
+		return err
+	}
+	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
+	return d.run(ctx, opts, hup)
+}
+
+// preflight checks what would otherwise fail later with a worse message,
+// and creates the directories the daemon writes to.
+func (d *daemon) preflight() error {
+	if err := checkRuntime(d.cfg); err != nil {
+		return err
+	}
+	for _, dir := range []string{d.cfg.StateDir, d.cfg.Codex.Cwd} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("gatewayd: create %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// checkRuntime validates what depends on this build and this machine
+// rather than on the file alone; check-config runs it too.
+func checkRuntime(cfg *config.Config) error {
+	if cfg.Lanes.BusyMode != gateway.BusyQueue {
+		return &config.Error{Key: "lanes.busy_mode",
+			Msg: fmt.Sprintf("%q is not supported by this build yet (use %q)", cfg.Lanes.BusyMode, gateway.BusyQueue)}
+	}
+	if !strings.ContainsRune(cfg.Codex.Command, '/') {
+		if _, err := exec.LookPath(cfg.Codex.Command); err != nil {
+			return &config.Error{Key: "codex.command",
+				Msg: fmt.Sprintf("%q not found on PATH (install @openai/codex or set an absolute path)", cfg.Codex.Command)}
+		}
+	} else if _, err := os.Stat(cfg.Codex.Command); err != nil {
+		return &config.Error{Key: "codex.command", Msg: fmt.Sprintf("%q does not exist", cfg.Codex.Command)}
+	}
+	return nil
+}
+
+func (d *daemon) openStore(ctx context.Context) error {
+	st, err := store.Open(ctx, d.cfg.DatabasePath(), store.Options{Logger: d.log.Named("store")})
+	if err != nil {
+		return fmt.Errorf("gatewayd: open store: %w", err)
+	}
+	d.store = st
+	d.log.Info("store.opened", zap.String("path", d.cfg.DatabasePath()))
+	return nil
+}
+
+func (d *daemon) closeStore() {
+	if err := d.store.Close(); err != nil {
+		d.log.Error("store.close_failed", zap.Error(err))
+		return
+	}
+	d.log.Info("store.closed")
+}
+
+func (d *daemon) startCodex(ctx context.Context) error {
+	c := d.cfg.Codex
+	cx, err := codex.Start(ctx, codex.Options{
+		Command: c.Command,
+		Args:    c.Args,
+		Home:    c.Home,
+		// systemd's notify socket is for this process only; the agent's
+		// commands must not reach it.
+		Env:           []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="},
+		Dir:           c.Cwd,
+		StartTimeout:  c.StartTimeout,
+		ResumeTimeout: c.ResumeTimeout,
+		TurnTimeout:   c.TurnTimeout,
+		Approvals:     d.approve,
+		Logger:        d.log.Named("codex"),
+		ClientVersion: Version(),
+	})
+	if err != nil {
+		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
+	}
+	d.codex = cx
+	d.log.Info("codex.started", zap.String("command", c.Command))
+	return nil
+}
+
+func (d *daemon) closeCodex() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := d.codex.Close(ctx); err != nil {
+		d.log.Error("codex.close_failed", zap.Error(err))
+		return
+	}
+	d.log.Info("codex.closed")
+}
+
+// approvalRouter is implemented by a gateway that can ask a lane to approve
+// (codex.approvals: chat). Until then requests are declined.
+type approvalRouter interface {
+	Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision
+}
+
+// approve is the codex approval handler. The codex client starts before
+// the gateway exists, so the route is bound late.
+func (d *daemon) approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
+	if h := d.approver.Load(); h != nil {
+		return (*h)(ctx, req)
+	}
+	d.log.Warn("approval.declined", zap.String("kind", req.Kind), zap.String("thread", req.ThreadID),
+		zap.String("reason", "no approval route (codex.approvals is never, or chat approvals unsupported)"))
+	return codex.DecisionDecline
+}
+
+func (d *daemon) threadConfig() codex.ThreadConfig {
+	policy := "never"
+	if d.cfg.Codex.Approvals == "chat" {
+		policy = "on-request"
+	}
+	return codex.ThreadConfig{Cwd: d.cfg.Codex.Cwd, Model: d.cfg.Codex.Model, Sandbox: d.cfg.Codex.Sandbox, ApprovalPolicy: policy}
+}
+
+func (d *daemon) buildGateway() error {
+	lanes := d.cfg.Lanes
+	idle := lanes.IdleEvict
+	if idle == 0 {
+		idle = -1 // config: 0 = never; gateway: <0 = never
+	}
+	gw, err := gateway.New(gateway.Config{
+		MaxLive: lanes.MaxLive, IdleEvict: idle, QueueLimit: lanes.QueueLimit,
+		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
+		Thread: d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
+		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
+		Logger:       d.log, Observer: d.metrics,
+	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
+	if err != nil {
+		return fmt.Errorf("gatewayd: %w", err)
+	}
+	d.gateway = gw
+	if d.cfg.Codex.Approvals == "chat" {
+		if r, ok := any(gw).(approvalRouter); ok {
+			h := codex.ApprovalHandler(r.Approve)
+			d.approver.Store(&h)
+		} else {
+			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
+		}
+	}
+	d.health = lifecycle.NewHealth(d.probe, 0)
+	d.api = api.New(api.Config{
+		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log.Named("api"),
+		Handlers: map[string]http.Handler{
+			"/healthz":  d.health,
+			"/metrics":  d.metrics.Handler(),
+			adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token},
+		},
+	})
+	gw.AddPlatform(d.api)
+	chats, err := chatPlatforms(d.cfg, d.store, d.log)
+	if err != nil {
+		return err
+	}
+	for _, p := range chats {
+		gw.AddPlatform(p)
+		d.log.Info("platform.enabled", zap.String("platform", p.Name()))
+	}
+	d.chats = chats
+	d.metrics.Bind(metrics.Sources{
+		LiveLanes:         func() int { return gw.Stats().LiveLanes },
+		QueuedMessages:    func() int { return gw.Stats().QueuedMessages },
+		RunningTurns:      func() int { return gw.Stats().RunningTurns },
+		StoreQueueDepth:   d.store.QueueDepth,
+		AppServerRestarts: d.codex.Restarts,
+	})
+	return nil
+}
+
+// probe is the health check behind WATCHDOG=1 and /healthz.
+func (d *daemon) probe(ctx context.Context) error {
+	if err := d.store.Ping(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := d.codex.Ping(ctx); err != nil {
+		return fmt.Errorf("codex: %w", err)
+	}
+	return nil
+}
+
+// run drives the gateway: readiness, watchdog, SIGHUP, and the stop.
+func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct{}) error {
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.gateway.Run(ctx) }()
+	wd := &watchdog{}
+	defer wd.stop()
+	ready := d.gateway.Ready()
+	stopping := ctx.Done()
+	for {
+		select {
+		case <-ready:
+			ready = nil
+			d.health.SetReady()
+			d.notifier.Ready()
+			wd.start(d.notifier)
+			d.log.Info("daemon.ready", zap.String("api", d.api.Addr()))
+		case <-hup:
+			d.log.Info("config.reload", zap.String("signal", "SIGHUP"))
+			reloadAllowlists(opts, d.chats, d.log)
+		case <-stopping:
+			stopping = nil
+			d.beginStop("signal", wd)
+		case err := <-runErr:
+			if stopping != nil { // the gateway stopped on its own: a failure
+				d.beginStop("gateway stopped", wd)
+			}
+			if err != nil {
+				return fmt.Errorf("gatewayd: %w", err)
+			}
+			if ctx.Err() == nil {
+				return errors.New("gatewayd: gateway stopped unexpectedly")
+			}
+			return nil
+		}
+	}
+}
+
+// beginStop reports the stop: /healthz turns 503, the watchdog pings end
+// and STOPPING=1 is the last state systemd hears.
+func (d *daemon) beginStop(why string, wd *watchdog) {
+	d.log.Info("shutdown.begin", zap.String("reason", why), zap.Duration("drain_timeout", d.cfg.Shutdown.DrainTimeout))
+	d.health.SetNotReady("shutting down")
+	wd.stop()
+	d.notifier.Stopping()
+}
+
+// watchdog runs the notifier's ping loop and stops it synchronously, so no
+// WATCHDOG=1 can follow STOPPING=1.
+type watchdog struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *watchdog) start(n *lifecycle.Notifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan struct{})
+	go func() { defer close(w.done); n.Watchdog(ctx) }()
+}
+
+func (w *watchdog) stop() {
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+	w.cancel = nil
+}
+
+// daemonBackend serves the admin routes: reads from the store, resets
+// through the gateway so a live lane is reset exactly like /reset.
+type daemonBackend struct {
+	st *store.Store
+	gw *gateway.Gateway
+}
+
+func (b daemonBackend) Lanes(ctx context.Context, limit int) ([]store.Lane, error) {
+	return b.st.Lanes(ctx, limit)
+}
+func (b daemonBackend) Lane(ctx context.Context, key string) (store.Lane, error) {
+	return b.st.Lane(ctx, key)
+}
+func (b daemonBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
+	return b.st.Transcript(ctx, key, limit)
+}
+func (b daemonBackend) Reset(ctx context.Context, key string) error { return b.gw.ResetLane(ctx, key) }
+
+// timedStore measures commit latency for the metrics without the store
+// knowing about them.
+type timedStore struct {
+	*store.Store
+	m *metrics.Metrics
+}
+
+func (s timedStore) CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error) {
+	start := time.Now()
+	res, err := s.Store.CommitTurn(ctx, t)
+	s.m.StoreCommit(time.Since(start))
+	return res, err
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/telegram"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// chatPlatforms builds the Telegram and Discord adapters whose token is set.
+// The local API lane is built separately (it carries /healthz and /metrics).
+func chatPlatforms(cfg *config.Config, st *store.Store, log *zap.Logger) ([]gateway.Platform, error) {
+	var out []gateway.Platform
+	if cfg.Telegram.Enabled() {
+		p, err := newTelegram(cfg.Telegram, st, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if cfg.Discord.Enabled() {
+		p, err := newDiscord(cfg.Discord, st, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger) (gateway.Platform, error) {
+	users, chats, err := telegramAllowlist(c)
+	if err != nil {
+		return nil, err
+	}
+	a, err := telegram.New(telegram.Config{
+		Token:             c.Token,
+		APIURL:            c.APIURL,
+		AllowedUsers:      users,
+		AllowedChats:      chats,
+		FreeResponseChats: c.FreeResponseChats,
+		Cursor:            st,
+		PollTimeout:       c.PollTimeout,
+		Logger:            log.Named("telegram"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: telegram: %w", err)
+	}
+	return a, nil
+}
+
+func newDiscord(c config.Discord, st *store.Store, log *zap.Logger) (gateway.Platform, error) {
+	a, err := discord.New(discord.Config{
+		Token:                c.Token,
+		APIURL:               c.APIURL,
+		AllowedUsers:         c.AllowedUsers,
+		AllowedRoles:         c.AllowedRoles,
+		AllowedGuilds:        c.AllowedGuilds,
+		AllowedChannels:      c.AllowedChannels,
+		FreeResponseChannels: c.FreeResponseChannels,
+		AutoThread:           c.AutoThread,
+		PerUserChannels:      c.PerUserChannels,
+		IgnoreBots:           c.IgnoreBots,
+		AllowBots:            !c.IgnoreBots,
+		Backfill:             discord.Backfill{MaxMessages: c.BackfillLimit, MaxAge: c.BackfillMaxAge},
+		Cursor:               st,
+		Logger:               log.Named("discord"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: discord: %w", err)
+	}
+	return a, nil
+}
+
+// telegramAllowlist parses the numeric ids Telegram uses.
+func telegramAllowlist(c config.Telegram) (users, chats []int64, err error) {
+	if users, err = parseIDs("telegram.allowed_users", c.AllowedUsers); err != nil {
+		return nil, nil, err
+	}
+	if chats, err = parseIDs("telegram.allowed_chats", c.AllowedChats); err != nil {
+		return nil, nil, err
+	}
+	return users, chats, nil
+}
+
+func parseIDs(key string, ids []string) ([]int64, error) {
+	out := make([]int64, 0, len(ids))
+	for _, s := range ids {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, &config.Error{Key: key, Msg: fmt.Sprintf("invalid id %q (numeric ids only)", s)}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// The adapters' optional allowlist setters, used on SIGHUP.
+type (
+	telegramAllowlister interface{ SetAllowlist(users, chats []int64) }
+	discordAllowlister  interface{ SetAllowlist(users, roles []string) }
+)
+
+// reloadAllowlists re-reads the configuration and applies the allowlists
+// of the running adapters. Other changed keys need a restart; they are
+// ignored here (and the reload says so).
+func reloadAllowlists(opts config.Options, plats []gateway.Platform, log *zap.Logger) {
+	cfg, err := config.Load(opts)
+	if err != nil {
+		log.Error("config.reload_failed", zap.Error(err))
+		return
+	}
+	for _, p := range plats {
+		switch a := p.(type) {
+		case telegramAllowlister:
+			users, chats, err := telegramAllowlist(cfg.Telegram)
+			if err != nil {
+				log.Error("config.reload_failed", zap.String("platform", p.Name()), zap.Error(err))
+				continue
+			}
+			a.SetAllowlist(users, chats)
+		case discordAllowlister:
+			a.SetAllowlist(cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles)
+		default:
+			log.Warn("config.reload_unsupported", zap.String("platform", p.Name()))
+			continue
+		}
+		log.Info("config.allowlist_reloaded", zap.String("platform", p.Name()))
+	}
+}

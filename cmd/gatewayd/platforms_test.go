@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+func TestChatPlatformsFollowTheTokens(t *testing.T) {
+	st := openTestStore(t)
+	tests := []struct {
+		name string
+		cfg  config.Config
+		want []string
+	}{
+		{"none", config.Config{}, nil},
+		{"telegram", config.Config{Telegram: config.Telegram{Token: "1:t", AllowedUsers: []string{"5"}}}, []string{"telegram"}},
+		{"both", config.Config{
+			Telegram: config.Telegram{Token: "1:t", AllowedChats: []string{"-100"}},
+			Discord:  config.Discord{Token: "d", AllowedRoles: []string{"r"}},
+		}, []string{"telegram", "discord"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plats, err := chatPlatforms(&tc.cfg, st, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range plats {
+				names = append(names, p.Name())
+			}
+			if !reflect.DeepEqual(names, tc.want) {
+				t.Errorf("platforms %q, want %q", names, tc.want)
+			}
+		})
+	}
+}
+
+// fakeTelegram records SetAllowlist like the real adapter's.
+type fakeTelegram struct {
+	gateway.Platform
+	users, chats []int64
+}
+
+func (f *fakeTelegram) Name() string                      { return "telegram" }
+func (f *fakeTelegram) SetAllowlist(users, chats []int64) { f.users, f.chats = users, chats }
+
+type fakeDiscord struct {
+	gateway.Platform
+	users, roles []string
+}
+
+func (f *fakeDiscord) Name() string                       { return "discord" }
+func (f *fakeDiscord) SetAllowlist(users, roles []string) { f.users, f.roles = users, roles }
+
+func TestReloadAllowlists(t *testing.T) {
+	dir := cleanEnv(t)
+	file := filepath.Join(dir, "gw.yaml")
+	body := "telegram:\n  allowed_users: [1, 2]\n  allowed_chats: [-100]\ndiscord:\n  allowed_users: [u]\n  allowed_roles: [r]\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg, dc := &fakeTelegram{}, &fakeDiscord{}
+	reloadAllowlists(config.Options{File: file}, []gateway.Platform{tg, dc}, zap.NewNop())
+	if !reflect.DeepEqual(tg.users, []int64{1, 2}) || !reflect.DeepEqual(tg.chats, []int64{-100}) {
+		t.Errorf("telegram allowlist users=%v chats=%v", tg.users, tg.chats)
+	}
+	if !reflect.DeepEqual(dc.users, []string{"u"}) || !reflect.DeepEqual(dc.roles, []string{"r"}) {
+		t.Errorf("discord allowlist users=%v roles=%v", dc.users, dc.roles)
+	}
+
+	// A broken file changes nothing.
+	if err := os.WriteFile(file, []byte("telegram:\n  allowed_users: [x]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reloadAllowlists(config.Options{File: file}, []gateway.Platform{tg}, zap.NewNop())
+	if !reflect.DeepEqual(tg.users, []int64{1, 2}) {
+		t.Errorf("a bad reload changed the allowlist to %v", tg.users)
+	}
+}

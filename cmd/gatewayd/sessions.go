@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// errDaemonDown means nothing listens on api.listen: the CLI may open the
+// store itself.
+var errDaemonDown = errors.New("gatewayd: daemon not running")
+
+func cmdSessions(ctx context.Context, args []string, std stdio) error {
+	f := newFlags("sessions", std)
+	limit := f.fs.Int("limit", 50, "how many lanes (list) or messages (show)")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("sessions needs a subcommand: list, show KEY or reset KEY")
+	}
+	sub, rest := pos[0], pos[1:]
+	want := map[string]int{"list": 0, "show": 1, "reset": 1}
+	n, known := want[sub]
+	if !known {
+		return usagef("unknown sessions subcommand %q", sub)
+	}
+	if len(rest) != n {
+		return usagef("sessions %s takes %d argument(s), got %d", sub, n, len(rest))
+	}
+	cfg, err := f.load()
+	if err != nil {
+		return err
+	}
+	client := newAPIClient(cfg)
+	err = runSessions(ctx, client, sub, rest, *limit, std.out)
+	if !errors.Is(err, errDaemonDown) {
+		return err
+	}
+	// The daemon is not running: nobody holds the store's lock.
+	st, err := store.Open(ctx, cfg.DatabasePath(), store.Options{Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("gatewayd: open store %s: %w", cfg.DatabasePath(), err)
+	}
+	defer st.Close()
+	return runSessionsOffline(ctx, offlineBackend{st}, sub, rest, *limit, std.out)
+}
+
+// offlineBackend serves the sessions commands from the store when the
+// daemon is down; reset then changes the store exactly as /reset does
+// (the app-server holds no loaded thread to release).
+type offlineBackend struct{ st *store.Store }
+
+func (b offlineBackend) Lanes(ctx context.Context, limit int) ([]store.Lane, error) {
+	return b.st.Lanes(ctx, limit)
+}
+func (b offlineBackend) Lane(ctx context.Context, key string) (store.Lane, error) {
+	return b.st.Lane(ctx, key)
+}
+func (b offlineBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
+	return b.st.Transcript(ctx, key, limit)
+}
+func (b offlineBackend) Reset(ctx context.Context, key string) error {
+	if _, err := b.st.Lane(ctx, key); err != nil {
+		return err
+	}
+	_, err := b.st.ResetLane(ctx, key, "reset by operator")
+	return err
+}
+
+func runSessionsOffline(ctx context.Context, b sessionsBackend, sub string, args []string, limit int, out io.Writer) error {
+	switch sub {
+	case "list":
+		lanes, err := b.Lanes(ctx, limit)
+		if err != nil {
+			return fmt.Errorf("gatewayd: sessions list: %w", err)
+		}
+		views := make([]laneView, 0, len(lanes))
+		for _, l := range lanes {
+			views = append(views, viewLane(l))
+		}
+		return printLanes(out, views)
+	case "show":
+		v, err := loadSession(ctx, b, args[0], limit)
+		if err != nil {
+			return fmt.Errorf("gatewayd: sessions show %s: %w", args[0], err)
+		}
+		return printSession(out, v)
+	}
+	if err := b.Reset(ctx, args[0]); err != nil {
+		return fmt.Errorf("gatewayd: sessions reset %s: %w", args[0], err)
+	}
+	fmt.Fprintf(out, "reset %s\n", args[0])
+	return nil
+}
+
+// runSessions asks the running daemon; errDaemonDown when it is not there.
+func runSessions(ctx context.Context, c *apiClient, sub string, args []string, limit int, out io.Writer) error {
+	switch sub {
+	case "list":
+		var views []laneView
+		if err := c.do(ctx, http.MethodGet, adminPrefix+"sessions?limit="+strconv.Itoa(limit), nil, &views); err != nil {
+			return err
+		}
+		return printLanes(out, views)
+	case "show":
+		var v sessionView
+		path := adminPrefix + "sessions/" + url.PathEscape(args[0]) + "?limit=" + strconv.Itoa(limit)
+		if err := c.do(ctx, http.MethodGet, path, nil, &v); err != nil {
+			return err
+		}
+		return printSession(out, v)
+	}
+	if err := c.do(ctx, http.MethodPost, adminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "reset %s\n", args[0])
+	return nil
+}
+
+func printLanes(out io.Writer, views []laneView) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tBINDING\tTHREAD\tTURNS\tLAST ACTIVE")
+	for _, v := range views {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.Key, v.Binding, dash(v.ThreadID), v.Turns, when(v.LastActiveAt))
+	}
+	return tw.Flush()
+}
+
+func printSession(out io.Writer, v sessionView) error {
+	l := v.Lane
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	rows := [][2]string{
+		{"key", l.Key}, {"platform", l.Platform}, {"kind", l.Kind}, {"chat", dash(l.ChatID)},
+		{"topic", dash(l.TopicID)}, {"thread", dash(l.ThreadID)}, {"binding", l.Binding},
+		{"generation", strconv.FormatInt(l.Generation, 10)}, {"session", strconv.FormatInt(l.SessionID, 10)},
+		{"turns", strconv.FormatInt(l.Turns, 10)}, {"session started", when(l.SessionStarted)},
+		{"last active", when(l.LastActiveAt)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\ntranscript (%d messages):\n", len(v.Transcript))
+	for _, m := range v.Transcript {
+		fmt.Fprintf(out, "[%s] %s: %s\n", when(m.CreatedAt), m.Role, m.Text)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}
+
+// apiClient talks to the local API of a running daemon.
+type apiClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func newAPIClient(cfg *config.Config) *apiClient {
+	return &apiClient{base: "http://" + dialAddr(cfg.API.Listen), token: cfg.API.Token, http: &http.Client{}}
+}
+
+// dialAddr turns a listen address into one a client can dial: a wildcard
+// host means this machine.
+func dialAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (c *apiClient) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("gatewayd: encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// send performs req; a refused connection is errDaemonDown.
+func (c *apiClient) send(req *http.Request) (*http.Response, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, errDaemonDown
+		}
+		return nil, fmt.Errorf("gatewayd: %s %s: %w", req.Method, req.URL.Path, err)
+	}
+	return resp, nil
+}
+
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("gatewayd: %s %s: %s", method, req.URL.Path, apiErrorText(resp))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("gatewayd: decode %s: %w", req.URL.Path, err)
+	}
+	return nil
+}
+
+// apiErrorText renders an error response: its JSON "error" or its status.
+func apiErrorText(resp *http.Response) string {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return fmt.Sprintf("%s (%s)", e.Error, resp.Status)
+	}
+	return resp.Status
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/config"
+)
+
+const unitFile = "../../deploy/systemd/gatewayd.service"
+
+// unitSettings reads the [Service] settings of the shipped unit.
+func unitSettings(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(unitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(line, "#") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestUnitStopTimeoutCoversTheDrain(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("GATEWAYD_CODEX_COMMAND", "/bin/true")
+	cfg, err := config.Load(config.Options{File: "../../deploy/gatewayd.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := unitSettings(t)
+	stop, err := time.ParseDuration(u["TimeoutStopSec"])
+	if err != nil {
+		t.Fatalf("TimeoutStopSec %q: %v", u["TimeoutStopSec"], err)
+	}
+	if need := cfg.Shutdown.DrainTimeout + closeTimeout; stop <= need {
+		t.Errorf("TimeoutStopSec=%v, must exceed drain %v + app-server close %v", stop, cfg.Shutdown.DrainTimeout, closeTimeout)
+	}
+	for k, want := range map[string]string{
+		"Type": "notify", "Restart": "on-failure", "StateDirectory": "gatewayd", "KillMode": "mixed",
+		"EnvironmentFile": "-/etc/gatewayd/env", "User": "gatewayd", "RestartPreventExitStatus": "2",
+		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "PrivateTmp": "yes",
+	} {
+		if u[k] != want {
+			t.Errorf("%s=%q, want %q", k, u[k], want)
+		}
+	}
+	if u["WatchdogSec"] == "" {
+		t.Error("no WatchdogSec")
+	}
+}
+
+// systemd-analyze verify accepts the unit (with ExecStart pointed at a
+// binary that exists here).
+func TestUnitVerifies(t *testing.T) {
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	b, err := os.ReadFile(unitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := filepath.Join(t.TempDir(), "gatewayd.service")
+	body := strings.ReplaceAll(string(b), "/usr/local/bin/gatewayd", "/bin/true")
+	if err := os.WriteFile(unit, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(sa, "verify", unit).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}

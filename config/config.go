@@ -1,0 +1,418 @@
+// Package config loads gatewayd's configuration: one typed Config from a
+// YAML file plus GATEWAYD_* environment variables, validated with messages
+// that name the offending key and printable with secrets redacted.
+//
+// Key names are an interface: operators and scripts rely on them. Keys may
+// be added, never renamed. In the environment a key is spelled with the
+// GATEWAYD_ prefix, upper case, dots as underscores
+// (codex.turn_timeout → GATEWAYD_CODEX_TURN_TIMEOUT); list values are
+// comma-separated there.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix is the prefix of every environment variable that sets a key.
+const EnvPrefix = "GATEWAYD"
+
+// EnvConfigFile names the config file when --config is not given.
+const EnvConfigFile = "GATEWAYD_CONFIG"
+
+// nonKeyEnv are GATEWAYD_* variables that are not configuration keys and so
+// must not be reported as unknown keys.
+var nonKeyEnv = map[string]bool{
+	EnvConfigFile:        true,
+	"GATEWAYD_CODEX_BIN": true, // the test suites' codex binary (codextest)
+}
+
+// Redacted replaces a secret that is set whenever the config is printed.
+const Redacted = "[redacted]"
+
+// Config is the whole daemon configuration after defaults, file and
+// environment were merged and validated.
+type Config struct {
+	// File is the config file that was read, "" when none was.
+	File     string
+	StateDir string
+	Log      Log
+	Codex    Codex
+	API      API
+	Telegram Telegram
+	Discord  Discord
+	Lanes    Lanes
+	Shutdown Shutdown
+}
+
+// Log configures the zap logger.
+type Log struct {
+	Level  string // debug | info | warn | error
+	Format string // json | console
+}
+
+// Codex configures the app-server process and the threads it runs.
+type Codex struct {
+	Command       string   // binary or npm launcher; a bare name is looked up on PATH
+	Args          []string // extra arguments after "app-server"
+	Home          string   // CODEX_HOME; "" inherits the user's own
+	Cwd           string   // working directory of threads; "" = <state_dir>/workspace
+	Model         string   // "" = codex's default
+	Sandbox       string   // read-only | workspace-write | danger-full-access
+	Approvals     string   // never | chat
+	TurnTimeout   time.Duration
+	ResumeTimeout time.Duration
+	StartTimeout  time.Duration
+}
+
+// API configures the local HTTP listener (API lane, /healthz, /metrics).
+type API struct {
+	Listen    string
+	Token     string // bearer token; "" = no auth (listen on loopback only then)
+	TokenFile string
+}
+
+// Telegram configures the Telegram adapter; enabled when Token is set.
+type Telegram struct {
+	Token             string
+	TokenFile         string
+	APIURL            string
+	AllowedUsers      []string
+	AllowedChats      []string
+	FreeResponseChats []string // chats (or chat:topic) answered without a mention
+	PollTimeout       time.Duration
+}
+
+// Enabled reports whether the adapter should run.
+func (t Telegram) Enabled() bool { return t.Token != "" }
+
+// Discord configures the Discord adapter; enabled when Token is set.
+type Discord struct {
+	Token                string
+	TokenFile            string
+	APIURL               string // "" = discordgo's default endpoints
+	AllowedUsers         []string
+	AllowedRoles         []string
+	AllowedGuilds        []string
+	AllowedChannels      []string
+	FreeResponseChannels []string
+	AutoThread           bool
+	IgnoreBots           bool
+	PerUserChannels      bool
+	BackfillLimit        int           // messages fetched per lane after downtime
+	BackfillMaxAge       time.Duration // older messages are not fetched
+}
+
+// Enabled reports whether the adapter should run.
+func (d Discord) Enabled() bool { return d.Token != "" }
+
+// Lanes configures the gateway's lanes.
+type Lanes struct {
+	MaxLive            int           // live codex threads kept loaded
+	IdleEvict          time.Duration // 0 = never evict for idleness
+	BusyMode           string        // queue | interrupt | steer
+	Rotate             Rotate
+	CompactAt          float64 // context fraction that triggers compaction; 0 = off
+	QueueLimit         int     // queued messages per lane
+	MaxConcurrentTurns int
+	AutoRetryCutOff    bool // re-run a turn cut off by a crash instead of only telling the lane
+}
+
+// Shutdown configures the stop sequence.
+type Shutdown struct {
+	// DrainTimeout bounds how long running turns may finish after SIGTERM.
+	// The systemd unit's TimeoutStopSec must stay above it.
+	DrainTimeout time.Duration
+}
+
+// Error is a configuration error; its message names the key. Callers map
+// it to exit code 2.
+type Error struct {
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return "config: " + e.Msg
+	}
+	return "config: " + e.Key + ": " + e.Msg
+}
+
+func errorf(key, format string, args ...any) *Error {
+	return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Options say where configuration comes from. The environment is always
+// the process environment (viper reads it).
+type Options struct {
+	// File is the --config flag. "" falls back to $GATEWAYD_CONFIG, then
+	// to the first existing DefaultFiles entry, then to no file at all.
+	File string
+}
+
+// DefaultFiles lists the files tried, in order, when no file is named.
+func DefaultFiles() []string {
+	var files []string
+	if dir, err := os.UserConfigDir(); err == nil {
+		files = append(files, filepath.Join(dir, "gatewayd", "gatewayd.yaml"))
+	}
+	return append(files, "/etc/gatewayd/gatewayd.yaml")
+}
+
+// Load reads, merges and validates the configuration. Every error it
+// returns is (or joins) *Error values.
+func Load(opts Options) (*Config, error) {
+	file, err := chooseFile(opts.File)
+	if err != nil {
+		return nil, err
+	}
+	v := viper.New()
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	for _, k := range keys {
+		// A default for every key makes the environment visible to Get and
+		// AllKeys even when the file does not mention the key.
+		v.SetDefault(k.name, k.def)
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, &Error{Msg: fmt.Sprintf("read %s: %v", file, err)}
+		}
+	}
+	if err := unknownKeys(v.AllKeys(), os.Environ()); err != nil {
+		return nil, err
+	}
+	cfg := &Config{File: file}
+	var errs []error
+	for _, k := range keys {
+		if err := k.decode(cfg, v.Get(k.name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, cfg.resolve()...)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, cfg.validate()...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+func chooseFile(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if env := os.Getenv(EnvConfigFile); env != "" {
+		return env, nil
+	}
+	for _, f := range DefaultFiles() {
+		if _, err := os.Stat(f); err == nil {
+			return f, nil
+		}
+	}
+	return "", nil
+}
+
+// unknownKeys rejects file keys and GATEWAYD_* variables that name no key,
+// so a typo stops start-up instead of being silently ignored.
+func unknownKeys(all []string, environ []string) error {
+	known := make(map[string]bool, len(keys))
+	envKnown := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		known[k.name] = true
+		envKnown[envName(k.name)] = true
+	}
+	var errs []error
+	reported := map[string]bool{}
+	for _, key := range all {
+		if known[key] {
+			continue
+		}
+		// A map under a known key ("log.level: {a: b}") is reported at the
+		// known key, which also keeps a secret written as a map key out of
+		// the message.
+		if parent := knownParent(key, known); parent != "" {
+			if !reported[parent] {
+				reported[parent] = true
+				errs = append(errs, errorf(parent, "must be a single value or list, not a map"))
+			}
+			continue
+		}
+		errs = append(errs, errorf(key, "unknown key"))
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || nonKeyEnv[name] || envKnown[name] {
+			continue
+		}
+		errs = append(errs, errorf(name, "environment variable names no configuration key"))
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errors.Join(errs...)
+}
+
+// knownParent returns the known key that key is nested under, or "".
+func knownParent(key string, known map[string]bool) string {
+	for i := strings.LastIndexByte(key, '.'); i > 0; i = strings.LastIndexByte(key[:i], '.') {
+		if known[key[:i]] {
+			return key[:i]
+		}
+	}
+	return ""
+}
+
+// envName is the environment variable that sets key.
+func envName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// resolve fills values derived from other keys and reads secret files.
+func (c *Config) resolve() []error {
+	var errs []error
+	if c.StateDir == "" {
+		dir, err := defaultStateDir()
+		if err != nil {
+			return []error{errorf("state_dir", "not set and %v", err)}
+		}
+		c.StateDir = dir
+	}
+	if c.Codex.Cwd == "" {
+		c.Codex.Cwd = filepath.Join(c.StateDir, "workspace")
+	}
+	secrets := []struct {
+		key       string
+		token     *string
+		tokenFile string
+	}{
+		{"api.token", &c.API.Token, c.API.TokenFile},
+		{"telegram.token", &c.Telegram.Token, c.Telegram.TokenFile},
+		{"discord.token", &c.Discord.Token, c.Discord.TokenFile},
+	}
+	for _, s := range secrets {
+		if err := readSecretFile(s.key, s.token, s.tokenFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// readSecretFile loads key from file when key_file is set. The error never
+// contains the file's content.
+func readSecretFile(key string, token *string, file string) error {
+	if file == "" {
+		return nil
+	}
+	if *token != "" {
+		return errorf(key+"_file", "both %s and %s_file are set; set one", key, key)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return errorf(key+"_file", "cannot read %s: %v", file, pe.Err)
+		}
+		return errorf(key+"_file", "cannot read %s", file)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return errorf(key+"_file", "%s is empty", file)
+	}
+	*token = secret
+	return nil
+}
+
+// defaultStateDir follows systemd's StateDirectory= first, then the XDG
+// base directory spec.
+func defaultStateDir() (string, error) {
+	if sd := os.Getenv("STATE_DIRECTORY"); sd != "" {
+		// systemd joins several state directories with ':'; ours is the first.
+		first, _, _ := strings.Cut(sd, ":")
+		return first, nil
+	}
+	if xdg := os.Getenv("XDG_STATE_HOME"); xdg != "" && filepath.IsAbs(xdg) {
+		return filepath.Join(xdg, "gatewayd"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("no home directory to derive it from")
+	}
+	return filepath.Join(home, ".local", "state", "gatewayd"), nil
+}
+
+// validate checks rules that span keys ("required when").
+func (c *Config) validate() []error {
+	var errs []error
+	if c.Telegram.Enabled() && len(c.Telegram.AllowedUsers) == 0 && len(c.Telegram.AllowedChats) == 0 {
+		errs = append(errs, errorf("telegram.allowed_users",
+			"required when telegram.token is set (or set telegram.allowed_chats)"))
+	}
+	for key, ids := range map[string][]string{
+		"telegram.allowed_users": c.Telegram.AllowedUsers,
+		"telegram.allowed_chats": c.Telegram.AllowedChats,
+	} {
+		for _, id := range ids {
+			if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+				errs = append(errs, errorf(key, "invalid id %q (Telegram ids are integers)", id))
+				break
+			}
+		}
+	}
+	if c.Discord.Enabled() && len(c.Discord.AllowedUsers) == 0 && len(c.Discord.AllowedRoles) == 0 {
+		errs = append(errs, errorf("discord.allowed_users",
+			"required when discord.token is set (or set discord.allowed_roles)"))
+	}
+	return errs
+}
+
+// DatabasePath is where the store lives.
+func (c *Config) DatabasePath() string { return filepath.Join(c.StateDir, "gatewayd.db") }
+
+// Redacted returns the effective configuration as "key: value" lines in
+// key order, secrets replaced by [redacted] when set.
+func (c *Config) Redacted() string {
+	var b strings.Builder
+	if c.File != "" {
+		fmt.Fprintf(&b, "# file: %s\n", c.File)
+	}
+	for _, k := range keys {
+		val := k.show(c)
+		if k.secret && val != `""` {
+			val = Redacted
+		}
+		fmt.Fprintf(&b, "%s: %s\n", k.name, val)
+	}
+	return b.String()
+}
+
+// String is Redacted, so %v never leaks a token.
+func (c *Config) String() string { return c.Redacted() }
+
+// GoString is Redacted too, so %#v never leaks a token either.
+func (c *Config) GoString() string { return c.Redacted() }
+
+// Keys lists every configuration key in documentation order.
+func Keys() []string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.name
+	}
+	return names
+}
+
+// EnvName is the environment variable that sets key.
+func EnvName(key string) string { return envName(key) }

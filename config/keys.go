@@ -1,0 +1,364 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// key is one configuration key: its name (the operator interface), its
+// default, and how it is decoded into and shown from a Config.
+type key struct {
+	name   string
+	def    any
+	secret bool
+	decode func(c *Config, raw any) error
+	show   func(c *Config) string
+}
+
+// keys is every configuration key, in documentation order. Add at will;
+// never rename (operators and scripts rely on the names).
+var keys = []key{
+	strKey("state_dir", "", func(c *Config) *string { return &c.StateDir }, nil),
+	strKey("log.level", "info", func(c *Config) *string { return &c.Log.Level }, oneOf("debug", "info", "warn", "error")),
+	strKey("log.format", "json", func(c *Config) *string { return &c.Log.Format }, oneOf("json", "console")),
+
+	strKey("codex.command", "codex", func(c *Config) *string { return &c.Codex.Command }, nonEmpty),
+	listKey("codex.args", func(c *Config) *[]string { return &c.Codex.Args }),
+	strKey("codex.home", "", func(c *Config) *string { return &c.Codex.Home }, nil),
+	strKey("codex.cwd", "", func(c *Config) *string { return &c.Codex.Cwd }, nil),
+	strKey("codex.model", "", func(c *Config) *string { return &c.Codex.Model }, nil),
+	strKey("codex.sandbox", "workspace-write", func(c *Config) *string { return &c.Codex.Sandbox },
+		oneOf("read-only", "workspace-write", "danger-full-access")),
+	strKey("codex.approvals", "never", func(c *Config) *string { return &c.Codex.Approvals }, oneOf("never", "chat")),
+	durKey("codex.turn_timeout", "30m", func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
+	durKey("codex.resume_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
+	durKey("codex.start_timeout", "30s", func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),
+
+	strKey("api.listen", "127.0.0.1:8787", func(c *Config) *string { return &c.API.Listen }, hostPort),
+	secretKey("api.token", func(c *Config) *string { return &c.API.Token }),
+	strKey("api.token_file", "", func(c *Config) *string { return &c.API.TokenFile }, nil),
+
+	secretKey("telegram.token", func(c *Config) *string { return &c.Telegram.Token }),
+	strKey("telegram.token_file", "", func(c *Config) *string { return &c.Telegram.TokenFile }, nil),
+	strKey("telegram.api_url", "https://api.telegram.org", func(c *Config) *string { return &c.Telegram.APIURL }, httpURL),
+	listKey("telegram.allowed_users", func(c *Config) *[]string { return &c.Telegram.AllowedUsers }),
+	listKey("telegram.allowed_chats", func(c *Config) *[]string { return &c.Telegram.AllowedChats }),
+	listKey("telegram.free_response_chats", func(c *Config) *[]string { return &c.Telegram.FreeResponseChats }),
+	durKey("telegram.poll_timeout", "30s", func(c *Config) *time.Duration { return &c.Telegram.PollTimeout }, positive),
+
+	secretKey("discord.token", func(c *Config) *string { return &c.Discord.Token }),
+	strKey("discord.token_file", "", func(c *Config) *string { return &c.Discord.TokenFile }, nil),
+	strKey("discord.api_url", "", func(c *Config) *string { return &c.Discord.APIURL }, optional(httpURL)),
+	listKey("discord.allowed_users", func(c *Config) *[]string { return &c.Discord.AllowedUsers }),
+	listKey("discord.allowed_roles", func(c *Config) *[]string { return &c.Discord.AllowedRoles }),
+	listKey("discord.allowed_guilds", func(c *Config) *[]string { return &c.Discord.AllowedGuilds }),
+	listKey("discord.allowed_channels", func(c *Config) *[]string { return &c.Discord.AllowedChannels }),
+	listKey("discord.free_response_channels", func(c *Config) *[]string { return &c.Discord.FreeResponseChannels }),
+	boolKey("discord.auto_thread", false, func(c *Config) *bool { return &c.Discord.AutoThread }),
+	boolKey("discord.ignore_bots", true, func(c *Config) *bool { return &c.Discord.IgnoreBots }),
+	boolKey("discord.per_user_channels", false, func(c *Config) *bool { return &c.Discord.PerUserChannels }),
+	intKey("discord.backfill_limit", 50, func(c *Config) *int { return &c.Discord.BackfillLimit }, 0),
+	durKey("discord.backfill_max_age", "24h", func(c *Config) *time.Duration { return &c.Discord.BackfillMaxAge }, nonNegative),
+
+	intKey("lanes.max_live", 32, func(c *Config) *int { return &c.Lanes.MaxLive }, 1),
+	durKey("lanes.idle_evict", "30m", func(c *Config) *time.Duration { return &c.Lanes.IdleEvict }, nonNegative),
+	strKey("lanes.busy_mode", "queue", func(c *Config) *string { return &c.Lanes.BusyMode }, oneOf("queue", "interrupt", "steer")),
+	rotateKey("lanes.rotate", func(c *Config) *Rotate { return &c.Lanes.Rotate }),
+	fracKey("lanes.compact_at", func(c *Config) *float64 { return &c.Lanes.CompactAt }),
+	intKey("lanes.queue_limit", 20, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
+	intKey("lanes.max_concurrent_turns", 4, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
+	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
+
+	durKey("shutdown.drain_timeout", "60s", func(c *Config) *time.Duration { return &c.Shutdown.DrainTimeout }, positive),
+}
+
+func strKey(name, def string, field func(*Config) *string, check func(string) string) key {
+	return key{
+		name: name, def: def,
+		decode: func(c *Config, raw any) error {
+			s, err := asString(name, raw)
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				if msg := check(s); msg != "" {
+					return errorf(name, "%s", msg)
+				}
+			}
+			*field(c) = s
+			return nil
+		},
+		show: func(c *Config) string { return strconv.Quote(*field(c)) },
+	}
+}
+
+// secretKey is a string key whose value is never shown and never appears
+// in an error message.
+func secretKey(name string, field func(*Config) *string) key {
+	k := strKey(name, "", field, nil)
+	k.secret = true
+	k.decode = func(c *Config, raw any) error {
+		s, ok := raw.(string)
+		if !ok {
+			return errorf(name, "must be a string")
+		}
+		*field(c) = strings.TrimSpace(s)
+		return nil
+	}
+	return k
+}
+
+func listKey(name string, field func(*Config) *[]string) key {
+	return key{
+		name: name, def: []string{},
+		decode: func(c *Config, raw any) error {
+			l, err := asList(name, raw)
+			*field(c) = l
+			return err
+		},
+		show: func(c *Config) string {
+			quoted := make([]string, len(*field(c)))
+			for i, s := range *field(c) {
+				quoted[i] = strconv.Quote(s)
+			}
+			return "[" + strings.Join(quoted, ", ") + "]"
+		},
+	}
+}
+
+func durKey(name, def string, field func(*Config) *time.Duration, check func(time.Duration) string) key {
+	return key{
+		name: name, def: def,
+		decode: func(c *Config, raw any) error {
+			s, err := asString(name, raw)
+			if err != nil {
+				return err
+			}
+			d, err := time.ParseDuration(strings.TrimSpace(s))
+			if err != nil {
+				return errorf(name, "invalid duration %q (use e.g. 90s, 30m, 1h30m)", s)
+			}
+			if msg := check(d); msg != "" {
+				return errorf(name, "%s, got %s", msg, s)
+			}
+			*field(c) = d
+			return nil
+		},
+		show: func(c *Config) string { return field(c).String() },
+	}
+}
+
+func intKey(name string, def int, field func(*Config) *int, minimum int) key {
+	return key{
+		name: name, def: def,
+		decode: func(c *Config, raw any) error {
+			n, err := asInt(name, raw)
+			if err != nil {
+				return err
+			}
+			if n < minimum {
+				return errorf(name, "must be at least %d, got %d", minimum, n)
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
+}
+
+func boolKey(name string, def bool, field func(*Config) *bool) key {
+	return key{
+		name: name, def: def,
+		decode: func(c *Config, raw any) error {
+			switch v := raw.(type) {
+			case bool:
+				*field(c) = v
+				return nil
+			case string:
+				b, err := strconv.ParseBool(strings.TrimSpace(v))
+				if err != nil {
+					return errorf(name, "invalid boolean %q (use true or false)", v)
+				}
+				*field(c) = b
+				return nil
+			}
+			return errorf(name, "invalid boolean %v (use true or false)", raw)
+		},
+		show: func(c *Config) string { return strconv.FormatBool(*field(c)) },
+	}
+}
+
+// fracKey is a fraction strictly between 0 and 1, or 0 for off.
+func fracKey(name string, field func(*Config) *float64) key {
+	return key{
+		name: name, def: 0.0,
+		decode: func(c *Config, raw any) error {
+			var f float64
+			switch v := raw.(type) {
+			case float64:
+				f = v
+			case int:
+				f = float64(v)
+			case string:
+				var err error
+				if f, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+					return errorf(name, "invalid number %q", v)
+				}
+			default:
+				return errorf(name, "invalid number %v", raw)
+			}
+			if f != 0 && (f <= 0 || f >= 1) {
+				return errorf(name, "must be between 0 and 1 (exclusive), or 0 for off; got %v", f)
+			}
+			*field(c) = f
+			return nil
+		},
+		show: func(c *Config) string { return strconv.FormatFloat(*field(c), 'g', -1, 64) },
+	}
+}
+
+func rotateKey(name string, field func(*Config) *Rotate) key {
+	return key{
+		name: name, def: "off",
+		decode: func(c *Config, raw any) error {
+			s, err := asString(name, raw)
+			if err != nil {
+				return err
+			}
+			r, err := ParseRotate(s)
+			if err != nil {
+				return errorf(name, "%v", err)
+			}
+			*field(c) = r
+			return nil
+		},
+		show: func(c *Config) string { return strconv.Quote(field(c).String()) },
+	}
+}
+
+// asString accepts scalars only; a map or list where a string belongs is an
+// error naming the key.
+func asString(name string, raw any) (string, error) {
+	switch v := raw.(type) {
+	case string:
+		return v, nil
+	case int, int64, float64, bool:
+		return fmt.Sprint(v), nil
+	case nil:
+		return "", nil
+	}
+	return "", errorf(name, "must be a single value, not %T", raw)
+}
+
+// asList accepts a YAML list or a comma-separated string (the environment
+// form). Empty items are dropped.
+func asList(name string, raw any) ([]string, error) {
+	var items []string
+	switch v := raw.(type) {
+	case []string:
+		items = v
+	case []any:
+		for _, it := range v {
+			s, err := asString(name, it)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, s)
+		}
+	case string:
+		items = strings.Split(v, ",")
+	case int, int64:
+		items = []string{fmt.Sprint(v)}
+	case nil:
+	default:
+		return nil, errorf(name, "must be a list or a comma-separated string")
+	}
+	out := []string{}
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func asInt(name string, raw any) (int, error) {
+	switch v := raw.(type) {
+	case int:
+		return v, nil
+	case int64:
+		return int(v), nil
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return 0, errorf(name, "invalid integer %q", v)
+		}
+		return n, nil
+	}
+	return 0, errorf(name, "invalid integer %v", raw)
+}
+
+func oneOf(allowed ...string) func(string) string {
+	return func(s string) string {
+		for _, a := range allowed {
+			if s == a {
+				return ""
+			}
+		}
+		return fmt.Sprintf("invalid value %q (one of %s)", s, strings.Join(allowed, ", "))
+	}
+}
+
+func nonEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+func optional(check func(string) string) func(string) string {
+	return func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return check(s)
+	}
+}
+
+func hostPort(s string) string {
+	// An empty host means every interface: the operator's choice.
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("invalid address %q (use host:port, e.g. 127.0.0.1:8787)", s)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Sprintf("invalid port in %q", s)
+	}
+	return ""
+}
+
+func httpURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("invalid URL %q (use http:// or https://)", s)
+	}
+	return ""
+}
+
+func positive(d time.Duration) string {
+	if d <= 0 {
+		return "must be greater than zero"
+	}
+	return ""
+}
+
+func nonNegative(d time.Duration) string {
+	if d < 0 {
+		return "must not be negative"
+	}
+	return ""
+}

@@ -1,0 +1,48 @@
+package config
+
+import (
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/spf13/viper"
+)
+
+// The sample deploy/gatewayd.yaml documents every key with its default.
+func TestSampleConfigShowsEveryKeyWithItsDefault(t *testing.T) {
+	const sample = "../deploy/gatewayd.yaml"
+	dir := isolate(t)
+	got, err := Load(Options{File: sample})
+	if err != nil {
+		t.Fatalf("the sample does not load: %v", err)
+	}
+	want, err := Load(Options{File: writeFile(t, dir, "empty.yaml", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.File, want.File = "", ""
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the sample's values differ from the defaults:\n got %+v\nwant %+v", got, want)
+	}
+
+	v := viper.New()
+	v.SetConfigFile(filepath.Clean(sample))
+	if err := v.ReadInConfig(); err != nil {
+		t.Fatal(err)
+	}
+	inFile := map[string]bool{}
+	for _, k := range v.AllKeys() {
+		inFile[k] = true
+	}
+	var missing []string
+	for _, k := range Keys() {
+		if !inFile[k] && k != "state_dir" { // state_dir's default is computed: shown commented out
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("the sample lacks keys %q", missing)
+	}
+}
