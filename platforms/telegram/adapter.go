@@ -1,0 +1,331 @@
+// Package telegram is the Telegram adapter of gatewayd: private chats,
+// groups and forum topics become lanes, updates are long-polled and
+// acknowledged to Telegram only after the gateway committed them, and
+// replies are split at Telegram's 4096 UTF-16 code unit limit.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// PlatformName is the platform name used in addresses and message ids.
+const PlatformName = "telegram"
+
+// DefaultAPIURL is the official Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// CursorName is the cursor under which the next getUpdates offset is kept.
+const CursorName = "telegram.offset"
+
+const (
+	defaultPollTimeout  = 30 * time.Second
+	defaultRetryBackoff = time.Second
+	maxRetryBackoff     = 30 * time.Second
+	requestTimeout      = 30 * time.Second
+)
+
+// CursorStore persists the update offset; *store.Store satisfies it.
+type CursorStore interface {
+	Cursor(ctx context.Context, name string) (string, bool, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
+// Config configures an Adapter.
+type Config struct {
+	Token  string // bot token; never logged
+	APIURL string // Bot API base URL; default DefaultAPIURL (a local Bot API server or a test fake)
+	// AllowedUsers may talk to the bot anywhere; every member of an
+	// AllowedChats chat may talk to it in that chat. Everyone else is ignored.
+	AllowedUsers []int64
+	AllowedChats []int64
+	// FreeResponseChats lists "chat" or "chat:topic" where every message is
+	// answered, not only those addressed to the bot.
+	FreeResponseChats []string
+	BotUsername       string        // without "@"; empty → asked with getMe
+	Cursor            CursorStore   // required: where the update offset survives restarts
+	PollTimeout       time.Duration // getUpdates long-poll timeout; default 30s, whole seconds
+	RetryBackoff      time.Duration // first wait after a failed poll or delivery; default 1s
+	HTTPClient        *http.Client  // optional; default one with a timeout above PollTimeout
+	Logger            *zap.Logger
+	Now               func() time.Time
+}
+
+// Adapter is the Telegram platform. It implements gateway.Platform and the
+// Editor, Typer, ButtonSender, Authorizer and Readier capabilities.
+type Adapter struct {
+	cfg    Config
+	log    *zap.Logger
+	now    func() time.Time
+	bot    *bot.Bot
+	poller *poller
+
+	ready     chan struct{}
+	readyOnce sync.Once
+	running   atomic.Bool
+
+	mu          sync.RWMutex
+	users       map[int64]bool
+	chats       map[int64]bool
+	free        map[string]bool
+	botID       int64
+	botUsername string
+
+	unauth   *unauthLog
+	edits    *editCache
+	progress *progressCache
+}
+
+var (
+	_ gateway.Platform     = (*Adapter)(nil)
+	_ gateway.Editor       = (*Adapter)(nil)
+	_ gateway.Typer        = (*Adapter)(nil)
+	_ gateway.ButtonSender = (*Adapter)(nil)
+	_ gateway.Authorizer   = (*Adapter)(nil)
+	_ gateway.Readier      = (*Adapter)(nil)
+)
+
+// New validates cfg and builds an adapter. It does not touch the network;
+// Run connects.
+func New(cfg Config) (*Adapter, error) {
+	if strings.TrimSpace(cfg.Token) == "" {
+		return nil, errors.New("telegram: token is empty")
+	}
+	if cfg.Cursor == nil {
+		return nil, errors.New("telegram: a cursor store is required")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultAPIURL
+	}
+	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = defaultPollTimeout
+	}
+	if cfg.PollTimeout < time.Second {
+		cfg.PollTimeout = time.Second
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = defaultRetryBackoff
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: cfg.PollTimeout + requestTimeout}
+	}
+	a := &Adapter{
+		cfg:         cfg,
+		log:         cfg.Logger.With(zap.String("platform", PlatformName)),
+		now:         cfg.Now,
+		ready:       make(chan struct{}),
+		botUsername: strings.TrimPrefix(cfg.BotUsername, "@"),
+		unauth:      newUnauthLog(cfg.Now),
+		edits:       newEditCache(),
+		progress:    newProgressCache(),
+	}
+	b, err := bot.New(cfg.Token,
+		bot.WithServerURL(cfg.APIURL),
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(cfg.PollTimeout, cfg.HTTPClient),
+		bot.WithErrorsHandler(func(err error) { a.log.Warn("telegram: library error", zap.Error(err)) }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	a.bot = b
+	a.botID = b.ID()
+	a.poller = newPoller(a)
+	a.setFree(cfg.FreeResponseChats)
+	a.SetAllowlist(cfg.AllowedUsers, cfg.AllowedChats)
+	if len(cfg.AllowedUsers) == 0 && len(cfg.AllowedChats) == 0 {
+		a.log.Warn("telegram: allowlist is empty; every sender will be ignored")
+	}
+	return a, nil
+}
+
+// Name implements gateway.Platform.
+func (a *Adapter) Name() string { return PlatformName }
+
+// Ready is closed once the bot identity is known, the webhook is removed
+// and the commands are registered: polling is about to start.
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
+
+// SetAllowlist replaces the allowed users and chats (SIGHUP reload).
+func (a *Adapter) SetAllowlist(users, chats []int64) {
+	u := make(map[int64]bool, len(users))
+	for _, id := range users {
+		u[id] = true
+	}
+	c := make(map[int64]bool, len(chats))
+	for _, id := range chats {
+		c[id] = true
+	}
+	a.mu.Lock()
+	a.users, a.chats = u, c
+	a.mu.Unlock()
+}
+
+func (a *Adapter) setFree(entries []string) {
+	free := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		free[strings.TrimSpace(e)] = true
+	}
+	a.free = free
+}
+
+// Authorize implements gateway.Authorizer: the sender is an allowed user,
+// or the message comes from an allowed chat.
+func (a *Adapter) Authorize(in gateway.Inbound) bool {
+	if in.Address.Platform != PlatformName {
+		return false
+	}
+	user, errUser := strconv.ParseInt(in.SenderID, 10, 64)
+	chat, errChat := strconv.ParseInt(in.Address.ChatID, 10, 64)
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return (errUser == nil && a.users[user]) || (errChat == nil && a.chats[chat])
+}
+
+func (a *Adapter) identity() (id int64, username string) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.botID, a.botUsername
+}
+
+// Run connects and polls updates until ctx ends; it returns nil on a clean
+// stop and an error only when the bot cannot work at all (bad token).
+func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
+	if sink == nil {
+		return errors.New("telegram: nil sink")
+	}
+	if !a.running.CompareAndSwap(false, true) {
+		return errors.New("telegram: Run called twice")
+	}
+	if err := a.setup(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	a.readyOnce.Do(func() { close(a.ready) })
+	err := a.poller.run(ctx, sink)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// setup learns who the bot is, removes a webhook (which would make
+// getUpdates fail with 409) and registers the commands. Transient failures
+// are retried; an invalid token is fatal.
+func (a *Adapter) setup(ctx context.Context) error {
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"getMe", a.learnIdentity},
+		{"deleteWebhook", a.removeWebhook},
+		{"setMyCommands", a.registerCommands},
+	}
+	for _, s := range steps {
+		if err := a.retry(ctx, s.name, s.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Adapter) retry(ctx context.Context, name string, fn func(context.Context) error) error {
+	wait := a.cfg.RetryBackoff
+	for {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
+			return fmt.Errorf("telegram: %s: bot token rejected: %w", name, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if ra := retryAfter(err); ra > wait {
+			wait = ra
+		}
+		a.log.Warn("telegram: start-up step failed; retrying", zap.String("step", name), zap.Duration("in", wait), zap.Error(err))
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+		wait = min(wait*2, maxRetryBackoff)
+	}
+}
+
+func (a *Adapter) learnIdentity(ctx context.Context) error {
+	if _, name := a.identity(); name != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	me, err := a.bot.GetMe(ctx)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.botID, a.botUsername = me.ID, me.Username
+	a.mu.Unlock()
+	a.log.Info("telegram: connected", zap.String("bot", me.Username))
+	return nil
+}
+
+func (a *Adapter) removeWebhook(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	info, err := a.bot.GetWebhookInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if info.URL == "" {
+		return nil
+	}
+	// The URL may embed a secret path; log only that one existed.
+	a.log.Warn("telegram: a webhook was set; deleting it to use long polling",
+		zap.Int("pending_updates", info.PendingUpdateCount))
+	_, err = a.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{DropPendingUpdates: false})
+	return err
+}
+
+// Commands are the commands registered with setMyCommands.
+var Commands = []struct{ Name, Description string }{
+	{"new", "Start a new conversation"},
+	{"reset", "Forget this conversation and start over"},
+	{"stop", "Stop the running turn"},
+	{"retry", "Run the last message again"},
+	{"compact", "Compact the conversation context"},
+	{"status", "Show the lane's state"},
+	{"help", "Show the commands"},
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,220 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+)
+
+func TestOffsetIsNotConfirmedUntilDeliverSucceeds(t *testing.T) {
+	h := newHarness(t)
+	sink := newSink()
+	sink.fail = func(n int) bool { return n <= 2 }
+	h.start(t, h.config(t), sink)
+
+	m := &models.Message{ID: 7, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Text: "keep me"}
+	uid := h.srv.Queue(&models.Update{Message: m})
+	got := sink.waitN(t, 1)
+	if got[0].MessageID != messageID(aliceDM.ID, 7) || sink.attemptCount() != 3 {
+		t.Fatalf("delivered %+v after %d attempts, want the message after 3", got, sink.attemptCount())
+	}
+	h.srv.WaitFor(waitLimit, "confirmation", func() bool { return h.srv.Pending() == 0 })
+
+	// The update was fetched once per attempt: three polls with an offset
+	// that did not pass it, and the first one past it is uid+1.
+	offs := h.srv.Offsets()
+	unconfirmed, firstPast := 0, int64(-1)
+	for _, o := range offs {
+		if o <= uid {
+			unconfirmed++
+		} else if firstPast < 0 {
+			firstPast = o
+		}
+	}
+	if unconfirmed < 3 || firstPast != uid+1 {
+		t.Fatalf("offsets %v for update %d: want >= 3 polls not passing it, then %d", offs, uid, uid+1)
+	}
+	if c := h.cursor.get(CursorName); c != strconv.FormatInt(uid+1, 10) {
+		t.Fatalf("persisted cursor %q, want %d", c, uid+1)
+	}
+}
+
+func TestRestartBetweenFetchAndCommitLosesNothing(t *testing.T) {
+	h := newHarness(t)
+
+	// First process: the gateway dies before committing (Deliver fails).
+	down := newSink()
+	down.fail = func(int) bool { return true }
+	_, stop := h.start(t, h.config(t), down)
+	m1 := h.srv.Text(forum, alice, 42, mention+"first", nil)
+	down.waitAttempts(t, 1)
+	stop()
+	if h.srv.Pending() != 1 {
+		t.Fatalf("pending = %d; the failed update must stay unconfirmed", h.srv.Pending())
+	}
+
+	// Second process: same cursor store, working gateway.
+	up := newSink()
+	_, stop = h.start(t, h.config(t), up)
+	got := up.waitN(t, 1)
+	if got[0].MessageID != messageID(forum.ID, m1.ID) || got[0].Text != "first" {
+		t.Fatalf("after restart got %+v, want the first message", got[0])
+	}
+	m2 := h.srv.Text(forum, alice, 42, mention+"second", nil)
+	if got := up.waitN(t, 2); got[1].MessageID != messageID(forum.ID, m2.ID) {
+		t.Fatalf("second message = %+v", got[1])
+	}
+	h.srv.WaitFor(waitLimit, "cursor persisted", func() bool { return h.cursor.get(CursorName) != "" && h.srv.Pending() == 0 })
+	stop()
+
+	// Third process starts from the persisted cursor.
+	cursor := h.cursor.get(CursorName)
+	before := len(h.srv.Offsets())
+	_, stop = h.start(t, h.config(t), newSink())
+	h.srv.WaitFor(waitLimit, "first poll", func() bool { return len(h.srv.Offsets()) > before })
+	if first := h.srv.Offsets()[before]; strconv.FormatInt(first, 10) != cursor {
+		t.Fatalf("restarted at offset %d, want the persisted %s", first, cursor)
+	}
+	stop()
+}
+
+func TestRedeliveryAfterCommitCarriesTheSameMessageID(t *testing.T) {
+	h := newHarness(t)
+	// The gateway commits, then the process dies before the offset reaches
+	// Telegram: modelled by a sink that records and still reports failure.
+	committed := newSink()
+	committed.fail = func(int) bool { return true }
+	_, stop := h.start(t, h.config(t), committed)
+	h.srv.Text(aliceDM, alice, 0, "once", nil)
+	committed.waitAttempts(t, 1)
+	stop()
+
+	again := newSink()
+	h.start(t, h.config(t), again)
+	got := again.waitN(t, 1)
+	committed.mu.Lock()
+	first := committed.attempts[0]
+	committed.mu.Unlock()
+	if got[0].MessageID != first.MessageID || got[0].Address.Platform != first.Address.Platform {
+		t.Fatalf("redelivery id %s/%s differs from %s/%s: the gateway could not dedupe it",
+			got[0].Address.Platform, got[0].MessageID, first.Address.Platform, first.MessageID)
+	}
+}
+
+func TestUpdatesAreDeliveredInOrder(t *testing.T) {
+	h := newHarness(t)
+	sink := newSink()
+	// A slow gateway must not let later updates overtake earlier ones.
+	gate := make(chan struct{})
+	slow := sinkFunc(func(ctx context.Context, in gateway.Inbound) error {
+		if in.Text == "0" {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return sink.Deliver(ctx, in)
+	})
+	h.start(t, h.config(t), slow)
+	const n = 20
+	for i := range n {
+		h.srv.Text(forum, alice, 42+i%2, "/x@gatewayd_test_bot "+strconv.Itoa(i), nil)
+	}
+	close(gate)
+	got := sink.waitN(t, n)
+	for i, in := range got {
+		if in.Text != "/x "+strconv.Itoa(i) {
+			t.Fatalf("delivery %d is %q; order broken", i, in.Text)
+		}
+	}
+}
+
+type sinkFunc func(ctx context.Context, in gateway.Inbound) error
+
+func (f sinkFunc) Deliver(ctx context.Context, in gateway.Inbound) error { return f(ctx, in) }
+
+func TestPollRecoversFromServerErrors(t *testing.T) {
+	h := newHarness(t)
+	h.srv.Fail("getUpdates", telegramFailure(502))
+	h.srv.Fail("getUpdates", telegramFailure(429))
+	_, sink := h.startDefault(t)
+	h.srv.Text(aliceDM, alice, 0, "through", nil)
+	if got := sink.waitN(t, 1); got[0].Text != "through" {
+		t.Fatalf("got %+v", got[0])
+	}
+}
+
+func TestCallbackInaccessibleMessageAndNoText(t *testing.T) {
+	h := newHarness(t)
+	_, sink := h.startDefault(t)
+	// A sticker (no text) and a photo with a caption.
+	h.srv.Queue(&models.Update{Message: &models.Message{ID: 900, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix())}})
+	h.srv.Queue(&models.Update{Message: &models.Message{ID: 901, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Caption: "look at this"}})
+	got := sink.waitN(t, 1)
+	if got[0].Text != "look at this" || got[0].MessageID != messageID(aliceDM.ID, 901) {
+		t.Fatalf("got %+v, want only the captioned photo", got[0])
+	}
+}
+
+func telegramFailure(code int) telegramtest.Failure {
+	return telegramtest.Failure{Code: code, Description: http.StatusText(code)}
+}
+
+// failingPolls fails every getUpdates at the transport level, the way a
+// network error would, and passes other methods through.
+type failingPolls struct{ polls chan struct{} }
+
+func (f failingPolls) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/getUpdates") {
+		select {
+		case f.polls <- struct{}{}:
+		default:
+		}
+		return nil, errors.New("connection reset by peer")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestNetworkErrorsNeverLogTheToken(t *testing.T) {
+	h := newHarness(t)
+	core, logs := observer.New(zap.DebugLevel)
+	cfg := h.config(t)
+	cfg.Logger = zap.New(core)
+	polls := make(chan struct{}, 1)
+	cfg.HTTPClient = &http.Client{Transport: failingPolls{polls: polls}}
+	_, stop := h.start(t, cfg, newSink())
+	for range 3 {
+		select {
+		case <-polls:
+		case <-time.After(waitLimit):
+			t.Fatal("no poll attempts")
+		}
+	}
+	stop()
+	failures := 0
+	for _, e := range logs.All() {
+		line := e.Message + fmt.Sprint(e.ContextMap())
+		if strings.Contains(line, "TEST-token") {
+			t.Fatalf("log line leaks the token: %s", line)
+		}
+		if strings.Contains(line, "connection reset") {
+			failures++
+		}
+	}
+	if failures == 0 {
+		t.Fatal("the poll failures were not logged")
+	}
+}

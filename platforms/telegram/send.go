@@ -1,0 +1,388 @@
+package telegram
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// maxCallbackData is Telegram's limit for callback_data, in bytes.
+const maxCallbackData = 64
+
+// target is where a lane's messages go.
+type target struct {
+	chat       int64
+	sendThread int // message_thread_id for sendMessage; 0 for the General topic
+	typeThread int // message_thread_id for sendChatAction; 1 for General
+}
+
+func targetOf(addr gateway.Address) (target, error) {
+	if addr.Platform != PlatformName {
+		return target{}, fmt.Errorf("telegram: address of platform %q: %w", addr.Platform, gateway.ErrPermanent)
+	}
+	chat, err := strconv.ParseInt(addr.ChatID, 10, 64)
+	if err != nil {
+		return target{}, fmt.Errorf("telegram: chat id %q: %w", addr.ChatID, gateway.ErrPermanent)
+	}
+	t := target{chat: chat}
+	if addr.Kind == gateway.LaneTopic && addr.TopicID != "" {
+		topic, err := strconv.Atoi(addr.TopicID)
+		if err != nil {
+			return target{}, fmt.Errorf("telegram: topic id %q: %w", addr.TopicID, gateway.ErrPermanent)
+		}
+		t.typeThread = topic
+		if addr.TopicID != generalTopic {
+			// The General topic rejects an explicit thread id for messages.
+			t.sendThread = topic
+		}
+	}
+	return t, nil
+}
+
+// parseMessageID accepts "<chat>:<id>" (what Send returns) or a bare id.
+func parseMessageID(id string) (int, bool) {
+	if i := strings.LastIndexByte(id, ':'); i >= 0 {
+		id = id[i+1:]
+	}
+	n, err := strconv.Atoi(id)
+	return n, err == nil && n > 0
+}
+
+// Send implements gateway.Platform. A reply longer than 4096 UTF-16 units
+// goes out as several messages in order; if a chunk fails, a retry of the
+// same Outbound resumes after the chunks already sent.
+func (a *Adapter) Send(ctx context.Context, out gateway.Outbound) (string, error) {
+	return a.send(ctx, out, nil)
+}
+
+// SendButtons implements gateway.ButtonSender with an inline keyboard on the
+// last chunk. A press arrives as an Inbound with Callback set.
+func (a *Adapter) SendButtons(ctx context.Context, out gateway.Outbound, buttons []gateway.Button) (string, error) {
+	kb, err := keyboard(buttons)
+	if err != nil {
+		return "", err
+	}
+	return a.send(ctx, out, kb)
+}
+
+func keyboard(buttons []gateway.Button) (*models.InlineKeyboardMarkup, error) {
+	const perRow = 3
+	kb := &models.InlineKeyboardMarkup{}
+	for i, b := range buttons {
+		if b.ID == "" || len(b.ID) > maxCallbackData {
+			return nil, fmt.Errorf("telegram: button id must be 1..%d bytes, got %d: %w", maxCallbackData, len(b.ID), gateway.ErrPermanent)
+		}
+		if i%perRow == 0 {
+			kb.InlineKeyboard = append(kb.InlineKeyboard, nil)
+		}
+		row := len(kb.InlineKeyboard) - 1
+		kb.InlineKeyboard[row] = append(kb.InlineKeyboard[row], models.InlineKeyboardButton{Text: b.Label, CallbackData: b.ID})
+	}
+	return kb, nil
+}
+
+func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.InlineKeyboardMarkup) (string, error) {
+	t, err := targetOf(out.Address)
+	if err != nil {
+		return "", err
+	}
+	chunks := SplitMessage(out.Text, MaxMessageUnits)
+	if len(chunks) == 0 {
+		return "", fmt.Errorf("telegram: empty message for %s: %w", out.Address.SessionKey(), gateway.ErrPermanent)
+	}
+	if out.Kind == gateway.OutPreview {
+		// A preview is one message that later edits replace (Edit also shows
+		// the first chunk); the final reply, sent with EditID, splits fully.
+		chunks = chunks[:1]
+	}
+	key := progressKey(out)
+	next, lastID := a.progress.get(key)
+	for i := next; i < len(chunks); i++ {
+		var markup models.ReplyMarkup
+		if i == len(chunks)-1 && kb != nil {
+			markup = kb
+		}
+		id, err := a.sendOrEditChunk(ctx, t, out, i, chunks[i], markup)
+		if err != nil {
+			a.progress.set(key, i, lastID)
+			return "", a.classify(err, out.Address)
+		}
+		lastID = id
+	}
+	a.progress.done(key)
+	return messageID(t.chat, lastID), nil
+}
+
+// sendOrEditChunk sends chunk i; the first chunk replaces out.EditID when
+// set, and falls back to a new message when that one cannot be edited.
+func (a *Adapter) sendOrEditChunk(ctx context.Context, t target, out gateway.Outbound, i int, chunk string, markup models.ReplyMarkup) (int, error) {
+	if i == 0 && out.EditID != "" {
+		if id, ok := parseMessageID(out.EditID); ok {
+			err := a.editChunk(ctx, t, id, chunk, markup)
+			if err == nil {
+				return id, nil
+			}
+			if !uneditable(err) {
+				return 0, err
+			}
+			a.log.Debug("telegram: preview cannot be edited; sending a new message", zap.Error(err))
+		}
+	}
+	reply := 0
+	if i == 0 {
+		reply, _ = parseMessageID(out.ReplyTo)
+	}
+	return a.sendChunk(ctx, t, chunk, reply, markup)
+}
+
+// sendChunk sends one chunk as HTML and, should Telegram reject the
+// entities anyway, as plain text: a reply is never dropped for formatting.
+func (a *Adapter) sendChunk(ctx context.Context, t target, chunk string, replyTo int, markup models.ReplyMarkup) (int, error) {
+	p := &bot.SendMessageParams{
+		ChatID:          t.chat,
+		MessageThreadID: t.sendThread,
+		Text:            renderHTML(chunk),
+		ParseMode:       models.ParseModeHTML,
+		ReplyMarkup:     markup,
+	}
+	if replyTo > 0 {
+		p.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // never start a send after the caller gave up
+	}
+	sctx, done := inFlight(ctx)
+	defer done()
+	m, err := a.bot.SendMessage(sctx, p)
+	if err != nil && parseRejected(err) {
+		a.log.Warn("telegram: HTML rejected; sending as plain text", zap.Error(err))
+		p.Text, p.ParseMode = chunk, ""
+		m, err = a.bot.SendMessage(sctx, p)
+	}
+	if err != nil {
+		return 0, err
+	}
+	a.edits.remember(t.chat, m.ID, chunk)
+	return m.ID, nil
+}
+
+// sendGrace is how long a sendMessage already on the wire may outlive its
+// caller's context.
+const sendGrace = 5 * time.Second
+
+// inFlight gives one sendMessage a context that ends sendGrace after ctx
+// (or after requestTimeout). sendMessage is not idempotent: abandoning a
+// request Telegram may already have executed leaves its outcome unknown,
+// and the outbox would send the message a second time after a shutdown.
+func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
+	return c, func() {
+		stop()
+		cancel()
+	}
+}
+
+// Edit implements gateway.Editor for streamed previews. Unchanged text is
+// not sent again, and Telegram's "message is not modified" is success. A
+// preview longer than one message shows its first chunk; the final Send
+// splits the whole text.
+func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, msgID, text string) error {
+	t, err := targetOf(addr)
+	if err != nil {
+		return err
+	}
+	id, ok := parseMessageID(msgID)
+	if !ok {
+		return fmt.Errorf("telegram: message id %q: %w", msgID, gateway.ErrPermanent)
+	}
+	chunks := SplitMessage(text, MaxMessageUnits)
+	if len(chunks) == 0 {
+		return nil // Telegram cannot show an empty message; keep the old text
+	}
+	if err := a.editChunk(ctx, t, id, chunks[0], nil); err != nil {
+		return a.classify(err, addr)
+	}
+	return nil
+}
+
+func (a *Adapter) editChunk(ctx context.Context, t target, id int, chunk string, markup models.ReplyMarkup) error {
+	if markup == nil && a.edits.same(t.chat, id, chunk) {
+		return nil
+	}
+	p := &bot.EditMessageTextParams{
+		ChatID:      t.chat,
+		MessageID:   id,
+		Text:        renderHTML(chunk),
+		ParseMode:   models.ParseModeHTML,
+		ReplyMarkup: markup,
+	}
+	_, err := a.bot.EditMessageText(ctx, p)
+	if err != nil && parseRejected(err) {
+		p.Text, p.ParseMode = chunk, ""
+		_, err = a.bot.EditMessageText(ctx, p)
+	}
+	if err != nil && !notModified(err) {
+		return err
+	}
+	a.edits.remember(t.chat, id, chunk)
+	return nil
+}
+
+// Typing implements gateway.Typer. The General topic needs its thread id
+// here, unlike in sendMessage.
+func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
+	t, err := targetOf(addr)
+	if err != nil {
+		return err
+	}
+	_, err = a.bot.SendChatAction(ctx, &bot.SendChatActionParams{
+		ChatID:          t.chat,
+		MessageThreadID: t.typeThread,
+		Action:          models.ChatActionTyping,
+	})
+	if err != nil {
+		return a.classify(err, addr)
+	}
+	return nil
+}
+
+func (a *Adapter) registerCommands(ctx context.Context) error {
+	cmds := make([]models.BotCommand, 0, len(Commands))
+	for _, c := range Commands {
+		cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	_, err := a.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
+	return err
+}
+
+// classify maps a Bot API failure to what the gateway's outbox branches on:
+// 429 → *gateway.RetryAfterError; 400/403 (chat or thread not found, bot
+// blocked or kicked) → gateway.ErrPermanent; anything else (5xx, network)
+// stays a plain error and is retried with backoff.
+func (a *Adapter) classify(err error, addr gateway.Address) error {
+	var tm *bot.TooManyRequestsError
+	if errors.As(err, &tm) {
+		return &gateway.RetryAfterError{After: max(retryAfter(err), time.Second), Err: fmt.Errorf("telegram: %w", err)}
+	}
+	var me *bot.MigrateError
+	permanent := errors.As(err, &me) || errors.Is(err, bot.ErrorBadRequest) || errors.Is(err, bot.ErrorForbidden)
+	if !permanent {
+		return fmt.Errorf("telegram: %w", err)
+	}
+	fields := []zap.Field{zap.String("lane", addr.SessionKey()), zap.Error(err)}
+	if me != nil {
+		fields = append(fields, zap.Int("migrate_to_chat_id", me.MigrateToChatID))
+	}
+	a.log.Warn("telegram: permanent delivery failure", fields...)
+	if errors.Is(err, gateway.ErrPermanent) {
+		return err
+	}
+	return fmt.Errorf("telegram: %w: %w", err, gateway.ErrPermanent)
+}
+
+func parseRejected(err error) bool {
+	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
+}
+
+func notModified(err error) bool {
+	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
+}
+
+func uneditable(err error) bool {
+	if !errors.Is(err, bot.ErrorBadRequest) {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "message to edit not found") || strings.Contains(s, "message can't be edited")
+}
+
+// editCache remembers the last text of recent messages, to skip edits that
+// would change nothing.
+type editCache struct {
+	mu   sync.Mutex
+	text map[string]string
+}
+
+const editCacheMax = 512
+
+func newEditCache() *editCache { return &editCache{text: make(map[string]string)} }
+
+func (c *editCache) same(chat int64, id int, text string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev, ok := c.text[messageID(chat, id)]
+	return ok && prev == text
+}
+
+func (c *editCache) remember(chat int64, id int, text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.text) >= editCacheMax {
+		clear(c.text) // bounded; forgetting costs at most one redundant edit
+	}
+	c.text[messageID(chat, id)] = text
+}
+
+// progressCache remembers how far a multi-chunk Send got before it failed,
+// so the outbox's retry does not repeat chunks already delivered.
+type progressCache struct {
+	mu      sync.Mutex
+	entries map[string]progress
+}
+
+type progress struct {
+	next   int
+	lastID int
+}
+
+const progressCacheMax = 256
+
+func newProgressCache() *progressCache { return &progressCache{entries: make(map[string]progress)} }
+
+func progressKey(out gateway.Outbound) string {
+	h := sha256.New()
+	for _, s := range []string{out.Address.SessionKey(), string(out.Kind), out.ReplyTo, out.EditID, out.Text} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return string(h.Sum(nil))
+}
+
+func (c *progressCache) get(key string) (next, lastID int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.entries[key]
+	return p.next, p.lastID
+}
+
+func (c *progressCache) set(key string, next, lastID int) {
+	if next == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= progressCacheMax {
+		clear(c.entries)
+	}
+	c.entries[key] = progress{next: next, lastID: lastID}
+}
+
+func (c *progressCache) done(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+}
