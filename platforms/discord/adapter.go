@@ -1,0 +1,307 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// Compile-time checks that the adapter offers every capability it claims.
+var (
+	_ gateway.Platform     = (*Adapter)(nil)
+	_ gateway.Editor       = (*Adapter)(nil)
+	_ gateway.Typer        = (*Adapter)(nil)
+	_ gateway.ButtonSender = (*Adapter)(nil)
+	_ gateway.Authorizer   = (*Adapter)(nil)
+	_ gateway.Readier      = (*Adapter)(nil)
+)
+
+// intents are the gateway intents needed to read message content in guild
+// channels, threads and DMs.
+const intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
+	discordgo.IntentsMessageContent | discordgo.IntentsDirectMessages
+
+// queueSize bounds events waiting for the worker. When it is full the
+// gateway reader blocks, which is the back-pressure we want: Discord then
+// holds the events (RESUME replays them) instead of us dropping them.
+const queueSize = 1024
+
+// event is one gateway dispatch handed from discordgo's reader to our worker.
+type event struct {
+	ready       bool
+	message     *discordgo.Message
+	interaction *discordgo.Interaction
+}
+
+// Adapter is the Discord platform. Create it with New.
+type Adapter struct {
+	cfg     Config
+	log     *zap.Logger
+	session *discordgo.Session
+
+	allow    *allowlist
+	channels *channelCache
+	lanes    *laneIndex
+	progress *sendProgress
+	buttons  *buttonLanes
+
+	queue     chan event
+	stop      chan struct{} // closed when Run ends; handlers stop queueing
+	stopOnce  sync.Once
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	mu          sync.Mutex
+	sink        gateway.Sink
+	botID       string
+	appID       string
+	commandsSet bool
+	running     bool
+}
+
+// New builds an adapter; it connects only in Run.
+func New(cfg Config) (*Adapter, error) {
+	if err := cfg.normalise(); err != nil {
+		return nil, err
+	}
+	s, err := discordgo.New(botToken(cfg.Token))
+	if err != nil {
+		return nil, fmt.Errorf("discord: new session: %w", err)
+	}
+	s.Client = httpClient(cfg)
+	// A dialer of our own: discordgo's default is the shared
+	// websocket.DefaultDialer, which must not be mutated.
+	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 45 * time.Second}
+	s.Identify.Intents = intents
+	s.StateEnabled = false // we cache the few channel facts we need
+	// Handlers run on discordgo's reader goroutine, in gateway order; they
+	// only hand events to our single worker, so order per lane is kept and
+	// the reader is never blocked by Deliver.
+	s.SyncEvents = true
+	// 429s are surfaced as *gateway.RetryAfterError so the outbox (not a
+	// blind sleep inside discordgo) decides when to try again.
+	s.ShouldRetryOnRateLimit = false
+	s.ShouldReconnectOnError = true
+
+	a := &Adapter{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("discord"),
+		session:  s,
+		allow:    newAllowlist(cfg),
+		channels: newChannelCache(),
+		lanes:    newLaneIndex(cfg.Cursor),
+		progress: newSendProgress(cfg.Now),
+		buttons:  newButtonLanes(),
+		queue:    make(chan event, queueSize),
+		stop:     make(chan struct{}),
+		ready:    make(chan struct{}),
+	}
+	if len(cfg.AllowedUsers) == 0 && len(cfg.AllowedRoles) == 0 {
+		a.log.Warn("discord.allowlist.empty: no allowed users or roles; every sender is refused")
+	}
+	a.addHandlers()
+	return a, nil
+}
+
+// Name implements gateway.Platform.
+func (a *Adapter) Name() string { return PlatformName }
+
+// Ready implements gateway.Readier: closed after the first READY has been
+// handled (commands registered, missed messages fed to the sink).
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
+
+// SetAllowlist replaces the allowed user and role ids (SIGHUP reload).
+func (a *Adapter) SetAllowlist(users, roles []string) { a.allow.set(users, roles) }
+
+// Run connects and delivers inbound messages to sink until ctx ends.
+func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
+	a.mu.Lock()
+	if a.running || a.sink != nil {
+		a.mu.Unlock()
+		return errors.New("discord: Run called twice")
+	}
+	a.sink, a.running = sink, true
+	a.mu.Unlock()
+
+	if err := a.lanes.load(ctx); err != nil {
+		a.log.Warn("discord.lanes.load_failed", zap.Error(err))
+	}
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		a.work(ctx)
+	}()
+
+	err := a.open(ctx)
+	if err == nil {
+		<-ctx.Done()
+	}
+	// Stop first, then hang up: a reconnect that discordgo starts while we
+	// close sees the stop and hangs up again (see the Connect handler).
+	a.stopOnce.Do(func() { close(a.stop) })
+	if err == nil {
+		if cerr := a.session.Close(); cerr != nil {
+			a.log.Debug("discord.close", zap.Error(cerr))
+		}
+	}
+	<-workerDone
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// open connects, retrying transient failures with backoff until ctx ends.
+// An unauthorised token is returned at once: retrying cannot fix it.
+func (a *Adapter) open(ctx context.Context) error {
+	wait := time.Second
+	for {
+		err := a.session.Open()
+		if err == nil {
+			return nil
+		}
+		mapped := mapError("connect", err)
+		if errors.Is(mapped, gateway.ErrPermanent) || fatalClose(err) {
+			return mapped
+		}
+		a.log.Warn("discord.connect_failed", zap.Error(mapped), zap.Duration("retry_in", wait))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, time.Minute)
+	}
+}
+
+// fatalClose reports gateway close codes that reconnecting cannot fix:
+// authentication failed (4004), invalid shard (4010), sharding required
+// (4011), invalid API version (4012), invalid or disallowed intents
+// (4013, 4014: MESSAGE_CONTENT must be enabled for the bot).
+func fatalClose(err error) bool {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Code {
+	case 4004, 4010, 4011, 4012, 4013, 4014:
+		return true
+	}
+	return false
+}
+
+func (a *Adapter) addHandlers() {
+	s := a.session
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		a.mu.Lock()
+		if r.User != nil {
+			a.botID = r.User.ID
+			a.appID = r.User.ID
+		}
+		if r.Application != nil && r.Application.ID != "" {
+			a.appID = r.Application.ID
+		}
+		a.mu.Unlock()
+		a.enqueue(event{ready: true})
+	})
+	s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
+		a.channels.putGuild(g.Guild)
+	})
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.channels.put(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.channels.put(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.channels.put(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) { a.channels.put(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+		a.enqueue(event{message: m.Message})
+	})
+	s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+		a.enqueue(event{interaction: i.Interaction})
+	})
+	s.AddHandler(func(s *discordgo.Session, _ *discordgo.Connect) {
+		// discordgo's reconnect loop cannot be stopped from outside; if it
+		// gets through after Run ended, hang up again. Close must not run
+		// here: Open holds the session lock while emitting Connect.
+		if a.stopped() {
+			go func() { _ = s.Close() }()
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		if !a.stopped() {
+			a.log.Info("discord.disconnected")
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+		if !a.stopped() {
+			a.log.Info("discord.resumed")
+		}
+	})
+}
+
+// stopped reports whether Run has ended (or is ending).
+func (a *Adapter) stopped() bool {
+	select {
+	case <-a.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// enqueue runs on discordgo's reader goroutine (SyncEvents). After Run has
+// ended the event is dropped with a log line: nothing was acknowledged, and
+// the next start fetches it again through backfill.
+func (a *Adapter) enqueue(ev event) {
+	select {
+	case a.queue <- ev:
+	case <-a.stop:
+		// Not logged: the logger may belong to a finished test by now.
+	}
+}
+
+// work handles events one at a time in gateway order.
+func (a *Adapter) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.stop:
+			return
+		case ev := <-a.queue:
+			switch {
+			case ev.ready:
+				a.onReady(ctx)
+			case ev.message != nil:
+				a.handleMessage(ctx, ev.message, false)
+			case ev.interaction != nil:
+				a.handleInteraction(ctx, ev.interaction)
+			}
+		}
+	}
+}
+
+func (a *Adapter) onReady(ctx context.Context) {
+	a.log.Info("discord.ready")
+	a.registerCommands()
+	a.backfill(ctx)
+	a.readyOnce.Do(func() { close(a.ready) })
+}
+
+func (a *Adapter) ids() (botID, appID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botID, a.appID
+}
+
+func (a *Adapter) currentSink() gateway.Sink {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sink
+}

@@ -1,0 +1,79 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gatewayd/gatewayd/gateway"
+	"go.uber.org/zap"
+)
+
+// historyPage is the largest page Discord's message history route returns.
+const historyPage = 100
+
+// backfill runs on every READY (first connect, or a new session after a
+// long disconnect or an invalid session; a RESUME replays events instead).
+// For each tracked channel it fetches messages after the last one seen,
+// bounded by count and age, and handles them oldest first exactly like live
+// messages. Redelivery is harmless: the gateway's inbox drops duplicates.
+func (a *Adapter) backfill(ctx context.Context) {
+	floor := snowflakeAt(a.cfg.Now().Add(-a.cfg.Backfill.MaxAge))
+	for _, channelID := range a.lanes.channelIDs() {
+		if ctx.Err() != nil {
+			return
+		}
+		last, ok, err := a.lanes.cursor(ctx, channelID)
+		if err != nil {
+			a.log.Warn("discord.backfill.cursor_failed", zap.String("channel_id", channelID), zap.Error(err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		after := max(parseSnowflake(last), floor)
+		msgs, err := a.history(ctx, channelID, strconv.FormatUint(after, 10))
+		if err != nil {
+			a.log.Warn("discord.backfill.fetch_failed", zap.String("channel_id", channelID), zap.Error(err))
+			if errors.Is(err, gateway.ErrPermanent) {
+				a.forgetLane(ctx, channelID)
+			}
+			continue
+		}
+		if len(msgs) > 0 {
+			a.log.Info("discord.backfill", zap.String("channel_id", channelID), zap.Int("messages", len(msgs)))
+		}
+		for _, m := range msgs {
+			a.handleMessage(ctx, m, true)
+		}
+	}
+}
+
+// history fetches up to Backfill.MaxMessages messages after the given id,
+// oldest first.
+func (a *Adapter) history(ctx context.Context, channelID, after string) ([]*discordgo.Message, error) {
+	var out []*discordgo.Message
+	for len(out) < a.cfg.Backfill.MaxMessages {
+		limit := min(historyPage, a.cfg.Backfill.MaxMessages-len(out))
+		page, err := a.session.ChannelMessages(channelID, limit, "", after, "", discordgo.WithContext(ctx))
+		if err != nil {
+			return out, mapError("history", err)
+		}
+		// Discord answers newest first; we deliver oldest first.
+		sort.Slice(page, func(i, j int) bool { return parseSnowflake(page[i].ID) < parseSnowflake(page[j].ID) })
+		out = append(out, page...)
+		if len(page) < limit {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	return out, nil
+}
+
+func (a *Adapter) forgetLane(ctx context.Context, channelID string) {
+	if err := a.lanes.forget(ctx, channelID, a.cfg.Now()); err != nil {
+		a.log.Warn("discord.lanes.save_failed", zap.Error(err))
+	}
+}

@@ -1,0 +1,137 @@
+// Package discord connects gatewayd to Discord through discordgo: threads,
+// guild channels and DMs become lanes, missed messages are fetched again
+// after a restart, and replies are split at Discord's 2,000-character limit.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// PlatformName is the platform name used in gateway addresses.
+const PlatformName = "discord"
+
+// CursorStore persists small named values across restarts; *store.Store
+// satisfies it. The adapter keeps the last message id seen per channel
+// ("discord.last.<channel>") and the list of active lanes ("discord.lanes").
+type CursorStore interface {
+	Cursor(ctx context.Context, name string) (string, bool, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
+// Backfill bounds what is fetched again after a restart or a new session.
+type Backfill struct {
+	MaxMessages int           // per channel; default 50
+	MaxAge      time.Duration // messages older than this are not fetched; default 24h
+}
+
+// Config configures an Adapter.
+type Config struct {
+	Token string // bot token, with or without the "Bot " prefix; never logged
+	// APIURL overrides https://discord.com for REST calls (tests, proxies).
+	// The websocket URL is whatever that server's /gateway route answers.
+	APIURL string
+
+	AllowedUsers    []string // user ids allowed everywhere
+	AllowedRoles    []string // guild role ids allowed (member roles)
+	AllowedGuilds   []string // when set, only these guilds are served
+	AllowedChannels []string // when set, only these channels (or their threads) are served
+
+	FreeResponseChannels []string // channels where every message is answered, mention or not
+	AutoThread           bool     // a mention in a channel starts a thread for the conversation
+	PerUserChannels      bool     // a guild channel is one lane per user
+	// IgnoreBots drops messages from other bots. Ignoring is the default:
+	// a bool cannot default to true, so bots are answered only when
+	// AllowBots is set and IgnoreBots is not. The bot's own messages are
+	// always ignored.
+	IgnoreBots bool
+	AllowBots  bool
+
+	Backfill Backfill
+	Cursor   CursorStore // nil: no backfill across restarts
+	Logger   *zap.Logger
+	Now      func() time.Time
+	// HTTPClient is the base client for REST calls; nil uses a client with
+	// a 30 s timeout. Its transport is wrapped when APIURL is set.
+	HTTPClient *http.Client
+}
+
+// ErrConfig marks an invalid configuration.
+var ErrConfig = errors.New("discord: invalid config")
+
+func (c *Config) normalise() error {
+	if strings.TrimSpace(c.Token) == "" {
+		return fmt.Errorf("%w: discord.token is empty", ErrConfig)
+	}
+	if c.APIURL != "" {
+		u, err := url.Parse(c.APIURL)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return fmt.Errorf("%w: discord.api_url %q is not an absolute URL", ErrConfig, c.APIURL)
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Backfill.MaxMessages <= 0 {
+		c.Backfill.MaxMessages = 50
+	}
+	if c.Backfill.MaxAge <= 0 {
+		c.Backfill.MaxAge = 24 * time.Hour
+	}
+	c.IgnoreBots = c.IgnoreBots || !c.AllowBots
+	return nil
+}
+
+func botToken(token string) string {
+	token = strings.TrimSpace(token)
+	if strings.HasPrefix(token, "Bot ") {
+		return token
+	}
+	return "Bot " + token
+}
+
+// rewriteTransport sends every request to base instead of discord.com, so
+// tests and proxies work without touching discordgo's endpoint globals.
+type rewriteTransport struct {
+	base *url.URL
+	next http.RoundTripper
+}
+
+func (t rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.URL.Scheme = t.base.Scheme
+	r.URL.Host = t.base.Host
+	r.Host = t.base.Host
+	if p := strings.TrimSuffix(t.base.Path, "/"); p != "" {
+		r.URL.Path = p + r.URL.Path
+	}
+	return t.next.RoundTrip(r)
+}
+
+func httpClient(cfg Config) *http.Client {
+	client := &http.Client{Timeout: 30 * time.Second}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		client = &c
+	}
+	if cfg.APIURL == "" {
+		return client
+	}
+	base, _ := url.Parse(cfg.APIURL) // validated in normalise
+	next := client.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	client.Transport = rewriteTransport{base: base, next: next}
+	return client
+}

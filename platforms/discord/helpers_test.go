@@ -1,0 +1,148 @@
+package discord_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
+	"go.uber.org/zap/zaptest"
+)
+
+const (
+	allowed  = "1"
+	allowed2 = "2"
+	stranger = "666"
+	channel  = "10"
+	waitFor  = 15 * time.Second
+)
+
+// memCursor is an in-memory CursorStore shared across adapter restarts.
+type memCursor struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newMemCursor() *memCursor { return &memCursor{m: map[string]string{}} }
+
+func (c *memCursor) Cursor(_ context.Context, name string) (string, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[name]
+	return v, ok, nil
+}
+
+func (c *memCursor) SetCursor(_ context.Context, name, value string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[name] = value
+	return nil
+}
+
+// recSink records every delivery, duplicates included, and signals each.
+type recSink struct {
+	mu  sync.Mutex
+	all []gateway.Inbound
+	got chan gateway.Inbound
+}
+
+func newSink() *recSink { return &recSink{got: make(chan gateway.Inbound, 256)} }
+
+func (s *recSink) Deliver(_ context.Context, in gateway.Inbound) error {
+	s.mu.Lock()
+	s.all = append(s.all, in)
+	s.mu.Unlock()
+	s.got <- in
+	return nil
+}
+
+func (s *recSink) deliveries() []gateway.Inbound {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]gateway.Inbound(nil), s.all...)
+}
+
+// next waits for the next delivery.
+func (s *recSink) next(t *testing.T) gateway.Inbound {
+	t.Helper()
+	select {
+	case in := <-s.got:
+		return in
+	case <-time.After(waitFor):
+		t.Fatal("no delivery before the deadline")
+		return gateway.Inbound{}
+	}
+}
+
+// newServer starts the fake; it is closed after the adapters (cleanups run
+// last-registered first, and adapters are started later).
+func newServer(t *testing.T, channels ...string) *discordtest.Server {
+	srv := discordtest.New(channels...)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// running is one adapter connected to the fake.
+type running struct {
+	a    *discord.Adapter
+	sink *recSink
+	stop func()
+}
+
+func baseConfig(t *testing.T, srv *discordtest.Server) discord.Config {
+	return discord.Config{
+		Token:        discordtest.Token,
+		APIURL:       srv.URL(),
+		AllowedUsers: []string{allowed, allowed2},
+		Cursor:       newMemCursor(),
+		Logger:       zaptest.NewLogger(t),
+	}
+}
+
+// start runs an adapter until stop (or the test's end) and waits for READY.
+func start(t *testing.T, cfg discord.Config) *running {
+	t.Helper()
+	a, err := discord.New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	sink := newSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, sink) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case <-a.Ready():
+	case err := <-done:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-time.After(waitFor):
+		t.Fatal("adapter not ready")
+	}
+	return &running{a: a, sink: sink, stop: stop}
+}
+
+// sentinel posts a message from an allowed user in a DM and waits for it:
+// the adapter handles events in order, so everything posted before it has
+// been handled once it arrives.
+func sentinel(t *testing.T, srv *discordtest.Server, r *running) {
+	t.Helper()
+	if _, ok := srv.Channel("99"); !ok {
+		srv.AddDM("99", allowed)
+	}
+	id := srv.Post(discordtest.Post{ChannelID: "99", AuthorID: allowed, Content: "sentinel"})
+	if in := r.sink.next(t); in.MessageID != id {
+		t.Fatalf("got delivery %q (%q) before the sentinel", in.MessageID, in.Text)
+	}
+}

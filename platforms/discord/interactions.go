@@ -1,0 +1,130 @@
+package discord
+
+import (
+	"context"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gatewayd/gatewayd/gateway"
+	"go.uber.org/zap"
+)
+
+// commands are the application (slash) commands; each arrives at the
+// gateway as the text command "/<name>".
+var commands = []*discordgo.ApplicationCommand{
+	{Name: "new", Description: "Start a fresh conversation in this lane"},
+	{Name: "reset", Description: "Reset this lane's conversation"},
+	{Name: "stop", Description: "Stop the running turn"},
+	{Name: "retry", Description: "Retry the last message"},
+	{Name: "compact", Description: "Compact the conversation context"},
+	{Name: "status", Description: "Show the lane's status"},
+	{Name: "help", Description: "List the commands"},
+}
+
+const (
+	refusalText     = "You are not allowed to use this bot here."
+	buttonRefusal   = "Only an allowed user of this conversation can press these buttons."
+	deliveryFailure = "That could not be recorded; please try again."
+)
+
+// registerCommands overwrites the global commands once per process; a
+// failure is logged and retried on the next READY.
+func (a *Adapter) registerCommands() {
+	_, appID := a.ids()
+	a.mu.Lock()
+	done := a.commandsSet
+	a.mu.Unlock()
+	if done || appID == "" {
+		return
+	}
+	if _, err := a.session.ApplicationCommandBulkOverwrite(appID, "", commands); err != nil {
+		a.log.Warn("discord.commands.register_failed", zap.Error(mapError("register commands", err)))
+		return
+	}
+	a.mu.Lock()
+	a.commandsSet = true
+	a.mu.Unlock()
+}
+
+// handleInteraction handles slash commands and button presses.
+func (a *Adapter) handleInteraction(ctx context.Context, i *discordgo.Interaction) {
+	user, roles := interactionUser(i)
+	if user == nil {
+		a.log.Warn("discord.interaction.no_user", zap.String("interaction_id", i.ID))
+		return
+	}
+	ch, err := a.channel(ctx, i.ChannelID)
+	if err != nil {
+		a.log.Error("discord.interaction.channel_lookup_failed", zap.String("channel_id", i.ChannelID), zap.Error(err))
+		a.respondEphemeral(ctx, i, deliveryFailure)
+		return
+	}
+	placeOK := a.allow.placeAllowed(i.GuildID, ch) && a.allow.userAllowed(user.ID, roles)
+	in := gateway.Inbound{
+		MessageID: i.ID, SenderID: user.ID, SenderName: user.Username, SenderRoles: roles,
+		Mentioned: true, ReceivedAt: a.cfg.Now(),
+	}
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand:
+		if !placeOK {
+			a.allow.logDenied(a.log, user, ch.ID)
+			a.respondEphemeral(ctx, i, refusalText)
+			return
+		}
+		in.Address = a.laneFor(ch, user.ID)
+		in.Text = "/" + i.ApplicationCommandData().Name
+		a.deliverInteraction(ctx, i, in, &discordgo.InteractionResponse{
+			Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: "`" + in.Text + "`"},
+		})
+	case discordgo.InteractionMessageComponent:
+		addr, known := gateway.Address{}, false
+		if i.Message != nil {
+			addr, known = a.buttons.get(i.Message.ID)
+		}
+		if !known {
+			addr = a.laneFor(ch, user.ID)
+		}
+		if !placeOK || (addr.UserID != "" && addr.UserID != user.ID) {
+			a.allow.logDenied(a.log, user, ch.ID)
+			a.respondEphemeral(ctx, i, buttonRefusal)
+			return
+		}
+		in.Address = addr
+		in.Callback = i.MessageComponentData().CustomID
+		a.deliverInteraction(ctx, i, in, &discordgo.InteractionResponse{
+			Type: discordgo.InteractionResponseDeferredMessageUpdate,
+		})
+	default:
+		a.log.Debug("discord.interaction.ignored", zap.Int("type", int(i.Type)))
+	}
+}
+
+// deliverInteraction records the inbound first, then acknowledges it, so a
+// user never sees an acknowledgement for something that was lost.
+func (a *Adapter) deliverInteraction(ctx context.Context, i *discordgo.Interaction, in gateway.Inbound, ack *discordgo.InteractionResponse) {
+	if err := a.currentSink().Deliver(ctx, in); err != nil {
+		a.deliverFailed(ctx, err, zap.String("interaction_id", i.ID), zap.String("session_key", in.Address.SessionKey()))
+		a.respondEphemeral(ctx, i, deliveryFailure)
+		return
+	}
+	if err := a.session.InteractionRespond(i, ack, discordgo.WithContext(ctx)); err != nil {
+		a.log.Warn("discord.interaction.ack_failed", zap.String("interaction_id", i.ID), zap.Error(mapError("ack", err)))
+	}
+}
+
+func (a *Adapter) respondEphemeral(ctx context.Context, i *discordgo.Interaction, text string) {
+	err := a.session.InteractionRespond(i, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		a.log.Warn("discord.interaction.respond_failed", zap.String("interaction_id", i.ID), zap.Error(mapError("respond", err)))
+	}
+}
+
+func interactionUser(i *discordgo.Interaction) (*discordgo.User, []string) {
+	if i.Member != nil && i.Member.User != nil {
+		return i.Member.User, i.Member.Roles
+	}
+	return i.User, nil
+}
