@@ -280,7 +280,10 @@ func (s *fakeStore) DueOutbox(_ context.Context, now time.Time, limit int) ([]st
 	return out, nil
 }
 
-func (s *fakeStore) MarkSent(_ context.Context, id int64, pid string) error {
+func (s *fakeStore) MarkSent(ctx context.Context, id int64, pid string) error {
+	if err := ctx.Err(); err != nil {
+		return err // like the real store: a cancelled write is not applied
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outbox[id-1].State, s.outbox[id-1].PlatformMessageID = store.OutboxSent, pid

@@ -125,6 +125,9 @@ func (g *Gateway) deliverRows(ctx context.Context, rows []store.OutboxMessage) i
 	blocked := map[string]bool{}
 	sent := 0
 	for _, m := range rows {
+		if ctx.Err() != nil {
+			break // stopping: start no new send; the rows stay pending
+		}
 		if blocked[m.SessionKey] || g.held(m.SessionKey, now) {
 			blocked[m.SessionKey] = true
 			continue
@@ -159,6 +162,11 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 		return true
 	}
 	out := g.outboundOf(m)
+	// A send that has started is finished, and its outcome recorded, even
+	// when the deliverer is stopping: cancelling it midway could leave a
+	// message the platform already has marked pending, and a restart would
+	// send it twice. sendTimeout still bounds it.
+	ctx = context.WithoutCancel(ctx)
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	id, err := p.Send(sctx, out)
 	cancel()

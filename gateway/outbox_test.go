@@ -80,3 +80,50 @@ func TestSlowPlatformDoesNotHoldUpOthers(t *testing.T) {
 		t.Errorf("slow platform got %q", o.Text)
 	}
 }
+
+// ctxPlatform is a platform whose Send blocks until released and fails if
+// its context was cancelled meanwhile, as a real HTTP client would.
+type ctxPlatform struct {
+	*fakePlatform
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (p *ctxPlatform) Send(ctx context.Context, out Outbound) (string, error) {
+	close(p.entered)
+	<-p.release
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return p.fakePlatform.Send(ctx, out)
+}
+
+// A reply already on the wire when the deliverer stops must be finished and
+// marked sent; otherwise a restart would send it a second time.
+func TestStoppingDelivererFinishesSendInFlight(t *testing.T) {
+	h := newHarness(t)
+	p := &ctxPlatform{fakePlatform: newFakePlatform(), entered: make(chan struct{}), release: make(chan struct{})}
+	p.name = "wire"
+	h.g.AddPlatform(p)
+	h.st.Enqueue(context.Background(), store.OutboxMessage{SessionKey: "v1:wire:x", Platform: "wire", Kind: "api", ChatID: "x", Text: "on the wire"})
+	h.st.Enqueue(context.Background(), store.OutboxMessage{SessionKey: "v1:wire:x", Platform: "wire", Kind: "api", ChatID: "x", Text: "not started"})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.g.deliverDue(ctx); close(done) }()
+	<-p.entered
+	stop()
+	close(p.release)
+	<-done
+	if o := p.next(t); o.Text != "on the wire" {
+		t.Fatalf("sent %q", o.Text)
+	}
+	h.st.mu.Lock()
+	first, second := h.st.outbox[0].State, h.st.outbox[1].State
+	h.st.mu.Unlock()
+	if first != store.OutboxSent {
+		t.Errorf("the send in flight was left %q, want sent", first)
+	}
+	if second != "" && second != store.OutboxPending {
+		t.Errorf("a row not yet started was %q, want it left pending for the next start", second)
+	}
+}
