@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -78,20 +79,28 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 	// next message is answered with the earlier context in the request.
 	d2 := startDaemon(t, bin, cfgFile, dir, "run2", notify.path)
 	waitHealthy(t, api, d2)
-	// The API lane has no listener at start-up, so the notice is seen in the
-	// log: one recovered cut-off for the lane, one notice sent to it.
-	cutOffs := waitLogEvents(t, d2, "api.no_listener", func(e map[string]any) bool {
+	// The API lane has no open request at start-up, so the platform holds
+	// the notice for the lane's next request: one recovered cut-off, one
+	// notice held, and the next answer carries it.
+	waitLogEvents(t, d2, "api.notice_held", func(e map[string]any) bool {
 		return e["lane"] == "proc" && e["kind"] == "notice"
 	})
 	if n := len(logEvents(d2, "recover.cut_off", laneIs("v1:api:proc"))); n != 1 {
 		t.Errorf("recover.cut_off events for the lane = %d, want 1", n)
 	}
-	if len(cutOffs) != 1 {
-		t.Errorf("notices sent to the lane = %d, want 1", len(cutOffs))
-	}
 	n := len(model.Requests())
-	if reply := postMessage(t, api, "proc", "what number did I ask you to remember?"); reply == "" {
+	answer := post(t, api, "proc", "what number did I ask you to remember?")
+	if answer.Reply == "" {
 		t.Fatal("no reply after the restart")
+	}
+	cutOffs := 0
+	for _, notice := range answer.Notices {
+		if notice == gateway.CutOffNotice {
+			cutOffs++
+		}
+	}
+	if cutOffs != 1 {
+		t.Errorf("the lane's first answer after the restart carried notices %q, want the cut-off notice once", answer.Notices)
 	}
 	reqs := model.Requests()[n:]
 	var last codextest.Request
@@ -155,7 +164,7 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 		!strings.Contains(got, "WATCHDOG=1") {
 		t.Errorf("sd_notify states %q: want READY (run 1), READY, WATCHDOG..., STOPPING (run 2)", states)
 	}
-	t.Logf("kill -9 test: cut-off notices %d, context intact, SIGTERM with a running turn: exit %d in %v (drain %v)", len(cutOffs), code, took, drain)
+	t.Logf("kill -9 test: cut-off notices %d, context intact, SIGTERM with a running turn: exit %d in %v (drain %v)", cutOffs, code, took, drain)
 }
 
 func buildDaemon(t *testing.T) string {
@@ -299,34 +308,46 @@ func waitHealthy(t *testing.T, api *apiClient, d *daemonProc) {
 }
 
 func tryPostMessage(api *apiClient, lane, text string) (string, error) {
+	r, err := tryPost(api, lane, text)
+	return r.Reply, err
+}
+
+// tryPost sends one message and returns the whole answer (reply and the
+// lane notices that rode on it).
+func tryPost(api *apiClient, lane, text string) (chatResult, error) {
+	var r chatResult
 	req, err := api.request(context.Background(), http.MethodPost, "/api/lanes/"+lane+"/messages",
 		map[string]string{"text": text, "user": "tester"})
 	if err != nil {
-		return "", err
+		return r, err
 	}
 	resp, err := api.send(req)
 	if err != nil {
-		return "", err
+		return r, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("status %s: %s", resp.Status, body)
+		return r, fmt.Errorf("status %s: %s", resp.Status, body)
 	}
-	var r chatResult
 	if err := json.Unmarshal(body, &r); err != nil {
-		return "", fmt.Errorf("decode %q: %w", body, err)
+		return r, fmt.Errorf("decode %q: %w", body, err)
 	}
-	return r.Reply, nil
+	return r, nil
 }
 
 func postMessage(t *testing.T, api *apiClient, lane, text string) string {
 	t.Helper()
-	reply, err := tryPostMessage(api, lane, text)
+	return post(t, api, lane, text).Reply
+}
+
+func post(t *testing.T, api *apiClient, lane, text string) chatResult {
+	t.Helper()
+	r, err := tryPost(api, lane, text)
 	if err != nil {
 		t.Fatalf("post %q: %v", text, err)
 	}
-	return reply
+	return r
 }
 
 // logEvents returns the daemon's JSON log entries for event that match.

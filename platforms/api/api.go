@@ -52,7 +52,18 @@ type Platform struct {
 	sink     gateway.Sink
 	waiters  map[string]*waiter // inbound message id → request waiting for its answer
 	previews map[string]*waiter // preview message id → request
+	// held keeps lane notices that arrived while no request of the lane was
+	// open (a cut-off notice after a restart, a reply whose client went
+	// away); the lane's next request carries them, so none is lost.
+	held map[string][]string
 }
+
+// Held notices are bounded so an abandoned lane cannot grow memory: at most
+// maxHeldPerLane per lane (the oldest give way) and maxHeldLanes lanes.
+const (
+	maxHeldPerLane = 20
+	maxHeldLanes   = 1000
+)
 
 var (
 	_ gateway.Platform = (*Platform)(nil)
@@ -67,7 +78,7 @@ func New(cfg Config) *Platform {
 		log = zap.NewNop()
 	}
 	return &Platform{cfg: cfg, log: log.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
-		waiters: map[string]*waiter{}, previews: map[string]*waiter{}}
+		waiters: map[string]*waiter{}, previews: map[string]*waiter{}, held: map[string][]string{}}
 }
 
 // Name returns "api".
@@ -194,10 +205,27 @@ func (p *Platform) Send(_ context.Context, out gateway.Outbound) (string, error)
 		}
 	}
 	if !delivered {
-		p.log.Info("api.no_listener", zap.String("lane", out.Address.ChatID), zap.String("in_reply_to", out.InReplyTo),
-			zap.String("kind", string(out.Kind)))
+		p.holdLocked(out)
 	}
 	return p.nextID("notice-"), nil
+}
+
+// holdLocked keeps an undeliverable message for the lane's next request.
+// The caller holds p.mu.
+func (p *Platform) holdLocked(out gateway.Outbound) {
+	lane := out.Address.ChatID
+	if _, ok := p.held[lane]; !ok && len(p.held) >= maxHeldLanes {
+		p.log.Warn("api.notice_dropped", zap.String("lane", lane), zap.String("why", "too many lanes with held notices"))
+		return
+	}
+	notes := append(p.held[lane], out.Text)
+	if n := len(notes) - maxHeldPerLane; n > 0 {
+		p.log.Warn("api.notice_dropped", zap.String("lane", lane), zap.Int("count", n), zap.String("why", "lane holds too many"))
+		notes = notes[n:]
+	}
+	p.held[lane] = notes
+	p.log.Info("api.notice_held", zap.String("lane", lane), zap.String("in_reply_to", out.InReplyTo),
+		zap.String("kind", string(out.Kind)))
 }
 
 // Edit updates a streamed preview.
@@ -219,6 +247,10 @@ func (p *Platform) register(id, lane string) (*waiter, error) {
 	}
 	w := newWaiter(lane)
 	p.waiters[id] = w
+	for _, text := range p.held[lane] {
+		w.addNotice(text)
+	}
+	delete(p.held, lane)
 	return w, nil
 }
 

@@ -154,6 +154,34 @@ func TestNoticesAttachToWaitingRequest(t *testing.T) {
 	}
 }
 
+// A notice sent while no request of the lane is open (the cut-off notice
+// after a restart) rides on the lane's next response, exactly once.
+func TestNoticeWithoutListenerIsHeldForNextRequest(t *testing.T) {
+	p, _ := startAPI(t, "", echo)
+	cutOff := gateway.Outbound{Address: gateway.Address{Platform: "api", Kind: gateway.LaneAPI, ChatID: "demo"},
+		Kind: gateway.OutNotice, Text: "cut off"}
+	if _, err := p.Send(context.Background(), cutOff); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	_, body := post(t, p, "other", "", `{"text":"hi"}`)
+	if body["notices"] != nil {
+		t.Errorf("another lane got %v", body["notices"])
+	}
+	_, body = post(t, p, "demo", "", `{"text":"hi"}`)
+	if n, _ := body["notices"].([]any); len(n) != 1 || n[0] != "cut off" || body["reply"] != "re: hi" {
+		t.Errorf("first request after the notice: %v", body)
+	}
+	if _, body = post(t, p, "demo", "", `{"text":"again"}`); body["notices"] != nil {
+		t.Errorf("the notice came twice: %v", body["notices"])
+	}
+	for i := 0; i < maxHeldPerLane+5; i++ {
+		p.Send(context.Background(), cutOff)
+	}
+	if _, body = post(t, p, "demo", "", `{"text":"hi"}`); len(body["notices"].([]any)) != maxHeldPerLane {
+		t.Errorf("held %d notices, want the bound %d", len(body["notices"].([]any)), maxHeldPerLane)
+	}
+}
+
 func TestSSEStreamsDeltasThenDone(t *testing.T) {
 	p, _ := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
 		ctx := context.Background()
