@@ -2,8 +2,6 @@ package telegram_test
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,119 +10,25 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
-	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// daemon is one gatewayd "process": store + real codex + gateway + adapter.
-type daemon struct {
-	st   *store.Store
-	cx   *codex.Client
-	stop context.CancelFunc
-	done chan error
-}
-
-type e2eEnv struct {
-	srv   *telegramtest.Server
-	model *codextest.Model
-	home  string
-	db    string
-	work  string
-}
-
-func (e *e2eEnv) start(t *testing.T, ctx context.Context) *daemon {
+// startStack runs gatewayd (real store and codex) with a Telegram adapter
+// talking to the fake Bot API.
+func startStack(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *telegramtest.Server) *gatewaytest.Stack {
 	t.Helper()
-	log := zaptest.NewLogger(t)
-	st, err := store.Open(ctx, e.db, store.Options{Logger: log})
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	cx, err := codex.Start(ctx, codex.Options{
-		Command:      codextest.CodexBinary(t),
-		Args:         codextest.Args(e.model.URL),
-		Home:         e.home,
-		Env:          codextest.Env(),
-		Dir:          e.work,
-		StartTimeout: 20 * time.Second,
-		Logger:       log,
-	})
-	if err != nil {
-		_ = st.Close()
-		t.Fatalf("codex.Start: %v", err)
-	}
-	tg, err := telegram.New(telegram.Config{
-		Token:        telegramtest.Token,
-		APIURL:       e.srv.URL,
-		AllowedUsers: []int64{1001},
-		Cursor:       st,
-		PollTimeout:  time.Second,
-		RetryBackoff: 20 * time.Millisecond,
-		Logger:       log,
-	})
-	if err != nil {
-		t.Fatalf("telegram.New: %v", err)
-	}
-	g, err := gateway.New(gateway.Config{
-		Thread:       codex.ThreadConfig{Cwd: e.work},
-		DrainTimeout: 20 * time.Second,
-		Logger:       log,
-	}, st, cx)
-	if err != nil {
-		t.Fatalf("gateway.New: %v", err)
-	}
-	g.AddPlatform(tg)
-	runCtx, cancel := context.WithCancel(ctx)
-	d := &daemon{st: st, cx: cx, stop: cancel, done: make(chan error, 1)}
-	go func() { d.done <- g.Run(runCtx) }()
-	select {
-	case <-g.Ready():
-	case err := <-d.done:
-		t.Fatalf("gateway stopped before ready: %v", err)
-	case <-ctx.Done():
-		t.Fatal("gateway not ready")
-	}
-	return d
-}
-
-// waitOutboxSent waits until the gateway marked every reply sent. A reply
-// seen by Telegram is not yet marked; shutting down in between makes the
-// outbox send it again after the restart (at-least-once). There is no
-// signal for "marked", so this polls with a deadline.
-func (d *daemon) waitOutboxSent(t *testing.T, ctx context.Context) {
-	t.Helper()
-	for {
-		due, err := d.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10)
+	return w.Start(t, ctx, gateway.Config{}, func(st *store.Store) []gateway.Platform {
+		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
+			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
 		if err != nil {
-			t.Fatalf("DueOutbox: %v", err)
+			t.Fatalf("telegram.New: %v", err)
 		}
-		if len(due) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("outbox still holds %d messages", len(due))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func (d *daemon) shutdown(t *testing.T) {
-	t.Helper()
-	d.stop()
-	if err := <-d.done; err != nil {
-		t.Errorf("gateway.Run: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.cx.Close(ctx); err != nil && !errors.Is(err, codex.ErrClosed) {
-		t.Errorf("codex close: %v", err)
-	}
-	if err := d.st.Close(); err != nil {
-		t.Errorf("store close: %v", err)
-	}
+		return []gateway.Platform{tg}
+	})
 }
 
 // TestEndToEndTopicsKeepTheirContextAcrossRestart: two forum topics talk to
@@ -133,20 +37,16 @@ func (d *daemon) shutdown(t *testing.T) {
 func TestEndToEndTopicsKeepTheirContextAcrossRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	env := &e2eEnv{
-		srv: telegramtest.New(t), model: codextest.NewModel(t), home: codextest.Home(t),
-		db: filepath.Join(dir, "gatewayd.db"), work: dir,
-	}
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
 	forum := models.Chat{ID: -1001, Type: models.ChatTypeSupergroup, IsForum: true}
 	alice := models.User{ID: 1001, FirstName: "Alice"}
 	say := func(topic int, text string) *models.Message {
-		return env.srv.Text(forum, alice, topic, "@gatewayd_test_bot "+text, nil)
+		return srv.Text(forum, alice, topic, "@gatewayd_test_bot "+text, nil)
 	}
 	waitReply := func(topic int, want string) {
 		t.Helper()
-		env.srv.WaitFor(60*time.Second, "reply "+want, func() bool {
-			for _, m := range env.srv.Messages(forum.ID, topic) {
+		srv.WaitFor(60*time.Second, "reply "+want, func() bool {
+			for _, m := range srv.Messages(forum.ID, topic) {
 				if strings.Contains(m.Text, want) {
 					return true
 				}
@@ -155,19 +55,20 @@ func TestEndToEndTopicsKeepTheirContextAcrossRestart(t *testing.T) {
 		})
 	}
 
-	d := env.start(t, ctx)
+	d := startStack(t, ctx, world, srv)
 	first := say(42, "remember APPLE")
 	say(43, "remember PEAR")
 	waitReply(42, "ECHO")
 	waitReply(43, "ECHO")
-	d.waitOutboxSent(t, ctx)
-	d.shutdown(t)
+	// Stopping right after the replies arrived is on purpose: a reply the
+	// platform has but the outbox has not yet marked sent must not be sent
+	// again after the restart (counted below).
+	d.Stop(t)
 
-	d = env.start(t, ctx)
-	defer d.shutdown(t)
+	startStack(t, ctx, world, srv)
 	// Telegram redelivers the first message (same message id): the gateway
 	// must recognise it and not answer it twice.
-	env.srv.Queue(&models.Update{Message: first})
+	srv.Queue(&models.Update{Message: first})
 	say(42, "which fruit, topic 42?")
 	say(43, "which fruit, topic 43?")
 	waitReply(42, "topic 42?")
@@ -182,7 +83,7 @@ func TestEndToEndTopicsKeepTheirContextAcrossRestart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var req *codextest.Request
-			for _, r := range env.model.Requests() {
+			for _, r := range world.Model.Requests() {
 				if strings.Contains(r.LastUserText(), tt.marker) {
 					req = &r
 				}
@@ -198,16 +99,16 @@ func TestEndToEndTopicsKeepTheirContextAcrossRestart(t *testing.T) {
 		})
 	}
 	apples := 0
-	for _, m := range env.srv.Messages(forum.ID, 42) {
+	for _, m := range srv.Messages(forum.ID, 42) {
 		if strings.Contains(m.Text, "APPLE") {
 			apples++
 		}
 	}
 	if apples != 1 {
-		t.Fatalf("the redelivered message was answered %d times, want once: %+v", apples, env.srv.Messages(forum.ID, 42))
+		t.Fatalf("the redelivered message was answered %d times, want once: %+v", apples, srv.Messages(forum.ID, 42))
 	}
 	for _, topic := range []int{42, 43} {
-		for _, m := range env.srv.Messages(forum.ID, topic) {
+		for _, m := range srv.Messages(forum.ID, topic) {
 			if strings.Contains(m.Text, "topic 42?") && topic != 42 || strings.Contains(m.Text, "topic 43?") && topic != 43 {
 				t.Fatalf("reply %q landed in topic %d", m.Text, topic)
 			}

@@ -1,0 +1,116 @@
+// Package gatewaytest runs the real gatewayd stack in a test: a SQLite
+// store in a temp directory, the real codex app-server pointed at the fake
+// model, and a gateway with the platforms under test. A Stack is one
+// "process"; starting a second Stack on the same World after stopping the
+// first is a daemon restart.
+package gatewaytest
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// World is what outlives a restart: the fake model, CODEX_HOME, the database
+// file and the working directory.
+type World struct {
+	Model *codextest.Model
+	Home  string
+	DB    string
+	Work  string
+}
+
+// NewWorld makes a fresh world in t's temp directories.
+func NewWorld(t testing.TB) *World {
+	dir := t.TempDir()
+	return &World{Model: codextest.NewModel(t), Home: codextest.Home(t),
+		DB: filepath.Join(dir, "gatewayd.db"), Work: dir}
+}
+
+// Stack is one running gatewayd: store, codex client and gateway.
+type Stack struct {
+	Store   *store.Store
+	Codex   *codex.Client
+	Gateway *gateway.Gateway
+	stop    context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// Start opens the store, starts the real app-server and runs a gateway with
+// the platforms that platforms builds (they may use the store as their
+// cursor store). It returns once the gateway is ready; Stop is registered
+// with t.Cleanup, so a test may also stop the stack itself to restart.
+func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, platforms func(st *store.Store) []gateway.Platform) *Stack {
+	t.Helper()
+	log := zaptest.NewLogger(t)
+	st, err := store.Open(ctx, w.DB, store.Options{Logger: log})
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	cx, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(t), Args: codextest.Args(w.Model.URL),
+		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log})
+	if err != nil {
+		_ = st.Close()
+		t.Fatalf("codex.Start: %v", err)
+	}
+	if cfg.Thread.Cwd == "" {
+		cfg.Thread.Cwd = w.Work
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 20 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
+	g, err := gateway.New(cfg, st, cx)
+	if err != nil {
+		t.Fatalf("gateway.New: %v", err)
+	}
+	for _, p := range platforms(st) {
+		g.AddPlatform(p)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s := &Stack{Store: st, Codex: cx, Gateway: g, stop: cancel, done: make(chan error, 1)}
+	go func() { s.done <- g.Run(runCtx) }()
+	t.Cleanup(func() { s.Stop(t) })
+	select {
+	case <-g.Ready():
+	case err := <-s.done:
+		t.Fatalf("gateway stopped before it was ready: %v", err)
+	case <-ctx.Done():
+		t.Fatal("gateway not ready in time")
+	}
+	return s
+}
+
+// Stop shuts the gateway down as SIGTERM would (drain, flush the outbox),
+// then closes the app-server and the store. It is idempotent.
+func (s *Stack) Stop(t testing.TB) {
+	t.Helper()
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	s.stop()
+	if err := <-s.done; err != nil {
+		t.Errorf("gateway.Run: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Codex.Close(ctx); err != nil && !errors.Is(err, codex.ErrClosed) {
+		t.Errorf("codex close: %v", err)
+	}
+	if err := s.Store.Close(); err != nil {
+		t.Errorf("store close: %v", err)
+	}
+}
