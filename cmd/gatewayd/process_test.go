@@ -167,7 +167,7 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 	t.Logf("kill -9 test: cut-off notices %d, context intact, SIGTERM with a running turn: exit %d in %v (drain %v)", cutOffs, code, took, drain)
 }
 
-func buildDaemon(t *testing.T) string {
+func buildDaemon(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gatewayd")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -177,7 +177,7 @@ func buildDaemon(t *testing.T) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -187,7 +187,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func writeProcessConfig(t *testing.T, dir string, cfg map[string]any) string {
+func writeProcessConfig(t testing.TB, dir string, cfg map[string]any) string {
 	t.Helper()
 	// JSON is YAML; viper reads the file as YAML.
 	b, err := json.MarshalIndent(cfg, "", "  ")
@@ -221,7 +221,7 @@ func (d *daemonProc) logs() string {
 	return d.out.String()
 }
 
-func startDaemon(t *testing.T, bin, cfgFile, dir, name, notifySocket string) *daemonProc {
+func startDaemon(t testing.TB, bin, cfgFile, dir, name, notifySocket string) *daemonProc {
 	t.Helper()
 	d := &daemonProc{done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "run", "--config", cfgFile)
@@ -271,7 +271,7 @@ func (d *daemonProc) kill9(t *testing.T) {
 	<-d.done
 }
 
-func (d *daemonProc) terminate(t *testing.T, limit time.Duration) int {
+func (d *daemonProc) terminate(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ type notifyListener struct {
 	changed chan struct{} // closed and replaced on every datagram
 }
 
-func listenNotify(t *testing.T) *notifyListener {
+func listenNotify(t testing.TB) *notifyListener {
 	t.Helper()
 	n := &notifyListener{path: filepath.Join(t.TempDir(), "notify.sock"), changed: make(chan struct{})}
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
@@ -449,7 +449,7 @@ func (n *notifyListener) states() []string {
 }
 
 // waitFor blocks until the recorded states satisfy ok.
-func (n *notifyListener) waitFor(t *testing.T, what string, ok func([]string) bool) {
+func (n *notifyListener) waitFor(t testing.TB, what string, ok func([]string) bool) {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {
