@@ -47,6 +47,9 @@ func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res 
 	if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", t.UserText, t.TurnID, t.UserMessageID, now, t); err != nil {
 		return err
 	}
+	if err := insertSteered(ctx, q, sessionID, t, now); err != nil {
+		return err
+	}
 	added, err := insertMessage(ctx, q, sessionID, t.SessionKey, "assistant", t.AssistantText, t.TurnID, "", now, t)
 	if err != nil {
 		return err
@@ -102,6 +105,23 @@ func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, t
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// insertSteered adds the user rows of messages steered into the turn, in
+// order after the turn's own user row, and marks their inbound rows done.
+func insertSteered(ctx context.Context, q querier, sessionID int64, t CompletedTurn, now int64) error {
+	for i, in := range t.Steered {
+		if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", in.Text, SteerTurnID(t.TurnID, i+1), in.MessageID, now, t); err != nil {
+			return err
+		}
+		if in.InboundID == 0 {
+			continue
+		}
+		if _, err := q.ExecContext(ctx, "UPDATE inbox SET state = 'done', updated_at = ? WHERE id = ?", now, in.InboundID); err != nil {
+			return fmt.Errorf("mark steered inbound done: %w", err)
+		}
+	}
+	return nil
 }
 
 // finishTurn clears the turn's journal entry (only its own: a newer turn of

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -112,7 +113,22 @@ type CompletedTurn struct {
 	Confirm                                        bool
 	Reply                                          *OutboxMessage
 	Usage                                          UsageRecord
+	// Steered are messages added to the running turn with turn/steer. Each
+	// becomes its own user row of the turn (turn id TurnID+"#steer<n>", so
+	// UNIQUE(session_key, turn_id, role) keeps a second commit a no-op) and
+	// its inbound row is marked done. Addition to the contract.
+	Steered []SteeredInput
 }
+
+// SteeredInput is one message steered into a running turn.
+type SteeredInput struct {
+	Text, MessageID string
+	InboundID       int64
+}
+
+// SteerTurnID is the turn id under which the n-th (1-based) steered message
+// of turn turnID is stored.
+func SteerTurnID(turnID string, n int) string { return fmt.Sprintf("%s#steer%d", turnID, n) }
 
 // UsageRecord is the token usage reported at the end of a turn.
 type UsageRecord struct {
