@@ -28,6 +28,8 @@ var commands = map[string]string{
 	"retry":   "run your last message again",
 	"compact": "compact this conversation's Codex thread",
 	"status":  "show this conversation's thread, usage and queue",
+	"approve": "allow what Codex asked for: /approve [id] [session]",
+	"deny":    "refuse what Codex asked for: /deny [id]",
 	"help":    "list commands",
 }
 
@@ -69,6 +71,8 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
+	case "approve", "deny":
+		g.notify(ctx, l.addr, msgID, g.approvalCommand(l, cmd.args, cmd.name == "approve"))
 	}
 	g.setInbound(ctx, inboundID, store.InboundDone)
 }
@@ -114,6 +118,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
 	dropped := g.dropQueue(ctx, l)
+	g.cancelApprovals(l.key)
 	if running != "" {
 		if err := g.cx.Interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			g.log.Warn("lane.reset_interrupt_failed", zap.String("lane", l.key), zap.Error(err))
@@ -147,6 +152,7 @@ func (g *Gateway) stop(ctx context.Context, l *lane) string {
 		thread = l.cur.threadID
 	}
 	l.mu.Unlock()
+	g.cancelApprovals(l.key)
 	if thread == "" {
 		return "Nothing is running."
 	}
@@ -193,29 +199,6 @@ func (g *Gateway) lastUserText(ctx context.Context, key string) string {
 	return ""
 }
 
-// compact runs native compaction on the lane's loaded thread.
-func (g *Gateway) compact(ctx context.Context, l *lane, it item) {
-	defer g.setInbound(ctx, it.inboundID, store.InboundDone)
-	l.mu.Lock()
-	thread := l.thread
-	l.mu.Unlock()
-	if thread == "" {
-		g.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation's Codex thread is not loaded. Send a message first.")
-		return
-	}
-	before, after, err := g.cx.Compact(ctx, thread)
-	if err != nil {
-		g.log.Warn("thread.compact_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err))
-		return
-	}
-	if err := g.st.RecordCompaction(ctx, l.key, thread, before.LastTotalTokens, after.LastTotalTokens); err != nil {
-		g.log.Error("thread.compaction_record_failed", zap.String("lane", l.key), zap.Error(err))
-	}
-	g.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.",
-		before.LastTotalTokens, after.LastTotalTokens))
-}
-
 // status describes the lane for /status.
 func (g *Gateway) status(ctx context.Context, l *lane) string {
 	var b strings.Builder
@@ -236,6 +219,8 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 		} else {
 			b.WriteString("Context: no usage reported yet\n")
 		}
+		b.WriteString(g.compactionStatus(sl))
+		b.WriteString(g.rotationStatus())
 	}
 	l.mu.Lock()
 	waiting, running, live := len(l.queue), l.cur != nil, l.thread != ""
@@ -278,7 +263,7 @@ func yesNo(b bool) string {
 }
 
 func helpText() string {
-	order := []string{"new", "reset", "stop", "retry", "compact", "status", "help"}
+	order := []string{"new", "reset", "stop", "retry", "compact", "status", "approve", "deny", "help"}
 	var b strings.Builder
 	b.WriteString("Commands:\n")
 	for _, name := range order {

@@ -31,6 +31,10 @@ type fakeStore struct {
 	firstDue int              // outbox rows before it are all settled
 	bindings []string         // "bind:<thread>", "lost:<thread>" in order
 	now      func() time.Time
+	// compactions ("<thread>:<before>:<after>") and rotations
+	// ("<reason>:<keep>") recorded, in order.
+	compactions []string
+	rotations   []string
 }
 
 func newFakeStore() *fakeStore {
@@ -226,9 +230,18 @@ func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.
 	}
 	s.turnIdx[t.SessionKey+"\x00"+t.TurnID] = true
 	sid := t.SessionID
+	now := s.now()
 	s.messages = append(s.messages,
-		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "user", Text: t.UserText, TurnID: t.TurnID},
-		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "assistant", Text: t.AssistantText, TurnID: t.TurnID})
+		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "user", Text: t.UserText, TurnID: t.TurnID, CreatedAt: now})
+	for i, in := range t.Steered {
+		s.messages = append(s.messages, store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "user",
+			Text: in.Text, TurnID: store.SteerTurnID(t.TurnID, i+1), CreatedAt: now})
+		if in.InboundID > 0 && int(in.InboundID) <= len(s.inbound) {
+			s.inbound[in.InboundID-1].State = store.InboundDone
+		}
+	}
+	s.messages = append(s.messages,
+		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "assistant", Text: t.AssistantText, TurnID: t.TurnID, CreatedAt: now})
 	if t.InboundID > 0 && int(t.InboundID) <= len(s.inbound) {
 		s.inbound[t.InboundID-1].State = store.InboundDone
 	}
@@ -306,7 +319,12 @@ func (s *fakeStore) MarkFailed(_ context.Context, id int64, errText string) erro
 	return nil
 }
 
-func (s *fakeStore) RecordCompaction(context.Context, string, string, int64, int64) error { return nil }
+func (s *fakeStore) RecordCompaction(_ context.Context, _, thread string, before, after int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.compactions = append(s.compactions, fmt.Sprintf("%s:%d:%d", thread, before, after))
+	return nil
+}
 
 // rows counts transcript rows by role for a lane (all sessions).
 func (s *fakeStore) rows(key string) (user, assistant int) {
@@ -346,6 +364,11 @@ type fakeCodex struct {
 	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
 	interr   chan string // Interrupt calls
 	turnSeq  int
+	// optional hooks for the lane policies (nil: defaults below)
+	steerFn   func(thread, text string) error
+	compactFn func(thread string) (codex.Usage, codex.Usage, error)
+	usageFn   func(thread string) (codex.Usage, bool)
+	compacts  []string // threads compacted
 }
 
 func newFakeCodex() *fakeCodex {
@@ -414,8 +437,25 @@ func (c *fakeCodex) Interrupt(_ context.Context, thread string) error {
 	return nil
 }
 
-func (c *fakeCodex) Compact(context.Context, string) (codex.Usage, codex.Usage, error) {
+func (c *fakeCodex) Compact(_ context.Context, thread string) (codex.Usage, codex.Usage, error) {
+	c.mu.Lock()
+	c.compacts = append(c.compacts, thread)
+	fn := c.compactFn
+	c.mu.Unlock()
+	if fn != nil {
+		return fn(thread)
+	}
 	return codex.Usage{LastTotalTokens: 100}, codex.Usage{LastTotalTokens: 10}, nil
+}
+
+func (c *fakeCodex) Steer(_ context.Context, thread, text string) error {
+	c.mu.Lock()
+	fn := c.steerFn
+	c.mu.Unlock()
+	if fn != nil {
+		return fn(thread, text)
+	}
+	return fmt.Errorf("fake: %w", codex.ErrNoActiveTurn)
 }
 
 func (c *fakeCodex) Release(_ context.Context, thread string) error {
@@ -426,7 +466,13 @@ func (c *fakeCodex) Release(_ context.Context, thread string) error {
 	return nil
 }
 
-func (c *fakeCodex) Usage(string) (codex.Usage, bool) {
+func (c *fakeCodex) Usage(thread string) (codex.Usage, bool) {
+	c.mu.Lock()
+	fn := c.usageFn
+	c.mu.Unlock()
+	if fn != nil {
+		return fn(thread)
+	}
 	return codex.Usage{LastTotalTokens: 1200, TotalTokens: 5000, ContextWindow: 200000}, true
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -19,6 +20,7 @@ type Codex interface {
 	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
 	RunTurn(ctx context.Context, threadID, text string, ev codex.TurnEvents) (codex.TurnResult, error)
 	Interrupt(ctx context.Context, threadID string) error
+	Steer(ctx context.Context, threadID, text string) error
 	Compact(ctx context.Context, threadID string) (before, after codex.Usage, err error)
 	Release(ctx context.Context, threadID string) error
 	Usage(threadID string) (codex.Usage, bool)
@@ -45,6 +47,8 @@ type Store interface {
 	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error
 	MarkFailed(ctx context.Context, id int64, errText string) error
 	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
+	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
+	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
 }
 
 // Observer receives metrics events. Implementations must be fast and safe
@@ -68,9 +72,12 @@ func (NopObserver) Resume(string)                      {}
 func (NopObserver) Outbound(string, error)             {}
 func (NopObserver) PlatformError(string, string)       {}
 
-// BusyQueue is the only busy mode so far: a message arriving while the
-// lane's turn runs waits in the lane's queue.
-const BusyQueue = "queue"
+// Busy modes: what a message arriving while the lane's turn runs does.
+const (
+	BusyQueue     = "queue"     // it waits in the lane's queue
+	BusyInterrupt = "interrupt" // it interrupts the running turn and runs next
+	BusySteer     = "steer"     // it is added to the running turn (turn/steer)
+)
 
 // Config tunes the gateway. Zero values take the defaults noted.
 type Config struct {
@@ -78,15 +85,30 @@ type Config struct {
 	IdleEvict          time.Duration // release a thread idle this long (default 30m; <0 disables)
 	QueueLimit         int           // messages waiting per lane (default 10)
 	MaxConcurrentTurns int           // turns running at once over all lanes (default 4)
-	BusyMode           string        // "queue" (default; the only mode)
-	Thread             codex.ThreadConfig
-	AutoRetryCutOff    bool          // rerun a turn cut off by a restart once, instead of asking
-	DrainTimeout       time.Duration // on shutdown, wait this long for running turns (default 30s)
-	PreviewInterval    time.Duration // minimum time between streamed preview edits (default 1s)
-	TypingInterval     time.Duration // typing indicator refresh (default 4s)
-	Logger             *zap.Logger
-	Now                func() time.Time
-	Observer           Observer
+	BusyMode           string        // "queue" (default) | "interrupt" | "steer"
+	// Rotate starts a new transcript session when a message arrives after
+	// the lane was idle for Rotate.Every, or after a daily boundary passed
+	// since its last turn. Zero: never.
+	Rotate config.Rotate
+	// CompactAt is the fraction of the context window (codex-reported usage)
+	// above which the thread is compacted before the next turn; 0 = off.
+	CompactAt float64
+	// CompactCooldownTurns is how many turns must run after a compaction
+	// attempt before another automatic one (default 3).
+	CompactCooldownTurns int
+	// Approvals: "chat" asks the lane (Approve); "never" (default) lets the
+	// sandbox decide. ApprovalTimeout declines an unanswered request
+	// (default 10m).
+	Approvals       string
+	ApprovalTimeout time.Duration
+	Thread          codex.ThreadConfig
+	AutoRetryCutOff bool          // rerun a turn cut off by a restart once, instead of asking
+	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default 30s)
+	PreviewInterval time.Duration // minimum time between streamed preview edits (default 1s)
+	TypingInterval  time.Duration // typing indicator refresh (default 4s)
+	Logger          *zap.Logger
+	Now             func() time.Time
+	Observer        Observer
 }
 
 func (c *Config) applyDefaults() error {
@@ -105,8 +127,27 @@ func (c *Config) applyDefaults() error {
 	if c.BusyMode == "" {
 		c.BusyMode = BusyQueue
 	}
-	if c.BusyMode != BusyQueue {
-		return fmt.Errorf("gateway: busy mode %q is not supported (only %q)", c.BusyMode, BusyQueue)
+	switch c.BusyMode {
+	case BusyQueue, BusyInterrupt, BusySteer:
+	default:
+		return fmt.Errorf("gateway: busy mode %q is not supported (use %q, %q or %q)",
+			c.BusyMode, BusyQueue, BusyInterrupt, BusySteer)
+	}
+	if c.CompactAt < 0 || c.CompactAt >= 1 {
+		return fmt.Errorf("gateway: compact_at %v must be in [0, 1)", c.CompactAt)
+	}
+	if c.CompactCooldownTurns <= 0 {
+		c.CompactCooldownTurns = 3
+	}
+	switch c.Approvals {
+	case "":
+		c.Approvals = ApprovalsNever
+	case ApprovalsNever, ApprovalsChat:
+	default:
+		return fmt.Errorf("gateway: approvals %q is not supported (use %q or %q)", c.Approvals, ApprovalsNever, ApprovalsChat)
+	}
+	if c.ApprovalTimeout <= 0 {
+		c.ApprovalTimeout = 10 * time.Minute
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
@@ -190,6 +231,8 @@ type Gateway struct {
 	wake      chan struct{} // outbox has new rows
 	holdMu    sync.Mutex
 	hold      map[string]time.Time // lanes whose outbox waits for a retry
+
+	approvals approvalBook // pending chat approvals
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,7 @@ type world struct {
 	home  string
 	db    string
 	dir   string
+	args  []string // extra app-server arguments
 }
 
 func newWorld(t *testing.T) *world {
@@ -88,8 +90,17 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 	t.Helper()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t)
-	cx, err := codex.Start(ctx, codex.Options{Command: w.bin, Args: codextest.Args(w.model.URL), Home: w.home,
-		Env: codextest.Env(), Dir: w.dir, Logger: log})
+	// The client starts before the gateway: approvals are routed late,
+	// as the daemon does.
+	var late atomic.Pointer[gateway.Gateway]
+	approve := func(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
+		if g := late.Load(); g != nil {
+			return g.Approve(ctx, req)
+		}
+		return codex.DecisionDecline
+	}
+	cx, err := codex.Start(ctx, codex.Options{Command: w.bin, Args: append(codextest.Args(w.model.URL), w.args...), Home: w.home,
+		Env: codextest.Env(), Dir: w.dir, Logger: log, Approvals: approve})
 	if err != nil {
 		t.Fatalf("codex.Start: %v", err)
 	}
@@ -99,12 +110,13 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 		t.Fatalf("store.Open: %v", err)
 	}
 	cfg.Logger = log
-	cfg.Thread = codex.ThreadConfig{Cwd: w.dir}
+	cfg.Thread.Cwd = w.dir
 	rec := &recordingCodex{Client: cx}
 	g, err := gateway.New(cfg, st, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	late.Store(g)
 	p := api.New(api.Config{Listen: "127.0.0.1:0", Logger: log})
 	g.AddPlatform(p)
 	runCtx, cancel := context.WithCancel(ctx)

@@ -32,6 +32,9 @@ type lane struct {
 	notified bool       // "queued" notice sent for the current burst
 	dead     bool       // dropped from Gateway.lanes; a new lane object replaces it
 	lastUsed int64      // unix nanos of the last turn, for idle eviction
+	// compactHold counts turns that must still run before an automatic
+	// compaction may be tried again (the cooldown).
+	compactHold int
 
 	prev, next *lane // LRU links, guarded by Gateway.mu
 	inLRU      bool
@@ -55,10 +58,19 @@ type item struct {
 
 // turnState is the item being processed; commands use it to stop the turn.
 type turnState struct {
+	kind     itemKind
 	threadID string
+	// superseded: busy mode interrupt asked this turn to stop; a turn not
+	// yet started is not started, one starting is interrupted at once.
+	superseded bool
+	// steer holds the messages steered into this turn (busy mode steer).
+	steer    steerLog
 	discard  bool // the lane was reset: skip or discard the result
 	cutOff   bool // shutdown interrupted it: leave it journaled
 	answered bool // the answer is being committed; nothing waits for it
+	// compacting: the thread's active codex turn is a compaction run
+	// before this turn; nothing may be steered into it or interrupt it.
+	compacting bool
 }
 
 // idle reports whether the lane has no work; l.mu must be held.
@@ -153,10 +165,12 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		g.obs.PlatformError(in.Address.Platform, "unauthorized")
 		return false, nil
 	}
+	if in.Callback != "" && in.Text == "" {
+		g.callback(ctx, in)
+		return false, nil
+	}
 	if in.Text == "" {
-		// Button presses have no use yet; say so rather than drop silently.
-		g.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform),
-			zap.String("callback", in.Callback))
+		g.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
 		return false, nil
 	}
 	if in.ReceivedAt.IsZero() {
@@ -207,7 +221,11 @@ func (g *Gateway) dispatch(ctx context.Context, addr Address, inboundID int64, m
 		g.command(ctx, l, cmd, inboundID, msgID)
 		return
 	}
-	g.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text})
+	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text}
+	if g.busyInput(ctx, l, it) {
+		return
+	}
+	g.enqueue(ctx, l, it)
 }
 
 // enqueue appends work to the lane's queue, starting its worker if none
@@ -242,7 +260,7 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 	}
 	l.mu.Unlock()
 	if tell {
-		g.notify(ctx, l.addr, "", "Queued: I will answer after the current reply.")
+		g.notify(ctx, l.addr, "", g.queuedNotice())
 	}
 }
 
@@ -322,7 +340,7 @@ func (g *Gateway) next(l *lane) (item, bool) {
 	if len(l.queue) == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{}
+	l.cur = &turnState{kind: it.kind}
 	return it, true
 }
 

@@ -154,6 +154,10 @@ type Outbound struct {
 	InReplyTo string
 	// Turn is set on agent replies delivered in the gateway's lifetime.
 	Turn *TurnInfo
+	// Approval is set on the question of a pending chat approval, so an
+	// adapter can show it structured (the API lane's SSE stream); the
+	// decision comes back through Gateway.Decide, a button or /approve.
+	Approval *PendingApproval
 }
 
 // Platform is what every adapter implements.

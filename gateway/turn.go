@@ -84,6 +84,8 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		g.abandon(ctx, t)
 		return
 	}
+	g.maybeRotate(ctx, t)
+	sl = t.sl
 	err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
 		InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
 	if err != nil {
@@ -103,6 +105,12 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	}
 	if g.isCutOff(l) {
 		return // shutdown: stays journaled, not started
+	}
+	g.autoCompact(ctx, t)
+	if isSuperseded(l) {
+		// busy mode interrupt: a newer message arrived before this turn began.
+		g.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
+		return
 	}
 	res, err := g.execute(ctx, t)
 	if g.isCutOff(l) {
@@ -191,7 +199,7 @@ func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
 // thread the app-server forgot (it restarted) is ensured again once.
 func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
 	ev := codex.TurnEvents{
-		Started: func(id string) { t.turnID = id },
+		Started: func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
 		Delta:   t.stream.delta,
 	}
 	res, err := g.cx.RunTurn(ctx, t.thread, t.it.text, ev)
@@ -220,10 +228,15 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		Kind: string(t.l.addr.Kind), ChatID: t.l.addr.ChatID, TopicID: t.l.addr.TopicID,
 		UserID: t.l.addr.UserID, Text: text, ReplyTo: t.it.msgID, EditID: t.previewID}
 	t.l.mu.Lock()
-	if t.l.cur != nil {
-		t.l.cur.answered = true
+	cur := t.l.cur
+	if cur != nil {
+		cur.answered = true
 	}
 	t.l.mu.Unlock()
+	var steered []store.SteeredInput
+	if cur != nil {
+		steered = cur.steer.close()
+	}
 	infoKey := g.putTurnInfo(t.l.key, t.it.msgID, TurnInfo{ThreadID: t.thread, TurnID: t.turnID, Status: status})
 	res, err := g.st.CommitTurn(ctx, store.CompletedTurn{
 		SessionKey: t.l.key, Generation: t.sl.Generation, SessionID: t.sl.SessionID,
@@ -231,18 +244,23 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		UserText: t.it.text, UserMessageID: t.it.msgID, AssistantText: text, Status: status,
 		Confirm: status == statusCompleted && t.thread != "",
 		Reply:   reply, Usage: store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow},
+		Steered: steered,
 	})
 	switch {
 	case err != nil:
 		g.dropTurnInfo(infoKey)
 		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 		g.setInbound(ctx, t.it.inboundID, store.InboundFailed)
+		for _, s := range steered {
+			g.setInbound(ctx, s.InboundID, store.InboundFailed)
+		}
 		g.clearJournal(ctx, t.l.key)
 		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, text+"\n\n(not saved: storage error)")
 	case res.Stale:
 		g.dropTurnInfo(infoKey)
+		// CommitTurn cleared this turn's own journal entry; clearing the
+		// lane's would risk the entry of a turn of the new generation.
 		g.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
-		g.clearJournal(ctx, t.l.key)
 		g.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	default:
 		if res.Duplicate {

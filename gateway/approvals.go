@@ -1,0 +1,354 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+)
+
+// Chat approvals (Config.Approvals "chat"): a command-execution or
+// file-change approval request from the app-server becomes a question in the
+// lane that owns the thread, with buttons where the platform has them and
+// the text commands /approve and /deny everywhere. Only a decision from the
+// same lane counts (the platform's Authorizer already admitted the sender);
+// each request is answered exactly once; an unanswered one is declined after
+// ApprovalTimeout and the lane is told; /stop and /reset cancel the lane's
+// pending requests. Codex itself never times a request out (doc §10.1).
+
+// Approval policies (Config.Approvals).
+const (
+	ApprovalsNever = "never" // the app-server never asks; the sandbox decides
+	ApprovalsChat  = "chat"  // ask in the lane
+)
+
+// Errors of Decide, for adapters that take decisions (the API lane).
+var (
+	ErrApprovalNotFound  = errors.New("gateway: no such pending approval (answered, expired or unknown)")
+	ErrApprovalWrongLane = errors.New("gateway: the approval belongs to another lane")
+	ErrBadDecision       = errors.New("gateway: decision must be accept, acceptForSession, decline or cancel")
+)
+
+// ApprovalDecider is what an adapter that takes decisions itself (the API
+// lane: pending approvals in its SSE stream, POST .../approvals/{id}) can
+// assert on the Sink it is given; *Gateway implements it.
+type ApprovalDecider interface {
+	PendingApprovals(sessionKey string) []PendingApproval
+	Decide(sessionKey, id, decision, senderID string) error
+}
+
+var _ ApprovalDecider = (*Gateway)(nil)
+
+// callbackPrefix starts the Button.ID of approval buttons:
+// "approval:<id>:<decision>".
+const callbackPrefix = "approval:"
+
+// PendingApproval describes a request waiting for a decision.
+type PendingApproval struct {
+	ID, SessionKey             string
+	Kind, Command, Cwd, Reason string
+	ThreadID, TurnID, ItemID   string
+	Asked                      time.Time
+}
+
+type pendingApproval struct {
+	info   PendingApproval
+	answer chan codex.Decision // buffered: written once, by whoever took the entry
+}
+
+// approvalBook holds the pending approvals; the zero value is ready.
+type approvalBook struct {
+	mu      sync.Mutex
+	seq     int64
+	pending map[string]*pendingApproval
+}
+
+func (b *approvalBook) add(info PendingApproval) *pendingApproval {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending == nil {
+		b.pending = make(map[string]*pendingApproval)
+	}
+	b.seq++
+	info.ID = "a" + strconv.FormatInt(b.seq, 10)
+	p := &pendingApproval{info: info, answer: make(chan codex.Decision, 1)}
+	b.pending[info.ID] = p
+	return p
+}
+
+func (b *approvalBook) get(id string) *pendingApproval {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pending[id]
+}
+
+// take removes the entry; only the caller that took it may answer it.
+func (b *approvalBook) take(id string) *pendingApproval {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pending[id]
+	delete(b.pending, id)
+	return p
+}
+
+// lane lists a lane's pending approvals, oldest first.
+func (b *approvalBook) lane(key string) []*pendingApproval {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*pendingApproval
+	for _, p := range b.pending {
+		if p.info.SessionKey == key {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return approvalSeq(out[i].info.ID) < approvalSeq(out[j].info.ID) })
+	return out
+}
+
+func approvalSeq(id string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "a"), 10, 64)
+	return n
+}
+
+// PendingApprovals lists the lane's requests waiting for a decision.
+func (g *Gateway) PendingApprovals(sessionKey string) []PendingApproval {
+	var out []PendingApproval
+	for _, p := range g.approvals.lane(sessionKey) {
+		out = append(out, p.info)
+	}
+	return out
+}
+
+// Approve is the codex approval handler for Config.Approvals "chat". It asks
+// the lane owning req.ThreadID and waits for its decision, the timeout or
+// ctx (the app-server went away).
+func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
+	if g.cfg.Approvals != ApprovalsChat {
+		g.log.Warn("approval.declined", zap.String("why", "approvals are not chat"), zap.String("thread", req.ThreadID))
+		return codex.DecisionDecline
+	}
+	l := g.laneOfThread(req.ThreadID)
+	if l == nil {
+		g.log.Warn("approval.declined", zap.String("why", "no lane owns the thread"), zap.String("thread", req.ThreadID))
+		return codex.DecisionDecline
+	}
+	if req.Kind != "command" && req.Kind != "fileChange" {
+		g.log.Warn("approval.declined", zap.String("why", "unsupported kind"), zap.String("kind", req.Kind))
+		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
+		return codex.DecisionDecline
+	}
+	p := g.approvals.add(PendingApproval{SessionKey: l.key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
+		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: g.now()})
+	id := p.info.ID
+	g.log.Info("approval.asked", zap.String("lane", l.key), zap.String("approval", id), zap.String("kind", req.Kind))
+	g.askApproval(ctx, l, p.info)
+	timer := time.NewTimer(g.cfg.ApprovalTimeout)
+	defer timer.Stop()
+	select {
+	case d := <-p.answer:
+		return d
+	case <-timer.C:
+		if g.approvals.take(id) == nil {
+			return <-p.answer // answered just now
+		}
+		g.log.Info("approval.timed_out", zap.String("lane", l.key), zap.String("approval", id))
+		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, g.cfg.ApprovalTimeout))
+		return codex.DecisionDecline
+	case <-ctx.Done():
+		if g.approvals.take(id) == nil {
+			return <-p.answer
+		}
+		return codex.DecisionDecline
+	}
+}
+
+// laneOfThread finds the lane whose thread (loaded or running) is threadID.
+func (g *Gateway) laneOfThread(threadID string) *lane {
+	if threadID == "" {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range g.lanes {
+		l.mu.Lock()
+		match := l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
+		l.mu.Unlock()
+		if match {
+			return l
+		}
+	}
+	return nil
+}
+
+// askApproval shows the question: with buttons where the platform can,
+// else as text naming the commands.
+//
+// The question is sent directly, not through the outbox: it is only worth
+// showing while the request waits (a restart ends it). If the platform
+// refuses, the outbox takes the plain text.
+func (g *Gateway) askApproval(ctx context.Context, l *lane, info PendingApproval) {
+	text := approvalQuestion(info, g.cfg.ApprovalTimeout)
+	out := Outbound{Address: l.addr, Kind: OutNotice, Text: text, Approval: &info}
+	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	var err error
+	switch p := g.platforms[l.addr.Platform].(type) {
+	case nil:
+		err = fmt.Errorf("gateway: no platform %q", l.addr.Platform)
+	case ButtonSender:
+		_, err = p.SendButtons(sctx, out, approvalButtons(info.ID))
+	default:
+		_, err = p.Send(sctx, out)
+	}
+	g.obs.Outbound(l.addr.Platform, err)
+	if err == nil {
+		return
+	}
+	g.log.Warn("approval.ask_failed", zap.String("lane", l.key), zap.Error(err))
+	g.notify(g.baseCtx, l.addr, "", text)
+}
+
+func approvalQuestion(info PendingApproval, timeout time.Duration) string {
+	var b strings.Builder
+	switch info.Kind {
+	case "command":
+		fmt.Fprintf(&b, "Codex asks to run a command (approval %s):\n%s\n", info.ID, info.Command)
+	default:
+		fmt.Fprintf(&b, "Codex asks to change files (approval %s).\n", info.ID)
+	}
+	if info.Cwd != "" {
+		fmt.Fprintf(&b, "In: %s\n", info.Cwd)
+	}
+	if info.Reason != "" {
+		fmt.Fprintf(&b, "Why: %s\n", info.Reason)
+	}
+	fmt.Fprintf(&b, "Reply /approve %[1]s to allow it once, /approve %[1]s session to allow it for this thread, "+
+		"or /deny %[1]s. Without an answer it is declined in %[2]s.", info.ID, timeout)
+	return b.String()
+}
+
+func approvalButtons(id string) []Button {
+	return []Button{
+		{ID: callbackPrefix + id + ":" + string(codex.DecisionAccept), Label: "Approve"},
+		{ID: callbackPrefix + id + ":" + string(codex.DecisionAcceptForSession), Label: "Approve for this thread"},
+		{ID: callbackPrefix + id + ":" + string(codex.DecisionDecline), Label: "Decline"},
+		{ID: callbackPrefix + id + ":" + string(codex.DecisionCancel), Label: "Cancel"},
+	}
+}
+
+// Decide answers a pending approval for the lane sessionKey. A decision
+// for another lane's request is refused and logged.
+func (g *Gateway) Decide(sessionKey, id, decision, senderID string) error {
+	d := codex.Decision(decision)
+	switch d {
+	case codex.DecisionAccept, codex.DecisionAcceptForSession, codex.DecisionDecline, codex.DecisionCancel:
+	default:
+		return ErrBadDecision
+	}
+	p := g.approvals.get(id)
+	if p == nil {
+		return ErrApprovalNotFound
+	}
+	if p.info.SessionKey != sessionKey {
+		g.log.Warn("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
+			zap.String("owner", p.info.SessionKey), zap.String("sender", senderID))
+		return ErrApprovalWrongLane
+	}
+	if g.approvals.take(id) == nil {
+		return ErrApprovalNotFound
+	}
+	p.answer <- d
+	g.log.Info("approval.decided", zap.String("lane", sessionKey), zap.String("approval", id),
+		zap.String("decision", decision), zap.String("sender", senderID))
+	return nil
+}
+
+// cancelApprovals answers every pending request of the lane with cancel
+// (codex then ends the turn as interrupted). It returns how many.
+func (g *Gateway) cancelApprovals(key string) int {
+	n := 0
+	for _, p := range g.approvals.lane(key) {
+		if g.approvals.take(p.info.ID) != nil {
+			p.answer <- codex.DecisionCancel
+			n++
+		}
+	}
+	if n > 0 {
+		g.log.Info("approval.cancelled", zap.String("lane", key), zap.Int("count", n))
+	}
+	return n
+}
+
+// callback handles a button press: "approval:<id>:<decision>".
+func (g *Gateway) callback(ctx context.Context, in Inbound) {
+	rest, ok := strings.CutPrefix(in.Callback, callbackPrefix)
+	id, decision, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 {
+		g.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
+		return
+	}
+	g.notify(ctx, in.Address, "", g.decisionReply(in.Address.SessionKey(), id, decision, in.SenderID))
+}
+
+// decisionReply applies a decision and says what happened.
+func (g *Gateway) decisionReply(key, id, decision, sender string) string {
+	err := g.Decide(key, id, decision, sender)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("Approval %s: %s.", id, decisionWords(codex.Decision(decision)))
+	case errors.Is(err, ErrApprovalWrongLane):
+		return fmt.Sprintf("Approval %s belongs to another conversation; refused.", id)
+	case errors.Is(err, ErrApprovalNotFound):
+		return fmt.Sprintf("Approval %s is no longer pending (answered, expired or unknown).", id)
+	}
+	return err.Error()
+}
+
+func decisionWords(d codex.Decision) string {
+	switch d {
+	case codex.DecisionAccept:
+		return "approved once"
+	case codex.DecisionAcceptForSession:
+		return "approved for this thread"
+	case codex.DecisionDecline:
+		return "declined"
+	}
+	return "cancelled (the reply stops)"
+}
+
+// approvalCommand is /approve [id] [session] and /deny [id]. Without an id
+// it answers the lane's only pending request.
+func (g *Gateway) approvalCommand(l *lane, args string, approve bool) string {
+	fields := strings.Fields(args)
+	id := ""
+	if len(fields) > 0 && strings.HasPrefix(fields[0], "a") {
+		id, fields = fields[0], fields[1:]
+	}
+	if id == "" {
+		pending := g.approvals.lane(l.key)
+		switch len(pending) {
+		case 0:
+			return "No approval is pending here."
+		case 1:
+			id = pending[0].info.ID
+		default:
+			return fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.", len(pending), pending[0].info.ID)
+		}
+	}
+	decision := codex.DecisionDecline
+	if approve {
+		decision = codex.DecisionAccept
+		if len(fields) > 0 && (fields[0] == "session" || fields[0] == "thread") {
+			decision = codex.DecisionAcceptForSession
+		}
+	}
+	return g.decisionReply(l.key, id, string(decision), "")
+}

@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+)
+
+// buttonPlatform is the fake platform with the ButtonSender capability.
+type buttonPlatform struct {
+	*fakePlatform
+	buttons chan []Button
+}
+
+func (p *buttonPlatform) SendButtons(ctx context.Context, out Outbound, b []Button) (string, error) {
+	p.buttons <- b
+	return p.Send(ctx, out)
+}
+
+// approvalRun is a turn that asks for one command approval and answers
+// with the decision.
+func approvalRun(g **Gateway) func(ctx context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
+	return func(ctx context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
+		d := (*g).Approve(ctx, codex.ApprovalRequest{Kind: "command", ThreadID: thread, TurnID: "u1", ItemID: "call_1",
+			Command: "/bin/bash -lc 'touch marker'", Cwd: "/work", Reason: "to test"})
+		status := codex.TurnCompleted
+		if d == codex.DecisionCancel {
+			status = codex.TurnInterrupted
+		}
+		return codex.TurnResult{Status: status, Text: "decision: " + string(d)}, nil
+	}
+}
+
+func newApprovalHarness(t *testing.T, buttons bool, timeout time.Duration) (*harness, *buttonPlatform) {
+	h := newHarness(t, func(c *Config) { c.Approvals = ApprovalsChat; c.ApprovalTimeout = timeout })
+	h.cx.run = approvalRun(&h.g)
+	var bp *buttonPlatform
+	if buttons {
+		bp = &buttonPlatform{fakePlatform: h.p, buttons: make(chan []Button, 4)}
+		h.g.AddPlatform(bp) // replaces the plain fake of the same name
+	}
+	h.start(t)
+	return h, bp
+}
+
+// question waits for the approval question sent to the lane.
+func question(t *testing.T, p *fakePlatform) string {
+	t.Helper()
+	for {
+		if o := p.next(t); strings.Contains(o.Text, "Codex asks to run a command") {
+			if o.Approval == nil || o.Approval.ID == "" || o.Approval.Command == "" {
+				t.Errorf("question carries approval %+v, want the pending request", o.Approval)
+			}
+			return o.Text
+		}
+	}
+}
+
+func TestApprovalByButton(t *testing.T) {
+	h, bp := newApprovalHarness(t, true, time.Minute)
+	h.send(t, "a", "m1", "please run it")
+	q := question(t, h.p)
+	if !strings.Contains(q, "touch marker") || !strings.Contains(q, "In: /work") || !strings.Contains(q, "Why: to test") {
+		t.Errorf("question lacks what/where/why:\n%s", q)
+	}
+	b := <-bp.buttons
+	if len(b) != 4 || b[0].Label != "Approve" || b[1].Label != "Approve for this thread" || b[2].Label != "Decline" {
+		t.Fatalf("buttons %+v", b)
+	}
+	if p := h.g.PendingApprovals("v1:test:a"); len(p) != 1 || p[0].ItemID != "call_1" {
+		t.Fatalf("pending %+v", p)
+	}
+	// A press in another lane is refused; the request stays pending.
+	other := Inbound{Address: apiAddr("b"), MessageID: "x", SenderID: "u2", Callback: b[0].ID}
+	if err := h.g.Deliver(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.p.next(t); !strings.Contains(o.Text, "belongs to another conversation") {
+		t.Errorf("foreign press answered %q", o.Text)
+	}
+	if err := h.g.Decide("v1:test:b", "a1", "accept", "u2"); !errors.Is(err, ErrApprovalWrongLane) {
+		t.Errorf("Decide from another lane: %v", err)
+	}
+	press := Inbound{Address: apiAddr("a"), MessageID: "y", SenderID: "u1", Callback: b[1].ID}
+	if err := h.g.Deliver(context.Background(), press); err != nil {
+		t.Fatal(err)
+	}
+	got, notices := collect(t, h.p, "m1")
+	if got["m1"].Text != "decision: acceptForSession" {
+		t.Errorf("turn saw %q", got["m1"].Text)
+	}
+	if len(notices) != 1 || notices[0] != "Approval a1: approved for this thread." {
+		t.Errorf("notices %q", notices)
+	}
+	// Answered once: a second press finds nothing pending.
+	if err := h.g.Decide("v1:test:a", "a1", "decline", "u1"); !errors.Is(err, ErrApprovalNotFound) {
+		t.Errorf("second decision: %v", err)
+	}
+}
+
+func TestApprovalByTextCommands(t *testing.T) {
+	tests := []struct{ name, command, want string }{
+		{"approve", "/approve", "decision: accept"},
+		{"approve session with id", "/approve a1 session", "decision: acceptForSession"},
+		{"deny", "/deny a1", "decision: decline"},
+		{"stop cancels", "/stop", "decision: cancel"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := newApprovalHarness(t, false, time.Minute)
+			h.send(t, "a", "m1", "please run it")
+			if q := question(t, h.p); !strings.Contains(q, "/approve a1") || !strings.Contains(q, "/deny a1") {
+				t.Errorf("text question lacks the commands:\n%s", q)
+			}
+			h.send(t, "a", "c1", tc.command)
+			got, _ := collect(t, h.p, "m1", "c1")
+			if got["m1"].Text != tc.want && !strings.HasPrefix(got["m1"].Text, tc.want) {
+				t.Errorf("turn saw %q, want %q (command answered %q)", got["m1"].Text, tc.want, got["c1"].Text)
+			}
+			if p := h.g.PendingApprovals("v1:test:a"); len(p) != 0 {
+				t.Errorf("still pending %+v", p)
+			}
+		})
+	}
+}
+
+func TestApprovalTimesOutDeclined(t *testing.T) {
+	h, _ := newApprovalHarness(t, false, 30*time.Millisecond)
+	h.send(t, "a", "m1", "please run it")
+	got, notices := collect(t, h.p, "m1")
+	if got["m1"].Text != "decision: decline" {
+		t.Errorf("turn saw %q", got["m1"].Text)
+	}
+	told := false
+	for _, n := range notices {
+		told = told || strings.Contains(n, "No answer to approval a1 within 30ms: declined")
+	}
+	if !told {
+		t.Errorf("notices %q lack the timeout notice", notices)
+	}
+	h.send(t, "a", "c1", "/approve a1")
+	if o := h.p.replyTo(t, "c1"); !strings.Contains(o.Text, "no longer pending") {
+		t.Errorf("late approve answered %q", o.Text)
+	}
+}
+
+func TestApprovalWithoutChatOrLaneDeclines(t *testing.T) {
+	h := newHarness(t)
+	if d := h.g.Approve(context.Background(), codex.ApprovalRequest{Kind: "command", ThreadID: "t1"}); d != codex.DecisionDecline {
+		t.Errorf("approvals never: %q", d)
+	}
+	hc, _ := newApprovalHarness(t, false, time.Minute)
+	if d := hc.g.Approve(context.Background(), codex.ApprovalRequest{Kind: "command", ThreadID: "nobody"}); d != codex.DecisionDecline {
+		t.Errorf("unknown thread: %q", d)
+	}
+	if _, err := New(Config{Approvals: "sometimes"}, newFakeStore(), newFakeCodex()); err == nil {
+		t.Error("unknown approvals mode accepted")
+	}
+}

@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Busy input: what a message does when it arrives while its lane's turn
+// runs. queue (the default) waits its turn; interrupt stops the running turn
+// (its partial reply is finalised as interrupted) and runs next; steer adds
+// the message to the running turn with turn/steer and falls back to queue
+// when codex has no turn to steer (it just ended).
+
+// Notices of the busy modes.
+const (
+	queuedNotice      = "Queued: I will answer after the current reply."
+	interruptedNotice = "Stopping the current reply; I will answer your new message next."
+	steeredNotice     = "Added to the reply in progress."
+)
+
+// steerTimeout bounds one turn/steer call (it answers in milliseconds).
+const steerTimeout = 10 * time.Second
+
+// steerLog collects the messages steered into one turn. Its mutex orders a
+// steer against the turn's commit: once closed (the commit took the list),
+// no message can be steered into the turn any more, so every steered message
+// is recorded by exactly that commit.
+type steerLog struct {
+	mu     sync.Mutex
+	closed bool
+	inputs []store.SteeredInput
+}
+
+// close ends steering and returns the steered messages.
+func (s *steerLog) close() []store.SteeredInput {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return s.inputs
+}
+
+func (g *Gateway) queuedNotice() string {
+	if g.cfg.BusyMode == BusyInterrupt {
+		return interruptedNotice
+	}
+	return queuedNotice
+}
+
+// busyInput applies the busy mode to a message for a lane whose turn runs.
+// It reports true when the message was handled (steered); otherwise the
+// caller queues it.
+func (g *Gateway) busyInput(ctx context.Context, l *lane, it item) bool {
+	switch g.cfg.BusyMode {
+	case BusyInterrupt:
+		g.supersede(ctx, l)
+		return false
+	case BusySteer:
+		return g.steer(ctx, l, it)
+	}
+	return false
+}
+
+// steerTarget returns the lane's current turn and its thread if a message
+// can be steered into it: a turn (not a compaction) that has not produced its
+// answer, was not reset, and with nothing queued ahead of the message.
+func steerTarget(l *lane) (*turnState, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.cur
+	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
+		cur.compacting || cur.threadID == "" || len(l.queue) > 0 {
+		return nil, ""
+	}
+	return cur, cur.threadID
+}
+
+// supersede interrupts the lane's running turn (busy mode interrupt). A
+// turn whose codex turn has not begun yet is marked so it never starts or is
+// interrupted as soon as it does.
+func (g *Gateway) supersede(ctx context.Context, l *lane) {
+	l.mu.Lock()
+	cur := l.cur
+	if cur == nil || cur.kind != itemTurn || cur.answered {
+		l.mu.Unlock()
+		return
+	}
+	cur.superseded = true
+	thread := cur.threadID
+	if cur.compacting {
+		thread = "" // let the compaction finish; the turn then does not start
+	}
+	l.mu.Unlock()
+	g.log.Info("busy.interrupt", zap.String("lane", l.key), zap.String("thread", thread))
+	if thread == "" {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, steerTimeout)
+	defer cancel()
+	if err := g.cx.Interrupt(ictx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+		g.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+	}
+}
+
+// isSuperseded reports whether busy mode interrupt asked the turn to stop.
+func isSuperseded(l *lane) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur != nil && l.cur.superseded
+}
+
+// interruptIfSuperseded is the turn's Started hook: a supersede that came
+// before codex knew the turn (so its Interrupt found nothing) takes effect
+// now. It runs on its own goroutine: Interrupt waits for the turn id, which
+// the client publishes around this callback.
+func (g *Gateway) interruptIfSuperseded(l *lane, thread string) {
+	if !isSuperseded(l) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(g.baseCtx, steerTimeout)
+		defer cancel()
+		if err := g.cx.Interrupt(ctx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			g.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+		}
+	}()
+}
+
+// steer adds the message to the lane's running turn. It reports false when
+// there is no turn to steer (the caller queues the message).
+func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
+	cur, thread := steerTarget(l)
+	if cur == nil {
+		return false
+	}
+	cur.steer.mu.Lock()
+	if cur.steer.closed {
+		cur.steer.mu.Unlock()
+		return false
+	}
+	sctx, cancel := context.WithTimeout(ctx, steerTimeout)
+	err := g.cx.Steer(sctx, thread, it.text)
+	cancel()
+	if err == nil {
+		cur.steer.inputs = append(cur.steer.inputs, store.SteeredInput{Text: it.text, MessageID: it.msgID, InboundID: it.inboundID})
+	}
+	cur.steer.mu.Unlock()
+	switch {
+	case err == nil:
+		g.log.Info("busy.steered", zap.String("lane", l.key), zap.String("thread", thread))
+		g.notify(ctx, l.addr, it.msgID, steeredNotice)
+		return true
+	case errors.Is(err, codex.ErrNoActiveTurn):
+		g.log.Info("busy.steer_no_turn_queued", zap.String("lane", l.key))
+	default:
+		g.log.Warn("busy.steer_failed_queued", zap.String("lane", l.key), zap.Error(err))
+	}
+	return false
+}

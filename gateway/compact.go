@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Compaction is driven by the usage codex reports for the thread (its last
+// request's tokens against the model's context window), never by an estimate
+// of our transcript. Above Config.CompactAt the thread is compacted natively
+// before the next turn, and the attempt starts a cooldown of
+// CompactCooldownTurns turns, so a compaction that shrinks nothing (or
+// fails) cannot run again on every turn. A failed compaction changes
+// nothing else: the live thread stays loaded and bound, the turn runs, and
+// the transcript is never touched.
+
+// Lane metadata keys recording the last compaction (shown by /status).
+const (
+	metaCompactAt     = "compaction.last_at"
+	metaCompactBefore = "compaction.tokens_before"
+	metaCompactAfter  = "compaction.tokens_after"
+)
+
+// ErrNothingToCompact is returned when a lane has no thread to compact.
+var ErrNothingToCompact = errors.New("gateway: no Codex thread to compact")
+
+// autoCompact compacts the turn's thread first when codex reports its
+// context above the threshold and the cooldown allows it.
+func (g *Gateway) autoCompact(ctx context.Context, t *turn) {
+	if g.cfg.CompactAt <= 0 || t.thread == "" {
+		return
+	}
+	l := t.l
+	l.mu.Lock()
+	if l.compactHold > 0 {
+		l.compactHold--
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	u, ok := g.cx.Usage(t.thread)
+	if !ok || u.ContextWindow <= 0 || float64(u.LastTotalTokens) < g.cfg.CompactAt*float64(u.ContextWindow) {
+		return
+	}
+	g.log.Info("thread.compact_auto", zap.String("lane", l.key), zap.String("thread", t.thread),
+		zap.Int64("tokens", u.LastTotalTokens), zap.Int64("window", u.ContextWindow))
+	setCompacting(l, true)
+	before, after, err := g.runCompaction(ctx, l, t.thread)
+	setCompacting(l, false)
+	if err != nil {
+		g.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
+			"); continuing in the same Codex thread.")
+		return
+	}
+	g.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
+}
+
+func setCompacting(l *lane, on bool) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.compacting = on
+	}
+	l.mu.Unlock()
+}
+
+// runCompaction runs native compaction on a loaded thread, records it and
+// starts the cooldown. It never releases, retires or replaces the thread.
+func (g *Gateway) runCompaction(ctx context.Context, l *lane, thread string) (before, after int64, err error) {
+	defer func() {
+		l.mu.Lock()
+		l.compactHold = g.cfg.CompactCooldownTurns
+		l.mu.Unlock()
+	}()
+	b, a, err := g.cx.Compact(ctx, thread)
+	if err != nil {
+		g.log.Warn("thread.compact_failed", zap.String("lane", l.key), zap.String("thread", thread), zap.Error(err))
+		return 0, 0, err
+	}
+	before, after = b.LastTotalTokens, a.LastTotalTokens
+	if before > 0 && after >= before {
+		g.log.Warn("thread.compact_shrank_nothing", zap.String("lane", l.key), zap.Int64("before", before), zap.Int64("after", after))
+	}
+	if err := g.st.RecordCompaction(ctx, l.key, thread, before, after); err != nil {
+		g.log.Error("thread.compaction_record_failed", zap.String("lane", l.key), zap.Error(err))
+	}
+	meta := map[string]string{metaCompactAt: g.now().UTC().Format(time.RFC3339),
+		metaCompactBefore: strconv.FormatInt(before, 10), metaCompactAfter: strconv.FormatInt(after, 10)}
+	if err := g.st.SetMeta(ctx, l.key, meta); err != nil {
+		g.log.Error("thread.compaction_meta_failed", zap.String("lane", l.key), zap.Error(err))
+	}
+	g.log.Info("thread.compacted", zap.String("lane", l.key), zap.String("thread", thread),
+		zap.Int64("before", before), zap.Int64("after", after))
+	return before, after, nil
+}
+
+// compact is /compact: load the lane's thread (resuming it if it is not
+// loaded) and compact it now, whatever the usage.
+func (g *Gateway) compact(ctx context.Context, l *lane, it item) {
+	defer g.setInbound(ctx, it.inboundID, store.InboundDone)
+	thread, err := g.loadForCompact(ctx, l)
+	switch {
+	case errors.Is(err, ErrNothingToCompact):
+		g.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
+		return
+	case err != nil:
+		g.log.Warn("thread.compact_load_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
+		return
+	}
+	before, after, err := g.runCompaction(ctx, l, thread)
+	if err != nil {
+		g.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
+		return
+	}
+	g.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
+}
+
+// loadForCompact ensures the lane's bound thread is loaded. A lane without
+// a usable thread has nothing to compact; a stored thread codex refuses is
+// replaced exactly as a turn would (bound, the lane told once), and then
+// there is nothing to compact either.
+func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
+	sl, err := g.st.Lane(ctx, l.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", ErrNothingToCompact
+	}
+	if err != nil {
+		return "", err
+	}
+	if sl.ThreadID == "" || sl.Binding == store.BindingLost {
+		return "", ErrNothingToCompact
+	}
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	g.releaseStale(ctx, l)
+	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.cfg.Thread)
+	if err != nil {
+		return "", err
+	}
+	g.obs.Resume(en.Outcome.String())
+	g.setCurThread(l, en.ThreadID)
+	g.markLive(ctx, l, en.ThreadID)
+	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
+		if err := g.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
+			return "", err
+		}
+		return "", ErrNothingToCompact
+	}
+	return en.ThreadID, nil
+}
+
+// compactionStatus is the /status line about compaction.
+func (g *Gateway) compactionStatus(sl store.Lane) string {
+	policy := "automatic compaction off"
+	if g.cfg.CompactAt > 0 {
+		policy = fmt.Sprintf("automatic above %.0f%% of the window", g.cfg.CompactAt*100)
+	}
+	at, err := time.Parse(time.RFC3339, sl.Meta[metaCompactAt])
+	if err != nil {
+		return "Compaction: " + policy + "; none yet\n"
+	}
+	return fmt.Sprintf("Compaction: %s; last %s ago, %s → %s tokens\n", policy, roundAge(g.now().Sub(at)),
+		sl.Meta[metaCompactBefore], sl.Meta[metaCompactAfter])
+}

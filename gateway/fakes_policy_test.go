@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/gatewayd/gatewayd/store"
+)
+
+func (s *fakeStore) RotateSession(_ context.Context, key string, gen int64, reason string, keepThread bool) (store.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("RotateSession"); err != nil {
+		return store.Lane{}, err
+	}
+	l := s.lanes[key]
+	if l == nil {
+		return store.Lane{}, store.ErrNotFound
+	}
+	if l.Generation != gen {
+		return store.Lane{}, store.ErrStaleGeneration
+	}
+	l.SessionID++
+	l.Turns = 0
+	l.SessionStartedAt = s.now()
+	if !keepThread {
+		l.Generation++
+		l.ThreadID, l.Binding = "", store.BindingNone
+		delete(s.journal, key)
+	}
+	s.rotations = append(s.rotations, reason+":"+strconv.FormatBool(keepThread))
+	return *l, nil
+}
+
+func (s *fakeStore) SetMeta(_ context.Context, key string, meta map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[key]
+	if l == nil {
+		return store.ErrNotFound
+	}
+	merged := make(map[string]string, len(l.Meta)+len(meta)) // copied: readers hold the old map
+	for k, v := range l.Meta {
+		merged[k] = v
+	}
+	for k, v := range meta {
+		if v == "" {
+			delete(merged, k)
+		} else {
+			merged[k] = v
+		}
+	}
+	l.Meta = merged
+	return nil
+}
+
+func (c *fakeCodex) compactCalls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.compacts...)
+}
+
+func (s *fakeStore) compactionRows() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.compactions...)
+}
+
+func (s *fakeStore) rotationRows() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.rotations...)
+}
