@@ -60,8 +60,10 @@ func TestCheckConfig(t *testing.T) {
 			"config: telegram.allowed_users: required when telegram.token is set"},
 		{"codex missing", "codex:\n  command: /nonexistent/codex\n", nil, 2, nil,
 			`config: codex.command: "/nonexistent/codex" does not exist`},
-		{"busy mode unsupported", "lanes:\n  busy_mode: interrupt\n", nil, 2, nil,
-			`config: lanes.busy_mode: "interrupt" is not supported by this build yet`},
+		{"busy mode interrupt", "lanes:\n  busy_mode: interrupt\n", nil, 0, []string{"lanes.busy_mode: \"interrupt\""}, ""},
+		{"busy mode steer", "lanes:\n  busy_mode: steer\n  compact_at: 0.8\n  rotate: daily@04\n", nil, 0,
+			[]string{"lanes.busy_mode: \"steer\"", "lanes.compact_at: 0.8", "lanes.rotate: \"daily@04:00\""}, ""},
+		{"busy mode unknown", "lanes:\n  busy_mode: shout\n", nil, 2, nil, "config: lanes.busy_mode"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,7 +140,6 @@ func TestRunPreflightErrorsAreConfigErrors(t *testing.T) {
 	}{
 		{"codex missing", "codex:\n  command: gatewayd-test-no-such-codex\n",
 			`config: codex.command: "gatewayd-test-no-such-codex" not found on PATH`},
-		{"busy mode", "lanes:\n  busy_mode: steer\n", `config: lanes.busy_mode: "steer" is not supported by this build yet`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,9 +167,12 @@ func (d *daemon) preflight() error {
 // checkRuntime validates what depends on this build and this machine
 // rather than on the file alone; check-config runs it too.
 func checkRuntime(cfg *config.Config) error {
-	if cfg.Lanes.BusyMode != gateway.BusyQueue {
+	switch cfg.Lanes.BusyMode {
+	case gateway.BusyQueue, gateway.BusyInterrupt, gateway.BusySteer:
+	default:
 		return &config.Error{Key: "lanes.busy_mode",
-			Msg: fmt.Sprintf("%q is not supported by this build yet (use %q)", cfg.Lanes.BusyMode, gateway.BusyQueue)}
+			Msg: fmt.Sprintf("%q is not supported (use %q, %q or %q)", cfg.Lanes.BusyMode,
+				gateway.BusyQueue, gateway.BusyInterrupt, gateway.BusySteer)}
 	}
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
 		if _, err := exec.LookPath(cfg.Codex.Command); err != nil {
@@ -236,7 +239,7 @@ func (d *daemon) closeCodex() {
 }
 
 // approvalRouter is implemented by a gateway that can ask a lane to approve
-// (codex.approvals: chat). Until then requests are declined.
+// (codex.approvals: chat); *gateway.Gateway does.
 type approvalRouter interface {
 	Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision
 }
@@ -253,9 +256,11 @@ func (d *daemon) approve(ctx context.Context, req codex.ApprovalRequest) codex.D
 }
 
 func (d *daemon) threadConfig() codex.ThreadConfig {
+	// chat: "untrusted" makes codex ask before any command that is not
+	// known safe (doc §10.1); never: codex never asks, the sandbox decides.
 	policy := "never"
-	if d.cfg.Codex.Approvals == "chat" {
-		policy = "on-request"
+	if d.cfg.Codex.Approvals == gateway.ApprovalsChat {
+		policy = "untrusted"
 	}
 	return codex.ThreadConfig{Cwd: d.cfg.Codex.Cwd, Model: d.cfg.Codex.Model, Sandbox: d.cfg.Codex.Sandbox, ApprovalPolicy: policy}
 }
@@ -269,6 +274,7 @@ func (d *daemon) buildGateway() error {
 	gw, err := gateway.New(gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: idle, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
+		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt, Approvals: d.cfg.Codex.Approvals,
 		Thread: d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Logger:       d.log, Observer: d.metrics,
