@@ -71,6 +71,10 @@ type Codex struct {
 	TurnTimeout   time.Duration
 	ResumeTimeout time.Duration
 	StartTimeout  time.Duration
+
+	// ApprovalTimeout declines a chat approval nobody answered: codex has
+	// no timeout of its own, so the turn would wait forever.
+	ApprovalTimeout time.Duration
 }
 
 // API configures the local HTTP listener (API lane, /healthz, /metrics).

@@ -34,6 +34,7 @@ var keys = []key{
 	strKey("codex.sandbox", "workspace-write", func(c *Config) *string { return &c.Codex.Sandbox },
 		oneOf("read-only", "workspace-write", "danger-full-access")),
 	strKey("codex.approvals", "never", func(c *Config) *string { return &c.Codex.Approvals }, oneOf("never", "chat")),
+	durKey("codex.approval_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
 	durKey("codex.turn_timeout", "30m", func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
 	durKey("codex.resume_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
 	durKey("codex.start_timeout", "30s", func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),

@@ -8,14 +8,16 @@ import (
 )
 
 // Rotate says when a lane's session (its transcript segment) is rotated.
+// Rotation is checked when a message arrives, against the lane's last
+// message (its last turn), so a lane in steady use is never split mid-way.
 // The forms accepted by lanes.rotate are:
 //
 //	off            never rotate (the default)
-//	<duration>     rotate a session this long after it started, e.g. 24h or 168h (at least 1m)
+//	<duration>     rotate when a message arrives after the lane was idle this long, e.g. 24h or 168h (at least 1m)
 //	daily@HH       rotate once a day at HH:00 local time, e.g. daily@04
 //	daily@HH:MM    rotate once a day at HH:MM local time, e.g. daily@04:30
 type Rotate struct {
-	Every  time.Duration // > 0 for the <duration> form
+	Every  time.Duration // > 0 for the <duration> form: the idle time
 	Daily  bool          // true for the daily@ form
 	Hour   int           // 0-23, daily form
 	Minute int           // 0-59, daily form
@@ -35,19 +37,20 @@ func (r Rotate) String() string {
 	return "off"
 }
 
-// Next is the first rotation time strictly after sessionStart for a session
-// that started then, in sessionStart's location. The zero time means never.
-func (r Rotate) Next(sessionStart time.Time) time.Time {
+// Next is the first rotation time strictly after lastActive, the time of
+// the lane's last message, in lastActive's location: for the <duration>
+// form that is lastActive plus the idle time. The zero time means never.
+func (r Rotate) Next(lastActive time.Time) time.Time {
 	switch {
 	case r.Daily:
-		y, m, d := sessionStart.Date()
-		at := time.Date(y, m, d, r.Hour, r.Minute, 0, 0, sessionStart.Location())
-		if !at.After(sessionStart) {
-			at = time.Date(y, m, d+1, r.Hour, r.Minute, 0, 0, sessionStart.Location())
+		y, m, d := lastActive.Date()
+		at := time.Date(y, m, d, r.Hour, r.Minute, 0, 0, lastActive.Location())
+		if !at.After(lastActive) {
+			at = time.Date(y, m, d+1, r.Hour, r.Minute, 0, 0, lastActive.Location())
 		}
 		return at
 	case r.Every > 0:
-		return sessionStart.Add(r.Every)
+		return lastActive.Add(r.Every)
 	}
 	return time.Time{}
 }
@@ -63,10 +66,10 @@ func ParseRotate(s string) (Rotate, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return Rotate{}, fmt.Errorf("invalid value %q (use off, a duration like 24h, or daily@HH[:MM])", s)
+		return Rotate{}, fmt.Errorf("invalid value %q (use off, an idle duration like 24h, or daily@HH[:MM])", s)
 	}
 	if d < time.Minute {
-		return Rotate{}, fmt.Errorf("duration %q is below the 1m minimum", s)
+		return Rotate{}, fmt.Errorf("idle duration %q is below the 1m minimum", s)
 	}
 	return Rotate{Every: d}, nil
 }

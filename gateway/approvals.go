@@ -352,3 +352,37 @@ func (g *Gateway) approvalCommand(l *lane, args string, approve bool) string {
 	}
 	return g.decisionReply(l.key, id, string(decision), "")
 }
+
+// Unsupported is the codex.Options.Unsupported hook: the app-server asked
+// for something gatewayd cannot grant (a permission profile, user input, an
+// MCP elicitation, a dynamic tool call) and the request was refused with a
+// JSON-RPC error. The lane owning the thread is told once per request, so
+// the agent's sudden change of course is never a mystery. It is called for
+// every refused request, whatever Config.Approvals says.
+func (g *Gateway) Unsupported(threadID, method string) {
+	l := g.laneOfThread(threadID)
+	if l == nil {
+		g.log.Warn("request.refused_unrouted", zap.String("thread", threadID), zap.String("method", method))
+		return
+	}
+	g.log.Info("request.refused", zap.String("lane", l.key), zap.String("method", method))
+	g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
+		requestWhat(method), method))
+}
+
+// requestWhat names in plain words what a server request asks for (doc §4).
+func requestWhat(method string) string {
+	switch method {
+	case "item/permissions/requestApproval":
+		return "extra permissions"
+	case "item/tool/requestUserInput":
+		return "input from you"
+	case "mcpServer/elicitation/request":
+		return "information for an MCP server"
+	case "item/tool/call":
+		return "a dynamic tool call"
+	case "execCommandApproval", "applyPatchApproval":
+		return "an approval in the old protocol"
+	}
+	return "something"
+}

@@ -161,3 +161,29 @@ func TestApprovalWithoutChatOrLaneDeclines(t *testing.T) {
 		t.Error("unknown approvals mode accepted")
 	}
 }
+
+// A server request codex refused (not an approval gatewayd can ask about)
+// is told to the lane owning the thread, once per request, in any
+// approvals mode; a thread no lane owns tells nobody.
+func TestUnsupportedRequestIsToldToTheLane(t *testing.T) {
+	h := newHarness(t)
+	h.cx.run = func(_ context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
+		h.g.Unsupported(thread, "item/permissions/requestApproval")
+		h.g.Unsupported(thread, "item/tool/requestUserInput")
+		return codex.TurnResult{Status: codex.TurnCompleted, Text: "done without it"}, nil
+	}
+	h.start(t)
+	h.g.Unsupported("nobody", "item/permissions/requestApproval")
+	h.send(t, "a", "m1", "needs more rights")
+	got, notices := collect(t, h.p, "m1")
+	if got["m1"].Text != "done without it" {
+		t.Errorf("reply %q", got["m1"].Text)
+	}
+	want := []string{
+		"Codex asked for extra permissions (item/permissions/requestApproval), which gatewayd cannot grant here; it was declined.",
+		"Codex asked for input from you (item/tool/requestUserInput), which gatewayd cannot grant here; it was declined.",
+	}
+	if strings.Join(notices, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notices\n%q\nwant\n%q", notices, want)
+	}
+}

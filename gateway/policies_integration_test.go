@@ -271,7 +271,7 @@ func TestIntegrationChatApprovals(t *testing.T) {
 	gw := w.start(t, cfg)
 	w.model.Respond(func(req codextest.Request) codextest.Reply {
 		if _, ok := req.ToolOutput(); !ok {
-			for _, c := range []string{"accept", "decline", "timeout"} {
+			for _, c := range []string{"accept", "again", "decline", "timeout"} {
 				if strings.Contains(req.LastUserText(), "CASE-"+c) {
 					return codextest.Reply{ToolCall: codextest.ExecCommand("call_"+c,
 						"touch "+c+"_marker && echo APPROVED-OUTPUT-$((6*7))")}
@@ -293,20 +293,30 @@ func TestIntegrationChatApprovals(t *testing.T) {
 		return ch
 	}
 
-	// accept: an unauthorised decision (another lane) is refused first.
-	answer := ask("CASE-accept please run the command")
-	p := waitPending(t, gw, key, 1)
-	if !strings.Contains(p[0].Command, "accept_marker") || p[0].Kind != "command" {
-		t.Errorf("pending %+v", p[0])
+	// accept, through the API lane's approvals route: the streaming request
+	// shows the approval event; a decision posted for another lane is
+	// refused (403) and leaves it pending; the lane's own decision runs it.
+	res, seen := gw.streamApproving(t, "alpha", "CASE-accept please run the command", func(a api.Approval) {
+		if a.Kind != "command" || !strings.Contains(a.Command, "accept_marker") || a.ThreadID == "" {
+			t.Errorf("approval event %+v", a)
+		}
+		if code, body := gw.decideHTTP(t, "beta", a.ID, `{"decision":"accept","user":"mallory"}`); code != http.StatusForbidden {
+			t.Errorf("decision from another lane: %d %v, want 403", code, body)
+		}
+		if p := gw.g.PendingApprovals(key); len(p) != 1 || p[0].ID != a.ID {
+			t.Errorf("pending after the refused decision %+v, want %s still pending", p, a.ID)
+		}
+		if code, body := gw.decideHTTP(t, "alpha", a.ID, `{"decision":"accept","user":"tester"}`); code != http.StatusOK {
+			t.Errorf("accept: %d %v", code, body)
+		}
+		if code, _ := gw.decideHTTP(t, "alpha", a.ID, `{"decision":"decline"}`); code != http.StatusNotFound {
+			t.Errorf("second decision: %d, want 404 (answered once)", code)
+		}
+	})
+	if seen != 1 {
+		t.Errorf("approval events %d, want 1", seen)
 	}
-	if r := gw.ask(t, "beta", "/approve "+p[0].ID); !strings.Contains(r.Reply, "belongs to another conversation") {
-		t.Errorf("foreign /approve answered %q", r.Reply)
-	}
-	if r := gw.ask(t, "alpha", "/approve"); r.Reply != "Approval "+p[0].ID+": approved once." {
-		t.Errorf("/approve answered %q", r.Reply)
-	}
-	res := <-answer
-	if res.Status != "completed" || !strings.Contains(res.Reply, "APPROVED-OUTPUT-42") {
+	if res.Status != "completed" || !strings.Contains(res.Reply, "APPROVED-OUTPUT-42") || len(res.Approvals) != 1 {
 		t.Errorf("approved turn %+v, want the command's output to reach the model", res)
 	}
 	if _, err := os.Stat(filepath.Join(w.dir, "accept_marker")); err != nil {
@@ -318,6 +328,22 @@ func TestIntegrationChatApprovals(t *testing.T) {
 	}
 	if !asked {
 		t.Errorf("notices %q lack the question", res.Notices)
+	}
+
+	// The text commands decide too; a foreign /approve is refused.
+	answer := ask("CASE-again please run the command")
+	p := waitPending(t, gw, key, 1)
+	if r := gw.ask(t, "beta", "/approve "+p[0].ID); !strings.Contains(r.Reply, "belongs to another conversation") {
+		t.Errorf("foreign /approve answered %q", r.Reply)
+	}
+	if r := gw.ask(t, "alpha", "/approve"); r.Reply != "Approval "+p[0].ID+": approved once." {
+		t.Errorf("/approve answered %q", r.Reply)
+	}
+	if res = <-answer; res.Status != "completed" || !strings.Contains(res.Reply, "APPROVED-OUTPUT-42") {
+		t.Errorf("approved turn %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "again_marker")); err != nil {
+		t.Errorf("the command approved by /approve did not run: %v", err)
 	}
 
 	// decline: the command does not run, the model is told.
@@ -346,4 +372,59 @@ func TestIntegrationChatApprovals(t *testing.T) {
 	if !told {
 		t.Errorf("notices %q lack the timeout notice", res.Notices)
 	}
+}
+
+// streamApproving posts text with Accept: text/event-stream, calls decide
+// for every "approval" event and returns the done event and how many
+// approval events came.
+func (in *instance) streamApproving(t *testing.T, lane, text string, decide func(api.Approval)) (api.Response, int) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"text": text, "user": "tester"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+in.api.Addr()+"/api/lanes/"+lane+"/messages", bytes.NewReader(body))
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("stream %q: %v", text, err)
+	}
+	defer resp.Body.Close()
+	var done api.Response
+	approvals, event := 0, ""
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			event = e
+			continue
+		}
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		switch {
+		case !ok:
+		case event == "approval":
+			approvals++
+			var a api.Approval
+			if err := json.Unmarshal([]byte(data), &a); err != nil {
+				t.Fatalf("approval event %s: %v", data, err)
+			}
+			decide(a)
+		case event == "done":
+			json.Unmarshal([]byte(data), &done)
+		}
+	}
+	return done, approvals
+}
+
+// decideHTTP posts a decision to the API lane's approvals route.
+func (in *instance) decideHTTP(t *testing.T, lane, id, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post("http://"+in.api.Addr()+"/api/lanes/"+lane+"/approvals/"+id, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("decide %s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("decide %s: answer is not JSON: %v", id, err)
+	}
+	return resp.StatusCode, out
 }

@@ -122,6 +122,7 @@ type daemon struct {
 	health   *lifecycle.Health
 	notifier *lifecycle.Notifier
 	approver atomic.Pointer[codex.ApprovalHandler]
+	refused  atomic.Pointer[codex.UnsupportedHandler]
 }
 
 // runDaemon builds everything, runs until ctx ends and shuts down in order:
@@ -217,6 +218,7 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		ResumeTimeout: c.ResumeTimeout,
 		TurnTimeout:   c.TurnTimeout,
 		Approvals:     d.approve,
+		Unsupported:   d.unsupported,
 		Logger:        d.log.Named("codex"),
 		ClientVersion: Version(),
 	})
@@ -255,6 +257,15 @@ func (d *daemon) approve(ctx context.Context, req codex.ApprovalRequest) codex.D
 	return codex.DecisionDecline
 }
 
+// unsupported is the codex hook for refused server requests; like approve
+// it is bound to the gateway late. Before that there is no lane to tell
+// (the request is logged by the client and already answered).
+func (d *daemon) unsupported(threadID, method string) {
+	if h := d.refused.Load(); h != nil {
+		(*h)(threadID, method)
+	}
+}
+
 func (d *daemon) threadConfig() codex.ThreadConfig {
 	// chat: "untrusted" makes codex ask before any command that is not
 	// known safe (doc §10.1); never: codex never asks, the sandbox decides.
@@ -274,7 +285,8 @@ func (d *daemon) buildGateway() error {
 	gw, err := gateway.New(gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: idle, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
-		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt, Approvals: d.cfg.Codex.Approvals,
+		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
+		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		Thread: d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Logger:       d.log, Observer: d.metrics,
@@ -283,6 +295,8 @@ func (d *daemon) buildGateway() error {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	d.gateway = gw
+	refused := codex.UnsupportedHandler(gw.Unsupported)
+	d.refused.Store(&refused)
 	if d.cfg.Codex.Approvals == "chat" {
 		if r, ok := any(gw).(approvalRouter); ok {
 			h := codex.ApprovalHandler(r.Approve)

@@ -40,6 +40,8 @@ type Config struct {
 }
 
 // Platform implements gateway.Platform, gateway.Editor and gateway.Readier.
+// Approval decisions reach the gateway when the Sink given to Run is a
+// gateway.ApprovalDecider (the gateway is).
 type Platform struct {
 	cfg   Config
 	log   *zap.Logger
@@ -146,6 +148,8 @@ func checkListen(listen, token string) error {
 func (p *Platform) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/lanes/{lane}/messages", p.authorize(http.HandlerFunc(p.postMessage)))
+	mux.Handle("GET /api/lanes/{lane}/approvals", p.authorize(http.HandlerFunc(p.listApprovals)))
+	mux.Handle("POST /api/lanes/{lane}/approvals/{id}", p.authorize(http.HandlerFunc(p.decideApproval)))
 	for pattern, h := range p.cfg.Handlers {
 		mux.Handle(pattern, h)
 	}
@@ -173,7 +177,10 @@ func (p *Platform) nextID(prefix string) string {
 
 // Send hands an outbound to the request waiting for it: a preview starts a
 // stream, a reply or notice answering a message ends that request, and a
-// lane notice is attached to every request waiting on the lane.
+// lane notice is attached to every request waiting on the lane. An
+// approval question is such a notice that also carries the request
+// structured (the "approval" event); with no request open only its text is
+// held, as GET .../approvals lists it while it is pending.
 func (p *Platform) Send(_ context.Context, out gateway.Outbound) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -200,7 +207,7 @@ func (p *Platform) Send(_ context.Context, out gateway.Outbound) (string, error)
 		// Only lane notices are shared; an answer whose request is gone
 		// (client disconnected, or a restart) has no listener.
 		if out.InReplyTo == "" && w.lane == out.Address.ChatID {
-			w.addNotice(out.Text)
+			w.addNotice(out.Text, out.Approval)
 			delivered = true
 		}
 	}
@@ -248,7 +255,7 @@ func (p *Platform) register(id, lane string) (*waiter, error) {
 	w := newWaiter(lane)
 	p.waiters[id] = w
 	for _, text := range p.held[lane] {
-		w.addNotice(text)
+		w.addNotice(text, nil)
 	}
 	delete(p.held, lane)
 	return w, nil

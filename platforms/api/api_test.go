@@ -50,11 +50,22 @@ func echo(p *Platform, in gateway.Inbound) {
 
 func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound)) (*Platform, *fakeSink) {
 	t.Helper()
+	var sink *fakeSink
+	p := startAPIWith(t, token, func(p *Platform) gateway.Sink {
+		sink = &fakeSink{p: p, seen: map[string]bool{}, answer: answer}
+		return sink
+	})
+	return p, sink
+}
+
+// startAPIWith runs the platform with the sink newSink builds for it.
+func startAPIWith(t *testing.T, token string, newSink func(*Platform) gateway.Sink) *Platform {
+	t.Helper()
 	p := New(Config{Listen: "127.0.0.1:0", Token: token, Logger: zaptest.NewLogger(t),
 		Handlers: map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte("ok"))
 		})}})
-	sink := &fakeSink{p: p, seen: map[string]bool{}, answer: answer}
+	sink := newSink(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, sink) }()
@@ -69,7 +80,7 @@ func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound
 	case err := <-done:
 		t.Fatalf("Run: %v", err)
 	}
-	return p, sink
+	return p
 }
 
 func post(t *testing.T, p *Platform, lane, token, body string, hdr ...string) (*http.Response, map[string]any) {

@@ -33,6 +33,11 @@ type Response struct {
 	TurnID   string   `json:"turn_id,omitempty"`
 	Status   string   `json:"status"` // turn status, or "notice" for a command's answer
 	Notices  []string `json:"notices,omitempty"`
+	// Approvals are the approval requests asked in the lane while this
+	// request waited, decided or not (their question text is among the
+	// notices too). A JSON client finds the open ones with GET
+	// .../approvals while its request blocks on the turn.
+	Approvals []Approval `json:"approvals,omitempty"`
 }
 
 var laneName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -131,14 +136,15 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 }
 
 // stream answers with server-sent events: "delta" events carry new text of
-// the growing reply, "notice" events lane notices, and "done" the Response.
+// the growing reply, "notice" events lane notices, "approval" events the
+// approval requests waiting for a decision, and "done" the Response.
 func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt *waiter) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	emitted, notices := "", 0
+	emitted, notices, approvals := "", 0, 0
 	emit := func(event string, data any) {
 		b, _ := json.Marshal(data)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
@@ -162,15 +168,21 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 	for {
 		select {
 		case <-wt.changed:
-			preview, ns := wt.snapshot()
+			preview, ns, as := wt.snapshot()
 			for ; notices < len(ns); notices++ {
 				emit("notice", ns[notices])
+			}
+			for ; approvals < len(as); approvals++ {
+				emit("approval", as[approvals])
 			}
 			push(preview)
 		case <-wt.done:
 			resp := wt.response(id)
 			for ; notices < len(resp.Notices); notices++ {
 				emit("notice", resp.Notices[notices])
+			}
+			for ; approvals < len(resp.Approvals); approvals++ {
+				emit("approval", resp.Approvals[approvals])
 			}
 			if resp.Status != "notice" {
 				push(resp.Reply)
@@ -192,10 +204,11 @@ type waiter struct {
 	changed chan struct{} // preview or notices changed (capacity 1)
 	done    chan struct{} // closed by finish
 
-	mu      sync.Mutex
-	preview string
-	notices []string
-	final   gateway.Outbound
+	mu        sync.Mutex
+	preview   string
+	notices   []string
+	approvals []Approval
+	final     gateway.Outbound
 }
 
 func newWaiter(lane string) *waiter {
@@ -216,9 +229,14 @@ func (w *waiter) setPreview(text string) {
 	w.signal()
 }
 
-func (w *waiter) addNotice(text string) {
+// addNotice records a lane notice; approval, when set, is the request the
+// notice asks about.
+func (w *waiter) addNotice(text string, approval *gateway.PendingApproval) {
 	w.mu.Lock()
 	w.notices = append(w.notices, text)
+	if approval != nil {
+		w.approvals = append(w.approvals, newApproval(w.lane, *approval))
+	}
 	w.mu.Unlock()
 	w.signal()
 }
@@ -232,16 +250,17 @@ func (w *waiter) finish(out gateway.Outbound) {
 	close(w.done)
 }
 
-func (w *waiter) snapshot() (string, []string) {
+func (w *waiter) snapshot() (string, []string, []Approval) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.preview, append([]string(nil), w.notices...)
+	return w.preview, append([]string(nil), w.notices...), append([]Approval(nil), w.approvals...)
 }
 
 func (w *waiter) response(id string) Response {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	resp := Response{ID: id, Reply: w.final.Text, Status: "notice", Notices: append([]string(nil), w.notices...)}
+	resp := Response{ID: id, Reply: w.final.Text, Status: "notice", Notices: append([]string(nil), w.notices...),
+		Approvals: append([]Approval(nil), w.approvals...)}
 	if t := w.final.Turn; t != nil {
 		resp.ThreadID, resp.TurnID, resp.Status = t.ThreadID, t.TurnID, t.Status
 	}

@@ -320,10 +320,7 @@ func (c *Client) Close(ctx context.Context) error {
 func (c *Client) serveRequest(cn *conn, id json.RawMessage, method string, params json.RawMessage) {
 	kind, isApproval := approvalKinds[method]
 	if !isApproval {
-		c.log.Warn("codex.unsupported_server_request", zap.String("method", method))
-		if err := cn.replyError(id, -32601, "gatewayd does not support "+method); err != nil {
-			c.log.Debug("codex.reply_failed", zap.String("method", method), zap.Error(err))
-		}
+		c.refuseRequest(cn, id, method, params)
 		return
 	}
 	req := parseApproval(kind, params)
@@ -336,6 +333,24 @@ func (c *Client) serveRequest(cn *conn, id json.RawMessage, method string, param
 		zap.String("item_id", req.ItemID), zap.String("decision", string(decision)))
 	if err := cn.reply(id, map[string]any{"decision": decision}); err != nil {
 		c.log.Warn("codex.reply_failed", zap.String("method", method), zap.Error(err))
+	}
+}
+
+// refuseRequest answers a request gatewayd cannot serve with a JSON-RPC
+// error (the result shapes of permissions, user input, elicitation and
+// dynamic tools are not ours to invent; doc §4), then tells the
+// Unsupported hook which thread asked, so its lane is not left wondering.
+func (c *Client) refuseRequest(cn *conn, id json.RawMessage, method string, params json.RawMessage) {
+	var p struct {
+		ThreadID string `json:"threadId"`
+	}
+	_ = json.Unmarshal(params, &p) // best effort: no thread id → nobody to tell
+	c.log.Warn("codex.unsupported_server_request", zap.String("method", method), zap.String("thread_id", p.ThreadID))
+	if err := cn.replyError(id, -32601, "gatewayd does not support "+method); err != nil {
+		c.log.Debug("codex.reply_failed", zap.String("method", method), zap.Error(err))
+	}
+	if p.ThreadID != "" && c.opts.Unsupported != nil {
+		c.opts.Unsupported(p.ThreadID, method)
 	}
 }
 

@@ -135,6 +135,7 @@ var shared struct {
 	err       error
 	dir       string
 	approvals sync.Map // thread id → ApprovalHandler
+	refused   sync.Map // thread id → UnsupportedHandler
 }
 
 func sharedFake(t testing.TB) *fakeClient {
@@ -161,6 +162,11 @@ func sharedFake(t testing.TB) *fakeClient {
 					return h.(ApprovalHandler)(ctx, req)
 				}
 				return DecisionDecline
+			},
+			Unsupported: func(threadID, method string) {
+				if h, ok := shared.refused.Load(threadID); ok {
+					h.(UnsupportedHandler)(threadID, method)
+				}
 			},
 		})
 		shared.fc, shared.err = &fakeClient{Client: c, logPath: logPath}, err

@@ -51,6 +51,14 @@ func (d Decision) valid() bool {
 // approval timeout of its own, so a handler should bound its wait.
 type ApprovalHandler func(ctx context.Context, req ApprovalRequest) Decision
 
+// UnsupportedHandler is told about a server request gatewayd refused (any
+// method other than the command and file-change approvals, e.g.
+// item/permissions/requestApproval) that names a thread, so the owning
+// lane can learn why the agent did not get what it asked for. The request
+// is already answered with a JSON-RPC error when it runs; it runs on the
+// request's own goroutine, never the stdout reader's.
+type UnsupportedHandler func(threadID, method string)
+
 // Options configure a Client.
 type Options struct {
 	Command       string          // codex native binary, or the npm launcher (resolved to the native binary)
@@ -80,6 +88,9 @@ type Options struct {
 	// consecutive failure up to RestartBackoffMax (default 30s).
 	RestartBackoff    time.Duration
 	RestartBackoffMax time.Duration
+	// Unsupported, when set, hears of refused server requests (see
+	// UnsupportedHandler); nil → they are only logged.
+	Unsupported UnsupportedHandler
 }
 
 func (o Options) withDefaults() Options {

@@ -289,3 +289,45 @@ func TestCompact(t *testing.T) {
 		t.Errorf("turn after compaction: %v", err)
 	}
 }
+
+// A refused server request still gets its JSON-RPC error (the turn goes
+// on), and the Unsupported hook learns which thread asked for what, once.
+func TestUnsupportedRequestIsReported(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	heard := make(chan string, 2)
+	shared.refused.Store(tid, UnsupportedHandler(func(threadID, method string) { heard <- threadID + " " + method }))
+	defer shared.refused.Delete(tid)
+	ctx := testCtx(t)
+	res, err := fc.RunTurn(ctx, tid, "unknown-request", TurnEvents{})
+	if err != nil || res.Text != "error=-32601" {
+		t.Fatalf("RunTurn = %q, %v; want the request answered with error -32601", res.Text, err)
+	}
+	select {
+	case got := <-heard:
+		if got != tid+" item/tool/call" {
+			t.Errorf("hook heard %q, want %q", got, tid+" item/tool/call")
+		}
+	case <-ctx.Done():
+		t.Fatal("the Unsupported hook was never called")
+	}
+	// A later approval on the same thread is not reported as refused.
+	shared.approvals.Store(tid, ApprovalHandler(func(context.Context, ApprovalRequest) Decision { return DecisionAccept }))
+	defer shared.approvals.Delete(tid)
+	if res, err := fc.RunTurn(ctx, tid, "approve ls", TurnEvents{}); err != nil || res.Text != "decision=accept" {
+		t.Fatalf("approval turn = %q, %v", res.Text, err)
+	}
+	if res, err := fc.RunTurn(ctx, tid, "unknown-request", TurnEvents{}); err != nil || res.Text != "error=-32601" {
+		t.Fatalf("second refused turn = %q, %v", res.Text, err)
+	}
+	// The hook runs once per request: the second refusal is the next call,
+	// and nothing was reported for the approval between them.
+	select {
+	case got := <-heard:
+		if got != tid+" item/tool/call" {
+			t.Errorf("hook heard %q after the approval, want only the second refusal", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the second refusal was never reported")
+	}
+}

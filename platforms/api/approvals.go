@@ -1,0 +1,153 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// Chat approvals on the API lane (codex.approvals: chat). A request that
+// is open on the lane when Codex asks gets the question as an "approval"
+// SSE event (and in the "approvals" array of its JSON answer), besides the
+// plain-text notice every client already shows. The decision comes back on
+// POST /api/lanes/{lane}/approvals/{id}; GET /api/lanes/{lane}/approvals
+// lists what is pending, for a client whose message request is still
+// blocked on the very turn that waits for the decision.
+
+// Approval is one pending approval as the API shows it.
+type Approval struct {
+	ID       string    `json:"id"`
+	Kind     string    `json:"kind"` // "command" | "fileChange"
+	Command  string    `json:"command,omitempty"`
+	Cwd      string    `json:"cwd,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	ThreadID string    `json:"thread_id,omitempty"`
+	TurnID   string    `json:"turn_id,omitempty"`
+	ItemID   string    `json:"item_id,omitempty"`
+	Asked    time.Time `json:"asked"`
+	// Decide is the path to POST the decision to; Decisions are the values
+	// it accepts.
+	Decide    string   `json:"decide"`
+	Decisions []string `json:"decisions"`
+}
+
+// decisions are the values POST .../approvals/{id} accepts: the app-server's
+// v2 answers (doc §10.4); "cancel" also ends the turn as interrupted.
+var decisions = []string{"accept", "acceptForSession", "decline", "cancel"}
+
+func validDecision(d string) bool {
+	for _, ok := range decisions {
+		if d == ok {
+			return true
+		}
+	}
+	return false
+}
+
+func newApproval(lane string, p gateway.PendingApproval) Approval {
+	return Approval{ID: p.ID, Kind: p.Kind, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason,
+		ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID, Asked: p.Asked,
+		Decide: "/api/lanes/" + lane + "/approvals/" + p.ID, Decisions: append([]string(nil), decisions...)}
+}
+
+// decisionRequest is the body of POST /api/lanes/{lane}/approvals/{id}.
+type decisionRequest struct {
+	Decision string `json:"decision"`
+	User     string `json:"user"` // who decided, for the log; default "local"
+}
+
+// DecisionResponse answers an accepted decision.
+type DecisionResponse struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`
+}
+
+// laneAddress is the address of an API lane, as postMessage delivers it.
+func laneAddress(lane string) gateway.Address {
+	return gateway.Address{Platform: PlatformName, Kind: gateway.LaneAPI, ChatID: lane}
+}
+
+// decider is the sink's approval side, or nil after answering why not.
+func (p *Platform) decider(w http.ResponseWriter) gateway.ApprovalDecider {
+	p.mu.Lock()
+	sink := p.sink
+	p.mu.Unlock()
+	if sink == nil {
+		writeError(w, http.StatusServiceUnavailable, "gatewayd is not running yet")
+		return nil
+	}
+	d, ok := sink.(gateway.ApprovalDecider)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "this gateway does not take approval decisions")
+		return nil
+	}
+	return d
+}
+
+func (p *Platform) listApprovals(w http.ResponseWriter, r *http.Request) {
+	lane := r.PathValue("lane")
+	if !laneName.MatchString(lane) {
+		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
+		return
+	}
+	d := p.decider(w)
+	if d == nil {
+		return
+	}
+	out := []Approval{} // an empty list, not null, when nothing is pending
+	for _, pa := range d.PendingApprovals(laneAddress(lane).SessionKey()) {
+		out = append(out, newApproval(lane, pa))
+	}
+	writeJSON(w, http.StatusOK, map[string][]Approval{"approvals": out})
+}
+
+func (p *Platform) decideApproval(w http.ResponseWriter, r *http.Request) {
+	lane, id := r.PathValue("lane"), r.PathValue("id")
+	if !laneName.MatchString(lane) {
+		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
+		return
+	}
+	var req decisionRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, `body must be JSON: {"decision": "accept" | "acceptForSession" | "decline" | "cancel", "user": "..."}`)
+		return
+	}
+	if !validDecision(req.Decision) {
+		writeError(w, http.StatusBadRequest, "decision must be accept, acceptForSession, decline or cancel")
+		return
+	}
+	d := p.decider(w)
+	if d == nil {
+		return
+	}
+	user := req.User
+	if user == "" {
+		user = "local"
+	}
+	if err := d.Decide(laneAddress(lane).SessionKey(), id, req.Decision, user); err != nil {
+		p.decisionFailed(w, lane, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DecisionResponse{ID: id, Decision: req.Decision})
+}
+
+// decisionFailed answers a refused decision with the status its cause
+// calls for.
+func (p *Platform) decisionFailed(w http.ResponseWriter, lane, id string, err error) {
+	switch {
+	case errors.Is(err, gateway.ErrApprovalNotFound):
+		writeError(w, http.StatusNotFound, "approval "+id+" is not pending (answered, expired or unknown)")
+	case errors.Is(err, gateway.ErrApprovalWrongLane):
+		writeError(w, http.StatusForbidden, "approval "+id+" belongs to another lane")
+	case errors.Is(err, gateway.ErrBadDecision):
+		writeError(w, http.StatusBadRequest, "decision must be accept, acceptForSession, decline or cancel")
+	default:
+		p.log.Error("api.decide_failed", zap.String("lane", lane), zap.String("approval", id), zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "the decision could not be applied; try again")
+	}
+}
