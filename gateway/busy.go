@@ -101,7 +101,7 @@ func (g *Gateway) supersede(ctx context.Context, l *lane) {
 	if thread == "" {
 		return
 	}
-	ictx, cancel := context.WithTimeout(ctx, steerTimeout)
+	ictx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	defer cancel()
 	if err := g.cx.Interrupt(ictx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 		g.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
@@ -124,7 +124,7 @@ func (g *Gateway) interruptIfSuperseded(l *lane, thread string) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(g.baseCtx, steerTimeout)
+		ctx, cancel := context.WithTimeout(g.baseCtx, g.callTimeout)
 		defer cancel()
 		if err := g.cx.Interrupt(ctx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			g.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
@@ -144,7 +144,7 @@ func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
 		cur.steer.mu.Unlock()
 		return false
 	}
-	sctx, cancel := context.WithTimeout(ctx, steerTimeout)
+	sctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	err := g.cx.Steer(sctx, thread, it.text)
 	cancel()
 	if err == nil {

@@ -105,6 +105,10 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	if l.thread != "" {
 		l.stale = true
 	}
+	// The queue is taken now, before the store moves the generation on:
+	// were the running turn to end meanwhile, the worker would otherwise
+	// run a message sent before /new in the fresh conversation.
+	dropped := g.takeQueueLocked(l)
 	l.mu.Unlock()
 	if _, err := g.st.ResetLane(ctx, l.key, reason); err != nil {
 		l.mu.Lock() // nothing was reset: the running turn stays valid
@@ -113,14 +117,15 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		}
 		l.stale = wasStale
 		l.mu.Unlock()
+		g.requeueFront(l, dropped)
 		g.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
 		g.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
-	dropped := g.dropQueue(ctx, l)
+	g.ignoreItems(ctx, dropped)
 	g.cancelApprovals(l.key)
 	if running != "" {
-		if err := g.cx.Interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+		if err := g.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			g.log.Warn("lane.reset_interrupt_failed", zap.String("lane", l.key), zap.Error(err))
 		}
 	}
@@ -144,6 +149,15 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	return nil
 }
 
+// interrupt asks codex to interrupt a thread's turn, bounded: commands run
+// on the platform's delivery goroutine, so a hung app-server must not stall
+// every lane of the platform (a stuck Codex is when users send /stop).
+func (g *Gateway) interrupt(ctx context.Context, thread string) error {
+	ictx, cancel := context.WithTimeout(ctx, g.callTimeout)
+	defer cancel()
+	return g.cx.Interrupt(ictx, thread)
+}
+
 // stop interrupts the lane's running turn and says what happened.
 func (g *Gateway) stop(ctx context.Context, l *lane) string {
 	l.mu.Lock()
@@ -156,7 +170,7 @@ func (g *Gateway) stop(ctx context.Context, l *lane) string {
 	if thread == "" {
 		return "Nothing is running."
 	}
-	err := g.cx.Interrupt(ctx, thread)
+	err := g.interrupt(ctx, thread)
 	switch {
 	case errors.Is(err, codex.ErrNoActiveTurn):
 		return "Nothing is running."

@@ -369,6 +369,9 @@ type fakeCodex struct {
 	compactFn func(thread string) (codex.Usage, codex.Usage, error)
 	usageFn   func(thread string) (codex.Usage, bool)
 	compacts  []string // threads compacted
+	// interruptFn, when set, decides what Interrupt returns (after the
+	// call is recorded on interr).
+	interruptFn func(ctx context.Context, thread string) error
 }
 
 func newFakeCodex() *fakeCodex {
@@ -432,8 +435,11 @@ func (c *fakeCodex) RunTurn(ctx context.Context, thread, text string, ev codex.T
 		Items: []codex.Item{{Type: "userMessage", Text: text}, {Type: "agentMessage", Text: "re: " + text}}}, nil
 }
 
-func (c *fakeCodex) Interrupt(_ context.Context, thread string) error {
+func (c *fakeCodex) Interrupt(ctx context.Context, thread string) error {
 	c.interr <- thread
+	if c.interruptFn != nil {
+		return c.interruptFn(ctx, thread)
+	}
 	return nil
 }
 

@@ -206,6 +206,9 @@ type Gateway struct {
 	obs       Observer
 	now       func() time.Time
 	newTicker tickerFunc
+	// callTimeout bounds short control calls to codex (interrupt, steer)
+	// made on a platform's delivery goroutine.
+	callTimeout time.Duration
 
 	platforms map[string]Platform
 	sem       chan struct{} // MaxConcurrentTurns slots
@@ -244,23 +247,24 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		return nil, err
 	}
 	return &Gateway{
-		cfg:       cfg,
-		log:       cfg.Logger.Named("gateway"),
-		st:        st,
-		cx:        cx,
-		obs:       cfg.Observer,
-		now:       cfg.Now,
-		newTicker: realTicker,
-		platforms: make(map[string]Platform),
-		sem:       make(chan struct{}, cfg.MaxConcurrentTurns),
-		lanes:     make(map[string]*lane),
-		cutoff:    make(map[string]string),
-		turnInfo:  make(map[string]TurnInfo),
-		baseCtx:   context.Background(),
-		runDone:   make(chan struct{}),
-		ready:     make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		hold:      make(map[string]time.Time),
+		cfg:         cfg,
+		log:         cfg.Logger.Named("gateway"),
+		st:          st,
+		cx:          cx,
+		obs:         cfg.Observer,
+		now:         cfg.Now,
+		newTicker:   realTicker,
+		callTimeout: steerTimeout,
+		platforms:   make(map[string]Platform),
+		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
+		lanes:       make(map[string]*lane),
+		cutoff:      make(map[string]string),
+		turnInfo:    make(map[string]TurnInfo),
+		baseCtx:     context.Background(),
+		runDone:     make(chan struct{}),
+		ready:       make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		hold:        make(map[string]time.Time),
 	}, nil
 }
 

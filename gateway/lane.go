@@ -355,14 +355,42 @@ func (g *Gateway) finishItem(l *lane) {
 // messages ignored.
 func (g *Gateway) dropQueue(ctx context.Context, l *lane) []item {
 	l.mu.Lock()
-	dropped := l.queue
-	l.queue = nil
-	g.queued.Add(-int64(len(dropped)))
+	dropped := g.takeQueueLocked(l)
 	l.mu.Unlock()
-	for _, it := range dropped {
+	g.ignoreItems(ctx, dropped)
+	return dropped
+}
+
+// takeQueueLocked empties the lane's queue and returns what it held; l.mu
+// is held.
+func (g *Gateway) takeQueueLocked(l *lane) []item {
+	taken := l.queue
+	l.queue = nil
+	g.queued.Add(-int64(len(taken)))
+	return taken
+}
+
+// requeueFront puts taken items back at the head of the lane's queue (an
+// operation that took them failed), starting a worker if none runs.
+func (g *Gateway) requeueFront(l *lane, taken []item) {
+	if len(taken) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queue = append(taken, l.queue...)
+	g.queued.Add(int64(len(taken)))
+	if !l.worker {
+		g.startWorker(l)
+	}
+}
+
+// ignoreItems marks dropped items' inbox rows ignored, so restart recovery
+// does not run them.
+func (g *Gateway) ignoreItems(ctx context.Context, items []item) {
+	for _, it := range items {
 		g.setInbound(ctx, it.inboundID, store.InboundIgnored)
 	}
-	return dropped
 }
 
 func (g *Gateway) setInbound(ctx context.Context, id int64, state string) {

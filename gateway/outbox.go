@@ -172,6 +172,7 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 	cancel()
 	g.obs.Outbound(m.Platform, err)
 	if err == nil {
+		g.dropTurnInfo(turnInfoKey(m.SessionKey, m.ReplyTo))
 		if err := g.st.MarkSent(ctx, m.ID, id); err != nil {
 			g.log.Error("outbox.mark_sent_failed", zap.Int64("outbox", m.ID), zap.Error(err))
 		}
@@ -194,11 +195,12 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 }
 
 // outboundOf rebuilds the platform message from an outbox row. Agent
-// replies committed in this process carry their turn info.
+// replies committed in this process carry their turn info; it is kept until
+// the row is sent or failed, so every retry is labelled the same.
 func (g *Gateway) outboundOf(m store.OutboxMessage) Outbound {
 	out := Outbound{Address: addressOf(m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID),
 		Kind: OutNotice, Text: m.Text, ReplyTo: m.ReplyTo, InReplyTo: m.ReplyTo, EditID: m.EditID}
-	if ti := g.takeTurnInfo(m.SessionKey, m.ReplyTo); ti != nil {
+	if ti := g.peekTurnInfo(m.SessionKey, m.ReplyTo); ti != nil {
 		out.Kind, out.Turn = OutReply, ti
 	}
 	return out
@@ -219,7 +221,7 @@ func (g *Gateway) markRetry(ctx context.Context, m store.OutboxMessage, after ti
 
 func (g *Gateway) markFailed(ctx context.Context, m store.OutboxMessage, why string) {
 	g.log.Error("outbox.failed", zap.Int64("outbox", m.ID), zap.String("platform", m.Platform), zap.String("why", why))
-	g.takeTurnInfo(m.SessionKey, m.ReplyTo)
+	g.dropTurnInfo(turnInfoKey(m.SessionKey, m.ReplyTo))
 	if err := g.st.MarkFailed(ctx, m.ID, why); err != nil {
 		g.log.Error("outbox.mark_failed_failed", zap.Int64("outbox", m.ID), zap.Error(err))
 	}

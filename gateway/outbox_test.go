@@ -127,3 +127,33 @@ func TestStoppingDelivererFinishesSendInFlight(t *testing.T) {
 		t.Errorf("a row not yet started was %q, want it left pending for the next start", second)
 	}
 }
+
+// A reply that fails and is retried must reach the platform labelled as the
+// same reply each time (kind and turn info), or a platform that resumes a
+// split message by its identity would start again from the first chunk.
+func TestRetriedReplyKeepsItsTurnInfo(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	var kinds []OutKind
+	h.p.sendFn = func(o Outbound) (string, error) {
+		kinds = append(kinds, o.Kind)
+		if len(kinds) == 1 {
+			return "", errors.New("connection reset")
+		}
+		return "", nil
+	}
+	h.g.putTurnInfo(laneA, "m1", TurnInfo{ThreadID: "t1", TurnID: "u1", Status: "completed"})
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "answer", ReplyTo: "m1"})
+	h.g.deliverDue(ctx)
+	h.clock.Advance(backoff(0))
+	h.g.deliverDue(ctx)
+	if fmt.Sprint(kinds) != "[reply reply]" {
+		t.Fatalf("attempts labelled %v, want the reply both times", kinds)
+	}
+	if o := h.p.next(t); o.Turn == nil || o.Turn.TurnID != "u1" {
+		t.Errorf("the retried reply lost its turn info: %+v", o.Turn)
+	}
+	if ti := h.g.peekTurnInfo(laneA, "m1"); ti != nil {
+		t.Errorf("turn info kept after the reply was sent: %+v", ti)
+	}
+}

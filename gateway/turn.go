@@ -107,13 +107,18 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		return // shutdown: stays journaled, not started
 	}
 	g.autoCompact(ctx, t)
+	if g.isCutOff(l) {
+		return // shutdown interrupted the compaction: stays journaled, not started
+	}
 	if isSuperseded(l) {
 		// busy mode interrupt: a newer message arrived before this turn began.
 		g.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
 		return
 	}
 	res, err := g.execute(ctx, t)
-	if g.isCutOff(l) {
+	// A turn that completed while shutdown was cutting it off is kept: the
+	// thread has it, so asking the user to /retry would run it twice.
+	if g.isCutOff(l) && (err != nil || res.Status != codex.TurnCompleted) {
 		g.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
 		return // stays journaled: the next start tells the lane
 	}
@@ -371,11 +376,20 @@ func (g *Gateway) setCurThread(l *lane, thread string) {
 	l.mu.Unlock()
 }
 
-func (g *Gateway) putTurnInfo(key, msgID string, ti TurnInfo) string {
+// turnInfoKey names a reply's turn info: the lane and the inbound message
+// it answers ("" when there is none).
+func turnInfoKey(key, msgID string) string {
 	if msgID == "" {
 		return ""
 	}
-	k := key + "\x00" + msgID
+	return key + "\x00" + msgID
+}
+
+func (g *Gateway) putTurnInfo(key, msgID string, ti TurnInfo) string {
+	k := turnInfoKey(key, msgID)
+	if k == "" {
+		return ""
+	}
 	g.mu.Lock()
 	g.turnInfo[k] = ti
 	g.mu.Unlock()
@@ -391,17 +405,16 @@ func (g *Gateway) dropTurnInfo(k string) {
 	g.mu.Unlock()
 }
 
-func (g *Gateway) takeTurnInfo(key, msgID string) *TurnInfo {
-	if msgID == "" {
+func (g *Gateway) peekTurnInfo(key, msgID string) *TurnInfo {
+	k := turnInfoKey(key, msgID)
+	if k == "" {
 		return nil
 	}
-	k := key + "\x00" + msgID
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ti, ok := g.turnInfo[k]
 	if !ok {
 		return nil
 	}
-	delete(g.turnInfo, k)
 	return &ti
 }

@@ -353,9 +353,13 @@ const progressCacheMax = 256
 
 func newProgressCache() *progressCache { return &progressCache{entries: make(map[string]progress)} }
 
+// progressKey identifies one delivery across retries. The kind is left out
+// on purpose: a retry of the same outbox row may be labelled differently
+// (reply on the first attempt, notice after a restart), and must still
+// resume after the chunks already sent.
 func progressKey(out gateway.Outbound) string {
 	h := sha256.New()
-	for _, s := range []string{out.Address.SessionKey(), string(out.Kind), out.ReplyTo, out.EditID, out.Text} {
+	for _, s := range []string{out.Address.SessionKey(), out.ReplyTo, out.EditID, out.Text} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
