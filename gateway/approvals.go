@@ -247,28 +247,42 @@ func approvalButtons(id string) []Button {
 // Decide answers a pending approval for the lane sessionKey. A decision
 // for another lane's request is refused and logged.
 func (g *Gateway) Decide(sessionKey, id, decision, senderID string) error {
+	answer, err := g.claimApproval(sessionKey, id, decision, senderID)
+	if err != nil {
+		return err
+	}
+	answer()
+	return nil
+}
+
+// claimApproval checks a decision and takes the request off the pending
+// list; the returned func hands the decision to codex. Splitting the two
+// lets a caller acknowledge the decision in the lane first, so the lane
+// reads the acknowledgement before the reply the decision unblocks.
+func (g *Gateway) claimApproval(sessionKey, id, decision, senderID string) (answer func(), err error) {
 	d := codex.Decision(decision)
 	switch d {
 	case codex.DecisionAccept, codex.DecisionAcceptForSession, codex.DecisionDecline, codex.DecisionCancel:
 	default:
-		return ErrBadDecision
+		return nil, ErrBadDecision
 	}
 	p := g.approvals.get(id)
 	if p == nil {
-		return ErrApprovalNotFound
+		return nil, ErrApprovalNotFound
 	}
 	if p.info.SessionKey != sessionKey {
 		g.log.Warn("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
 			zap.String("owner", p.info.SessionKey), zap.String("sender", senderID))
-		return ErrApprovalWrongLane
+		return nil, ErrApprovalWrongLane
 	}
 	if g.approvals.take(id) == nil {
-		return ErrApprovalNotFound
+		return nil, ErrApprovalNotFound
 	}
-	p.answer <- d
-	g.log.Info("approval.decided", zap.String("lane", sessionKey), zap.String("approval", id),
-		zap.String("decision", decision), zap.String("sender", senderID))
-	return nil
+	return func() {
+		p.answer <- d
+		g.log.Info("approval.decided", zap.String("lane", sessionKey), zap.String("approval", id),
+			zap.String("decision", decision), zap.String("sender", senderID))
+	}, nil
 }
 
 // cancelApprovals answers every pending request of the lane with cancel
@@ -295,12 +309,20 @@ func (g *Gateway) callback(ctx context.Context, in Inbound) {
 		g.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
 		return
 	}
-	g.notify(ctx, in.Address, "", g.decisionReply(in.Address.SessionKey(), id, decision, in.SenderID))
+	g.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID)
 }
 
-// decisionReply applies a decision and says what happened.
-func (g *Gateway) decisionReply(key, id, decision, sender string) string {
-	err := g.Decide(key, id, decision, sender)
+// decideAndSay applies a decision and tells the lane what happened (as a
+// reply to replyTo), the acknowledgement first.
+func (g *Gateway) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string) {
+	answer, err := g.claimApproval(addr.SessionKey(), id, decision, sender)
+	g.notify(ctx, addr, replyTo, decisionText(id, decision, err))
+	if err == nil {
+		answer()
+	}
+}
+
+func decisionText(id, decision string, err error) string {
 	switch {
 	case err == nil:
 		return fmt.Sprintf("Approval %s: %s.", id, decisionWords(codex.Decision(decision)))
@@ -325,8 +347,9 @@ func decisionWords(d codex.Decision) string {
 }
 
 // approvalCommand is /approve [id] [session] and /deny [id]. Without an id
-// it answers the lane's only pending request.
-func (g *Gateway) approvalCommand(l *lane, args string, approve bool) string {
+// it answers the lane's only pending request. The answer goes to the lane
+// as a reply to msgID.
+func (g *Gateway) approvalCommand(ctx context.Context, l *lane, msgID, args string, approve bool) {
 	fields := strings.Fields(args)
 	id := ""
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "a") {
@@ -336,11 +359,14 @@ func (g *Gateway) approvalCommand(l *lane, args string, approve bool) string {
 		pending := g.approvals.lane(l.key)
 		switch len(pending) {
 		case 0:
-			return "No approval is pending here."
+			g.notify(ctx, l.addr, msgID, "No approval is pending here.")
+			return
 		case 1:
 			id = pending[0].info.ID
 		default:
-			return fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.", len(pending), pending[0].info.ID)
+			g.notify(ctx, l.addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
+				len(pending), pending[0].info.ID))
+			return
 		}
 	}
 	decision := codex.DecisionDecline
@@ -350,7 +376,7 @@ func (g *Gateway) approvalCommand(l *lane, args string, approve bool) string {
 			decision = codex.DecisionAcceptForSession
 		}
 	}
-	return g.decisionReply(l.key, id, string(decision), "")
+	g.decideAndSay(ctx, l.addr, msgID, id, string(decision), "")
 }
 
 // Unsupported is the codex.Options.Unsupported hook: the app-server asked

@@ -72,7 +72,7 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":
-		g.notify(ctx, l.addr, msgID, g.approvalCommand(l, cmd.args, cmd.name == "approve"))
+		g.approvalCommand(ctx, l, msgID, cmd.args, cmd.name == "approve")
 	}
 	g.setInbound(ctx, inboundID, store.InboundDone)
 }
