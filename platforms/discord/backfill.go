@@ -46,7 +46,9 @@ func (a *Adapter) backfill(ctx context.Context) {
 			a.log.Info("discord.backfill", zap.String("channel_id", channelID), zap.Int("messages", len(msgs)))
 		}
 		for _, m := range msgs {
-			a.handleMessage(ctx, m, true)
+			if !a.handleMessage(ctx, m, true) {
+				return // stopping: the rest waits for the next start's backfill
+			}
 		}
 	}
 }

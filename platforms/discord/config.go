@@ -26,6 +26,10 @@ type CursorStore interface {
 	SetCursor(ctx context.Context, name, value string) error
 }
 
+// maxRetryBackoff caps the wait between attempts to deliver an inbound
+// message.
+const maxRetryBackoff = 30 * time.Second
+
 // Backfill bounds what is fetched again after a restart or a new session.
 type Backfill struct {
 	MaxMessages int           // per channel; default 50
@@ -55,9 +59,12 @@ type Config struct {
 	AllowBots  bool
 
 	Backfill Backfill
-	Cursor   CursorStore // nil: no backfill across restarts
-	Logger   *zap.Logger
-	Now      func() time.Time
+	// RetryBackoff is the first wait after a failed delivery of an inbound
+	// message (the wait doubles up to 30 s); default 1 s.
+	RetryBackoff time.Duration
+	Cursor       CursorStore // nil: no backfill across restarts
+	Logger       *zap.Logger
+	Now          func() time.Time
 	// HTTPClient is the base client for REST calls; nil uses a client with
 	// a 30 s timeout. Its transport is wrapped when APIURL is set.
 	HTTPClient *http.Client
@@ -84,6 +91,9 @@ func (c *Config) normalise() error {
 	}
 	if c.Backfill.MaxMessages <= 0 {
 		c.Backfill.MaxMessages = 50
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = time.Second
 	}
 	if c.Backfill.MaxAge <= 0 {
 		c.Backfill.MaxAge = 24 * time.Hour

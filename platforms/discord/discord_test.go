@@ -210,31 +210,6 @@ func TestRateLimit(t *testing.T) {
 	})
 }
 
-func TestRetriedSendIsIdempotent(t *testing.T) {
-	t.Parallel()
-	srv := newServer(t, channel)
-	r := start(t, baseConfig(t, srv))
-	out := gateway.Outbound{Address: gateway.Address{Platform: "discord", Kind: gateway.LaneChannel, ChatID: channel},
-		Text: "the answer", ReplyTo: "123"}
-	// The outbox retries a send whose answer was lost: Discord's
-	// enforce_nonce returns the message created the first time.
-	first, err := r.a.Send(context.Background(), out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := r.a.Send(context.Background(), out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first != again || len(srv.Sent(channel)) != 1 {
-		t.Fatalf("ids %s, %s; %d messages; want one message", first, again, len(srv.Sent(channel)))
-	}
-	out.ReplyTo = "124" // a different reply is a different message
-	if _, err := r.a.Send(context.Background(), out); err != nil || len(srv.Sent(channel)) != 2 {
-		t.Fatalf("err %v, %d messages, want 2", err, len(srv.Sent(channel)))
-	}
-}
-
 func TestPermanentFailures(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, channel, "30")

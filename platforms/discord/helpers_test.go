@@ -105,6 +105,13 @@ func baseConfig(t *testing.T, srv *discordtest.Server) discord.Config {
 // start runs an adapter until stop (or the test's end) and waits for READY.
 func start(t *testing.T, cfg discord.Config) *running {
 	t.Helper()
+	return startWithSink(t, cfg, func(s *recSink) gateway.Sink { return s })
+}
+
+// startWithSink is start with the sink the adapter sees built around the
+// recording one (which records what gets through).
+func startWithSink(t *testing.T, cfg discord.Config, wrap func(*recSink) gateway.Sink) *running {
+	t.Helper()
 	a, err := discord.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -112,7 +119,7 @@ func start(t *testing.T, cfg discord.Config) *running {
 	sink := newSink()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, sink) }()
+	go func() { done <- a.Run(ctx, wrap(sink)) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

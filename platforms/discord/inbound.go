@@ -2,8 +2,10 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
@@ -15,22 +17,29 @@ import (
 const threadArchiveMinutes = 1440
 
 // handleMessage decides whether a message is for the bot, finds its lane
-// and delivers it. backfilled marks messages fetched from history.
-func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backfilled bool) {
+// and delivers it. backfilled marks messages fetched from history. It
+// returns false when the message could not be delivered because we are
+// stopping: the channel's cursor then stays before it (see skipUndelivered).
+func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backfilled bool) bool {
 	botID, _ := a.ids()
 	if m.Author == nil || m.Author.ID == botID || (m.Author.Bot && a.cfg.IgnoreBots) ||
 		(m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply) {
 		a.advance(ctx, m)
-		return
+		return true
 	}
 	if !backfilled && a.lanes.handled(m.ChannelID, m.ID) {
-		return // backfill already handled it
+		return true // backfill already handled it
 	}
-	ch, err := a.channel(ctx, m.ChannelID)
+	var ch chanInfo
+	err := a.retry(ctx, "channel lookup", m, func() error {
+		var err error
+		ch, err = a.channel(ctx, m.ChannelID)
+		return err
+	})
 	if err != nil {
 		a.log.Error("discord.message.channel_lookup_failed", zap.String("channel_id", m.ChannelID),
 			zap.String("message_id", m.ID), zap.Error(err))
-		return
+		return a.skipUndelivered(m, err)
 	}
 	guildID := m.GuildID
 	if guildID == "" {
@@ -38,18 +47,18 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 	}
 	if !a.allow.placeAllowed(guildID, ch) {
 		a.log.Debug("discord.message.place_not_allowed", zap.String("channel_id", ch.ID))
-		return
+		return true
 	}
 	addressed, direct := a.addressed(m, ch, botID)
 	if !addressed {
 		a.advance(ctx, m)
-		return
+		return true
 	}
 	roles := a.roles(ctx, guildID, m)
 	if !a.allow.userAllowed(m.Author.ID, roles) {
 		a.allow.logDenied(a.log, m.Author, ch.ID)
 		a.advance(ctx, m)
-		return
+		return true
 	}
 	text := stripMention(m.Content, botID)
 	addr := a.laneFor(ch, m.Author.ID)
@@ -71,13 +80,71 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 	if m.MessageReference != nil {
 		in.ReplyTo = m.MessageReference.MessageID
 	}
-	if err := a.currentSink().Deliver(ctx, in); err != nil {
-		// The cursor is not advanced, so a later backfill can fetch it again.
+	if err := in.Address.Validate(); err != nil {
+		// Cannot heal; retrying it would block every later message.
+		a.log.Error("discord.message.bad_address", zap.String("message_id", m.ID), zap.Error(err))
+		return true
+	}
+	sink := a.currentSink()
+	if err := a.retry(ctx, "deliver", m, func() error { return sink.Deliver(ctx, in) }); err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", m.ID), zap.String("session_key", addr.SessionKey()))
-		return
+		return a.skipUndelivered(m, err)
 	}
 	a.track(ctx, m.ChannelID, false)
 	a.advance(ctx, m)
+	return true
+}
+
+// retry runs fn for message m until it succeeds, backing off from
+// Config.RetryBackoff to maxRetryBackoff between attempts (longer when
+// Discord asks for it with a rate limit). It blocks the
+// worker, and so every later event, as the Telegram poller does: a later
+// message of the channel must not move the cursor past this one, and the
+// lane's order is kept. It gives up, returning the error, on a permanent
+// error, on gateway.ErrShuttingDown, or when the adapter stops.
+func (a *Adapter) retry(ctx context.Context, op string, m *discordgo.Message, fn func() error) error {
+	wait := a.cfg.RetryBackoff
+	for {
+		err := fn()
+		if err == nil || errors.Is(err, gateway.ErrPermanent) || errors.Is(err, gateway.ErrShuttingDown) {
+			return err
+		}
+		if ctx.Err() != nil || a.stopped() {
+			return err
+		}
+		var ra *gateway.RetryAfterError
+		if errors.As(err, &ra) && ra.After > wait {
+			wait = ra.After // a rate-limited lookup: Discord says when
+		}
+		a.log.Warn("discord.retry", zap.String("op", op), zap.String("channel_id", m.ChannelID),
+			zap.String("message_id", m.ID), zap.Duration("retry_in", wait), zap.Error(err))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-a.stop:
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(wait*2, maxRetryBackoff)
+	}
+}
+
+// skipUndelivered decides what a message that was not delivered does to
+// its channel's cursor, and reports whether the caller may go on. A
+// permanent failure will not heal: the message is skipped and later ones
+// move the cursor as usual. Otherwise (we are stopping, or the gateway is)
+// the channel's cursor is held where it is for the rest of this process,
+// so no later message (not even the bot's own) moves it past this one and
+// the backfill after the restart delivers it.
+func (a *Adapter) skipUndelivered(m *discordgo.Message, err error) bool {
+	if errors.Is(err, gateway.ErrPermanent) {
+		return true
+	}
+	a.lanes.hold(m.ChannelID)
+	return false
 }
 
 // addressed reports whether the bot should answer, and whether the message
@@ -191,7 +258,7 @@ func (a *Adapter) advance(ctx context.Context, m *discordgo.Message) {
 // when it failed because we are shutting down.
 func (a *Adapter) deliverFailed(ctx context.Context, err error, fields ...zap.Field) {
 	fields = append(fields, zap.Error(err))
-	if ctx.Err() != nil || a.stopped() {
+	if ctx.Err() != nil || a.stopped() || errors.Is(err, gateway.ErrShuttingDown) {
 		a.log.Warn("discord.deliver_failed", fields...)
 		return
 	}

@@ -99,10 +99,12 @@ type laneIndex struct {
 	mu    sync.Mutex
 	lanes map[string]laneRecord
 	last  map[string]uint64 // last message id handled per channel, this process
+	held  map[string]bool   // channels whose cursor must not move any more, this process
 }
 
 func newLaneIndex(store CursorStore) *laneIndex {
-	return &laneIndex{store: store, lanes: map[string]laneRecord{}, last: map[string]uint64{}}
+	return &laneIndex{store: store, lanes: map[string]laneRecord{}, last: map[string]uint64{},
+		held: map[string]bool{}}
 }
 
 func (l *laneIndex) load(ctx context.Context) error {
@@ -207,15 +209,24 @@ func (l *laneIndex) handled(channelID, id string) bool {
 	return n <= l.last[channelID]
 }
 
+// hold freezes the channel's cursor for the rest of this process: a
+// message in it was not delivered, and the backfill of the next start must
+// find it after the cursor.
+func (l *laneIndex) hold(channelID string) {
+	l.mu.Lock()
+	l.held[channelID] = true
+	l.mu.Unlock()
+}
+
 // advance records id as the last message seen in the channel; the cursor
-// is persisted only for tracked channels.
+// is persisted only for tracked channels. A held channel does not move.
 func (l *laneIndex) advance(ctx context.Context, channelID, id string) error {
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
 		return fmt.Errorf("discord: message id %q: %w", id, err)
 	}
 	l.mu.Lock()
-	if n <= l.last[channelID] {
+	if l.held[channelID] || n <= l.last[channelID] {
 		l.mu.Unlock()
 		return nil
 	}

@@ -2,17 +2,20 @@ package discord
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gatewayd/gatewayd/gateway"
+	"go.uber.org/zap"
 )
 
 // maxButtonID is Discord's custom_id limit.
@@ -22,7 +25,7 @@ const maxButtonID = 100
 // the id of the last message is returned. If a later part fails, the parts
 // already sent are remembered, so the outbox's retry sends only the rest.
 func (a *Adapter) Send(ctx context.Context, out gateway.Outbound) (string, error) {
-	return a.send(ctx, out, nil)
+	return a.send(ctx, out, nil, "")
 }
 
 // SendButtons implements gateway.ButtonSender: the buttons go with the last
@@ -32,14 +35,21 @@ func (a *Adapter) SendButtons(ctx context.Context, out gateway.Outbound, buttons
 	if err != nil {
 		return "", err
 	}
-	id, err := a.send(ctx, out, rows)
+	ids := make([]string, len(buttons))
+	for i, b := range buttons {
+		ids[i] = b.ID
+	}
+	id, err := a.send(ctx, out, rows, strings.Join(ids, "\x00"))
 	if err == nil {
 		a.buttons.put(id, out.Address)
 	}
 	return id, err
 }
 
-func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discordgo.MessageComponent) (string, error) {
+// send delivers out; buttonKey (the button ids) tells deliveries with
+// different buttons apart.
+func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discordgo.MessageComponent,
+	buttonKey string) (string, error) {
 	target, err := targetChannel(out.Address)
 	if err != nil {
 		return "", err
@@ -56,36 +66,44 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discord
 		}
 		parts = []string{"\u200b"} // buttons need some content
 	}
-	key := progressKey(out, rows != nil)
-	sent := a.progress.get(key)
+	key := progressKey(out, rows != nil, buttonKey)
+	sent, salt := a.progress.begin(key, out.ReplyTo != "" || out.EditID != "")
 	for i := len(sent); i < len(parts); i++ {
 		var components []discordgo.MessageComponent
 		if i == len(parts)-1 {
 			components = rows
 		}
-		id, err := a.sendPart(ctx, target, out, i, parts[i], components)
+		id, err := a.sendPart(ctx, target, out, i, parts[i], components, partNonce(key, salt, i))
 		if err != nil {
-			a.progress.put(key, sent)
+			a.progress.fail(key, sent)
 			return "", err
 		}
 		sent = append(sent, id)
 	}
-	a.progress.drop(key)
+	a.progress.done(key)
 	return sent[len(sent)-1], nil
 }
 
-// sendPart sends (or, for the first part of an edit, edits) one part.
+// sendPart sends (or, for the first part of an edit, edits) one part. When
+// the message to edit is gone (the user or a moderator deleted the streamed
+// preview) the first part is posted as a new message: the final reply must
+// not be lost with its preview.
 func (a *Adapter) sendPart(ctx context.Context, target string, out gateway.Outbound, i int, text string,
-	components []discordgo.MessageComponent) (string, error) {
+	components []discordgo.MessageComponent, nonce string) (string, error) {
 	if i == 0 && out.EditID != "" {
 		edit := discordgo.NewMessageEdit(target, out.EditID).SetContent(text)
 		if components != nil {
 			edit.Components = &components
 		}
-		if _, err := a.session.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx)); err != nil {
+		_, err := a.session.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx))
+		if err == nil {
+			return out.EditID, nil
+		}
+		if !uneditable(err) {
 			return "", mapError("edit", err)
 		}
-		return out.EditID, nil
+		a.log.Info("discord.preview_uneditable: sending the reply as a new message",
+			zap.String("message_id", out.EditID), zap.Error(mapError("edit", err)))
 	}
 	msg := &discordgo.MessageSend{
 		Content:         text,
@@ -98,11 +116,33 @@ func (a *Adapter) sendPart(ctx context.Context, target string, out gateway.Outbo
 		fail := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyTo, FailIfNotExists: &fail}
 	}
-	m, err := a.postMessage(ctx, target, msg, partNonce(out, components != nil, i))
+	m, err := a.postMessage(ctx, target, msg, nonce)
 	if err != nil {
 		return "", mapError("send", err)
 	}
 	return m.ID, nil
+}
+
+// uneditable reports an edit that failed because the message cannot be
+// edited any more: it was deleted (404, Unknown Message) or is not the
+// bot's (50005). An unknown channel is not included: posting there fails
+// the same way.
+func uneditable(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return false
+	}
+	code := 0
+	if re.Message != nil {
+		code = re.Message.Code
+	}
+	switch {
+	case code == discordgo.ErrCodeUnknownMessage, code == discordgo.ErrCodeCannotEditFromAnotherUser:
+		return true
+	case re.Response.StatusCode == http.StatusNotFound:
+		return code != discordgo.ErrCodeUnknownChannel
+	}
+	return false
 }
 
 // nonceMessage is a message create with Discord's idempotency nonce, which
@@ -116,10 +156,20 @@ type nonceMessage struct {
 // postMessage creates a message with enforce_nonce: when a send whose
 // answer was lost (a timeout, a cancelled request) is retried, Discord
 // returns the message already created instead of posting it twice.
+//
+// A create is not started once ctx has ended, but one already on the wire
+// is given sendGrace to finish (see inFlight): abandoning it would leave a
+// message Discord may have created without its id, so a streamed preview
+// could not be edited into the final reply and the user would see both.
 func (a *Adapter) postMessage(ctx context.Context, channelID string, msg *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // never start a send after the caller gave up
+	}
+	sctx, done := inFlight(ctx)
+	defer done()
 	endpoint := discordgo.EndpointChannelMessages(channelID)
 	body, err := a.session.RequestWithBucketID(http.MethodPost, endpoint,
-		nonceMessage{MessageSend: msg, Nonce: nonce, EnforceNonce: true}, endpoint, discordgo.WithContext(ctx))
+		nonceMessage{MessageSend: msg, Nonce: nonce, EnforceNonce: true}, endpoint, discordgo.WithContext(sctx))
 	if err != nil {
 		return nil, err
 	}
@@ -130,16 +180,31 @@ func (a *Adapter) postMessage(ctx context.Context, channelID string, msg *discor
 	return &m, nil
 }
 
+// sendGrace is how long a message create already on the wire may outlive
+// its caller's context (the same grace as the Telegram adapter's).
+const sendGrace = 5 * time.Second
+
+// inFlight gives one message create a context that ends sendGrace after
+// ctx does. The HTTP client's timeout still bounds the request.
+func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
+	return c, func() {
+		stop()
+		cancel()
+	}
+}
+
 // maxNonce is Discord's nonce length limit.
 const maxNonce = 25
 
-// partNonce identifies one part of one outbound message: the same reply
-// retried gets the same nonce. (Discord remembers nonces for a few minutes,
-// so an identical message to the same lane within that time is also
-// recognised as the same one.)
-func partNonce(out gateway.Outbound, buttons bool, part int) string {
-	key := progressKey(out, buttons)
-	sum := sha256.Sum256(fmt.Appendf(key[:], "\x00%d", part))
+// partNonce identifies one part of one delivery: the key (lane, reply-to,
+// edit id, buttons, text) plus the delivery's salt (see sendProgress.begin).
+// A retry of the delivery reuses the salt and so the nonce; a new delivery
+// of identical text gets a new salt, so Discord does not answer it with the
+// earlier message (enforce_nonce looks back a few minutes).
+func partNonce(key [32]byte, salt string, part int) string {
+	sum := sha256.Sum256(fmt.Appendf(key[:], "\x00%s\x00%d", salt, part))
 	return hex.EncodeToString(sum[:])[:maxNonce]
 }
 
@@ -247,17 +312,41 @@ func restSummary(re *discordgo.RESTError) string {
 	return fmt.Sprintf("HTTP %d", re.Response.StatusCode)
 }
 
-// sendProgress remembers the parts of a split message already sent when a
-// later part failed, for an hour.
+// sendProgress remembers, per delivery key, the parts already sent when a
+// later part failed (so the outbox's retry sends only the rest) and the
+// salt of the delivery's nonces, for an hour.
+//
+// Why a salt: gateway.Outbound carries nothing that identifies an outbox
+// row, so two deliveries of the same text to the same lane with the same
+// reply-to (the same "Queued" notice in two bursts) have the same key. A
+// nonce derived from the key alone made Discord (enforce_nonce) answer the
+// second with the first message: it was silently not shown. So:
+//
+//   - a retry (the previous attempt of the key failed, its outcome maybe
+//     unknown) reuses the previous attempt's salt: a message created by an
+//     attempt whose answer was lost is returned, not posted twice;
+//   - a delivery after one that succeeded gets a fresh random salt: it is a
+//     new message, and is shown;
+//   - a first delivery of a key that has a reply-to or edit id uses the
+//     empty salt, which is what every process uses: such a key names one
+//     answer to one inbound message, so a retry by the next process (after
+//     a crash mid-send) is still recognised. A first delivery without them
+//     (a lane notice) gets a random salt: after a restart, an identical
+//     notice sent minutes earlier by the previous process would otherwise
+//     swallow it. The cost is that a notice whose send was cut off by a
+//     crash may be shown twice, which is better than not at all.
 type sendProgress struct {
-	mu  sync.Mutex
-	now func() time.Time
-	m   map[[32]byte]progressEntry
+	mu     sync.Mutex
+	now    func() time.Time
+	m      map[[32]byte]progressEntry
+	pruned time.Time // when expired entries were last removed
 }
 
 type progressEntry struct {
-	ids []string
-	at  time.Time
+	ids  []string // parts sent by a failed delivery
+	salt string
+	ok   bool // the last delivery of the key succeeded
+	at   time.Time
 }
 
 const progressTTL = time.Hour
@@ -266,42 +355,59 @@ func newSendProgress(now func() time.Time) *sendProgress {
 	return &sendProgress{now: now, m: map[[32]byte]progressEntry{}}
 }
 
-func progressKey(out gateway.Outbound, buttons bool) [32]byte {
-	// Kind and InReplyTo are left out on purpose: the outbox's retry of a
-	// reply may not carry them, and must still match the first attempt.
-	return sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%t\x00%s",
-		out.Address.SessionKey(), out.ReplyTo, out.EditID, buttons, out.Text))
+// progressKey identifies what is sent. Kind and InReplyTo are left out on
+// purpose: the outbox's retry of a reply may not carry them (a restart
+// loses the turn info), and must still match the first attempt. Only
+// "preview or not" is kept, since a preview is cut to one part.
+func progressKey(out gateway.Outbound, buttons bool, buttonKey string) [32]byte {
+	return sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%t\x00%t\x00%s\x00%s",
+		out.Address.SessionKey(), out.ReplyTo, out.EditID, out.Kind == gateway.OutPreview, buttons, buttonKey, out.Text))
 }
 
-func (p *sendProgress) get(key [32]byte) []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.m[key]
-	if !ok || p.now().Sub(e.at) > progressTTL {
-		return nil
-	}
-	return append([]string(nil), e.ids...)
-}
-
-func (p *sendProgress) put(key [32]byte, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
+// begin starts a delivery of key: it returns the parts already sent by a
+// failed earlier attempt and the salt for the delivery's nonces. stable
+// says the key names one answer (it has a reply-to or edit id).
+func (p *sendProgress) begin(key [32]byte, stable bool) (sent []string, salt string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	for k, e := range p.m {
-		if now.Sub(e.at) > progressTTL {
-			delete(p.m, k)
+	e, ok := p.m[key]
+	if ok && now.Sub(e.at) > progressTTL {
+		ok = false
+	}
+	switch {
+	case ok && !e.ok:
+		sent, salt = append([]string(nil), e.ids...), e.salt // a retry
+	case ok || !stable:
+		salt = rand.Text() // a new delivery of something sent before, or a notice
+	}
+	if now.Sub(p.pruned) > time.Minute {
+		p.pruned = now
+		for k, old := range p.m {
+			if now.Sub(old.at) > progressTTL {
+				delete(p.m, k)
+			}
 		}
 	}
-	p.m[key] = progressEntry{ids: ids, at: now}
+	p.m[key] = progressEntry{ids: sent, salt: salt, at: now}
+	return sent, salt
 }
 
-func (p *sendProgress) drop(key [32]byte) {
+// fail records the parts sent by a failed attempt; the next attempt of the
+// key is its retry.
+func (p *sendProgress) fail(key [32]byte, ids []string) {
 	p.mu.Lock()
-	delete(p.m, key)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	e := p.m[key]
+	e.ids, e.ok, e.at = append([]string(nil), ids...), false, p.now()
+	p.m[key] = e
+}
+
+// done records a delivery that succeeded; the next one of the key is new.
+func (p *sendProgress) done(key [32]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[key] = progressEntry{ok: true, at: p.now()}
 }
 
 // buttonLanes remembers which lane a button message belongs to, so a

@@ -22,6 +22,8 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	if s.rateLimited(w, r.Method, path) {
 		return
 	}
+	w, after := s.faults(w, r, path)
+	defer after()
 	seg := strings.Split(path, "/")
 	switch {
 	case path == "gateway" || path == "gateway/bot":

@@ -56,6 +56,9 @@ type Server struct {
 	commands   []string
 	posts      map[string]int // POST attempts per path, including 429s
 	inject     map[string][]injected
+	holds      map[string][]*Held // requests to hold, by method + path
+	held       []*Held            // holds taken, released on Close
+	lose       map[string]int     // answers to lose, by method + path
 	identifies int
 	resumes    int
 	intents    int
@@ -76,6 +79,8 @@ func New(channelIDs ...string) *Server {
 		typing:    map[string]int{},
 		posts:     map[string]int{},
 		inject:    map[string][]injected{},
+		holds:     map[string][]*Held{},
+		lose:      map[string]int{},
 		heartbeat: time.Second,
 		changed:   make(chan struct{}),
 	}
@@ -95,6 +100,16 @@ func (s *Server) URL() string { return s.http.URL }
 
 // Close stops the server and drops every connection.
 func (s *Server) Close() {
+	s.mu.Lock()
+	for _, h := range s.held {
+		h.Release()
+	}
+	for _, q := range s.holds {
+		for _, h := range q {
+			h.Release()
+		}
+	}
+	s.mu.Unlock()
 	s.gw.dropConn()
 	s.http.CloseClientConnections()
 	s.http.Close()

@@ -1,0 +1,96 @@
+package discordtest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+)
+
+// Held is a request the fake holds before handling it (see HoldNext).
+type Held struct {
+	arrived    chan struct{}
+	release    chan struct{}
+	clientGone chan struct{}
+	once       sync.Once
+}
+
+// Arrived is closed when the held request has reached the fake.
+func (h *Held) Arrived() <-chan struct{} { return h.arrived }
+
+// ClientGone is closed if the client gave up on the request (its context
+// ended or it hung up) while it was held.
+func (h *Held) ClientGone() <-chan struct{} { return h.clientGone }
+
+// Release lets the held request be handled. Like Discord, the fake
+// handles it even when the client has gone: the request was on the wire.
+func (h *Held) Release() { h.once.Do(func() { close(h.release) }) }
+
+// HoldNext holds the next request to method+path (path after /api/v9/)
+// until Release. The server's Close releases it too.
+func (s *Server) HoldNext(method, path string) *Held {
+	h := &Held{arrived: make(chan struct{}), release: make(chan struct{}), clientGone: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := method + " " + path
+	s.holds[key] = append(s.holds[key], h)
+	return h
+}
+
+// LoseAnswer makes the next count requests to method+path be handled (a
+// message is created) but answered by a dropped connection: the client
+// cannot know the outcome, as after a timeout.
+func (s *Server) LoseAnswer(method, path string, count int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose[method+" "+path] += count
+}
+
+// Delete removes a message, as a user or moderator deleting it; editing
+// it afterwards answers 404 Unknown Message.
+func (s *Server) Delete(channelID, messageID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msgs := s.history[channelID]
+	for i, m := range msgs {
+		if m.ID == messageID {
+			s.history[channelID] = append(msgs[:i:i], msgs[i+1:]...)
+			return
+		}
+	}
+}
+
+// faults applies a queued hold or lost answer to the request. It returns
+// the writer to handle the request with and a function to call after it.
+func (s *Server) faults(w http.ResponseWriter, r *http.Request, path string) (http.ResponseWriter, func()) {
+	key := r.Method + " " + path
+	s.mu.Lock()
+	var h *Held
+	if q := s.holds[key]; len(q) > 0 {
+		h, s.holds[key] = q[0], q[1:]
+		s.held = append(s.held, h)
+	}
+	lose := s.lose[key] > 0
+	if lose {
+		s.lose[key]--
+	}
+	s.mu.Unlock()
+	if h != nil {
+		close(h.arrived)
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			close(h.clientGone)
+			<-h.release
+		}
+	}
+	if !lose {
+		return w, func() {}
+	}
+	return httptest.NewRecorder(), func() {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		}
+	}
+}
