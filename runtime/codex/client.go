@@ -22,6 +22,9 @@ import (
 	"go.uber.org/zap"
 )
 
+// drainGrace bounds how long a dead process's stdout is still read.
+const drainGrace = 2 * time.Second
+
 // Client owns one app-server process at a time and the threads loaded in it.
 type Client struct {
 	opts   Options
@@ -88,6 +91,15 @@ func (c *Client) connect(ctx context.Context, epoch int64) (*conn, error) {
 	go cn.readLoop()
 	go func() {
 		<-proc.exited
+		// The reader marks the connection dead at EOF, after handling what
+		// the process wrote last. A pipe kept open by an escaped grandchild
+		// never reaches EOF: stop waiting after drainGrace.
+		t := time.NewTimer(drainGrace)
+		select {
+		case <-cn.readDone:
+		case <-t.C:
+		}
+		t.Stop()
 		cn.fail(fmt.Errorf("%w: exited: %v", ErrProcessDied, proc.err))
 		closeAll(proc.stdout, proc.stdin)
 	}()
@@ -315,16 +327,27 @@ func (c *Client) Close(ctx context.Context) error {
 	return nil
 }
 
-// serveRequest answers a server→client request; every request gets an
-// answer, or the turn waiting on it would stall forever.
-func (c *Client) serveRequest(cn *conn, id json.RawMessage, method string, params json.RawMessage) {
+// serveRequest answers a server→client request; every request the server
+// still waits for gets an answer, or the turn waiting on it would stall
+// forever.
+//
+// ctx is the request's own: it ends when the server resolves the request
+// without us (serverRequest/resolved, e.g. after turn/interrupt), when the
+// request's turn completes, or when the process dies. A decision made after
+// that is not sent: nobody waits for it (codex ignores late answers).
+func (c *Client) serveRequest(ctx context.Context, cn *conn, id json.RawMessage, method string, params json.RawMessage) {
 	kind, isApproval := approvalKinds[method]
 	if !isApproval {
 		c.refuseRequest(cn, id, method, params)
 		return
 	}
 	req := parseApproval(kind, params)
-	decision := c.opts.Approvals(cn.ctx, req)
+	decision := c.opts.Approvals(ctx, req)
+	if ctx.Err() != nil {
+		c.log.Info("codex.approval_resolved_elsewhere", zap.String("kind", kind), zap.String("thread_id", req.ThreadID),
+			zap.String("item_id", req.ItemID), zap.String("decision", string(decision)))
+		return
+	}
 	if !decision.valid() {
 		c.log.Error("codex.invalid_decision", zap.String("decision", string(decision)))
 		decision = DecisionDecline

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 func TestStartHandshakeSkipsMalformedAndUnknownLines(t *testing.T) {
@@ -303,5 +305,56 @@ func TestRestartBacksOffWhileStartsFail(t *testing.T) {
 	}
 	if err := fc.Ping(testCtx(t)); err != nil {
 		t.Errorf("Ping after recovery: %v", err)
+	}
+}
+
+// Output the process wrote just before exiting is read to the end before
+// the connection is marked dead: a turn cut off by the process's death
+// still reports everything streamed.
+func TestOutputWrittenBeforeExitIsNotLost(t *testing.T) {
+	fc := startFake(t, fakeConfig{})
+	tid := fc.newThread(t)
+	const n = 200 // 200 KiB: more than the pipe holds when the process is reaped
+	var streamed int
+	res, err := fc.RunTurn(testCtx(t), tid, fmt.Sprintf("die-flood %d", n), TurnEvents{Delta: func(d string) { streamed += len(d) }})
+	if !errors.Is(err, ErrProcessDied) {
+		t.Fatalf("err = %v, want ErrProcessDied", err)
+	}
+	if want := n*1024 + len("end"); streamed != want || !strings.HasSuffix(res.Text, " end") {
+		t.Fatalf("streamed %d bytes (text ends %q), want %d ending in \"end\"", streamed, res.Text[max(0, len(res.Text)-8):], want)
+	}
+}
+
+// Once the app-server is reaped its pid, which is its process group's id,
+// may be reused: kill must not signal that group any more.
+func TestKillAfterReapSparesAReusedGroupID(t *testing.T) {
+	opts, _ := fakeOptions(t, fakeConfig{})
+	p, err := spawn(opts.withDefaults(), opts.Command, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.stdin.Close() // EOF: the fake exits
+	select {
+	case <-p.exited:
+	case <-testCtx(t).Done():
+		t.Fatal("the fake did not exit")
+	}
+	closeAll(p.stdout)
+
+	// An unrelated process group, standing in for one that got the old id.
+	victim := exec.Command("sleep", "300")
+	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.pid = victim.Process.Pid
+
+	p.kill()
+	// Signals are delivered in order and SIGKILL cannot be caught: the
+	// victim dies of SIGTERM only if kill sent it nothing.
+	_ = victim.Process.Signal(syscall.SIGTERM)
+	_ = victim.Wait()
+	if sig := victim.ProcessState.Sys().(syscall.WaitStatus).Signal(); sig != syscall.SIGTERM {
+		t.Fatalf("the unrelated group got %v after the reaped process's kill", sig)
 	}
 }

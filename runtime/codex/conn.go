@@ -36,12 +36,29 @@ type conn struct {
 	deadOnce sync.Once
 	replaced chan struct{} // closed when a successor is installed or the client closed
 
-	// ctx is cancelled when the connection dies; approval handlers get it.
+	// ctx is cancelled when the connection dies; every server request's
+	// context derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// readDone is closed when readLoop has returned: everything the process
+	// wrote has been handled.
+	readDone chan struct{}
+
+	smu   sync.Mutex
+	sreqs map[string]*serverReq // server→client requests being handled, by raw id
+
 	onNotify  func(cn *conn, method string, params json.RawMessage)
-	onRequest func(cn *conn, id json.RawMessage, method string, params json.RawMessage)
+	onRequest func(ctx context.Context, cn *conn, id json.RawMessage, method string, params json.RawMessage)
+}
+
+// serverReq is a server→client request whose handler is running. Its
+// context ends when the server resolves it some other way
+// (serverRequest/resolved), when its turn completes, or when the
+// connection dies.
+type serverReq struct {
+	threadID, turnID string
+	cancel           context.CancelFunc
 }
 
 type response struct {
@@ -76,10 +93,12 @@ func newConn(r io.Reader, w io.Writer, log *zap.Logger) *conn {
 		replaced: make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
+		readDone: make(chan struct{}),
+		sreqs:    make(map[string]*serverReq),
 	}
 	// Safe defaults; the client installs its router and request handler.
 	c.onNotify = func(*conn, string, json.RawMessage) {}
-	c.onRequest = func(cn *conn, id json.RawMessage, method string, _ json.RawMessage) {
+	c.onRequest = func(_ context.Context, cn *conn, id json.RawMessage, method string, _ json.RawMessage) {
 		_ = cn.replyError(id, -32601, "gatewayd does not support "+method)
 	}
 	return c
@@ -122,7 +141,11 @@ func (c *conn) err() error {
 // never blocks on a consumer: responses go to buffered channels,
 // notifications to unbounded per-thread queues, server requests to their
 // own goroutines.
+//
+// The reader, not the process's exit, marks the connection dead at EOF: a
+// line written just before the process exited is still handled first.
 func (c *conn) readLoop() {
+	defer close(c.readDone)
 	for {
 		line, err := c.r.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -130,13 +153,26 @@ func (c *conn) readLoop() {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				c.fail(fmt.Errorf("%w: stdout closed", ErrProcessDied))
+				c.fail(c.eofCause())
 			} else {
 				c.fail(fmt.Errorf("%w: read stdout: %v", ErrProcessDied, err))
 			}
 			return
 		}
 	}
+}
+
+// eofCause says why stdout ended: the process's exit status if it has
+// already been reaped.
+func (c *conn) eofCause() error {
+	if c.proc != nil {
+		select {
+		case <-c.proc.exited:
+			return fmt.Errorf("%w: exited: %v", ErrProcessDied, c.proc.err)
+		default:
+		}
+	}
+	return fmt.Errorf("%w: stdout closed", ErrProcessDied)
 }
 
 func (c *conn) handleLine(line []byte) {
@@ -149,7 +185,13 @@ func (c *conn) handleLine(line []byte) {
 	hasID := len(env.ID) > 0 && string(env.ID) != "null"
 	switch {
 	case hasID && env.Method != "":
-		go c.onRequest(c, env.ID, env.Method, env.Params)
+		// Registered here, on the reader, so that a serverRequest/resolved
+		// read right after it always finds it.
+		ctx, done := c.trackRequest(env.ID, env.Params)
+		go func() {
+			defer done()
+			c.onRequest(ctx, c, env.ID, env.Method, env.Params)
+		}()
 	case hasID:
 		c.deliverResponse(env)
 	case env.Method != "":
@@ -157,6 +199,57 @@ func (c *conn) handleLine(line []byte) {
 	default:
 		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
 			zap.ByteString("head", head(line, 200)), zap.String("why", "neither id nor method"))
+	}
+}
+
+// trackRequest registers a server request; its context ends on
+// resolveRequest, endTurnRequests or the connection's death. done
+// unregisters it.
+func (c *conn) trackRequest(id, params json.RawMessage) (context.Context, func()) {
+	var p struct {
+		ThreadID string `json:"threadId"`
+		TurnID   string `json:"turnId"`
+	}
+	_ = json.Unmarshal(params, &p) // best effort: without ids only resolution or death ends it
+	ctx, cancel := context.WithCancel(c.ctx)
+	r := &serverReq{threadID: p.ThreadID, turnID: p.TurnID, cancel: cancel}
+	key := string(bytes.TrimSpace(id))
+	c.smu.Lock()
+	c.sreqs[key] = r
+	c.smu.Unlock()
+	return ctx, func() {
+		c.smu.Lock()
+		if c.sreqs[key] == r {
+			delete(c.sreqs, key)
+		}
+		c.smu.Unlock()
+		cancel()
+	}
+}
+
+// resolveRequest ends the context of the server request id: the server
+// no longer waits for its answer (serverRequest/resolved).
+func (c *conn) resolveRequest(id json.RawMessage) {
+	c.smu.Lock()
+	r := c.sreqs[string(bytes.TrimSpace(id))]
+	c.smu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+}
+
+// endTurnRequests ends the contexts of the server requests of a turn that
+// completed: the server dropped them with it.
+func (c *conn) endTurnRequests(threadID, turnID string) {
+	if turnID == "" {
+		return
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	for _, r := range c.sreqs {
+		if r.threadID == threadID && r.turnID == turnID {
+			r.cancel()
+		}
 	}
 }
 
@@ -193,37 +286,63 @@ type request struct {
 // call sends a request and waits for its response, the connection's death
 // or ctx. out, if non-nil, receives the result.
 func (c *conn) call(ctx context.Context, method string, params, out any) error {
-	id := c.nextID.Add(1)
-	ch := make(chan response, 1)
+	pc, err := c.start(method, params)
+	if err != nil {
+		return err
+	}
+	defer pc.forget()
+	return pc.wait(ctx, out)
+}
+
+// pendingCall is a request that was sent and whose answer is awaited. A
+// caller that stops waiting may hand it to another goroutine, which can
+// still receive the answer; forget drops it.
+type pendingCall struct {
+	cn     *conn
+	id     int64
+	method string
+	ch     chan response
+}
+
+// start sends a request without waiting for its answer.
+func (c *conn) start(method string, params any) (*pendingCall, error) {
+	pc := &pendingCall{cn: c, id: c.nextID.Add(1), method: method, ch: make(chan response, 1)}
 	c.mu.Lock()
 	if c.deadErr != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("codex: %s: %w", method, c.deadErr)
+		return nil, fmt.Errorf("codex: %s: %w", method, c.deadErr)
 	}
-	c.pending[id] = ch
+	c.pending[pc.id] = pc.ch
 	c.mu.Unlock()
-	defer c.forget(id)
-
-	if err := c.send(request{ID: id, Method: method, Params: params}); err != nil {
-		return fmt.Errorf("codex: %s: %w", method, err)
+	if err := c.send(request{ID: pc.id, Method: method, Params: params}); err != nil {
+		pc.forget()
+		return nil, fmt.Errorf("codex: %s: %w", method, err)
 	}
+	return pc, nil
+}
+
+// wait waits for the answer, the connection's death or ctx; the call stays
+// pending when ctx ends, so wait may be called again.
+func (pc *pendingCall) wait(ctx context.Context, out any) error {
 	select {
-	case r := <-ch:
-		return decodeResponse(method, r, out)
-	case <-c.dead:
+	case r := <-pc.ch:
+		return decodeResponse(pc.method, r, out)
+	case <-pc.cn.dead:
 		select {
-		case r := <-ch: // answered just before the end
-			return decodeResponse(method, r, out)
+		case r := <-pc.ch: // answered just before the end
+			return decodeResponse(pc.method, r, out)
 		default:
 		}
-		return fmt.Errorf("codex: %s: %w", method, c.err())
+		return fmt.Errorf("codex: %s: %w", pc.method, pc.cn.err())
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return timeoutError(method, ctx.Err())
+			return timeoutError(pc.method, ctx.Err())
 		}
-		return fmt.Errorf("codex: %s: %w", method, ctx.Err())
+		return fmt.Errorf("codex: %s: %w", pc.method, ctx.Err())
 	}
 }
+
+func (pc *pendingCall) forget() { pc.cn.forget(pc.id) }
 
 func (c *conn) forget(id int64) {
 	c.mu.Lock()

@@ -27,6 +27,10 @@ var (
 	ErrThreadNotLoaded = errors.New("codex: thread not loaded")
 	// ErrNoActiveTurn: interrupt or steer with no running turn.
 	ErrNoActiveTurn = errors.New("codex: no active turn")
+	// ErrTurnMismatch: turn/steer named a turn that is not the thread's
+	// active one ("expected active turn id … but found …"): another turn
+	// runs on the thread. The steer input was not delivered.
+	ErrTurnMismatch = errors.New("codex: the thread's active turn is another one")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("codex: client closed")
 	// ErrTurnActive: a turn (or compaction) is already running on the thread,
@@ -59,6 +63,7 @@ var messageClasses = []struct {
 	{"thread not found", ErrThreadNotLoaded},
 	{"no active turn to interrupt", ErrNoActiveTurn},
 	{"no active turn to steer", ErrNoActiveTurn},
+	{"expected active turn id", ErrTurnMismatch},
 }
 
 // Is reports whether the error's message classifies it as target.

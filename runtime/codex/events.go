@@ -91,10 +91,19 @@ type turnSub struct {
 
 	idKnown chan struct{}
 	idOnce  sync.Once
+
+	// done is closed when the caller's RunTurn or Compact returned: Steer
+	// and Interrupt no longer wait for it. freed is closed when the thread
+	// no longer runs it (endTurn), which can be later: a turn its caller gave
+	// up on is interrupted and waited for in the background (settle).
+	done     chan struct{}
+	freed    chan struct{}
+	detached bool // settle owns it; touched only by the owner's goroutine
 }
 
 func newTurnSub(cn *conn) *turnSub {
-	return &turnSub{cn: cn, wake: make(chan struct{}, 1), idKnown: make(chan struct{})}
+	return &turnSub{cn: cn, wake: make(chan struct{}, 1), idKnown: make(chan struct{}),
+		done: make(chan struct{}), freed: make(chan struct{})}
 }
 
 func (s *turnSub) push(n notification) {
@@ -141,6 +150,7 @@ type turnEvent struct {
 	Error      *wireTurnError  `json:"error"`
 	WillRetry  bool            `json:"willRetry"`
 	TokenUsage *wireTokenUsage `json:"tokenUsage"`
+	RequestID  json.RawMessage `json:"requestId"` // serverRequest/resolved
 }
 
 type wireTurn struct {

@@ -15,6 +15,15 @@ package codex
 //	unknown-request         an unsupported server request, answers "error=<code>"
 //	big <n>                 one n-byte delta line, then "big-done"
 //	steerable               waits for turn/steer, answers "steered: <text>"
+//	approve-pending [how]   an approval request left pending until turn/interrupt,
+//	                        which completes the turn; if how is "resolved", the
+//	                        first interrupt only sends serverRequest/resolved
+//	                        and a second one completes the turn
+//	die-flood <n>           n 1 KiB deltas and "end", then the process exits
+//
+// fake/hold {threadId, fail} holds the thread's next turn/start,
+// thread/compact/start or thread/unsubscribe unanswered; fake/awaitHeld {threadId} answers once
+// one is held; fake/release {threadId} then fails it (fail) or serves it.
 //
 // Thread ids passed to thread/resume are scripted by prefix: lost-, bad-,
 // archived-, writer-, hang-, dieonce-. The fake records every received
@@ -82,6 +91,15 @@ type fakeServer struct {
 	nextReq     int
 	replies     map[string]chan fakeMsg
 	childPid    int
+	holds       map[string]*fakeHold // by thread id
+}
+
+// fakeHold is a turn/start, thread/compact/start or thread/unsubscribe
+// held unanswered.
+type fakeHold struct {
+	fail    bool
+	req     *fakeMsg          // the held request, once it came
+	waiters []json.RawMessage // fake/awaitHeld requests to answer when it comes
 }
 
 func newFake() *fakeServer {
@@ -91,6 +109,7 @@ func newFake() *fakeServer {
 		loaded:  map[string]bool{},
 		turns:   map[string]*fakeTurn{},
 		replies: map[string]chan fakeMsg{},
+		holds:   map[string]*fakeHold{},
 	}
 	if path := os.Getenv(fakeLogEnv); path != "" {
 		f.log, _ = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -172,14 +191,21 @@ func (f *fakeServer) fail(id json.RawMessage, msg string) {
 
 // request sends a server→client request and waits for the answer.
 func (f *fakeServer) request(method string, params map[string]any) fakeMsg {
+	_, ch := f.sendRequest(method, params)
+	return <-ch
+}
+
+// sendRequest sends a server→client request; its answer comes on ch.
+func (f *fakeServer) sendRequest(method string, params map[string]any) (int, <-chan fakeMsg) {
 	f.mu.Lock()
-	id := strconv.Itoa(f.nextReq)
+	n := f.nextReq
+	id := strconv.Itoa(n)
 	f.nextReq++
 	ch := make(chan fakeMsg, 1)
 	f.replies[id] = ch
 	f.mu.Unlock()
 	f.send(map[string]any{"id": json.RawMessage(id), "method": method, "params": params})
-	return <-ch
+	return n, ch
 }
 
 func (f *fakeServer) handle(m fakeMsg) {
@@ -213,23 +239,45 @@ func (f *fakeServer) handle(m fakeMsg) {
 	case "thread/resume":
 		f.resume(m.ID, str("threadId"), p["excludeTurns"] == true)
 	case "thread/unsubscribe":
-		f.mu.Lock()
-		delete(f.loaded, str("threadId"))
-		f.mu.Unlock()
-		f.result(m.ID, map[string]any{"status": "unsubscribed"})
+		if f.held(m, str("threadId")) {
+			return
+		}
+		f.unsubscribe(m.ID, str("threadId"))
 	case "thread/loaded/list":
 		if f.has("deaf-ping") {
 			return
 		}
 		f.result(m.ID, map[string]any{"data": []string{}, "nextCursor": nil})
 	case "turn/start":
-		f.startTurn(m.ID, str("threadId"), m.Params)
+		if !f.held(m, str("threadId")) {
+			f.startTurn(m.ID, str("threadId"), m.Params)
+		}
 	case "turn/interrupt":
 		f.interrupt(m.ID, str("threadId"), str("turnId"))
 	case "turn/steer":
 		f.steer(m.ID, str("threadId"), str("expectedTurnId"), m.Params)
 	case "thread/compact/start":
-		f.compact(m.ID, str("threadId"))
+		if !f.held(m, str("threadId")) {
+			f.compact(m.ID, str("threadId"))
+		}
+	case "fake/hold":
+		f.mu.Lock()
+		f.holds[str("threadId")] = &fakeHold{fail: p["fail"] == true}
+		f.mu.Unlock()
+		f.result(m.ID, map[string]any{})
+	case "fake/awaitHeld":
+		f.mu.Lock()
+		h := f.holds[str("threadId")]
+		ready := h == nil || h.req != nil
+		if !ready {
+			h.waiters = append(h.waiters, m.ID)
+		}
+		f.mu.Unlock()
+		if ready {
+			f.result(m.ID, map[string]any{})
+		}
+	case "fake/release":
+		f.release(m.ID, str("threadId"))
 	case "fake/info":
 		f.result(m.ID, map[string]any{"pid": os.Getpid(), "childPid": f.childPid})
 	case "fake/echo":
@@ -323,4 +371,54 @@ func usageParams(tid, turnID string, total int) map[string]any {
 		"outputTokens": 10, "reasoningOutputTokens": 2}
 	return map[string]any{"threadId": tid, "turnId": turnID, "tokenUsage": map[string]any{
 		"total": counts, "last": map[string]any{"totalTokens": 42}, "modelContextWindow": 200000}}
+}
+
+// held holds m if a fake/hold is set for the thread.
+func (f *fakeServer) held(m fakeMsg, tid string) bool {
+	f.mu.Lock()
+	h := f.holds[tid]
+	if h == nil || h.req != nil {
+		f.mu.Unlock()
+		return false
+	}
+	h.req = &m
+	waiters := h.waiters
+	h.waiters = nil
+	f.mu.Unlock()
+	for _, w := range waiters {
+		f.result(w, map[string]any{})
+	}
+	return true
+}
+
+// release answers fake/release, then fails or serves the held request.
+func (f *fakeServer) release(id json.RawMessage, tid string) {
+	f.mu.Lock()
+	h := f.holds[tid]
+	delete(f.holds, tid)
+	f.mu.Unlock()
+	f.result(id, map[string]any{})
+	if h == nil || h.req == nil {
+		return
+	}
+	m := *h.req
+	if h.fail {
+		f.fail(m.ID, "test fake: held "+m.Method+" failed")
+		return
+	}
+	switch m.Method {
+	case "turn/start":
+		f.startTurn(m.ID, tid, m.Params)
+	case "thread/unsubscribe":
+		f.unsubscribe(m.ID, tid)
+	default:
+		f.compact(m.ID, tid)
+	}
+}
+
+func (f *fakeServer) unsubscribe(id json.RawMessage, tid string) {
+	f.mu.Lock()
+	delete(f.loaded, tid)
+	f.mu.Unlock()
+	f.result(id, map[string]any{"status": "unsubscribed"})
 }

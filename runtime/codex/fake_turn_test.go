@@ -65,6 +65,28 @@ func (f *fakeServer) script(tid string, t *fakeTurn, text string) {
 	case "die":
 		f.delta(tid, t.id, "msg-1", "partial ")
 		os.Exit(3)
+	case "die-flood":
+		// More than a pipe buffer, written just before exiting: what the
+		// client has not read yet when the process is reaped must not be lost.
+		n, _ := strconv.Atoi(rest)
+		chunk := strings.Repeat("x", 1023) + " "
+		for range n {
+			f.delta(tid, t.id, "msg-1", chunk)
+		}
+		f.delta(tid, t.id, "msg-1", "end")
+		os.Exit(3)
+	case "approve-pending":
+		// Nobody answers in time; turn/interrupt ends the turn, which
+		// withdraws the request (doc §10.4).
+		reqID, _ := f.sendRequest("item/commandExecution/requestApproval", map[string]any{
+			"threadId": tid, "turnId": t.id, "itemId": "call_1", "command": "touch x", "cwd": "/work"})
+		<-t.interrupt
+		if rest == "resolved" {
+			// Withdrawn on its own; the turn ends only on a second interrupt.
+			f.notify("serverRequest/resolved", map[string]any{"threadId": tid, "requestId": reqID})
+			<-t.interrupt
+		}
+		f.complete(tid, t, "interrupted", nil, "")
 	case "fail":
 		f.notify("error", map[string]any{"threadId": tid, "turnId": t.id, "willRetry": true,
 			"error": map[string]any{"message": "Reconnecting... 1/5"}})

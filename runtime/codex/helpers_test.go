@@ -188,3 +188,38 @@ func closeShared() {
 		_ = os.RemoveAll(shared.dir)
 	}
 }
+
+// fake sends one of the fake's own requests (fake/hold, fake/release, …).
+func (fc *fakeClient) fake(t testing.TB, method string, params map[string]any) {
+	t.Helper()
+	if err := fc.conn(t).call(testCtx(t), method, params, nil); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+}
+
+// doneProbe is a context that reports when the code under test first asks
+// for Done, i.e. is about to block on it.
+type doneProbe struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func newDoneProbe(ctx context.Context) *doneProbe {
+	return &doneProbe{Context: ctx, asked: make(chan struct{})}
+}
+
+func (p *doneProbe) Done() <-chan struct{} {
+	p.once.Do(func() { close(p.asked) })
+	return p.Context.Done()
+}
+
+// waitFreed waits until the thread no longer runs sub.
+func waitFreed(t testing.TB, sub *turnSub) {
+	t.Helper()
+	select {
+	case <-sub.freed:
+	case <-testCtx(t).Done():
+		t.Fatal("the thread was never freed")
+	}
+}

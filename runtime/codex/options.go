@@ -46,9 +46,13 @@ func (d Decision) valid() bool {
 	return false
 }
 
-// ApprovalHandler decides an approval request. It runs on its own goroutine;
-// ctx is cancelled when the process dies or the client closes. Codex has no
-// approval timeout of its own, so a handler should bound its wait.
+// ApprovalHandler decides an approval request. It runs on its own goroutine.
+// ctx is the request's own: it is cancelled when the request is resolved
+// elsewhere (serverRequest/resolved, e.g. its turn was interrupted), when
+// its turn completes, or when the process dies or the client closes. The
+// handler should then drop any pending question and return at once; its
+// decision is not sent. Codex has no approval timeout of its own, so a
+// handler should also bound its wait.
 type ApprovalHandler func(ctx context.Context, req ApprovalRequest) Decision
 
 // UnsupportedHandler is told about a server request gatewayd refused (any

@@ -99,9 +99,10 @@ func TestRPCErrorIs(t *testing.T) {
 		{"thread not found: x", ErrThreadNotLoaded},
 		{"no active turn to interrupt", ErrNoActiveTurn},
 		{"no active turn to steer", ErrNoActiveTurn},
+		{"expected active turn id `01a22ca4-0000-7000-8000-000000000000` but found `01a22ca4-c565-7822-98a2-15491f3b1222`", ErrTurnMismatch},
 		{"Not initialized", nil},
 	}
-	all := []error{ErrThreadLost, ErrStaleWriter, ErrThreadNotLoaded, ErrNoActiveTurn, ErrProcessDied, ErrTimeout, ErrClosed}
+	all := []error{ErrThreadLost, ErrStaleWriter, ErrThreadNotLoaded, ErrNoActiveTurn, ErrTurnMismatch, ErrProcessDied, ErrTimeout, ErrClosed}
 	for _, tt := range tests {
 		t.Run(tt.message, func(t *testing.T) {
 			err := fmt.Errorf("wrapped: %w", &RPCError{Method: "m", Code: -32600, Message: tt.message})

@@ -10,7 +10,9 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
+	"unsafe"
 
 	"go.uber.org/zap"
 )
@@ -24,6 +26,11 @@ type process struct {
 	stdout *os.File      // parent's read end of the child's stdout
 	exited chan struct{} // closed once the child has been reaped
 	err    error         // Wait's error; read only after exited is closed
+
+	// kmu orders kill against reaping: once the leader is reaped its pid,
+	// which is the group id, may be reused by an unrelated process group.
+	kmu    sync.Mutex
+	reaped bool
 }
 
 // spawn starts `binary app-server args...` in its own process group with
@@ -79,16 +86,45 @@ func (p *process) own(started chan<- error) {
 		return
 	}
 	started <- nil
-	p.err = p.cmd.Wait()
+	pid := p.cmd.Process.Pid
 	// Stragglers the app-server forked (shell commands) share its group.
-	killGroup(p.cmd.Process.Pid)
+	// Kill them while the exited leader is still an unreaped zombie: until
+	// it is reaped its pid cannot be reused, so -pid is still its group.
+	if waitExitNoReap(pid) {
+		killGroup(pid)
+	}
+	p.kmu.Lock()
+	p.err = p.cmd.Wait()
+	p.reaped = true
+	p.kmu.Unlock()
 	close(p.exited)
 	// Returning while still locked makes the runtime retire this thread;
 	// the child is already reaped, so the parent-death signal hits nobody.
 }
 
-// kill sends SIGKILL to the whole process group.
-func (p *process) kill() { killGroup(p.pid) }
+// kill sends SIGKILL to the whole process group, unless its leader was
+// already reaped: the group id may then belong to someone else.
+func (p *process) kill() {
+	p.kmu.Lock()
+	defer p.kmu.Unlock()
+	if !p.reaped {
+		killGroup(p.pid)
+	}
+}
+
+// waitExitNoReap blocks until the child pid has exited, leaving it a
+// zombie (waitid with WNOWAIT). False if that is not possible.
+func waitExitNoReap(pid int) bool {
+	const pPID = 1     // P_PID
+	var info [128]byte // siginfo_t
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if errno != syscall.EINTR {
+			return errno == 0
+		}
+	}
+}
 
 func killGroup(pid int) {
 	if pid > 0 {

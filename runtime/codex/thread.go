@@ -162,7 +162,17 @@ func (c *Client) forget(ts *threadState) {
 // track, are logged at debug level and ignored.
 func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 	var e turnEvent
-	if err := json.Unmarshal(params, &e); err != nil || e.ThreadID == "" {
+	if err := json.Unmarshal(params, &e); err != nil {
+		cn.log.Debug("codex.notification", zap.String("method", method))
+		return
+	}
+	switch {
+	case method == "serverRequest/resolved" && len(e.RequestID) > 0:
+		cn.resolveRequest(e.RequestID)
+	case method == "turn/completed" && e.Turn != nil:
+		cn.endTurnRequests(e.ThreadID, e.Turn.ID)
+	}
+	if e.ThreadID == "" {
 		cn.log.Debug("codex.notification", zap.String("method", method))
 		return
 	}
@@ -298,9 +308,12 @@ func (c *Client) Release(ctx context.Context, threadID string) error {
 		return fmt.Errorf("codex: release %s: %w", threadID, ErrTurnActive)
 	}
 	epoch := ts.loadedEpoch
-	ts.loadedEpoch = 0
+	ts.loadedEpoch = 0 // no turn starts on it from here
 	ts.mu.Unlock()
-	c.forget(ts)
+	// Forgotten only once thread/unsubscribe is answered, still under
+	// ensureMu: a concurrent EnsureThread waits for it instead of resuming
+	// the thread on a fresh state just before the unsubscribe lands.
+	defer c.forget(ts)
 
 	cn, err := c.current()
 	if err != nil {

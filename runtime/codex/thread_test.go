@@ -136,3 +136,36 @@ func TestResumeRetriedOnceWhenProcessDiesMeanwhile(t *testing.T) {
 		t.Errorf("saw %d thread/resume, want 2", n)
 	}
 }
+
+// An EnsureThread racing a Release waits for the release's
+// thread/unsubscribe: the thread it resumes is not unsubscribed behind its
+// back, and the next turn runs.
+func TestEnsureThreadDuringReleaseResumesAfterTheUnsubscribe(t *testing.T) {
+	fc := sharedFake(t)
+	tid := fc.newThread(t)
+	ctx := testCtx(t)
+	fc.fake(t, "fake/hold", map[string]any{"threadId": tid})
+	released := make(chan error, 1)
+	go func() { released <- fc.Release(ctx, tid) }()
+	fc.fake(t, "fake/awaitHeld", map[string]any{"threadId": tid}) // thread/unsubscribe is pending
+
+	type ensured struct {
+		ens Ensured
+		err error
+	}
+	ensc := make(chan ensured, 1)
+	go func() {
+		ens, err := fc.EnsureThread(ctx, tid, ThreadConfig{})
+		ensc <- ensured{ens, err}
+	}()
+	fc.fake(t, "fake/release", map[string]any{"threadId": tid})
+	if err := <-released; err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if e := <-ensc; e.err != nil || e.ens.Outcome != OutcomeResumed {
+		t.Fatalf("EnsureThread = %+v, %v; want resumed", e.ens, e.err)
+	}
+	if res, err := fc.RunTurn(ctx, tid, "echo still here", TurnEvents{}); err != nil || res.Text != "still here " {
+		t.Fatalf("RunTurn after the race = %q, %v", res.Text, err)
+	}
+}

@@ -21,6 +21,12 @@ import (
 //     without one it returns ErrTimeout.
 //   - ctx cancellation interrupts the same way; the result is filled in
 //     and the error wraps ctx.Err().
+//   - If ctx ends or StartTimeout expires before turn/start is answered,
+//     RunTurn returns at once, but the turn the server may still start is
+//     not left running: it is interrupted when its id arrives.
+//   - Whenever RunTurn returns before turn/completed while the server may
+//     still run the turn, the thread stays busy (ErrTurnActive) until that
+//     turn completes, the process dies or a bound expires (see settle).
 //   - If the process dies: ErrProcessDied, with what was streamed so far.
 func (c *Client) RunTurn(ctx context.Context, threadID, text string, ev TurnEvents) (TurnResult, error) {
 	res := TurnResult{ThreadID: threadID}
@@ -28,21 +34,12 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, ev TurnEven
 	if err != nil {
 		return res, err
 	}
-	defer ts.endTurn(sub)
+	defer ts.leave(sub)
 
-	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	var out struct {
-		Turn struct {
-			ID string `json:"id"`
-		} `json:"turn"`
-	}
-	err = sub.cn.call(sctx, "turn/start", map[string]any{"threadId": threadID, "input": textInput(text)}, &out)
-	cancel()
+	var out turnStarted
+	err = c.startTurn(ctx, ts, sub, "turn/start", map[string]any{"threadId": threadID, "input": textInput(text)}, &out)
 	if err != nil {
-		if errors.Is(err, ErrThreadNotLoaded) {
-			ts.markNotLoaded()
-		}
-		return res, c.closedOr(err)
+		return res, err
 	}
 	res.TurnID = out.Turn.ID
 	sub.setID(res.TurnID)
@@ -52,6 +49,103 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, ev TurnEven
 	col := &collector{log: c.log, res: &res, ev: ev, turnID: res.TurnID, seen: map[string]bool{}}
 	err = c.await(ctx, ts, sub, col)
 	return res, err
+}
+
+// turnStarted is the result of turn/start ({} for thread/compact/start).
+type turnStarted struct {
+	Turn struct {
+		ID string `json:"id"`
+	} `json:"turn"`
+}
+
+// startTurn sends method (turn/start or thread/compact/start) and waits up
+// to StartTimeout, or until ctx ends, for its answer. If it stops waiting
+// first, the server may still start the turn: the call is handed to settle,
+// which keeps the thread busy, interrupts the turn and waits for its end.
+func (c *Client) startTurn(ctx context.Context, ts *threadState, sub *turnSub, method string, params any, out *turnStarted) error {
+	pc, err := sub.cn.start(method, params)
+	if err != nil {
+		return c.closedOr(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	err = pc.wait(sctx, out)
+	cancel()
+	switch {
+	case err == nil:
+		pc.forget()
+		return nil
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		c.log.Warn("codex.turn_start_abandoned", zap.String("thread_id", ts.id), zap.String("method", method), zap.Error(err))
+		c.detach(sub, func() { c.settleStart(ts, sub, pc) })
+		return err
+	default:
+		pc.forget()
+		if errors.Is(err, ErrThreadNotLoaded) {
+			ts.markNotLoaded()
+		}
+		return c.closedOr(err)
+	}
+}
+
+// settleStart waits up to InterruptGrace for the answer its caller gave up
+// on; a turn that started anyway is interrupted and waited for.
+func (c *Client) settleStart(ts *threadState, sub *turnSub, pc *pendingCall) {
+	defer pc.forget()
+	ctx, cancel := context.WithTimeout(sub.cn.ctx, c.opts.InterruptGrace)
+	var out turnStarted
+	err := pc.wait(ctx, &out)
+	cancel()
+	if err != nil {
+		if errors.Is(err, ErrThreadNotLoaded) {
+			ts.markNotLoaded()
+		}
+		c.log.Info("codex.abandoned_start_failed", zap.String("thread_id", ts.id), zap.Error(err))
+		ts.endTurn(sub)
+		return
+	}
+	col := &collector{log: c.log, res: &TurnResult{}, seen: map[string]bool{}, turnID: out.Turn.ID}
+	if out.Turn.ID != "" {
+		sub.setID(out.Turn.ID)
+	} else {
+		col.adopt = sub // a compaction: its id comes with turn/started
+	}
+	c.settle(ts, sub, col, true, c.opts.InterruptGrace)
+}
+
+// detach hands the turn to settle: the caller returns, the thread stays
+// busy until settle ends the turn. Called only from the turn's owner.
+func (c *Client) detach(sub *turnSub, settle func()) {
+	sub.detached = true
+	go settle()
+}
+
+// settle owns a turn whose caller returned before turn/completed. It sends
+// turn/interrupt if asked and keeps the thread busy until the turn's
+// turn/completed, the process's death or bound, so that no second turn
+// starts while the server still runs this one. Nobody sees its result.
+func (c *Client) settle(ts *threadState, sub *turnSub, col *collector, interrupt bool, bound time.Duration) {
+	defer ts.endTurn(sub)
+	if interrupt {
+		go c.sendInterrupt(ts.id, sub)
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for {
+		if col.drain(sub) {
+			c.log.Info("codex.abandoned_turn_ended", zap.String("thread_id", ts.id),
+				zap.String("turn_id", col.turnID), zap.String("status", string(col.res.Status)))
+			return
+		}
+		select {
+		case <-sub.wake:
+		case <-sub.cn.dead:
+			return
+		case <-t.C:
+			c.log.Error("codex.abandoned_turn_never_completed", zap.String("thread_id", ts.id),
+				zap.String("turn_id", sub.turnID()), zap.Duration("waited", bound))
+			return
+		}
+	}
 }
 
 func textInput(text string) []map[string]any {
@@ -81,12 +175,24 @@ func (c *Client) beginTurn(threadID string) (*threadState, *turnSub, error) {
 	return ts, ts.turn, nil
 }
 
+// leave is deferred by the turn's owner (RunTurn, Compact): Steer and
+// Interrupt stop waiting for the turn, and the thread is free again unless
+// settle took the turn over.
+func (ts *threadState) leave(sub *turnSub) {
+	close(sub.done)
+	if !sub.detached {
+		ts.endTurn(sub)
+	}
+}
+
+// endTurn frees the thread for the next turn; called once per turn.
 func (ts *threadState) endTurn(sub *turnSub) {
 	ts.mu.Lock()
 	if ts.turn == sub {
 		ts.turn = nil
 	}
 	ts.mu.Unlock()
+	close(sub.freed)
 }
 
 func (ts *threadState) activeTurn() *turnSub {
@@ -136,6 +242,14 @@ func (c *Client) await(ctx context.Context, ts *threadState, sub *turnSub, col *
 			interrupt()
 		case <-grace:
 			col.finish(ts)
+			// The server may still run the turn: keep the thread busy until
+			// it ends, for at most another TurnTimeout.
+			tail := &collector{log: c.log, res: &TurnResult{}, seen: map[string]bool{}, turnID: col.turnID}
+			again := col.turnID == "" // a compaction whose id never came: interrupt once it does
+			if again {
+				tail.adopt = sub
+			}
+			c.detach(sub, func() { c.settle(ts, sub, tail, again, c.opts.TurnTimeout) })
 			return fmt.Errorf("codex: turn %s: no turn/completed %s after turn/interrupt: %w",
 				sub.turnID(), c.opts.InterruptGrace, ErrTimeout)
 		}
@@ -170,7 +284,10 @@ func (c *Client) Interrupt(ctx context.Context, threadID string) error {
 
 // Steer adds text to the running turn (turn/steer with expectedTurnId).
 // codex drops the partial agent message in flight. ErrNoActiveTurn if none
-// runs (the caller should then start a new turn).
+// runs (the caller should then start a new turn). ErrTurnMismatch if the
+// server's active turn is not the one this client runs: the text was not
+// delivered, and steering into a turn we do not own would be wrong, so it
+// is not retried with the server's id.
 func (c *Client) Steer(ctx context.Context, threadID, text string) error {
 	sub, err := c.runningTurn(ctx, threadID)
 	if err != nil {
@@ -181,6 +298,9 @@ func (c *Client) Steer(ctx context.Context, threadID, text string) error {
 }
 
 // runningTurn returns the thread's running turn once its id is known.
+// ErrNoActiveTurn if there is none, or once its caller has returned
+// (including a turn that ended without ever getting an id); a turn left to
+// settle is already being interrupted.
 func (c *Client) runningTurn(ctx context.Context, threadID string) (*turnSub, error) {
 	if _, err := c.current(); err != nil {
 		return nil, err
@@ -195,7 +315,14 @@ func (c *Client) runningTurn(ctx context.Context, threadID string) (*turnSub, er
 	}
 	select {
 	case <-sub.idKnown:
-		return sub, nil
+		select {
+		case <-sub.done:
+			return nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrNoActiveTurn)
+		default:
+			return sub, nil
+		}
+	case <-sub.done: // it ended (or its caller gave up) without ever getting an id
+		return nil, fmt.Errorf("codex: thread %s: %w", threadID, ErrNoActiveTurn)
 	case <-sub.cn.dead:
 		return nil, fmt.Errorf("codex: thread %s: %w", threadID, c.closedOr(sub.cn.err()))
 	case <-ctx.Done():
@@ -206,20 +333,20 @@ func (c *Client) runningTurn(ctx context.Context, threadID string) (*turnSub, er
 // Compact runs native compaction (thread/compact/start) and waits for the
 // contextCompaction item and the compaction turn's turn/completed. before is
 // the usage known when it started, after the usage known when it ended.
-// The turn watchdog applies as for RunTurn.
+// The turn watchdog applies as for RunTurn, and so does the rule that a
+// compaction its caller stopped waiting for keeps the thread busy until it
+// ends.
 func (c *Client) Compact(ctx context.Context, threadID string) (before, after Usage, err error) {
 	ts, sub, err := c.beginTurn(threadID)
 	if err != nil {
 		return before, after, err
 	}
-	defer ts.endTurn(sub)
+	defer ts.leave(sub)
 	before, _ = ts.lastUsage()
 
-	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	err = sub.cn.call(sctx, "thread/compact/start", map[string]any{"threadId": threadID}, nil)
-	cancel()
-	if err != nil {
-		return before, after, c.closedOr(err)
+	var out turnStarted
+	if err := c.startTurn(ctx, ts, sub, "thread/compact/start", map[string]any{"threadId": threadID}, &out); err != nil {
+		return before, after, err
 	}
 	var res TurnResult
 	col := &collector{log: c.log, res: &res, seen: map[string]bool{}, adopt: sub}

@@ -161,9 +161,10 @@ func TestWatchdog(t *testing.T) {
 		text       string
 		wantErr    error
 		wantStatus TurnStatus
+		keepsBusy  bool // the server may still run the turn: no second turn until it ends
 	}{
 		{name: "interrupt ends the turn", text: "hang", wantStatus: TurnInterrupted},
-		{name: "server never completes", text: "deaf", wantErr: ErrTimeout},
+		{name: "server never completes", text: "deaf", wantErr: ErrTimeout, keepsBusy: true},
 	}
 	fc := startFake(t, fakeConfig{tweak: func(o *Options) {
 		o.TurnTimeout = 150 * time.Millisecond
@@ -182,6 +183,20 @@ func TestWatchdog(t *testing.T) {
 			}
 			if n := count(fc.received(t), "turn/interrupt") - interrupts; n != 1 {
 				t.Errorf("fake saw %d turn/interrupt, want 1", n)
+			}
+			if tt.keepsBusy {
+				sub := fc.lookup(tid).activeTurn()
+				if sub == nil {
+					t.Fatal("the thread was freed while the server may still run the turn")
+				}
+				if _, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); !errors.Is(err, ErrTurnActive) {
+					t.Fatalf("turn right after = %v, want ErrTurnActive", err)
+				}
+				select { // the fake never completes it: freed after another TurnTimeout
+				case <-sub.freed:
+				case <-testCtx(t).Done():
+					t.Fatal("the thread was never freed")
+				}
 			}
 			// The thread is usable again.
 			if res, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); err != nil || res.Text != "next " {
@@ -329,5 +344,175 @@ func TestUnsupportedRequestIsReported(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the second refusal was never reported")
+	}
+}
+
+// A Steer or Interrupt that waits for the id of a turn whose turn/start
+// then fails returns ErrNoActiveTurn at once instead of waiting out its ctx.
+func TestSteerAndInterruptReturnWhenTurnEndsWithoutAnID(t *testing.T) {
+	ops := []struct {
+		name string
+		call func(fc *fakeClient, ctx context.Context, tid string) error
+	}{
+		{"steer", func(fc *fakeClient, ctx context.Context, tid string) error { return fc.Steer(ctx, tid, "more") }},
+		{"interrupt", func(fc *fakeClient, ctx context.Context, tid string) error { return fc.Interrupt(ctx, tid) }},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			fc := sharedFake(t)
+			tid := fc.newThread(t)
+			ctx := testCtx(t)
+			fc.fake(t, "fake/hold", map[string]any{"threadId": tid, "fail": true})
+			runErr := make(chan error, 1)
+			go func() {
+				_, err := fc.RunTurn(ctx, tid, "echo never", TurnEvents{})
+				runErr <- err
+			}()
+			fc.fake(t, "fake/awaitHeld", map[string]any{"threadId": tid})
+
+			probe := newDoneProbe(ctx)
+			opErr := make(chan error, 1)
+			go func() { opErr <- op.call(fc, probe, tid) }()
+			select {
+			case <-probe.asked: // it waits for the turn id
+			case err := <-opErr:
+				t.Fatalf("%s returned before turn/start was answered: %v", op.name, err)
+			}
+			fc.fake(t, "fake/release", map[string]any{"threadId": tid})
+			var rpcErr *RPCError
+			if err := <-runErr; !errors.As(err, &rpcErr) {
+				t.Fatalf("RunTurn = %v, want the turn/start RPC error", err)
+			}
+			select {
+			case err := <-opErr:
+				if !errors.Is(err, ErrNoActiveTurn) {
+					t.Errorf("%s = %v, want ErrNoActiveTurn", op.name, err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s still waits for the id of a turn that ended", op.name)
+			}
+		})
+	}
+}
+
+// When the caller stops waiting for turn/start (or thread/compact/start)
+// the server may start the turn anyway. That turn is interrupted once its
+// answer arrives, and the thread stays busy until it completes: no second
+// turn is started beside it.
+func TestAbandonedTurnStartIsInterruptedAndKeepsTheThreadBusy(t *testing.T) {
+	fc := startFake(t, fakeConfig{tweak: func(o *Options) { o.StartTimeout = time.Second }})
+	tests := []struct {
+		name    string
+		cancel  bool // cancel ctx; else StartTimeout expires
+		run     func(ctx context.Context, tid string) error
+		wantErr error
+		isTurn  bool // a "hang" turn, which only an interrupt ends
+	}{
+		{name: "RunTurn ctx cancelled", cancel: true, wantErr: context.Canceled, isTurn: true,
+			run: func(ctx context.Context, tid string) error {
+				_, err := fc.RunTurn(ctx, tid, "hang", TurnEvents{})
+				return err
+			}},
+		{name: "RunTurn StartTimeout", wantErr: ErrTimeout, isTurn: true,
+			run: func(ctx context.Context, tid string) error {
+				_, err := fc.RunTurn(ctx, tid, "hang", TurnEvents{})
+				return err
+			}},
+		{name: "Compact ctx cancelled", cancel: true, wantErr: context.Canceled,
+			run: func(ctx context.Context, tid string) error { _, _, err := fc.Compact(ctx, tid); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tid := fc.newThread(t)
+			fc.fake(t, "fake/hold", map[string]any{"threadId": tid})
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- tt.run(ctx, tid) }()
+			fc.fake(t, "fake/awaitHeld", map[string]any{"threadId": tid})
+			sub := fc.lookup(tid).activeTurn()
+			interrupts := count(fc.received(t), "turn/interrupt")
+			if tt.cancel {
+				cancel()
+			}
+			if err := <-errc; !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if _, err := fc.RunTurn(testCtx(t), tid, "echo second", TurnEvents{}); !errors.Is(err, ErrTurnActive) {
+				t.Fatalf("turn while the first may still start = %v, want ErrTurnActive", err)
+			}
+			fc.fake(t, "fake/release", map[string]any{"threadId": tid})
+			waitFreed(t, sub) // a "hang" turn ends only on turn/interrupt
+			if n := count(fc.received(t), "turn/interrupt") - interrupts; tt.isTurn && n != 1 {
+				t.Errorf("fake saw %d turn/interrupt, want 1", n)
+			}
+			if res, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); err != nil || res.Text != "next " {
+				t.Errorf("next turn = %q, %v", res.Text, err)
+			}
+		})
+	}
+}
+
+// An approval handler's ctx ends when the server no longer waits for the
+// answer: on serverRequest/resolved for its id, or when its turn completes
+// (an interrupted turn withdraws its pending approvals, doc §10.4).
+func TestApprovalContextEndsWhenTheRequestIsWithdrawn(t *testing.T) {
+	tests := []struct {
+		name, text string
+	}{
+		{name: "turn completed", text: "approve-pending"},
+		{name: "serverRequest/resolved", text: "approve-pending resolved"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := sharedFake(t)
+			tid := fc.newThread(t)
+			ctx := testCtx(t)
+			asked := make(chan struct{})
+			ended := make(chan error, 1)
+			stop := make(chan struct{})
+			defer close(stop)
+			shared.approvals.Store(tid, ApprovalHandler(func(hctx context.Context, _ ApprovalRequest) Decision {
+				close(asked)
+				select {
+				case <-hctx.Done():
+					ended <- hctx.Err()
+				case <-stop:
+				}
+				return DecisionDecline
+			}))
+			defer shared.approvals.Delete(tid)
+			type result struct {
+				res TurnResult
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := fc.RunTurn(ctx, tid, tt.text, TurnEvents{})
+				done <- result{res, err}
+			}()
+			select {
+			case <-asked:
+			case <-ctx.Done():
+				t.Fatal("no approval request")
+			}
+			if err := fc.Interrupt(ctx, tid); err != nil {
+				t.Fatalf("Interrupt: %v", err)
+			}
+			select {
+			case <-ended:
+			case <-ctx.Done():
+				t.Fatal("the approval handler was never told the request was withdrawn")
+			}
+			if tt.text == "approve-pending resolved" { // the fake completes the turn on a second interrupt
+				if err := fc.Interrupt(ctx, tid); err != nil {
+					t.Fatalf("second Interrupt: %v", err)
+				}
+			}
+			r := <-done
+			if r.err != nil || r.res.Status != TurnInterrupted {
+				t.Errorf("RunTurn = %+v, %v; want interrupted", r.res, r.err)
+			}
+		})
 	}
 }
