@@ -163,9 +163,14 @@ func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.
 		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, g.cfg.ApprovalTimeout))
 		return codex.DecisionDecline
 	case <-ctx.Done():
+		// codex withdrew the request (the turn ended or was interrupted):
+		// the question in the lane is moot, so say so instead of leaving
+		// buttons that would only answer "no longer pending".
 		if g.approvals.take(id) == nil {
 			return <-p.answer
 		}
+		g.log.Info("approval.withdrawn", zap.String("lane", l.key), zap.String("approval", id))
+		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
 		return codex.DecisionDecline
 	}
 }

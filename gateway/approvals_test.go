@@ -187,3 +187,29 @@ func TestUnsupportedRequestIsToldToTheLane(t *testing.T) {
 		t.Errorf("notices\n%q\nwant\n%q", notices, want)
 	}
 }
+
+// When codex withdraws a request (its turn ended), the lane is told, and a
+// late /approve finds nothing pending.
+func TestWithdrawnApprovalIsToldToTheLane(t *testing.T) {
+	h, _ := newApprovalHarness(t, false, time.Minute)
+	withdraw := make(chan struct{})
+	ask := approvalRun(&h.g)
+	h.cx.run = func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error) {
+		actx, cancel := context.WithCancel(ctx)
+		go func() { <-withdraw; cancel() }()
+		return ask(actx, thread, text, ev)
+	}
+	h.send(t, "a", "m1", "please run it")
+	question(t, h.p)
+	close(withdraw)
+	got, notices := collect(t, h.p, "m1")
+	if got["m1"].Text != "decision: decline" {
+		t.Errorf("turn saw %q", got["m1"].Text)
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "a1 was withdrawn") {
+		t.Errorf("notices %q, want the withdrawal", notices)
+	}
+	if err := h.g.Decide("v1:test:a", "a1", "accept", "u1"); !errors.Is(err, ErrApprovalNotFound) {
+		t.Errorf("late decision: %v", err)
+	}
+}
