@@ -12,6 +12,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -195,7 +196,7 @@ func Load(opts Options) (*Config, error) {
 			return nil, &Error{Msg: fmt.Sprintf("read %s: %v", file, err)}
 		}
 	}
-	if err := unknownKeys(v.AllKeys(), os.Environ()); err != nil {
+	if err := unknownKeys(v.AllKeys(), os.Environ(), func(key string) bool { return isMapOrNil(v.Get(key)) }); err != nil {
 		return nil, err
 	}
 	cfg := &Config{File: file}
@@ -234,7 +235,7 @@ func chooseFile(flag string) (string, error) {
 
 // unknownKeys rejects file keys and GATEWAYD_* variables that name no key,
 // so a typo stops start-up instead of being silently ignored.
-func unknownKeys(all []string, environ []string) error {
+func unknownKeys(all []string, environ []string, section func(key string) bool) error {
 	known := make(map[string]bool, len(keys))
 	envKnown := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -245,6 +246,12 @@ func unknownKeys(all []string, environ []string) error {
 	reported := map[string]bool{}
 	for _, key := range all {
 		if known[key] {
+			continue
+		}
+		// "telegram:" with every child commented out (the natural edit of
+		// the sample file) is an empty section, not an unknown key; its
+		// children, if any, are checked on their own.
+		if isSection(key, known) && section(key) {
 			continue
 		}
 		// A map under a known key ("log.level: {a: b}") is reported at the
@@ -271,6 +278,26 @@ func unknownKeys(all []string, environ []string) error {
 }
 
 // knownParent returns the known key that key is nested under, or "".
+// isSection reports whether key is the parent of known keys ("telegram").
+func isSection(key string, known map[string]bool) bool {
+	for k := range known {
+		if strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// isMapOrNil reports a value that can stand for a section: null (every
+// child commented out) or a map.
+func isMapOrNil(v any) bool {
+	switch v.(type) {
+	case nil, map[string]any:
+		return true
+	}
+	return false
+}
+
 func knownParent(key string, known map[string]bool) string {
 	for i := strings.LastIndexByte(key, '.'); i > 0; i = strings.LastIndexByte(key[:i], '.') {
 		if known[key[:i]] {
@@ -380,7 +407,24 @@ func (c *Config) validate() []error {
 		errs = append(errs, errorf("discord.allowed_users",
 			"required when discord.token is set (or set discord.allowed_roles)"))
 	}
+	if c.API.Token == "" && !loopbackListen(c.API.Listen) {
+		errs = append(errs, errorf("api.token",
+			"required when api.listen (%s) is not a loopback address: the API runs Codex for whoever reaches it", c.API.Listen))
+	}
 	return errs
+}
+
+// loopbackListen reports whether a listen address binds only loopback.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // DatabasePath is where the store lives.

@@ -78,7 +78,7 @@ func keyCases(secretDir string) []keyCase {
 		{"codex.turn_timeout", "5m", "5m", func(c *Config) any { return c.Codex.TurnTimeout }, 5 * time.Minute},
 		{"codex.resume_timeout", "2m", "2m", func(c *Config) any { return c.Codex.ResumeTimeout }, 2 * time.Minute},
 		{"codex.start_timeout", "10s", "10s", func(c *Config) any { return c.Codex.StartTimeout }, 10 * time.Second},
-		{"api.listen", "0.0.0.0:9000", "0.0.0.0:9000", func(c *Config) any { return c.API.Listen }, "0.0.0.0:9000"},
+		{"api.listen", "127.0.0.2:9000", "127.0.0.2:9000", func(c *Config) any { return c.API.Listen }, "127.0.0.2:9000"},
 		{"api.token", "s3cret", "s3cret", func(c *Config) any { return c.API.Token }, "s3cret"},
 		{"api.token_file", tokenFile, tokenFile, func(c *Config) any { return c.API.Token }, "from-file"},
 		{"telegram.token", "tg", "tg", func(c *Config) any { return c.Telegram.Token }, "tg"},
@@ -343,6 +343,11 @@ func TestValidationErrors(t *testing.T) {
 			`config: api.token_file: both api.token and api.token_file are set; set one`},
 		{"missing token file", "telegram:\n  token_file: /nonexistent/tok\n  allowed_users: [1]\n", nil,
 			`config: telegram.token_file: cannot read /nonexistent/tok: no such file or directory`},
+		{"public listen without token", "api:\n  listen: 0.0.0.0:8787\n", nil,
+			`config: api.token: required when api.listen (0.0.0.0:8787) is not a loopback address`},
+		{"all interfaces without token", "", map[string]string{"GATEWAYD_API_LISTEN": ":8787"},
+			`config: api.token: required when api.listen (:8787) is not a loopback address`},
+		{"scalar section", "telegram: yes\n", nil, `config: telegram: unknown key`},
 		{"missing config file", "-", nil, "config: read "},
 		{"bad yaml", "log: [\n", nil, "config: read "},
 	}
@@ -368,6 +373,23 @@ func TestValidationErrors(t *testing.T) {
 				t.Errorf("error:\n got %q\nwant %q", err.Error(), tc.want)
 			}
 		})
+	}
+}
+
+// Sections left empty (every child commented out, as in an edited copy of
+// the sample) and a public listen address with a token are accepted.
+func TestEmptySectionsAndPublicListenWithToken(t *testing.T) {
+	for _, file := range []string{
+		"telegram:\ndiscord:\n",
+		"lanes: {}\n",
+		"api:\n  listen: 0.0.0.0:8787\n  token: s3cret\n",
+		"api:\n  listen: \"[::1]:8787\"\n",
+		"api:\n  listen: localhost:8787\n",
+	} {
+		dir := isolate(t)
+		if _, err := Load(Options{File: writeFile(t, dir, "gw.yaml", file)}); err != nil {
+			t.Errorf("Load(%q): %v", file, err)
+		}
 	}
 }
 
