@@ -412,13 +412,19 @@ func (g *Gateway) drain(ctx context.Context) {
 		l.mu.Unlock()
 	}
 	g.mu.Unlock()
+	// Interrupts go out together, so the whole step takes at most 5s
+	// however many turns run (the unit's stop timeout counts on it).
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	var sent sync.WaitGroup
 	for _, th := range threads {
-		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := g.cx.Interrupt(ictx, th); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
-			g.log.Warn("shutdown.interrupt_failed", zap.String("thread", th), zap.Error(err))
-		}
-		cancel()
+		sent.Go(func() {
+			if err := g.cx.Interrupt(ictx, th); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+				g.log.Warn("shutdown.interrupt_failed", zap.String("thread", th), zap.Error(err))
+			}
+		})
 	}
+	sent.Wait()
+	cancel()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

@@ -204,15 +204,26 @@ func (d *daemon) closeStore() {
 	d.log.Info("store.closed")
 }
 
+// childEnv blanks what the app-server, and so the agent's commands, must
+// not inherit: systemd's notify socket is for this process only, and the
+// GATEWAYD_* variables carry the bot and API tokens.
+func childEnv(environ []string) []string {
+	env := []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="}
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, config.EnvPrefix+"_") {
+			env = append(env, name+"=")
+		}
+	}
+	return env
+}
+
 func (d *daemon) startCodex(ctx context.Context) error {
 	c := d.cfg.Codex
 	cx, err := codex.Start(ctx, codex.Options{
-		Command: c.Command,
-		Args:    c.Args,
-		Home:    c.Home,
-		// systemd's notify socket is for this process only; the agent's
-		// commands must not reach it.
-		Env:           []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="},
+		Command:       c.Command,
+		Args:          c.Args,
+		Home:          c.Home,
+		Env:           childEnv(os.Environ()),
 		Dir:           c.Cwd,
 		StartTimeout:  c.StartTimeout,
 		ResumeTimeout: c.ResumeTimeout,
@@ -366,9 +377,13 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 			reloadAllowlists(opts, d.chats, d.log)
 		case <-stopping:
 			stopping = nil
+			// A platform connecting during the drain must not announce a
+			// stopping daemon as ready (READY/WATCHDOG after STOPPING).
+			ready = nil
 			d.beginStop("signal", wd)
 		case err := <-runErr:
 			if stopping != nil { // the gateway stopped on its own: a failure
+				ready = nil
 				d.beginStop("gateway stopped", wd)
 			}
 			if err != nil {

@@ -41,13 +41,20 @@ func TestUnitStopTimeoutCoversTheDrain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TimeoutStopSec %q: %v", u["TimeoutStopSec"], err)
 	}
-	if need := cfg.Shutdown.DrainTimeout + closeTimeout; stop <= need {
-		t.Errorf("TimeoutStopSec=%v, must exceed drain %v + app-server close %v", stop, cfg.Shutdown.DrainTimeout, closeTimeout)
+	// After the drain: interrupts (5s), their completion (10s), outbox flush
+	// (10s) and HTTP stop (5s) in the gateway and api, then the app-server.
+	const afterDrain = 30 * time.Second
+	if need := cfg.Shutdown.DrainTimeout + afterDrain + closeTimeout; stop <= need {
+		t.Errorf("TimeoutStopSec=%v, must exceed drain %v + %v + app-server close %v", stop,
+			cfg.Shutdown.DrainTimeout, afterDrain, closeTimeout)
 	}
 	for k, want := range map[string]string{
 		"Type": "notify", "Restart": "on-failure", "StateDirectory": "gatewayd", "KillMode": "mixed",
 		"EnvironmentFile": "-/etc/gatewayd/env", "User": "gatewayd", "RestartPreventExitStatus": "2",
 		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "PrivateTmp": "yes",
+		// Go exits 2 on a panic or SIGABRT; only a crash traceback keeps
+		// that apart from the configuration error RestartPreventExitStatus=2.
+		"Environment": "GOTRACEBACK=crash",
 	} {
 		if u[k] != want {
 			t.Errorf("%s=%q, want %q", k, u[k], want)
