@@ -190,23 +190,21 @@ func (in *instance) tryAsk(lane, text string) (api.Response, error) {
 	return out, nil
 }
 
-// askStream posts a message with Accept: text/event-stream and returns the
-// concatenated deltas and the done event.
-func (in *instance) askStream(t *testing.T, lane, text string) (string, int, api.Response) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]string{"text": text})
+// stream posts a message as user "tester" with Accept: text/event-stream,
+// calls onEvent for every event before "done", and returns the done event.
+// It returns an error instead of failing the test, so goroutines may use it.
+func (in *instance) stream(lane, text string, onEvent func(event, data string)) (api.Response, error) {
+	var done api.Response
+	body, _ := json.Marshal(map[string]string{"text": text, "user": "tester"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+in.api.Addr()+"/api/lanes/"+lane+"/messages", bytes.NewReader(body))
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("stream %q: %v", text, err)
+		return done, fmt.Errorf("stream %q: %w", text, err)
 	}
 	defer resp.Body.Close()
-	var deltas strings.Builder
-	var done api.Response
-	n := 0
 	event := ""
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -215,18 +213,35 @@ func (in *instance) askStream(t *testing.T, lane, text string) (string, int, api
 			continue
 		}
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
+		switch {
+		case !ok:
+		case event == "done":
+			if err := json.Unmarshal([]byte(data), &done); err != nil {
+				return done, fmt.Errorf("done event %s: %w", data, err)
+			}
+		default:
+			onEvent(event, data)
 		}
-		switch event {
-		case "delta":
+	}
+	return done, sc.Err()
+}
+
+// askStream streams a message and returns the concatenated deltas, how
+// many there were, and the done event.
+func (in *instance) askStream(t *testing.T, lane, text string) (string, int, api.Response) {
+	t.Helper()
+	var deltas strings.Builder
+	n := 0
+	done, err := in.stream(lane, text, func(event, data string) {
+		if event == "delta" {
 			var s string
 			json.Unmarshal([]byte(data), &s)
 			deltas.WriteString(s)
 			n++
-		case "done":
-			json.Unmarshal([]byte(data), &done)
 		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return deltas.String(), n, done
 }

@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -94,43 +92,24 @@ func TestIntegrationBusyInterrupt(t *testing.T) {
 	}
 }
 
-// streamUntilDone posts text with Accept: text/event-stream, closes
-// streaming at the first delta and returns the done event.
+// streamUntilDone streams text, closes streaming at the first delta (or
+// when the stream ends without one) and returns the done event.
 func (in *instance) streamUntilDone(t *testing.T, lane, text string, streaming chan struct{}) api.Response {
-	body, _ := json.Marshal(map[string]string{"text": text})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+in.api.Addr()+"/api/lanes/"+lane+"/messages", bytes.NewReader(body))
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("stream %q: %v", text, err)
-		close(streaming)
-		return api.Response{}
-	}
-	defer resp.Body.Close()
-	var done api.Response
-	event, signalled := "", false
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
-			event = e
-			continue
-		}
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		switch {
-		case event == "delta" && !signalled:
+	signalled := false
+	signal := func() {
+		if !signalled {
 			signalled = true
 			close(streaming)
-		case event == "done":
-			json.Unmarshal([]byte(data), &done)
 		}
 	}
-	if !signalled {
-		close(streaming)
+	defer signal()
+	done, err := in.stream(lane, text, func(event, _ string) {
+		if event == "delta" {
+			signal()
+		}
+	})
+	if err != nil {
+		t.Error(err) // called from a goroutine: no Fatal
 	}
 	return done
 }
@@ -374,42 +353,24 @@ func TestIntegrationChatApprovals(t *testing.T) {
 	}
 }
 
-// streamApproving posts text with Accept: text/event-stream, calls decide
-// for every "approval" event and returns the done event and how many
-// approval events came.
+// streamApproving streams text, calls decide for every "approval" event
+// and returns the done event and how many approval events came.
 func (in *instance) streamApproving(t *testing.T, lane, text string, decide func(api.Approval)) (api.Response, int) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"text": text, "user": "tester"})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+in.api.Addr()+"/api/lanes/"+lane+"/messages", bytes.NewReader(body))
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("stream %q: %v", text, err)
-	}
-	defer resp.Body.Close()
-	var done api.Response
-	approvals, event := 0, ""
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
-			event = e
-			continue
+	approvals := 0
+	var bad error
+	done, err := in.stream(lane, text, func(event, data string) {
+		if event != "approval" || bad != nil {
+			return
 		}
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		switch {
-		case !ok:
-		case event == "approval":
-			approvals++
-			var a api.Approval
-			if err := json.Unmarshal([]byte(data), &a); err != nil {
-				t.Fatalf("approval event %s: %v", data, err)
-			}
+		approvals++
+		var a api.Approval
+		if bad = json.Unmarshal([]byte(data), &a); bad == nil {
 			decide(a)
-		case event == "done":
-			json.Unmarshal([]byte(data), &done)
 		}
+	})
+	if err != nil || bad != nil {
+		t.Fatalf("stream %q: %v %v", text, err, bad)
 	}
 	return done, approvals
 }
