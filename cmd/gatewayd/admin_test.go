@@ -182,6 +182,16 @@ func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
 	t.Setenv("GATEWAYD_API_LISTEN", strings.TrimPrefix(srv.URL, "http://"))
 	srv.Close()
 
+	// No database yet (a state_dir that is not the daemon's): a clear
+	// error, and no empty database is created there.
+	code, _, errOut := runCLI(t, "", "sessions", "list")
+	if code != exitFailure || !strings.Contains(errOut, "no database at") {
+		t.Errorf("sessions list without a database: exit %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "gatewayd.db")); err == nil {
+		t.Error("sessions list created a database")
+	}
+
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"syscall"
 	"text/tabwriter"
@@ -53,7 +54,13 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 	if !errors.Is(err, errDaemonDown) {
 		return err
 	}
-	// The daemon is not running: nobody holds the store's lock.
+	// The daemon is not running: nobody holds the store's lock. Only an
+	// existing database is opened: a missing one means this configuration
+	// names another state_dir than the daemon's (e.g. sudo without
+	// --config), and creating an empty database there would only mislead.
+	if _, err := os.Stat(cfg.DatabasePath()); err != nil {
+		return fmt.Errorf("gatewayd: no database at %s (is state_dir the daemon's? pass --config): %w", cfg.DatabasePath(), err)
+	}
 	st, err := store.Open(ctx, cfg.DatabasePath(), store.Options{Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("gatewayd: open store %s: %w", cfg.DatabasePath(), err)
