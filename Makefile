@@ -6,13 +6,17 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: help build test lint bench tools run
 
+# The pinned codex is installed on first use and again whenever the lock
+# changes (npm ci writes this hidden lockfile last).
+CODEX_INSTALLED := tools/node_modules/.package-lock.json
+
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 build: ## build bin/gatewayd
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gatewayd
 
-test: ## run every test with the race detector (needs `make tools` for the codex integration tests)
+test: $(CODEX_INSTALLED) ## run every test with the race detector (installs the pinned codex first)
 	$(GO) test -race -count=1 ./...
 
 lint: ## gofmt must have nothing to say; go vet must pass
@@ -22,11 +26,14 @@ lint: ## gofmt must have nothing to say; go vet must pass
 bench: ## run the benchmarks (figures go in issue notes)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./...
 
-tools: ## install the pinned test tools (the real codex app-server, @openai/codex 0.169.0)
+tools: ## (re)install the pinned tools: the real codex app-server, @openai/codex 0.169.0
+	npm ci --prefix tools --no-audit --no-fund
+
+$(CODEX_INSTALLED): tools/package.json tools/package-lock.json
 	npm ci --prefix tools --no-audit --no-fund
 
 # `make run` uses the pinned codex from `make tools` unless the operator chose one.
 CODEX_PINNED := $(CURDIR)/tools/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 
-run: build ## build and run the daemon (local API lane on 127.0.0.1:8787 when no bot token is set)
+run: $(CODEX_INSTALLED) build ## build and run the daemon (local API lane on 127.0.0.1:8787 when no bot token is set)
 	GATEWAYD_CODEX_COMMAND="$${GATEWAYD_CODEX_COMMAND:-$(CODEX_PINNED)}" ./$(BIN) run
