@@ -207,15 +207,7 @@ func setBinding(ctx context.Context, q querier, sessionKey, threadID string, b B
 // (parent = the old one) begins, the binding is cleared and the journal
 // entry dropped.
 func (s *Store) ResetLane(ctx context.Context, sessionKey, reason string) (Lane, error) {
-	var lane Lane
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		old, err := loadLane(ctx, q, sessionKey)
-		if err != nil {
-			return err
-		}
-		lane, err = s.rotate(ctx, q, old, reason, false)
-		return err
-	})
+	lane, err := s.rotateLane(ctx, sessionKey, nil, reason, false)
 	if err != nil {
 		return Lane{}, fmt.Errorf("store: reset lane %q: %w", sessionKey, err)
 	}
@@ -227,22 +219,31 @@ func (s *Store) ResetLane(ctx context.Context, sessionKey, reason string) (Lane,
 // binding and the generation stay (policy rotation: same working thread, new
 // transcript); without it the lane is reset exactly like ResetLane.
 func (s *Store) RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (Lane, error) {
+	lane, err := s.rotateLane(ctx, sessionKey, &gen, reason, keepThread)
+	if err != nil {
+		return Lane{}, fmt.Errorf("store: rotate session of %q: %w", sessionKey, err)
+	}
+	return lane, nil
+}
+
+// rotateLane loads the lane and rotates its session in one write; with gen
+// set, only if the lane is still at that generation.
+func (s *Store) rotateLane(ctx context.Context, sessionKey string, gen *int64, reason string, keepThread bool) (Lane, error) {
 	var lane Lane
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		old, err := loadLane(ctx, q, sessionKey)
 		if err != nil {
 			return err
 		}
-		if err := checkGeneration(old, gen); err != nil {
-			return err
+		if gen != nil {
+			if err := checkGeneration(old, *gen); err != nil {
+				return err
+			}
 		}
 		lane, err = s.rotate(ctx, q, old, reason, keepThread)
 		return err
 	})
-	if err != nil {
-		return Lane{}, fmt.Errorf("store: rotate session of %q: %w", sessionKey, err)
-	}
-	return lane, nil
+	return lane, err
 }
 
 func (s *Store) rotate(ctx context.Context, q querier, old Lane, reason string, keepThread bool) (Lane, error) {
