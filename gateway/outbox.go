@@ -198,7 +198,7 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 // replies committed in this process carry their turn info; it is kept until
 // the row is sent or failed, so every retry is labelled the same.
 func (g *Gateway) outboundOf(m store.OutboxMessage) Outbound {
-	out := Outbound{Address: addressOf(m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID),
+	out := Outbound{ID: m.ID, Address: addressOf(m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID),
 		Kind: OutNotice, Text: m.Text, ReplyTo: m.ReplyTo, InReplyTo: m.ReplyTo, EditID: m.EditID}
 	if ti := g.peekTurnInfo(m.SessionKey, m.ReplyTo); ti != nil {
 		out.Kind, out.Turn = OutReply, ti

@@ -140,6 +140,11 @@ type TurnInfo struct {
 
 // Outbound is one message for a lane.
 type Outbound struct {
+	// ID is the outbox row the message is delivered from; 0 for previews
+	// and last-resort direct sends. It is the delivery's identity: every
+	// retry of a row, in this process or after a restart, carries the same
+	// ID, so adapters key their idempotency (parts sent, nonces) on it.
+	ID      int64
 	Address Address
 	Kind    OutKind
 	Text    string
@@ -218,6 +223,24 @@ func (e *RetryAfterError) Error() string {
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// ErrDeferred is returned by Send when the platform took the message but
+// nobody has received it yet (the API lane with no request open on the
+// lane). The outbox keeps the row held: not retried on a timer and not
+// holding back the lane's later rows, until the platform reports it through
+// the DeliveryReporter it found on its Sink.
+var ErrDeferred = errors.New("gateway: delivery deferred until the lane has a listener")
+
+// DeliveryReporter is what a platform that defers deliveries (ErrDeferred)
+// asserts on the Sink it is given; *Gateway implements it.
+type DeliveryReporter interface {
+	// Delivered marks outbox row id sent, once the platform really handed
+	// it over (the API lane: a response carrying it was written).
+	Delivered(ctx context.Context, id int64, platformMessageID string) error
+	// Redeliver makes the lane's held rows due again: a listener appeared,
+	// or one that took them went away before they reached it.
+	Redeliver(ctx context.Context, sessionKey string) error
+}
 
 // ErrPermanent marks a send failure that retrying cannot fix (chat not
 // found, thread deleted, forbidden). Wrap it: fmt.Errorf("...: %w", ErrPermanent).
