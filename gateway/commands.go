@@ -138,9 +138,6 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		}
 		l.opMu.Unlock()
 	}
-	g.mu.Lock()
-	delete(g.cutoff, l.key)
-	g.mu.Unlock()
 	g.log.Info("lane.reset", zap.String("lane", l.key), zap.String("reason", reason), zap.Int("dropped", len(dropped)))
 	for _, it := range dropped {
 		g.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
@@ -182,21 +179,43 @@ func (g *Gateway) stop(ctx context.Context, l *lane) string {
 }
 
 // retry queues the lane's last request again: the turn cut off by a restart
-// if there is one, else the last user message of the session.
+// if there is one (its text is journaled until it runs), else the last user
+// message of the session.
 func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID string) {
-	g.mu.Lock()
-	text, ok := g.cutoff[l.key]
-	delete(g.cutoff, l.key)
-	g.mu.Unlock()
+	cut, ok, err := g.st.CutOffTurn(ctx, l.key)
+	if err != nil {
+		g.log.Warn("retry.journal_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
+		g.setInbound(ctx, inboundID, store.InboundFailed)
+		return
+	}
+	text := cut.Text
 	if !ok {
 		text = g.lastUserText(ctx, l.key)
+	} else if g.retryQueued(l) {
+		g.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
+		g.setInbound(ctx, inboundID, store.InboundDone)
+		return
 	}
 	if text == "" {
 		g.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
 		g.setInbound(ctx, inboundID, store.InboundDone)
 		return
 	}
-	g.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text})
+	g.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})
+}
+
+// retryQueued reports whether a rerun of the cut-off turn already waits in
+// the lane's queue (its journal entry stays until the rerun starts).
+func (g *Gateway) retryQueued(l *lane) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, it := range l.queue {
+		if it.retry {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Gateway) lastUserText(ctx context.Context, key string) string {

@@ -165,6 +165,9 @@ func (s *fakeStore) RecordInbound(_ context.Context, in store.Inbound) (int64, b
 func (s *fakeStore) SetInboundState(_ context.Context, id int64, state string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.check("SetInboundState"); err != nil {
+		return err
+	}
 	if id < 1 || int(id) > len(s.inbound) {
 		return store.ErrNotFound
 	}
@@ -216,6 +219,38 @@ func (s *fakeStore) Journal(context.Context) ([]store.JournalEntry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].SessionKey < out[j].SessionKey })
 	return out, nil
+}
+
+func (s *fakeStore) MarkCutOff(_ context.Context, e store.JournalEntry, notice store.OutboxMessage) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("MarkCutOff"); err != nil {
+		return 0, err
+	}
+	cur, ok := s.journal[e.SessionKey]
+	if !ok || cur.CutOff || cur.Generation != e.Generation || cur.InboundID != e.InboundID {
+		return 0, store.ErrStaleGeneration
+	}
+	cur.CutOff = true
+	s.journal[e.SessionKey] = cur
+	if e.InboundID > 0 && int(e.InboundID) <= len(s.inbound) {
+		s.inbound[e.InboundID-1].State = store.InboundFailed
+	}
+	return s.enqueueLocked(notice), nil
+}
+
+func (s *fakeStore) CutOffTurn(_ context.Context, key string) (store.JournalEntry, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("CutOffTurn"); err != nil {
+		return store.JournalEntry{}, false, err
+	}
+	e, ok := s.journal[key]
+	l := s.lanes[key]
+	if !ok || !e.CutOff || l == nil || l.Generation != e.Generation {
+		return store.JournalEntry{}, false, nil
+	}
+	return e, true, nil
 }
 
 func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.CommitResult, error) {

@@ -40,6 +40,8 @@ type Store interface {
 	JournalTurn(ctx context.Context, e store.JournalEntry) error
 	ClearJournal(ctx context.Context, sessionKey string) error
 	Journal(ctx context.Context) ([]store.JournalEntry, error)
+	MarkCutOff(ctx context.Context, e store.JournalEntry, notice store.OutboxMessage) (int64, error)
+	CutOffTurn(ctx context.Context, sessionKey string) (store.JournalEntry, bool, error)
 	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
 	Enqueue(ctx context.Context, m store.OutboxMessage) (int64, error)
 	DueOutbox(ctx context.Context, now time.Time, limit int) ([]store.OutboxMessage, error)
@@ -102,6 +104,9 @@ type Config struct {
 	Approvals       string
 	ApprovalTimeout time.Duration
 	Thread          codex.ThreadConfig
+	// TurnTimeout is codex.turn_timeout, named in the notice of a turn the
+	// watchdog stopped (the runtime enforces it).
+	TurnTimeout     time.Duration
 	AutoRetryCutOff bool          // rerun a turn cut off by a restart once, instead of asking
 	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default 30s)
 	PreviewInterval time.Duration // minimum time between streamed preview edits (default 1s)
@@ -215,8 +220,7 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	lanes    map[string]*lane
-	lru      lruList // live lanes, most recently used first
-	cutoff   map[string]string
+	lru      lruList             // live lanes, most recently used first
 	turnInfo map[string]TurnInfo // session key + "\x00" + inbound message id
 
 	queued   atomic.Int64
@@ -258,7 +262,6 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		platforms:   make(map[string]Platform),
 		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
 		lanes:       make(map[string]*lane),
-		cutoff:      make(map[string]string),
 		turnInfo:    make(map[string]TurnInfo),
 		baseCtx:     context.Background(),
 		runDone:     make(chan struct{}),

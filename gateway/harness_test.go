@@ -44,7 +44,14 @@ type harnessOpt func(*Config)
 
 func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
-	h := &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
+	return newHarnessOn(t, newFakeStore(), opts...)
+}
+
+// newHarnessOn runs a gateway over an existing store: the next start of a
+// daemon whose state is st.
+func newHarnessOn(t testing.TB, st *fakeStore, opts ...harnessOpt) *harness {
+	t.Helper()
+	h := &harness{st: st, cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
 	h.st.now = h.clock.Now
 	cfg := Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
 		Logger: zaptest.NewLogger(t), Now: h.clock.Now}

@@ -67,6 +67,8 @@ type world struct {
 	db    string
 	dir   string
 	args  []string // extra app-server arguments
+	// turnTimeout is the client's turn watchdog (0: its default).
+	turnTimeout time.Duration
 }
 
 func newWorld(t *testing.T) *world {
@@ -100,7 +102,7 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 		return codex.DecisionDecline
 	}
 	cx, err := codex.Start(ctx, codex.Options{Command: w.bin, Args: append(codextest.Args(w.model.URL), w.args...), Home: w.home,
-		Env: codextest.Env(), Dir: w.dir, Logger: log, Approvals: approve})
+		Env: codextest.Env(), Dir: w.dir, Logger: log, Approvals: approve, TurnTimeout: w.turnTimeout})
 	if err != nil {
 		t.Fatalf("codex.Start: %v", err)
 	}
@@ -111,6 +113,7 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 	}
 	cfg.Logger = log
 	cfg.Thread.Cwd = w.dir
+	cfg.TurnTimeout = w.turnTimeout
 	rec := &recordingCodex{Client: cx}
 	g, err := gateway.New(cfg, st, rec)
 	if err != nil {
@@ -401,5 +404,35 @@ func TestIntegrationResumeFailureNotifiesOnce(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the stopped turn was never answered")
+	}
+}
+
+// TestIntegrationTurnTimeoutIsTold: a turn the watchdog stops (real
+// app-server, model that never answers) is answered as timed out, naming the
+// limit, distinct from /stop; /retry runs it again.
+func TestIntegrationTurnTimeoutIsTold(t *testing.T) {
+	w := newWorld(t)
+	w.turnTimeout = 2 * time.Second
+	var hang atomic.Bool
+	hang.Store(true)
+	w.model.Respond(func(req codextest.Request) codextest.Reply {
+		if hang.Load() && strings.Contains(req.LastUserText(), "slow job") {
+			return codextest.Reply{HangBeforeHeaders: true}
+		}
+		return codextest.DefaultReply(req)
+	})
+	gw := w.start(t, gateway.Config{})
+	res := gw.ask(t, "alpha", "slow job")
+	if res.Status != "timed_out" {
+		t.Errorf("status %q, want timed_out", res.Status)
+	}
+	want := "Codex took longer than 2s; the turn was stopped. /retry to run it again."
+	if !strings.Contains(res.Reply, want) || strings.Contains(res.Reply, "(interrupted)") {
+		t.Errorf("reply %q, want it to say %q and not look like /stop", res.Reply, want)
+	}
+	hang.Store(false)
+	again := gw.ask(t, "alpha", "/retry")
+	if again.Status != "completed" || !strings.Contains(again.Reply, "slow job") || again.ThreadID != res.ThreadID {
+		t.Errorf("/retry answered %+v, want the slow job run again on thread %s", again, res.ThreadID)
 	}
 }

@@ -54,6 +54,7 @@ type item struct {
 	msgID     string // platform message id of the inbound ("" for retries after restart)
 	text      string
 	cmdID     string // message id of the command that queued it, for the reply
+	retry     bool   // reruns the lane's cut-off turn (journaled until it runs)
 }
 
 // turnState is the item being processed; commands use it to stop the turn.
@@ -394,10 +395,18 @@ func (g *Gateway) ignoreItems(ctx context.Context, items []item) {
 }
 
 func (g *Gateway) setInbound(ctx context.Context, id int64, state string) {
+	g.closeInbound(ctx, id, state)
+}
+
+// closeInbound moves an inbound row to state and reports whether it is
+// recorded (true for no row).
+func (g *Gateway) closeInbound(ctx context.Context, id int64, state string) bool {
 	if id == 0 {
-		return
+		return true
 	}
 	if err := g.st.SetInboundState(ctx, id, state); err != nil {
 		g.log.Error("inbound.state_failed", zap.Int64("inbound", id), zap.String("state", state), zap.Error(err))
+		return false
 	}
+	return true
 }

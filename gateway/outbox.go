@@ -30,15 +30,20 @@ const (
 // notify enqueues a gateway notice for a lane. inReplyTo names the inbound
 // message it answers ("" for notices about the lane in general).
 func (g *Gateway) notify(ctx context.Context, addr Address, inReplyTo, text string) {
-	_, err := g.st.Enqueue(ctx, store.OutboxMessage{SessionKey: addr.SessionKey(), Platform: addr.Platform,
-		Kind: string(addr.Kind), ChatID: addr.ChatID, TopicID: addr.TopicID, UserID: addr.UserID,
-		Text: text, ReplyTo: inReplyTo})
+	_, err := g.st.Enqueue(ctx, noticeFor(addr, inReplyTo, text))
 	if err != nil {
 		g.log.Error("outbox.enqueue_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
 		g.sendDirect(ctx, addr, inReplyTo, "", text)
 		return
 	}
 	g.wakeOutbox()
+}
+
+// noticeFor is the outbox row of a gateway notice for a lane.
+func noticeFor(addr Address, inReplyTo, text string) store.OutboxMessage {
+	return store.OutboxMessage{SessionKey: addr.SessionKey(), Platform: addr.Platform,
+		Kind: string(addr.Kind), ChatID: addr.ChatID, TopicID: addr.TopicID, UserID: addr.UserID,
+		Text: text, ReplyTo: inReplyTo}
 }
 
 // sendDirect is the last resort when the outbox cannot be written: one

@@ -10,9 +10,11 @@ import (
 )
 
 // recover runs at start-up, before any platform delivers:
-//   - journaled turns were cut off by the last stop: each lane gets one
-//     notice (or, with AutoRetryCutOff, the turn runs again once); their
-//     inbound rows are closed so they are not also re-run below;
+//   - journaled turns were cut off by the last stop: each lane is told once
+//     (or, with AutoRetryCutOff, the turn runs again once). Telling marks
+//     the entry cut off and closes its inbound row in the same transaction,
+//     so a crash right after cannot tell the lane twice, and the entry keeps
+//     the text for /retry until it runs or the lane's next turn replaces it;
 //   - inbound rows received but never processed are queued again, in order.
 func (g *Gateway) recover(ctx context.Context) error {
 	entries, err := g.st.Journal(ctx)
@@ -29,16 +31,16 @@ func (g *Gateway) recover(ctx context.Context) error {
 	for _, row := range pending {
 		fresh[row.ID] = true
 	}
-	seen := make(map[string]bool, len(entries))
 	cut := make(map[int64]bool, len(entries))
+	told := 0
 	for _, e := range entries {
 		cut[e.InboundID] = true
-		g.setInbound(ctx, e.InboundID, store.InboundFailed)
-		if seen[e.SessionKey] {
-			continue
+		if e.CutOff {
+			continue // told by an earlier start; kept for /retry
 		}
-		seen[e.SessionKey] = true
-		g.recoverCutOff(ctx, e, g.cfg.AutoRetryCutOff && fresh[e.InboundID])
+		if g.recoverCutOff(ctx, e, g.cfg.AutoRetryCutOff && fresh[e.InboundID]) {
+			told++
+		}
 	}
 	for _, row := range pending {
 		if cut[row.ID] {
@@ -53,32 +55,43 @@ func (g *Gateway) recover(ctx context.Context) error {
 		g.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
 		g.dispatch(ctx, addressOfLane(sl), row.ID, row.MessageID, row.Text)
 	}
-	g.log.Info("recover.done", zap.Int("cut_off", len(seen)), zap.Int("pending", len(pending)))
+	g.log.Info("recover.done", zap.Int("cut_off", told), zap.Int("pending", len(pending)))
 	return nil
 }
 
+// Notices of a cut-off turn.
+const autoRetryNotice = "Your previous request was cut off by a restart; running it again."
+
 // recoverCutOff tells a lane its turn was cut off (or reruns it once) and
-// clears the journal entry.
-func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, autoRetry bool) {
-	defer g.clearJournal(ctx, e.SessionKey)
+// reports whether the lane was told now.
+func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, autoRetry bool) bool {
 	sl, err := g.st.Lane(ctx, e.SessionKey)
 	if err != nil {
 		g.log.Error("recover.cut_off_lane_missing", zap.String("lane", e.SessionKey), zap.Error(err))
-		return
+		g.clearJournal(ctx, e.SessionKey)
+		return false
 	}
 	if sl.Generation != e.Generation {
 		g.log.Info("recover.cut_off_stale", zap.String("lane", e.SessionKey))
-		return
+		g.clearJournal(ctx, e.SessionKey)
+		return false
 	}
 	l := g.laneFor(addressOfLane(sl))
-	g.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID))
+	text := CutOffNotice
 	if autoRetry {
-		g.notify(ctx, l.addr, "", "Your previous request was cut off by a restart; running it again.")
-		g.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, text: e.Text})
-		return
+		text = autoRetryNotice
 	}
-	g.mu.Lock()
-	g.cutoff[e.SessionKey] = e.Text
-	g.mu.Unlock()
-	g.notify(ctx, l.addr, "", CutOffNotice)
+	if _, err := g.st.MarkCutOff(ctx, e, noticeFor(l.addr, "", text)); err != nil {
+		// Left as it was: the next start tries again, so the lane is
+		// still told once.
+		g.log.Error("recover.cut_off_mark_failed", zap.String("lane", e.SessionKey), zap.Error(err))
+		return false
+	}
+	g.wakeOutbox()
+	g.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
+		zap.Bool("auto_retry", autoRetry))
+	if autoRetry {
+		g.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, text: e.Text, retry: true})
+	}
+	return true
 }

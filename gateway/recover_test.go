@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,6 +55,92 @@ func TestRestartRecovery(t *testing.T) {
 			}
 			if j, _ := h.st.Journal(ctx); len(j) != 0 {
 				t.Errorf("journal not cleared: %+v", j)
+			}
+		})
+	}
+}
+
+// TestDoubleCrashTellsOnceAndRetryRunsCutOffText: after two starts in a
+// row with no /retry between them, the lane was told once and /retry still
+// reruns the cut-off message, not the message before it.
+func TestDoubleCrashTellsOnceAndRetryRunsCutOffText(t *testing.T) {
+	st := newFakeStore()
+	ctx := context.Background()
+	la, _ := st.EnsureLane(ctx, laneKey(apiAddr("a")))
+	earlier := store.CompletedTurn{SessionKey: laneA, Generation: la.Generation, TurnID: "t0",
+		UserText: "earlier job", AssistantText: "done", Status: statusCompleted}
+	if _, err := st.CommitTurn(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	cut, _, _ := st.RecordInbound(ctx, store.Inbound{Platform: "test", MessageID: "a1", SessionKey: laneA, Text: "cut job"})
+	st.JournalTurn(ctx, store.JournalEntry{SessionKey: laneA, Generation: la.Generation, InboundID: cut, Text: "cut job"})
+
+	first := newHarnessOn(t, st)
+	first.start(t)
+	if o := first.p.next(t); o.Text != CutOffNotice {
+		t.Fatalf("first start sent %q, want the cut-off notice", o.Text)
+	}
+	first.stop()
+
+	second := newHarnessOn(t, st)
+	second.start(t)
+	second.send(t, "a", "r1", "/retry")
+	if o := second.p.replyTo(t, "r1"); o.Text != "re: cut job" {
+		t.Errorf("/retry after the second start answered %q, want the cut-off job rerun", o.Text)
+	}
+	second.stop()
+	for len(second.p.out) > 0 {
+		if o := <-second.p.out; o.Text == CutOffNotice {
+			t.Error("the second start told the lane about the cut-off turn again")
+		}
+	}
+	if e, ok, _ := st.CutOffTurn(ctx, laneA); ok {
+		t.Errorf("cut-off entry %+v still kept after /retry ran it", e)
+	}
+}
+
+// TestRefusedMessageNeverRunsLater: a message answered "could not save"
+// (disk full) is never run after a restart; when even marking it refused
+// fails, the answer does not ask the user to send it again, and it is
+// answered once after the restart.
+func TestRefusedMessageNeverRunsLater(t *testing.T) {
+	full := fmt.Errorf("journal: %w", store.ErrDiskFull)
+	tests := []struct {
+		name        string
+		failMarking bool
+		wantReply   string
+		wantRerun   bool
+	}{
+		{name: "refused and marked", wantReply: storeErrorNotice},
+		{name: "marking failed too", failMarking: true, wantReply: storeStillPendingNotice, wantRerun: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newFakeStore()
+			first := newHarnessOn(t, st)
+			first.start(t)
+			st.failOn("JournalTurn", full)
+			st.failOn("CommitTurn", full)
+			if tt.failMarking {
+				st.failOn("SetInboundState", full)
+			}
+			first.send(t, "a", "m1", "build it")
+			if o := first.p.replyTo(t, "m1"); o.Text != tt.wantReply {
+				t.Errorf("answer %q, want %q", o.Text, tt.wantReply)
+			}
+			first.stop()
+			for _, m := range []string{"JournalTurn", "CommitTurn", "SetInboundState"} {
+				st.failOn(m, nil) // the disk has room again
+			}
+
+			second := newHarnessOn(t, st)
+			second.start(t)
+			second.send(t, "a", "m2", "next")
+			second.p.replyTo(t, "m2")
+			_, _, turns := second.cx.snapshot()
+			rerun := len(turns) == 2
+			if rerun != tt.wantRerun {
+				t.Errorf("after the restart codex ran %v; rerun of the refused message = %v, want %v", turns, rerun, tt.wantRerun)
 			}
 		})
 	}

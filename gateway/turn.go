@@ -20,8 +20,11 @@ const (
 	CutOffNotice      = "Your previous request was cut off by a restart; send /retry to run it again."
 	staleWriterNotice = "This conversation's Codex thread is still open in another process, so I did not replace it. Please try again in a minute."
 	storeErrorNotice  = "Sorry, I could not save this request (storage error). Please try again."
-	interruptedSuffix = "(interrupted)"
-	cancelledNotice   = "Cancelled: the conversation was reset before this was answered."
+	// storeStillPendingNotice answers a message that could neither run nor
+	// be marked refused: it is still recorded and runs after a restart.
+	storeStillPendingNotice = "Sorry, storage is failing right now (storage error). Your message is still recorded and may be answered later, so there is no need to send it again."
+	interruptedSuffix       = "(interrupted)"
+	cancelledNotice         = "Cancelled: the conversation was reset before this was answered."
 )
 
 // turn carries one turn through the lifecycle.
@@ -53,6 +56,9 @@ const (
 	statusCompleted   = "completed"
 	statusFailed      = "failed"
 	statusInterrupted = "interrupted"
+	// statusTimedOut is ours, not codex's: the turn watchdog interrupted a
+	// turn that ran past codex.turn_timeout.
+	statusTimedOut = "timed_out"
 )
 
 // process runs one queued item.
@@ -123,6 +129,13 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		return // stays journaled: the next start tells the lane
 	}
 	if errors.Is(err, errHandled) {
+		return
+	}
+	if res.WatchdogFired && res.Status != codex.TurnCompleted {
+		// codex.turn_timeout stopped it, not the user: say so, and that
+		// /retry (which reruns the last user message, this one) can run it.
+		t.turnID = res.TurnID
+		g.finish(ctx, t, statusTimedOut, timedOutText(res.Text, g.cfg.TurnTimeout), res.Usage)
 		return
 	}
 	if err != nil {
@@ -255,12 +268,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	case err != nil:
 		g.dropTurnInfo(infoKey)
 		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
-		g.setInbound(ctx, t.it.inboundID, store.InboundFailed)
-		for _, s := range steered {
-			g.setInbound(ctx, s.InboundID, store.InboundFailed)
-		}
-		g.clearJournal(ctx, t.l.key)
-		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, text+"\n\n(not saved: storage error)")
+		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, g.unsavedReply(ctx, t, text, steered))
 	case res.Stale:
 		g.dropTurnInfo(infoKey)
 		// CommitTurn cleared this turn's own journal entry; clearing the
@@ -275,6 +283,27 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
 		g.wakeOutbox()
 	}
+}
+
+// unsavedReply closes the inbound rows of a turn whose commit failed and
+// words the answer by what that achieved. Accepted means answered once,
+// refused means never run: only a message whose row is now marked failed
+// may be called lost ("try again"); one whose row could not be marked
+// either stays received, and the next start runs it, so the user must not
+// be told to send it again.
+func (g *Gateway) unsavedReply(ctx context.Context, t *turn, text string, steered []store.SteeredInput) string {
+	closed := g.closeInbound(ctx, t.it.inboundID, store.InboundFailed)
+	for _, s := range steered {
+		closed = g.closeInbound(ctx, s.InboundID, store.InboundFailed) && closed
+	}
+	g.clearJournal(ctx, t.l.key)
+	switch {
+	case !closed:
+		return storeStillPendingNotice
+	case text == storeErrorNotice:
+		return text
+	}
+	return text + "\n\n(not saved: storage error)"
 }
 
 // failTurn answers a turn that could not run and records it as failed.
@@ -326,6 +355,31 @@ func replyText(res codex.TurnResult) string {
 		return "(Codex finished without a reply.)"
 	}
 	return text
+}
+
+// timedOutText is the answer to a turn the watchdog stopped: what codex
+// wrote so far, then why it stopped and what to do.
+func timedOutText(partial string, limit time.Duration) string {
+	why := "Codex took too long; the turn was stopped. /retry to run it again."
+	if limit > 0 {
+		why = "Codex took longer than " + shortDuration(limit) + "; the turn was stopped. /retry to run it again."
+	}
+	if partial = strings.TrimSpace(partial); partial != "" {
+		return partial + "\n\n" + why
+	}
+	return why
+}
+
+// shortDuration prints 30m rather than 30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // briefError turns an error into a short message safe to show: sentinels

@@ -147,6 +147,12 @@ CREATE TABLE compactions (
 );
 CREATE INDEX compactions_by_key ON compactions(session_key, id);
 `,
+	// 4: a cut-off turn stays journaled, marked announced, until /retry
+	// runs it or the lane's next turn replaces it: its text must outlive
+	// the restart that announced it.
+	`
+ALTER TABLE turn_journal ADD COLUMN cut_off INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

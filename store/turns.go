@@ -177,8 +177,9 @@ func replyFor(lane Lane, m OutboxMessage) OutboxMessage {
 	return m
 }
 
-// JournalTurn records the turn in flight on a lane (one per lane, upsert).
-// A journal write from a generation the lane has left is refused.
+// JournalTurn records the turn in flight on a lane (one per lane, upsert:
+// it replaces a cut-off entry, the lane has moved on). A journal write from
+// a generation the lane has left is refused.
 func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		lane, err := loadLane(ctx, q, e.SessionKey)
@@ -195,7 +196,8 @@ func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
 		_, err = q.ExecContext(ctx, `INSERT INTO turn_journal
 			(session_key, generation, inbound_id, thread_id, turn_id, text, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (session_key) DO UPDATE SET generation = excluded.generation, inbound_id = excluded.inbound_id,
-			thread_id = excluded.thread_id, turn_id = excluded.turn_id, text = excluded.text, started_at = excluded.started_at`,
+			thread_id = excluded.thread_id, turn_id = excluded.turn_id, text = excluded.text, started_at = excluded.started_at,
+			cut_off = 0`,
 			e.SessionKey, e.Generation, e.InboundID, e.ThreadID, e.TurnID, e.Text, toDB(started))
 		return err
 	})
@@ -220,8 +222,8 @@ func (s *Store) ClearJournal(ctx context.Context, sessionKey string) error {
 // Journal returns every journal entry, oldest first: at start-up, the turns
 // a stop or crash cut off.
 func (s *Store) Journal(ctx context.Context) ([]JournalEntry, error) {
-	rows, err := s.rq.QueryContext(ctx, `SELECT session_key, generation, inbound_id, thread_id, turn_id, text, started_at
-		FROM turn_journal ORDER BY started_at, session_key`)
+	rows, err := s.rq.QueryContext(ctx, `SELECT session_key, generation, inbound_id, thread_id, turn_id, text, started_at,
+		cut_off FROM turn_journal ORDER BY started_at, session_key`)
 	if err != nil {
 		return nil, fmt.Errorf("store: journal: %w", classify(err))
 	}
@@ -230,7 +232,8 @@ func (s *Store) Journal(ctx context.Context) ([]JournalEntry, error) {
 	for rows.Next() {
 		var e JournalEntry
 		var started int64
-		if err := rows.Scan(&e.SessionKey, &e.Generation, &e.InboundID, &e.ThreadID, &e.TurnID, &e.Text, &started); err != nil {
+		if err := rows.Scan(&e.SessionKey, &e.Generation, &e.InboundID, &e.ThreadID, &e.TurnID, &e.Text, &started,
+			&e.CutOff); err != nil {
 			return nil, fmt.Errorf("store: journal: %w", err)
 		}
 		e.StartedAt = fromDB(started)
@@ -240,6 +243,62 @@ func (s *Store) Journal(ctx context.Context) ([]JournalEntry, error) {
 		return nil, fmt.Errorf("store: journal: %w", classify(err))
 	}
 	return out, nil
+}
+
+// MarkCutOff records that a restart found the lane's journaled turn
+// unfinished, in one transaction: the entry is marked cut off (it keeps its
+// text for /retry), its inbound row is marked failed (so it is not also run
+// as pending) and the lane's notice is queued. A second start sees the mark
+// and tells nobody again, however often it crashes in between. The entry
+// must still be e's (same generation and inbound): ErrStaleGeneration if
+// the lane moved on.
+func (s *Store) MarkCutOff(ctx context.Context, e JournalEntry, notice OutboxMessage) (int64, error) {
+	var id int64
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		now := toDB(s.now())
+		res, err := q.ExecContext(ctx, `UPDATE turn_journal SET cut_off = 1
+			WHERE session_key = ? AND generation = ? AND inbound_id = ? AND cut_off = 0`,
+			e.SessionKey, e.Generation, e.InboundID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("%w: no unannounced journal entry for inbound %d", ErrStaleGeneration, e.InboundID)
+		}
+		if e.InboundID != 0 {
+			if _, err := q.ExecContext(ctx, "UPDATE inbox SET state = 'failed', updated_at = ? WHERE id = ?",
+				now, e.InboundID); err != nil {
+				return err
+			}
+		}
+		id, err = s.enqueueTx(ctx, q, notice)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: mark cut-off turn on %q: %w", e.SessionKey, err)
+	}
+	return id, nil
+}
+
+// CutOffTurn returns the lane's announced cut-off turn, if the lane has one
+// in its current generation: what /retry runs again.
+func (s *Store) CutOffTurn(ctx context.Context, sessionKey string) (JournalEntry, bool, error) {
+	e := JournalEntry{SessionKey: sessionKey, CutOff: true}
+	var started int64
+	err := s.rq.QueryRowContext(ctx, `SELECT j.generation, j.inbound_id, j.thread_id, j.turn_id, j.text, j.started_at
+		FROM turn_journal j JOIN gateway_routing r ON r.session_key = j.session_key AND r.generation = j.generation
+		WHERE j.session_key = ? AND j.cut_off = 1`, sessionKey).
+		Scan(&e.Generation, &e.InboundID, &e.ThreadID, &e.TurnID, &e.Text, &started)
+	if errors.Is(err, sql.ErrNoRows) {
+		return JournalEntry{}, false, nil
+	}
+	if err != nil {
+		return JournalEntry{}, false, fmt.Errorf("store: cut-off turn of %q: %w", sessionKey, classify(err))
+	}
+	e.StartedAt = fromDB(started)
+	return e, true, nil
 }
 
 // RecordCompaction records a thread compaction against the lane's current

@@ -101,6 +101,9 @@ type JournalEntry struct {
 	InboundID              int64
 	ThreadID, TurnID, Text string
 	StartedAt              time.Time
+	// CutOff: a restart found the turn unfinished and told its lane; the
+	// entry now only keeps the text for /retry.
+	CutOff bool
 }
 
 // CompletedTurn is everything CommitTurn records for one finished turn.

@@ -298,7 +298,8 @@ func (d *daemon) buildGateway() error {
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
-		Thread: d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
+		TurnTimeout: d.cfg.Codex.TurnTimeout,
+		Thread:      d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Logger:       d.log, Observer: d.metrics,
 	}, timedStore{Store: d.store, m: d.metrics}, d.codex)

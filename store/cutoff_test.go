@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestMarkCutOffAnnouncesOnceAndKeepsText: a cut-off turn is told once,
+// keeps its text for /retry across any number of restarts, and is gone
+// once the lane's next turn replaces it.
+func TestMarkCutOffAnnouncesOnceAndKeepsText(t *testing.T) {
+	path := testDBPath(t)
+	s := openAt(t, path, Options{})
+	ctx := context.Background()
+	l := mustEnsure(t, s, "a")
+	in, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: "build it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, InboundID: in, Text: "build it"}
+	if err := s.JournalTurn(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.CutOffTurn(ctx, l.SessionKey); ok {
+		t.Fatal("a running turn is reported as cut off")
+	}
+	notice := OutboxMessage{SessionKey: l.SessionKey, Platform: "telegram", Text: "cut off"}
+	if _, err := s.MarkCutOff(ctx, e, notice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkCutOff(ctx, e, notice); !errors.Is(err, ErrStaleGeneration) {
+		t.Fatalf("second MarkCutOff err = %v, want ErrStaleGeneration (told once)", err)
+	}
+	if n := countRows(t, s, "SELECT COUNT(*) FROM outbox"); n != 1 {
+		t.Fatalf("outbox rows = %d, want exactly one notice", n)
+	}
+	if p, _ := s.PendingInbound(ctx); len(p) != 0 {
+		t.Fatalf("pending inbound = %v, want the cut-off message closed", p)
+	}
+	s.Close()
+
+	s = openAt(t, path, Options{}) // a restart
+	j, err := s.Journal(ctx)
+	if err != nil || len(j) != 1 || !j[0].CutOff {
+		t.Fatalf("journal after restart = %+v, %v; want the entry marked cut off", j, err)
+	}
+	got, ok, err := s.CutOffTurn(ctx, l.SessionKey)
+	if err != nil || !ok || got.Text != "build it" {
+		t.Fatalf("CutOffTurn = %+v, %v, %v; want the cut-off text", got, ok, err)
+	}
+	e2 := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, Text: "something else"}
+	if err := s.JournalTurn(ctx, e2); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.CutOffTurn(ctx, l.SessionKey); ok {
+		t.Fatal("the lane's next turn did not replace the cut-off entry")
+	}
+}
+
+func TestCutOffTurnIgnoresOldGeneration(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	l := mustEnsure(t, s, "a")
+	e := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, Text: "old"}
+	if err := s.JournalTurn(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkCutOff(ctx, e, OutboxMessage{SessionKey: l.SessionKey, Platform: "telegram", Text: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResetLane(ctx, l.SessionKey, "/new"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.CutOffTurn(ctx, l.SessionKey); err != nil || ok {
+		t.Fatalf("CutOffTurn after /new = %+v, %v, %v; want none", got, ok, err)
+	}
+}
