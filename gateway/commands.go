@@ -19,18 +19,39 @@ type command struct {
 	args string
 }
 
-// commands lists what the gateway handles itself; any other /word goes to
-// Codex as text.
-var commands = map[string]string{
-	"new":     "start a fresh Codex thread (same as /reset)",
-	"reset":   "start a fresh Codex thread",
-	"stop":    "interrupt the running reply, keep the thread",
-	"retry":   "run your last message again",
-	"compact": "compact this conversation's Codex thread",
-	"status":  "show this conversation's thread, usage and queue",
-	"approve": "allow what Codex asked for: /approve [id] [session]",
-	"deny":    "refuse what Codex asked for: /deny [id]",
-	"help":    "list commands",
+// CommandInfo describes one command the gateway handles itself.
+type CommandInfo struct {
+	Name        string // without the slash
+	Args        string // argument synopsis for /help ("" when none)
+	Description string // one line, for /help and the platforms' menus
+	// Menu: offered in the platforms' command menus (Telegram
+	// setMyCommands, Discord slash commands). Commands that need an
+	// argument to be useful are typed instead.
+	Menu bool
+}
+
+// Commands is the one list of gateway commands, in /help order; the
+// platforms build their menus from it. Any other /word goes to Codex as text.
+var Commands = []CommandInfo{
+	{Name: "new", Description: "Start a fresh Codex thread (same as /reset)", Menu: true},
+	{Name: "reset", Description: "Start a fresh Codex thread", Menu: true},
+	{Name: "stop", Description: "Interrupt the running reply, keep the thread", Menu: true},
+	{Name: "retry", Description: "Run your last message again", Menu: true},
+	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
+	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
+	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
+	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
+	{Name: "help", Description: "List commands", Menu: true},
+}
+
+// isCommand reports whether name (lower case, no slash) is a gateway command.
+func isCommand(name string) bool {
+	for _, c := range Commands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // parseCommand recognises "/cmd", "/cmd args" and "/cmd@botname".
@@ -42,7 +63,7 @@ func parseCommand(text string) (command, bool) {
 	word, args, _ := strings.Cut(text[1:], " ")
 	word, _, _ = strings.Cut(word, "@")
 	word = strings.ToLower(strings.TrimSpace(word))
-	if _, ok := commands[word]; !ok {
+	if !isCommand(word) {
 		return command{}, false
 	}
 	return command{name: word, args: strings.TrimSpace(args)}, true
@@ -296,11 +317,14 @@ func yesNo(b bool) string {
 }
 
 func helpText() string {
-	order := []string{"new", "reset", "stop", "retry", "compact", "status", "approve", "deny", "help"}
 	var b strings.Builder
 	b.WriteString("Commands:\n")
-	for _, name := range order {
-		fmt.Fprintf(&b, "/%s — %s\n", name, commands[name])
+	for _, c := range Commands {
+		name := "/" + c.Name
+		if c.Args != "" {
+			name += " " + c.Args
+		}
+		fmt.Fprintf(&b, "%s — %s\n", name, c.Description)
 	}
 	b.WriteString("Anything else (including other /words) goes to Codex.")
 	return b.String()

@@ -8,16 +8,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// commands are the application (slash) commands; each arrives at the
-// gateway as the text command "/<name>".
-var commands = []*discordgo.ApplicationCommand{
-	{Name: "new", Description: "Start a fresh conversation in this lane"},
-	{Name: "reset", Description: "Reset this lane's conversation"},
-	{Name: "stop", Description: "Stop the running turn"},
-	{Name: "retry", Description: "Retry the last message"},
-	{Name: "compact", Description: "Compact the conversation context"},
-	{Name: "status", Description: "Show the lane's status"},
-	{Name: "help", Description: "List the commands"},
+// slashCommands are the application (slash) commands, built from the
+// gateway's menu commands; each arrives at the gateway as the text command
+// "/<name>".
+func slashCommands() []*discordgo.ApplicationCommand {
+	var out []*discordgo.ApplicationCommand
+	for _, c := range gateway.Commands {
+		if c.Menu {
+			out = append(out, &discordgo.ApplicationCommand{Name: c.Name, Description: c.Description})
+		}
+	}
+	return out
 }
 
 const (
@@ -36,7 +37,7 @@ func (a *Adapter) registerCommands() {
 	if done || appID == "" {
 		return
 	}
-	if _, err := a.session.ApplicationCommandBulkOverwrite(appID, "", commands); err != nil {
+	if _, err := a.session.ApplicationCommandBulkOverwrite(appID, "", slashCommands()); err != nil {
 		a.log.Warn("discord.commands.register_failed", zap.Error(mapError("register commands", err)))
 		return
 	}

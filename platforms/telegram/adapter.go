@@ -308,17 +308,6 @@ func (a *Adapter) removeWebhook(ctx context.Context) error {
 	return err
 }
 
-// Commands are the commands registered with setMyCommands.
-var Commands = []struct{ Name, Description string }{
-	{"new", "Start a new conversation"},
-	{"reset", "Forget this conversation and start over"},
-	{"stop", "Stop the running turn"},
-	{"retry", "Run the last message again"},
-	{"compact", "Compact the conversation context"},
-	{"status", "Show the lane's state"},
-	{"help", "Show the commands"},
-}
-
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

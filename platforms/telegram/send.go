@@ -259,9 +259,11 @@ func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 }
 
 func (a *Adapter) registerCommands(ctx context.Context) error {
-	cmds := make([]models.BotCommand, 0, len(Commands))
-	for _, c := range Commands {
-		cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
+	var cmds []models.BotCommand
+	for _, c := range gateway.Commands {
+		if c.Menu {
+			cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
