@@ -34,8 +34,8 @@ var keys = []key{
 	strKey("codex.sandbox", "workspace-write", func(c *Config) *string { return &c.Codex.Sandbox },
 		oneOf("read-only", "workspace-write", "danger-full-access")),
 	strKey("codex.approvals", "never", func(c *Config) *string { return &c.Codex.Approvals }, oneOf("never", "chat")),
-	durKey("codex.approval_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
-	durKey("codex.turn_timeout", "30m", func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
+	durKey("codex.approval_timeout", DefaultApprovalTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
+	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
 	durKey("codex.resume_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
 	durKey("codex.start_timeout", "30s", func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),
 
@@ -65,16 +65,16 @@ var keys = []key{
 	intKey("discord.backfill_limit", 50, func(c *Config) *int { return &c.Discord.BackfillLimit }, 0),
 	durKey("discord.backfill_max_age", "24h", func(c *Config) *time.Duration { return &c.Discord.BackfillMaxAge }, nonNegative),
 
-	intKey("lanes.max_live", 32, func(c *Config) *int { return &c.Lanes.MaxLive }, 1),
-	durKey("lanes.idle_evict", "30m", func(c *Config) *time.Duration { return &c.Lanes.IdleEvict }, nonNegative),
+	intKey("lanes.max_live", DefaultMaxLive, func(c *Config) *int { return &c.Lanes.MaxLive }, 1),
+	durKey("lanes.idle_evict", DefaultIdleEvict.String(), func(c *Config) *time.Duration { return &c.Lanes.IdleEvict }, nonNegative),
 	strKey("lanes.busy_mode", "queue", func(c *Config) *string { return &c.Lanes.BusyMode }, oneOf("queue", "interrupt", "steer")),
 	rotateKey("lanes.rotate", func(c *Config) *Rotate { return &c.Lanes.Rotate }),
 	fracKey("lanes.compact_at", func(c *Config) *float64 { return &c.Lanes.CompactAt }),
-	intKey("lanes.queue_limit", 20, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
-	intKey("lanes.max_concurrent_turns", 4, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
+	intKey("lanes.queue_limit", DefaultQueueLimit, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
+	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
 
-	durKey("shutdown.drain_timeout", "60s", func(c *Config) *time.Duration { return &c.Shutdown.DrainTimeout }, positive),
+	durKey("shutdown.drain_timeout", DefaultDrainTimeout.String(), func(c *Config) *time.Duration { return &c.Shutdown.DrainTimeout }, positive),
 }
 
 func strKey(name, def string, field func(*Config) *string, check func(string) string) key {

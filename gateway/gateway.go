@@ -83,10 +83,10 @@ const (
 
 // Config tunes the gateway. Zero values take the defaults noted.
 type Config struct {
-	MaxLive            int           // live Codex threads kept loaded (default 64)
-	IdleEvict          time.Duration // release a thread idle this long (default 30m; <0 disables)
-	QueueLimit         int           // messages waiting per lane (default 10)
-	MaxConcurrentTurns int           // turns running at once over all lanes (default 4)
+	MaxLive            int           // live Codex threads kept loaded (default config.DefaultMaxLive)
+	IdleEvict          time.Duration // release a thread idle this long (default config.DefaultIdleEvict; <0 disables)
+	QueueLimit         int           // messages waiting per lane (default config.DefaultQueueLimit)
+	MaxConcurrentTurns int           // turns running at once over all lanes (default config.DefaultMaxConcurrentTurns)
 	BusyMode           string        // "queue" (default) | "interrupt" | "steer"
 	// Rotate starts a new transcript session when a message arrives after
 	// the lane was idle for Rotate.Every, or after a daily boundary passed
@@ -100,7 +100,7 @@ type Config struct {
 	CompactCooldownTurns int
 	// Approvals: "chat" asks the lane (Approve); "never" (default) lets the
 	// sandbox decide. ApprovalTimeout declines an unanswered request
-	// (default 10m).
+	// (default config.DefaultApprovalTimeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
 	Thread          codex.ThreadConfig
@@ -108,7 +108,7 @@ type Config struct {
 	// watchdog stopped (the runtime enforces it).
 	TurnTimeout     time.Duration
 	AutoRetryCutOff bool          // rerun a turn cut off by a restart once, instead of asking
-	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default 30s)
+	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default config.DefaultDrainTimeout)
 	PreviewInterval time.Duration // minimum time between streamed preview edits (default 1s)
 	TypingInterval  time.Duration // typing indicator refresh (default 4s)
 	Logger          *zap.Logger
@@ -118,16 +118,16 @@ type Config struct {
 
 func (c *Config) applyDefaults() error {
 	if c.MaxLive <= 0 {
-		c.MaxLive = 64
+		c.MaxLive = config.DefaultMaxLive
 	}
 	if c.IdleEvict == 0 {
-		c.IdleEvict = 30 * time.Minute
+		c.IdleEvict = config.DefaultIdleEvict
 	}
 	if c.QueueLimit <= 0 {
-		c.QueueLimit = 10
+		c.QueueLimit = config.DefaultQueueLimit
 	}
 	if c.MaxConcurrentTurns <= 0 {
-		c.MaxConcurrentTurns = 4
+		c.MaxConcurrentTurns = config.DefaultMaxConcurrentTurns
 	}
 	if c.BusyMode == "" {
 		c.BusyMode = BusyQueue
@@ -152,10 +152,10 @@ func (c *Config) applyDefaults() error {
 		return fmt.Errorf("gateway: approvals %q is not supported (use %q or %q)", c.Approvals, ApprovalsNever, ApprovalsChat)
 	}
 	if c.ApprovalTimeout <= 0 {
-		c.ApprovalTimeout = 10 * time.Minute
+		c.ApprovalTimeout = config.DefaultApprovalTimeout
 	}
 	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 30 * time.Second
+		c.DrainTimeout = config.DefaultDrainTimeout
 	}
 	if c.PreviewInterval <= 0 {
 		c.PreviewInterval = time.Second
