@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/internal/backoff"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -194,7 +195,7 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 		g.markFailed(ctx, m, "gave up after retries: "+err.Error())
 		return true
 	default:
-		g.markRetry(ctx, m, backoff(m.Attempts), err)
+		g.markRetry(ctx, m, retryDelay(m.Attempts), err)
 	}
 	return false
 }
@@ -232,14 +233,12 @@ func (g *Gateway) markFailed(ctx context.Context, m store.OutboxMessage, why str
 	}
 }
 
-// backoff is 2s, 4s, 8s … capped at 5 minutes.
-func backoff(attempts int) time.Duration {
-	d := backoffBase
-	for i := 0; i < attempts && d < backoffMax; i++ {
-		d *= 2
-	}
-	return min(d, backoffMax)
-}
+// retryDelays are the outbox's waits after a failed send: 2s, 4s, 8s …
+// capped at 5 minutes, jittered so a platform outage's retries spread out.
+var retryDelays = backoff.Backoff{First: backoffBase, Max: backoffMax}
+
+// retryDelay is the wait after a row's attempts-th failure.
+func retryDelay(attempts int) time.Duration { return retryDelays.At(attempts) }
 
 // flushOutbox delivers what is due before shutdown, for a bounded time.
 func (g *Gateway) flushOutbox(ctx context.Context) {

@@ -37,7 +37,7 @@ func TestOutboxRetriesAndGivesUp(t *testing.T) {
 	}
 	h.clock.Advance(time.Second)
 	h.g.deliverDue(ctx) // transient error → backoff
-	h.clock.Advance(backoff(1))
+	h.clock.Advance(fullRetryDelay(1))
 	h.g.deliverDue(ctx)
 	if got := []string{(<-h.p.out).Text, (<-h.p.out).Text}; fmt.Sprint(got) != "[hello second]" {
 		t.Errorf("delivered %v, want in order", got)
@@ -53,9 +53,28 @@ func TestOutboxRetriesAndGivesUp(t *testing.T) {
 	}
 }
 
-func TestBackoffCapped(t *testing.T) {
-	if backoff(0) != 2*time.Second || backoff(3) != 16*time.Second || backoff(40) != 5*time.Minute {
-		t.Errorf("backoff = %v %v %v", backoff(0), backoff(3), backoff(40))
+// fullRetryDelay is a retry delay before jitter shortened it: waiting this
+// long always finds the row due.
+func fullRetryDelay(attempts int) time.Duration {
+	b := retryDelays
+	b.Jitter = -1
+	return b.At(attempts)
+}
+
+func TestRetryDelayDoublesToItsCapWithJitter(t *testing.T) {
+	tests := []struct {
+		attempts int
+		full     time.Duration
+	}{
+		{0, 2 * time.Second}, {3, 16 * time.Second}, {40, 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		if got := fullRetryDelay(tt.attempts); got != tt.full {
+			t.Errorf("full delay after %d failures = %v, want %v", tt.attempts, got, tt.full)
+		}
+		if got := retryDelay(tt.attempts); got > tt.full || got < tt.full*8/10 {
+			t.Errorf("delay after %d failures = %v, want within 80-100%% of %v", tt.attempts, got, tt.full)
+		}
 	}
 }
 
@@ -145,7 +164,7 @@ func TestRetriedReplyKeepsItsTurnInfo(t *testing.T) {
 	h.g.putTurnInfo(laneA, "m1", TurnInfo{ThreadID: "t1", TurnID: "u1", Status: "completed"})
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "answer", ReplyTo: "m1"})
 	h.g.deliverDue(ctx)
-	h.clock.Advance(backoff(0))
+	h.clock.Advance(fullRetryDelay(0))
 	h.g.deliverDue(ctx)
 	if fmt.Sprint(kinds) != "[reply reply]" {
 		t.Fatalf("attempts labelled %v, want the reply both times", kinds)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/backoff"
 	"go.uber.org/zap"
 )
 
@@ -103,7 +104,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 // lane's order is kept. It gives up, returning the error, on a permanent
 // error, on gateway.ErrShuttingDown, or when the adapter stops.
 func (a *Adapter) retry(ctx context.Context, op string, m *discordgo.Message, fn func() error) error {
-	wait := a.cfg.RetryBackoff
+	delays := backoff.New(a.cfg.RetryBackoff, maxRetryBackoff)
 	for {
 		err := fn()
 		if err == nil || errors.Is(err, gateway.ErrPermanent) || errors.Is(err, gateway.ErrShuttingDown) {
@@ -112,6 +113,7 @@ func (a *Adapter) retry(ctx context.Context, op string, m *discordgo.Message, fn
 		if ctx.Err() != nil || a.stopped() {
 			return err
 		}
+		wait := delays.Next()
 		var ra *gateway.RetryAfterError
 		if errors.As(err, &ra) && ra.After > wait {
 			wait = ra.After // a rate-limited lookup: Discord says when
@@ -128,7 +130,6 @@ func (a *Adapter) retry(ctx context.Context, op string, m *discordgo.Message, fn
 			return err
 		case <-t.C:
 		}
-		wait = min(wait*2, maxRetryBackoff)
 	}
 }
 

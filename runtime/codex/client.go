@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/internal/backoff"
 )
 
 // drainGrace bounds how long a dead process's stdout is still read.
@@ -164,7 +166,7 @@ func (c *Client) liveConn(ctx context.Context) (*conn, error) {
 // supervise restarts the process whenever the current connection dies.
 func (c *Client) supervise() {
 	defer close(c.supervisorDone)
-	backoff := c.opts.RestartBackoff
+	delays := backoff.New(c.opts.RestartBackoff, c.opts.RestartBackoffMax)
 	for {
 		c.mu.Lock()
 		cn := c.conn
@@ -181,9 +183,9 @@ func (c *Client) supervise() {
 		c.log.Warn("codex.process_died", zap.Int64("epoch", cn.epoch), zap.Error(cn.err()))
 		cn.proc.kill() // a hung process is alive; its stdout may be too
 		if time.Since(born) > c.opts.RestartBackoffMax {
-			backoff = c.opts.RestartBackoff // it ran fine for a while: not a crash loop
+			delays.Reset() // it ran fine for a while: not a crash loop
 		}
-		next, ok := c.restart(cn.epoch+1, &backoff)
+		next, ok := c.restart(cn.epoch+1, delays)
 		if !ok {
 			return
 		}
@@ -193,13 +195,10 @@ func (c *Client) supervise() {
 
 // restart spawns a successor, backing off exponentially between failures.
 // It returns false when the client closed meanwhile.
-func (c *Client) restart(epoch int64, backoff *time.Duration) (*conn, bool) {
+func (c *Client) restart(epoch int64, delays *backoff.Backoff) (*conn, bool) {
 	for {
-		t := time.NewTimer(*backoff)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
+		wait := delays.Next()
+		if !backoff.Sleep(c.ctx, wait) {
 			return nil, false
 		}
 		next, err := c.connect(c.ctx, epoch)
@@ -209,8 +208,7 @@ func (c *Client) restart(epoch int64, backoff *time.Duration) (*conn, bool) {
 		if c.ctx.Err() != nil {
 			return nil, false
 		}
-		c.log.Error("codex.restart_failed", zap.Duration("backoff", *backoff), zap.Error(err))
-		*backoff = min(*backoff*2, c.opts.RestartBackoffMax)
+		c.log.Error("codex.restart_failed", zap.Duration("backoff", wait), zap.Error(err))
 	}
 }
 
