@@ -180,17 +180,15 @@ func (g *Gateway) laneOfThread(threadID string) *lane {
 	if threadID == "" {
 		return nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, l := range g.lanes {
+	var found *lane
+	g.lanes.each(func(l *lane) {
 		l.mu.Lock()
-		match := l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
-		l.mu.Unlock()
-		if match {
-			return l
+		if found == nil && (l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)) {
+			found = l
 		}
-	}
-	return nil
+		l.mu.Unlock()
+	})
+	return found
 }
 
 // askApproval shows the question: with buttons where the platform can,

@@ -102,9 +102,7 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 // the binding cleared, the queue dropped, a running turn interrupted (its
 // late result is discarded) and the old thread released.
 func (g *Gateway) ResetLane(ctx context.Context, sessionKey string) error {
-	g.mu.Lock()
-	l := g.lanes[sessionKey]
-	g.mu.Unlock()
+	l := g.lanes.lookup(sessionKey)
 	if l == nil {
 		sl, err := g.st.Lane(ctx, sessionKey)
 		if err != nil {

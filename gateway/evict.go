@@ -20,24 +20,14 @@ func (g *Gateway) markLive(ctx context.Context, l *lane, threadID string) {
 	l.thread = threadID
 	l.lastUsed = g.now().UnixNano()
 	l.mu.Unlock()
-	g.mu.Lock()
-	g.lru.pushFront(l)
-	g.mu.Unlock()
+	g.lanes.touch(l)
 	g.trimLive(ctx, l)
 }
 
 // trimLive evicts the least recently used idle lanes beyond MaxLive, never
 // keep. Busy lanes are skipped; trimLive runs again when their worker exits.
 func (g *Gateway) trimLive(ctx context.Context, keep *lane) {
-	g.mu.Lock()
-	excess := g.lru.n - g.cfg.MaxLive
-	var candidates []*lane // least recently used first, with spares for busy ones
-	for v := g.lru.tail; v != nil && len(candidates) < excess+16; v = v.prev {
-		if v != keep {
-			candidates = append(candidates, v)
-		}
-	}
-	g.mu.Unlock()
+	excess, candidates := g.lanes.overLimit(g.cfg.MaxLive, keep)
 	for _, v := range candidates {
 		if excess <= 0 {
 			return
@@ -56,17 +46,7 @@ func (g *Gateway) EvictIdle(ctx context.Context) int {
 		return 0
 	}
 	cutoff := g.now().Add(-g.cfg.IdleEvict).UnixNano()
-	g.mu.Lock()
-	var victims []*lane
-	for v := g.lru.tail; v != nil; v = v.prev {
-		v.mu.Lock()
-		old := v.lastUsed <= cutoff
-		v.mu.Unlock()
-		if old {
-			victims = append(victims, v)
-		}
-	}
-	g.mu.Unlock()
+	victims := g.lanes.usedBefore(cutoff)
 	n := 0
 	for _, v := range victims {
 		if g.evict(ctx, v, "idle") {
@@ -91,9 +71,7 @@ func (g *Gateway) evict(ctx context.Context, l *lane, why string) bool {
 	thread := l.thread
 	l.thread, l.stale = "", false
 	l.mu.Unlock()
-	g.mu.Lock()
-	g.lru.remove(l)
-	g.mu.Unlock()
+	g.lanes.unlive(l)
 	g.release(ctx, l.key, thread, why)
 	g.forget(l)
 	return true
@@ -119,9 +97,7 @@ func (g *Gateway) releaseStale(ctx context.Context, l *lane) {
 	thread := l.thread
 	l.thread, l.stale = "", false
 	l.mu.Unlock()
-	g.mu.Lock()
-	g.lru.remove(l)
-	g.mu.Unlock()
+	g.lanes.unlive(l)
 	g.release(ctx, l.key, thread, "reset")
 }
 

@@ -72,18 +72,16 @@ func TestIdleEvictionSkipsBusyLanes(t *testing.T) {
 	if s := h.g.Stats(); s.LiveLanes != 0 {
 		t.Errorf("live lanes %d after idle eviction", s.LiveLanes)
 	}
-	h.g.mu.Lock()
-	n := len(h.g.lanes)
-	h.g.mu.Unlock()
+	h.g.lanes.mu.Lock()
+	n := len(h.g.lanes.lanes)
+	h.g.lanes.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d idle lanes still held in memory", n)
 	}
 }
 
 func (h *harness) laneIdle(key string) bool {
-	h.g.mu.Lock()
-	l := h.g.lanes[key]
-	h.g.mu.Unlock()
+	l := h.g.lanes.lookup(key)
 	if l == nil {
 		return true
 	}

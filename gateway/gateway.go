@@ -219,8 +219,7 @@ type Gateway struct {
 	sem       chan struct{} // MaxConcurrentTurns slots
 
 	mu       sync.Mutex
-	lanes    map[string]*lane
-	lru      lruList             // live lanes, most recently used first
+	lanes    *laneTable
 	turnInfo map[string]TurnInfo // session key + "\x00" + inbound message id
 
 	queued   atomic.Int64
@@ -261,7 +260,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		callTimeout: steerTimeout,
 		platforms:   make(map[string]Platform),
 		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
-		lanes:       make(map[string]*lane),
+		lanes:       newLaneTable(),
 		turnInfo:    make(map[string]TurnInfo),
 		baseCtx:     context.Background(),
 		runDone:     make(chan struct{}),
@@ -286,11 +285,8 @@ func (g *Gateway) Ready() <-chan struct{} { return g.ready }
 
 // Stats returns a snapshot of the router.
 func (g *Gateway) Stats() Stats {
-	g.mu.Lock()
-	live := g.lru.n
-	g.mu.Unlock()
 	return Stats{
-		LiveLanes:      live,
+		LiveLanes:      g.lanes.live(),
 		QueuedMessages: int(g.queued.Load()),
 		RunningTurns:   int(g.running.Load()),
 		ActiveLanes:    int(g.active.Load()),
@@ -402,9 +398,8 @@ func (g *Gateway) drain(ctx context.Context) {
 	case <-timer.C:
 	}
 	g.log.Warn("shutdown.interrupting", zap.Int64("running", g.running.Load()))
-	g.mu.Lock()
 	var threads []string
-	for _, l := range g.lanes {
+	g.lanes.each(func(l *lane) {
 		l.mu.Lock()
 		if l.cur != nil {
 			l.cur.cutOff = true
@@ -413,8 +408,7 @@ func (g *Gateway) drain(ctx context.Context) {
 			}
 		}
 		l.mu.Unlock()
-	}
-	g.mu.Unlock()
+	})
 	// Interrupts go out together, so the whole step takes at most 5s
 	// however many turns run (the unit's stop timeout counts on it).
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)

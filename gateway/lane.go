@@ -36,7 +36,7 @@ type lane struct {
 	// compaction may be tried again (the cooldown).
 	compactHold int
 
-	prev, next *lane // LRU links, guarded by Gateway.mu
+	prev, next *lane // LRU links, guarded by laneTable.mu
 	inLRU      bool
 }
 
@@ -77,69 +77,11 @@ type turnState struct {
 // idle reports whether the lane has no work; l.mu must be held.
 func (l *lane) idle() bool { return !l.worker && len(l.queue) == 0 && l.cur == nil }
 
-// lruList is an intrusive doubly linked list of live lanes.
-type lruList struct {
-	head, tail *lane
-	n          int
-}
-
-func (q *lruList) remove(l *lane) {
-	if !l.inLRU {
-		return
-	}
-	if l.prev != nil {
-		l.prev.next = l.next
-	} else {
-		q.head = l.next
-	}
-	if l.next != nil {
-		l.next.prev = l.prev
-	} else {
-		q.tail = l.prev
-	}
-	l.prev, l.next, l.inLRU = nil, nil, false
-	q.n--
-}
-
-func (q *lruList) pushFront(l *lane) {
-	q.remove(l)
-	l.next = q.head
-	if q.head != nil {
-		q.head.prev = l
-	}
-	q.head = l
-	if q.tail == nil {
-		q.tail = l
-	}
-	l.inLRU = true
-	q.n++
-}
-
 // laneFor returns the lane for addr, creating its in-memory state.
-func (g *Gateway) laneFor(addr Address) *lane {
-	key := addr.SessionKey()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l := g.lanes[key]
-	if l == nil {
-		l = &lane{key: key, addr: addr}
-		g.lanes[key] = l
-	}
-	return l
-}
+func (g *Gateway) laneFor(addr Address) *lane { return g.lanes.get(addr) }
 
-// forget drops a lane's in-memory state when it has nothing left: no work
-// and no loaded thread.
-func (g *Gateway) forget(l *lane) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.idle() && l.thread == "" && !l.inLRU && g.lanes[l.key] == l {
-		delete(g.lanes, l.key)
-		l.dead = true
-	}
-}
+// forget drops a lane's in-memory state when it has nothing left.
+func (g *Gateway) forget(l *lane) { g.lanes.forget(l) }
 
 // Deliver records an inbound message and queues it on its lane. It returns
 // once the message is durably recorded or recognised as a duplicate.

@@ -256,7 +256,7 @@ func TestStopInterruptsAndKeepsThread(t *testing.T) {
 	h.start(t)
 	h.send(t, "a", "m1", "work")
 	waitFor(t, "turn running", func() bool { return h.g.Stats().RunningTurns == 1 })
-	waitFor(t, "thread known", func() bool { return h.g.lanes[laneA] != nil && h.curThread(laneA) != "" })
+	waitFor(t, "thread known", func() bool { return h.g.lanes.lookup(laneA) != nil && h.curThread(laneA) != "" })
 	h.send(t, "a", "s1", "/stop")
 	<-h.cx.interr
 	close(stopped)
@@ -272,9 +272,7 @@ func TestStopInterruptsAndKeepsThread(t *testing.T) {
 }
 
 func (h *harness) curThread(key string) string {
-	h.g.mu.Lock()
-	l := h.g.lanes[key]
-	h.g.mu.Unlock()
+	l := h.g.lanes.lookup(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cur == nil {
