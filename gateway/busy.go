@@ -75,7 +75,7 @@ func steerTarget(l *lane) (*turnState, string) {
 	defer l.mu.Unlock()
 	cur := l.cur
 	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
-		cur.compacting || cur.threadID == "" || len(l.queue) > 0 {
+		cur.compacting || cur.threadID == "" || l.queue.len() > 0 {
 		return nil, ""
 	}
 	return cur, cur.threadID

@@ -229,12 +229,7 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 func (g *Gateway) retryQueued(l *lane) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, it := range l.queue {
-		if it.retry {
-			return true
-		}
-	}
-	return false
+	return l.queue.has(func(it item) bool { return it.retry })
 }
 
 func (g *Gateway) lastUserText(ctx context.Context, key string) string {
@@ -275,7 +270,7 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 		b.WriteString(g.rotationStatus())
 	}
 	l.mu.Lock()
-	waiting, running, live := len(l.queue), l.cur != nil, l.thread != ""
+	waiting, running, live := l.queue.len(), l.cur != nil, l.thread != ""
 	l.mu.Unlock()
 	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", waiting, yesNo(running), yesNo(live))
 	return b.String()

@@ -24,7 +24,7 @@ type lane struct {
 	opMu sync.Mutex
 
 	mu       sync.Mutex
-	queue    []item     // waiting messages, FIFO
+	queue    fifo       // waiting messages
 	worker   bool       // a worker goroutine owns the queue
 	cur      *turnState // the item being processed, nil between items
 	thread   string     // thread loaded in the app-server; "" when not live
@@ -75,7 +75,7 @@ type turnState struct {
 }
 
 // idle reports whether the lane has no work; l.mu must be held.
-func (l *lane) idle() bool { return !l.worker && len(l.queue) == 0 && l.cur == nil }
+func (l *lane) idle() bool { return !l.worker && l.queue.len() == 0 && l.cur == nil }
 
 // laneFor returns the lane for addr, creating its in-memory state.
 func (g *Gateway) laneFor(addr Address) *lane { return g.lanes.get(addr) }
@@ -181,7 +181,7 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 		l = g.laneFor(l.addr)
 		l.mu.Lock()
 	}
-	if len(l.queue) >= g.cfg.QueueLimit {
+	if l.queue.len() >= g.cfg.QueueLimit {
 		l.mu.Unlock()
 		g.setInbound(ctx, it.inboundID, store.InboundIgnored)
 		g.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
@@ -191,8 +191,8 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 	}
 	// Tell the user once per burst when the message really waits: behind
 	// queued messages or a turn that has not produced its answer yet.
-	busy := len(l.queue) > 0 || (l.cur != nil && !l.cur.answered)
-	l.queue = append(l.queue, it)
+	busy := l.queue.len() > 0 || (l.cur != nil && !l.cur.answered)
+	l.queue.push(it)
 	g.queued.Add(1)
 	tell := busy && !l.notified
 	if tell {
@@ -267,20 +267,15 @@ func (g *Gateway) work(l *lane) {
 func (g *Gateway) next(l *lane) (item, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.queue) == 0 || g.stopping.Load() {
+	if l.queue.len() == 0 || g.stopping.Load() {
 		l.worker = false
 		g.active.Add(-1)
 		l.notified = false
 		return item{}, false
 	}
-	it := l.queue[0]
-	l.queue[0] = item{}
-	l.queue = l.queue[1:]
-	if len(l.queue) == 0 {
-		l.queue = nil // let the backing array go
-	}
+	it, _ := l.queue.pop()
 	g.queued.Add(-1)
-	if len(l.queue) == 0 {
+	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
 	l.cur = &turnState{kind: it.kind}
@@ -294,21 +289,10 @@ func (g *Gateway) finishItem(l *lane) {
 	l.mu.Unlock()
 }
 
-// dropQueue empties the lane's queue (after /new) and marks the dropped
-// messages ignored.
-func (g *Gateway) dropQueue(ctx context.Context, l *lane) []item {
-	l.mu.Lock()
-	dropped := g.takeQueueLocked(l)
-	l.mu.Unlock()
-	g.ignoreItems(ctx, dropped)
-	return dropped
-}
-
 // takeQueueLocked empties the lane's queue and returns what it held; l.mu
 // is held.
 func (g *Gateway) takeQueueLocked(l *lane) []item {
-	taken := l.queue
-	l.queue = nil
+	taken := l.queue.takeAll()
 	g.queued.Add(-int64(len(taken)))
 	return taken
 }
@@ -321,7 +305,7 @@ func (g *Gateway) requeueFront(l *lane, taken []item) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.queue = append(taken, l.queue...)
+	l.queue.prepend(taken)
 	g.queued.Add(int64(len(taken)))
 	if !l.worker {
 		g.startWorker(l)
