@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -92,7 +93,7 @@ func (s *fakeStore) EnsureLane(_ context.Context, k store.LaneKey) (store.Lane, 
 	l, ok := s.lanes[k.SessionKey]
 	if !ok {
 		l = &store.Lane{SessionKey: k.SessionKey, Platform: k.Platform, Kind: k.Kind, ChatID: k.ChatID,
-			TopicID: k.TopicID, SessionID: int64(len(s.lanes)*1000 + 1), Generation: 1, SessionStartedAt: s.now()}
+			TopicID: k.TopicID, UserID: k.UserID, SessionID: int64(len(s.lanes)*1000 + 1), Generation: 1, SessionStartedAt: s.now()}
 		s.lanes[k.SessionKey] = l
 	}
 	l.LastActiveAt = s.now()
@@ -291,7 +292,9 @@ func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.
 	}
 	delete(s.journal, t.SessionKey)
 	if t.Reply != nil {
-		res.OutboxID = s.enqueueLocked(*t.Reply)
+		reply := *t.Reply // labelled as the real store labels a turn's reply
+		reply.OutKind, reply.ThreadID, reply.TurnID, reply.TurnStatus = store.OutboxReply, t.ThreadID, t.TurnID, t.Status
+		res.OutboxID = s.enqueueLocked(reply)
 	}
 	return res, nil
 }
@@ -322,6 +325,7 @@ func (s *fakeStore) DueOutbox(_ context.Context, now time.Time, limit int) ([]st
 	}
 	for _, m := range s.outbox[s.firstDue:] {
 		if m.State == store.OutboxPending && !m.NextAttemptAt.After(now) && len(out) < limit {
+			m.SentParts = slices.Clone(m.SentParts)
 			out = append(out, m)
 		}
 	}
@@ -335,6 +339,24 @@ func (s *fakeStore) MarkSent(ctx context.Context, id int64, pid string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outbox[id-1].State, s.outbox[id-1].PlatformMessageID = store.OutboxSent, pid
+	return nil
+}
+
+// RecordPart is the real store's: idempotent, in order.
+func (s *fakeStore) RecordPart(_ context.Context, id int64, part int, pid string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("RecordPart"); err != nil {
+		return err
+	}
+	m := &s.outbox[id-1]
+	switch {
+	case part < len(m.SentParts):
+		return nil
+	case part > len(m.SentParts):
+		return fmt.Errorf("part %d before part %d: %w", part, len(m.SentParts), store.ErrInvalid)
+	}
+	m.SentParts = append(m.SentParts, pid)
 	return nil
 }
 

@@ -48,6 +48,7 @@ type Store interface {
 	MarkSent(ctx context.Context, id int64, platformMessageID string) error
 	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error
 	MarkFailed(ctx context.Context, id int64, errText string) error
+	RecordPart(ctx context.Context, id int64, part int, platformMessageID string) error
 	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
@@ -218,9 +219,8 @@ type Gateway struct {
 	platforms map[string]Platform
 	sem       chan struct{} // MaxConcurrentTurns slots
 
-	mu       sync.Mutex
-	lanes    *laneTable
-	turnInfo map[string]TurnInfo // session key + "\x00" + inbound message id
+	mu    sync.Mutex // guards cancelRun
+	lanes *laneTable
 
 	queued   atomic.Int64
 	running  atomic.Int64
@@ -261,7 +261,6 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		platforms:   make(map[string]Platform),
 		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
 		lanes:       newLaneTable(),
-		turnInfo:    make(map[string]TurnInfo),
 		baseCtx:     context.Background(),
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),

@@ -153,7 +153,7 @@ func (g *Gateway) authorized(in Inbound) bool {
 
 func laneKey(a Address) store.LaneKey {
 	return store.LaneKey{SessionKey: a.SessionKey(), Platform: a.Platform, Kind: string(a.Kind),
-		ChatID: a.ChatID, TopicID: a.TopicID}
+		ChatID: a.ChatID, TopicID: a.TopicID, UserID: a.UserID}
 }
 
 // dispatch runs a recorded message: commands act at once or queue work;

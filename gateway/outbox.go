@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,7 +177,6 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 	cancel()
 	g.obs.Outbound(m.Platform, err)
 	if err == nil {
-		g.dropTurnInfo(turnInfoKey(m.SessionKey, m.ReplyTo))
 		if err := g.st.MarkSent(ctx, m.ID, id); err != nil {
 			g.log.Error("outbox.mark_sent_failed", zap.Int64("outbox", m.ID), zap.Error(err))
 		}
@@ -200,16 +198,28 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 	return false
 }
 
-// outboundOf rebuilds the platform message from an outbox row. Agent
-// replies committed in this process carry their turn info; it is kept until
-// the row is sent or failed, so every retry is labelled the same.
+// outboundOf rebuilds the platform message from an outbox row: its kind
+// and turn as stored, the parts an earlier attempt sent, and the row's
+// part log, so every attempt (after a restart too) is the same delivery.
 func (g *Gateway) outboundOf(m store.OutboxMessage) Outbound {
 	out := Outbound{ID: m.ID, Address: addressOf(m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID),
-		Kind: OutNotice, Text: m.Text, ReplyTo: m.ReplyTo, InReplyTo: m.ReplyTo, EditID: m.EditID}
-	if ti := g.peekTurnInfo(m.SessionKey, m.ReplyTo); ti != nil {
-		out.Kind, out.Turn = OutReply, ti
+		Kind: OutNotice, Text: m.Text, ReplyTo: m.ReplyTo, InReplyTo: m.ReplyTo, EditID: m.EditID,
+		SentParts: m.SentParts, Parts: rowParts{st: g.st, id: m.ID}}
+	if m.OutKind == store.OutboxReply {
+		out.Kind = OutReply
+		out.Turn = &TurnInfo{ThreadID: m.ThreadID, TurnID: m.TurnID, Status: m.TurnStatus}
 	}
 	return out
+}
+
+// rowParts is the PartLog of one outbox row: its parts go to the store.
+type rowParts struct {
+	st Store
+	id int64
+}
+
+func (r rowParts) RecordPart(ctx context.Context, part int, platformMessageID string) error {
+	return r.st.RecordPart(ctx, r.id, part, platformMessageID)
 }
 
 func (g *Gateway) markRetry(ctx context.Context, m store.OutboxMessage, after time.Duration, cause error) {
@@ -227,7 +237,6 @@ func (g *Gateway) markRetry(ctx context.Context, m store.OutboxMessage, after ti
 
 func (g *Gateway) markFailed(ctx context.Context, m store.OutboxMessage, why string) {
 	g.log.Error("outbox.failed", zap.Int64("outbox", m.ID), zap.String("platform", m.Platform), zap.String("why", why))
-	g.dropTurnInfo(turnInfoKey(m.SessionKey, m.ReplyTo))
 	if err := g.st.MarkFailed(ctx, m.ID, why); err != nil {
 		g.log.Error("outbox.mark_failed_failed", zap.Int64("outbox", m.ID), zap.Error(err))
 	}
@@ -247,17 +256,12 @@ func (g *Gateway) flushOutbox(ctx context.Context) {
 	g.deliverDue(ctx)
 }
 
-// addressOf rebuilds a lane address from stored routing fields. Per-user
-// lanes keep the user in the session key ("…:user:<id>").
+// addressOf rebuilds a lane address from stored routing fields.
 func addressOf(platform, kind, chatID, topicID, userID string) Address {
 	return Address{Platform: platform, Kind: LaneKind(kind), ChatID: chatID, TopicID: topicID, UserID: userID}
 }
 
 // addressOfLane rebuilds the address of a stored lane.
 func addressOfLane(l store.Lane) Address {
-	user := ""
-	if i := strings.LastIndex(l.SessionKey, ":user:"); i >= 0 {
-		user = l.SessionKey[i+len(":user:"):]
-	}
-	return addressOf(l.Platform, l.Kind, l.ChatID, l.TopicID, user)
+	return addressOf(l.Platform, l.Kind, l.ChatID, l.TopicID, l.UserID)
 }

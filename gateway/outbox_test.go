@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,8 +149,8 @@ func TestStoppingDelivererFinishesSendInFlight(t *testing.T) {
 }
 
 // A reply that fails and is retried must reach the platform labelled as the
-// same reply each time (kind and turn info), or a platform that resumes a
-// split message by its identity would start again from the first chunk.
+// same reply each time (kind and turn info): the row carries them, so a
+// restart does too.
 func TestRetriedReplyKeepsItsTurnInfo(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -161,18 +162,86 @@ func TestRetriedReplyKeepsItsTurnInfo(t *testing.T) {
 		}
 		return "", nil
 	}
-	h.g.putTurnInfo(laneA, "m1", TurnInfo{ThreadID: "t1", TurnID: "u1", Status: "completed"})
-	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "answer", ReplyTo: "m1"})
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "answer",
+		ReplyTo: "m1", OutKind: store.OutboxReply, ThreadID: "t1", TurnID: "u1", TurnStatus: "completed"})
 	h.g.deliverDue(ctx)
 	h.clock.Advance(fullRetryDelay(0))
 	h.g.deliverDue(ctx)
 	if fmt.Sprint(kinds) != "[reply reply]" {
 		t.Fatalf("attempts labelled %v, want the reply both times", kinds)
 	}
-	if o := h.p.next(t); o.Turn == nil || o.Turn.TurnID != "u1" {
+	if o := h.p.next(t); o.Turn == nil || *o.Turn != (TurnInfo{ThreadID: "t1", TurnID: "u1", Status: "completed"}) {
 		t.Errorf("the retried reply lost its turn info: %+v", o.Turn)
 	}
-	if ti := h.g.peekTurnInfo(laneA, "m1"); ti != nil {
-		t.Errorf("turn info kept after the reply was sent: %+v", ti)
+}
+
+// splitPlatform sends a text split at "|" part by part, as the real
+// adapters do: it skips the parts already sent and records each one; it
+// fails once after failAfter parts.
+type splitPlatform struct {
+	*fakePlatform
+	failAfter int
+	posted    []string // every part sent to the "platform", in order
+}
+
+func (p *splitPlatform) Send(ctx context.Context, out Outbound) (string, error) {
+	parts := strings.Split(out.Text, "|")
+	for i := len(out.SentParts); i < len(parts); i++ {
+		if p.failAfter == 0 {
+			p.failAfter = -1
+			return "", errors.New("connection reset")
+		}
+		p.failAfter--
+		p.posted = append(p.posted, parts[i])
+		if err := out.RecordPart(ctx, i, "pm-"+parts[i]); err != nil {
+			return "", err
+		}
+	}
+	return "pm-" + parts[len(parts)-1], nil
+}
+
+// A row whose first parts were sent (and recorded) before a failure, or
+// by a process that crashed, gets only the remaining parts.
+func TestDelivererSendsOnlyTheRemainingParts(t *testing.T) {
+	tests := []struct {
+		name     string
+		recorded []string // parts recorded before the deliverer runs (an earlier process)
+		want     []string
+	}{
+		{name: "fresh row, first attempt fails after two parts", want: []string{"a", "b", "c", "d"}},
+		{name: "two parts recorded by an earlier process", recorded: []string{"a", "b"}, want: []string{"c", "d"}},
+		{name: "every part recorded, not yet marked sent", recorded: []string{"a", "b", "c", "d"}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			ctx := context.Background()
+			p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: 2}
+			p.name = "split"
+			h.g.AddPlatform(p)
+			id, _ := h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:split:x", Platform: "split", Kind: "api",
+				ChatID: "x", Text: "a|b|c|d"})
+			for i, part := range tt.recorded {
+				if err := h.st.RecordPart(ctx, id, i, "pm-"+part); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(tt.recorded) > 0 {
+				p.failAfter = -1
+			}
+			h.g.deliverDue(ctx)
+			h.clock.Advance(fullRetryDelay(0))
+			h.g.deliverDue(ctx)
+			if fmt.Sprint(p.posted) != fmt.Sprint(tt.want) {
+				t.Fatalf("parts posted %v, want %v", p.posted, tt.want)
+			}
+			h.st.mu.Lock()
+			row := h.st.outbox[id-1]
+			h.st.mu.Unlock()
+			if row.State != store.OutboxSent || row.PlatformMessageID != "pm-d" ||
+				fmt.Sprint(row.SentParts) != "[pm-a pm-b pm-c pm-d]" {
+				t.Fatalf("row %s %q parts %v; want sent as pm-d with every part recorded", row.State, row.PlatformMessageID, row.SentParts)
+			}
+		})
 	}
 }

@@ -157,12 +157,40 @@ type Outbound struct {
 	// outbound answers ("" for notices not caused by one message). The API
 	// platform uses it to hand the reply to the waiting request.
 	InReplyTo string
-	// Turn is set on agent replies delivered in the gateway's lifetime.
+	// Turn is set on agent replies (also when a restart delivers them).
 	Turn *TurnInfo
+	// SentParts are the platform message ids of the parts of this delivery
+	// the platform already accepted, part 0 first: recorded through Parts by
+	// an earlier attempt, maybe by an earlier process. An adapter that
+	// splits the text sends only the parts after them, and returns the
+	// last one's id when none is left.
+	SentParts []string
+	// Parts records each part durably; nil for previews and direct sends
+	// (ID 0), which are sent whole or not at all.
+	Parts PartLog
 	// Approval is set on the question of a pending chat approval, so an
 	// adapter can show it structured (the API lane's SSE stream); the
 	// decision comes back through Gateway.Decide, a button or /approve.
 	Approval *PendingApproval
+}
+
+// PartLog is the durable record of one outbox row's parts. An adapter
+// calls RecordPart (through Outbound.RecordPart) as soon as the platform
+// accepted a part, before it sends the next, so after any crash the
+// remaining parts are sent and none twice. The outbox row id and the part
+// index are the delivery's identity: adapters may derive idempotency keys
+// (Discord's nonce) from them.
+type PartLog interface {
+	RecordPart(ctx context.Context, part int, platformMessageID string) error
+}
+
+// RecordPart records that the platform accepted part (0-based) as
+// platformMessageID; without a PartLog there is nothing to record.
+func (o Outbound) RecordPart(ctx context.Context, part int, platformMessageID string) error {
+	if o.Parts == nil {
+		return nil
+	}
+	return o.Parts.RecordPart(ctx, part, platformMessageID)
 }
 
 // Platform is what every adapter implements.

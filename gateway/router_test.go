@@ -46,8 +46,9 @@ func TestAddressOfLaneRoundTrip(t *testing.T) {
 		{Platform: "discord", Kind: LaneChannel, ChatID: "9", UserID: "u3"},
 		{Platform: "telegram", Kind: LaneTopic, ChatID: "-100", TopicID: "7"},
 	} {
-		got := addressOfLane(store.Lane{SessionKey: a.SessionKey(), Platform: a.Platform, Kind: string(a.Kind),
-			ChatID: a.ChatID, TopicID: a.TopicID})
+		k := laneKey(a) // what EnsureLane stores, and Lane reads back
+		got := addressOfLane(store.Lane{SessionKey: k.SessionKey, Platform: k.Platform, Kind: k.Kind,
+			ChatID: k.ChatID, TopicID: k.TopicID, UserID: k.UserID})
 		if got != a {
 			t.Errorf("addressOfLane = %+v, want %+v", got, a)
 		}

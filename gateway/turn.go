@@ -255,7 +255,6 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	if cur != nil {
 		steered = cur.steer.close()
 	}
-	infoKey := g.putTurnInfo(t.l.key, t.it.msgID, TurnInfo{ThreadID: t.thread, TurnID: t.turnID, Status: status})
 	res, err := g.st.CommitTurn(ctx, store.CompletedTurn{
 		SessionKey: t.l.key, Generation: t.sl.Generation, SessionID: t.sl.SessionID,
 		ThreadID: t.thread, TurnID: t.turnID, InboundID: t.it.inboundID,
@@ -266,11 +265,9 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	})
 	switch {
 	case err != nil:
-		g.dropTurnInfo(infoKey)
 		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, g.unsavedReply(ctx, t, text, steered))
 	case res.Stale:
-		g.dropTurnInfo(infoKey)
 		// CommitTurn cleared this turn's own journal entry; clearing the
 		// lane's would risk the entry of a turn of the new generation.
 		g.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
@@ -428,47 +425,4 @@ func (g *Gateway) setCurThread(l *lane, thread string) {
 		l.cur.threadID = thread
 	}
 	l.mu.Unlock()
-}
-
-// turnInfoKey names a reply's turn info: the lane and the inbound message
-// it answers ("" when there is none).
-func turnInfoKey(key, msgID string) string {
-	if msgID == "" {
-		return ""
-	}
-	return key + "\x00" + msgID
-}
-
-func (g *Gateway) putTurnInfo(key, msgID string, ti TurnInfo) string {
-	k := turnInfoKey(key, msgID)
-	if k == "" {
-		return ""
-	}
-	g.mu.Lock()
-	g.turnInfo[k] = ti
-	g.mu.Unlock()
-	return k
-}
-
-func (g *Gateway) dropTurnInfo(k string) {
-	if k == "" {
-		return
-	}
-	g.mu.Lock()
-	delete(g.turnInfo, k)
-	g.mu.Unlock()
-}
-
-func (g *Gateway) peekTurnInfo(key, msgID string) *TurnInfo {
-	k := turnInfoKey(key, msgID)
-	if k == "" {
-		return nil
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ti, ok := g.turnInfo[k]
-	if !ok {
-		return nil
-	}
-	return &ti
 }

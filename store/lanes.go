@@ -8,7 +8,7 @@ import (
 	"fmt"
 )
 
-const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.session_id,
+const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.user_id, r.session_id,
 	r.codex_thread_id, r.binding, r.generation, r.created_at, r.updated_at, r.last_active_at,
 	s.started_at, r.turns, r.meta
 	FROM gateway_routing r JOIN sessions s ON s.id = r.session_id`
@@ -21,7 +21,7 @@ func scanLane(row rowScanner) (Lane, error) {
 		binding, meta                      string
 		created, updated, active, sessionT int64
 	)
-	err := row.Scan(&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.SessionID,
+	err := row.Scan(&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.UserID, &l.SessionID,
 		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta)
 	if err != nil {
 		return Lane{}, err
@@ -115,9 +115,9 @@ func createLane(ctx context.Context, q querier, k LaneKey, now int64) error {
 		return err
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO gateway_routing
-		(session_key, platform, kind, chat_id, topic_id, session_id, generation, created_at, updated_at, last_active_at)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
-		k.SessionKey, k.Platform, k.Kind, k.ChatID, k.TopicID, sessionID, now, now, now)
+		(session_key, platform, kind, chat_id, topic_id, user_id, session_id, generation, created_at, updated_at, last_active_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+		k.SessionKey, k.Platform, k.Kind, k.ChatID, k.TopicID, k.UserID, sessionID, now, now, now)
 	return err
 }
 

@@ -147,7 +147,32 @@ CREATE TABLE compactions (
 );
 CREATE INDEX compactions_by_key ON compactions(session_key, id);
 `,
-	// 4: a cut-off turn stays journaled, marked announced, until /retry
+	// 4: delivery identity. outbox_parts records each part of a split
+	// reply the platform accepted, so a retry (after a crash too) sends
+	// only the rest. The outbox row carries what the reply is (out_kind)
+	// and its turn, so a restart labels it as the first attempt did. The
+	// routing row carries the lane's user (per-user lanes); rows written
+	// before have it back-filled from the session key's ":user:" suffix.
+	`
+CREATE TABLE outbox_parts (
+	outbox_id           INTEGER NOT NULL REFERENCES outbox(id) ON DELETE CASCADE,
+	part                INTEGER NOT NULL CHECK (part >= 0),
+	platform_message_id TEXT    NOT NULL,
+	sent_at             INTEGER NOT NULL,
+	PRIMARY KEY (outbox_id, part)
+) WITHOUT ROWID;
+
+ALTER TABLE outbox ADD COLUMN out_kind TEXT NOT NULL DEFAULT 'notice'
+	CHECK (out_kind IN ('notice', 'reply'));
+ALTER TABLE outbox ADD COLUMN thread_id   TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN turn_id     TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN turn_status TEXT NOT NULL DEFAULT '';
+
+ALTER TABLE gateway_routing ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+UPDATE gateway_routing SET user_id = substr(session_key, instr(session_key, ':user:') + length(':user:'))
+	WHERE instr(session_key, ':user:') > 0;
+`,
+	// 5: a cut-off turn stays journaled, marked announced, until /retry
 	// runs it or the lane's next turn replaces it: its text must outlive
 	// the restart that announced it.
 	`

@@ -37,10 +37,19 @@ func createAtVersion(t *testing.T, path string, k int) {
 		INSERT INTO sessions (id, session_key, generation, started_at) VALUES (1, 'old', 1, 1);
 		INSERT INTO gateway_routing (session_key, platform, kind, chat_id, session_id, codex_thread_id, binding,
 			created_at, updated_at, last_active_at) VALUES ('old', 'telegram', 'dm', '1', 1, 'th-old', 'confirmed', 1, 1, 1);
+		INSERT INTO sessions (id, session_key, generation, started_at) VALUES (2, 'v1:discord:channel:5:user:42', 1, 1);
+		INSERT INTO gateway_routing (session_key, platform, kind, chat_id, session_id,
+			created_at, updated_at, last_active_at) VALUES ('v1:discord:channel:5:user:42', 'discord', 'channel', '5', 2, 1, 1, 1);
 		INSERT INTO messages (session_id, session_key, role, text, turn_id, created_at)
 			VALUES (1, 'old', 'user', 'legacy amber text', 'turn-old', 1);`)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if k >= 4 { // from version 4 on, gatewayd writes the lane's user itself
+		if _, err := conn.ExecContext(ctx, `UPDATE gateway_routing SET user_id = '42'
+			WHERE session_key = 'v1:discord:channel:5:user:42'`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -62,6 +71,11 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 				if hits, err := s.Search(ctx, "legacy", 10); err != nil || len(hits) != 1 {
 					t.Fatalf("old row not searchable after migration: %v %v", hits, err)
 				}
+				// A per-user lane written before routing had user_id.
+				pu, err := s.Lane(ctx, "v1:discord:channel:5:user:42")
+				if err != nil || pu.UserID != "42" || l.UserID != "" {
+					t.Fatalf("lane users after migration = %q, %q (%v); want 42 back-filled from the key, and none", pu.UserID, l.UserID, err)
+				}
 			}
 			l := mustEnsure(t, s, "new")
 			res, err := s.CommitTurn(ctx, CompletedTurn{SessionKey: l.SessionKey, Generation: l.Generation, TurnID: "t1",
@@ -71,6 +85,13 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 			}
 			if hits, _ := s.Search(ctx, "fresh", 10); len(hits) != 1 {
 				t.Fatalf("new row not searchable: %v", hits)
+			}
+			if err := s.RecordPart(ctx, res.OutboxID, 0, "pm-0"); err != nil {
+				t.Fatalf("RecordPart on migrated db: %v", err)
+			}
+			due, err := s.DueOutbox(ctx, s.now(), 0)
+			if err != nil || len(due) != 1 || due[0].OutKind != OutboxReply || fmt.Sprint(due[0].SentParts) != "[pm-0]" {
+				t.Fatalf("DueOutbox on migrated db = %+v, %v", due, err)
 			}
 		})
 	}

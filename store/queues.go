@@ -153,15 +153,23 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 	if m.SessionKey == "" || m.Platform == "" {
 		return 0, fmt.Errorf("%w: outbox message needs a session key and a platform", ErrInvalid)
 	}
+	switch m.OutKind {
+	case "":
+		m.OutKind = OutboxNotice
+	case OutboxNotice, OutboxReply:
+	default:
+		return 0, fmt.Errorf("%w: outbox kind %q", ErrInvalid, m.OutKind)
+	}
 	now := s.now()
 	next := m.NextAttemptAt
 	if next.IsZero() {
 		next = now
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO outbox (session_key, platform, kind, chat_id, topic_id, user_id, text,
-		reply_to, edit_id, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		reply_to, edit_id, out_kind, thread_id, turn_id, turn_status, next_attempt_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.SessionKey, m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID, m.Text, m.ReplyTo, m.EditID,
-		toDB(next), toDB(now), toDB(now))
+		m.OutKind, m.ThreadID, m.TurnID, m.TurnStatus, toDB(next), toDB(now), toDB(now))
 	if err != nil {
 		return 0, fmt.Errorf("insert outbox: %w", err)
 	}
@@ -171,17 +179,29 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 // DueOutbox returns pending messages due at now, in lane order: a message is
 // held back while an earlier pending message of its lane waits for a later
 // retry, so replies are never delivered out of order. Callers deliver one
-// lane's messages sequentially in the order returned.
+// lane's messages sequentially in the order returned. Each row comes with
+// the parts already sent (SentParts).
 func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
+	out, err := s.dueRows(ctx, now, limit)
+	if err == nil {
+		err = s.attachParts(ctx, out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: due outbox: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
 	rows, err := s.rq.QueryContext(ctx, `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
-		o.user_id, o.text, o.reply_to, o.edit_id, o.state, o.attempts, o.next_attempt_at, o.platform_message_id,
-		o.last_error, o.created_at
+		o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
+		o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at
 		FROM outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= ?1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
 			AND e.id < o.id AND e.next_attempt_at > ?1)
 		ORDER BY o.id LIMIT ?2`, toDB(now), sqlLimit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("store: due outbox: %w", classify(err))
+		return nil, classify(err)
 	}
 	defer rows.Close()
 	var out []OutboxMessage
@@ -189,16 +209,77 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 		var m OutboxMessage
 		var next, created int64
 		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Platform, &m.Kind, &m.ChatID, &m.TopicID, &m.UserID, &m.Text,
-			&m.ReplyTo, &m.EditID, &m.State, &m.Attempts, &next, &m.PlatformMessageID, &m.LastError, &created); err != nil {
-			return nil, fmt.Errorf("store: due outbox: %w", err)
+			&m.ReplyTo, &m.EditID, &m.OutKind, &m.ThreadID, &m.TurnID, &m.TurnStatus, &m.State, &m.Attempts,
+			&next, &m.PlatformMessageID, &m.LastError, &created); err != nil {
+			return nil, err
 		}
 		m.NextAttemptAt, m.CreatedAt = fromDB(next), fromDB(created)
 		out = append(out, m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: due outbox: %w", classify(err))
+	return out, classify(rows.Err())
+}
+
+// attachParts fills SentParts of the rows (ordered by id) in one query.
+func (s *Store) attachParts(ctx context.Context, out []OutboxMessage) error {
+	if len(out) == 0 {
+		return nil
 	}
-	return out, nil
+	byID := make(map[int64]*OutboxMessage, len(out))
+	for i := range out {
+		byID[out[i].ID] = &out[i]
+	}
+	rows, err := s.rq.QueryContext(ctx, `SELECT outbox_id, platform_message_id FROM outbox_parts
+		WHERE outbox_id BETWEEN ? AND ? ORDER BY outbox_id, part`, out[0].ID, out[len(out)-1].ID)
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var pid string
+		if err := rows.Scan(&id, &pid); err != nil {
+			return err
+		}
+		if m := byID[id]; m != nil {
+			m.SentParts = append(m.SentParts, pid)
+		}
+	}
+	return classify(rows.Err())
+}
+
+// RecordPart records that the platform accepted part (0-based) of outbox
+// row id as platformMessageID. Recording a part again is a no-op (the
+// first id stays). Parts are recorded in order: part n needs part n-1, so
+// the recorded parts are always the first len(SentParts) of the message.
+func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMessageID string) error {
+	if part < 0 {
+		return fmt.Errorf("%w: part %d", ErrInvalid, part)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var have int
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, id).Scan(&have); err != nil {
+			return err
+		}
+		if part < have {
+			return nil // recorded already
+		}
+		if part > have {
+			return fmt.Errorf("%w: part %d of outbox %d before part %d", ErrInvalid, part, id, have)
+		}
+		res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
+			SELECT id, ?, ?, ? FROM outbox WHERE id = ?`, part, platformMessageID, toDB(s.now()), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: outbox message %d", ErrNotFound, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: record part %d of outbox %d: %w", part, id, err)
+	}
+	return nil
 }
 
 // MarkSent records a delivered message and its platform message id.

@@ -147,7 +147,7 @@ func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t Completed
 		res.Confirmed = true
 	}
 	if t.Reply != nil {
-		id, err := s.enqueueTx(ctx, q, replyFor(lane, *t.Reply))
+		id, err := s.enqueueTx(ctx, q, replyFor(lane, t, *t.Reply))
 		if err != nil {
 			return err
 		}
@@ -166,13 +166,21 @@ func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t Completed
 	return err
 }
 
-// replyFor fills a reply's address from the lane where the caller left it empty.
-func replyFor(lane Lane, m OutboxMessage) OutboxMessage {
+// replyFor fills a reply's address from the lane, and its turn from t,
+// where the caller left them empty: the row is the turn's reply, labelled
+// so on every delivery attempt, after a restart too.
+func replyFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
 	if m.SessionKey == "" {
 		m.SessionKey = lane.SessionKey
 	}
 	if m.Platform == "" {
-		m.Platform, m.Kind, m.ChatID, m.TopicID = lane.Platform, lane.Kind, lane.ChatID, lane.TopicID
+		m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID = lane.Platform, lane.Kind, lane.ChatID, lane.TopicID, lane.UserID
+	}
+	if m.OutKind == "" {
+		m.OutKind = OutboxReply
+	}
+	if m.OutKind == OutboxReply && m.TurnID == "" {
+		m.ThreadID, m.TurnID, m.TurnStatus = t.ThreadID, t.TurnID, t.Status
 	}
 	return m
 }

@@ -47,22 +47,23 @@ const (
 	BindingLost              = "lost"
 )
 
-// LaneKey identifies a lane and where it lives.
+// LaneKey identifies a lane and where it lives. UserID is set only for
+// per-user lanes in shared channels.
 type LaneKey struct {
-	SessionKey, Platform, Kind, ChatID, TopicID string
+	SessionKey, Platform, Kind, ChatID, TopicID, UserID string
 }
 
 // Lane is one gateway_routing row joined with its current session.
 type Lane struct {
-	SessionKey, Platform, Kind, ChatID, TopicID string
-	SessionID                                   int64
-	ThreadID                                    string
-	Binding                                     Binding
-	Generation                                  int64
-	CreatedAt, UpdatedAt, LastActiveAt          time.Time
-	SessionStartedAt                            time.Time
-	Turns                                       int64 // turns committed in the current session
-	Meta                                        map[string]string
+	SessionKey, Platform, Kind, ChatID, TopicID, UserID string
+	SessionID                                           int64
+	ThreadID                                            string
+	Binding                                             Binding
+	Generation                                          int64
+	CreatedAt, UpdatedAt, LastActiveAt                  time.Time
+	SessionStartedAt                                    time.Time
+	Turns                                               int64 // turns committed in the current session
+	Meta                                                map[string]string
 }
 
 // Message is one transcript row.
@@ -151,15 +152,28 @@ const (
 	OutboxFailed  = "failed"
 )
 
-// OutboxMessage is a reply waiting to be (or already) delivered.
+// Outbox kinds (OutboxMessage.OutKind): what a row is, as the gateway
+// labels it to the platform.
+const (
+	OutboxNotice = "notice" // a gateway notice; also what "" means
+	OutboxReply  = "reply"  // an agent reply; ThreadID, TurnID, TurnStatus name its turn
+)
+
+// OutboxMessage is a reply waiting to be (or already) delivered. Kind is
+// the lane's kind (dm, channel, ...); OutKind is what the message is.
 type OutboxMessage struct {
 	ID                                                                         int64
 	SessionKey, Platform, Kind, ChatID, TopicID, UserID, Text, ReplyTo, EditID string
+	OutKind                                                                    string
+	ThreadID, TurnID, TurnStatus                                               string
 	State                                                                      string
 	Attempts                                                                   int
 	NextAttemptAt                                                              time.Time
 	PlatformMessageID, LastError                                               string
 	CreatedAt                                                                  time.Time
+	// SentParts are the platform message ids of the parts the platform
+	// already accepted (RecordPart), part 0 first; filled by DueOutbox.
+	SentParts []string
 }
 
 // toDB stores times as Unix nanoseconds; the zero time is stored as 0 so it

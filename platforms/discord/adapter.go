@@ -50,7 +50,6 @@ type Adapter struct {
 	allow    *allowlist
 	channels *channelCache
 	lanes    *laneIndex
-	progress *sendProgress
 	buttons  *buttonLanes
 
 	queue     chan event
@@ -98,7 +97,6 @@ func New(cfg Config) (*Adapter, error) {
 		allow:    newAllowlist(cfg),
 		channels: newChannelCache(),
 		lanes:    newLaneIndex(cfg.Cursor),
-		progress: newSendProgress(cfg.Now),
 		buttons:  newButtonLanes(),
 		queue:    make(chan event, queueSize),
 		stop:     make(chan struct{}),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 )
@@ -194,13 +195,15 @@ func TestRateLimit(t *testing.T) {
 	t.Run("second part of a split: the retry sends only the rest", func(t *testing.T) {
 		text := strings.Repeat("a", 1990) + "\n" + strings.Repeat("b", 1990) + "\n" + strings.Repeat("c", 100)
 		sentBefore := len(srv.Sent(channel))
+		parts := &gatewaytest.Parts{}
+		out := gateway.Outbound{Address: addr, Text: text}
 		srv.Inject429After("POST", path, 1, 10*time.Millisecond)
-		_, err := r.a.Send(context.Background(), gateway.Outbound{Address: addr, Text: text})
+		_, err := r.a.Send(context.Background(), parts.Row(out, 1))
 		var ra *gateway.RetryAfterError
 		if !errors.As(err, &ra) {
 			t.Fatalf("err = %v, want RetryAfterError", err)
 		}
-		if _, err := r.a.Send(context.Background(), gateway.Outbound{Address: addr, Text: text}); err != nil {
+		if _, err := r.a.Send(context.Background(), parts.Row(out, 1)); err != nil {
 			t.Fatalf("retry: %v", err)
 		}
 		got := srv.Sent(channel)[sentBefore:]

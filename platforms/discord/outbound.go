@@ -2,14 +2,12 @@ package discord
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,10 +20,13 @@ import (
 const maxButtonID = 100
 
 // Send implements gateway.Platform. Long text is split at 2,000 characters;
-// the id of the last message is returned. If a later part fails, the parts
-// already sent are remembered, so the outbox's retry sends only the rest.
+// the id of the last message is returned. Each part is recorded through
+// out.Parts as soon as Discord accepted it, and a retry of the outbox row
+// (in this process or the next) skips the parts in out.SentParts. The part
+// in flight when an attempt failed carries the same nonce on the retry
+// (see partNonce), so Discord does not post it twice either.
 func (a *Adapter) Send(ctx context.Context, out gateway.Outbound) (string, error) {
-	return a.send(ctx, out, nil, "")
+	return a.send(ctx, out, nil)
 }
 
 // SendButtons implements gateway.ButtonSender: the buttons go with the last
@@ -35,21 +36,15 @@ func (a *Adapter) SendButtons(ctx context.Context, out gateway.Outbound, buttons
 	if err != nil {
 		return "", err
 	}
-	ids := make([]string, len(buttons))
-	for i, b := range buttons {
-		ids[i] = b.ID
-	}
-	id, err := a.send(ctx, out, rows, strings.Join(ids, "\x00"))
+	id, err := a.send(ctx, out, rows)
 	if err == nil {
 		a.buttons.put(id, out.Address)
 	}
 	return id, err
 }
 
-// send delivers out; buttonKey (the button ids) tells deliveries with
-// different buttons apart.
-func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discordgo.MessageComponent,
-	buttonKey string) (string, error) {
+// send delivers out, with rows (buttons) on the last part.
+func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discordgo.MessageComponent) (string, error) {
 	target, err := targetChannel(out.Address)
 	if err != nil {
 		return "", err
@@ -66,21 +61,21 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discord
 		}
 		parts = []string{"\u200b"} // buttons need some content
 	}
-	key := progressKey(out, rows != nil, buttonKey)
-	sent, salt := a.progress.begin(key, out.ReplyTo != "" || out.EditID != "")
+	sent := out.SentParts
 	for i := len(sent); i < len(parts); i++ {
 		var components []discordgo.MessageComponent
 		if i == len(parts)-1 {
 			components = rows
 		}
-		id, err := a.sendPart(ctx, target, out, i, parts[i], components, partNonce(key, salt, i))
+		id, err := a.sendPart(ctx, target, out, i, parts[i], components, partNonce(out.ID, i, parts[i]))
 		if err != nil {
-			a.progress.fail(key, sent)
 			return "", err
+		}
+		if err := out.RecordPart(ctx, i, id); err != nil {
+			return "", fmt.Errorf("discord: record part %d of outbox %d: %w", i, out.ID, err)
 		}
 		sent = append(sent, id)
 	}
-	a.progress.done(key)
 	return sent[len(sent)-1], nil
 }
 
@@ -149,8 +144,8 @@ func uneditable(err error) bool {
 // discordgo's MessageSend lacks.
 type nonceMessage struct {
 	*discordgo.MessageSend
-	Nonce        string `json:"nonce"`
-	EnforceNonce bool   `json:"enforce_nonce"`
+	Nonce        string `json:"nonce,omitempty"`
+	EnforceNonce bool   `json:"enforce_nonce,omitempty"`
 }
 
 // postMessage creates a message with enforce_nonce: when a send whose
@@ -169,7 +164,7 @@ func (a *Adapter) postMessage(ctx context.Context, channelID string, msg *discor
 	defer done()
 	endpoint := discordgo.EndpointChannelMessages(channelID)
 	body, err := a.session.RequestWithBucketID(http.MethodPost, endpoint,
-		nonceMessage{MessageSend: msg, Nonce: nonce, EnforceNonce: true}, endpoint, discordgo.WithContext(sctx))
+		nonceMessage{MessageSend: msg, Nonce: nonce, EnforceNonce: nonce != ""}, endpoint, discordgo.WithContext(sctx))
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +193,19 @@ func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
 // maxNonce is Discord's nonce length limit.
 const maxNonce = 25
 
-// partNonce identifies one part of one delivery: the key (lane, reply-to,
-// edit id, buttons, text) plus the delivery's salt (see sendProgress.begin).
-// A retry of the delivery reuses the salt and so the nonce; a new delivery
-// of identical text gets a new salt, so Discord does not answer it with the
-// earlier message (enforce_nonce looks back a few minutes).
-func partNonce(key [32]byte, salt string, part int) string {
-	sum := sha256.Sum256(fmt.Appendf(key[:], "\x00%s\x00%d", salt, part))
+// partNonce is the idempotency key of part of outbox row id: the same on
+// every attempt of the row, in any process, and different for every other
+// row, so Discord (enforce_nonce) answers a retry of a part whose answer
+// was lost with the message it created, and never swallows another
+// message. The part's text is mixed in so that a database started afresh
+// (row ids begin again at 1) within Discord's nonce window cannot turn a
+// new message into an old, different one. Previews and direct sends (id 0)
+// are sent once and get no nonce.
+func partNonce(id int64, part int, text string) string {
+	if id == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%d\x00%s", id, part, text))
 	return hex.EncodeToString(sum[:])[:maxNonce]
 }
 
@@ -310,104 +311,6 @@ func restSummary(re *discordgo.RESTError) string {
 		return fmt.Sprintf("HTTP %d (code %d: %s)", re.Response.StatusCode, re.Message.Code, re.Message.Message)
 	}
 	return fmt.Sprintf("HTTP %d", re.Response.StatusCode)
-}
-
-// sendProgress remembers, per delivery key, the parts already sent when a
-// later part failed (so the outbox's retry sends only the rest) and the
-// salt of the delivery's nonces, for an hour.
-//
-// Why a salt: gateway.Outbound carries nothing that identifies an outbox
-// row, so two deliveries of the same text to the same lane with the same
-// reply-to (the same "Queued" notice in two bursts) have the same key. A
-// nonce derived from the key alone made Discord (enforce_nonce) answer the
-// second with the first message: it was silently not shown. So:
-//
-//   - a retry (the previous attempt of the key failed, its outcome maybe
-//     unknown) reuses the previous attempt's salt: a message created by an
-//     attempt whose answer was lost is returned, not posted twice;
-//   - a delivery after one that succeeded gets a fresh random salt: it is a
-//     new message, and is shown;
-//   - a first delivery of a key that has a reply-to or edit id uses the
-//     empty salt, which is what every process uses: such a key names one
-//     answer to one inbound message, so a retry by the next process (after
-//     a crash mid-send) is still recognised. A first delivery without them
-//     (a lane notice) gets a random salt: after a restart, an identical
-//     notice sent minutes earlier by the previous process would otherwise
-//     swallow it. The cost is that a notice whose send was cut off by a
-//     crash may be shown twice, which is better than not at all.
-type sendProgress struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	m      map[[32]byte]progressEntry
-	pruned time.Time // when expired entries were last removed
-}
-
-type progressEntry struct {
-	ids  []string // parts sent by a failed delivery
-	salt string
-	ok   bool // the last delivery of the key succeeded
-	at   time.Time
-}
-
-const progressTTL = time.Hour
-
-func newSendProgress(now func() time.Time) *sendProgress {
-	return &sendProgress{now: now, m: map[[32]byte]progressEntry{}}
-}
-
-// progressKey identifies what is sent. Kind and InReplyTo are left out on
-// purpose: the outbox's retry of a reply may not carry them (a restart
-// loses the turn info), and must still match the first attempt. Only
-// "preview or not" is kept, since a preview is cut to one part.
-func progressKey(out gateway.Outbound, buttons bool, buttonKey string) [32]byte {
-	return sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%t\x00%t\x00%s\x00%s",
-		out.Address.SessionKey(), out.ReplyTo, out.EditID, out.Kind == gateway.OutPreview, buttons, buttonKey, out.Text))
-}
-
-// begin starts a delivery of key: it returns the parts already sent by a
-// failed earlier attempt and the salt for the delivery's nonces. stable
-// says the key names one answer (it has a reply-to or edit id).
-func (p *sendProgress) begin(key [32]byte, stable bool) (sent []string, salt string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	e, ok := p.m[key]
-	if ok && now.Sub(e.at) > progressTTL {
-		ok = false
-	}
-	switch {
-	case ok && !e.ok:
-		sent, salt = append([]string(nil), e.ids...), e.salt // a retry
-	case ok || !stable:
-		salt = rand.Text() // a new delivery of something sent before, or a notice
-	}
-	if now.Sub(p.pruned) > time.Minute {
-		p.pruned = now
-		for k, old := range p.m {
-			if now.Sub(old.at) > progressTTL {
-				delete(p.m, k)
-			}
-		}
-	}
-	p.m[key] = progressEntry{ids: sent, salt: salt, at: now}
-	return sent, salt
-}
-
-// fail records the parts sent by a failed attempt; the next attempt of the
-// key is its retry.
-func (p *sendProgress) fail(key [32]byte, ids []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.m[key]
-	e.ids, e.ok, e.at = append([]string(nil), ids...), false, p.now()
-	p.m[key] = e
-}
-
-// done records a delivery that succeeded; the next one of the key is new.
-func (p *sendProgress) done(key [32]byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.m[key] = progressEntry{ok: true, at: p.now()}
 }
 
 // buttonLanes remembers which lane a button message belongs to, so a

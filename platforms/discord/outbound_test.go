@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 )
@@ -78,13 +79,13 @@ func TestFinalReplyWithoutPreviewResumesAfterAFailedPart(t *testing.T) {
 	r := start(t, baseConfig(t, srv))
 	text := strings.Repeat("a", 1990) + "\n" + strings.Repeat("b", 1990) + "\n" + strings.Repeat("c", 100)
 	out := gateway.Outbound{Address: channelAddr, Kind: gateway.OutReply, Text: text, EditID: "999999999999999999"}
+	parts := &gatewaytest.Parts{}
 	srv.Inject429After("POST", messagesPath, 1, 10*time.Millisecond)
 	var ra *gateway.RetryAfterError
-	if _, err := r.a.Send(context.Background(), out); !errors.As(err, &ra) {
+	if _, err := r.a.Send(context.Background(), parts.Row(out, 1)); !errors.As(err, &ra) {
 		t.Fatalf("err = %v, want RetryAfterError", err)
 	}
-	out.Kind = gateway.OutNotice // the outbox's retry may not know the turn any more
-	if _, err := r.a.Send(context.Background(), out); err != nil {
+	if _, err := r.a.Send(context.Background(), parts.Row(out, 1)); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	got := srv.Sent(channel)
@@ -115,41 +116,54 @@ func TestFinalReplyEditRefusedIsNotReposted(t *testing.T) {
 
 // The nonce used to depend only on lane, reply-to and text, so Discord's
 // enforce_nonce answered an identical second notice (the same "Queued"
-// notice in a second burst) with the first message: it was not shown.
+// notice in a second burst) with the first message: it was not shown. Two
+// outbox rows are two messages, whatever their text; so are two sends
+// without a row (previews, direct sends).
 func TestIdenticalMessagesSentTwiceAreBothShown(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, channel)
 	r := start(t, baseConfig(t, srv))
-	for _, out := range []gateway.Outbound{
-		{Address: channelAddr, Kind: gateway.OutNotice, Text: "Queued"},
-		{Address: channelAddr, Kind: gateway.OutNotice, Text: "Working on it", ReplyTo: "123", InReplyTo: "123"},
+	for _, tc := range []struct {
+		name          string
+		first, second int64 // outbox row ids
+	}{
+		{name: "two outbox rows", first: 1, second: 2},
+		{name: "two sends without a row", first: 0, second: 0},
 	} {
-		before := len(srv.Sent(channel))
-		first, err := r.a.Send(context.Background(), out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		second, err := r.a.Send(context.Background(), out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := len(srv.Sent(channel)) - before; first == second || n != 2 {
-			t.Fatalf("%q twice: ids %s, %s; %d messages; want two", out.Text, first, second, n)
+		for _, out := range []gateway.Outbound{
+			{Address: channelAddr, Kind: gateway.OutNotice, Text: "Queued"},
+			{Address: channelAddr, Kind: gateway.OutNotice, Text: "Working on it", ReplyTo: "123", InReplyTo: "123"},
+		} {
+			before := len(srv.Sent(channel))
+			out.ID = tc.first
+			first, err := r.a.Send(context.Background(), out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.ID = tc.second
+			second, err := r.a.Send(context.Background(), out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(srv.Sent(channel)) - before; first == second || n != 2 {
+				t.Fatalf("%s: %q twice: ids %s, %s; %d messages; want two", tc.name, out.Text, first, second, n)
+			}
 		}
 	}
 }
 
 // A send whose answer was lost (the message was created, the client could
-// not know) and is retried: enforce_nonce returns the message created the
-// first time instead of posting it again.
+// not know) and is retried: enforce_nonce, keyed on the outbox row and the
+// part, returns the message created the first time instead of posting it
+// again.
 func TestRetryAfterLostAnswerPostsOnce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		out  gateway.Outbound
 	}{
-		{name: "reply", out: gateway.Outbound{Address: channelAddr, Kind: gateway.OutReply, Text: "the answer", ReplyTo: "123", InReplyTo: "123"}},
-		{name: "notice", out: gateway.Outbound{Address: channelAddr, Kind: gateway.OutNotice, Text: "Queued"}},
+		{name: "reply", out: gateway.Outbound{ID: 5, Address: channelAddr, Kind: gateway.OutReply, Text: "the answer", ReplyTo: "123", InReplyTo: "123"}},
+		{name: "notice", out: gateway.Outbound{ID: 5, Address: channelAddr, Kind: gateway.OutNotice, Text: "Queued"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -171,7 +185,7 @@ func TestRetryAfterLostAnswerPostsOnce(t *testing.T) {
 				t.Fatalf("retry returned %s, %d messages; want the one created (%s)", id, len(got), created[0].ID)
 			}
 			out := tc.out
-			out.ReplyTo, out.InReplyTo = "124", "124" // a different reply is a different message
+			out.ID = 6 // another row is another message, even with the same text
 			if _, err := r.a.Send(context.Background(), out); err != nil || len(srv.Sent(channel)) != 2 {
 				t.Fatalf("err %v, %d messages, want 2", err, len(srv.Sent(channel)))
 			}
@@ -180,14 +194,14 @@ func TestRetryAfterLostAnswerPostsOnce(t *testing.T) {
 }
 
 // A reply whose send was cut off by a crash is sent again by the next
-// process (the outbox row is still pending): the nonce of an answer to an
-// inbound message does not depend on the process.
+// process (the outbox row is still pending): the nonce of a row's part
+// does not depend on the process, nor on how the row is labelled.
 func TestReplyRetriedByTheNextProcessPostsOnce(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, channel)
 	cfg := baseConfig(t, srv)
 	r := start(t, cfg)
-	out := gateway.Outbound{Address: channelAddr, Kind: gateway.OutReply, Text: "the answer", ReplyTo: "123", InReplyTo: "123"}
+	out := gateway.Outbound{ID: 9, Address: channelAddr, Kind: gateway.OutReply, Text: "the answer", ReplyTo: "123", InReplyTo: "123"}
 	srv.LoseAnswer("POST", messagesPath, 1)
 	if _, err := r.a.Send(context.Background(), out); err == nil {
 		t.Fatal("lost answer: no error")
@@ -197,7 +211,7 @@ func TestReplyRetriedByTheNextProcessPostsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.Kind = gateway.OutNotice // the turn info died with the process
+	out.Kind = gateway.OutNotice
 	id, err := next.Send(context.Background(), out)
 	if err != nil {
 		t.Fatalf("retry by the next process: %v", err)

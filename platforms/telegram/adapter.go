@@ -83,9 +83,8 @@ type Adapter struct {
 	botID       int64
 	botUsername string
 
-	unauth   *unauthLog
-	edits    *editCache
-	progress *progressCache
+	unauth *unauthLog
+	edits  *editCache
 }
 
 var (
@@ -136,7 +135,6 @@ func New(cfg Config) (*Adapter, error) {
 		botUsername: strings.TrimPrefix(cfg.BotUsername, "@"),
 		unauth:      newUnauthLog(cfg.Now),
 		edits:       newEditCache(),
-		progress:    newProgressCache(),
 	}
 	b, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.APIURL),

@@ -1,11 +1,9 @@
 package telegram_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/store"
@@ -77,64 +76,9 @@ func TestCrashChild(t *testing.T) {
 	fmt.Println("ERROR run:", a.Run(ctx, sink))
 }
 
-// child is a running TestCrashChild process.
-type child struct {
-	cmd   *exec.Cmd
-	lines chan string
-}
-
-func startChild(t *testing.T, mode, api, db string) *child {
+func startChild(t *testing.T, mode, api, db string) *gatewaytest.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childMode+"="+mode, childAPI+"="+api, childDB+"="+db)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, lines: make(chan string, 64)}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(c.kill)
-	return c
-}
-
-// expect waits for a line starting with prefix; an ERROR line fails.
-func (c *child) expect(t *testing.T, prefix string) string {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case line, ok := <-c.lines:
-			if !ok {
-				t.Fatalf("child exited before %q", prefix)
-			}
-			if strings.HasPrefix(line, "ERROR") {
-				t.Fatalf("child: %s", line)
-			}
-			if strings.HasPrefix(line, prefix) {
-				return line
-			}
-		case <-deadline:
-			t.Fatalf("child never printed %q", prefix)
-		}
-	}
-}
-
-// kill is kill -9: no deferred function, no graceful shutdown.
-func (c *child) kill() {
-	if c.cmd.ProcessState != nil {
-		return
-	}
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
+	return gatewaytest.StartChild(t, "TestCrashChild", childMode+"="+mode, childAPI+"="+api, childDB+"="+db)
 }
 
 func TestKillNineLosesNothing(t *testing.T) {
@@ -154,7 +98,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	}
 	for _, st := range steps {
 		c := startChild(t, st.mode, srv.URL, db)
-		if line := c.expect(t, strings.Fields(st.want)[0]); line != st.want {
+		if line := c.Expect(t, strings.Fields(st.want)[0]); line != st.want {
 			t.Fatalf("%s: child printed %q, want %q", st.name, line, st.want)
 		}
 		if st.mode == "commit" {
@@ -162,12 +106,12 @@ func TestKillNineLosesNothing(t *testing.T) {
 			// The cursor moved on: the next message is new, not the old one.
 			next := srv.Text(dm, alice, 0, "after", nil)
 			want := fmt.Sprintf("COMMITTED %d:%d dup=false", dm.ID, next.ID)
-			if line := c.expect(t, "COMMITTED"); line != want {
+			if line := c.Expect(t, "COMMITTED"); line != want {
 				t.Fatalf("after recovery: %q, want %q", line, want)
 			}
 		} else if srv.Pending() != 1 {
 			t.Fatalf("%s: pending = %d; the update must stay unconfirmed", st.name, srv.Pending())
 		}
-		c.kill()
+		c.Kill()
 	}
 }

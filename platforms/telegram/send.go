@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -60,8 +59,11 @@ func parseMessageID(id string) (int, bool) {
 }
 
 // Send implements gateway.Platform. A reply longer than 4096 UTF-16 units
-// goes out as several messages in order; if a chunk fails, a retry of the
-// same Outbound resumes after the chunks already sent.
+// goes out as several messages in order. Each chunk is recorded through
+// out.Parts as soon as Telegram accepted it, and a retry of the outbox row
+// (in this process or the next) skips the chunks in out.SentParts, so none
+// is sent twice. Telegram has no idempotency key: a chunk whose answer was
+// lost is the one that may be sent again.
 func (a *Adapter) Send(ctx context.Context, out gateway.Outbound) (string, error) {
 	return a.send(ctx, out, nil)
 }
@@ -106,22 +108,23 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.Inl
 		// the first chunk); the final reply, sent with EditID, splits fully.
 		chunks = chunks[:1]
 	}
-	key := progressKey(out)
-	next, lastID := a.progress.get(key)
-	for i := next; i < len(chunks); i++ {
+	sent := out.SentParts
+	for i := len(sent); i < len(chunks); i++ {
 		var markup models.ReplyMarkup
 		if i == len(chunks)-1 && kb != nil {
 			markup = kb
 		}
 		id, err := a.sendOrEditChunk(ctx, t, out, i, chunks[i], markup)
 		if err != nil {
-			a.progress.set(key, i, lastID)
 			return "", a.classify(err, out.Address)
 		}
-		lastID = id
+		pid := messageID(t.chat, id)
+		if err := out.RecordPart(ctx, i, pid); err != nil {
+			return "", fmt.Errorf("telegram: record chunk %d of outbox %d: %w", i, out.ID, err)
+		}
+		sent = append(sent, pid)
 	}
-	a.progress.done(key)
-	return messageID(t.chat, lastID), nil
+	return sent[len(sent)-1], nil
 }
 
 // sendOrEditChunk sends chunk i; the first chunk replaces out.EditID when
@@ -313,7 +316,10 @@ func uneditable(err error) bool {
 }
 
 // editCache remembers the last text of recent messages, to skip edits that
-// would change nothing.
+// would change nothing. It is only an optimisation (fewer requests while a
+// preview streams): an edit it misses is answered "message is not
+// modified", which counts as success; delivery identity lives in the
+// outbox's parts, not here.
 type editCache struct {
 	mu   sync.Mutex
 	text map[string]string
@@ -337,58 +343,4 @@ func (c *editCache) remember(chat int64, id int, text string) {
 		clear(c.text) // bounded; forgetting costs at most one redundant edit
 	}
 	c.text[messageID(chat, id)] = text
-}
-
-// progressCache remembers how far a multi-chunk Send got before it failed,
-// so the outbox's retry does not repeat chunks already delivered.
-type progressCache struct {
-	mu      sync.Mutex
-	entries map[string]progress
-}
-
-type progress struct {
-	next   int
-	lastID int
-}
-
-const progressCacheMax = 256
-
-func newProgressCache() *progressCache { return &progressCache{entries: make(map[string]progress)} }
-
-// progressKey identifies one delivery across retries. The kind is left out
-// on purpose: a retry of the same outbox row may be labelled differently
-// (reply on the first attempt, notice after a restart), and must still
-// resume after the chunks already sent.
-func progressKey(out gateway.Outbound) string {
-	h := sha256.New()
-	for _, s := range []string{out.Address.SessionKey(), out.ReplyTo, out.EditID, out.Text} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return string(h.Sum(nil))
-}
-
-func (c *progressCache) get(key string) (next, lastID int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.entries[key]
-	return p.next, p.lastID
-}
-
-func (c *progressCache) set(key string, next, lastID int) {
-	if next == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= progressCacheMax {
-		clear(c.entries)
-	}
-	c.entries[key] = progress{next: next, lastID: lastID}
-}
-
-func (c *progressCache) done(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, key)
 }

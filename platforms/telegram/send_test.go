@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
 
@@ -169,39 +170,69 @@ func TestSendErrors(t *testing.T) {
 	}
 }
 
+// A retry of an outbox row skips the chunks its parts log recorded: they
+// reached Telegram already, whatever the retry is labelled. When the first
+// chunk replaced a preview, the retry does not touch the preview again.
 func TestRetryAfterPartialSendDoesNotRepeatChunks(t *testing.T) {
 	tests := []struct {
 		name         string
 		first, retry gateway.OutKind
+		preview      bool
 	}{
 		{name: "same kind", first: gateway.OutReply, retry: gateway.OutReply},
-		// The outbox labels a row by what this process knows of it: a reply
-		// retried after a restart arrives as a notice.
 		{name: "retry labelled differently", first: gateway.OutReply, retry: gateway.OutNotice},
+		{name: "first chunk edited the preview", first: gateway.OutReply, retry: gateway.OutReply, preview: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, a := sendHarness(t)
+			ctx := context.Background()
 			out := gateway.Outbound{Address: topic42, Kind: tt.first, Text: longReply()}
-			h.srv.Fail("sendMessage", telegramtest.Failure{Code: 429, Description: "Too Many Requests: retry after 1", RetryAfter: 1, Skip: 1})
-			_, err := a.Send(context.Background(), out)
+			if tt.preview {
+				id, err := a.Send(ctx, gateway.Outbound{Address: topic42, Kind: gateway.OutPreview, Text: "draft"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.EditID = id
+			}
+			before := len(h.srv.Messages(forum.ID, 42))
+			parts := &gatewaytest.Parts{}
+			h.srv.Fail("sendMessage", telegramtest.Failure{Code: 429, Description: "Too Many Requests: retry after 1", RetryAfter: 1, Skip: btoi(!tt.preview)})
+			_, err := a.Send(ctx, parts.Row(out, 7))
 			var ra *gateway.RetryAfterError
 			if !errors.As(err, &ra) {
 				t.Fatalf("Send = %v, want a RetryAfterError on the second chunk", err)
 			}
-			if n := len(h.srv.Messages(forum.ID, 42)); n != 1 {
-				t.Fatalf("%d messages before the retry, want 1", n)
+			if n := len(parts.Sent()); n != 1 {
+				t.Fatalf("%d chunks recorded before the retry, want 1", n)
 			}
+			edits := func() int { return h.srv.Messages(forum.ID, 42)[0].Edits }
+			editsBefore := edits()
 			out.Kind = tt.retry
-			if _, err := a.Send(context.Background(), out); err != nil {
+			last, err := a.Send(ctx, parts.Row(out, 7))
+			if err != nil {
 				t.Fatalf("retry: %v", err)
 			}
 			want := len(SplitMessage(out.Text, MaxMessageUnits))
-			if n := len(h.srv.Messages(forum.ID, 42)); n != want {
+			msgs := h.srv.Messages(forum.ID, 42)
+			if n := len(msgs) - before + btoi(tt.preview); n != want {
 				t.Fatalf("%d messages after the retry, want %d (no chunk twice)", n, want)
+			}
+			if edits() != editsBefore {
+				t.Errorf("the retry edited the first message again")
+			}
+			if sent := parts.Sent(); len(sent) != want || last != sent[want-1] {
+				t.Errorf("recorded %v, returned %s; want every chunk recorded and the last returned", sent, last)
 			}
 		})
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestEdit(t *testing.T) {

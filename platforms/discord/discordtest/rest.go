@@ -22,8 +22,11 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	if s.rateLimited(w, r.Method, path) {
 		return
 	}
-	w, after := s.faults(w, r, path)
+	w, after, handle := s.faults(w, r, path)
 	defer after()
+	if !handle {
+		return
+	}
 	seg := strings.Split(path, "/")
 	switch {
 	case path == "gateway" || path == "gateway/bot":
@@ -176,6 +179,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 		return
 	}
 	s.mu.Lock()
+	if body.Content != nil {
+		s.creates[channelID] = append(s.creates[channelID], *body.Content)
+	}
 	nonceKey := channelID + "\x00" + body.Nonce
 	if prev, ok := s.nonces[nonceKey]; ok && body.EnforceNonce && body.Nonce != "" {
 		// As on Discord: the message already created with this nonce.

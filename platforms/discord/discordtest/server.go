@@ -49,6 +49,7 @@ type Server struct {
 	members    map[string][]string // user id → role ids
 	history    map[string][]*discordgo.Message
 	sent       map[string][]SentMessage
+	creates    map[string][]string           // content of every create handled, nonce replays included
 	nonces     map[string]*discordgo.Message // channel + nonce → message (enforce_nonce)
 	edits      []SentMessage
 	typing     map[string]int
@@ -75,6 +76,7 @@ func New(channelIDs ...string) *Server {
 		members:   map[string][]string{},
 		history:   map[string][]*discordgo.Message{},
 		sent:      map[string][]SentMessage{},
+		creates:   map[string][]string{},
 		nonces:    map[string]*discordgo.Message{},
 		typing:    map[string]int{},
 		posts:     map[string]int{},
@@ -286,6 +288,15 @@ func (s *Server) Commands() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.commands...)
+}
+
+// CreateRequests returns the content of every message create Discord
+// handled in a channel, in order: those answered with an earlier message
+// (the same nonce) included, those dropped before handling not.
+func (s *Server) CreateRequests(channelID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.creates[channelID]...)
 }
 
 // PostAttempts counts POST requests to a path (after /api/v9/), 429s included.

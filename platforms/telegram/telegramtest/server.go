@@ -85,6 +85,7 @@ type Server struct {
 	failures       map[string][]Failure
 	rejectEntities bool
 	polling        int
+	holds          []*Held
 }
 
 type queued struct {
@@ -314,6 +315,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method = strings.ToLower(method)
+	if !s.hold(w, method, p) {
+		return
+	}
 	if f, ok := s.takeFailure(method); ok {
 		writeFail(w, f)
 		return

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// dueRow returns the due row id, failing if it is not due.
+func dueRow(t *testing.T, s *Store, id int64) OutboxMessage {
+	t.Helper()
+	due, err := s.DueOutbox(context.Background(), s.now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range due {
+		if m.ID == id {
+			return m
+		}
+	}
+	t.Fatalf("outbox row %d is not due (due: %+v)", id, due)
+	return OutboxMessage{}
+}
+
+func TestRecordPart(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	row, err := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "b", Platform: "telegram", ChatID: "2", Text: "other"})
+	steps := []struct {
+		name    string
+		part    int
+		id      string
+		wantErr error
+		want    []string
+	}{
+		{name: "first part", part: 0, id: "1:10", want: []string{"1:10"}},
+		{name: "second part", part: 1, id: "1:11", want: []string{"1:10", "1:11"}},
+		{name: "a part recorded again keeps its first id", part: 1, id: "1:99", want: []string{"1:10", "1:11"}},
+		{name: "a gap is refused", part: 3, id: "1:13", wantErr: ErrInvalid, want: []string{"1:10", "1:11"}},
+		{name: "a negative part is refused", part: -1, id: "x", wantErr: ErrInvalid, want: []string{"1:10", "1:11"}},
+		{name: "third part", part: 2, id: "1:12", want: []string{"1:10", "1:11", "1:12"}},
+	}
+	for _, st := range steps {
+		err := s.RecordPart(ctx, row, st.part, st.id)
+		if !errors.Is(err, st.wantErr) || (st.wantErr == nil && err != nil) {
+			t.Fatalf("%s: err = %v, want %v", st.name, err, st.wantErr)
+		}
+		if got := dueRow(t, s, row).SentParts; fmt.Sprint(got) != fmt.Sprint(st.want) {
+			t.Fatalf("%s: SentParts = %v, want %v", st.name, got, st.want)
+		}
+	}
+	if got := dueRow(t, s, other).SentParts; got != nil {
+		t.Fatalf("another row's SentParts = %v, want none", got)
+	}
+	if err := s.RecordPart(ctx, 999, 0, "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("RecordPart on a missing row err = %v, want ErrNotFound", err)
+	}
+}
+
+// The parts survive a restart: a new process sees what the last one sent.
+func TestRecordedPartsSurviveReopen(t *testing.T) {
+	path := testDBPath(t)
+	ctx := context.Background()
+	s := openAt(t, path, Options{})
+	row, err := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "discord", ChatID: "c", Text: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"m0", "m1"} {
+		if err := s.RecordPart(ctx, row, i, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path, Options{})
+	if got := dueRow(t, s, row).SentParts; fmt.Sprint(got) != "[m0 m1]" {
+		t.Fatalf("SentParts after reopen = %v, want [m0 m1]", got)
+	}
+}
+
+func TestOutboxKindAndTurn(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	l := mustEnsure(t, s, "lane")
+	tests := []struct {
+		name  string
+		enq   func() (int64, error)
+		want  OutboxMessage
+		error error
+	}{
+		{name: "a notice by default", enq: func() (int64, error) {
+			return s.Enqueue(ctx, OutboxMessage{SessionKey: "n", Platform: "telegram", Text: "Queued"})
+		}, want: OutboxMessage{OutKind: OutboxNotice}},
+		{name: "a committed turn's reply carries its turn", enq: func() (int64, error) {
+			tt := turn(l, "turn-1", "hi", "hello")
+			tt.ThreadID, tt.Status, tt.Reply = "th-1", "completed", &OutboxMessage{Text: "hello", ReplyTo: "m1"}
+			res, err := s.CommitTurn(ctx, tt)
+			return res.OutboxID, err
+		}, want: OutboxMessage{OutKind: OutboxReply, ThreadID: "th-1", TurnID: "turn-1", TurnStatus: "completed"}},
+		{name: "an unknown kind is refused", enq: func() (int64, error) {
+			return s.Enqueue(ctx, OutboxMessage{SessionKey: "n", Platform: "telegram", Text: "x", OutKind: "preview"})
+		}, error: ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := tt.enq()
+			if tt.error != nil {
+				if !errors.Is(err, tt.error) {
+					t.Fatalf("err = %v, want %v", err, tt.error)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dueRow(t, s, id)
+			if got.OutKind != tt.want.OutKind || got.ThreadID != tt.want.ThreadID || got.TurnID != tt.want.TurnID ||
+				got.TurnStatus != tt.want.TurnStatus {
+				t.Fatalf("row = kind %q turn %q/%q/%q, want %+v", got.OutKind, got.ThreadID, got.TurnID, got.TurnStatus, tt.want)
+			}
+		})
+	}
+}
+
+func TestLaneKeepsItsUser(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	k := LaneKey{SessionKey: "v1:discord:channel:5:user:42", Platform: "discord", Kind: "channel", ChatID: "5", UserID: "42"}
+	if _, err := s.EnsureLane(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Lane(ctx, k.SessionKey)
+	if err != nil || l.UserID != "42" {
+		t.Fatalf("lane user = %q (%v), want 42", l.UserID, err)
+	}
+	res, err := s.CommitTurn(ctx, CompletedTurn{SessionKey: l.SessionKey, Generation: l.Generation, TurnID: "t1",
+		UserText: "hi", AssistantText: "ok", Reply: &OutboxMessage{Text: "ok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dueRow(t, s, res.OutboxID); got.UserID != "42" {
+		t.Fatalf("reply addressed from the lane has user %q, want 42", got.UserID)
+	}
+}
