@@ -26,6 +26,7 @@ type fakeStore struct {
 	journal  map[string]store.JournalEntry
 	messages []store.Message
 	outbox   []store.OutboxMessage
+	held     map[int64]bool   // outbox rows held (HoldOutbox)
 	fail     map[string]error // method name → error returned (persistent)
 	inIdx    map[string]int64 // platform + message id → inbound id
 	turnIdx  map[string]bool  // session key + turn id committed
@@ -40,7 +41,7 @@ type fakeStore struct {
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{lanes: map[string]*store.Lane{}, journal: map[string]store.JournalEntry{},
-		fail: map[string]error{}, inIdx: map[string]int64{}, turnIdx: map[string]bool{}, now: time.Now}
+		held: map[int64]bool{}, fail: map[string]error{}, inIdx: map[string]int64{}, turnIdx: map[string]bool{}, now: time.Now}
 }
 
 func (s *fakeStore) failOn(method string, err error) {
@@ -324,7 +325,7 @@ func (s *fakeStore) DueOutbox(_ context.Context, now time.Time, limit int) ([]st
 		s.firstDue++
 	}
 	for _, m := range s.outbox[s.firstDue:] {
-		if m.State == store.OutboxPending && !m.NextAttemptAt.After(now) && len(out) < limit {
+		if m.State == store.OutboxPending && !s.held[m.ID] && !m.NextAttemptAt.After(now) && len(out) < limit {
 			m.SentParts = slices.Clone(m.SentParts)
 			out = append(out, m)
 		}
@@ -374,6 +375,36 @@ func (s *fakeStore) MarkFailed(_ context.Context, id int64, errText string) erro
 	defer s.mu.Unlock()
 	s.outbox[id-1].State, s.outbox[id-1].LastError = store.OutboxFailed, errText
 	return nil
+}
+
+func (s *fakeStore) HoldOutbox(_ context.Context, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outbox[id-1].State == store.OutboxPending {
+		s.held[id] = true
+	}
+	return nil
+}
+
+func (s *fakeStore) UnholdLane(_ context.Context, key string) (int, error) {
+	return s.unhold(func(m store.OutboxMessage) bool { return m.SessionKey == key }), nil
+}
+
+func (s *fakeStore) UnholdAll(context.Context) (int, error) {
+	return s.unhold(func(store.OutboxMessage) bool { return true }), nil
+}
+
+func (s *fakeStore) unhold(match func(store.OutboxMessage) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id := range s.held {
+		if match(s.outbox[id-1]) {
+			delete(s.held, id)
+			n++
+		}
+	}
+	return n
 }
 
 func (s *fakeStore) RecordCompaction(_ context.Context, _, thread string, before, after int64) error {

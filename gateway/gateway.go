@@ -49,6 +49,9 @@ type Store interface {
 	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error
 	MarkFailed(ctx context.Context, id int64, errText string) error
 	RecordPart(ctx context.Context, id int64, part int, platformMessageID string) error
+	HoldOutbox(ctx context.Context, id int64) error
+	UnholdLane(ctx context.Context, sessionKey string) (int, error)
+	UnholdAll(ctx context.Context) (int, error)
 	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
@@ -239,6 +242,7 @@ type Gateway struct {
 	hold      map[string]time.Time // lanes whose outbox waits for a retry
 
 	approvals approvalBook // pending chat approvals
+	deferred  *deferrals   // rows platforms took but nobody received yet
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -266,6 +270,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		ready:       make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 		hold:        make(map[string]time.Time),
+		deferred:    newDeferrals(),
 	}, nil
 }
 
@@ -311,6 +316,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Unlock()
 	defer cancel()
 
+	if err := g.releaseHeld(base); err != nil {
+		return err
+	}
 	if err := g.recover(base); err != nil {
 		return err
 	}

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/api"
@@ -85,13 +88,17 @@ type instance struct {
 	g    *gateway.Gateway
 	api  *api.Platform
 	st   *store.Store
+	logs *observer.ObservedLogs // what the instance logged, for events with no other signal
 	stop func()
 }
 
 func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 	t.Helper()
 	ctx := context.Background()
-	log := zaptest.NewLogger(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	log := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewTee(c, core)
+	})))
 	// The client starts before the gateway: approvals are routed late,
 	// as the daemon does.
 	var late atomic.Pointer[gateway.Gateway]
@@ -120,13 +127,13 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 		t.Fatal(err)
 	}
 	late.Store(g)
-	p := api.New(api.Config{Listen: "127.0.0.1:0", Logger: log})
+	p := api.New(api.Config{Listen: "127.0.0.1:0", Logger: log, Answers: st})
 	g.AddPlatform(p)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- g.Run(runCtx) }()
 	stopped := false
-	in := &instance{cx: rec, g: g, api: p, st: st}
+	in := &instance{cx: rec, g: g, api: p, st: st, logs: logs}
 	in.stop = func() {
 		if stopped {
 			return

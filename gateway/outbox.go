@@ -167,6 +167,7 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 		return true
 	}
 	out := g.outboundOf(m)
+	redelivers := g.deferred.redeliveries(m.SessionKey)
 	// A send that has started is finished, and its outcome recorded, even
 	// when the deliverer is stopping: cancelling it midway could leave a
 	// message the platform already has marked pending, and a restart would
@@ -175,6 +176,10 @@ func (g *Gateway) deliverOne(ctx context.Context, m store.OutboxMessage) bool {
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	id, err := p.Send(sctx, out)
 	cancel()
+	if errors.Is(err, ErrDeferred) {
+		g.holdDeferred(ctx, m, redelivers) // out of the due set: the lane is not blocked
+		return true
+	}
 	g.obs.Outbound(m.Platform, err)
 	if err == nil {
 		if err := g.st.MarkSent(ctx, m.ID, id); err != nil {

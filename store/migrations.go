@@ -178,6 +178,24 @@ UPDATE gateway_routing SET user_id = substr(session_key, instr(session_key, ':us
 	`
 ALTER TABLE turn_journal ADD COLUMN cut_off INTEGER NOT NULL DEFAULT 0;
 `,
+	// 6: held outbox rows and recorded API answers (issue 11). A held row
+	// was taken by a platform that has nobody to give it to yet (the API
+	// lane with no request open); it is not due until the platform asks for
+	// it again. The state CHECK cannot be altered in place, hence a column.
+	// answers keeps the body an API message was answered with, so a repeated
+	// message id is answered with the same bytes.
+	`
+ALTER TABLE outbox ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1));
+CREATE INDEX outbox_held_by_lane ON outbox(session_key) WHERE state = 'pending' AND held = 1;
+
+CREATE TABLE answers (
+	session_key TEXT    NOT NULL,
+	message_id  TEXT    NOT NULL,
+	body        BLOB    NOT NULL,
+	created_at  INTEGER NOT NULL,
+	PRIMARY KEY (session_key, message_id)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

@@ -180,7 +180,9 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 // held back while an earlier pending message of its lane waits for a later
 // retry, so replies are never delivered out of order. Callers deliver one
 // lane's messages sequentially in the order returned. Each row comes with
-// the parts already sent (SentParts).
+// the parts already sent (SentParts). Held rows (HoldOutbox) are neither
+// returned nor hold back their lane's later rows: the platform already has
+// them and asks for them again with UnholdLane.
 func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
 	out, err := s.dueRows(ctx, now, limit)
 	if err == nil {
@@ -196,9 +198,9 @@ func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]Outbox
 	rows, err := s.rq.QueryContext(ctx, `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
 		o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
 		o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at
-		FROM outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= ?1
+		FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
-			AND e.id < o.id AND e.next_attempt_at > ?1)
+			AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
 		ORDER BY o.id LIMIT ?2`, toDB(now), sqlLimit(limit))
 	if err != nil {
 		return nil, classify(err)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // PlatformName is the platform name in addresses and session keys
@@ -34,14 +35,30 @@ type Config struct {
 	Listen string // loopback address, e.g. "127.0.0.1:8377" (port 0 picks one)
 	Token  string // optional bearer token for /api/; "" allows only loopback listeners
 	Logger *zap.Logger
+	// Answers records the answer to every message, so a repeated message id
+	// is answered with the same body and GET .../messages/{id} can show it.
+	// Required: Run refuses to start without it.
+	Answers AnswerStore
 	// Handlers are extra routes on the same listener (e.g. "/healthz",
 	// "/metrics"); they are served without the bearer token.
 	Handlers map[string]http.Handler
 }
 
+// AnswerStore is where answers outlive the request and the process;
+// *store.Store implements it.
+type AnswerStore interface {
+	// RecordAnswer records body unless an answer is recorded already, and
+	// returns the recorded one (the first answer wins).
+	RecordAnswer(ctx context.Context, sessionKey, messageID string, body []byte) ([]byte, error)
+	// Exchange returns the inbound message platform/messageID with its
+	// state and recorded answer, or an error wrapping store.ErrNotFound.
+	Exchange(ctx context.Context, platform, messageID string) (store.Exchange, error)
+}
+
 // Platform implements gateway.Platform, gateway.Editor and gateway.Readier.
 // Approval decisions reach the gateway when the Sink given to Run is a
-// gateway.ApprovalDecider (the gateway is).
+// gateway.ApprovalDecider, and deferred deliveries are reported when it is
+// a gateway.DeliveryReporter (the gateway is both).
 type Platform struct {
 	cfg   Config
 	log   *zap.Logger
@@ -52,20 +69,14 @@ type Platform struct {
 	mu       sync.Mutex
 	addr     string
 	sink     gateway.Sink
-	waiters  map[string]*waiter // inbound message id → request waiting for its answer
-	previews map[string]*waiter // preview message id → request
-	// held keeps lane notices that arrived while no request of the lane was
-	// open (a cut-off notice after a restart, a reply whose client went
-	// away); the lane's next request carries them, so none is lost.
-	held map[string][]string
+	waiters  map[string][]*waiter // inbound message id → requests waiting for its answer
+	previews map[string]*waiter   // preview message id → request
+	// carried counts, per outbox row the platform took (ErrDeferred), the
+	// open requests carrying it; the first to write it reports it delivered.
+	carried map[int64]int
+	// deferredLanes are lanes with outbox rows held for their next request.
+	deferredLanes map[string]bool
 }
-
-// Held notices are bounded so an abandoned lane cannot grow memory: at most
-// maxHeldPerLane per lane (the oldest give way) and maxHeldLanes lanes.
-const (
-	maxHeldPerLane = 20
-	maxHeldLanes   = 1000
-)
 
 var (
 	_ gateway.Platform = (*Platform)(nil)
@@ -80,7 +91,8 @@ func New(cfg Config) *Platform {
 		log = zap.NewNop()
 	}
 	return &Platform{cfg: cfg, log: log.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
-		waiters: map[string]*waiter{}, previews: map[string]*waiter{}, held: map[string][]string{}}
+		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
+		deferredLanes: map[string]bool{}}
 }
 
 // Name returns "api".
@@ -98,6 +110,9 @@ func (p *Platform) Addr() string {
 
 // Run serves HTTP until ctx ends.
 func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
+	if p.cfg.Answers == nil {
+		return errors.New("api: config has no answer store (Config.Answers)")
+	}
 	if err := checkListen(p.cfg.Listen, p.cfg.Token); err != nil {
 		return err
 	}
@@ -148,6 +163,7 @@ func checkListen(listen, token string) error {
 func (p *Platform) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/lanes/{lane}/messages", p.authorize(http.HandlerFunc(p.postMessage)))
+	mux.Handle("GET /api/lanes/{lane}/messages/{id}", p.authorize(http.HandlerFunc(p.getMessage)))
 	mux.Handle("GET /api/lanes/{lane}/approvals", p.authorize(http.HandlerFunc(p.listApprovals)))
 	mux.Handle("POST /api/lanes/{lane}/approvals/{id}", p.authorize(http.HandlerFunc(p.decideApproval)))
 	for pattern, h := range p.cfg.Handlers {
@@ -175,66 +191,6 @@ func (p *Platform) nextID(prefix string) string {
 	return prefix + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(p.seq.Add(1), 36)
 }
 
-// Send hands an outbound to the request waiting for it: a preview starts a
-// stream, a reply or notice answering a message ends that request, and a
-// lane notice is attached to every request waiting on the lane. An
-// approval question is such a notice that also carries the request
-// structured (the "approval" event); with no request open only its text is
-// held, as GET .../approvals lists it while it is pending.
-func (p *Platform) Send(_ context.Context, out gateway.Outbound) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch w := p.waiters[out.InReplyTo]; {
-	case out.Kind == gateway.OutPreview:
-		id := p.nextID("preview-")
-		if w != nil {
-			p.previews[id] = w
-			w.setPreview(out.Text)
-		}
-		return id, nil
-	case w != nil:
-		delete(p.waiters, out.InReplyTo)
-		for id, pw := range p.previews {
-			if pw == w {
-				delete(p.previews, id)
-			}
-		}
-		w.finish(out)
-		return p.nextID("reply-"), nil
-	}
-	delivered := false
-	for _, w := range p.waiters {
-		// Only lane notices are shared; an answer whose request is gone
-		// (client disconnected, or a restart) has no listener.
-		if out.InReplyTo == "" && w.lane == out.Address.ChatID {
-			w.addNotice(out.Text, out.Approval)
-			delivered = true
-		}
-	}
-	if !delivered {
-		p.holdLocked(out)
-	}
-	return p.nextID("notice-"), nil
-}
-
-// holdLocked keeps an undeliverable message for the lane's next request.
-// The caller holds p.mu.
-func (p *Platform) holdLocked(out gateway.Outbound) {
-	lane := out.Address.ChatID
-	if _, ok := p.held[lane]; !ok && len(p.held) >= maxHeldLanes {
-		p.log.Warn("api.notice_dropped", zap.String("lane", lane), zap.String("why", "too many lanes with held notices"))
-		return
-	}
-	notes := append(p.held[lane], out.Text)
-	if n := len(notes) - maxHeldPerLane; n > 0 {
-		p.log.Warn("api.notice_dropped", zap.String("lane", lane), zap.Int("count", n), zap.String("why", "lane holds too many"))
-		notes = notes[n:]
-	}
-	p.held[lane] = notes
-	p.log.Info("api.notice_held", zap.String("lane", lane), zap.String("in_reply_to", out.InReplyTo),
-		zap.String("kind", string(out.Kind)))
-}
-
 // Edit updates a streamed preview.
 func (p *Platform) Edit(_ context.Context, _ gateway.Address, messageID, text string) error {
 	p.mu.Lock()
@@ -244,32 +200,4 @@ func (p *Platform) Edit(_ context.Context, _ gateway.Address, messageID, text st
 		w.setPreview(text)
 	}
 	return nil
-}
-
-func (p *Platform) register(id, lane string) (*waiter, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, busy := p.waiters[id]; busy {
-		return nil, errors.New("a request with this id is already waiting")
-	}
-	w := newWaiter(lane)
-	p.waiters[id] = w
-	for _, text := range p.held[lane] {
-		w.addNotice(text, nil)
-	}
-	delete(p.held, lane)
-	return w, nil
-}
-
-func (p *Platform) unregister(id string, w *waiter) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.waiters[id] == w {
-		delete(p.waiters, id)
-	}
-	for pid, pw := range p.previews {
-		if pw == w {
-			delete(p.previews, pid)
-		}
-	}
 }

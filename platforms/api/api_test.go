@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,16 +15,32 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // fakeSink answers every message on its own goroutine through the
-// platform, as the gateway's outbox would.
+// platform, as the gateway's outbox would. It records messages in the real
+// store (which dedupes them) and plays the outbox for rows sent with
+// enqueue: a row the platform defers stays held until the platform asks
+// for its lane again.
 type fakeSink struct {
 	p      *Platform
+	st     *store.Store
 	mu     sync.Mutex
-	seen   map[string]bool
 	err    error
 	answer func(p *Platform, in gateway.Inbound)
+
+	rows        map[int64]gateway.Outbound
+	held        map[int64]bool
+	delivered   map[int64]int // Delivered reports per row
+	redelivered chan string   // each Redeliver's session key
+}
+
+var _ gateway.DeliveryReporter = (*fakeSink)(nil)
+
+func newFakeSink(p *Platform, st *store.Store, answer func(*Platform, gateway.Inbound)) *fakeSink {
+	return &fakeSink{p: p, st: st, answer: answer, rows: map[int64]gateway.Outbound{}, held: map[int64]bool{},
+		delivered: map[int64]int{}, redelivered: make(chan string, 100)}
 }
 
 func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) error {
@@ -29,18 +48,76 @@ func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) error {
 	return err
 }
 
-func (s *fakeSink) DeliverChecked(_ context.Context, in gateway.Inbound) (bool, error) {
+func (s *fakeSink) DeliverChecked(ctx context.Context, in gateway.Inbound) (bool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return false, s.err
+	err := s.err
+	s.mu.Unlock()
+	if err != nil {
+		return false, err
 	}
-	if s.seen[in.MessageID] {
-		return true, nil
+	_, dup, err := s.st.RecordInbound(ctx, store.Inbound{Platform: PlatformName, MessageID: in.MessageID,
+		SessionKey: in.Address.SessionKey(), SenderID: in.SenderID, Text: in.Text})
+	if err != nil || dup {
+		return dup, err
 	}
-	s.seen[in.MessageID] = true
 	go s.answer(s.p, in)
 	return false, nil
+}
+
+// enqueue sends out as outbox row id, as the gateway's deliverer would.
+func (s *fakeSink) enqueue(id int64, out gateway.Outbound) {
+	out.ID = id
+	s.mu.Lock()
+	s.rows[id] = out
+	s.mu.Unlock()
+	s.sendRow(id)
+}
+
+func (s *fakeSink) sendRow(id int64) {
+	s.mu.Lock()
+	out := s.rows[id]
+	s.mu.Unlock()
+	_, err := s.p.Send(context.Background(), out)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Like HoldOutbox: a row reported delivered meanwhile stays delivered.
+	if errors.Is(err, gateway.ErrDeferred) && s.delivered[id] == 0 {
+		s.held[id] = true
+	}
+}
+
+func (s *fakeSink) Delivered(_ context.Context, id int64, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delivered[id]++
+	delete(s.held, id)
+	return nil
+}
+
+func (s *fakeSink) Redeliver(_ context.Context, key string) error {
+	s.mu.Lock()
+	var ids []int64
+	for id := range s.held {
+		if s.rows[id].Address.SessionKey() == key {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		delete(s.held, id)
+	}
+	s.mu.Unlock()
+	slices.Sort(ids)
+	for _, id := range ids {
+		s.sendRow(id)
+	}
+	s.redelivered <- key
+	return nil
+}
+
+func (s *fakeSink) deliveries(id int64) (delivered int, held bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.delivered[id], s.held[id]
 }
 
 func echo(p *Platform, in gateway.Inbound) {
@@ -51,21 +128,27 @@ func echo(p *Platform, in gateway.Inbound) {
 func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound)) (*Platform, *fakeSink) {
 	t.Helper()
 	var sink *fakeSink
-	p := startAPIWith(t, token, func(p *Platform) gateway.Sink {
-		sink = &fakeSink{p: p, seen: map[string]bool{}, answer: answer}
+	p := startAPIWith(t, token, func(p *Platform, st *store.Store) gateway.Sink {
+		sink = newFakeSink(p, st, answer)
 		return sink
 	})
 	return p, sink
 }
 
-// startAPIWith runs the platform with the sink newSink builds for it.
-func startAPIWith(t *testing.T, token string, newSink func(*Platform) gateway.Sink) *Platform {
+// startAPIWith runs the platform over a store in a temp directory with the
+// sink newSink builds for it.
+func startAPIWith(t *testing.T, token string, newSink func(*Platform, *store.Store) gateway.Sink) *Platform {
 	t.Helper()
-	p := New(Config{Listen: "127.0.0.1:0", Token: token, Logger: zaptest.NewLogger(t),
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p := New(Config{Listen: "127.0.0.1:0", Token: token, Logger: zaptest.NewLogger(t), Answers: st,
 		Handlers: map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte("ok"))
 		})}})
-	sink := newSink(p)
+	sink := newSink(p, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, sink) }()
@@ -137,14 +220,8 @@ func TestPostMessageValidationAndAuth(t *testing.T) {
 	}
 }
 
-func TestDuplicateIDAndShutdownErrors(t *testing.T) {
+func TestShutdownErrors(t *testing.T) {
 	p, sink := startAPI(t, "", echo)
-	if resp, _ := post(t, p, "demo", "", `{"text":"hi","id":"fixed-1"}`); resp.StatusCode != 200 {
-		t.Fatalf("first post %d", resp.StatusCode)
-	}
-	if resp, body := post(t, p, "demo", "", `{"text":"hi","id":"fixed-1"}`); resp.StatusCode != 409 {
-		t.Errorf("duplicate id: %d %v, want 409", resp.StatusCode, body)
-	}
 	sink.mu.Lock()
 	sink.err = gateway.ErrShuttingDown
 	sink.mu.Unlock()
@@ -166,13 +243,13 @@ func TestNoticesAttachToWaitingRequest(t *testing.T) {
 }
 
 // A notice sent while no request of the lane is open (the cut-off notice
-// after a restart) rides on the lane's next response, exactly once.
+// after a restart) is deferred, rides on the lane's next response exactly
+// once, and is reported delivered only then.
 func TestNoticeWithoutListenerIsHeldForNextRequest(t *testing.T) {
-	p, _ := startAPI(t, "", echo)
-	cutOff := gateway.Outbound{Address: gateway.Address{Platform: "api", Kind: gateway.LaneAPI, ChatID: "demo"},
-		Kind: gateway.OutNotice, Text: "cut off"}
-	if _, err := p.Send(context.Background(), cutOff); err != nil {
-		t.Fatalf("Send: %v", err)
+	p, sink := startAPI(t, "", echo)
+	sink.enqueue(1, gateway.Outbound{Address: laneAddress("demo"), Kind: gateway.OutNotice, Text: "cut off"})
+	if n, held := sink.deliveries(1); n != 0 || !held {
+		t.Fatalf("with no request open: delivered %d, held %v; want deferred", n, held)
 	}
 	_, body := post(t, p, "other", "", `{"text":"hi"}`)
 	if body["notices"] != nil {
@@ -185,11 +262,51 @@ func TestNoticeWithoutListenerIsHeldForNextRequest(t *testing.T) {
 	if _, body = post(t, p, "demo", "", `{"text":"again"}`); body["notices"] != nil {
 		t.Errorf("the notice came twice: %v", body["notices"])
 	}
-	for i := 0; i < maxHeldPerLane+5; i++ {
-		p.Send(context.Background(), cutOff)
+	if n, held := sink.deliveries(1); n != 1 || held {
+		t.Errorf("after the response: delivered %d, held %v; want reported once", n, held)
 	}
-	if _, body = post(t, p, "demo", "", `{"text":"hi"}`); len(body["notices"].([]any)) != maxHeldPerLane {
-		t.Errorf("held %d notices, want the bound %d", len(body["notices"].([]any)), maxHeldPerLane)
+}
+
+// A notice attached to a request whose client went away before its answer
+// goes back to the lane and comes with the next request.
+func TestNoticeOfAbandonedRequestComesWithNextRequest(t *testing.T) {
+	attached := make(chan struct{})
+	var sink *fakeSink
+	p, sink := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
+		if in.Text != "hang" {
+			echo(p, in)
+			return
+		}
+		sink.enqueue(7, gateway.Outbound{Address: in.Address, Kind: gateway.OutNotice, Text: "thread replaced"})
+		close(attached) // and never answer
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"hang"}`))
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	<-attached
+	// Carried by the open request: deferred (held in the outbox), not
+	// delivered until its response is written.
+	if n, held := sink.deliveries(7); n != 0 || !held {
+		t.Fatalf("attached to the open request: delivered %d, held %v; want deferred", n, held)
+	}
+	cancel()
+	<-errc
+	if key := <-sink.redelivered; key != "v1:api:demo" {
+		t.Fatalf("redelivered %q, want the lane", key)
+	}
+	if n, held := sink.deliveries(7); n != 0 || !held {
+		t.Fatalf("after the client went away: delivered %d, held %v; want held again", n, held)
+	}
+	_, body := post(t, p, "demo", "", `{"text":"hi"}`)
+	if n, _ := body["notices"].([]any); len(n) != 1 || n[0] != "thread replaced" {
+		t.Errorf("next request's notices %v, want the notice once", body["notices"])
+	}
+	if n, _ := sink.deliveries(7); n != 1 {
+		t.Errorf("delivered %d times, want 1", n)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // deciderSink is the fake sink with the gateway's approval side: a message
@@ -32,10 +33,10 @@ type deciderSink struct {
 
 var _ gateway.ApprovalDecider = (*deciderSink)(nil)
 
-func newDeciderSink(p *Platform) *deciderSink {
+func newDeciderSink(p *Platform, st *store.Store) *deciderSink {
 	d := &deciderSink{asked: make(chan gateway.PendingApproval, 4),
 		pending: map[string]gateway.PendingApproval{}, answers: map[string]chan string{}}
-	d.fakeSink = &fakeSink{p: p, seen: map[string]bool{}, answer: d.turn}
+	d.fakeSink = newFakeSink(p, st, d.turn)
 	return d
 }
 
@@ -103,8 +104,8 @@ func (d *deciderSink) decisions() []string {
 func startDecider(t *testing.T, token string) (*Platform, *deciderSink) {
 	t.Helper()
 	var d *deciderSink
-	p := startAPIWith(t, token, func(p *Platform) gateway.Sink {
-		d = newDeciderSink(p)
+	p := startAPIWith(t, token, func(p *Platform, st *store.Store) gateway.Sink {
+		d = newDeciderSink(p, st)
 		return d
 	})
 	return p, d

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,7 @@ type messageRequest struct {
 	Text string `json:"text"`
 	User string `json:"user"`
 	// ID, when set, makes the message idempotent: a second POST with the
-	// same id is recognised as a duplicate (409) and not run again.
+	// same id is not run again but answered like the first (replay.go).
 	ID string `json:"id"`
 }
 
@@ -44,68 +45,111 @@ var laneName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 const maxBody = 4 * MaxTextBytes // JSON escaping can quadruple the text
 
+// Errors a request ends with when its response was not written; the rows
+// it carried go back to the lane.
+var (
+	errClientGone   = errors.New("api: client went away before the answer")
+	errShuttingDown = errors.New("api: shutting down before the answer")
+	errNotAnswered  = errors.New("api: request ended without its answer")
+)
+
 func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
-	lane := r.PathValue("lane")
-	if !laneName.MatchString(lane) {
-		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
+	lane, req, ok := readMessage(w, r)
+	if !ok {
 		return
 	}
-	var req messageRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
+	if req.ID != "" {
+		if p.replayRecorded(w, r, lane, req) {
 			return
 		}
-		writeError(w, http.StatusBadRequest, "body must be JSON: {\"text\": \"...\", \"user\": \"...\"}")
-		return
-	}
-	switch {
-	case strings.TrimSpace(req.Text) == "":
-		writeError(w, http.StatusBadRequest, "text is empty")
-		return
-	case len(req.Text) > MaxTextBytes:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
-		return
-	case len(req.ID) > 128:
-		writeError(w, http.StatusBadRequest, "id is longer than 128 characters")
-		return
 	}
 	id := req.ID
 	if id == "" {
 		id = p.nextID("api-")
 	}
-	user := req.User
-	if user == "" {
-		user = "local"
-	}
-	wt, err := p.register(id, lane)
-	if err != nil {
-		writeError(w, http.StatusConflict, err.Error())
+	wt, ok := p.registerPrimary(r.Context(), id, lane)
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusConflict, "a request with this id is being recorded right now; send it again to get its answer")
 		return
 	}
-	defer p.unregister(id, wt)
-	if !p.deliver(w, r, gateway.Inbound{Address: gateway.Address{Platform: PlatformName, Kind: gateway.LaneAPI, ChatID: lane},
-		MessageID: id, SenderID: user, SenderName: user, Text: req.Text, Mentioned: true, ReceivedAt: time.Now()}) {
+	in := gateway.Inbound{Address: laneAddress(lane), MessageID: id, SenderID: req.User, SenderName: req.User,
+		Text: req.Text, Mentioned: true, ReceivedAt: time.Now()}
+	if outcome := p.deliver(w, r, in); outcome != delivered {
+		p.leave(r.Context(), id, wt, errNotAnswered)
+		// A duplicate was recorded by a request that ended since we looked.
+		if outcome == duplicate && !p.replayRecorded(w, r, lane, req) {
+			writeError(w, http.StatusInternalServerError, "the message id is recorded but could not be found; try again")
+		}
 		return
 	}
-	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		p.stream(w, r, id, wt)
+	written := errNotAnswered
+	defer func() { p.leave(r.Context(), id, wt, written) }()
+	if wantsStream(r) {
+		written = p.stream(w, r, id, wt)
 		return
 	}
 	select {
 	case <-wt.done:
-		writeJSON(w, http.StatusOK, wt.response(id))
+		written = writeBody(w, wt.answerBody(), false)
 	case <-r.Context().Done():
+		written = errClientGone
 	case <-p.stop:
+		written = errShuttingDown
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is shutting down; the message is recorded and will be answered after the restart")
 	}
 }
 
-// deliver hands the message to the gateway and answers the errors; it
-// reports whether the request should wait for the reply.
-func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.Inbound) bool {
+// readMessage validates the lane and the body; on failure it has answered.
+func readMessage(w http.ResponseWriter, r *http.Request) (string, messageRequest, bool) {
+	lane := r.PathValue("lane")
+	var req messageRequest
+	if !laneName.MatchString(lane) {
+		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
+		return "", req, false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
+			return "", req, false
+		}
+		writeError(w, http.StatusBadRequest, "body must be JSON: {\"text\": \"...\", \"user\": \"...\"}")
+		return "", req, false
+	}
+	switch {
+	case strings.TrimSpace(req.Text) == "":
+		writeError(w, http.StatusBadRequest, "text is empty")
+		return "", req, false
+	case len(req.Text) > MaxTextBytes:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
+		return "", req, false
+	case len(req.ID) > 128:
+		writeError(w, http.StatusBadRequest, "id is longer than 128 characters")
+		return "", req, false
+	}
+	if req.User == "" {
+		req.User = "local"
+	}
+	return lane, req, true
+}
+
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// deliverOutcome is what became of handing a message to the gateway.
+type deliverOutcome int
+
+const (
+	delivered deliverOutcome = iota // recorded: wait for the answer
+	duplicate                       // recorded before: answer as a replay
+	refused                         // an error was answered
+)
+
+// deliver hands the message to the gateway and answers the errors.
+func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.Inbound) deliverOutcome {
 	p.mu.Lock()
 	sink := p.sink
 	p.mu.Unlock()
@@ -113,7 +157,7 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 	var err error
 	if sink == nil {
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is not running yet")
-		return false
+		return refused
 	}
 	if cs, ok := sink.(gateway.CheckedSink); ok {
 		dup, err = cs.DeliverChecked(r.Context(), in)
@@ -123,96 +167,110 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 	switch {
 	case errors.Is(err, gateway.ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is shutting down; try again shortly")
-		return false
+		return refused
 	case err != nil:
 		p.log.Error("api.deliver_failed", zap.String("message", in.MessageID), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "the message could not be recorded; try again")
-		return false
+		return refused
 	case dup:
-		writeError(w, http.StatusConflict, "duplicate message id: it was received before and is answered once")
-		return false
+		return duplicate
 	}
-	return true
+	return delivered
 }
 
 // stream answers with server-sent events: "delta" events carry new text of
 // the growing reply, "notice" events lane notices, "approval" events the
-// approval requests waiting for a decision, and "done" the Response.
-func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt *waiter) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+// approval requests waiting for a decision, and "done" the Response. A
+// notice is reported delivered once its event is written; it returns the
+// outcome of writing the rest.
+func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt *waiter) error {
+	ev := startEvents(w, false)
 	emitted, notices, approvals := "", 0, 0
-	emit := func(event string, data any) {
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	push := func(text string) {
-		if rest, ok := strings.CutPrefix(text, emitted); ok {
-			if rest != "" {
-				emit("delta", rest)
-			}
-		} else {
-			emit("replace", text)
-		}
+	push := func(text string) error {
+		rest, ok := strings.CutPrefix(text, emitted)
 		emitted = text
+		switch {
+		case !ok:
+			return ev.emit("replace", text)
+		case rest != "":
+			return ev.emit("delta", rest)
+		}
+		return nil
 	}
-	if flusher != nil {
-		flusher.Flush()
+	sendNew := func(ns []note, as []Approval) error {
+		for ; notices < len(ns); notices++ {
+			if err := ev.emit("notice", ns[notices].text); err != nil {
+				return err
+			}
+			p.report(r.Context(), id, wt, []int64{ns[notices].row}, nil)
+		}
+		for ; approvals < len(as); approvals++ {
+			if err := ev.emit("approval", as[approvals]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if ev.err != nil {
+		return ev.err
 	}
 	for {
 		select {
 		case <-wt.changed:
 			preview, ns, as := wt.snapshot()
-			for ; notices < len(ns); notices++ {
-				emit("notice", ns[notices])
+			if err := sendNew(ns, as); err != nil {
+				return err
 			}
-			for ; approvals < len(as); approvals++ {
-				emit("approval", as[approvals])
+			if err := push(preview); err != nil {
+				return err
 			}
-			push(preview)
 		case <-wt.done:
-			resp := wt.response(id)
-			for ; notices < len(resp.Notices); notices++ {
-				emit("notice", resp.Notices[notices])
+			_, ns, as := wt.snapshot()
+			if err := sendNew(ns, as); err != nil {
+				return err
 			}
-			for ; approvals < len(resp.Approvals); approvals++ {
-				emit("approval", resp.Approvals[approvals])
+			if final := wt.finalOut(); final.Turn != nil {
+				if err := push(final.Text); err != nil {
+					return err
+				}
 			}
-			if resp.Status != "notice" {
-				push(resp.Reply)
-			}
-			emit("done", resp)
-			return
+			return ev.emitRaw("done", wt.answerBody())
 		case <-r.Context().Done():
-			return
+			return errClientGone
 		case <-p.stop:
-			emit("error", "gatewayd is shutting down")
-			return
+			_ = ev.emit("error", "gatewayd is shutting down")
+			return errShuttingDown
 		}
 	}
 }
 
-// waiter is one request waiting for its answer.
+// note is a lane notice a request carries; row is its outbox row (0: none
+// to report).
+type note struct {
+	row  int64
+	text string
+}
+
+// waiter is one request waiting for an answer.
 type waiter struct {
 	lane    string
+	replay  bool          // a repeated message id: waits for the answer only, takes no notices
 	changed chan struct{} // preview or notices changed (capacity 1)
 	done    chan struct{} // closed by finish
+	// rows are the outbox rows it carries, not yet reported; guarded by
+	// the platform's mu.
+	rows []int64
 
 	mu        sync.Mutex
 	preview   string
-	notices   []string
+	notes     []note
 	approvals []Approval
 	final     gateway.Outbound
+	body      []byte // the recorded answer
 }
 
-func newWaiter(lane string) *waiter {
-	return &waiter{lane: lane, changed: make(chan struct{}, 1), done: make(chan struct{})}
+func newWaiter(lane string, replay bool) *waiter {
+	return &waiter{lane: lane, replay: replay, changed: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func (w *waiter) signal() {
@@ -231,9 +289,9 @@ func (w *waiter) setPreview(text string) {
 
 // addNotice records a lane notice; approval, when set, is the request the
 // notice asks about.
-func (w *waiter) addNotice(text string, approval *gateway.PendingApproval) {
+func (w *waiter) addNotice(n note, approval *gateway.PendingApproval) {
 	w.mu.Lock()
-	w.notices = append(w.notices, text)
+	w.notes = append(w.notes, n)
 	if approval != nil {
 		w.approvals = append(w.approvals, newApproval(w.lane, *approval))
 	}
@@ -241,28 +299,46 @@ func (w *waiter) addNotice(text string, approval *gateway.PendingApproval) {
 	w.signal()
 }
 
-// finish records the answer; the caller holds the platform lock, so it
-// runs once per waiter.
-func (w *waiter) finish(out gateway.Outbound) {
+// finish records the answer and its recorded body; the caller holds the
+// platform lock and has taken w off the waiters, so it runs once.
+func (w *waiter) finish(out gateway.Outbound, body []byte) {
 	w.mu.Lock()
-	w.final = out
+	w.final, w.body = out, body
 	w.mu.Unlock()
 	close(w.done)
 }
 
-func (w *waiter) snapshot() (string, []string, []Approval) {
+func (w *waiter) snapshot() (string, []note, []Approval) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.preview, append([]string(nil), w.notices...), append([]Approval(nil), w.approvals...)
+	return w.preview, slices.Clone(w.notes), slices.Clone(w.approvals)
 }
 
-func (w *waiter) response(id string) Response {
+func (w *waiter) finalOut() gateway.Outbound {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	resp := Response{ID: id, Reply: w.final.Text, Status: "notice", Notices: append([]string(nil), w.notices...),
-		Approvals: append([]Approval(nil), w.approvals...)}
-	if t := w.final.Turn; t != nil {
+	return w.final
+}
+
+func (w *waiter) answerBody() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body
+}
+
+// responseFor is the answer out gives to message out.InReplyTo, with the
+// notices and approvals the request that sent it (if still there) took.
+func responseFor(out gateway.Outbound, sender *waiter) Response {
+	resp := Response{ID: out.InReplyTo, Reply: out.Text, Status: "notice"}
+	if t := out.Turn; t != nil {
 		resp.ThreadID, resp.TurnID, resp.Status = t.ThreadID, t.TurnID, t.Status
+	}
+	if sender != nil {
+		_, notes, approvals := sender.snapshot()
+		for _, n := range notes {
+			resp.Notices = append(resp.Notices, n.text)
+		}
+		resp.Approvals = approvals
 	}
 	return resp
 }
@@ -276,4 +352,63 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// writeBody writes a recorded answer as the JSON response, byte for byte
+// (plus the newline every JSON response ends with).
+func writeBody(w http.ResponseWriter, body []byte, replayed bool) error {
+	w.Header().Set("Content-Type", "application/json")
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(append(slices.Clip(body), '\n')); err != nil {
+		return fmt.Errorf("api: write answer: %w", err)
+	}
+	return nil
+}
+
+// events writes server-sent events; err is the first write error.
+type events struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	err error
+}
+
+// startEvents sends the headers of an event stream.
+func startEvents(w http.ResponseWriter, replayed bool) *events {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
+	w.WriteHeader(http.StatusOK)
+	ev := &events{w: w, rc: http.NewResponseController(w)}
+	ev.flush()
+	return ev
+}
+
+func (e *events) emit(event string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("api: encode %s event: %w", event, err)
+	}
+	return e.emitRaw(event, b)
+}
+
+func (e *events) emitRaw(event string, data []byte) error {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", event, data)
+	}
+	e.flush()
+	return e.err
+}
+
+func (e *events) flush() {
+	if e.err == nil {
+		if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			e.err = fmt.Errorf("api: flush events: %w", err)
+		}
+	}
 }

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Held outbox rows: a platform that defers a delivery (the API lane with no
+// request open) keeps the row pending but held, so it is neither retried on
+// a timer nor holding back the lane's later rows, until the platform asks
+// for the lane's rows again or the process restarts.
+
+// HoldOutbox holds a pending row. A row no longer pending (already reported
+// delivered, or failed) is left alone: holding it would change nothing.
+func (s *Store) HoldOutbox(ctx context.Context, id int64) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, "UPDATE outbox SET held = 1, updated_at = ? WHERE id = ? AND state = 'pending'",
+			toDB(s.now()), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: hold outbox message %d: %w", id, err)
+	}
+	return nil
+}
+
+// UnholdLane makes the lane's held rows due again and reports how many.
+func (s *Store) UnholdLane(ctx context.Context, sessionKey string) (int, error) {
+	n, err := s.unhold(ctx, "AND session_key = ?", sessionKey)
+	if err != nil {
+		return 0, fmt.Errorf("store: unhold outbox of %q: %w", sessionKey, err)
+	}
+	return n, nil
+}
+
+// UnholdAll makes every held row due again; the gateway calls it at
+// start-up, because whatever a platform held in memory died with the last
+// process.
+func (s *Store) UnholdAll(ctx context.Context) (int, error) {
+	n, err := s.unhold(ctx, "")
+	if err != nil {
+		return 0, fmt.Errorf("store: unhold outbox: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Store) unhold(ctx context.Context, where string, args ...any) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		res, err := q.ExecContext(ctx, "UPDATE outbox SET held = 0, updated_at = ? WHERE state = 'pending' AND held = 1 "+where,
+			append([]any{toDB(s.now())}, args...)...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
