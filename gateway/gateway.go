@@ -28,6 +28,7 @@ type Codex interface {
 
 // Store is the part of *store.Store the gateway uses.
 type Store interface {
+	outboxStore
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
 	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
@@ -44,14 +45,6 @@ type Store interface {
 	CutOffTurn(ctx context.Context, sessionKey string) (store.JournalEntry, bool, error)
 	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
 	Enqueue(ctx context.Context, m store.OutboxMessage) (int64, error)
-	DueOutbox(ctx context.Context, now time.Time, limit int) ([]store.OutboxMessage, error)
-	MarkSent(ctx context.Context, id int64, platformMessageID string) error
-	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error
-	MarkFailed(ctx context.Context, id int64, errText string) error
-	RecordPart(ctx context.Context, id int64, part int, platformMessageID string) error
-	HoldOutbox(ctx context.Context, id int64) error
-	UnholdLane(ctx context.Context, sessionKey string) (int, error)
-	UnholdAll(ctx context.Context) (int, error)
 	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
@@ -237,12 +230,9 @@ type Gateway struct {
 	runDone   chan struct{}
 	started   atomic.Bool
 	ready     chan struct{}
-	wake      chan struct{} // outbox has new rows
-	holdMu    sync.Mutex
-	hold      map[string]time.Time // lanes whose outbox waits for a retry
 
+	out       *deliverer   // the outbox's sender
 	approvals approvalBook // pending chat approvals
-	deferred  *deferrals   // rows platforms took but nobody received yet
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -253,24 +243,24 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
+	log := cfg.Logger.Named("gateway")
+	platforms := make(map[string]Platform)
 	return &Gateway{
 		cfg:         cfg,
-		log:         cfg.Logger.Named("gateway"),
+		log:         log,
 		st:          st,
 		cx:          cx,
 		obs:         cfg.Observer,
 		now:         cfg.Now,
 		newTicker:   realTicker,
 		callTimeout: steerTimeout,
-		platforms:   make(map[string]Platform),
+		platforms:   platforms,
 		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
 		lanes:       newLaneTable(),
 		baseCtx:     context.Background(),
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),
-		wake:        make(chan struct{}, 1),
-		hold:        make(map[string]time.Time),
-		deferred:    newDeferrals(),
+		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
 	}, nil
 }
 
@@ -316,7 +306,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Unlock()
 	defer cancel()
 
-	if err := g.releaseHeld(base); err != nil {
+	if err := g.out.releaseHeld(base); err != nil {
 		return err
 	}
 	if err := g.recover(base); err != nil {
@@ -340,7 +330,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	loopCtx, stopLoops := context.WithCancel(base)
 	var loops sync.WaitGroup
 	loops.Add(2)
-	go func() { defer loops.Done(); g.deliverLoop(loopCtx) }()
+	tick, stopTick := g.newTicker(time.Second) // retries that come due
+	defer stopTick()
+	go func() { defer loops.Done(); g.out.loop(loopCtx, tick) }()
 	go func() { defer loops.Done(); g.evictLoop(loopCtx) }()
 
 	var runErr error
@@ -351,7 +343,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.drain(base)
 	stopLoops()
 	loops.Wait()
-	g.flushOutbox(base)
+	g.out.flush(base)
 	stopPlatforms()
 	bg.Wait()
 	return runErr

@@ -27,25 +27,25 @@ func TestOutboxRetriesAndGivesUp(t *testing.T) {
 	}
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "hello"})
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "second"})
-	h.g.deliverDue(ctx)
+	h.g.out.deliverDue(ctx)
 	if calls != 1 {
 		t.Fatalf("sends %d; the lane's second row must wait behind the first", calls)
 	}
 	h.clock.Advance(29 * time.Second)
-	h.g.deliverDue(ctx)
+	h.g.out.deliverDue(ctx)
 	if calls != 1 {
 		t.Fatalf("retried before Retry-After elapsed")
 	}
 	h.clock.Advance(time.Second)
-	h.g.deliverDue(ctx) // transient error → backoff
+	h.g.out.deliverDue(ctx) // transient error → backoff
 	h.clock.Advance(fullRetryDelay(1))
-	h.g.deliverDue(ctx)
+	h.g.out.deliverDue(ctx)
 	if got := []string{(<-h.p.out).Text, (<-h.p.out).Text}; fmt.Sprint(got) != "[hello second]" {
 		t.Errorf("delivered %v, want in order", got)
 	}
 	h.p.sendFn = func(Outbound) (string, error) { return "", fmt.Errorf("chat gone: %w", ErrPermanent) }
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "lost"})
-	h.g.deliverDue(ctx)
+	h.g.out.deliverDue(ctx)
 	h.st.mu.Lock()
 	state := h.st.outbox[2].State
 	h.st.mu.Unlock()
@@ -90,7 +90,7 @@ func TestSlowPlatformDoesNotHoldUpOthers(t *testing.T) {
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:slow:x", Platform: "slow", Kind: "api", ChatID: "x", Text: "stuck"})
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "fast"})
 	done := make(chan struct{})
-	go func() { h.g.deliverDue(ctx); close(done) }()
+	go func() { h.g.out.deliverDue(ctx); close(done) }()
 	if o := h.p.next(t); o.Text != "fast" {
 		t.Errorf("got %q", o.Text)
 	}
@@ -129,7 +129,7 @@ func TestStoppingDelivererFinishesSendInFlight(t *testing.T) {
 	h.st.Enqueue(context.Background(), store.OutboxMessage{SessionKey: "v1:wire:x", Platform: "wire", Kind: "api", ChatID: "x", Text: "not started"})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.g.deliverDue(ctx); close(done) }()
+	go func() { h.g.out.deliverDue(ctx); close(done) }()
 	<-p.entered
 	stop()
 	close(p.release)
@@ -164,9 +164,9 @@ func TestRetriedReplyKeepsItsTurnInfo(t *testing.T) {
 	}
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "answer",
 		ReplyTo: "m1", OutKind: store.OutboxReply, ThreadID: "t1", TurnID: "u1", TurnStatus: "completed"})
-	h.g.deliverDue(ctx)
+	h.g.out.deliverDue(ctx)
 	h.clock.Advance(fullRetryDelay(0))
-	h.g.deliverDue(ctx)
+	h.g.out.deliverDue(ctx)
 	if fmt.Sprint(kinds) != "[reply reply]" {
 		t.Fatalf("attempts labelled %v, want the reply both times", kinds)
 	}
@@ -229,9 +229,9 @@ func TestDelivererSendsOnlyTheRemainingParts(t *testing.T) {
 			if len(tt.recorded) > 0 {
 				p.failAfter = -1
 			}
-			h.g.deliverDue(ctx)
+			h.g.out.deliverDue(ctx)
 			h.clock.Advance(fullRetryDelay(0))
-			h.g.deliverDue(ctx)
+			h.g.out.deliverDue(ctx)
 			if fmt.Sprint(p.posted) != fmt.Sprint(tt.want) {
 				t.Fatalf("parts posted %v, want %v", p.posted, tt.want)
 			}
