@@ -319,6 +319,8 @@ func (d *daemon) buildGateway() error {
 	d.health = lifecycle.NewHealth(d.probe, 0)
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log.Named("api"),
+		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
+		MaxConnections: d.cfg.API.MaxConnections,
 		Handlers: map[string]http.Handler{
 			"/healthz":  d.health,
 			"/metrics":  d.metrics.Handler(),

@@ -61,10 +61,23 @@ func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound
 // startAPIWith runs the platform with the sink newSink builds for it.
 func startAPIWith(t *testing.T, token string, newSink func(*Platform) gateway.Sink) *Platform {
 	t.Helper()
-	p := New(Config{Listen: "127.0.0.1:0", Token: token, Logger: zaptest.NewLogger(t),
-		Handlers: map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	return runAPI(t, Config{Token: token}, newSink)
+}
+
+// runAPI runs the platform on 127.0.0.1 with cfg (a test logger and a
+// /healthz route unless cfg sets them).
+func runAPI(t *testing.T, cfg Config, newSink func(*Platform) gateway.Sink) *Platform {
+	t.Helper()
+	cfg.Listen = "127.0.0.1:0"
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
+	}
+	if cfg.Handlers == nil {
+		cfg.Handlers = map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte("ok"))
-		})}})
+		})}
+	}
+	p := New(cfg)
 	sink := newSink(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -86,6 +99,7 @@ func startAPIWith(t *testing.T, token string, newSink func(*Platform) gateway.Si
 func post(t *testing.T, p *Platform, lane, token, body string, hdr ...string) (*http.Response, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/"+lane+"/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -202,6 +216,7 @@ func TestSSEStreamsDeltasThenDone(t *testing.T) {
 			EditID: id, Turn: &gateway.TurnInfo{ThreadID: "th", TurnID: "tu", Status: "completed"}})
 	})
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"hi"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -55,7 +55,7 @@ func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes (text: %d)", maxBody, MaxTextBytes))
 			return
 		}
 		writeError(w, http.StatusBadRequest, "body must be JSON: {\"text\": \"...\", \"user\": \"...\"}")
@@ -165,8 +165,17 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 	if flusher != nil {
 		flusher.Flush()
 	}
+	// A turn may think for minutes without a word; a comment line now and
+	// then keeps proxies and clients from taking the stream for dead.
+	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
+	defer keepAlive.Stop()
 	for {
 		select {
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			if flusher != nil {
+				flusher.Flush()
+			}
 		case <-wt.changed:
 			preview, ns, as := wt.snapshot()
 			for ; notices < len(ns); notices++ {
