@@ -52,7 +52,7 @@ type Config struct {
 	// streamed answer lasts as long as its turn.
 	IdleTimeout       time.Duration // a keep-alive connection without a request is closed; default 60s
 	ReadHeaderTimeout time.Duration // default 10s
-	BodyTimeout       time.Duration // the whole request body must arrive within it; default 30s
+	BodyTimeout       time.Duration // the whole request, headers and body, must arrive within it; default 30s
 	// KeepAliveInterval is how often a silent event stream gets a comment
 	// line, so proxies and clients do not take it for dead; default 15s.
 	KeepAliveInterval time.Duration
@@ -184,9 +184,13 @@ func (p *Platform) server() (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: error log: %w", err)
 	}
+	// ReadTimeout bounds headers plus body and ends when the body has been
+	// read to its end (see readBody), so it cannot cut a streamed answer;
+	// there is no WriteTimeout for the same reason.
 	return &http.Server{
 		Handler:           p.Handler(),
 		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
+		ReadTimeout:       p.cfg.BodyTimeout,
 		IdleTimeout:       p.cfg.IdleTimeout,
 		ErrorLog:          errLog,
 	}, nil

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // bodyRule is what a route accepts as its request body. A route that will
@@ -54,7 +53,7 @@ func (p *Platform) acceptBody(rule bodyRule, next http.Handler) http.Handler {
 			writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
 			return
 		}
-		body, err := p.readBody(w, r, rule.maxBytes)
+		body, err := readBody(w, r, rule.maxBytes)
 		if err != nil {
 			// The rest of the body is not worth reading: the connection
 			// ends with this answer.
@@ -68,25 +67,12 @@ func (p *Platform) acceptBody(rule bodyRule, next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads the whole body within the body timeout. The deadline is
-// per request, not http.Server.ReadTimeout: that one stays armed while the
-// answer is written, and when it fires the server cancels the request,
-// which would end a long turn's wait or its event stream.
-func (p *Platform) readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
-	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(p.cfg.BodyTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return nil, fmt.Errorf("api: body deadline: %w", err)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
-	if err != nil {
-		return nil, err // the deadline stays: the connection is closed after the answer
-	}
-	// Cleared at once: after the body the server keeps reading the
-	// connection to notice a client that goes away, under this deadline.
-	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return nil, fmt.Errorf("api: body deadline: %w", err)
-	}
-	return body, nil
+// readBody reads the whole body. Reading it to the end matters: only then
+// does net/http lift the request's read deadline (Server.ReadTimeout, our
+// body timeout) and watch the connection for a client that goes away, so
+// the deadline bounds the body but not a long turn's wait or stream.
+func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
 }
 
 // bodyError is the answer to a body that could not be read.

@@ -171,7 +171,7 @@ func nextLine(t *testing.T, sc *bufio.Scanner) string {
 // body deadline does not end a stream that outlives it.
 func TestSSEKeepAliveDuringSilentTurn(t *testing.T) {
 	release := make(chan struct{})
-	p := runAPI(t, Config{KeepAliveInterval: 20 * time.Millisecond, BodyTimeout: 10 * time.Millisecond},
+	p := runAPI(t, Config{KeepAliveInterval: 40 * time.Millisecond, BodyTimeout: 50 * time.Millisecond},
 		func(p *Platform) gateway.Sink {
 			return &fakeSink{p: p, seen: map[string]bool{}, answer: silentTurn(release)}
 		})
