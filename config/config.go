@@ -83,6 +83,14 @@ type API struct {
 	Listen    string
 	Token     string // bearer token; "" = no auth (listen on loopback only then)
 	TokenFile string
+	// AllowedHosts are Host header values accepted besides the listen
+	// address and the loopback names (DNS rebinding defence): "name" for
+	// any port, "name:port" for that port only.
+	AllowedHosts []string
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed to
+	// call /api/; other cross-origin requests are refused.
+	AllowedOrigins []string
+	MaxConnections int // concurrent connections served; more wait to be accepted
 }
 
 // Telegram configures the Telegram adapter; enabled when Token is set.

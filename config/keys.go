@@ -42,6 +42,9 @@ var keys = []key{
 	strKey("api.listen", "127.0.0.1:8787", func(c *Config) *string { return &c.API.Listen }, hostPort),
 	secretKey("api.token", func(c *Config) *string { return &c.API.Token }),
 	strKey("api.token_file", "", func(c *Config) *string { return &c.API.TokenFile }, nil),
+	checkedListKey("api.allowed_hosts", func(c *Config) *[]string { return &c.API.AllowedHosts }, hostHeader),
+	checkedListKey("api.allowed_origins", func(c *Config) *[]string { return &c.API.AllowedOrigins }, webOrigin),
+	intKey("api.max_connections", 256, func(c *Config) *int { return &c.API.MaxConnections }, 1),
 
 	secretKey("telegram.token", func(c *Config) *string { return &c.Telegram.Token }),
 	strKey("telegram.token_file", "", func(c *Config) *string { return &c.Telegram.TokenFile }, nil),
@@ -129,6 +132,24 @@ func listKey(name string, field func(*Config) *[]string) key {
 			return "[" + strings.Join(quoted, ", ") + "]"
 		},
 	}
+}
+
+// checkedListKey is a list key whose every item must pass check.
+func checkedListKey(name string, field func(*Config) *[]string, check func(string) string) key {
+	k := listKey(name, field)
+	decode := k.decode
+	k.decode = func(c *Config, raw any) error {
+		if err := decode(c, raw); err != nil {
+			return err
+		}
+		for _, item := range *field(c) {
+			if msg := check(item); msg != "" {
+				return errorf(name, "%s", msg)
+			}
+		}
+		return nil
+	}
+	return k
 }
 
 func durKey(name, def string, field func(*Config) *time.Duration, check func(time.Duration) string) key {
@@ -346,6 +367,26 @@ func httpURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("invalid URL %q (use http:// or https://)", s)
+	}
+	return ""
+}
+
+// hostHeader accepts what a Host header carries: a name or IP, optionally
+// with a port ("gw.example", "gw.example:8787", "[::1]:8787").
+func hostHeader(s string) string {
+	u, err := url.Parse("http://" + s)
+	if err != nil || u.Host != s || u.Hostname() == "" || u.User != nil || strings.ContainsAny(s, "/?#*") {
+		return fmt.Sprintf("invalid host %q (use a host name or host:port, without scheme or path)", s)
+	}
+	return ""
+}
+
+// webOrigin accepts a browser origin: scheme://host[:port], nothing more.
+func webOrigin(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
+		u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.Contains(s, "*") {
+		return fmt.Sprintf("invalid origin %q (use scheme://host[:port], e.g. https://console.example, without a path)", s)
 	}
 	return ""
 }

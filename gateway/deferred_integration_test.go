@@ -75,6 +75,7 @@ func cutOffs(notices []string) int {
 func (in *instance) rawPost(ctx context.Context, t *testing.T, lane, body string) (int, http.Header, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+in.api.Addr()+"/api/lanes/"+lane+"/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +166,7 @@ func TestIntegrationAbandonedResponseHandsNoticeBack(t *testing.T) {
 		defer close(gone)
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+gw.api.Addr()+"/api/lanes/lane/messages",
 			strings.NewReader(`{"text":"hang please","user":"tester","id":"hang-1"}`))
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

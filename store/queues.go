@@ -107,6 +107,27 @@ func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 	return out, nil
 }
 
+// IgnorePendingInbound marks the lane's received and processing messages
+// ignored, so restart recovery does not run them, and returns how many it
+// marked. It is what /reset does to the queue of a live lane, for a reset
+// made while the daemon is down.
+func (s *Store) IgnorePendingInbound(ctx context.Context, sessionKey string) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		res, err := q.ExecContext(ctx, `UPDATE inbox SET state = ?, updated_at = ?
+			WHERE session_key = ? AND state IN ('received', 'processing')`, InboundIgnored, toDB(s.now()), sessionKey)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: ignore pending inbound of %q: %w", sessionKey, err)
+	}
+	return int(n), nil
+}
+
 // Cursor returns a named cursor (e.g. Telegram's last confirmed update id).
 func (s *Store) Cursor(ctx context.Context, name string) (string, bool, error) {
 	var v string

@@ -68,6 +68,47 @@ func TestInboundStates(t *testing.T) {
 	}
 }
 
+// An offline reset drops what the lane had waiting, and only that.
+func TestIgnorePendingInbound(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	record := func(key, mid, state string) int64 {
+		t.Helper()
+		id, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: mid, SessionKey: key, Text: mid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state != InboundReceived {
+			if err := s.SetInboundState(ctx, id, state); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return id
+	}
+	record("k", "1", InboundReceived)
+	record("k", "2", InboundProcessing)
+	record("k", "3", InboundDone)
+	other := record("other", "4", InboundReceived)
+
+	n, err := s.IgnorePendingInbound(ctx, "k")
+	if err != nil || n != 2 {
+		t.Fatalf("IgnorePendingInbound = %d, %v; want the 2 pending messages", n, err)
+	}
+	pending, err := s.PendingInbound(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ID != other {
+		t.Errorf("pending after the reset = %+v, want only the other lane's message", pending)
+	}
+	if n := countRows(t, s, "SELECT COUNT(*) FROM inbox WHERE state = 'done'"); n != 1 {
+		t.Errorf("done messages = %d, want the finished one left alone", n)
+	}
+	if n, err := s.IgnorePendingInbound(ctx, "k"); err != nil || n != 0 {
+		t.Errorf("second IgnorePendingInbound = %d, %v; want 0", n, err)
+	}
+}
+
 func TestCursors(t *testing.T) {
 	s, _ := openTestStore(t)
 	ctx := context.Background()

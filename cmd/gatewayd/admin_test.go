@@ -216,3 +216,49 @@ func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
 		t.Errorf("show missing: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// `gatewayd sessions reset` with the daemon down drops the messages the
+// lane had recorded but not answered, as /reset drops a live lane's queue:
+// the next start must not run them in the fresh conversation.
+func TestOfflineResetDropsWaitingMessages(t *testing.T) {
+	dir := cleanEnv(t)
+	stateDir := filepath.Join(dir, "st")
+	t.Setenv("GATEWAYD_STATE_DIR", stateDir)
+	srv := httptest.NewServer(http.NotFoundHandler()) // a port nothing listens on
+	t.Setenv("GATEWAYD_API_LISTEN", strings.TrimPrefix(srv.URL, "http://"))
+	srv.Close()
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db := filepath.Join(stateDir, "gatewayd.db")
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"v1:api:x", "v1:api:y"} {
+		if _, err := st.EnsureLane(ctx, store.LaneKey{SessionKey: key, Platform: "api", Kind: "api", ChatID: key[len("v1:api:"):]}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.RecordInbound(ctx, store.Inbound{Platform: "api", MessageID: "m-" + key, SessionKey: key, Text: "queued"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	if code, out, errOut := runCLI(t, "", "sessions", "reset", "v1:api:x"); code != 0 || out != "reset v1:api:x\n" {
+		t.Fatalf("sessions reset: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	st, err = store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pending, err := st.PendingInbound(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].SessionKey != "v1:api:y" {
+		t.Errorf("pending after the offline reset = %+v, want only the other lane's message", pending)
+	}
+}

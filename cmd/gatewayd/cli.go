@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // Exit codes; documented in the package comment and the usage text.
@@ -38,7 +39,7 @@ Configuration: --config FILE, else $GATEWAYD_CONFIG, else ~/.config/gatewayd/gat
 Exit codes:
   0  success (run: clean shutdown after SIGTERM/SIGINT)
   1  runtime failure (store, app-server, platform or network error; forced exit on a second signal)
-  2  configuration or usage error
+  2  configuration or usage error (also: a platform rejected its bot token)
 `
 
 // usageError is a command-line mistake (exit 2).
@@ -50,14 +51,16 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// exitCode maps an error to the documented exit codes.
+// exitCode maps an error to the documented exit codes. A platform that
+// rejects its configuration at run time (a revoked bot token) is a
+// configuration error too: exit 2 is the status systemd does not restart.
 func exitCode(err error) int {
 	var ue *usageError
 	var ce *config.Error
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, gateway.ErrConfig):
 		return exitUsage
 	}
 	return exitFailure

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // cleanEnv keeps the host's GATEWAYD_* and state variables out of a test.
@@ -154,6 +159,29 @@ func TestRunPreflightErrorsAreConfigErrors(t *testing.T) {
 			}
 			if !strings.Contains(errOut, tc.wantErr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, errOut)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"success", nil, exitOK},
+		{"usage", usagef("bad flag"), exitUsage},
+		{"config key", fmt.Errorf("gatewayd: %w", &config.Error{Key: "api.listen", Msg: "bad"}), exitUsage},
+		// The gateway passes a platform's Run error on wrapped twice.
+		{"token rejected at run time", fmt.Errorf("gatewayd: %w",
+			fmt.Errorf("gateway: platform telegram: %w", fmt.Errorf("telegram: getMe: token rejected: %w", gateway.ErrConfig))), exitUsage},
+		{"runtime", errors.New("gatewayd: open store: disk full"), exitFailure},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exitCode(tt.err); got != tt.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 			}
 		})
 	}

@@ -319,7 +319,9 @@ func (d *daemon) buildGateway() error {
 	}
 	d.health = lifecycle.NewHealth(d.probe, 0)
 	d.api = api.New(api.Config{
-		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log.Named("api"), Answers: d.store,
+		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
+		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
+		MaxConnections: d.cfg.API.MaxConnections,
 		Handlers: map[string]http.Handler{
 			"/healthz":  d.health,
 			"/metrics":  d.metrics.Handler(),

@@ -16,7 +16,8 @@
 //
 //	0  success (for run: a clean shutdown after SIGTERM/SIGINT)
 //	1  runtime failure (store, app-server, platform or network error; a forced exit on a second signal)
-//	2  configuration or usage error (the message names the key or the flag)
+//	2  configuration or usage error (the message names the key or the flag),
+//	   also a bot token the platform rejects at run time: restarting cannot fix it
 //
 // The work lives in Run so tests drive it without a process; main only maps
 // the result to the exit status.

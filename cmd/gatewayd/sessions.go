@@ -71,7 +71,8 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 
 // offlineBackend serves the sessions commands from the store when the
 // daemon is down; reset then changes the store exactly as /reset does
-// (the app-server holds no loaded thread to release).
+// (the app-server holds no loaded thread to release), dropping the lane's
+// waiting messages as /reset drops its queue.
 type offlineBackend struct{ st *store.Store }
 
 func (b offlineBackend) Lanes(ctx context.Context, limit int) ([]store.Lane, error) {
@@ -85,6 +86,11 @@ func (b offlineBackend) Transcript(ctx context.Context, key string, limit int) (
 }
 func (b offlineBackend) Reset(ctx context.Context, key string) error {
 	if _, err := b.st.Lane(ctx, key); err != nil {
+		return err
+	}
+	// Before the reset, so a failure between the two cannot leave an old
+	// message to be run in the fresh conversation at the next start.
+	if _, err := b.st.IgnorePendingInbound(ctx, key); err != nil {
 		return err
 	}
 	_, err := b.st.ResetLane(ctx, key, "reset by operator")

@@ -40,8 +40,56 @@ type Config struct {
 	// Required: Run refuses to start without it.
 	Answers AnswerStore
 	// Handlers are extra routes on the same listener (e.g. "/healthz",
-	// "/metrics"); they are served without the bearer token.
+	// "/metrics"); they are served without the bearer token, behind the
+	// same Host check (and Origin check under /api/).
 	Handlers map[string]http.Handler
+
+	// AllowedHosts are Host header values answered besides the loopback
+	// names, the listen host and the connection's own IP: "name" on any
+	// port, "name:port" on that port. AllowedOrigins are the browser
+	// origins allowed to call /api/ (besides this server's own). See guard.go.
+	AllowedHosts   []string
+	AllowedOrigins []string
+	// MaxConnections bounds the connections served at once; default 256.
+	MaxConnections int
+
+	// Timeouts; zero means the default. There is no write timeout: a
+	// streamed answer lasts as long as its turn.
+	IdleTimeout       time.Duration // a keep-alive connection without a request is closed; default 60s
+	ReadHeaderTimeout time.Duration // default 10s
+	BodyTimeout       time.Duration // the whole request, headers and body, must arrive within it; default 30s
+	// KeepAliveInterval is how often a silent event stream gets a comment
+	// line, so proxies and clients do not take it for dead; default 15s.
+	KeepAliveInterval time.Duration
+}
+
+// Defaults of the Config fields left zero.
+const (
+	DefaultMaxConnections    = 256
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout       = 30 * time.Second
+	DefaultKeepAliveInterval = 15 * time.Second
+)
+
+// withDefaults fills the fields left zero.
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	setDefault := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDefault(&c.BodyTimeout, DefaultBodyTimeout)
+	setDefault(&c.KeepAliveInterval, DefaultKeepAliveInterval)
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	return c
 }
 
 // AnswerStore is where answers outlive the request and the process;
@@ -86,11 +134,8 @@ var (
 
 // New builds the platform; Run starts listening.
 func New(cfg Config) *Platform {
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	return &Platform{cfg: cfg, log: log.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
+	cfg = cfg.withDefaults()
+	return &Platform{cfg: cfg, log: cfg.Logger.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
 		deferredLanes: map[string]bool{}}
 }
@@ -123,9 +168,13 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 	p.mu.Lock()
 	p.addr, p.sink = ln.Addr().String(), sink
 	p.mu.Unlock()
-	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, err := p.server()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, p.cfg.MaxConnections)) }()
 	close(p.ready)
 	p.log.Info("api.listening", zap.String("addr", ln.Addr().String()))
 	select {
@@ -143,6 +192,25 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 	return nil
 }
 
+// server is the HTTP server of Run. net/http's own complaints (a panic in
+// a handler, a bad request line) go to the zap log, so stdout stays JSON.
+func (p *Platform) server() (*http.Server, error) {
+	errLog, err := zap.NewStdLogAt(p.log.Named("http"), zap.WarnLevel)
+	if err != nil {
+		return nil, fmt.Errorf("api: error log: %w", err)
+	}
+	// ReadTimeout bounds headers plus body and ends when the body has been
+	// read to its end (see readBody), so it cannot cut a streamed answer;
+	// there is no WriteTimeout for the same reason.
+	return &http.Server{
+		Handler:           p.Handler(),
+		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
+		ReadTimeout:       p.cfg.BodyTimeout,
+		IdleTimeout:       p.cfg.IdleTimeout,
+		ErrorLog:          errLog,
+	}, nil
+}
+
 // checkListen refuses to serve the API without a token on a non-loopback
 // address: anyone who can reach it could drive Codex.
 func checkListen(listen, token string) error {
@@ -156,20 +224,23 @@ func checkListen(listen, token string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("api: listen address %q is not loopback; set a token to expose the API", listen)
+	return fmt.Errorf("api: listen address %q is not loopback; set a token to expose the API: %w", listen, gateway.ErrConfig)
 }
 
-// Handler returns the HTTP routes (exported for tests and embedding).
+// Handler returns the HTTP routes (exported for tests and embedding),
+// every one behind the Host and Origin checks of guard.go.
 func (p *Platform) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /api/lanes/{lane}/messages", p.authorize(http.HandlerFunc(p.postMessage)))
+	mux.Handle("POST /api/lanes/{lane}/messages",
+		p.authorize(p.acceptBody(jsonBody(maxBody), http.HandlerFunc(p.postMessage))))
 	mux.Handle("GET /api/lanes/{lane}/messages/{id}", p.authorize(http.HandlerFunc(p.getMessage)))
 	mux.Handle("GET /api/lanes/{lane}/approvals", p.authorize(http.HandlerFunc(p.listApprovals)))
-	mux.Handle("POST /api/lanes/{lane}/approvals/{id}", p.authorize(http.HandlerFunc(p.decideApproval)))
+	mux.Handle("POST /api/lanes/{lane}/approvals/{id}",
+		p.authorize(p.acceptBody(jsonBody(maxDecisionBody), http.HandlerFunc(p.decideApproval))))
 	for pattern, h := range p.cfg.Handlers {
 		mux.Handle(pattern, h)
 	}
-	return mux
+	return newGuard(p.cfg.Listen, p.cfg.AllowedHosts, p.cfg.AllowedOrigins, p.log).wrap(mux)
 }
 
 func (p *Platform) authorize(next http.Handler) http.Handler {

@@ -34,6 +34,7 @@ type fakeSink struct {
 	held        map[int64]bool
 	delivered   map[int64]int // Delivered reports per row
 	redelivered chan string   // each Redeliver's session key
+	accepted    int           // messages recorded (not duplicates)
 }
 
 var _ gateway.DeliveryReporter = (*fakeSink)(nil)
@@ -60,6 +61,9 @@ func (s *fakeSink) DeliverChecked(ctx context.Context, in gateway.Inbound) (bool
 	if err != nil || dup {
 		return dup, err
 	}
+	s.mu.Lock()
+	s.accepted++
+	s.mu.Unlock()
 	go s.answer(s.p, in)
 	return false, nil
 }
@@ -139,15 +143,29 @@ func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound
 // sink newSink builds for it.
 func startAPIWith(t *testing.T, token string, newSink func(*Platform, *store.Store) gateway.Sink) *Platform {
 	t.Helper()
+	return runAPI(t, Config{Token: token}, newSink)
+}
+
+// runAPI runs the platform on 127.0.0.1 with cfg over a store in a temp
+// directory (a test logger and a /healthz route unless cfg sets them).
+func runAPI(t *testing.T, cfg Config, newSink func(*Platform, *store.Store) gateway.Sink) *Platform {
+	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	p := New(Config{Listen: "127.0.0.1:0", Token: token, Logger: zaptest.NewLogger(t), Answers: st,
-		Handlers: map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Answers = st
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
+	}
+	if cfg.Handlers == nil {
+		cfg.Handlers = map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte("ok"))
-		})}})
+		})}
+	}
+	p := New(cfg)
 	sink := newSink(p, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -169,6 +187,7 @@ func startAPIWith(t *testing.T, token string, newSink func(*Platform, *store.Sto
 func post(t *testing.T, p *Platform, lane, token, body string, hdr ...string) (*http.Response, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/"+lane+"/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -284,6 +303,7 @@ func TestNoticeOfAbandonedRequestComesWithNextRequest(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"hang"}`))
+		req.Header.Set("Content-Type", "application/json")
 		_, err := http.DefaultClient.Do(req)
 		errc <- err
 	}()
@@ -319,6 +339,7 @@ func TestSSEStreamsDeltasThenDone(t *testing.T) {
 			EditID: id, Turn: &gateway.TurnInfo{ThreadID: "th", TurnID: "tu", Status: "completed"}})
 	})
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"hi"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -54,6 +55,9 @@ func newApproval(lane string, p gateway.PendingApproval) Approval {
 		ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID, Asked: p.Asked,
 		Decide: "/api/lanes/" + lane + "/approvals/" + p.ID, Decisions: append([]string(nil), decisions...)}
 }
+
+// maxDecisionBody bounds the body of a decision; it is a few words.
+const maxDecisionBody = 4 << 10
 
 // decisionRequest is the body of POST /api/lanes/{lane}/approvals/{id}.
 type decisionRequest struct {
@@ -113,7 +117,12 @@ func (p *Platform) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req decisionRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&req); err != nil {
+	var tooBig *http.MaxBytesError
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDecisionBody)).Decode(&req); err != nil {
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", maxDecisionBody))
+			return
+		}
 		writeError(w, http.StatusBadRequest, `body must be JSON: {"decision": "accept" | "acceptForSession" | "decline" | "cancel", "user": "..."}`)
 		return
 	}

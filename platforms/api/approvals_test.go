@@ -114,6 +114,7 @@ func startDecider(t *testing.T, token string) (*Platform, *deciderSink) {
 func call(t *testing.T, p *Platform, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://"+p.Addr()+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -137,6 +138,7 @@ func postAsync(t *testing.T, p *Platform, token, body string) <-chan map[string]
 		var out map[string]any
 		defer func() { done <- out }()
 		req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -245,6 +247,7 @@ func TestApprovalInJSONAnswerAndList(t *testing.T) {
 func TestApprovalEventInStream(t *testing.T) {
 	p, d := startDecider(t, "")
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"RUN it"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

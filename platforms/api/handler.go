@@ -112,7 +112,7 @@ func readMessage(w http.ResponseWriter, r *http.Request) (string, messageRequest
 	if err := dec.Decode(&req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes (text: %d)", maxBody, MaxTextBytes))
 			return "", req, false
 		}
 		writeError(w, http.StatusBadRequest, "body must be JSON: {\"text\": \"...\", \"user\": \"...\"}")
@@ -214,8 +214,16 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 	if ev.err != nil {
 		return ev.err
 	}
+	// A turn may think for minutes without a word; a comment line now and
+	// then keeps proxies and clients from taking the stream for dead.
+	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
+	defer keepAlive.Stop()
 	for {
 		select {
+		case <-keepAlive.C:
+			if err := ev.comment("keep-alive"); err != nil {
+				return err
+			}
 		case <-wt.changed:
 			preview, ns, as := wt.snapshot()
 			if err := sendNew(ns, as); err != nil {
@@ -400,6 +408,15 @@ func (e *events) emit(event string, data any) error {
 func (e *events) emitRaw(event string, data []byte) error {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", event, data)
+	}
+	e.flush()
+	return e.err
+}
+
+// comment writes an SSE comment line, which clients ignore.
+func (e *events) comment(text string) error {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, ": %s\n\n", text)
 	}
 	e.flush()
 	return e.err

@@ -19,6 +19,7 @@ import (
 func rawPost(t *testing.T, p *Platform, body string, stream bool) (int, http.Header, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if stream {
 		req.Header.Set("Accept", "text/event-stream")
 	}
@@ -161,6 +162,7 @@ func TestDisconnectedClientGetsItsAnswerLater(t *testing.T) {
 		defer close(gone)
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+p.Addr()+"/api/lanes/demo/messages",
 			strings.NewReader(`{"text":"later","id":"gone-1"}`))
+		req.Header.Set("Content-Type", "application/json")
 		http.DefaultClient.Do(req)
 	}()
 	<-recorded

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -166,6 +167,9 @@ func (a *Adapter) open(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if rejected := a.connectRejected(err); rejected != nil {
+			return rejected
+		}
 		mapped := mapError("connect", err)
 		if errors.Is(mapped, gateway.ErrPermanent) || fatalClose(err) {
 			return mapped
@@ -178,6 +182,42 @@ func (a *Adapter) open(ctx context.Context) error {
 		}
 		wait = min(wait*2, time.Minute)
 	}
+}
+
+// connectRejected returns the configuration error for a connect failure
+// that only the operator can fix, or nil: the token refused (HTTP 401/403
+// from the REST API, close code 4004 from the gateway) or intents the bot
+// may not use (4013, 4014). The daemon then exits 2 instead of restarting
+// into the same answer. The token is never part of a Discord URL.
+func (a *Adapter) connectRejected(err error) error {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Request != nil {
+		switch re.Response.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("discord: %s: bot token rejected (check discord.token): %s: %w",
+				a.requestURL(re.Request.URL), restSummary(re), gateway.ErrConfig)
+		}
+	}
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		switch ce.Code {
+		case 4004:
+			return fmt.Errorf("discord: gateway: authentication failed (close code 4004; check discord.token): %w", gateway.ErrConfig)
+		case 4013, 4014:
+			return fmt.Errorf("discord: gateway: intents refused (close code %d; enable the Message Content intent for the bot): %w",
+				ce.Code, gateway.ErrConfig)
+		}
+	}
+	return nil
+}
+
+// requestURL is the URL a request of discordgo's was actually sent to.
+func (a *Adapter) requestURL(u *url.URL) string {
+	if a.cfg.APIURL == "" {
+		return u.String()
+	}
+	base, _ := url.Parse(a.cfg.APIURL) // validated in normalise
+	return rewriteURL(u, base).String()
 }
 
 // fatalClose reports gateway close codes that reconnecting cannot fix:

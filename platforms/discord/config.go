@@ -5,7 +5,6 @@ package discord
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // PlatformName is the platform name used in gateway addresses.
@@ -70,8 +71,9 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// ErrConfig marks an invalid configuration.
-var ErrConfig = errors.New("discord: invalid config")
+// ErrConfig marks an invalid configuration; it is a gateway.ErrConfig, so
+// the daemon exits 2 on it.
+var ErrConfig = fmt.Errorf("discord: invalid config: %w", gateway.ErrConfig)
 
 func (c *Config) normalise() error {
 	if strings.TrimSpace(c.Token) == "" {
@@ -119,13 +121,19 @@ type rewriteTransport struct {
 
 func (t rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
-	r.URL.Scheme = t.base.Scheme
-	r.URL.Host = t.base.Host
+	r.URL = rewriteURL(req.URL, t.base)
 	r.Host = t.base.Host
-	if p := strings.TrimSuffix(t.base.Path, "/"); p != "" {
-		r.URL.Path = p + r.URL.Path
-	}
 	return t.next.RoundTrip(r)
+}
+
+// rewriteURL is u sent to base: its scheme and host, its path as a prefix.
+func rewriteURL(u, base *url.URL) *url.URL {
+	out := *u
+	out.Scheme, out.Host = base.Scheme, base.Host
+	if p := strings.TrimSuffix(base.Path, "/"); p != "" {
+		out.Path = p + u.Path
+	}
+	return &out
 }
 
 func httpClient(cfg Config) *http.Client {

@@ -518,8 +518,13 @@ func TestRunFailsOnABadToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	err = a.Run(ctx, newSink())
-	if !errors.Is(err, gateway.ErrPermanent) || strings.Contains(err.Error(), "wrong") {
-		t.Fatalf("Run = %v, want a permanent error without the token", err)
+	// A configuration error (the daemon exits 2, no restart loop) naming
+	// the URL actually used: the fake's, not discord.com.
+	if !errors.Is(err, gateway.ErrConfig) || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("Run = %v, want a configuration error without the token", err)
+	}
+	if want := srv.URL() + "/api/v9/gateway"; !strings.Contains(err.Error(), want+":") {
+		t.Errorf("error %q does not name the URL %s", err, want)
 	}
 }
 

@@ -140,7 +140,9 @@ func New(cfg Config) (*Adapter, error) {
 		bot.WithServerURL(cfg.APIURL),
 		bot.WithSkipGetMe(),
 		bot.WithHTTPClient(cfg.PollTimeout, cfg.HTTPClient),
-		bot.WithErrorsHandler(func(err error) { a.log.Warn("telegram: library error", zap.Error(err)) }),
+		bot.WithErrorsHandler(func(err error) {
+			a.log.Warn("telegram: library error", zap.String("error", redact(err.Error(), cfg.Token)))
+		}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
@@ -237,7 +239,7 @@ func (a *Adapter) setup(ctx context.Context) error {
 		fn   func(context.Context) error
 	}{
 		{"getMe", a.learnIdentity},
-		{"deleteWebhook", a.removeWebhook},
+		{"getWebhookInfo", a.removeWebhook}, // then deleteWebhook, if one is set
 		{"setMyCommands", a.registerCommands},
 	}
 	for _, s := range steps {
@@ -255,8 +257,8 @@ func (a *Adapter) retry(ctx context.Context, name string, fn func(context.Contex
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
-			return fmt.Errorf("telegram: %s: bot token rejected: %w", name, err)
+		if rejectsToken(err) {
+			return a.tokenRejected(name, err)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -264,12 +266,28 @@ func (a *Adapter) retry(ctx context.Context, name string, fn func(context.Contex
 		if ra := retryAfter(err); ra > wait {
 			wait = ra
 		}
-		a.log.Warn("telegram: start-up step failed; retrying", zap.String("step", name), zap.Duration("in", wait), zap.Error(err))
+		// The library's transport errors carry the request URL, token and all.
+		a.log.Warn("telegram: start-up step failed; retrying", zap.String("step", name), zap.Duration("in", wait),
+			zap.String("error", redact(err.Error(), a.cfg.Token)))
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
 		wait = min(wait*2, maxRetryBackoff)
 	}
+}
+
+// rejectsToken reports a Bot API answer that only a new token can fix:
+// 401 (revoked or mistyped), 404 (malformed, so no such bot) or 403.
+func rejectsToken(err error) bool {
+	return errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) || errors.Is(err, bot.ErrorForbidden)
+}
+
+// tokenRejected is the error for a method whose call refused the token: a
+// configuration error (the daemon exits 2 rather than restart into the
+// same answer) naming the URL used, the token in it replaced by <token>.
+func (a *Adapter) tokenRejected(method string, err error) error {
+	return fmt.Errorf("telegram: %s/bot<token>/%s: bot token rejected (check telegram.token): %s: %w",
+		a.cfg.APIURL, method, redact(err.Error(), a.cfg.Token), gateway.ErrConfig)
 }
 
 func (a *Adapter) learnIdentity(ctx context.Context) error {

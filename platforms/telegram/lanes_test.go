@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,20 +283,44 @@ func TestStartupRemovesWebhookAndRegistersCommands(t *testing.T) {
 	}
 }
 
+// A token Telegram refuses stops Run with a configuration error (the
+// daemon exits 2 instead of restarting into the same answer) that names
+// the URL used, with the token replaced by <token>.
 func TestRejectedTokenStopsRun(t *testing.T) {
-	h := newHarness(t)
-	cfg := h.config(t)
-	cfg.Token = "999:wrong-secret"
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, token, method string
+		fail                *telegramtest.Failure
+	}{
+		{name: "wrong token at getMe", token: "999:wrong-secret", method: "getMe"},
+		{name: "forbidden at getMe", token: telegramtest.Token, method: "getMe",
+			fail: &telegramtest.Failure{Code: 403, Description: "Forbidden"}},
+		{name: "revoked while polling", token: telegramtest.Token, method: "getUpdates",
+			fail: &telegramtest.Failure{Code: 401, Description: "Unauthorized"}},
 	}
-	err = a.Run(context.Background(), newSink())
-	if err == nil {
-		t.Fatal("Run with a rejected token returned nil")
-	}
-	if got := err.Error(); strings.Contains(got, "wrong-secret") {
-		t.Fatalf("error leaks the token: %s", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tt.fail != nil {
+				h.srv.Fail(tt.method, *tt.fail)
+			}
+			cfg := h.config(t)
+			cfg.Token = tt.token
+			a, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.Run(context.Background(), newSink())
+			if !errors.Is(err, gateway.ErrConfig) {
+				t.Fatalf("Run = %v, want a gateway.ErrConfig", err)
+			}
+			got := err.Error()
+			if want := h.srv.URL + "/bot<token>/" + tt.method; !strings.Contains(got, want) {
+				t.Errorf("error %q does not name the URL %s", got, want)
+			}
+			if secret := strings.SplitN(tt.token, ":", 2)[1]; strings.Contains(got, secret) {
+				t.Errorf("error leaks the token: %s", got)
+			}
+		})
 	}
 }
 

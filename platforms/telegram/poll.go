@@ -64,8 +64,8 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
-				return fmt.Errorf("telegram: getUpdates: bot token rejected: %w", err)
+			if rejectsToken(err) {
+				return p.a.tokenRejected("getUpdates", err)
 			}
 			if errors.Is(err, bot.ErrorConflict) {
 				// A webhook was set meanwhile (or another poller runs):
@@ -185,6 +185,8 @@ func apiError(code int, desc string, retryAfterSec int) error {
 		return &bot.TooManyRequestsError{Message: "too many requests, " + desc, RetryAfter: retryAfterSec}
 	case http.StatusUnauthorized:
 		return fmt.Errorf("telegram: getUpdates: %w, %s", bot.ErrorUnauthorized, desc)
+	case http.StatusForbidden:
+		return fmt.Errorf("telegram: getUpdates: %w, %s", bot.ErrorForbidden, desc)
 	case http.StatusNotFound:
 		return fmt.Errorf("telegram: getUpdates: %w, %s", bot.ErrorNotFound, desc)
 	case http.StatusConflict:

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+)
+
+// processConfig is the configuration of a daemon run with the real codex
+// and the fake model; extra sections are merged in.
+func processConfig(t *testing.T, dir, addr string, model *codextest.Model, extra map[string]any) string {
+	t.Helper()
+	cfg := map[string]any{
+		"state_dir": filepath.Join(dir, "state"),
+		"log":       map[string]any{"level": "debug", "format": "json"},
+		"codex": map[string]any{
+			"command": codextest.CodexBinary(t), "args": codextest.Args(model.URL), "home": codextest.Home(t),
+			"cwd": filepath.Join(dir, "work"), "sandbox": "danger-full-access", "start_timeout": "60s",
+		},
+		"api": map[string]any{"listen": addr},
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	return writeProcessConfig(t, dir, cfg)
+}
+
+// The built daemon refuses the classic cross-site POST (text/plain, from
+// another origin) without running a turn, while `gatewayd chat` and a
+// curl-style JSON POST keep working.
+func TestProcessRefusesCrossOriginButChatWorks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfgFile := processConfig(t, dir, addr, model, nil)
+	notify := listenNotify(t)
+	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
+	d := startDaemon(t, bin, cfgFile, dir, "guard", notify.path)
+	waitHealthy(t, api, d)
+
+	before := len(model.Requests())
+	tests := []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"text/plain from evil.example", map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, 403},
+		{"rebinding Host", map[string]string{"Content-Type": "application/json", "Host": "evil.example:8787"}, 403},
+		{"text/plain without origin", map[string]string{"Content-Type": "text/plain"}, 415},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", api.base+"/api/lanes/evil/messages", strings.NewReader(`{"text":"touch pwned"}`))
+			for k, v := range tt.hdr {
+				if k == "Host" {
+					req.Host = v
+					continue
+				}
+				req.Header.Set(k, v)
+			}
+			resp, err := api.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body map[string]string
+			json.NewDecoder(resp.Body).Decode(&body)
+			if resp.StatusCode != tt.want || body["error"] == "" {
+				t.Errorf("status %d %v, want %d with an error message", resp.StatusCode, body, tt.want)
+			}
+		})
+	}
+
+	if reply := postMessage(t, api, "guard", "hello from curl"); !strings.Contains(reply, "hello from curl") {
+		t.Errorf("JSON POST reply %q", reply)
+	}
+	var chatOut, chatErr bytes.Buffer
+	std := stdio{in: strings.NewReader("hello from the terminal\n"), out: &chatOut, err: &chatErr}
+	if err := chat(context.Background(), api, "chatlane", "tester", std); err != nil {
+		t.Fatalf("chat: %v\n%s", err, chatErr.String())
+	}
+	if !strings.Contains(chatOut.String(), "ECHO: hello from the terminal") {
+		t.Errorf("chat output lacks the reply:\n%s", chatOut.String())
+	}
+	for _, r := range model.Requests()[before:] {
+		if strings.Contains(r.LastUserText(), "pwned") {
+			t.Errorf("a refused request reached the model: %q", r.LastUserText())
+		}
+	}
+	if code := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d", code)
+	}
+}
+
+// A Telegram token the Bot API refuses ends the daemon with exit 2 (which
+// systemd does not restart), naming the URL used without the token.
+func TestProcessRejectedTelegramTokenExitsTwo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	const secret = "wrong-secret-4711"
+	tg := telegramtest.New(t)
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	cfgFile := processConfig(t, dir, freeAddr(t), model, map[string]any{
+		"telegram": map[string]any{"token": "999:" + secret, "api_url": tg.URL, "allowed_users": []string{"1"}},
+	})
+	d := startDaemon(t, bin, cfgFile, dir, "badtoken", listenNotify(t).path)
+	select {
+	case <-d.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the daemon kept running with a rejected token:\n%s", d.logs())
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code != exitUsage {
+		t.Errorf("exit code %d, want %d\n%s", code, exitUsage, d.logs())
+	}
+	out := d.logs()
+	if want := tg.URL + "/bot<token>/getMe"; !strings.Contains(out, want) {
+		t.Errorf("output does not name %s:\n%s", want, out)
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("output contains the token:\n%s", out)
+	}
+}
