@@ -211,6 +211,14 @@ func (g *Gateway) askApproval(ctx context.Context, l *lane, info PendingApproval
 	default:
 		_, err = p.Send(sctx, out)
 	}
+	if errors.Is(err, ErrDeferred) {
+		// Nobody is there to see it now (the API lane with no request
+		// open): the outbox keeps the question for the lane's next
+		// request, and GET .../approvals lists it meanwhile.
+		g.log.Info("approval.ask_deferred", zap.String("lane", l.key), zap.String("approval", info.ID))
+		g.notify(g.baseCtx, l.addr, "", text)
+		return
+	}
 	g.obs.Outbound(l.addr.Platform, err)
 	if err == nil {
 		return

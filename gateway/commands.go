@@ -225,11 +225,12 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 }
 
 // retryQueued reports whether a rerun of the cut-off turn already waits in
-// the lane's queue (its journal entry stays until the rerun starts).
+// the lane's queue or is starting (its journal entry stays until the rerun
+// journals itself).
 func (g *Gateway) retryQueued(l *lane) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.queue.has(func(it item) bool { return it.retry })
+	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
 }
 
 func (g *Gateway) lastUserText(ctx context.Context, key string) string {

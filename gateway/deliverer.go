@@ -163,7 +163,7 @@ func (d *deliverer) deliverOne(ctx context.Context, m store.OutboxMessage) bool 
 		return true
 	}
 	out := d.outboundOf(m)
-	redelivers := d.deferred.redeliveries(m.SessionKey)
+	redelivers := d.deferred.redeliveries()
 	// A send that has started is finished, and its outcome recorded, even
 	// when the deliverer is stopping: cancelling it midway could leave a
 	// message the platform already has marked pending, and a restart would
@@ -219,7 +219,15 @@ type rowParts struct {
 	id int64
 }
 
+// partRecordTimeout bounds recording one part. The record is made on its
+// own context: a part the platform accepted in the send's grace period,
+// after the send's own deadline, must still be recorded, or the retry
+// would send it again.
+const partRecordTimeout = 5 * time.Second
+
 func (r rowParts) RecordPart(ctx context.Context, part int, platformMessageID string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), partRecordTimeout)
+	defer cancel()
 	return r.st.RecordPart(ctx, r.id, part, platformMessageID)
 }
 
@@ -268,7 +276,7 @@ func (d *deliverer) holdDeferred(ctx context.Context, m store.OutboxMessage, red
 		return
 	}
 	d.log.Debug("outbox.held", zap.Int64("outbox", m.ID), zap.String("lane", m.SessionKey))
-	if d.deferred.redeliveries(m.SessionKey) != redelivers {
+	if d.deferred.redeliveries() != redelivers {
 		d.unholdLane(ctx, m.SessionKey)
 	}
 }
@@ -283,7 +291,7 @@ func (d *deliverer) delivered(ctx context.Context, id int64, platformMessageID s
 
 // redeliver makes the lane's held rows due again and wakes the deliverer.
 func (d *deliverer) redeliver(ctx context.Context, sessionKey string) error {
-	d.deferred.redelivered(sessionKey)
+	d.deferred.redelivered()
 	if _, err := d.st.UnholdLane(ctx, sessionKey); err != nil {
 		return fmt.Errorf("gateway: redeliver %s: %w", sessionKey, err)
 	}

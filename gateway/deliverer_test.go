@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,32 @@ func TestDelivererSendsOnlyTheRemainingParts(t *testing.T) {
 				t.Fatalf("row %s %q parts %v; want sent as pm-d with every part recorded", row.State, row.PlatformMessageID, row.SentParts)
 			}
 		})
+	}
+}
+
+// A part the platform accepted in the send's grace period, after the
+// send's own deadline, is still recorded: else the retry sends it again.
+func TestPartIsRecordedAfterTheSendDeadline(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.EnsureLane(ctx, store.LaneKey{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "a\nb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, cancel := context.WithCancel(ctx)
+	cancel() // the send's deadline passed while part 0 was on the wire
+	if err := (rowParts{st: st, id: id}).RecordPart(expired, 0, "m1"); err != nil {
+		t.Fatalf("RecordPart after the send deadline: %v", err)
+	}
+	rows, err := st.DueOutbox(ctx, time.Now().Add(time.Minute), 10)
+	if err != nil || len(rows) != 1 || len(rows[0].SentParts) != 1 {
+		t.Fatalf("due rows %+v, %v; want the row with part 0 recorded", rows, err)
 	}
 }

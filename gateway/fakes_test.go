@@ -145,6 +145,11 @@ func (s *fakeStore) ResetLane(_ context.Context, key, _ string) (store.Lane, err
 	l.SessionID++
 	l.ThreadID, l.Binding, l.Turns = "", store.BindingNone, 0
 	l.SessionStartedAt = s.now()
+	if e, ok := s.journal[key]; ok && e.InboundID > 0 && int(e.InboundID) <= len(s.inbound) {
+		if st := &s.inbound[e.InboundID-1].State; *st == store.InboundReceived || *st == store.InboundProcessing {
+			*st = store.InboundIgnored
+		}
+	}
 	delete(s.journal, key)
 	return *l, nil
 }

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 )
 
 // Deferred delivery (ErrDeferred, DeliveryReporter): a platform that takes a
@@ -27,29 +27,19 @@ func (g *Gateway) Redeliver(ctx context.Context, sessionKey string) error {
 	return g.out.redeliver(ctx, sessionKey)
 }
 
-// deferrals is the gateway's memory of deferred rows.
+// deferrals is the gateway's memory of deferred rows: one count of
+// Redeliver calls. The deliverer reads it before a send; a change by the
+// time the row is held means a platform asked for rows while the send was
+// in flight, after which the hold could strand the row, so it is made due
+// again. One count for all lanes keeps this memory constant (API lane names
+// are the clients' to choose); a call on another lane only costs an extra
+// unhold.
 type deferrals struct {
-	mu sync.Mutex
-	// redelivers counts Redeliver calls per lane. The deliverer reads it
-	// before a send; a change by the time the row is held means the
-	// platform asked for the lane's rows while the send was in flight,
-	// after which the hold would have stranded the row.
-	redelivers map[string]uint64
+	redelivers atomic.Uint64
 }
 
-func newDeferrals() *deferrals {
-	return &deferrals{redelivers: map[string]uint64{}}
-}
+func newDeferrals() *deferrals { return &deferrals{} }
 
-// redeliveries returns the lane's Redeliver count.
-func (f *deferrals) redeliveries(sessionKey string) uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.redelivers[sessionKey]
-}
+func (f *deferrals) redeliveries() uint64 { return f.redelivers.Load() }
 
-func (f *deferrals) redelivered(sessionKey string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.redelivers[sessionKey]++
-}
+func (f *deferrals) redelivered() { f.redelivers.Add(1) }

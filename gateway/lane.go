@@ -69,6 +69,9 @@ type turnState struct {
 	discard  bool // the lane was reset: skip or discard the result
 	cutOff   bool // shutdown interrupted it: leave it journaled
 	answered bool // the answer is being committed; nothing waits for it
+	// retry: the item reruns the lane's cut-off turn, whose journal entry
+	// stays until this turn journals itself.
+	retry bool
 	// compacting: the thread's active codex turn is a compaction run
 	// before this turn; nothing may be steered into it or interrupt it.
 	compacting bool
@@ -278,7 +281,7 @@ func (g *Gateway) next(l *lane) (item, bool) {
 	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{kind: it.kind}
+	l.cur = &turnState{kind: it.kind, retry: it.retry}
 	return it, true
 }
 

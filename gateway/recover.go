@@ -27,9 +27,9 @@ func (g *Gateway) recover(ctx context.Context) error {
 	}
 	// A cut-off turn whose inbound row is still pending was never handled
 	// by a recovery; one already marked failed was retried once before.
-	fresh := make(map[int64]bool, len(pending))
+	fresh := make(map[int64]string, len(pending)) // inbound id → platform message id
 	for _, row := range pending {
-		fresh[row.ID] = true
+		fresh[row.ID] = row.MessageID
 	}
 	cut := make(map[int64]bool, len(entries))
 	told := 0
@@ -38,7 +38,8 @@ func (g *Gateway) recover(ctx context.Context) error {
 		if e.CutOff {
 			continue // told by an earlier start; kept for /retry
 		}
-		if g.recoverCutOff(ctx, e, g.cfg.AutoRetryCutOff && fresh[e.InboundID]) {
+		msgID, isFresh := fresh[e.InboundID]
+		if g.recoverCutOff(ctx, e, msgID, g.cfg.AutoRetryCutOff && isFresh) {
 			told++
 		}
 	}
@@ -62,17 +63,16 @@ func (g *Gateway) recover(ctx context.Context) error {
 // Notices of a cut-off turn.
 const autoRetryNotice = "Your previous request was cut off by a restart; running it again."
 
-// recoverCutOff tells a lane its turn was cut off (or reruns it once) and
-// reports whether the lane was told now.
-func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, autoRetry bool) bool {
+// recoverCutOff tells a lane its turn was cut off (or reruns it once, as
+// the reply to msgID) and reports whether the lane was told now. An entry
+// the lane has moved past is dropped with its inbound row closed, so no
+// later start runs it.
+func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID string, autoRetry bool) bool {
 	sl, err := g.st.Lane(ctx, e.SessionKey)
-	if err != nil {
-		g.log.Error("recover.cut_off_lane_missing", zap.String("lane", e.SessionKey), zap.Error(err))
-		g.clearJournal(ctx, e.SessionKey)
-		return false
-	}
-	if sl.Generation != e.Generation {
-		g.log.Info("recover.cut_off_stale", zap.String("lane", e.SessionKey))
+	if err != nil || sl.Generation != e.Generation {
+		g.log.Info("recover.cut_off_dropped", zap.String("lane", e.SessionKey),
+			zap.Bool("lane_found", err == nil), zap.Error(err))
+		g.setInbound(ctx, e.InboundID, store.InboundFailed)
 		g.clearJournal(ctx, e.SessionKey)
 		return false
 	}
@@ -91,7 +91,7 @@ func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, autoR
 	g.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
 		zap.Bool("auto_retry", autoRetry))
 	if autoRetry {
-		g.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, text: e.Text, retry: true})
+		g.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: msgID, text: e.Text, retry: true})
 	}
 	return true
 }

@@ -76,3 +76,24 @@ func TestCutOffTurnIgnoresOldGeneration(t *testing.T) {
 		t.Fatalf("CutOffTurn after /new = %+v, %v, %v; want none", got, ok, err)
 	}
 }
+
+// TestResetClosesTheJournaledTurnsInbound: a reset wins over the running
+// turn, so its inbound row is no longer pending for the next start.
+func TestResetClosesTheJournaledTurnsInbound(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	l := mustEnsure(t, s, "a")
+	in, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.JournalTurn(ctx, JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, InboundID: in, Text: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResetLane(ctx, l.SessionKey, "/new"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.PendingInbound(ctx); len(p) != 0 {
+		t.Fatalf("pending inbound after a reset = %+v, want the reset turn's message closed", p)
+	}
+}

@@ -268,13 +268,27 @@ func (s *Store) rotate(ctx context.Context, q querier, old Lane, reason string, 
 			codex_thread_id = '', binding = '', binding_reason = '', updated_at = ?, last_active_at = ?
 			WHERE session_key = ?`, sessionID, gen, now, now, old.SessionKey)
 		if err == nil {
-			_, err = q.ExecContext(ctx, "DELETE FROM turn_journal WHERE session_key = ?", old.SessionKey)
+			err = dropJournal(ctx, q, old.SessionKey, now)
 		}
 	}
 	if err != nil {
 		return Lane{}, err
 	}
 	return loadLane(ctx, q, old.SessionKey)
+}
+
+// dropJournal forgets the lane's journaled turn on a reset and closes its
+// inbound row: the reset wins over the turn, so no later start may run it
+// in the new conversation (a crash before the turn's late result is
+// discarded would otherwise leave it pending).
+func dropJournal(ctx context.Context, q querier, sessionKey string, now int64) error {
+	if _, err := q.ExecContext(ctx, `UPDATE inbox SET state = 'ignored', updated_at = ?
+		WHERE id IN (SELECT inbound_id FROM turn_journal WHERE session_key = ?)
+		AND state IN ('received', 'processing')`, now, sessionKey); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, "DELETE FROM turn_journal WHERE session_key = ?", sessionKey)
+	return err
 }
 
 // SetMeta merges meta into the lane's metadata; an empty value deletes the

@@ -65,7 +65,7 @@ func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	id := req.ID
 	if id == "" {
-		id = p.nextID("api-")
+		id = p.nextID(generatedIDPrefix)
 	}
 	wt, ok := p.registerPrimary(r.Context(), id, lane)
 	if !ok {

@@ -22,8 +22,13 @@ import (
 //	message received, running, or its answer
 //	  still on its way through the outbox        waits, then 200, the body
 //	different lane, text or user                 422 "id reused with a different request"
-//	failed, refused or cut off without an answer 409 {"error": ..., "state": ...};
+//	failed, refused or cut off                   409 {"error": ..., "state": ...,
+//	                                             "answer": the refusal, if any};
 //	                                             send it again under a new id
+//
+// A refusal ("too many messages are waiting", "could not save") is an
+// answer, but replaying it as a 200 would tell an idempotent client its
+// message is done when it never ran; the 409 says to send it again.
 //
 // GET /api/lanes/{lane}/messages/{id} shows a message's state and recorded
 // answer without waiting.
@@ -46,6 +51,8 @@ func decideReplay(x store.Exchange, lane string, req messageRequest) replayActio
 	switch {
 	case x.SessionKey != laneAddress(lane).SessionKey() || x.Text != req.Text || x.SenderID != req.User:
 		return replayMismatch
+	case x.State == store.InboundFailed, x.State == store.InboundIgnored:
+		return replayNoAnswer
 	case x.Answer != nil:
 		return replayAnswer
 	case x.State == store.InboundReceived, x.State == store.InboundProcessing, x.AnswerPending:
@@ -59,6 +66,14 @@ var noAnswerWhy = map[string]string{
 	store.InboundFailed:  "failed or was cut off by a restart",
 	store.InboundIgnored: "was refused",
 	store.InboundDone:    "was answered before answers were recorded",
+}
+
+// noReplay is the 409 body for a message that ended without an answer to
+// replay; Answer is the refusal it got, if it got one.
+type noReplay struct {
+	State  string          `json:"state"`
+	Error  string          `json:"error"`
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // replayRecorded answers req as a replay if its id names a recorded
@@ -93,8 +108,8 @@ func (p *Platform) replay(w http.ResponseWriter, r *http.Request, lane string, r
 		writeError(w, http.StatusUnprocessableEntity,
 			"id reused with a different request: a message with this id was sent before with another lane, text or user")
 	case replayNoAnswer:
-		writeJSON(w, http.StatusConflict, map[string]string{"state": x.State, "error": fmt.Sprintf(
-			"message %q %s, without an answer to replay; send it again with a new id", req.ID, noAnswerWhy[x.State])})
+		writeJSON(w, http.StatusConflict, noReplay{State: x.State, Answer: x.Answer, Error: fmt.Sprintf(
+			"message %q %s, so it has no answer to replay; send it again with a new id", req.ID, noAnswerWhy[x.State])})
 	case replayAnswer:
 		written = writeReplay(w, r, x.Answer)
 	case replayWait:

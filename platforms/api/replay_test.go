@@ -244,7 +244,8 @@ func TestDecideReplay(t *testing.T) {
 		{"received", with(store.InboundReceived, nil, false), "demo", replayWait},
 		{"processing", with(store.InboundProcessing, nil, false), "demo", replayWait},
 		{"done, answer in the outbox", with(store.InboundDone, nil, true), "demo", replayWait},
-		{"refused with an answer", with(store.InboundIgnored, []byte("{}"), false), "demo", replayAnswer},
+		{"refused with an answer", with(store.InboundIgnored, []byte("{}"), false), "demo", replayNoAnswer},
+		{"not saved, with an answer", with(store.InboundFailed, []byte("{}"), false), "demo", replayNoAnswer},
 		{"failed without answer", with(store.InboundFailed, nil, false), "demo", replayNoAnswer},
 		{"done before answers were recorded", with(store.InboundDone, nil, false), "demo", replayNoAnswer},
 		{"other lane", with(store.InboundDone, []byte("{}"), false), "other", replayMismatch},
@@ -253,6 +254,38 @@ func TestDecideReplay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := decideReplay(tt.x, tt.lane, req); got != tt.want {
 				t.Errorf("decideReplay = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// An answer whose request went away is recorded. When the client chose the
+// message id, the replay is how it asks again, so the answer is delivered
+// by being recorded and the lane's next request does not carry it a
+// second time; a message posted without an id (the client never learnt the
+// one made for it) has its answer carried by the next request instead.
+func TestAbandonedAnswerReachesTheClientOnce(t *testing.T) {
+	tests := []struct {
+		name      string
+		id        string
+		wantCarry bool
+	}{
+		{name: "client id", id: "mine-1"},
+		{name: "generated id", id: generatedIDPrefix + "x1", wantCarry: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, sink := startAPI(t, "", echo)
+			ans := gateway.Outbound{Address: laneAddress("demo"), Kind: gateway.OutReply, Text: "re: gone",
+				InReplyTo: tt.id, Turn: &gateway.TurnInfo{ThreadID: "th", TurnID: "tu", Status: "completed"}}
+			sink.enqueue(9, ans) // nobody waits for tt.id any more
+			if _, held := sink.deliveries(9); held != tt.wantCarry {
+				t.Fatalf("with nobody waiting: held %v, want %v", held, tt.wantCarry)
+			}
+			_, body := post(t, p, "demo", "", `{"text":"next"}`)
+			notes, _ := body["notices"].([]any)
+			if carried := len(notes) == 1 && notes[0] == "re: gone"; carried != tt.wantCarry {
+				t.Errorf("next request's notices %v; carried = %v, want %v", body["notices"], carried, tt.wantCarry)
 			}
 		})
 	}

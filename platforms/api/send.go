@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -54,7 +55,7 @@ func (p *Platform) answer(ctx context.Context, out gateway.Outbound) (string, er
 	// after its body is built. Replays that register while the answer is
 	// recorded are collected below; later ones find it in the store.
 	primary := p.detachPrimary(out.InReplyTo)
-	body := p.recordAnswer(ctx, out, primary)
+	body, recorded := p.recordAnswer(ctx, out, primary)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	waiting := p.waiters[out.InReplyTo]
@@ -63,9 +64,16 @@ func (p *Platform) answer(ctx context.Context, out gateway.Outbound) (string, er
 		waiting = append(waiting, primary)
 	}
 	if len(waiting) == 0 {
-		// Nobody waits for this answer (the client went away, or a
-		// restart): it stays recorded for a replay or GET, and the lane's
-		// next response carries it, as every notice.
+		if recorded && clientChosenID(out.InReplyTo) {
+			// Nobody waits, but the client named this message: it asks
+			// again by replaying the id (or GET), which returns the
+			// recorded answer. Carrying it on the lane's next request too
+			// would answer it twice.
+			p.log.Info("api.answer_recorded", zap.String("lane", out.Address.ChatID), zap.String("message", out.InReplyTo))
+			return p.nextID("answer-"), nil
+		}
+		// A message whose id the client never learnt (it went away before
+		// the answer): the lane's next response carries it, as a notice.
 		return p.shareLocked(out)
 	}
 	for _, w := range waiting {
@@ -90,24 +98,32 @@ func (p *Platform) detachPrimary(id string) *waiter {
 
 // recordAnswer builds the answer body and records it; the recorded body
 // (an earlier delivery's, if any) is what every request and replay gets.
-func (p *Platform) recordAnswer(ctx context.Context, out gateway.Outbound, primary *waiter) []byte {
+// recorded reports whether a replay will find it.
+func (p *Platform) recordAnswer(ctx context.Context, out gateway.Outbound, primary *waiter) (body []byte, recorded bool) {
 	body, err := json.Marshal(responseFor(out, primary))
 	if err != nil {
 		p.log.Error("api.answer_encode_failed", zap.String("message", out.InReplyTo), zap.Error(err))
-		return nil
+		return nil, false
 	}
 	if p.cfg.Answers == nil { // not running (Run refuses to start without it)
-		return body
+		return body, false
 	}
 	stored, err := p.cfg.Answers.RecordAnswer(ctx, out.Address.SessionKey(), out.InReplyTo, body)
 	if err != nil {
 		// The client waiting now still gets its answer; only a replay
 		// will not find it.
 		p.log.Error("api.answer_record_failed", zap.String("message", out.InReplyTo), zap.Error(err))
-		return body
+		return body, false
 	}
-	return stored
+	return stored, true
 }
+
+// generatedIDPrefix starts the ids the platform makes for messages posted
+// without one. The client learns such an id only from the answer, so it
+// cannot replay it.
+const generatedIDPrefix = "gw~"
+
+func clientChosenID(id string) bool { return !strings.HasPrefix(id, generatedIDPrefix) }
 
 // shareLocked attaches a notice to every request open on its lane, or
 // defers it to the lane's next request. The caller holds p.mu.
