@@ -52,6 +52,10 @@ type Config struct {
 	Discord  Discord
 	Lanes    Lanes
 	Shutdown Shutdown
+	// Projects maps a project name to its absolute, existing directory: the
+	// working directories a lane may choose with /project (codex.cwd is
+	// the one for lanes without a project). Never nil.
+	Projects map[string]string
 }
 
 // Log configures the zap logger.
@@ -246,15 +250,17 @@ func chooseFile(flag string) (string, error) {
 func unknownKeys(all []string, environ []string, section func(key string) bool) error {
 	known := make(map[string]bool, len(keys))
 	envKnown := make(map[string]bool, len(keys))
+	mapValued := map[string]bool{}
 	for _, k := range keys {
 		known[k.name] = true
 		envKnown[envName(k.name)] = true
+		mapValued[k.name] = k.mapValued
 	}
 	var errs []error
 	reported := map[string]bool{}
 	for _, key := range all {
-		if known[key] {
-			continue
+		if known[key] || mapValued[knownParent(key, known)] {
+			continue // a map-valued key's entries are checked by its decoder
 		}
 		// "telegram:" with every child commented out (the natural edit of
 		// the sample file) is an empty section, not an unknown key; its

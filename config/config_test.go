@@ -78,6 +78,8 @@ func keyCases(secretDir string) []keyCase {
 		{"codex.turn_timeout", "5m", "5m", func(c *Config) any { return c.Codex.TurnTimeout }, 5 * time.Minute},
 		{"codex.resume_timeout", "2m", "2m", func(c *Config) any { return c.Codex.ResumeTimeout }, 2 * time.Minute},
 		{"codex.start_timeout", "10s", "10s", func(c *Config) any { return c.Codex.StartTimeout }, 10 * time.Second},
+		{"projects", "{api: SECRETDIR, site: SECRETDIR/}", "api=SECRETDIR,site=SECRETDIR/",
+			func(c *Config) any { return cleanAbs(c.Projects) }, map[string]bool{"api": true, "site": true}},
 		{"api.listen", "127.0.0.2:9000", "127.0.0.2:9000", func(c *Config) any { return c.API.Listen }, "127.0.0.2:9000"},
 		{"api.token", "s3cret", "s3cret", func(c *Config) any { return c.API.Token }, "s3cret"},
 		{"api.token_file", tokenFile, tokenFile, func(c *Config) any { return c.API.Token }, "from-file"},
@@ -116,6 +118,16 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
 		{"shutdown.drain_timeout", "15s", "15s", func(c *Config) any { return c.Shutdown.DrainTimeout }, 15 * time.Second},
 	}
+}
+
+// cleanAbs maps each project to whether its directory came out absolute
+// and cleaned (the test's directory itself is only known inside the case).
+func cleanAbs(projects map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for name, dir := range projects {
+		out[name] = filepath.IsAbs(dir) && dir == filepath.Clean(dir)
+	}
+	return out
 }
 
 // requiredCompanions are keys a case needs so "required when" rules pass.
@@ -226,6 +238,7 @@ func TestDefaults(t *testing.T) {
 			QueueLimit: 20, MaxConcurrentTurns: 4,
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
+		Projects: map[string]string{},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *cfg, want)

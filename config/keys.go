@@ -15,8 +15,11 @@ type key struct {
 	name   string
 	def    any
 	secret bool
-	decode func(c *Config, raw any) error
-	show   func(c *Config) string
+	// mapValued: the key holds a map whose entries are named by the
+	// operator (projects.NAME); they are not unknown keys.
+	mapValued bool
+	decode    func(c *Config, raw any) error
+	show      func(c *Config) string
 }
 
 // keys is every configuration key, in documentation order. Add at will;
@@ -38,6 +41,7 @@ var keys = []key{
 	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
 	durKey("codex.resume_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
 	durKey("codex.start_timeout", "30s", func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),
+	dirMapKey("projects", func(c *Config) *map[string]string { return &c.Projects }),
 
 	strKey("api.listen", "127.0.0.1:8787", func(c *Config) *string { return &c.API.Listen }, hostPort),
 	secretKey("api.token", func(c *Config) *string { return &c.API.Token }),

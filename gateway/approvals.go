@@ -312,8 +312,8 @@ func (g *Gateway) cancelApprovals(key string) int {
 	return n
 }
 
-// callback handles a button press: "approval:<id>:<decision>".
-func (g *Gateway) callback(ctx context.Context, in Inbound) {
+// approvalCallback handles an approval button: "approval:<id>:<decision>".
+func (g *Gateway) approvalCallback(ctx context.Context, in Inbound) {
 	rest, ok := strings.CutPrefix(in.Callback, callbackPrefix)
 	id, decision, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 {

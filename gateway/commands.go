@@ -39,6 +39,7 @@ var Commands = []CommandInfo{
 	{Name: "retry", Description: "Run your last message again", Menu: true},
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
+	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
 	{Name: "help", Description: "List commands", Menu: true},
@@ -90,6 +91,8 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		return
 	case "status":
 		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
+	case "project":
+		g.projectCommand(ctx, l, msgID, cmd.args)
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":
@@ -129,7 +132,8 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	// run a message sent before /new in the fresh conversation.
 	dropped := g.takeQueueLocked(l)
 	l.mu.Unlock()
-	if _, err := g.st.ResetLane(ctx, l.key, reason); err != nil {
+	sl, err := g.st.ResetLane(ctx, l.key, reason)
+	if err != nil {
 		l.mu.Lock() // nothing was reset: the running turn stays valid
 		if cur != nil && l.cur == cur {
 			cur.discard = false
@@ -161,7 +165,11 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	for _, it := range dropped {
 		g.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
 	}
-	g.notify(ctx, l.addr, replyTo, "Started a new conversation: the next message goes to a fresh Codex thread.")
+	started := "Started a new conversation: the next message goes to a fresh Codex thread."
+	if sl.Project != "" {
+		started += " It works in project " + g.projects.describe(sl.Project) + "."
+	}
+	g.notify(ctx, l.addr, replyTo, started)
 	return nil
 }
 
@@ -261,6 +269,7 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 		} else {
 			fmt.Fprintf(&b, "Thread: %s (%s)\n", sl.ThreadID, bindingName(sl.Binding))
 		}
+		fmt.Fprintf(&b, "Project: %s\n", g.projects.describe(sl.Project))
 		fmt.Fprintf(&b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
 		if u, ok := g.cx.Usage(sl.ThreadID); ok && sl.ThreadID != "" {
 			b.WriteString(usageLine(u))

@@ -141,7 +141,7 @@ func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	g.releaseStale(ctx, l)
-	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.cfg.Thread)
+	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.threadConfig(g.laneDir(sl)))
 	if err != nil {
 		return "", err
 	}

@@ -71,3 +71,34 @@ func (s *fakeStore) rotationRows() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.rotations...)
 }
+
+func (s *fakeStore) SetProject(_ context.Context, key, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("SetProject"); err != nil {
+		return err
+	}
+	l := s.lanes[key]
+	if l == nil {
+		return store.ErrNotFound
+	}
+	l.Project = name
+	return nil
+}
+
+func (s *fakeStore) ForgetProject(_ context.Context, key, name string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("ForgetProject"); err != nil {
+		return false, err
+	}
+	l := s.lanes[key]
+	if l == nil {
+		return false, store.ErrNotFound
+	}
+	if l.Project != name {
+		return false, nil
+	}
+	l.Project = ""
+	return true, nil
+}

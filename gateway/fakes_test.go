@@ -449,10 +449,12 @@ type fakeCodex struct {
 	mu       sync.Mutex
 	next     int
 	loaded   map[string]bool
-	known    map[string]bool // threads that exist "on disk"
-	ensures  []string        // stored ids passed to EnsureThread
+	known    map[string]bool      // threads that exist "on disk"
+	ensures  []string             // stored ids passed to EnsureThread
+	configs  []codex.ThreadConfig // the config passed with each EnsureThread
 	released []string
 	turns    []string // "thread:text"
+	cwds     []string // TurnInput.Cwd of each RunTurn, in order
 	ensureFn func(stored string) (codex.Ensured, error)
 	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
 	interr   chan string // Interrupt calls
@@ -478,10 +480,11 @@ func (c *fakeCodex) newThread() string {
 	return id
 }
 
-func (c *fakeCodex) EnsureThread(_ context.Context, stored string, _ codex.ThreadConfig) (codex.Ensured, error) {
+func (c *fakeCodex) EnsureThread(_ context.Context, stored string, cfg codex.ThreadConfig) (codex.Ensured, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ensures = append(c.ensures, stored)
+	c.configs = append(c.configs, cfg)
 	if c.ensureFn != nil {
 		return c.ensureFn(stored)
 	}
@@ -498,13 +501,15 @@ func (c *fakeCodex) EnsureThread(_ context.Context, stored string, _ codex.Threa
 		Reason: "no rollout found"}, nil
 }
 
-func (c *fakeCodex) RunTurn(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error) {
+func (c *fakeCodex) RunTurn(ctx context.Context, thread string, in codex.TurnInput, ev codex.TurnEvents) (codex.TurnResult, error) {
+	text := in.Text
 	c.mu.Lock()
 	if !c.loaded[thread] {
 		c.mu.Unlock()
 		return codex.TurnResult{}, fmt.Errorf("turn/start: %w", codex.ErrThreadNotLoaded)
 	}
 	c.turns = append(c.turns, thread+":"+text)
+	c.cwds = append(c.cwds, in.Cwd)
 	c.turnSeq++
 	turnID := "turn" + strconv.Itoa(c.turnSeq)
 	run := c.run

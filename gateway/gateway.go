@@ -18,7 +18,7 @@ import (
 // Codex is the part of *codex.Client the gateway uses.
 type Codex interface {
 	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
-	RunTurn(ctx context.Context, threadID, text string, ev codex.TurnEvents) (codex.TurnResult, error)
+	RunTurn(ctx context.Context, threadID string, in codex.TurnInput, ev codex.TurnEvents) (codex.TurnResult, error)
 	Interrupt(ctx context.Context, threadID string) error
 	Steer(ctx context.Context, threadID, text string) error
 	Compact(ctx context.Context, threadID string) (before, after codex.Usage, err error)
@@ -48,6 +48,8 @@ type Store interface {
 	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
+	SetProject(ctx context.Context, sessionKey, name string) error
+	ForgetProject(ctx context.Context, sessionKey, name string) (bool, error)
 }
 
 // Observer receives metrics events. Implementations must be fast and safe
@@ -101,6 +103,10 @@ type Config struct {
 	Approvals       string
 	ApprovalTimeout time.Duration
 	Thread          codex.ThreadConfig
+	// Projects maps a project name to its directory: the working
+	// directories a lane may choose with /project (Thread.Cwd is the one
+	// of lanes without a project). The names are checked by config.
+	Projects map[string]string
 	// TurnTimeout is codex.turn_timeout, named in the notice of a turn the
 	// watchdog stopped (the runtime enforces it).
 	TurnTimeout     time.Duration
@@ -233,6 +239,7 @@ type Gateway struct {
 
 	out       *deliverer   // the outbox's sender
 	approvals approvalBook // pending chat approvals
+	projects  projectSet   // the directories lanes may work in
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -261,6 +268,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
+		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
 	}, nil
 }
 

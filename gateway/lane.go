@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -143,6 +144,15 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 	// context (an HTTP client may hang up).
 	g.dispatch(g.baseCtx, in.Address, id, in.MessageID, in.Text)
 	return false, nil
+}
+
+// callback routes a button press by its id's prefix.
+func (g *Gateway) callback(ctx context.Context, in Inbound) {
+	if strings.HasPrefix(in.Callback, projectPrefix) {
+		g.projectCallback(ctx, in)
+		return
+	}
+	g.approvalCallback(ctx, in)
 }
 
 func (g *Gateway) authorized(in Inbound) bool {

@@ -35,6 +35,10 @@ type turn struct {
 	started time.Time
 	thread  string
 	turnID  string
+	// dir is the lane's working directory for this turn: its project's,
+	// or the default. It goes with thread/start, thread/resume and
+	// turn/start.
+	dir string
 	// stream shows typing and the preview from journaling to the answer.
 	stream *streamer
 	// previewID is the platform id of the streamed preview the final reply
@@ -92,6 +96,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	}
 	g.maybeRotate(ctx, t)
 	sl = t.sl
+	t.dir = g.turnDir(ctx, t)
 	err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
 		InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
 	if err != nil {
@@ -159,7 +164,7 @@ func (g *Gateway) ensure(ctx context.Context, t *turn, stored string, binding st
 	if binding == store.BindingLost {
 		stored = ""
 	}
-	en, err := g.cx.EnsureThread(ctx, stored, g.cfg.Thread)
+	en, err := g.cx.EnsureThread(ctx, stored, g.threadConfig(t.dir))
 	if err != nil {
 		g.log.Warn("thread.ensure_failed", zap.String("lane", l.key), zap.String("thread", stored), zap.Error(err))
 		if errors.Is(err, codex.ErrStaleWriter) {
@@ -220,13 +225,14 @@ func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error
 		Started: func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
 		Delta:   t.stream.delta,
 	}
-	res, err := g.cx.RunTurn(ctx, t.thread, t.it.text, ev)
+	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir}
+	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
 		g.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))
 		if !g.ensure(ctx, t, t.thread, store.BindingPending) {
 			return res, errHandled
 		}
-		res, err = g.cx.RunTurn(ctx, t.thread, t.it.text, ev)
+		res, err = g.cx.RunTurn(ctx, t.thread, in, ev)
 	}
 	return res, err
 }

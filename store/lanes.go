@@ -10,7 +10,7 @@ import (
 
 const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.user_id, r.session_id,
 	r.codex_thread_id, r.binding, r.generation, r.created_at, r.updated_at, r.last_active_at,
-	s.started_at, r.turns, r.meta
+	s.started_at, r.turns, r.meta, r.project
 	FROM gateway_routing r JOIN sessions s ON s.id = r.session_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -22,7 +22,7 @@ func scanLane(row rowScanner) (Lane, error) {
 		created, updated, active, sessionT int64
 	)
 	err := row.Scan(&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.UserID, &l.SessionID,
-		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta)
+		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta, &l.Project)
 	if err != nil {
 		return Lane{}, err
 	}
@@ -322,6 +322,55 @@ func (s *Store) SetMeta(ctx context.Context, sessionKey string, meta map[string]
 		return fmt.Errorf("store: set meta on %q: %w", sessionKey, err)
 	}
 	return nil
+}
+
+// SetProject records the lane's project: the name of a configured working
+// directory, "" for none. The store does not know the configuration; the
+// caller checks the name. The project outlives /new, rotation and restarts.
+func (s *Store) SetProject(ctx context.Context, sessionKey, name string) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		return updateProject(ctx, q, sessionKey, name, nil, toDB(s.now()))
+	})
+	if err != nil {
+		return fmt.Errorf("store: set project on %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+// ForgetProject clears the lane's project if it is still name (a project
+// that is no longer configured); a lane that chose another one meanwhile
+// keeps it. It reports whether it cleared it.
+func (s *Store) ForgetProject(ctx context.Context, sessionKey, name string) (bool, error) {
+	cleared := false
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		err := updateProject(ctx, q, sessionKey, "", &name, toDB(s.now()))
+		if errors.Is(err, errProjectChanged) {
+			return nil
+		}
+		cleared = err == nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: forget project %q on %q: %w", name, sessionKey, err)
+	}
+	return cleared, nil
+}
+
+// errProjectChanged: the lane's project is not the one the write expected.
+var errProjectChanged = errors.New("project changed")
+
+// updateProject sets the lane's project, only if it is *was when was is set.
+func updateProject(ctx context.Context, q querier, sessionKey, name string, was *string, now int64) error {
+	lane, err := loadLane(ctx, q, sessionKey)
+	if err != nil {
+		return err
+	}
+	if was != nil && lane.Project != *was {
+		return errProjectChanged
+	}
+	_, err = q.ExecContext(ctx, "UPDATE gateway_routing SET project = ?, updated_at = ? WHERE session_key = ?",
+		name, now, sessionKey)
+	return err
 }
 
 // sessionOfGeneration finds where a turn of generation gen belongs: the

@@ -196,6 +196,12 @@ CREATE TABLE answers (
 	PRIMARY KEY (session_key, message_id)
 ) WITHOUT ROWID;
 `,
+	// 7: the lane's project (issue 12): the name of a configured working
+	// directory, '' for codex.cwd. It belongs to the lane, not to a
+	// session or a thread, so /new and rotation keep it.
+	`
+ALTER TABLE gateway_routing ADD COLUMN project TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

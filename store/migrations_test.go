@@ -76,6 +76,16 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 				if err != nil || pu.UserID != "42" || l.UserID != "" {
 					t.Fatalf("lane users after migration = %q, %q (%v); want 42 back-filled from the key, and none", pu.UserID, l.UserID, err)
 				}
+				// Lanes from before projects work in codex.cwd, and can choose one.
+				if l.Project != "" {
+					t.Fatalf("old lane's project after migration = %q, want none", l.Project)
+				}
+				if err := s.SetProject(ctx, "old", "api"); err != nil {
+					t.Fatalf("SetProject on a migrated lane: %v", err)
+				}
+				if l, err := s.Lane(ctx, "old"); err != nil || l.Project != "api" || l.ThreadID != "th-old" {
+					t.Fatalf("migrated lane after SetProject = %+v, %v", l, err)
+				}
 			}
 			l := mustEnsure(t, s, "new")
 			res, err := s.CommitTurn(ctx, CompletedTurn{SessionKey: l.SessionKey, Generation: l.Generation, TurnID: "t1",

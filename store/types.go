@@ -64,6 +64,9 @@ type Lane struct {
 	SessionStartedAt                                    time.Time
 	Turns                                               int64 // turns committed in the current session
 	Meta                                                map[string]string
+	// Project names the configured working directory the lane chose with
+	// /project; "" means codex.cwd. Kept across /new, rotation and restarts.
+	Project string
 }
 
 // Message is one transcript row.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -48,6 +49,35 @@ type laneView struct {
 	LastActiveAt   time.Time         `json:"last_active_at"`
 	SessionStarted time.Time         `json:"session_started_at"`
 	Meta           map[string]string `json:"meta,omitempty"`
+	// Project is the lane's project ("" = none); Directory is where it
+	// works: the project's directory, else codex.cwd, as the serving
+	// configuration says. Unconfigured: the stored project is not in it.
+	Project      string `json:"project,omitempty"`
+	Directory    string `json:"directory,omitempty"`
+	Unconfigured bool   `json:"project_unconfigured,omitempty"`
+}
+
+// workdirs says where lanes work, from the configuration: a project's
+// directory, else codex.cwd (the gateway's rule, for the operator's view).
+type workdirs struct {
+	projects map[string]string
+	fallback string
+}
+
+func newWorkdirs(cfg *config.Config) workdirs {
+	return workdirs{projects: cfg.Projects, fallback: cfg.Codex.Cwd}
+}
+
+// of returns the directory of a lane whose project is name, and whether
+// name is configured (or empty).
+func (w workdirs) of(name string) (dir string, known bool) {
+	if name == "" {
+		return w.fallback, true
+	}
+	if dir, ok := w.projects[name]; ok {
+		return dir, true
+	}
+	return w.fallback, false
 }
 
 type messageView struct {
@@ -62,12 +92,14 @@ type sessionView struct {
 	Transcript []messageView `json:"transcript"`
 }
 
-func viewLane(l store.Lane) laneView {
+func viewLane(l store.Lane, dirs workdirs) laneView {
 	binding := string(l.Binding)
 	if binding == "" {
 		binding = "none"
 	}
+	dir, known := dirs.of(l.Project)
 	return laneView{
+		Project: l.Project, Directory: dir, Unconfigured: !known,
 		Key: l.SessionKey, Platform: l.Platform, Kind: l.Kind, ChatID: l.ChatID, TopicID: l.TopicID,
 		SessionID: l.SessionID, ThreadID: l.ThreadID, Binding: binding, Generation: l.Generation,
 		Turns: l.Turns, CreatedAt: l.CreatedAt, LastActiveAt: l.LastActiveAt,
@@ -88,6 +120,7 @@ func viewMessages(msgs []store.Message) []messageView {
 type adminHandler struct {
 	backend sessionsBackend
 	token   string
+	dirs    workdirs
 }
 
 func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +164,7 @@ func (h *adminHandler) list(w http.ResponseWriter, r *http.Request, limit int) {
 	}
 	views := make([]laneView, 0, len(lanes))
 	for _, l := range lanes {
-		views = append(views, viewLane(l))
+		views = append(views, viewLane(l, h.dirs))
 	}
 	writeJSON(w, http.StatusOK, views)
 }
@@ -145,7 +178,7 @@ func (h *adminHandler) show(w http.ResponseWriter, r *http.Request, escapedKey s
 	if !ok {
 		return
 	}
-	v, err := loadSession(r.Context(), h.backend, key, limit)
+	v, err := loadSession(r.Context(), h.backend, h.dirs, key, limit)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -169,7 +202,7 @@ func (h *adminHandler) reset(w http.ResponseWriter, r *http.Request, escapedKey 
 	writeJSON(w, http.StatusOK, map[string]string{"reset": key})
 }
 
-func loadSession(ctx context.Context, b sessionsBackend, key string, limit int) (sessionView, error) {
+func loadSession(ctx context.Context, b sessionsBackend, dirs workdirs, key string, limit int) (sessionView, error) {
 	l, err := b.Lane(ctx, key)
 	if err != nil {
 		return sessionView{}, err
@@ -178,7 +211,7 @@ func loadSession(ctx context.Context, b sessionsBackend, key string, limit int) 
 	if err != nil {
 		return sessionView{}, err
 	}
-	return sessionView{Lane: viewLane(l), Transcript: viewMessages(msgs)}, nil
+	return sessionView{Lane: viewLane(l, dirs), Transcript: viewMessages(msgs)}, nil
 }
 
 func unescapeKey(w http.ResponseWriter, escaped string) (string, bool) {

@@ -143,7 +143,7 @@ func TestSessionsOfflineFallback(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
 	var out bytes.Buffer
-	if err := runSessionsOffline(ctx, offlineBackend{st}, "reset", []string{"v1:api:default"}, 10, &out); err != nil {
+	if err := runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "reset", []string{"v1:api:default"}, 10, &out); err != nil {
 		t.Fatal(err)
 	}
 	if got := out.String(); got != "reset v1:api:default\n" {
@@ -156,7 +156,7 @@ func TestSessionsOfflineFallback(t *testing.T) {
 	if len(msgs) != 0 {
 		t.Errorf("after reset the current session has %d messages, want a fresh one", len(msgs))
 	}
-	err = runSessionsOffline(ctx, offlineBackend{st}, "reset", []string{"v1:api:missing"}, 10, &out)
+	err = runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "reset", []string{"v1:api:missing"}, 10, &out)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reset of a missing lane: %v, want ErrNotFound", err)
 	}

@@ -299,7 +299,7 @@ func (d *daemon) buildGateway() error {
 		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
-		Thread:      d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
+		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Logger:       d.log, Observer: d.metrics,
 	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
@@ -325,7 +325,7 @@ func (d *daemon) buildGateway() error {
 		Handlers: map[string]http.Handler{
 			"/healthz":  d.health,
 			"/metrics":  d.metrics.Handler(),
-			adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token},
+			adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)},
 		},
 	})
 	gw.AddPlatform(d.api)

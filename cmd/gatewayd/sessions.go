@@ -66,7 +66,7 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 		return fmt.Errorf("gatewayd: open store %s: %w", cfg.DatabasePath(), err)
 	}
 	defer st.Close()
-	return runSessionsOffline(ctx, offlineBackend{st}, sub, rest, *limit, std.out)
+	return runSessionsOffline(ctx, offlineBackend{st}, newWorkdirs(cfg), sub, rest, *limit, std.out)
 }
 
 // offlineBackend serves the sessions commands from the store when the
@@ -97,7 +97,7 @@ func (b offlineBackend) Reset(ctx context.Context, key string) error {
 	return err
 }
 
-func runSessionsOffline(ctx context.Context, b sessionsBackend, sub string, args []string, limit int, out io.Writer) error {
+func runSessionsOffline(ctx context.Context, b sessionsBackend, dirs workdirs, sub string, args []string, limit int, out io.Writer) error {
 	switch sub {
 	case "list":
 		lanes, err := b.Lanes(ctx, limit)
@@ -106,11 +106,11 @@ func runSessionsOffline(ctx context.Context, b sessionsBackend, sub string, args
 		}
 		views := make([]laneView, 0, len(lanes))
 		for _, l := range lanes {
-			views = append(views, viewLane(l))
+			views = append(views, viewLane(l, dirs))
 		}
 		return printLanes(out, views)
 	case "show":
-		v, err := loadSession(ctx, b, args[0], limit)
+		v, err := loadSession(ctx, b, dirs, args[0], limit)
 		if err != nil {
 			return fmt.Errorf("gatewayd: sessions show %s: %w", args[0], err)
 		}
@@ -165,6 +165,7 @@ func printSession(out io.Writer, v sessionView) error {
 		{"generation", strconv.FormatInt(l.Generation, 10)}, {"session", strconv.FormatInt(l.SessionID, 10)},
 		{"turns", strconv.FormatInt(l.Turns, 10)}, {"session started", when(l.SessionStarted)},
 		{"last active", when(l.LastActiveAt)},
+		{"project", projectText(l)}, {"directory", dash(l.Directory)},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
@@ -177,6 +178,17 @@ func printSession(out io.Writer, v sessionView) error {
 		fmt.Fprintf(out, "[%s] %s: %s\n", when(m.CreatedAt), m.Role, m.Text)
 	}
 	return nil
+}
+
+// projectText is the lane's project as sessions show prints it.
+func projectText(l laneView) string {
+	switch {
+	case l.Project == "":
+		return "- (codex.cwd)"
+	case l.Unconfigured:
+		return l.Project + " (no longer configured: codex.cwd until chosen again)"
+	}
+	return l.Project
 }
 
 func dash(s string) string {

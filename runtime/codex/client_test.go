@@ -29,7 +29,7 @@ func TestStartHandshakeSkipsMalformedAndUnknownLines(t *testing.T) {
 	}
 	// The connection survived the garbage and still routes turns.
 	tid := fc.newThread(t)
-	res, err := fc.RunTurn(testCtx(t), tid, "echo still fine", TurnEvents{})
+	res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo still fine"}, TurnEvents{})
 	if err != nil || res.Text != "still fine " {
 		t.Fatalf("RunTurn = %q, %v", res.Text, err)
 	}
@@ -88,7 +88,7 @@ func TestProcessDeathMidTurnRestartsAndResumes(t *testing.T) {
 	first := fc.conn(t)
 
 	var streamed []string
-	res, err := fc.RunTurn(testCtx(t), tid, "die", TurnEvents{Delta: func(d string) { streamed = append(streamed, d) }})
+	res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "die"}, TurnEvents{Delta: func(d string) { streamed = append(streamed, d) }})
 	if !errors.Is(err, ErrProcessDied) {
 		t.Fatalf("RunTurn err = %v, want ErrProcessDied", err)
 	}
@@ -99,14 +99,14 @@ func TestProcessDeathMidTurnRestartsAndResumes(t *testing.T) {
 	if got := fc.Restarts(); got != 1 {
 		t.Errorf("Restarts = %d, want 1", got)
 	}
-	if _, err := fc.RunTurn(testCtx(t), tid, "echo too early", TurnEvents{}); !errors.Is(err, ErrThreadNotLoaded) {
+	if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo too early"}, TurnEvents{}); !errors.Is(err, ErrThreadNotLoaded) {
 		t.Fatalf("RunTurn before resume err = %v, want ErrThreadNotLoaded", err)
 	}
 	ens, err := fc.EnsureThread(testCtx(t), tid, ThreadConfig{})
 	if err != nil || ens.Outcome != OutcomeResumed || ens.ThreadID != tid {
 		t.Fatalf("EnsureThread after restart = %+v, %v; want resumed %s", ens, err, tid)
 	}
-	res, err = fc.RunTurn(testCtx(t), tid, "echo back again", TurnEvents{})
+	res, err = fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo back again"}, TurnEvents{})
 	if err != nil || res.Text != "back again " {
 		t.Fatalf("RunTurn after resume = %q, %v", res.Text, err)
 	}
@@ -154,7 +154,7 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 	turnDone := make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
-		_, err := c.RunTurn(context.Background(), tid, "deaf", TurnEvents{Started: func(string) { close(started) }})
+		_, err := c.RunTurn(context.Background(), tid, TurnInput{Text: "deaf"}, TurnEvents{Started: func(string) { close(started) }})
 		turnDone <- err
 	}()
 	<-started
@@ -316,7 +316,7 @@ func TestOutputWrittenBeforeExitIsNotLost(t *testing.T) {
 	tid := fc.newThread(t)
 	const n = 200 // 200 KiB: more than the pipe holds when the process is reaped
 	var streamed int
-	res, err := fc.RunTurn(testCtx(t), tid, fmt.Sprintf("die-flood %d", n), TurnEvents{Delta: func(d string) { streamed += len(d) }})
+	res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: fmt.Sprintf("die-flood %d", n)}, TurnEvents{Delta: func(d string) { streamed += len(d) }})
 	if !errors.Is(err, ErrProcessDied) {
 		t.Fatalf("err = %v, want ErrProcessDied", err)
 	}

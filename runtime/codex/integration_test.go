@@ -85,7 +85,7 @@ func ensure(t *testing.T, ctx context.Context, c *codex.Client, storedID string,
 // completedTurn runs a turn that must complete and reply with the default echo.
 func completedTurn(t *testing.T, ctx context.Context, c *codex.Client, threadID, text string) codex.TurnResult {
 	t.Helper()
-	res, err := c.RunTurn(ctx, threadID, text, codex.TurnEvents{})
+	res, err := c.RunTurn(ctx, threadID, codex.TurnInput{Text: text}, codex.TurnEvents{})
 	if err != nil {
 		t.Fatalf("RunTurn(%q): %v", text, err)
 	}
@@ -330,7 +330,7 @@ func TestIntegrationConcurrentLanesOnOneProcess(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var deltas strings.Builder
-			res, err := c.RunTurn(ctx, ens.ThreadID, laneText(i), codex.TurnEvents{Delta: func(d string) {
+			res, err := c.RunTurn(ctx, ens.ThreadID, codex.TurnInput{Text: laneText(i)}, codex.TurnEvents{Delta: func(d string) {
 				mu.Lock()
 				defer mu.Unlock()
 				deltas.WriteString(d)
@@ -392,7 +392,7 @@ func TestIntegrationInterruptHungModel(t *testing.T) {
 		c := startClient(t, m, codextest.Home(t), func(o *codex.Options) { o.TurnTimeout = 700 * time.Millisecond })
 		th := ensure(t, ctx, c, "", codex.OutcomeStarted)
 
-		res, err := c.RunTurn(ctx, th.ThreadID, "HANG forever", codex.TurnEvents{})
+		res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "HANG forever"}, codex.TurnEvents{})
 		if err != nil && !errors.Is(err, codex.ErrTimeout) {
 			t.Fatalf("RunTurn: %v, want nil or ErrTimeout", err)
 		}
@@ -416,7 +416,7 @@ func TestIntegrationInterruptHungModel(t *testing.T) {
 		}
 		done := make(chan outcome, 1)
 		go func() {
-			res, err := c.RunTurn(ctx, th.ThreadID, "HANG until interrupted", codex.TurnEvents{
+			res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "HANG until interrupted"}, codex.TurnEvents{
 				Started: func(turnID string) { started <- turnID },
 			})
 			done <- outcome{res, err}
@@ -553,7 +553,7 @@ func TestIntegrationFailedModelTurn(t *testing.T) {
 				return codextest.DefaultReply(req)
 			})
 			th := ensure(t, ctx, c, "", codex.OutcomeStarted)
-			res, err := c.RunTurn(ctx, th.ThreadID, "FAIL please", codex.TurnEvents{})
+			res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "FAIL please"}, codex.TurnEvents{})
 			if err != nil {
 				t.Fatalf("RunTurn: %v (a failed turn is a result, not an error)", err)
 			}
@@ -608,7 +608,7 @@ func TestIntegrationApprovals(t *testing.T) {
 			if err != nil {
 				t.Fatalf("EnsureThread: %v", err)
 			}
-			res, err := c.RunTurn(ctx, th.ThreadID, "please run it", codex.TurnEvents{})
+			res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "please run it"}, codex.TurnEvents{})
 			if err != nil {
 				t.Fatalf("RunTurn: %v", err)
 			}
@@ -662,7 +662,7 @@ func TestIntegrationSteerRunningTurn(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := c.RunTurn(ctx, th.ThreadID, "tell me a long story", codex.TurnEvents{
+		res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "tell me a long story"}, codex.TurnEvents{
 			Delta: func(string) { once.Do(func() { close(streaming) }) },
 		})
 		done <- outcome{res, err}
@@ -695,5 +695,57 @@ func TestIntegrationSteerRunningTurn(t *testing.T) {
 	}
 	if err := c.Steer(ctx, th.ThreadID, "too late"); !errors.Is(err, codex.ErrNoActiveTurn) {
 		t.Errorf("Steer after the turn ended: %v, want ErrNoActiveTurn", err)
+	}
+}
+
+// TestIntegrationTurnCwdMovesTheThread: turn/start with a cwd makes that
+// turn's model request, and the later ones, name the new directory as the
+// environment's cwd, and under workspace-write as the writable directory in
+// place of the old one (so turn/start needs no sandboxPolicy of its own); a
+// thread resumed by another process without a cwd keeps it (doc §11).
+func TestIntegrationTurnCwdMovesTheThread(t *testing.T) {
+	ctx := integrationContext(t)
+	m := codextest.NewModel(t)
+	home := codextest.Home(t)
+	first, second := t.TempDir(), t.TempDir()
+	c := startClient(t, m, home)
+	th, err := c.EnsureThread(ctx, "", codex.ThreadConfig{Cwd: first, Sandbox: "workspace-write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		cwd  string // TurnInput.Cwd
+		want string // the directory the request must name
+	}{
+		{"thread/start's cwd", "", first},
+		{"moved by turn/start", second, second},
+		{"kept by the next turn", "", second},
+	}
+	for _, s := range steps {
+		if _, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "where now?", Cwd: s.cwd}, codex.TurnEvents{}); err != nil {
+			t.Fatalf("%s: RunTurn: %v", s.name, err)
+		}
+		req := lastRequest(t, m, th.ThreadID)
+		if got := req.Environment("cwd"); got != s.want {
+			t.Fatalf("%s: the model request's cwd = %q, want %s:\n%s", s.name, got, s.want, req.InputText())
+		}
+		fs := req.Environment("filesystem")
+		for _, dir := range []string{first, second} {
+			writable := strings.Contains(fs, `<entry access="write"><path>`+dir+`</path></entry>`)
+			if writable != (dir == s.want) {
+				t.Errorf("%s: %s writable = %v, want only %s writable:\n%s", s.name, dir, writable, s.want, fs)
+			}
+		}
+	}
+
+	closeClient(t, c)
+	c = startClient(t, m, home)
+	ensure(t, ctx, c, th.ThreadID, codex.OutcomeResumed)
+	if _, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "and after a restart?"}, codex.TurnEvents{}); err != nil {
+		t.Fatal(err)
+	}
+	if req := lastRequest(t, m, th.ThreadID); req.Environment("cwd") != second {
+		t.Fatalf("after resume the model request's cwd = %q, want %s:\n%s", req.Environment("cwd"), second, req.InputText())
 	}
 }

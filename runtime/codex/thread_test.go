@@ -56,7 +56,7 @@ func TestEnsureThread(t *testing.T) {
 			if after := len(fc.received(t)); after != before {
 				t.Errorf("OutcomeLoaded sent %d requests", after-before)
 			}
-			res, err := fc.RunTurn(testCtx(t), ens.ThreadID, "echo ok", TurnEvents{})
+			res, err := fc.RunTurn(testCtx(t), ens.ThreadID, TurnInput{Text: "echo ok"}, TurnEvents{})
 			if err != nil || res.Text != "ok " {
 				t.Errorf("turn on ensured thread = %q, %v", res.Text, err)
 			}
@@ -98,7 +98,7 @@ func TestReleaseForgetsLoadedState(t *testing.T) {
 	if n := count(fc.received(t), "thread/unsubscribe") - unsubscribes; n != 1 {
 		t.Errorf("saw %d thread/unsubscribe, want 1", n)
 	}
-	if _, err := fc.RunTurn(testCtx(t), tid, "echo x", TurnEvents{}); !errors.Is(err, ErrThreadNotLoaded) {
+	if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo x"}, TurnEvents{}); !errors.Is(err, ErrThreadNotLoaded) {
 		t.Errorf("RunTurn after Release = %v, want ErrThreadNotLoaded", err)
 	}
 	ens, err := fc.EnsureThread(testCtx(t), tid, ThreadConfig{})
@@ -114,7 +114,7 @@ func TestThreadNotFoundFromServerMarksNotLoaded(t *testing.T) {
 	if err := fc.conn(t).call(testCtx(t), "thread/unsubscribe", map[string]string{"threadId": tid}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fc.RunTurn(testCtx(t), tid, "echo x", TurnEvents{}); !errors.Is(err, ErrThreadNotLoaded) {
+	if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo x"}, TurnEvents{}); !errors.Is(err, ErrThreadNotLoaded) {
 		t.Fatalf("RunTurn = %v, want ErrThreadNotLoaded", err)
 	}
 	ens, err := fc.EnsureThread(testCtx(t), tid, ThreadConfig{})
@@ -165,7 +165,7 @@ func TestEnsureThreadDuringReleaseResumesAfterTheUnsubscribe(t *testing.T) {
 	if e := <-ensc; e.err != nil || e.ens.Outcome != OutcomeResumed {
 		t.Fatalf("EnsureThread = %+v, %v; want resumed", e.ens, e.err)
 	}
-	if res, err := fc.RunTurn(ctx, tid, "echo still here", TurnEvents{}); err != nil || res.Text != "still here " {
+	if res, err := fc.RunTurn(ctx, tid, TurnInput{Text: "echo still here"}, TurnEvents{}); err != nil || res.Text != "still here " {
 		t.Fatalf("RunTurn after the race = %q, %v", res.Text, err)
 	}
 }

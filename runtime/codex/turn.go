@@ -11,7 +11,27 @@ import (
 	"go.uber.org/zap"
 )
 
-// RunTurn starts a turn with text on a thread loaded by EnsureThread and
+// TurnInput is what one turn/start carries besides the thread id. It is a
+// struct so that new kinds of input (images, files) are new fields, not a
+// new signature.
+type TurnInput struct {
+	Text string
+	// Cwd, when set, moves the thread's working directory for this turn
+	// and the later ones (doc §11); a resumed thread keeps it. With the
+	// workspace-write sandbox the writable root follows it.
+	Cwd string
+}
+
+// params is the turn/start request for threadID.
+func (in TurnInput) params(threadID string) map[string]any {
+	p := map[string]any{"threadId": threadID, "input": textInput(in.Text)}
+	if in.Cwd != "" {
+		p["cwd"] = in.Cwd
+	}
+	return p
+}
+
+// RunTurn starts a turn with in on a thread loaded by EnsureThread and
 // waits for turn/completed. Deltas stream to ev in order.
 //
 //   - Only one turn (or compaction) runs per thread: ErrTurnActive otherwise.
@@ -28,7 +48,7 @@ import (
 //     still run the turn, the thread stays busy (ErrTurnActive) until that
 //     turn completes, the process dies or a bound expires (see settle).
 //   - If the process dies: ErrProcessDied, with what was streamed so far.
-func (c *Client) RunTurn(ctx context.Context, threadID, text string, ev TurnEvents) (TurnResult, error) {
+func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev TurnEvents) (TurnResult, error) {
 	res := TurnResult{ThreadID: threadID}
 	ts, sub, err := c.beginTurn(threadID)
 	if err != nil {
@@ -37,7 +57,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, ev TurnEven
 	defer ts.leave(sub)
 
 	var out turnStarted
-	err = c.startTurn(ctx, ts, sub, "turn/start", map[string]any{"threadId": threadID, "input": textInput(text)}, &out)
+	err = c.startTurn(ctx, ts, sub, "turn/start", in.params(threadID), &out)
 	if err != nil {
 		return res, err
 	}

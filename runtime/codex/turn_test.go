@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +30,7 @@ func TestInterleavedTurnsAreRoutedToTheirThreads(t *testing.T) {
 			input := "echo " + strings.Join(words, " ")
 			var deltas strings.Builder
 			var startedID string
-			res, err := fc.RunTurn(testCtx(t), tid, input, TurnEvents{
+			res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: input}, TurnEvents{
 				Started: func(id string) { startedID = id },
 				Delta:   func(d string) { deltas.WriteString(d) },
 			})
@@ -77,7 +78,7 @@ func TestLineLongerThan8MB(t *testing.T) {
 	tid := fc.newThread(t)
 	const n = 8<<20 + 1024
 	var streamed int
-	res, err := fc.RunTurn(testCtx(t), tid, fmt.Sprintf("big %d", n), TurnEvents{Delta: func(d string) { streamed += len(d) }})
+	res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: fmt.Sprintf("big %d", n)}, TurnEvents{Delta: func(d string) { streamed += len(d) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestServerRequests(t *testing.T) {
 				return tt.decision
 			}))
 			defer shared.approvals.Delete(tid)
-			res, err := fc.RunTurn(testCtx(t), tid, tt.text, TurnEvents{})
+			res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: tt.text}, TurnEvents{})
 			if err != nil || res.Text != tt.want {
 				t.Fatalf("RunTurn = %q, %v; want %q", res.Text, err, tt.want)
 			}
@@ -139,7 +140,7 @@ func TestServerRequests(t *testing.T) {
 func TestFailedTurnReportsErrorAndIgnoresRetryProgress(t *testing.T) {
 	fc := sharedFake(t)
 	tid := fc.newThread(t)
-	res, err := fc.RunTurn(testCtx(t), tid, "fail", TurnEvents{})
+	res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "fail"}, TurnEvents{})
 	if err != nil {
 		t.Fatalf("a failed turn is a result, not an error: %v", err)
 	}
@@ -174,7 +175,7 @@ func TestWatchdog(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tid := fc.newThread(t)
 			interrupts := count(fc.received(t), "turn/interrupt")
-			res, err := fc.RunTurn(testCtx(t), tid, tt.text, TurnEvents{})
+			res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: tt.text}, TurnEvents{})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -189,7 +190,7 @@ func TestWatchdog(t *testing.T) {
 				if sub == nil {
 					t.Fatal("the thread was freed while the server may still run the turn")
 				}
-				if _, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); !errors.Is(err, ErrTurnActive) {
+				if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo next"}, TurnEvents{}); !errors.Is(err, ErrTurnActive) {
 					t.Fatalf("turn right after = %v, want ErrTurnActive", err)
 				}
 				select { // the fake never completes it: freed after another TurnTimeout
@@ -199,7 +200,7 @@ func TestWatchdog(t *testing.T) {
 				}
 			}
 			// The thread is usable again.
-			if res, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); err != nil || res.Text != "next " {
+			if res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo next"}, TurnEvents{}); err != nil || res.Text != "next " {
 				t.Errorf("next turn = %q, %v", res.Text, err)
 			}
 		})
@@ -210,7 +211,7 @@ func TestCancelledContextInterruptsTurn(t *testing.T) {
 	fc := sharedFake(t)
 	tid := fc.newThread(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
-	res, err := fc.RunTurn(ctx, tid, "hang", TurnEvents{Delta: func(string) { cancel() }})
+	res, err := fc.RunTurn(ctx, tid, TurnInput{Text: "hang"}, TurnEvents{Delta: func(string) { cancel() }})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -231,7 +232,7 @@ func TestInterruptAndSteer(t *testing.T) {
 	}
 
 	steerErr := make(chan error, 1)
-	res, err := fc.RunTurn(ctx, tid, "steerable", TurnEvents{Delta: func(d string) {
+	res, err := fc.RunTurn(ctx, tid, TurnInput{Text: "steerable"}, TurnEvents{Delta: func(d string) {
 		if d == "discarded " {
 			go func() { steerErr <- fc.Steer(ctx, tid, "more please") }()
 		}
@@ -255,7 +256,7 @@ func TestInterruptAndSteer(t *testing.T) {
 		t.Errorf("%d user echoes, want 2 (input and steer)", echoes)
 	}
 
-	res, err = fc.RunTurn(ctx, tid, "hang", TurnEvents{Delta: func(string) {
+	res, err = fc.RunTurn(ctx, tid, TurnInput{Text: "hang"}, TurnEvents{Delta: func(string) {
 		go func() {
 			if err := fc.Interrupt(ctx, tid); err != nil {
 				t.Errorf("Interrupt: %v", err)
@@ -274,8 +275,8 @@ func TestOneTurnPerThread(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = fc.RunTurn(ctx, tid, "hang", TurnEvents{Delta: func(string) {
-			if _, err := fc.RunTurn(ctx, tid, "echo second", TurnEvents{}); !errors.Is(err, ErrTurnActive) {
+		_, _ = fc.RunTurn(ctx, tid, TurnInput{Text: "hang"}, TurnEvents{Delta: func(string) {
+			if _, err := fc.RunTurn(ctx, tid, TurnInput{Text: "echo second"}, TurnEvents{}); !errors.Is(err, ErrTurnActive) {
 				t.Errorf("second RunTurn = %v, want ErrTurnActive", err)
 			}
 			if err := fc.Release(ctx, tid); !errors.Is(err, ErrTurnActive) {
@@ -290,7 +291,7 @@ func TestOneTurnPerThread(t *testing.T) {
 func TestCompact(t *testing.T) {
 	fc := sharedFake(t)
 	tid := fc.newThread(t)
-	if _, err := fc.RunTurn(testCtx(t), tid, "echo fill", TurnEvents{}); err != nil {
+	if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo fill"}, TurnEvents{}); err != nil {
 		t.Fatal(err)
 	}
 	before, after, err := fc.Compact(testCtx(t), tid)
@@ -300,7 +301,7 @@ func TestCompact(t *testing.T) {
 	if before.TotalTokens != 1000 || after.TotalTokens != 300 {
 		t.Errorf("before %d after %d, want 1000 and 300", before.TotalTokens, after.TotalTokens)
 	}
-	if _, err := fc.RunTurn(testCtx(t), tid, "echo after", TurnEvents{}); err != nil {
+	if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo after"}, TurnEvents{}); err != nil {
 		t.Errorf("turn after compaction: %v", err)
 	}
 }
@@ -314,7 +315,7 @@ func TestUnsupportedRequestIsReported(t *testing.T) {
 	shared.refused.Store(tid, UnsupportedHandler(func(threadID, method string) { heard <- threadID + " " + method }))
 	defer shared.refused.Delete(tid)
 	ctx := testCtx(t)
-	res, err := fc.RunTurn(ctx, tid, "unknown-request", TurnEvents{})
+	res, err := fc.RunTurn(ctx, tid, TurnInput{Text: "unknown-request"}, TurnEvents{})
 	if err != nil || res.Text != "error=-32601" {
 		t.Fatalf("RunTurn = %q, %v; want the request answered with error -32601", res.Text, err)
 	}
@@ -329,10 +330,10 @@ func TestUnsupportedRequestIsReported(t *testing.T) {
 	// A later approval on the same thread is not reported as refused.
 	shared.approvals.Store(tid, ApprovalHandler(func(context.Context, ApprovalRequest) Decision { return DecisionAccept }))
 	defer shared.approvals.Delete(tid)
-	if res, err := fc.RunTurn(ctx, tid, "approve ls", TurnEvents{}); err != nil || res.Text != "decision=accept" {
+	if res, err := fc.RunTurn(ctx, tid, TurnInput{Text: "approve ls"}, TurnEvents{}); err != nil || res.Text != "decision=accept" {
 		t.Fatalf("approval turn = %q, %v", res.Text, err)
 	}
-	if res, err := fc.RunTurn(ctx, tid, "unknown-request", TurnEvents{}); err != nil || res.Text != "error=-32601" {
+	if res, err := fc.RunTurn(ctx, tid, TurnInput{Text: "unknown-request"}, TurnEvents{}); err != nil || res.Text != "error=-32601" {
 		t.Fatalf("second refused turn = %q, %v", res.Text, err)
 	}
 	// The hook runs once per request: the second refusal is the next call,
@@ -365,7 +366,7 @@ func TestSteerAndInterruptReturnWhenTurnEndsWithoutAnID(t *testing.T) {
 			fc.fake(t, "fake/hold", map[string]any{"threadId": tid, "fail": true})
 			runErr := make(chan error, 1)
 			go func() {
-				_, err := fc.RunTurn(ctx, tid, "echo never", TurnEvents{})
+				_, err := fc.RunTurn(ctx, tid, TurnInput{Text: "echo never"}, TurnEvents{})
 				runErr <- err
 			}()
 			fc.fake(t, "fake/awaitHeld", map[string]any{"threadId": tid})
@@ -410,12 +411,12 @@ func TestAbandonedTurnStartIsInterruptedAndKeepsTheThreadBusy(t *testing.T) {
 	}{
 		{name: "RunTurn ctx cancelled", cancel: true, wantErr: context.Canceled, isTurn: true,
 			run: func(ctx context.Context, tid string) error {
-				_, err := fc.RunTurn(ctx, tid, "hang", TurnEvents{})
+				_, err := fc.RunTurn(ctx, tid, TurnInput{Text: "hang"}, TurnEvents{})
 				return err
 			}},
 		{name: "RunTurn StartTimeout", wantErr: ErrTimeout, isTurn: true,
 			run: func(ctx context.Context, tid string) error {
-				_, err := fc.RunTurn(ctx, tid, "hang", TurnEvents{})
+				_, err := fc.RunTurn(ctx, tid, TurnInput{Text: "hang"}, TurnEvents{})
 				return err
 			}},
 		{name: "Compact ctx cancelled", cancel: true, wantErr: context.Canceled,
@@ -438,7 +439,7 @@ func TestAbandonedTurnStartIsInterruptedAndKeepsTheThreadBusy(t *testing.T) {
 			if err := <-errc; !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			if _, err := fc.RunTurn(testCtx(t), tid, "echo second", TurnEvents{}); !errors.Is(err, ErrTurnActive) {
+			if _, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo second"}, TurnEvents{}); !errors.Is(err, ErrTurnActive) {
 				t.Fatalf("turn while the first may still start = %v, want ErrTurnActive", err)
 			}
 			fc.fake(t, "fake/release", map[string]any{"threadId": tid})
@@ -446,7 +447,7 @@ func TestAbandonedTurnStartIsInterruptedAndKeepsTheThreadBusy(t *testing.T) {
 			if n := count(fc.received(t), "turn/interrupt") - interrupts; tt.isTurn && n != 1 {
 				t.Errorf("fake saw %d turn/interrupt, want 1", n)
 			}
-			if res, err := fc.RunTurn(testCtx(t), tid, "echo next", TurnEvents{}); err != nil || res.Text != "next " {
+			if res, err := fc.RunTurn(testCtx(t), tid, TurnInput{Text: "echo next"}, TurnEvents{}); err != nil || res.Text != "next " {
 				t.Errorf("next turn = %q, %v", res.Text, err)
 			}
 		})
@@ -488,7 +489,7 @@ func TestApprovalContextEndsWhenTheRequestIsWithdrawn(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				res, err := fc.RunTurn(ctx, tid, tt.text, TurnEvents{})
+				res, err := fc.RunTurn(ctx, tid, TurnInput{Text: tt.text}, TurnEvents{})
 				done <- result{res, err}
 			}()
 			select {
@@ -512,6 +513,25 @@ func TestApprovalContextEndsWhenTheRequestIsWithdrawn(t *testing.T) {
 			r := <-done
 			if r.err != nil || r.res.Status != TurnInterrupted {
 				t.Errorf("RunTurn = %+v, %v; want interrupted", r.res, r.err)
+			}
+		})
+	}
+}
+
+func TestTurnInputParams(t *testing.T) {
+	text := []map[string]any{{"type": "text", "text": "hi", "text_elements": []any{}}}
+	tests := []struct {
+		name string
+		in   TurnInput
+		want map[string]any
+	}{
+		{"text only", TurnInput{Text: "hi"}, map[string]any{"threadId": "th", "input": text}},
+		{"with a cwd", TurnInput{Text: "hi", Cwd: "/srv/site"}, map[string]any{"threadId": "th", "input": text, "cwd": "/srv/site"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.in.params("th"); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("params = %#v, want %#v", got, tt.want)
 			}
 		})
 	}

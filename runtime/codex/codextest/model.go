@@ -458,6 +458,27 @@ func (r Request) InputText() string {
 	return b.String()
 }
 
+// Environment returns what the request's newest environment context says
+// for tag ("cwd", "filesystem", …), "" if none says it. codex sends a full
+// <environment_context> with the first turn and then only what changed, so
+// the newest mention of tag is the one in force (after a turn/start with a
+// cwd, that cwd; after a resume, the cwd the thread kept).
+func (r Request) Environment(tag string) string {
+	open, end := "<"+tag+">", "</"+tag+">"
+	items := r.Items()
+	for i := len(items) - 1; i >= 0; i-- {
+		text := items[i].Text
+		if !strings.Contains(text, "<environment_context>") {
+			continue
+		}
+		if j := strings.LastIndex(text, open); j >= 0 {
+			value, _, _ := strings.Cut(text[j+len(open):], end)
+			return value
+		}
+	}
+	return ""
+}
+
 // LastUserText returns the text of the last user message in the input.
 func (r Request) LastUserText() string {
 	items := r.Items()

@@ -272,6 +272,15 @@ func TestRequestHelpers(t *testing.T) {
 			}
 		})
 	}
+	env := func(body string) any { return userMsg("<environment_context>\n" + body + "\n</environment_context>") }
+	moved := codextest.Request{Body: map[string]any{"input": []any{
+		env("<cwd>/a</cwd>\n<shell>bash</shell>"), userMsg("<cwd>/not-an-environment</cwd>"),
+		env("<cwd>/b</cwd>"), env("<filesystem>x</filesystem>"), userMsg("hi")}}}
+	for tag, want := range map[string]string{"cwd": "/b", "shell": "bash", "filesystem": "x", "timezone": ""} {
+		if got := moved.Environment(tag); got != want {
+			t.Errorf("Environment(%q) = %q, want %q", tag, got, want)
+		}
+	}
 	req := codextest.Request{Body: map[string]any{"input": []any{userMsg("a"), assistant, toolOut}}}
 	if got, want := req.InputText(), "a\nearlier reply\nOUT-42\n"; got != want {
 		t.Errorf("InputText = %q, want %q", got, want)
