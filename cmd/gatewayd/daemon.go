@@ -48,6 +48,11 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // stderr sync fails on some terminals; nothing to do
+	// Libraries that print with the standard logger (discordgo does, at
+	// error level) would otherwise write plain text among the JSON lines.
+	if undo, err := zap.RedirectStdLogAt(log.Named("stdlog"), zap.WarnLevel); err == nil {
+		defer undo()
+	}
 
 	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
 	defer sig.stop()
