@@ -11,6 +11,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/backoff"
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 )
@@ -161,7 +162,7 @@ func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
 // open connects, retrying transient failures with backoff until ctx ends.
 // An unauthorised token is returned at once: retrying cannot fix it.
 func (a *Adapter) open(ctx context.Context) error {
-	wait := time.Second
+	delays := backoff.New(time.Second, time.Minute)
 	for {
 		err := a.session.Open()
 		if err == nil {
@@ -174,13 +175,11 @@ func (a *Adapter) open(ctx context.Context) error {
 		if errors.Is(mapped, gateway.ErrPermanent) || fatalClose(err) {
 			return mapped
 		}
+		wait := delays.Next()
 		a.log.Warn("discord.connect_failed", zap.Error(mapped), zap.Duration("retry_in", wait))
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
-		case <-time.After(wait):
 		}
-		wait = min(wait*2, time.Minute)
 	}
 }
 

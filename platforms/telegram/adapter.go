@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/backoff"
 )
 
 // PlatformName is the platform name used in addresses and message ids.
@@ -251,7 +252,7 @@ func (a *Adapter) setup(ctx context.Context) error {
 }
 
 func (a *Adapter) retry(ctx context.Context, name string, fn func(context.Context) error) error {
-	wait := a.cfg.RetryBackoff
+	delays := backoff.New(a.cfg.RetryBackoff, maxRetryBackoff)
 	for {
 		err := fn(ctx)
 		if err == nil {
@@ -263,16 +264,13 @@ func (a *Adapter) retry(ctx context.Context, name string, fn func(context.Contex
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if ra := retryAfter(err); ra > wait {
-			wait = ra
-		}
+		wait := max(delays.Next(), retryAfter(err))
 		// The library's transport errors carry the request URL, token and all.
 		a.log.Warn("telegram: start-up step failed; retrying", zap.String("step", name), zap.Duration("in", wait),
 			zap.String("error", redact(err.Error(), a.cfg.Token)))
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
-		wait = min(wait*2, maxRetryBackoff)
 	}
 }
 
@@ -322,15 +320,4 @@ func (a *Adapter) removeWebhook(ctx context.Context) error {
 		zap.Int("pending_updates", info.PendingUpdateCount))
 	_, err = a.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{DropPendingUpdates: false})
 	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/backoff"
 )
 
 // poller runs the getUpdates long-poll loop.
@@ -57,7 +58,8 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 		return err
 	}
 	p.a.log.Info("telegram: polling", zap.Int64("offset", offset))
-	pollWait, deliverWait := p.a.cfg.RetryBackoff, p.a.cfg.RetryBackoff
+	pollDelays := backoff.New(p.a.cfg.RetryBackoff, maxRetryBackoff)
+	deliverDelays := backoff.New(p.a.cfg.RetryBackoff, maxRetryBackoff)
 	for ctx.Err() == nil {
 		updates, err := p.fetch(ctx, offset)
 		if err != nil {
@@ -72,10 +74,10 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 				// removing the webhook is the part we can fix.
 				_ = p.a.removeWebhook(ctx)
 			}
-			pollWait = p.pause(ctx, "getUpdates failed", err, pollWait)
+			p.pause(ctx, "getUpdates failed", err, pollDelays)
 			continue
 		}
-		pollWait = p.a.cfg.RetryBackoff
+		pollDelays.Reset()
 		for _, u := range updates {
 			if u == nil || u.ID < offset {
 				continue // already handled: Telegram resent a confirmed update
@@ -86,10 +88,10 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 				}
 				// Not confirmed: the next getUpdates uses the same
 				// offset, so Telegram hands this update out again.
-				deliverWait = p.pause(ctx, "delivery failed; update will be fetched again", err, deliverWait)
+				p.pause(ctx, "delivery failed; update will be fetched again", err, deliverDelays)
 				break
 			}
-			deliverWait = p.a.cfg.RetryBackoff
+			deliverDelays.Reset()
 			offset = u.ID + 1
 			p.saveOffset(ctx, offset)
 		}
@@ -97,14 +99,12 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 	return nil
 }
 
-// pause logs err, waits (honouring retry_after) and returns the next wait.
-func (p *poller) pause(ctx context.Context, msg string, err error, wait time.Duration) time.Duration {
-	if ra := retryAfter(err); ra > wait {
-		wait = ra
-	}
+// pause logs err and waits the next delay, or longer when Telegram says
+// so (retry_after).
+func (p *poller) pause(ctx context.Context, msg string, err error, delays *backoff.Backoff) {
+	wait := max(delays.Next(), retryAfter(err))
 	p.a.log.Warn("telegram: "+msg, zap.Duration("retry_in", wait), zap.Error(err))
-	sleep(ctx, wait)
-	return min(wait*2, maxRetryBackoff)
+	backoff.Sleep(ctx, wait)
 }
 
 // loadOffset reads the persisted offset; a missing cursor starts at 0
