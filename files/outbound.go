@@ -1,0 +1,196 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ResolveOutbound decides whether the file at path may be sent for the
+// send_file tool and returns its real path. A relative path is taken from
+// workDir (which should be absolute). Once every symlink is resolved, in the
+// path and in the roots alike, the file must lie inside one of allowedRoots
+// (the lane's project directory and its files directory), be a regular
+// file and be at most maxBytes (DefaultMaxBytes when zero or less).
+//
+// Refusals are *RefusedError, whose Reason can be given to the agent as it
+// is: it names no path, and a path outside the roots is refused as outside
+// whether or not it exists, so trying paths reveals nothing about what lies
+// there.
+func ResolveOutbound(path, workDir string, allowedRoots []string, maxBytes int64) (string, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if path == "" {
+		return "", refuse(ErrNotFound)
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(workDir, path)
+	}
+	resolved, err := realPath(path)
+	if err != nil {
+		// Judge a path that does not resolve by the part that does, so
+		// "no such file" is only ever said of places the agent may look.
+		if !insideAny(existingAncestor(path), allowedRoots) {
+			return "", refuse(ErrOutside)
+		}
+		return "", refuseLookup(err)
+	}
+	if !insideAny(resolved, allowedRoots) {
+		return "", refuse(ErrOutside)
+	}
+	info, err := os.Stat(resolved)
+	if err != nil {
+		return "", refuseLookup(err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", refuse(ErrNotRegular)
+	}
+	if info.Size() > maxBytes {
+		return "", tooLargeToSend(maxBytes, info.Size())
+	}
+	return resolved, nil
+}
+
+// realPath is path made absolute with every symlink resolved.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// existingAncestor is the deepest directory above path that resolves, with
+// its symlinks resolved: where path would be if it existed.
+func existingAncestor(path string) string {
+	dir, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return real
+		}
+	}
+}
+
+// insideAny reports whether resolved lies inside one of roots, each resolved
+// too: a root configured through a symlink still holds the files under its
+// target. A root that does not exist (a files directory before the first
+// file) holds nothing.
+func insideAny(resolved string, roots []string) bool {
+	for _, root := range roots {
+		if root == "" {
+			continue
+		}
+		real, err := realPath(root)
+		if err == nil && within(real, resolved) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path is root or below it; both are clean and
+// absolute. Comparing whole elements keeps "/srv/app" from holding
+// "/srv/application".
+func within(root, path string) bool {
+	if path == root {
+		return true
+	}
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		root += string(filepath.Separator)
+	}
+	return strings.HasPrefix(path, root)
+}
+
+// refuseLookup words a failure to find or read a path for the agent.
+func refuseLookup(err error) *RefusedError {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &RefusedError{Reason: ErrNotFound.Error(), Err: errors.Join(ErrNotFound, err)}
+	}
+	return &RefusedError{Reason: ErrUnreadable.Error(), Err: errors.Join(ErrUnreadable, err)}
+}
+
+func tooLargeToSend(limit, size int64) *RefusedError {
+	return &RefusedError{Reason: "larger than " + FormatSize(limit), Err: &TooLargeError{Limit: limit, Got: size}}
+}
+
+// CopyOut snapshots the file ResolveOutbound returned into outDir (the
+// lane's Store.OutDir) and returns the snapshot's path, so an edit made
+// after the agent asked does not change what is sent. The copy is written to
+// a temporary file and published under the source's name, made unique, and
+// is held to maxBytes (DefaultMaxBytes when zero or less) while it is
+// copied, in case the file grew since it was checked.
+//
+// The source's last element is opened without following a symlink out of
+// its directory and must still be a regular file. A directory above it
+// swapped for a symlink since ResolveOutbound is not caught here; the
+// caller resolves and copies at once to keep that window small.
+func CopyOut(resolved, outDir string, maxBytes int64) (string, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	src, err := openRegular(resolved)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return "", fmt.Errorf("files: copy out: %w", err)
+	}
+	if info.Size() > maxBytes {
+		return "", tooLargeToSend(maxBytes, info.Size())
+	}
+	if err := os.MkdirAll(outDir, dirMode); err != nil {
+		return "", fmt.Errorf("files: copy out: %w", err)
+	}
+	tmp, err := writeTemp(context.Background(), outDir, src, maxBytes)
+	if err != nil {
+		return "", err
+	}
+	defer tmp.discard()
+	stored, err := tmp.publish(outDir, SanitizeName(filepath.Base(resolved)))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(outDir, stored), nil
+}
+
+// openRegular opens a regular file for reading, refusing anything else.
+// The open goes through an os.Root of the file's directory, so a symlink
+// put in its place cannot lead out of that directory, and is non-blocking,
+// so a FIFO put in its place cannot stall the caller.
+func openRegular(path string) (*os.File, error) {
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return nil, refuseLookup(err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(filepath.Base(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, refuseLookup(err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("files: copy out: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, refuse(ErrNotRegular)
+	}
+	return f, nil
+}
