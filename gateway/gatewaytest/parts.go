@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gatewayd/gatewayd/gateway"
@@ -43,4 +44,19 @@ func (p *Parts) Sent() []string {
 func (p *Parts) Row(out gateway.Outbound, id int64) gateway.Outbound {
 	out.ID, out.SentParts, out.Parts = id, p.Sent(), p
 	return out
+}
+
+// PartMarker opens part i of an n-part reply made by PartedReply; a fake
+// platform can hold a send by it.
+func PartMarker(i, n int) string { return fmt.Sprintf("[part %d of %d]", i, n) }
+
+// PartedReply is n paragraphs, each its PartMarker and filler characters:
+// with filler above half a platform's message limit and below the limit,
+// the platform's splitter sends exactly n messages, one paragraph each.
+func PartedReply(n, filler int) string {
+	paras := make([]string, n)
+	for i := range paras {
+		paras[i] = PartMarker(i, n) + " " + strings.Repeat("x", filler)
+	}
+	return strings.Join(paras, "\n\n")
 }

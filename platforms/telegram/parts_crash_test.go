@@ -35,17 +35,11 @@ const (
 )
 
 // partMarker opens part i of the long reply; the fake holds a part by it.
-func partMarker(i int) string { return fmt.Sprintf("[part %d of %d]", i, replyParts) }
+func partMarker(i int) string { return gatewaytest.PartMarker(i, replyParts) }
 
-// sixPartReply is a reply that Telegram's 4096-unit limit splits into
-// exactly replyParts messages, one paragraph each.
-func sixPartReply() string {
-	paras := make([]string, replyParts)
-	for i := range paras {
-		paras[i] = partMarker(i) + " " + strings.Repeat("x", partFillerCh)
-	}
-	return strings.Join(paras, "\n\n")
-}
+// sixPartReply is a reply that Telegram's 4096-unit limit splits into exactly
+// replyParts messages, one paragraph each.
+func sixPartReply() string { return gatewaytest.PartedReply(replyParts, partFillerCh) }
 
 // TestPartsCrashChild is the child process of
 // TestKillNineBetweenPartsSendsEachPartOnce: gatewayd with the real store,
