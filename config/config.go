@@ -52,6 +52,7 @@ type Config struct {
 	Discord  Discord
 	Lanes    Lanes
 	Shutdown Shutdown
+	Files    Files
 	// Projects maps a project name to its absolute, existing directory: the
 	// working directories a lane may choose with /project (codex.cwd is
 	// the one for lanes without a project). Never nil.
@@ -141,6 +142,12 @@ type Lanes struct {
 	QueueLimit         int     // queued messages per lane
 	MaxConcurrentTurns int
 	AutoRetryCutOff    bool // re-run a turn cut off by a crash instead of only telling the lane
+}
+
+// Files bounds the attachments kept under <state_dir>/files (FilesDir).
+type Files struct {
+	MaxBytes  int64 // one file; larger ones are refused with a reply naming the limit
+	LaneQuota int64 // one lane's stored files; its oldest messages' files are pruned past it
 }
 
 // Shutdown configures the stop sequence.
@@ -443,6 +450,9 @@ func loopbackListen(addr string) bool {
 
 // DatabasePath is where the store lives.
 func (c *Config) DatabasePath() string { return filepath.Join(c.StateDir, "gatewayd.db") }
+
+// FilesDir is where received attachments are stored: <state_dir>/files.
+func (c *Config) FilesDir() string { return filepath.Join(c.StateDir, "files") }
 
 // Redacted returns the effective configuration as "key: value" lines in
 // key order, secrets replaced by [redacted] when set.

@@ -116,6 +116,8 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.queue_limit", "5", "5", func(c *Config) any { return c.Lanes.QueueLimit }, 5},
 		{"lanes.max_concurrent_turns", "2", "2", func(c *Config) any { return c.Lanes.MaxConcurrentTurns }, 2},
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
+		{"files.max_bytes", "5MiB", "5MiB", func(c *Config) any { return c.Files.MaxBytes }, int64(5 << 20)},
+		{"files.lane_quota", "1048576", "1048576", func(c *Config) any { return c.Files.LaneQuota }, int64(1 << 20)},
 		{"shutdown.drain_timeout", "15s", "15s", func(c *Config) any { return c.Shutdown.DrainTimeout }, 15 * time.Second},
 	}
 }
@@ -238,6 +240,7 @@ func TestDefaults(t *testing.T) {
 			QueueLimit: 20, MaxConcurrentTurns: 4,
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
+		Files:    Files{MaxBytes: DefaultFilesMaxBytes, LaneQuota: DefaultFilesLaneQuota},
 		Projects: map[string]string{},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
@@ -347,6 +350,9 @@ func TestValidationErrors(t *testing.T) {
 			`config: api.allowed_origins: invalid origin "https://console.example/app" (use scheme://host[:port], e.g. https://console.example, without a path)`},
 		{"allowed origin wildcard", "api:\n  allowed_origins: [\"*\"]\n", nil,
 			`config: api.allowed_origins: invalid origin "*" (use scheme://host[:port], e.g. https://console.example, without a path)`},
+		{"size unit", "files:\n  max_bytes: 20MB\n", nil,
+			`config: files.max_bytes: invalid size "20MB" (bytes, or a number with KiB, MiB or GiB)`},
+		{"size zero", "", map[string]string{"GATEWAYD_FILES_LANE_QUOTA": "0"}, `config: files.lane_quota: must be greater than zero, got 0`},
 		{"int", "", map[string]string{"GATEWAYD_LANES_QUEUE_LIMIT": "many"}, `config: lanes.queue_limit: invalid integer "many"`},
 		{"bool", "discord:\n  auto_thread: maybe\n", nil,
 			`config: discord.auto_thread: invalid boolean "maybe" (use true or false)`},

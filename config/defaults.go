@@ -13,4 +13,6 @@ const (
 	DefaultApprovalTimeout    = 10 * time.Minute
 	DefaultTurnTimeout        = 30 * time.Minute
 	DefaultDrainTimeout       = 60 * time.Second
+	DefaultFilesMaxBytes      = 20 << 20 // files.max_bytes: one attachment
+	DefaultFilesLaneQuota     = 1 << 30  // files.lane_quota: all of a lane's stored files
 )

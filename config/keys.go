@@ -81,6 +81,9 @@ var keys = []key{
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
 
+	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),
+	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),
+
 	durKey("shutdown.drain_timeout", DefaultDrainTimeout.String(), func(c *Config) *time.Duration { return &c.Shutdown.DrainTimeout }, positive),
 }
 
@@ -194,6 +197,53 @@ func intKey(name string, def int, field func(*Config) *int, minimum int) key {
 		},
 		show: func(c *Config) string { return strconv.Itoa(*field(c)) },
 	}
+}
+
+// sizeKey is a byte count: an integer, or a string with a KiB, MiB or GiB
+// suffix ("20MiB", "1 GiB"). It must be greater than zero.
+func sizeKey(name string, def int64, field func(*Config) *int64) key {
+	return key{
+		name: name, def: def,
+		decode: func(c *Config, raw any) error {
+			n, err := asSize(name, raw)
+			if err != nil {
+				return err
+			}
+			if n <= 0 {
+				return errorf(name, "must be greater than zero, got %d", n)
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+	}
+}
+
+func asSize(name string, raw any) (int64, error) {
+	switch v := raw.(type) {
+	case int:
+		return int64(v), nil
+	case int64:
+		return v, nil
+	case string:
+		s := strings.TrimSpace(v)
+		mult := int64(1)
+		for _, u := range []struct {
+			suffix string
+			size   int64
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+			if strings.HasSuffix(s, u.suffix) {
+				s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.size
+				break
+			}
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n > (1<<62)/mult {
+			return 0, errorf(name, "invalid size %q (bytes, or a number with KiB, MiB or GiB)", v)
+		}
+		return n * mult, nil
+	}
+	return 0, errorf(name, "invalid size %v", raw)
 }
 
 func boolKey(name string, def bool, field func(*Config) *bool) key {

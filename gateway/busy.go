@@ -136,7 +136,7 @@ func (g *Gateway) interruptIfSuperseded(l *lane, thread string) {
 // there is no turn to steer (the caller queues the message).
 func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
 	cur, thread := steerTarget(l)
-	if cur == nil {
+	if cur == nil || len(it.images) > 0 { // a steer carries text only: images wait for their own turn
 		return false
 	}
 	cur.steer.mu.Lock()

@@ -453,8 +453,9 @@ type fakeCodex struct {
 	ensures  []string             // stored ids passed to EnsureThread
 	configs  []codex.ThreadConfig // the config passed with each EnsureThread
 	released []string
-	turns    []string // "thread:text"
-	cwds     []string // TurnInput.Cwd of each RunTurn, in order
+	turns    []string   // "thread:text"
+	cwds     []string   // TurnInput.Cwd of each RunTurn, in order
+	images   [][]string // TurnInput.Images of each RunTurn, in order
 	ensureFn func(stored string) (codex.Ensured, error)
 	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
 	interr   chan string // Interrupt calls
@@ -510,6 +511,7 @@ func (c *fakeCodex) RunTurn(ctx context.Context, thread string, in codex.TurnInp
 	}
 	c.turns = append(c.turns, thread+":"+text)
 	c.cwds = append(c.cwds, in.Cwd)
+	c.images = append(c.images, in.Images)
 	c.turnSeq++
 	turnID := "turn" + strconv.Itoa(c.turnSeq)
 	run := c.run

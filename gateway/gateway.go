@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -107,6 +108,9 @@ type Config struct {
 	// directories a lane may choose with /project (Thread.Cwd is the one
 	// of lanes without a project). The names are checked by config.
 	Projects map[string]string
+	// Files stores inbound attachments (<state_dir>/files); nil refuses
+	// every file with a reply, the rest of the message still runs.
+	Files *files.Store
 	// TurnTimeout is codex.turn_timeout, named in the notice of a turn the
 	// watchdog stopped (the runtime enforces it).
 	TurnTimeout     time.Duration

@@ -36,6 +36,8 @@ type lane struct {
 	// compactHold counts turns that must still run before an automatic
 	// compaction may be tried again (the cooldown).
 	compactHold int
+	// audioTold: the lane was told that audio is not transcribed.
+	audioTold bool
 
 	prev, next *lane // LRU links, guarded by laneTable.mu
 	inLRU      bool
@@ -56,6 +58,9 @@ type item struct {
 	text      string
 	cmdID     string // message id of the command that queued it, for the reply
 	retry     bool   // reruns the lane's cut-off turn (journaled until it runs)
+	// images are the message's image files (text already names every
+	// file), handed to codex as localImage items.
+	images []string
 }
 
 // turnState is the item being processed; commands use it to stop the turn.
@@ -80,6 +85,16 @@ type turnState struct {
 
 // idle reports whether the lane has no work; l.mu must be held.
 func (l *lane) idle() bool { return !l.worker && l.queue.len() == 0 && l.cur == nil }
+
+// tellAudioOnce reports whether the lane is yet to be told that audio is
+// not transcribed, and marks it told.
+func (l *lane) tellAudioOnce() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	told := l.audioTold
+	l.audioTold = true
+	return !told
+}
 
 // laneFor returns the lane for addr, creating its in-memory state.
 func (g *Gateway) laneFor(addr Address) *lane { return g.lanes.get(addr) }
@@ -116,7 +131,7 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		g.callback(ctx, in)
 		return false, nil
 	}
-	if in.Text == "" {
+	if in.Text == "" && len(in.Attachments) == 0 {
 		g.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
 		return false, nil
 	}
@@ -127,14 +142,21 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
 		return false, fmt.Errorf("gateway: ensure lane: %w", err)
 	}
+	// The files are part of accepting the message: stored before its row
+	// is, so an adapter acknowledging the message after Deliver has them
+	// on disk, and the row lists them for a restart.
+	saved, notices := g.storeAttachments(ctx, in)
 	id, dup, err := g.st.RecordInbound(ctx, store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
+		Attachments: saved,
 	})
 	if err != nil {
+		discardAttachments(in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
 	}
 	if dup {
+		discardAttachments(in, saved)
 		g.obs.Duplicate(in.Address.Platform)
 		g.log.Info("inbound.duplicate", zap.String("lane", key), zap.String("message", in.MessageID))
 		return true, nil
@@ -142,7 +164,14 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 	g.obs.Inbound(in.Address.Platform)
 	// Recorded: from here on the work must not depend on the adapter's
 	// context (an HTTP client may hang up).
-	g.dispatch(g.baseCtx, in.Address, id, in.MessageID, in.Text)
+	for _, n := range notices {
+		g.notify(g.baseCtx, in.Address, in.MessageID, n)
+	}
+	if in.Text == "" && len(saved) == 0 { // every file refused: nothing to run
+		g.setInbound(g.baseCtx, id, store.InboundIgnored)
+		return false, nil
+	}
+	g.dispatch(g.baseCtx, in.Address, id, in.MessageID, in.Text, saved)
 	return false, nil
 }
 
@@ -171,13 +200,18 @@ func laneKey(a Address) store.LaneKey {
 
 // dispatch runs a recorded message: commands act at once or queue work;
 // other text queues a turn.
-func (g *Gateway) dispatch(ctx context.Context, addr Address, inboundID int64, msgID, text string) {
+func (g *Gateway) dispatch(ctx context.Context, addr Address, inboundID int64, msgID, text string, att []store.Attachment) {
 	l := g.laneFor(addr)
-	if cmd, ok := parseCommand(text); ok {
-		g.command(ctx, l, cmd, inboundID, msgID)
-		return
+	if len(att) == 0 {
+		if cmd, ok := parseCommand(text); ok {
+			g.command(ctx, l, cmd, inboundID, msgID)
+			return
+		}
 	}
-	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text}
+	if hasAudio(att) && l.tellAudioOnce() {
+		g.notify(ctx, addr, msgID, audioNotice)
+	}
+	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att)}
 	if g.busyInput(ctx, l, it) {
 		return
 	}

@@ -109,6 +109,9 @@ type Inbound struct {
 	// Callback is set, and Text empty, when the inbound is a button press;
 	// it carries the Button.ID that was pressed.
 	Callback string
+	// Attachments are the files sent with the message (Text is then the
+	// caption, maybe empty). Deliver stores them before it returns.
+	Attachments []Attachment
 }
 
 // Sink receives inbound messages from an adapter. Deliver returns only after

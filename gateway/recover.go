@@ -54,7 +54,7 @@ func (g *Gateway) recover(ctx context.Context) error {
 			continue
 		}
 		g.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
-		g.dispatch(ctx, addressOfLane(sl), row.ID, row.MessageID, row.Text)
+		g.dispatch(ctx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
 	}
 	g.log.Info("recover.done", zap.Int("cut_off", told), zap.Int("pending", len(pending)))
 	return nil

@@ -202,6 +202,12 @@ CREATE TABLE answers (
 	`
 ALTER TABLE gateway_routing ADD COLUMN project TEXT NOT NULL DEFAULT '';
 `,
+	// 8: the files a message came with (issue 12, files in): a JSON array
+	// of the attachments stored under <state_dir>/files before the row was
+	// written, '' for none, so a restart queues them with the message.
+	`
+ALTER TABLE inbox ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

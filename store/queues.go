@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,10 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 	if in.Platform == "" || in.SessionKey == "" {
 		return 0, false, fmt.Errorf("%w: RecordInbound needs a platform and a session key", ErrInvalid)
 	}
+	attachments, err := encodeAttachments(in.Attachments)
+	if err != nil {
+		return 0, false, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
+	}
 	err = s.write(ctx, func(ctx context.Context, q querier) error {
 		id, duplicate = 0, false
 		var messageID any
@@ -27,9 +32,9 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 			received = s.now()
 		}
 		res, err := q.ExecContext(ctx, `INSERT INTO inbox
-			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING`,
-			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()))
+			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING`,
+			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments)
 		if err != nil {
 			return err
 		}
@@ -84,7 +89,7 @@ func execOne(ctx context.Context, q querier, what string, id int64, query string
 // oldest first: what a restart must pick up again.
 func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 	rows, err := s.rq.QueryContext(ctx, `SELECT id, platform, COALESCE(message_id, ''), session_key,
-		sender_id, sender_name, text, received_at, state
+		sender_id, sender_name, text, received_at, state, attachments
 		FROM inbox WHERE state IN ('received', 'processing') ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending inbound: %w", classify(err))
@@ -94,9 +99,13 @@ func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 	for rows.Next() {
 		var r InboundRow
 		var received int64
+		var attachments string
 		if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
-			&r.Text, &received, &r.State); err != nil {
+			&r.Text, &received, &r.State, &attachments); err != nil {
 			return nil, fmt.Errorf("store: pending inbound: %w", err)
+		}
+		if r.Attachments, err = decodeAttachments(attachments); err != nil {
+			return nil, fmt.Errorf("store: pending inbound %d: %w", r.ID, err)
 		}
 		r.ReceivedAt = fromDB(received)
 		out = append(out, r)
@@ -331,4 +340,27 @@ func (s *Store) markOutbox(ctx context.Context, what string, id int64, query str
 		return fmt.Errorf("store: %s %d: %w", what, id, err)
 	}
 	return nil
+}
+
+// encodeAttachments is the inbox column's value: ” for none.
+func encodeAttachments(a []Attachment) (string, error) {
+	if len(a) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return "", fmt.Errorf("encode attachments: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeAttachments(s string) ([]Attachment, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var a []Attachment
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		return nil, fmt.Errorf("decode attachments: %w", err)
+	}
+	return a, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -197,5 +198,27 @@ func assertDue(t *testing.T, s *Store, now time.Time, want ...int64) {
 		if got[i] != want[i] {
 			t.Fatalf("due = %v, want %v", got, want)
 		}
+	}
+}
+
+func TestPendingInboundKeepsAttachments(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	want := []Attachment{
+		{Path: "/state/files/l/m/photo.jpg", Name: "photo.jpg", MIME: "image/jpeg", Size: 3, IsImage: true},
+		{Path: "/state/files/l/m/notes.txt", Name: "notes.txt", MIME: "text/plain; charset=utf-8", Size: 5},
+	}
+	if _, _, err := s.RecordInbound(ctx, Inbound{Platform: "api", MessageID: "1", SessionKey: "k", Attachments: want}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.RecordInbound(ctx, Inbound{Platform: "api", MessageID: "2", SessionKey: "k", Text: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := s.PendingInbound(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 2 || !reflect.DeepEqual(pending[0].Attachments, want) || pending[1].Attachments != nil {
+		t.Fatalf("pending = %+v, want the first with %+v", pending, want)
 	}
 }

@@ -80,6 +80,17 @@ type Message struct {
 type Inbound struct {
 	Platform, MessageID, SessionKey, SenderID, SenderName, Text string
 	ReceivedAt                                                  time.Time
+	// Attachments are the message's files, already on disk.
+	Attachments []Attachment
+}
+
+// Attachment is one stored file of an inbound message.
+type Attachment struct {
+	Path    string `json:"path"` // absolute
+	Name    string `json:"name"`
+	MIME    string `json:"mime"`
+	Size    int64  `json:"size"`
+	IsImage bool   `json:"image,omitempty"`
 }
 
 // InboundRow is a stored inbound message with its processing state.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/lifecycle"
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
@@ -306,6 +307,7 @@ func (d *daemon) buildGateway() error {
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
+		Files:        d.filesStore(),
 		Logger:       d.log, Observer: d.metrics,
 	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
 	if err != nil {
@@ -326,7 +328,7 @@ func (d *daemon) buildGateway() error {
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
-		MaxConnections: d.cfg.API.MaxConnections,
+		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes,
 		Handlers: map[string]http.Handler{
 			"/healthz":  d.health,
 			"/metrics":  d.metrics.Handler(),
@@ -351,6 +353,28 @@ func (d *daemon) buildGateway() error {
 		AppServerRestarts: d.codex.Restarts,
 	})
 	return nil
+}
+
+// filesStore keeps inbound attachments under <state_dir>/files. A lane's
+// files still needed by a message not yet processed (received or
+// processing in the inbox) are never pruned for its quota.
+func (d *daemon) filesStore() *files.Store {
+	inUse := func(lane string) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rows, err := d.store.PendingInbound(ctx)
+		if err != nil {
+			d.log.Warn("files.in_use_unknown", zap.String("lane", lane), zap.Error(err))
+		}
+		var ids []string
+		for _, r := range rows {
+			if r.SessionKey == lane && len(r.Attachments) > 0 {
+				ids = append(ids, r.MessageID)
+			}
+		}
+		return ids
+	}
+	return files.New(d.cfg.FilesDir(), files.Limits{MaxBytes: d.cfg.Files.MaxBytes, LaneQuota: d.cfg.Files.LaneQuota}, inUse)
 }
 
 // probe is the health check behind WATCHDOG=1 and /healthz.

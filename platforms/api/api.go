@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -52,6 +53,13 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxConnections bounds the connections served at once; default 256.
 	MaxConnections int
+	// MaxFileBytes bounds one file of a multipart message (files.max_bytes;
+	// default files.DefaultMaxBytes); a larger one is answered 413.
+	MaxFileBytes int64
+	// SpoolDir holds uploaded files while the message is accepted (the
+	// gateway then stores them under <state_dir>/files); default the
+	// system's temporary directory.
+	SpoolDir string
 
 	// Timeouts; zero means the default. There is no write timeout: a
 	// streamed answer lasts as long as its turn.
@@ -88,6 +96,9 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.KeepAliveInterval, DefaultKeepAliveInterval)
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = files.DefaultMaxBytes
 	}
 	return c
 }
@@ -232,7 +243,7 @@ func checkListen(listen, token string) error {
 func (p *Platform) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/lanes/{lane}/messages",
-		p.authorize(p.acceptBody(jsonBody(maxBody), http.HandlerFunc(p.postMessage))))
+		p.authorize(p.acceptBody(messageBody(p.cfg.MaxFileBytes), http.HandlerFunc(p.postMessage))))
 	mux.Handle("GET /api/lanes/{lane}/messages/{id}", p.authorize(http.HandlerFunc(p.getMessage)))
 	mux.Handle("GET /api/lanes/{lane}/approvals", p.authorize(http.HandlerFunc(p.listApprovals)))
 	mux.Handle("POST /api/lanes/{lane}/approvals/{id}",

@@ -17,6 +17,33 @@ import (
 type bodyRule struct {
 	mediaTypes []string // accepted Content-Type media types; parameters (charset) are ignored
 	maxBytes   int64    // larger bodies are answered 413
+	// streamed are media types (among mediaTypes) whose body the handler
+	// reads itself, as it arrives, up to streamMaxBytes: uploads, which
+	// are not held in memory.
+	streamed       []string
+	streamMaxBytes int64
+}
+
+// messageBody is the rule of the messages route: JSON, or a
+// multipart/form-data upload of the same fields and files streamed to
+// disk, each file up to maxFile bytes.
+func messageBody(maxFile int64) bodyRule {
+	return bodyRule{mediaTypes: []string{"application/json", multipartType}, maxBytes: maxBody,
+		streamed: []string{multipartType}, streamMaxBytes: maxUploadBytes(maxFile)}
+}
+
+// streams reports whether the body of contentType is left to the handler.
+func (b bodyRule) streams(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	for _, s := range b.streamed {
+		if mt == s {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonBody is the rule of the JSON routes. Requiring the JSON media type
@@ -46,6 +73,16 @@ func (p *Platform) acceptBody(rule bodyRule, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rule.accepts(r.Header.Get("Content-Type")) {
 			writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be "+strings.Join(rule.mediaTypes, " or "))
+			return
+		}
+		if rule.streams(r.Header.Get("Content-Type")) {
+			if r.ContentLength > rule.streamMaxBytes {
+				w.Header().Set("Connection", "close")
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", rule.streamMaxBytes))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, rule.streamMaxBytes)
+			next.ServeHTTP(w, r)
 			return
 		}
 		if r.ContentLength > rule.maxBytes {

@@ -23,6 +23,8 @@ type messageRequest struct {
 	// ID, when set, makes the message idempotent: a second POST with the
 	// same id is not run again but answered like the first (replay.go).
 	ID string `json:"id"`
+	// files are a multipart message's uploads, spooled to disk.
+	files *upload
 }
 
 // Response is the answer to a message (and the data of the SSE "done"
@@ -54,7 +56,16 @@ var (
 )
 
 func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
-	lane, req, ok := readMessage(w, r)
+	var lane string
+	var req messageRequest
+	var ok bool
+	if isMultipart(r) {
+		var up *upload
+		lane, req, up, ok = p.readUpload(w, r)
+		defer up.remove()
+	} else {
+		lane, req, ok = readMessage(w, r)
+	}
 	if !ok {
 		return
 	}
@@ -74,7 +85,7 @@ func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := gateway.Inbound{Address: laneAddress(lane), MessageID: id, SenderID: req.User, SenderName: req.User,
-		Text: req.Text, Mentioned: true, ReceivedAt: time.Now()}
+		Text: req.Text, Mentioned: true, ReceivedAt: time.Now(), Attachments: req.files.attachments()}
 	if outcome := p.deliver(w, r, in); outcome != delivered {
 		p.leave(r.Context(), id, wt, errNotAnswered)
 		// A duplicate was recorded by a request that ended since we looked.
@@ -118,21 +129,27 @@ func readMessage(w http.ResponseWriter, r *http.Request) (string, messageRequest
 		writeError(w, http.StatusBadRequest, "body must be JSON: {\"text\": \"...\", \"user\": \"...\"}")
 		return "", req, false
 	}
+	return lane, req, checkMessage(w, &req)
+}
+
+// checkMessage validates the fields of a message (JSON or multipart); on
+// failure it has answered. A message with files may have no text.
+func checkMessage(w http.ResponseWriter, req *messageRequest) bool {
 	switch {
-	case strings.TrimSpace(req.Text) == "":
+	case strings.TrimSpace(req.Text) == "" && req.files.count() == 0:
 		writeError(w, http.StatusBadRequest, "text is empty")
-		return "", req, false
+		return false
 	case len(req.Text) > MaxTextBytes:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("text exceeds %d bytes", MaxTextBytes))
-		return "", req, false
+		return false
 	case len(req.ID) > 128:
 		writeError(w, http.StatusBadRequest, "id is longer than 128 characters")
-		return "", req, false
+		return false
 	}
 	if req.User == "" {
 		req.User = "local"
 	}
-	return lane, req, true
+	return true
 }
 
 func wantsStream(r *http.Request) bool {

@@ -77,7 +77,8 @@ func (a *Adapter) inboundFromMessage(m *models.Message) (gateway.Inbound, bool) 
 	if text == "" {
 		text = m.Caption
 	}
-	if strings.TrimSpace(text) == "" {
+	files := a.attachmentsOf(m)
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return gateway.Inbound{}, false
 	}
 	addr, ok := addressOf(m.Chat, m.MessageThreadID, m.IsTopicMessage)
@@ -102,6 +103,9 @@ func (a *Adapter) inboundFromMessage(m *models.Message) (gateway.Inbound, bool) 
 		Text:       text,
 		Mentioned:  mentioned,
 		ReceivedAt: a.now(),
+		// A caption that is only the mention leaves no text: the files are
+		// the message.
+		Attachments: files,
 	}
 	if r := m.ReplyToMessage; r != nil && !isTopicRoot(m, r) {
 		in.ReplyTo = messageID(m.Chat.ID, r.ID)

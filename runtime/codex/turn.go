@@ -20,11 +20,19 @@ type TurnInput struct {
 	// and the later ones (doc §11); a resumed thread keeps it. With the
 	// workspace-write sandbox the writable root follows it.
 	Cwd string
+	// Images are absolute paths of image files sent with the text, each a
+	// localImage input item after it (doc §11): the model sees them as
+	// input_image parts.
+	Images []string
 }
 
 // params is the turn/start request for threadID.
 func (in TurnInput) params(threadID string) map[string]any {
-	p := map[string]any{"threadId": threadID, "input": textInput(in.Text)}
+	input := textInput(in.Text)
+	for _, path := range in.Images {
+		input = append(input, map[string]any{"type": "localImage", "path": path})
+	}
+	p := map[string]any{"threadId": threadID, "input": input}
 	if in.Cwd != "" {
 		p["cwd"] = in.Cwd
 	}

@@ -527,6 +527,9 @@ func TestTurnInputParams(t *testing.T) {
 	}{
 		{"text only", TurnInput{Text: "hi"}, map[string]any{"threadId": "th", "input": text}},
 		{"with a cwd", TurnInput{Text: "hi", Cwd: "/srv/site"}, map[string]any{"threadId": "th", "input": text, "cwd": "/srv/site"}},
+		{"with images", TurnInput{Text: "hi", Images: []string{"/f/a.png", "/f/b.jpg"}}, map[string]any{"threadId": "th",
+			"input": append(append([]map[string]any{}, text...),
+				map[string]any{"type": "localImage", "path": "/f/a.png"}, map[string]any{"type": "localImage", "path": "/f/b.jpg"})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,6 +86,8 @@ type Server struct {
 	rejectEntities bool
 	polling        int
 	holds          []*Held
+	files          map[string]*fakeFile
+	downloads      []string
 }
 
 type queued struct {
@@ -304,6 +306,10 @@ func (s *Server) Pending() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/") {
+		s.serveFile(w, r)
+		return
+	}
 	token, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
 	if !ok || token != Token {
 		writeFail(w, Failure{Code: 401, Description: "Unauthorized"})
@@ -332,6 +338,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"editmessagetext":     s.editMessageText,
 		"sendchataction":      s.sendChatAction,
 		"answercallbackquery": s.answerCallbackQuery,
+		"getfile":             s.getFile,
 	}
 	h, ok := handlers[method]
 	if !ok {

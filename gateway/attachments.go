@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Attachment is one file sent with an inbound message. An adapter fills in
+// what the platform says of it and Open; the gateway stores it under
+// <state_dir>/files while Deliver runs, before the message is recorded, so
+// an adapter that acknowledges the message after Deliver has its files on
+// disk. Path is set when the file was stored before Deliver (the API lane
+// streams a multipart body straight into the store).
+type Attachment struct {
+	Name string // the sender's file name; sanitised when stored
+	MIME string // as the platform reported it; "" unknown (the stored file's type is detected)
+	Size int64  // as the platform reported it; 0 unknown
+	// Open fetches the file's bytes (a platform download). The gateway
+	// closes what it returns.
+	Open func(ctx context.Context) (io.ReadCloser, error)
+	// Stored is set instead of Open for a file already saved.
+	Stored *files.Saved
+	// Err is set instead of Open when the adapter could not get the file at
+	// all (a failed download); the lane is told, the rest of the message runs.
+	Err error
+}
+
+// Replies about the files of a message.
+const (
+	audioNotice = "Audio is passed to the agent as a file: it is not transcribed."
+)
+
+// tooLargeNotice tells the lane a file was refused for its size.
+func tooLargeNotice(name string, limit int64) string {
+	return fmt.Sprintf("%q was not received: it is larger than the %s limit for files. The rest of your message was.",
+		name, files.FormatSize(limit))
+}
+
+// failedNotice tells the lane a file could not be received.
+func failedNotice(name string) string {
+	return fmt.Sprintf("%q could not be received (the download failed); please send it again. The rest of your message was.", name)
+}
+
+// IsTooLarge reports an attachment error that a size limit caused; adapters
+// and the API lane use it to word their own refusals.
+func IsTooLarge(err error) (*files.TooLargeError, bool) {
+	var tl *files.TooLargeError
+	ok := errors.As(err, &tl)
+	return tl, ok
+}
+
+// storeAttachments saves the message's files and returns what was stored
+// and the notices for the ones that were not. Without a files store every
+// file is refused.
+func (g *Gateway) storeAttachments(ctx context.Context, in Inbound) ([]store.Attachment, []string) {
+	var saved []store.Attachment
+	var notices []string
+	for _, a := range in.Attachments {
+		s, err := g.storeAttachment(ctx, in, a)
+		if err != nil {
+			g.log.Warn("inbound.file_refused", zap.String("platform", in.Address.Platform),
+				zap.String("message", in.MessageID), zap.String("name", files.SanitizeName(a.Name)), zap.Error(err))
+			if tl, ok := IsTooLarge(err); ok {
+				notices = append(notices, tooLargeNotice(files.SanitizeName(a.Name), tl.Limit))
+			} else {
+				notices = append(notices, failedNotice(files.SanitizeName(a.Name)))
+			}
+			continue
+		}
+		saved = append(saved, store.Attachment{Path: s.Path, Name: s.Name, MIME: s.MIME, Size: s.Size, IsImage: s.IsImage})
+	}
+	return saved, notices
+}
+
+func (g *Gateway) storeAttachment(ctx context.Context, in Inbound, a Attachment) (files.Saved, error) {
+	switch {
+	case a.Stored != nil:
+		return *a.Stored, nil
+	case a.Err != nil:
+		return files.Saved{}, a.Err
+	case g.cfg.Files == nil:
+		return files.Saved{}, errors.New("gateway: no files store configured")
+	case a.Open == nil:
+		return files.Saved{}, errors.New("gateway: attachment has nothing to read")
+	}
+	if limit := g.cfg.Files.Limits().MaxBytes; a.Size > limit {
+		return files.Saved{}, &files.TooLargeError{Limit: limit, Got: a.Size}
+	}
+	r, err := a.Open(ctx)
+	if err != nil {
+		return files.Saved{}, fmt.Errorf("gateway: fetch attachment: %w", err)
+	}
+	defer r.Close()
+	return g.cfg.Files.Save(ctx, in.Address.SessionKey(), in.MessageID, a.Name, r)
+}
+
+// discardAttachments removes files stored for a message that turned out to
+// be a redelivery: the first delivery's files are the ones it runs with.
+func discardAttachments(in Inbound, saved []store.Attachment) {
+	stored := map[string]bool{}
+	for _, a := range in.Attachments {
+		if a.Stored != nil {
+			stored[a.Stored.Path] = true
+		}
+	}
+	for _, a := range saved {
+		if !stored[a.Path] {
+			_ = os.Remove(a.Path)
+		}
+	}
+}
+
+// withFiles is the turn text for a message and its files: one line per
+// file naming its absolute path, name, type and size, so the agent can
+// open it; images also go as image inputs.
+func withFiles(text string, att []store.Attachment) string {
+	if len(att) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	if text != "" {
+		b.WriteString("\n\n")
+	}
+	for i, a := range att {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "[Attached file: %s (name %q, type %s, size %s)]", a.Path, a.Name, a.MIME, files.FormatSize(a.Size))
+	}
+	return b.String()
+}
+
+// imagePaths are the attachments handed to codex as localImage items.
+func imagePaths(att []store.Attachment) []string {
+	var out []string
+	for _, a := range att {
+		if a.IsImage {
+			out = append(out, a.Path)
+		}
+	}
+	return out
+}
+
+// hasAudio reports a stored file codex cannot hear.
+func hasAudio(att []store.Attachment) bool {
+	for _, a := range att {
+		if strings.HasPrefix(a.MIME, "audio/") || strings.HasPrefix(a.MIME, "application/ogg") {
+			return true
+		}
+	}
+	return false
+}
