@@ -77,6 +77,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 		Text:        text,
 		Mentioned:   direct || strings.HasPrefix(text, "/"),
 		ReceivedAt:  a.cfg.Now(),
+		Attachments: a.attachmentsOf(m),
 	}
 	if m.MessageReference != nil {
 		in.ReplyTo = m.MessageReference.MessageID

@@ -65,7 +65,9 @@ type Server struct {
 	intents    int
 	gw         *gatewayState
 	heartbeat  time.Duration
-	changed    chan struct{} // closed and replaced when the bot sends or edits
+	changed    chan struct{}   // closed and replaced when the bot sends or edits
+	files      map[string]File // attachment id → file
+	downloads  []string        // names of the attachments fetched, in order
 }
 
 // New starts the fake on 127.0.0.1 with one guild and its text channels.
@@ -93,7 +95,15 @@ func New(channelIDs ...string) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws/", s.serveGateway) // discordgo appends "/" to the gateway URL
 	mux.HandleFunc("/api/", s.serveREST)
-	s.http = httptest.NewServer(mux)
+	// Attachments are served outside the mux: their names may hold
+	// anything, "../" included, which the mux would clean and redirect.
+	s.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/attachments/") {
+			s.serveAttachment(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	return s
 }
 
@@ -176,6 +186,8 @@ type Post struct {
 	MentionBot                   bool
 	ReplyTo                      string // message id replied to
 	Bot                          bool   // the author is a bot
+	// Attachments are served at their CDN URLs (files.go).
+	Attachments []File
 }
 
 // Post stores a user message in the channel's history and dispatches
@@ -193,6 +205,9 @@ func (s *Server) Post(p Post) string {
 		if !strings.Contains(m.Content, "<@"+BotID+">") {
 			m.Content = "<@" + BotID + "> " + m.Content
 		}
+	}
+	for _, f := range p.Attachments {
+		m.Attachments = append(m.Attachments, s.attachLocked(p.ChannelID, f))
 	}
 	if p.ReplyTo != "" {
 		m.Type = discordgo.MessageTypeReply
