@@ -50,9 +50,8 @@ func failedNotice(name string) string {
 	return fmt.Sprintf("%q could not be received (the download failed); please send it again. The rest of your message was.", name)
 }
 
-// IsTooLarge reports an attachment error that a size limit caused; adapters
-// and the API lane use it to word their own refusals.
-func IsTooLarge(err error) (*files.TooLargeError, bool) {
+// isTooLarge reports an attachment error that a size limit caused.
+func isTooLarge(err error) (*files.TooLargeError, bool) {
 	var tl *files.TooLargeError
 	ok := errors.As(err, &tl)
 	return tl, ok
@@ -69,7 +68,7 @@ func (g *Gateway) storeAttachments(ctx context.Context, in Inbound) ([]store.Att
 		if err != nil {
 			g.log.Warn("inbound.file_refused", zap.String("platform", in.Address.Platform),
 				zap.String("message", in.MessageID), zap.String("name", files.SanitizeName(a.Name)), zap.Error(err))
-			if tl, ok := IsTooLarge(err); ok {
+			if tl, ok := isTooLarge(err); ok {
 				notices = append(notices, tooLargeNotice(files.SanitizeName(a.Name), tl.Limit))
 			} else {
 				notices = append(notices, failedNotice(files.SanitizeName(a.Name)))

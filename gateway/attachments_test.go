@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 var pngHead = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
@@ -202,5 +203,30 @@ func TestRedeliveredFilesAreNotKeptTwice(t *testing.T) {
 	})
 	if len(names) != 1 || names[0] != "a.txt" {
 		t.Errorf("files on disk = %v, want only a.txt", names)
+	}
+}
+
+// A message recorded with its files but not yet run when the daemon
+// stopped runs after the restart with them: the row carries them.
+func TestRestartRequeuesFilesWithTheMessage(t *testing.T) {
+	st := newFakeStore()
+	ctx := context.Background()
+	if _, err := st.EnsureLane(ctx, laneKey(apiAddr("a"))); err != nil {
+		t.Fatal(err)
+	}
+	att := []store.Attachment{{Path: "/state/files/a/m1/p.png", Name: "p.png", MIME: "image/png", Size: 9, IsImage: true},
+		{Path: "/state/files/a/m1/n.txt", Name: "n.txt", MIME: "text/plain; charset=utf-8", Size: 3}}
+	if _, _, err := st.RecordInbound(ctx, store.Inbound{Platform: "test", MessageID: "m1", SessionKey: laneA,
+		Text: "look", Attachments: att}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessOn(t, st)
+	h.start(t)
+	text, images := h.turnOf(t, "m1")
+	if len(images) != 1 || images[0] != att[0].Path {
+		t.Errorf("images after restart = %v, want [%s]", images, att[0].Path)
+	}
+	if !strings.Contains(text, "look\n\n[Attached file: /state/files/a/m1/p.png") || !strings.Contains(text, "/state/files/a/m1/n.txt") {
+		t.Errorf("turn text after restart = %q", text)
 	}
 }
