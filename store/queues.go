@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -257,11 +258,15 @@ func (s *Store) attachParts(ctx context.Context, out []OutboxMessage) error {
 		return nil
 	}
 	byID := make(map[int64]*OutboxMessage, len(out))
+	ids := make([]any, len(out))
 	for i := range out {
 		byID[out[i].ID] = &out[i]
+		ids[i] = out[i].ID
 	}
+	// The rows' own ids, not an id range: an old row retried beside new
+	// ones would make a range span every part sent in between.
 	rows, err := s.rq.QueryContext(ctx, `SELECT outbox_id, platform_message_id FROM outbox_parts
-		WHERE outbox_id BETWEEN ? AND ? ORDER BY outbox_id, part`, out[0].ID, out[len(out)-1].ID)
+		WHERE outbox_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY outbox_id, part`, ids...)
 	if err != nil {
 		return classify(err)
 	}
