@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 )
 
 // Held outbox rows: a platform that defers a delivery (the API lane with no
@@ -10,12 +11,26 @@ import (
 // a timer nor holding back the lane's later rows, until the platform asks
 // for the lane's rows again or the process restarts.
 
+// MaxHeldPerLane bounds the rows held for one lane. A lane whose client
+// never comes back would otherwise keep every notice forever (and every
+// start would send them all again); past the bound the oldest give way,
+// marked failed with the reason.
+const MaxHeldPerLane = 100
+
 // HoldOutbox holds a pending row. A row no longer pending (already reported
 // delivered, or failed) is left alone: holding it would change nothing.
 func (s *Store) HoldOutbox(ctx context.Context, id int64) error {
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		_, err := q.ExecContext(ctx, "UPDATE outbox SET held = 1, updated_at = ? WHERE id = ? AND state = 'pending'",
-			toDB(s.now()), id)
+		now := toDB(s.now())
+		if _, err := q.ExecContext(ctx, "UPDATE outbox SET held = 1, updated_at = ? WHERE id = ? AND state = 'pending'",
+			now, id); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, `UPDATE outbox SET state = 'failed', held = 0, updated_at = ?1,
+			last_error = 'dropped: more than `+strconv.Itoa(MaxHeldPerLane)+` rows held for a lane nobody reads'
+			WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND held = 1
+				AND session_key = (SELECT session_key FROM outbox WHERE id = ?2)
+				ORDER BY id DESC LIMIT -1 OFFSET ?3)`, now, id, MaxHeldPerLane)
 		return err
 	})
 	if err != nil {

@@ -94,3 +94,35 @@ func TestRecordAnswerAndExchange(t *testing.T) {
 		t.Errorf("RecordAnswer without a lane err = %v, want ErrInvalid", err)
 	}
 }
+
+// A lane nobody reads holds at most MaxHeldPerLane rows: the oldest give
+// way, marked failed, and other lanes are not touched.
+func TestHeldRowsAreBoundedPerLane(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	hold := func(key string) int64 {
+		t.Helper()
+		id, err := s.Enqueue(ctx, OutboxMessage{SessionKey: key, Platform: "api", ChatID: key, Text: "n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.HoldOutbox(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	other := hold("b")
+	first := hold("a")
+	for range MaxHeldPerLane {
+		hold("a")
+	}
+	if n := countRows(t, s, "SELECT COUNT(*) FROM outbox WHERE session_key = 'a' AND state = 'pending' AND held = 1"); n != MaxHeldPerLane {
+		t.Errorf("lane a holds %d rows, want %d", n, MaxHeldPerLane)
+	}
+	if n := countRows(t, s, "SELECT COUNT(*) FROM outbox WHERE id = ? AND state = 'failed'", first); n != 1 {
+		t.Error("the oldest held row of lane a was not the one dropped")
+	}
+	if n := countRows(t, s, "SELECT COUNT(*) FROM outbox WHERE id = ? AND state = 'pending' AND held = 1", other); n != 1 {
+		t.Error("lane b's held row was touched")
+	}
+}
