@@ -88,6 +88,7 @@ type Server struct {
 	holds          []*Held
 	files          map[string]*fakeFile
 	downloads      []string
+	uploads        []Upload
 }
 
 type queued struct {
@@ -339,6 +340,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"sendchataction":      s.sendChatAction,
 		"answercallbackquery": s.answerCallbackQuery,
 		"getfile":             s.getFile,
+		"sendphoto":           s.sendPhoto,
+		"senddocument":        s.sendDocument,
 	}
 	h, ok := handlers[method]
 	if !ok {
