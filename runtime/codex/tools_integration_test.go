@@ -79,3 +79,47 @@ func TestIntegrationDynamicToolCall(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationDynamicToolSurvivesKillAndResume: thread/resume takes no
+// dynamicTools, yet a thread started with send_file keeps it after its
+// app-server was SIGKILLed and another client resumed it (doc §11).
+func TestIntegrationDynamicToolSurvivesKillAndResume(t *testing.T) {
+	t.Parallel()
+	ctx := integrationContext(t)
+	m := codextest.NewModel(t)
+	m.Respond(func(req codextest.Request) codextest.Reply {
+		if _, followUp := req.ToolOutput(); !followUp && strings.HasPrefix(req.LastUserText(), "send ") {
+			return codextest.Reply{ToolCall: codextest.SendFile("call_resumed", "after.txt", "")}
+		}
+		return codextest.DefaultReply(req)
+	})
+	home := codextest.Home(t)
+	serve := func(o *codex.Options) {
+		o.ToolCall = func(_ context.Context, call codex.ToolCall) codex.ToolResult {
+			return codex.ToolResult{Text: "served " + call.Tool, Success: true}
+		}
+	}
+	a := startClient(t, m, home, serve)
+	tool := codex.DynamicTool{Name: "send_file", Description: "Send a file to the user.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
+	th, err := a.EnsureThread(ctx, "", codex.ThreadConfig{DynamicTools: []codex.DynamicTool{tool}})
+	if err != nil {
+		t.Fatalf("EnsureThread: %v", err)
+	}
+	completedTurn(t, ctx, a, th.ThreadID, "hello")
+	if n := killCodexGroups(t, home); n != 1 {
+		t.Fatalf("killed %d app-server process groups, want exactly 1", n)
+	}
+	closeClient(t, a)
+	waitNoCodex(t, ctx, home)
+
+	b := startClient(t, m, home, serve)
+	resumed := ensure(t, ctx, b, th.ThreadID, codex.OutcomeResumed)
+	res, err := b.RunTurn(ctx, resumed.ThreadID, codex.TurnInput{Text: "send after.txt"}, codex.TurnEvents{})
+	if err != nil || res.Status != codex.TurnCompleted {
+		t.Fatalf("RunTurn after resume: %v, status %q (%+v)", err, res.Status, res.Error)
+	}
+	if out, ok := lastRequest(t, m, resumed.ThreadID).ToolOutput(); !ok || !strings.Contains(out, "served send_file") {
+		t.Errorf("tool output after resume = %q (%v), want the handler's answer", out, ok)
+	}
+}
