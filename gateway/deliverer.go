@@ -170,7 +170,7 @@ func (d *deliverer) deliverOne(ctx context.Context, m store.OutboxMessage) bool 
 	// send it twice. sendTimeout still bounds it.
 	ctx = context.WithoutCancel(ctx)
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	id, err := p.Send(sctx, out)
+	id, err := sendOutbound(sctx, p, out)
 	cancel()
 	if errors.Is(err, ErrDeferred) {
 		d.holdDeferred(ctx, m, redelivers) // out of the due set: the lane is not blocked
@@ -206,11 +206,31 @@ func (d *deliverer) outboundOf(m store.OutboxMessage) Outbound {
 	out := Outbound{ID: m.ID, Address: addressOf(m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID),
 		Kind: OutNotice, Text: m.Text, ReplyTo: m.ReplyTo, InReplyTo: m.ReplyTo, EditID: m.EditID,
 		SentParts: m.SentParts, Parts: rowParts{st: d.st, id: m.ID}}
-	if m.OutKind == store.OutboxReply {
+	switch m.OutKind {
+	case store.OutboxReply:
 		out.Kind = OutReply
 		out.Turn = &TurnInfo{ThreadID: m.ThreadID, TurnID: m.TurnID, Status: m.TurnStatus}
+	case store.OutboxFile:
+		out.Kind = OutFile
+		out.Turn = &TurnInfo{ThreadID: m.ThreadID, TurnID: m.TurnID, Status: m.TurnStatus}
+		out.File = sentFileOf(m)
 	}
 	return out
+}
+
+// sendOutbound delivers out: a file through the platform's FileSender, or
+// as the text fallbackFileText where it has none.
+func sendOutbound(ctx context.Context, p Platform, out Outbound) (string, error) {
+	if out.File == nil {
+		return p.Send(ctx, out)
+	}
+	if fs, ok := p.(FileSender); ok {
+		return fs.SendFile(ctx, out)
+	}
+	out.Text = fallbackFileText(out.File.Name, out.Text)
+	out.Kind = OutReply
+	out.File = nil
+	return p.Send(ctx, out)
 }
 
 // rowParts is the PartLog of one outbox row: its parts go to the store.

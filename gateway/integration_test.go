@@ -108,8 +108,14 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 		}
 		return codex.DecisionDecline
 	}
+	tool := func(ctx context.Context, call codex.ToolCall) codex.ToolResult {
+		if g := late.Load(); g != nil {
+			return g.ToolCall(ctx, call)
+		}
+		return codex.ToolResult{Text: "not ready"}
+	}
 	cx, err := codex.Start(ctx, codex.Options{Command: w.bin, Args: append(codextest.Args(w.model.URL), w.args...), Home: w.home,
-		Env: codextest.Env(), Dir: w.dir, Logger: log, Approvals: approve, TurnTimeout: w.turnTimeout})
+		Env: codextest.Env(), Dir: w.dir, Logger: log, Approvals: approve, ToolCall: tool, TurnTimeout: w.turnTimeout})
 	if err != nil {
 		t.Fatalf("codex.Start: %v", err)
 	}
@@ -127,7 +133,11 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 		t.Fatal(err)
 	}
 	late.Store(g)
-	p := api.New(api.Config{Listen: "127.0.0.1:0", Logger: log, Answers: st})
+	apiCfg := api.Config{Listen: "127.0.0.1:0", Logger: log, Answers: st}
+	if cfg.Files != nil {
+		apiCfg.Files = cfg.Files
+	}
+	p := api.New(apiCfg)
 	g.AddPlatform(p)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

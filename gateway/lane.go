@@ -81,6 +81,11 @@ type turnState struct {
 	// compacting: the thread's active codex turn is a compaction run
 	// before this turn; nothing may be steered into it or interrupt it.
 	compacting bool
+	// dir is the turn's working directory, where send_file resolves
+	// relative paths; files are the files the agent sent (sendfile.go),
+	// committed with the turn. Both guarded by lane.mu.
+	dir   string
+	files []store.OutboxMessage
 }
 
 // idle reports whether the lane has no work; l.mu must be held.

@@ -132,7 +132,25 @@ const (
 	// the growing text arrive through Editor.Edit on the returned id. Only
 	// platforms implementing Editor receive previews.
 	OutPreview OutKind = "preview"
+	// OutFile is a file the agent sent (Outbound.File; Text its caption).
+	// Only platforms implementing FileSender receive it; the others get
+	// the text fallbackFileText.
+	OutFile OutKind = "file"
 )
+
+// SentFile is the file of an OutFile message: a snapshot under the lane's
+// out directory (<state_dir>/files/<lane>/out), taken when the agent asked,
+// so later edits do not change what is sent.
+type SentFile struct {
+	Path string // the snapshot
+	// ID is the snapshot's name within the lane's out directory: the API
+	// lane serves it as GET /api/lanes/{lane}/files/{ID}.
+	ID      string
+	Name    string // the name the user sees
+	MIME    string
+	Size    int64
+	IsImage bool
+}
 
 // TurnInfo describes the Codex turn a reply came from.
 type TurnInfo struct {
@@ -175,6 +193,8 @@ type Outbound struct {
 	// adapter can show it structured (the API lane's SSE stream); the
 	// decision comes back through Gateway.Decide, a button or /approve.
 	Approval *PendingApproval
+	// File is set on OutFile messages.
+	File *SentFile
 }
 
 // PartLog is the durable record of one outbox row's parts. An adapter
@@ -212,6 +232,13 @@ type Platform interface {
 // Editor is an optional capability: replace the text of a sent message.
 type Editor interface {
 	Edit(ctx context.Context, addr Address, messageID, text string) error
+}
+
+// FileSender is an optional capability: deliver an OutFile message (the
+// file with Text as its caption). Platforms without it get the text
+// "(file: name)" and the caption instead.
+type FileSender interface {
+	SendFile(ctx context.Context, out Outbound) (messageID string, err error)
 }
 
 // Typer is an optional capability: show a typing indicator for a few seconds.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,6 +120,9 @@ func (g *Gateway) threadConfig(dir string) codex.ThreadConfig {
 	cfg := g.cfg.Thread
 	if dir != "" {
 		cfg.Cwd = dir
+	}
+	if g.cfg.Files != nil {
+		cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
 	}
 	return cfg
 }

@@ -97,6 +97,11 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	g.maybeRotate(ctx, t)
 	sl = t.sl
 	t.dir = g.turnDir(ctx, t)
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.dir = t.dir
+	}
+	l.mu.Unlock()
 	err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
 		InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
 	if err != nil {
@@ -149,7 +154,22 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		return
 	}
 	t.turnID = res.TurnID
+	g.addGeneratedImages(t, res.Items)
 	g.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
+}
+
+// addGeneratedImages adds the images codex generated in the turn to the
+// files it sends.
+func (g *Gateway) addGeneratedImages(t *turn, items []codex.Item) {
+	images := g.generatedImages(t.l.key, items)
+	if len(images) == 0 {
+		return
+	}
+	t.l.mu.Lock()
+	if t.l.cur != nil {
+		t.l.cur.files = append(t.l.cur.files, images...)
+	}
+	t.l.mu.Unlock()
 }
 
 // ensure loads the lane's thread (step 3). It binds a new thread as pending
@@ -256,6 +276,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	if cur != nil {
 		cur.answered = true
 	}
+	sent := turnFiles(cur, reply)
 	t.l.mu.Unlock()
 	var steered []store.SteeredInput
 	if cur != nil {
@@ -267,7 +288,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		UserText: t.it.text, UserMessageID: t.it.msgID, AssistantText: text, Status: status,
 		Confirm: status == statusCompleted && t.thread != "",
 		Reply:   reply, Usage: store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow},
-		Steered: steered,
+		Steered: steered, Files: sent,
 	})
 	switch {
 	case err != nil:

@@ -208,6 +208,19 @@ ALTER TABLE gateway_routing ADD COLUMN project TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE inbox ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
 `,
+	// 9: files out (issue 12): an outbox row of kind file carries the
+	// snapshot the send_file tool (or an image codex generated) copied
+	// under <state_dir>/files/<lane>/out, its name, media type and size;
+	// its text is the caption. out_kind's CHECK (migration 4) cannot be
+	// widened without rebuilding the table outbox_parts refers to, so a
+	// file row is stored as out_kind 'reply' (it is part of the turn's
+	// answer) and told apart by its file_path.
+	`
+ALTER TABLE outbox ADD COLUMN file_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN file_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN file_mime TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN file_size INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

@@ -188,8 +188,16 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 	case "":
 		m.OutKind = OutboxNotice
 	case OutboxNotice, OutboxReply:
+	case OutboxFile:
+		if m.FilePath == "" {
+			return 0, fmt.Errorf("%w: outbox file row without a file", ErrInvalid)
+		}
 	default:
 		return 0, fmt.Errorf("%w: outbox kind %q", ErrInvalid, m.OutKind)
+	}
+	column := m.OutKind
+	if column == OutboxFile {
+		column = OutboxReply // see migration 9
 	}
 	now := s.now()
 	next := m.NextAttemptAt
@@ -197,10 +205,12 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 		next = now
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO outbox (session_key, platform, kind, chat_id, topic_id, user_id, text,
-		reply_to, edit_id, out_kind, thread_id, turn_id, turn_status, next_attempt_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		reply_to, edit_id, out_kind, thread_id, turn_id, turn_status, next_attempt_at, created_at, updated_at,
+		file_path, file_name, file_mime, file_size)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.SessionKey, m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID, m.Text, m.ReplyTo, m.EditID,
-		m.OutKind, m.ThreadID, m.TurnID, m.TurnStatus, toDB(next), toDB(now), toDB(now))
+		column, m.ThreadID, m.TurnID, m.TurnStatus, toDB(next), toDB(now), toDB(now),
+		m.FilePath, m.FileName, m.FileMIME, m.FileSize)
 	if err != nil {
 		return 0, fmt.Errorf("insert outbox: %w", err)
 	}
@@ -228,7 +238,8 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
 	rows, err := s.rq.QueryContext(ctx, `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
 		o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
-		o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at
+		o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
+		o.file_path, o.file_name, o.file_mime, o.file_size
 		FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
 			AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
@@ -243,10 +254,14 @@ func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]Outbox
 		var next, created int64
 		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Platform, &m.Kind, &m.ChatID, &m.TopicID, &m.UserID, &m.Text,
 			&m.ReplyTo, &m.EditID, &m.OutKind, &m.ThreadID, &m.TurnID, &m.TurnStatus, &m.State, &m.Attempts,
-			&next, &m.PlatformMessageID, &m.LastError, &created); err != nil {
+			&next, &m.PlatformMessageID, &m.LastError, &created,
+			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize); err != nil {
 			return nil, err
 		}
 		m.NextAttemptAt, m.CreatedAt = fromDB(next), fromDB(created)
+		if m.FilePath != "" {
+			m.OutKind = OutboxFile // stored as 'reply' (migration 9)
+		}
 		out = append(out, m)
 	}
 	return out, classify(rows.Err())

@@ -146,6 +146,12 @@ func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t Completed
 		}
 		res.Confirmed = true
 	}
+	for _, f := range t.Files {
+		f.OutKind = OutboxFile
+		if _, err := s.enqueueTx(ctx, q, fileFor(lane, t, f)); err != nil {
+			return err
+		}
+	}
 	if t.Reply != nil {
 		id, err := s.enqueueTx(ctx, q, replyFor(lane, t, *t.Reply))
 		if err != nil {
@@ -180,6 +186,16 @@ func replyFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
 		m.OutKind = OutboxReply
 	}
 	if m.OutKind == OutboxReply && m.TurnID == "" {
+		m.ThreadID, m.TurnID, m.TurnStatus = t.ThreadID, t.TurnID, t.Status
+	}
+	return m
+}
+
+// fileFor fills a file row's address from the lane and its turn from t
+// where the caller left them empty.
+func fileFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
+	m = replyFor(lane, t, m)
+	if m.TurnID == "" {
 		m.ThreadID, m.TurnID, m.TurnStatus = t.ThreadID, t.TurnID, t.Status
 	}
 	return m

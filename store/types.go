@@ -136,6 +136,11 @@ type CompletedTurn struct {
 	// UNIQUE(session_key, turn_id, role) keeps a second commit a no-op) and
 	// its inbound row is marked done. Addition to the contract.
 	Steered []SteeredInput
+	// Files are the files the agent sent during the turn (OutboxFile rows),
+	// enqueued in the same transaction as the reply and before it, so a
+	// platform that answers a request once (the API lane) carries them
+	// in its answer. Addition to the contract.
+	Files []OutboxMessage
 }
 
 // SteeredInput is one message steered into a running turn.
@@ -171,6 +176,9 @@ const (
 const (
 	OutboxNotice = "notice" // a gateway notice; also what "" means
 	OutboxReply  = "reply"  // an agent reply; ThreadID, TurnID, TurnStatus name its turn
+	// OutboxFile is a file the agent sent (FilePath, FileName, FileMIME,
+	// FileSize; Text is its caption), committed with its turn.
+	OutboxFile = "file"
 )
 
 // OutboxMessage is a reply waiting to be (or already) delivered. Kind is
@@ -188,6 +196,10 @@ type OutboxMessage struct {
 	// SentParts are the platform message ids of the parts the platform
 	// already accepted (RecordPart), part 0 first; filled by DueOutbox.
 	SentParts []string
+	// The file of an OutboxFile row: the snapshot's path, the name it is
+	// sent under, its media type and size.
+	FilePath, FileName, FileMIME string
+	FileSize                     int64
 }
 
 // toDB stores times as Unix nanoseconds; the zero time is stored as 0 so it

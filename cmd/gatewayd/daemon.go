@@ -129,6 +129,7 @@ type daemon struct {
 	notifier *lifecycle.Notifier
 	approver atomic.Pointer[codex.ApprovalHandler]
 	refused  atomic.Pointer[codex.UnsupportedHandler]
+	tools    atomic.Pointer[codex.ToolCallHandler]
 }
 
 // runDaemon builds everything, runs until ctx ends and shuts down in order:
@@ -236,6 +237,7 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		TurnTimeout:   c.TurnTimeout,
 		Approvals:     d.approve,
 		Unsupported:   d.unsupported,
+		ToolCall:      d.toolCall,
 		Logger:        d.log.Named("codex"),
 		ClientVersion: Version(),
 	})
@@ -283,6 +285,15 @@ func (d *daemon) unsupported(threadID, method string) {
 	}
 }
 
+// toolCall serves the gateway's dynamic tools (send_file); bound late like
+// approve. A call before the gateway exists cannot belong to a lane.
+func (d *daemon) toolCall(ctx context.Context, call codex.ToolCall) codex.ToolResult {
+	if h := d.tools.Load(); h != nil {
+		return (*h)(ctx, call)
+	}
+	return codex.ToolResult{Text: "gatewayd is starting; " + call.Tool + " is not available yet."}
+}
+
 func (d *daemon) threadConfig() codex.ThreadConfig {
 	// chat: "untrusted" makes codex ask before any command that is not
 	// known safe (doc §10.1); never: codex never asks, the sandbox decides.
@@ -299,6 +310,7 @@ func (d *daemon) buildGateway() error {
 	if idle == 0 {
 		idle = -1 // config: 0 = never; gateway: <0 = never
 	}
+	fstore := d.filesStore()
 	gw, err := gateway.New(gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: idle, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
@@ -307,7 +319,7 @@ func (d *daemon) buildGateway() error {
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
-		Files:        d.filesStore(),
+		Files:        fstore,
 		Logger:       d.log, Observer: d.metrics,
 	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
 	if err != nil {
@@ -316,6 +328,8 @@ func (d *daemon) buildGateway() error {
 	d.gateway = gw
 	refused := codex.UnsupportedHandler(gw.Unsupported)
 	d.refused.Store(&refused)
+	tools := codex.ToolCallHandler(gw.ToolCall)
+	d.tools.Store(&tools)
 	if d.cfg.Codex.Approvals == "chat" {
 		if r, ok := any(gw).(approvalRouter); ok {
 			h := codex.ApprovalHandler(r.Approve)
@@ -328,7 +342,7 @@ func (d *daemon) buildGateway() error {
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
-		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes,
+		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
 		Handlers: map[string]http.Handler{
 			"/healthz":  d.health,
 			"/metrics":  d.metrics.Handler(),

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,8 +58,17 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
+	// Dynamic tools (send_file) are routed to the gateway once it exists,
+	// as the daemon does.
+	var late atomic.Pointer[gateway.Gateway]
+	tool := func(ctx context.Context, call codex.ToolCall) codex.ToolResult {
+		if g := late.Load(); g != nil {
+			return g.ToolCall(ctx, call)
+		}
+		return codex.ToolResult{Text: "not ready"}
+	}
 	cx, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(t), Args: codextest.Args(w.Model.URL),
-		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log})
+		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log, ToolCall: tool})
 	if err != nil {
 		_ = st.Close()
 		t.Fatalf("codex.Start: %v", err)
@@ -76,6 +86,7 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
+	late.Store(g)
 	for _, p := range platforms(st) {
 		g.AddPlatform(p)
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	// gateway then stores them under <state_dir>/files); default the
 	// system's temporary directory.
 	SpoolDir string
+	// Files names the lanes' out directories, whose files (the agent's
+	// send_file) GET /api/lanes/{lane}/files/{id} serves; nil serves none.
+	Files OutDirs
 
 	// Timeouts; zero means the default. There is no write timeout: a
 	// streamed answer lasts as long as its turn.
@@ -246,6 +249,7 @@ func (p *Platform) Handler() http.Handler {
 		p.authorize(p.acceptBody(messageBody(p.cfg.MaxFileBytes), http.HandlerFunc(p.postMessage))))
 	mux.Handle("GET /api/lanes/{lane}/messages/{id}", p.authorize(http.HandlerFunc(p.getMessage)))
 	mux.Handle("GET /api/lanes/{lane}/approvals", p.authorize(http.HandlerFunc(p.listApprovals)))
+	mux.Handle("GET /api/lanes/{lane}/files/{id}", p.authorize(http.HandlerFunc(p.getFile)))
 	mux.Handle("POST /api/lanes/{lane}/approvals/{id}",
 		p.authorize(p.acceptBody(jsonBody(maxDecisionBody), http.HandlerFunc(p.decideApproval))))
 	for pattern, h := range p.cfg.Handlers {

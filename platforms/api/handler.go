@@ -41,6 +41,9 @@ type Response struct {
 	// notices too). A JSON client finds the open ones with GET
 	// .../approvals while its request blocks on the turn.
 	Approvals []Approval `json:"approvals,omitempty"`
+	// Files are the files the agent sent while this request waited
+	// (files.go); their captions are not among the notices.
+	Files []FileRef `json:"files,omitempty"`
 }
 
 var laneName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -216,7 +219,11 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 	}
 	sendNew := func(ns []note, as []Approval) error {
 		for ; notices < len(ns); notices++ {
-			if err := ev.emit("notice", ns[notices].text); err != nil {
+			event, data := "notice", any(ns[notices].text)
+			if f := ns[notices].file; f != nil {
+				event, data = "file", f
+			}
+			if err := ev.emit(event, data); err != nil {
 				return err
 			}
 			p.report(r.Context(), id, wt, []int64{ns[notices].row}, nil)
@@ -274,6 +281,7 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 type note struct {
 	row  int64
 	text string
+	file *FileRef // a file the agent sent; text is its caption
 }
 
 // waiter is one request waiting for an answer.
@@ -361,6 +369,10 @@ func responseFor(out gateway.Outbound, sender *waiter) Response {
 	if sender != nil {
 		_, notes, approvals := sender.snapshot()
 		for _, n := range notes {
+			if n.file != nil {
+				resp.Files = append(resp.Files, *n.file)
+				continue
+			}
 			resp.Notices = append(resp.Notices, n.text)
 		}
 		resp.Approvals = approvals

@@ -128,6 +128,11 @@ func clientChosenID(id string) bool { return !strings.HasPrefix(id, generatedIDP
 // shareLocked attaches a notice to every request open on its lane, or
 // defers it to the lane's next request. The caller holds p.mu.
 func (p *Platform) shareLocked(out gateway.Outbound) (string, error) {
+	return p.shareNoteLocked(out, note{row: out.ID, text: out.Text})
+}
+
+// shareNoteLocked is shareLocked for a prepared note (a file's).
+func (p *Platform) shareNoteLocked(out gateway.Outbound, n note) (string, error) {
 	lane := out.Address.ChatID
 	attached := false
 	for _, ws := range p.waiters {
@@ -136,7 +141,7 @@ func (p *Platform) shareLocked(out gateway.Outbound) (string, error) {
 				continue
 			}
 			if p.carryLocked(w, out.ID) {
-				w.addNotice(note{row: out.ID, text: out.Text}, out.Approval)
+				w.addNotice(n, out.Approval)
 			}
 			attached = true
 		}

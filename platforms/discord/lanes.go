@@ -40,9 +40,14 @@ func infoOf(c *discordgo.Channel) chanInfo {
 type channelCache struct {
 	mu sync.RWMutex
 	m  map[string]chanInfo
+	// tiers are the guilds' boost tiers (GUILD_CREATE), which set their
+	// upload limit.
+	tiers map[string]discordgo.PremiumTier
 }
 
-func newChannelCache() *channelCache { return &channelCache{m: map[string]chanInfo{}} }
+func newChannelCache() *channelCache {
+	return &channelCache{m: map[string]chanInfo{}, tiers: map[string]discordgo.PremiumTier{}}
+}
 
 func (c *channelCache) put(ch *discordgo.Channel) {
 	if ch == nil || ch.ID == "" {
@@ -57,6 +62,9 @@ func (c *channelCache) putGuild(g *discordgo.Guild) {
 	if g == nil {
 		return
 	}
+	c.mu.Lock()
+	c.tiers[g.ID] = g.PremiumTier
+	c.mu.Unlock()
 	for _, ch := range append(append([]*discordgo.Channel{}, g.Channels...), g.Threads...) {
 		if ch.GuildID == "" {
 			ch.GuildID = g.ID

@@ -334,6 +334,10 @@ func (c *Client) Close(ctx context.Context) error {
 // request's turn completes, or when the process dies. A decision made after
 // that is not sent: nobody waits for it (codex ignores late answers).
 func (c *Client) serveRequest(ctx context.Context, cn *conn, id json.RawMessage, method string, params json.RawMessage) {
+	if method == toolCallMethod && c.opts.ToolCall != nil {
+		c.serveToolCall(ctx, cn, id, params)
+		return
+	}
 	kind, isApproval := approvalKinds[method]
 	if !isApproval {
 		c.refuseRequest(cn, id, method, params)

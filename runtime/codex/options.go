@@ -95,6 +95,9 @@ type Options struct {
 	// Unsupported, when set, hears of refused server requests (see
 	// UnsupportedHandler); nil → they are only logged.
 	Unsupported UnsupportedHandler
+	// ToolCall serves the dynamic tools of ThreadConfig.DynamicTools
+	// (item/tool/call); nil → such calls are refused as unsupported.
+	ToolCall ToolCallHandler
 }
 
 func (o Options) withDefaults() Options {

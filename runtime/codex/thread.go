@@ -14,6 +14,24 @@ import (
 // thread/resume; empty fields are omitted (the process config applies).
 type ThreadConfig struct {
 	Cwd, Model, Sandbox, ApprovalPolicy, DeveloperInstructions string
+	// DynamicTools are registered with thread/start only: thread/resume
+	// takes none, and a resumed thread keeps the tools it started with
+	// (doc §11). Options.ToolCall serves them.
+	DynamicTools []DynamicTool
+}
+
+// startParams are the params of thread/start: the overrides and the
+// dynamic tools.
+func (cfg ThreadConfig) startParams() map[string]any {
+	params := cfg.params(map[string]any{})
+	if len(cfg.DynamicTools) > 0 {
+		specs := make([]map[string]any, 0, len(cfg.DynamicTools))
+		for _, t := range cfg.DynamicTools {
+			specs = append(specs, t.spec())
+		}
+		params["dynamicTools"] = specs
+	}
+	return params
 }
 
 func (cfg ThreadConfig) params(base map[string]any) map[string]any {
@@ -259,7 +277,7 @@ func (c *Client) startThread(ctx context.Context, cfg ThreadConfig) (string, err
 			ID string `json:"id"`
 		} `json:"thread"`
 	}
-	cn, err := c.callLive(sctx, "thread/start", cfg.params(map[string]any{}), &out)
+	cn, err := c.callLive(sctx, "thread/start", cfg.startParams(), &out)
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package discordtest
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -138,6 +139,7 @@ type messageBody struct {
 	Reference    *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
+	files []Attachment // a multipart message's files[n] parts
 }
 
 func (b messageBody) buttonIDs() []string {
@@ -158,6 +160,9 @@ func (b messageBody) buttonIDs() []string {
 
 func decodeMessage(w http.ResponseWriter, r *http.Request) (messageBody, bool) {
 	var body messageBody
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		return decodeUpload(w, r)
+	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 		return body, false
@@ -174,7 +179,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 	if !ok {
 		return
 	}
-	if (body.Content == nil || *body.Content == "") && len(body.Components) == 0 {
+	if (body.Content == nil || *body.Content == "") && len(body.Components) == 0 && len(body.files) == 0 {
 		writeError(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
 		return
 	}
@@ -197,7 +202,11 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 	if body.Content != nil {
 		m.Content = *body.Content
 	}
-	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs()}
+	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs(), Files: body.files}
+	for i, f := range body.files {
+		m.Attachments = append(m.Attachments, &discordgo.MessageAttachment{ID: m.ID + "-" + strconv.Itoa(i),
+			Filename: f.Name, ContentType: f.ContentType, Size: len(f.Data)})
+	}
 	if body.Reference != nil {
 		sent.ReplyTo = body.Reference.MessageID
 	}

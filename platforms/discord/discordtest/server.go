@@ -28,6 +28,7 @@ const (
 type SentMessage struct {
 	ID, ChannelID, Content, ReplyTo string
 	ButtonIDs                       []string
+	Files                           []Attachment // uploaded with the message (multipart)
 }
 
 // InteractionResponse is the bot's answer to an interaction.

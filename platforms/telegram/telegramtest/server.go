@@ -88,6 +88,8 @@ type Server struct {
 	holds          []*Held
 	files          map[string]*fakeFile
 	downloads      []string
+	uploads        []Upload
+	calls          map[string]int // method (lower case) → requests, failed ones too
 }
 
 type queued struct {
@@ -105,6 +107,7 @@ func New(t testing.TB) *Server {
 		chats:      make(map[int64]models.Chat),
 		topics:     make(map[int64]map[int]bool),
 		failures:   make(map[string][]Failure),
+		calls:      make(map[string]int),
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -146,6 +149,20 @@ func (s *Server) Fail(method string, f Failure) {
 	defer s.mu.Unlock()
 	m := strings.ToLower(method)
 	s.failures[m] = append(s.failures[m], f)
+}
+
+// ClearFailures drops the failures still queued for method.
+func (s *Server) ClearFailures(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.failures, strings.ToLower(method))
+}
+
+// Calls counts the requests for method, failed ones included.
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[strings.ToLower(method)]
 }
 
 // RejectEntities makes every sendMessage/editMessageText with a parse_mode
@@ -321,6 +338,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method = strings.ToLower(method)
+	s.mu.Lock()
+	s.calls[method]++
+	s.notifyLocked()
+	s.mu.Unlock()
 	if !s.hold(w, method, p) {
 		return
 	}
@@ -339,6 +360,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"sendchataction":      s.sendChatAction,
 		"answercallbackquery": s.answerCallbackQuery,
 		"getfile":             s.getFile,
+		"sendphoto":           s.sendPhoto,
+		"senddocument":        s.sendDocument,
 	}
 	h, ok := handlers[method]
 	if !ok {

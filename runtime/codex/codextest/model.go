@@ -63,6 +63,15 @@ func ExecCommand(callID, cmd string) *ToolCall {
 	return &ToolCall{CallID: callID, Name: "exec_command", Arguments: map[string]any{"cmd": cmd, "login": false}}
 }
 
+// SendFile returns a ToolCall of gatewayd's send_file dynamic tool.
+func SendFile(callID, path, caption string) *ToolCall {
+	args := map[string]any{"path": path}
+	if caption != "" {
+		args["caption"] = caption
+	}
+	return &ToolCall{CallID: callID, Name: "send_file", Arguments: args}
+}
+
 // Model is a fake OpenAI Responses API server on 127.0.0.1. It serves
 // POST /v1/responses, records every request and answers as scripted by
 // Respond (DefaultReply otherwise).
@@ -505,6 +514,19 @@ func (r Request) ToolOutput() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ToolNames returns the names of the tools the request offers the model.
+func (r Request) ToolNames() []string {
+	raw, _ := r.Body["tools"].([]any)
+	var names []string
+	for _, x := range raw {
+		obj, _ := x.(map[string]any)
+		if name := str(obj["name"]); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func lastUserIndex(items []InputItem) int {

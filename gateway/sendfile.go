@@ -1,0 +1,206 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Files out (issue 12): the agent sends a file with the send_file dynamic
+// tool, registered on every thread/start while a files store is
+// configured. The path is resolved against the lane's working directory
+// and must lie, once symlinks are resolved, in that directory or in the
+// lane's files directory, be a regular file and fit files.max_bytes
+// (files.ResolveOutbound). It is copied into the lane's out directory at
+// once, so a later edit does not change what is sent, and committed with
+// the turn as an outbox row of kind file, before the reply: a crash
+// before the commit loses nothing the user was told of, and the commit
+// delivers it durably. Images codex generates (imageGeneration items with
+// a saved path) are sent the same way.
+
+// SendFileTool is the name of the dynamic tool.
+const SendFileTool = "send_file"
+
+// sendFileSpec is the send_file tool as registered on thread/start.
+var sendFileSpec = codex.DynamicTool{
+	Name: SendFileTool,
+	Description: "Send a file to the user in this chat. path is relative to the working directory " +
+		"or absolute, and must be inside the project directory (or the files the user sent); " +
+		"caption is optional text shown with the file.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"path":{"type":"string","description":"the file to send"},` +
+		`"caption":{"type":"string","description":"optional text shown with the file"}},` +
+		`"required":["path"],"additionalProperties":false}`),
+}
+
+// maxCaption is the longest caption kept (Telegram's limit is 1024
+// characters; longer ones are cut there, too).
+const maxCaption = 1024
+
+// fallbackFileText is what a platform without files shows instead.
+func fallbackFileText(name, caption string) string {
+	text := "(file: " + name + ")"
+	if caption != "" {
+		text = caption + "\n" + text
+	}
+	return text
+}
+
+// sendFileArgs are send_file's arguments.
+type sendFileArgs struct {
+	Path    string `json:"path"`
+	Caption string `json:"caption"`
+}
+
+// ToolCall serves the gateway's dynamic tools (codex.Options.ToolCall).
+// A call is answered for the lane running the thread's turn; anything
+// else is refused with a reason the agent reads.
+func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolResult {
+	if call.Tool != SendFileTool {
+		return codex.ToolResult{Text: fmt.Sprintf("unknown tool %q", call.Tool)}
+	}
+	var args sendFileArgs
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return codex.ToolResult{Text: "send_file: arguments must be {\"path\": string, \"caption\"?: string}"}
+	}
+	l := g.laneOfThread(call.ThreadID)
+	if l == nil || g.cfg.Files == nil {
+		return codex.ToolResult{Text: "send_file is not available here: files cannot be sent from this conversation."}
+	}
+	l.mu.Lock()
+	cur := l.cur
+	var dir string
+	if cur != nil {
+		dir = cur.dir
+	}
+	l.mu.Unlock()
+	if cur == nil {
+		return codex.ToolResult{Text: "send_file: no turn of this conversation is running."}
+	}
+	f, err := g.snapshotFile(l.key, args.Path, dir, []string{dir, g.cfg.Files.LaneDir(l.key)})
+	if err != nil {
+		reason := "the file could not be copied"
+		var r *files.RefusedError
+		if errors.As(err, &r) {
+			reason = r.Reason
+		}
+		g.log.Info("sendfile.refused", zap.String("lane", l.key), zap.String("reason", reason), zap.Error(err))
+		return codex.ToolResult{Text: "send_file refused: " + reason + ". Nothing was sent."}
+	}
+	f.Text = truncateRunes(args.Caption, maxCaption)
+	l.mu.Lock()
+	ok := l.cur == cur && !cur.answered
+	if ok {
+		cur.files = append(cur.files, f)
+	}
+	l.mu.Unlock()
+	if !ok {
+		_ = os.Remove(f.FilePath)
+		return codex.ToolResult{Text: "send_file: the turn already ended; nothing was sent."}
+	}
+	g.log.Info("sendfile.accepted", zap.String("lane", l.key), zap.String("name", f.FileName), zap.Int64("size", f.FileSize))
+	return codex.ToolResult{Success: true,
+		Text: fmt.Sprintf("%s (%s) will be sent to the user with your reply.", f.FileName, files.FormatSize(f.FileSize))}
+}
+
+// snapshotFile checks path and copies it into the lane's out directory; the
+// row is the file's outbox row without its address.
+func (g *Gateway) snapshotFile(key, path, dir string, roots []string) (store.OutboxMessage, error) {
+	maxBytes := g.cfg.Files.Limits().MaxBytes
+	resolved, err := files.ResolveOutbound(path, dir, roots, maxBytes)
+	if err != nil {
+		return store.OutboxMessage{}, err
+	}
+	copied, err := files.CopyOut(resolved, g.cfg.Files.OutDir(key), maxBytes)
+	if err != nil {
+		return store.OutboxMessage{}, err
+	}
+	info, err := os.Stat(copied)
+	if err != nil {
+		return store.OutboxMessage{}, err
+	}
+	name := files.SanitizeName(filepath.Base(resolved))
+	mime, _ := detectFile(copied)
+	return store.OutboxMessage{OutKind: store.OutboxFile, FilePath: copied, FileName: name, FileMIME: mime, FileSize: info.Size()}, nil
+}
+
+// detectFile names the media type of a stored file from its name and head.
+func detectFile(path string) (string, bool) {
+	head := make([]byte, 512)
+	f, err := os.Open(path)
+	if err != nil {
+		return files.Detect(path, nil)
+	}
+	defer f.Close()
+	n, _ := f.Read(head)
+	return files.Detect(filepath.Base(path), head[:n])
+}
+
+// generatedImages snapshots the images codex generated in the turn
+// (imageGeneration items with a saved path) as file rows. The path is
+// codex's own, so the only roots are its directory; size and type are
+// checked as for send_file.
+func (g *Gateway) generatedImages(key string, items []codex.Item) []store.OutboxMessage {
+	if g.cfg.Files == nil {
+		return nil
+	}
+	var out []store.OutboxMessage
+	for _, it := range items {
+		path := it.SavedPath()
+		if path == "" {
+			continue
+		}
+		f, err := g.snapshotFile(key, path, filepath.Dir(path), []string{filepath.Dir(path)})
+		if err != nil {
+			g.log.Warn("sendfile.image_skipped", zap.String("lane", key), zap.String("item", it.ID), zap.Error(err))
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// turnFiles takes the files the turn's agent sent, so they are committed
+// with it; addressed like the reply.
+func turnFiles(cur *turnState, reply *store.OutboxMessage) []store.OutboxMessage {
+	if cur == nil {
+		return nil
+	}
+	out := make([]store.OutboxMessage, 0, len(cur.files))
+	for _, f := range cur.files {
+		f.SessionKey, f.Platform, f.Kind = reply.SessionKey, reply.Platform, reply.Kind
+		f.ChatID, f.TopicID, f.UserID, f.ReplyTo = reply.ChatID, reply.TopicID, reply.UserID, reply.ReplyTo
+		out = append(out, f)
+	}
+	return out
+}
+
+// sentFileOf is the file of an outbox file row.
+func sentFileOf(m store.OutboxMessage) *SentFile {
+	mime := m.FileMIME
+	isImage := false
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		isImage = true
+	}
+	return &SentFile{Path: m.FilePath, ID: filepath.Base(m.FilePath), Name: m.FileName, MIME: mime,
+		Size: m.FileSize, IsImage: isImage}
+}
+
+// truncateRunes cuts s to at most n runes.
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// A platform without FileSender gets the file as text: the caption and
+// "(file: name)".
+func TestFileRowFallsBackToTextWithoutFileSender(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a",
+		OutKind: store.OutboxFile, Text: "the report", FilePath: "/state/files/a/out/report.pdf", FileName: "report.pdf"})
+	h.g.out.deliverDue(ctx)
+	got := <-h.p.out
+	if got.Text != "the report\n(file: report.pdf)" || got.File != nil {
+		t.Errorf("delivered %q (file %v), want the caption and the fallback", got.Text, got.File)
+	}
+}
+
+// send_file asks a lane that has no turn running (or no files store) is
+// refused with a reason the agent can read.
+func TestToolCallRefusedWithoutARunningTurn(t *testing.T) {
+	h := newHarness(t)
+	args, _ := json.Marshal(map[string]string{"path": "x.txt"})
+	tests := []struct {
+		name string
+		call codex.ToolCall
+	}{
+		{name: "unknown thread", call: codex.ToolCall{ThreadID: "nobody", Tool: SendFileTool, Arguments: args}},
+		{name: "unknown tool", call: codex.ToolCall{ThreadID: "nobody", Tool: "other", Arguments: args}},
+		{name: "bad arguments", call: codex.ToolCall{ThreadID: "nobody", Tool: SendFileTool, Arguments: json.RawMessage(`[1]`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := h.g.ToolCall(context.Background(), tt.call)
+			if res.Success || res.Text == "" {
+				t.Errorf("ToolCall = %+v, want a refusal with a reason", res)
+			}
+		})
+	}
+}
+
+// The tool is offered only with a files store.
+func TestSendFileToolRegisteredWithFilesOnly(t *testing.T) {
+	h := newHarness(t)
+	if tools := h.g.threadConfig("/w").DynamicTools; len(tools) != 0 {
+		t.Errorf("without files: tools %v, want none", tools)
+	}
+}
+
+// Images codex generated (imageGeneration items with a saved path) are
+// snapshotted into the lane's out directory like send_file's files.
+func TestGeneratedImagesAreSnapshotted(t *testing.T) {
+	root := t.TempDir()
+	fs := files.New(filepath.Join(root, "files"), files.Limits{}, nil)
+	h := newHarness(t, func(c *Config) { c.Files = fs })
+	img := filepath.Join(root, "generated", "ig_1.png")
+	if err := os.MkdirAll(filepath.Dir(img), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	png := []byte("\x89PNG\r\n\x1a\n0000")
+	if err := os.WriteFile(img, png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"type": "imageGeneration", "id": "ig_1", "savedPath": img})
+	items := []codex.Item{{Type: codex.ItemAgentMessage, Text: "hi"}, {Type: codex.ItemImageGeneration, ID: "ig_1", Raw: raw},
+		{Type: codex.ItemImageGeneration, ID: "ig_2", Raw: json.RawMessage(`{"savedPath":null}`)}}
+	got := h.g.generatedImages(laneA, items)
+	if len(got) != 1 {
+		t.Fatalf("rows = %+v, want one", got)
+	}
+	f := got[0]
+	if f.OutKind != store.OutboxFile || f.FileName != "ig_1.png" || f.FileMIME != "image/png" ||
+		filepath.Dir(f.FilePath) != fs.OutDir(laneA) {
+		t.Errorf("row = %+v, want ig_1.png as image/png under %s", f, fs.OutDir(laneA))
+	}
+	if h.g.threadConfig("/w").DynamicTools[0].Name != SendFileTool {
+		t.Errorf("with files: send_file not registered")
+	}
+}
