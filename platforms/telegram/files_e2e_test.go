@@ -1,0 +1,110 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/jpeg"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/platforms/telegram"
+	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// lastUserParts returns the content part types of the request's last user
+// message (e.g. "input_text", "input_image").
+func lastUserParts(r codextest.Request) []string {
+	raw, _ := r.Body["input"].([]any)
+	var parts []string
+	for _, x := range raw {
+		obj, _ := x.(map[string]any)
+		if obj["type"] != "message" || obj["role"] != "user" {
+			continue
+		}
+		parts = parts[:0]
+		content, _ := obj["content"].([]any)
+		for _, c := range content {
+			cm, _ := c.(map[string]any)
+			s, _ := cm["type"].(string)
+			parts = append(parts, s)
+		}
+	}
+	return parts
+}
+
+func hasPart(parts []string, want string) bool {
+	for _, p := range parts {
+		if p == want {
+			return true
+		}
+	}
+	return false
+}
+
+func jpegBytes(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, image.NewRGBA(image.Rect(0, 0, 4, 4)), nil); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestEndToEndPhotoWithCaptionReachesModel: a photo with a caption sent to
+// the bot (fake Bot API) reaches the fake model through the real codex
+// app-server as an input_image part, with the caption as the user text.
+func TestEndToEndPhotoWithCaptionReachesModel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
+	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
+	srv.Chat(dm)
+	alice := models.User{ID: 1001, FirstName: "Alice"}
+	fstore := files.New(filepath.Join(world.Work, "state", "files"), files.Limits{}, nil)
+	world.Start(t, ctx, gateway.Config{Files: fstore}, func(st *store.Store) []gateway.Platform {
+		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
+			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatalf("telegram.New: %v", err)
+		}
+		return []gateway.Platform{tg}
+	})
+	pic := jpegBytes(t)
+	id := srv.AddFile("p.jpg", pic)
+	srv.Queue(&models.Update{Message: &models.Message{ID: 5, From: &alice, Chat: dm, Date: int(time.Now().Unix()),
+		Caption: "what is in this PICTURE?", Photo: []models.PhotoSize{{FileID: id, Width: 4, Height: 4, FileSize: len(pic)}}}})
+	srv.WaitFor(60*time.Second, "the reply", func() bool {
+		for _, m := range srv.Messages(dm.ID, 0) {
+			if strings.Contains(m.Text, "PICTURE") {
+				return true
+			}
+		}
+		return false
+	})
+	var req *codextest.Request
+	for _, r := range world.Model.Requests() {
+		if strings.Contains(r.LastUserText(), "what is in this PICTURE?") {
+			req = &r
+		}
+	}
+	if req == nil {
+		t.Fatalf("no model request carries the caption; requests: %d", len(world.Model.Requests()))
+	}
+	if parts := lastUserParts(*req); !hasPart(parts, "input_image") {
+		t.Errorf("last user message parts = %v, want an input_image", parts)
+	}
+	if n := len(srv.Downloads()); n != 1 {
+		t.Errorf("%d downloads of the photo, want 1", n)
+	}
+}
