@@ -59,15 +59,7 @@ func TestPartsCrashChild(t *testing.T) {
 		}
 		return codextest.DefaultReply(req)
 	})
-	world.Start(t, context.Background(), gateway.Config{}, func(st *store.Store) []gateway.Platform {
-		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: api, AllowedUsers: []int64{1001},
-			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-		if err != nil {
-			fmt.Println("ERROR telegram.New:", err)
-			select {}
-		}
-		return []gateway.Platform{tg}
-	})
+	world.Start(t, context.Background(), gateway.Config{}, childTelegram(t, api))
 	fmt.Println("READY")
 	select {} // killed here
 }
@@ -133,5 +125,20 @@ func assertEachPartOnce(t *testing.T, msgs []telegramtest.Message) {
 			t.Fatalf("part %d (message %d) is shown before part %d (message %d)", i, at[0], i-1, last)
 		}
 		last = at[0]
+	}
+}
+
+// childTelegram is the Telegram adapter a crash-test child runs against the
+// parent's fake Bot API at api. A failure is printed for the parent, which
+// waits for READY, and the child then waits to be killed.
+func childTelegram(t *testing.T, api string) func(st *store.Store) []gateway.Platform {
+	return func(st *store.Store) []gateway.Platform {
+		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: api, AllowedUsers: []int64{1001},
+			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
+		if err != nil {
+			fmt.Println("ERROR telegram.New:", err)
+			select {}
+		}
+		return []gateway.Platform{tg}
 	}
 }

@@ -13,15 +13,12 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
-	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // Environment of TestSendFileCrashChild (see partsChild* for the pattern).
@@ -53,15 +50,7 @@ func TestSendFileCrashChild(t *testing.T) {
 		return codextest.DefaultReply(req)
 	})
 	fstore := files.New(filepath.Join(work, "state", "files"), files.Limits{}, nil)
-	world.Start(t, context.Background(), gateway.Config{Files: fstore}, func(st *store.Store) []gateway.Platform {
-		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: api, AllowedUsers: []int64{1001},
-			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-		if err != nil {
-			fmt.Println("ERROR telegram.New:", err)
-			select {}
-		}
-		return []gateway.Platform{tg}
-	})
+	world.Start(t, context.Background(), gateway.Config{Files: fstore}, childTelegram(t, api))
 	fmt.Println("READY")
 	select {} // killed here
 }
