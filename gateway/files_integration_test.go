@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,6 @@ import (
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/api"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // upload is one file part of a multipart message.
@@ -75,27 +75,6 @@ func pngBytes(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-// lastUserParts are the content part types of the request's last user
-// message ("input_text", "input_image", …).
-func lastUserParts(r codextest.Request) []string {
-	raw, _ := r.Body["input"].([]any)
-	var parts []string
-	for _, x := range raw {
-		obj, _ := x.(map[string]any)
-		if obj["type"] != "message" || obj["role"] != "user" {
-			continue
-		}
-		parts = parts[:0]
-		content, _ := obj["content"].([]any)
-		for _, c := range content {
-			cm, _ := c.(map[string]any)
-			s, _ := cm["type"].(string)
-			parts = append(parts, s)
-		}
-	}
-	return parts
-}
-
 // An image and a document sent on the API lane as multipart reach the
 // model through the real app-server: the image as an input_image part, the
 // document's absolute path in the turn text, with the file on disk holding
@@ -115,8 +94,8 @@ func TestAPIMultipartFilesReachModel(t *testing.T) {
 		t.Fatal("the model got no request")
 	}
 	last := reqs[len(reqs)-1]
-	parts := lastUserParts(last)
-	if !contains(parts, "input_image") {
+	parts := last.LastUserParts()
+	if !slices.Contains(parts, "input_image") {
 		t.Errorf("last user message parts = %v, want an input_image", parts)
 	}
 	text := last.LastUserText()
@@ -141,13 +120,4 @@ func TestAPIMultipartFilesReachModel(t *testing.T) {
 		!strings.Contains(text, files.FormatSize(int64(len(doc)))) {
 		t.Errorf("file line in %q lacks the name, type or size", text)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

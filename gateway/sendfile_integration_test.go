@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestSendFileAPIAnswerCarriesFile(t *testing.T) {
 	if len(resp.Files) != 1 || resp.Files[0].Name != "report.txt" || resp.Files[0].Size != int64(len(report)) {
 		t.Fatalf("answer files = %+v, want report.txt of %d bytes", resp.Files, len(report))
 	}
-	if reqs := w.model.Requests(); len(reqs) == 0 || !contains(reqs[0].ToolNames(), gateway.SendFileTool) {
+	if reqs := w.model.Requests(); len(reqs) == 0 || !slices.Contains(reqs[0].ToolNames(), gateway.SendFileTool) {
 		t.Errorf("the model was not offered send_file")
 	}
 	if outs := toolOutputs(w.model); len(outs) != 1 || !strings.Contains(outs[0], "report.txt") || !strings.Contains(outs[0], "will be sent") {

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,36 +36,6 @@ func startFilesStack(t *testing.T, ctx context.Context, w *gatewaytest.World, sr
 		}
 		return []gateway.Platform{dc}
 	})
-}
-
-// lastUserParts returns the content part types of the request's last user
-// message (e.g. "input_text", "input_image").
-func lastUserParts(r codextest.Request) []string {
-	raw, _ := r.Body["input"].([]any)
-	var parts []string
-	for _, x := range raw {
-		obj, _ := x.(map[string]any)
-		if obj["type"] != "message" || obj["role"] != "user" {
-			continue
-		}
-		parts = parts[:0]
-		content, _ := obj["content"].([]any)
-		for _, c := range content {
-			cm, _ := c.(map[string]any)
-			s, _ := cm["type"].(string)
-			parts = append(parts, s)
-		}
-	}
-	return parts
-}
-
-func hasPart(parts []string, want string) bool {
-	for _, p := range parts {
-		if p == want {
-			return true
-		}
-	}
-	return false
 }
 
 func pngBytes(t *testing.T) []byte {
@@ -105,7 +76,7 @@ func TestEndToEndImageAttachmentReachesModel(t *testing.T) {
 	if req == nil {
 		t.Fatalf("no model request carries the message text; requests: %d", len(world.Model.Requests()))
 	}
-	if parts := lastUserParts(*req); !hasPart(parts, "input_image") {
+	if parts := req.LastUserParts(); !slices.Contains(parts, "input_image") {
 		t.Errorf("last user message parts = %v, want an input_image", parts)
 	}
 	if n := len(srv.Downloads()); n != 1 {

@@ -159,6 +159,31 @@ func (s *Server) visibleText(text, parseMode string) (string, *Failure) {
 	return visible, nil
 }
 
+// replyToID is the message id a send's reply_parameters name, 0 for none.
+func replyToID(p map[string]string) int {
+	var reply struct {
+		MessageID int `json:"message_id"`
+	}
+	if rp := p["reply_parameters"]; rp != "" {
+		_ = json.Unmarshal([]byte(rp), &reply) // a malformed value replies to nothing, as Telegram ignores it
+	}
+	return reply.MessageID
+}
+
+// sendTargetLocked checks the chat and topic a send goes to, answering the
+// failure Telegram would; s.mu is held.
+func (s *Server) sendTargetLocked(w http.ResponseWriter, chat int64, thread int) (models.Chat, bool) {
+	if f, bad := s.checkThreadLocked(chat, thread, false); bad {
+		writeFail(w, f)
+		return models.Chat{}, false
+	}
+	c, ok := s.chats[chat]
+	if !ok {
+		writeFail(w, Failure{Code: 400, Description: "Bad Request: chat not found"})
+	}
+	return c, ok
+}
+
 func (s *Server) sendMessage(w http.ResponseWriter, _ *http.Request, p map[string]string) {
 	chat, _ := strconv.ParseInt(p["chat_id"], 10, 64)
 	thread, _ := strconv.Atoi(p["message_thread_id"])
@@ -167,27 +192,17 @@ func (s *Server) sendMessage(w http.ResponseWriter, _ *http.Request, p map[strin
 		writeFail(w, *f)
 		return
 	}
-	var reply struct {
-		MessageID int `json:"message_id"`
-	}
-	if rp := p["reply_parameters"]; rp != "" {
-		_ = json.Unmarshal([]byte(rp), &reply)
-	}
+	replyTo := replyToID(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, bad := s.checkThreadLocked(chat, thread, false); bad {
-		writeFail(w, f)
-		return
-	}
-	c, ok := s.chats[chat]
+	c, ok := s.sendTargetLocked(w, chat, thread)
 	if !ok {
-		writeFail(w, Failure{Code: 400, Description: "Bad Request: chat not found"})
 		return
 	}
 	s.nextMsg[chat]++
 	m := &Message{
 		ChatID: chat, ThreadID: thread, ID: s.nextMsg[chat], Text: visible, Raw: p["text"],
-		ParseMode: p["parse_mode"], ReplyTo: reply.MessageID, Markup: p["reply_markup"],
+		ParseMode: p["parse_mode"], ReplyTo: replyTo, Markup: p["reply_markup"],
 	}
 	s.messages = append(s.messages, m)
 	s.notifyLocked()

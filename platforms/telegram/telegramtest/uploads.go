@@ -1,7 +1,6 @@
 package telegramtest
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -62,26 +61,16 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p map[string]str
 		writeFail(w, Failure{Code: 400, Description: "Bad Request: message caption is too long"})
 		return
 	}
-	var reply struct {
-		MessageID int `json:"message_id"`
-	}
-	if rp := p["reply_parameters"]; rp != "" {
-		_ = json.Unmarshal([]byte(rp), &reply)
-	}
+	replyTo := replyToID(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, bad := s.checkThreadLocked(chat, thread, false); bad {
-		writeFail(w, f)
-		return
-	}
-	c, ok := s.chats[chat]
+	c, ok := s.sendTargetLocked(w, chat, thread)
 	if !ok {
-		writeFail(w, Failure{Code: 400, Description: "Bad Request: chat not found"})
 		return
 	}
 	s.nextMsg[chat]++
 	u := Upload{Method: method, ChatID: chat, ThreadID: thread, ID: s.nextMsg[chat], FileName: fh.Filename,
-		Data: data, Caption: p["caption"], ReplyTo: reply.MessageID}
+		Data: data, Caption: p["caption"], ReplyTo: replyTo}
 	s.uploads = append(s.uploads, u)
 	s.notifyLocked()
 	writeOK(w, models.Message{ID: u.ID, From: &Bot, Chat: c, Date: int(time.Now().Unix()), Caption: u.Caption,

@@ -497,6 +497,27 @@ func (r Request) LastUserText() string {
 	return ""
 }
 
+// LastUserParts returns the content part types of the request's last user
+// message ("input_text", "input_image", …): how a test sees that an image
+// reached the model as an image.
+func (r Request) LastUserParts() []string {
+	raw, _ := r.Body["input"].([]any)
+	var parts []string
+	for _, x := range raw {
+		obj, _ := x.(map[string]any)
+		if obj["type"] != "message" || obj["role"] != "user" {
+			continue
+		}
+		parts = parts[:0]
+		content, _ := obj["content"].([]any)
+		for _, c := range content {
+			cm, _ := c.(map[string]any)
+			parts = append(parts, str(cm["type"]))
+		}
+	}
+	return parts
+}
+
 // IsCompaction reports whether codex asks for a compaction summary: the turn
 // metadata says request_kind "compaction" (0.169.0 also sends no tools then),
 // or the last user message carries the compaction prompt.
