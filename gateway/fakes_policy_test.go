@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"context"
 	"strconv"
 
@@ -101,4 +102,27 @@ func (s *fakeStore) ForgetProject(_ context.Context, key, name string) (bool, er
 	}
 	l.Project = ""
 	return true, nil
+}
+
+func (s *fakeStore) SetLaneOption(_ context.Context, key string, opt store.LaneOption, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("SetLaneOption"); err != nil {
+		return err
+	}
+	l := s.lanes[key]
+	if l == nil {
+		return store.ErrNotFound
+	}
+	switch opt {
+	case store.OptionVerbose:
+		l.Verbose = value
+	case store.OptionModel:
+		l.Model = value
+	case store.OptionEffort:
+		l.Effort = value
+	default:
+		return fmt.Errorf("fake store: unknown lane option %q", opt)
+	}
+	return nil
 }

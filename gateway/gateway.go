@@ -50,6 +50,7 @@ type Store interface {
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
 	SetProject(ctx context.Context, sessionKey, name string) error
+	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
 	ForgetProject(ctx context.Context, sessionKey, name string) (bool, error)
 }
 

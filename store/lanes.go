@@ -10,7 +10,7 @@ import (
 
 const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.user_id, r.session_id,
 	r.codex_thread_id, r.binding, r.generation, r.created_at, r.updated_at, r.last_active_at,
-	s.started_at, r.turns, r.meta, r.project
+	s.started_at, r.turns, r.meta, r.project, r.verbose, r.model, r.effort
 	FROM gateway_routing r JOIN sessions s ON s.id = r.session_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -22,7 +22,8 @@ func scanLane(row rowScanner) (Lane, error) {
 		created, updated, active, sessionT int64
 	)
 	err := row.Scan(&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.UserID, &l.SessionID,
-		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta, &l.Project)
+		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta, &l.Project,
+		&l.Verbose, &l.Model, &l.Effort)
 	if err != nil {
 		return Lane{}, err
 	}
@@ -354,6 +355,42 @@ func (s *Store) ForgetProject(ctx context.Context, sessionKey, name string) (boo
 		return false, fmt.Errorf("store: forget project %q on %q: %w", name, sessionKey, err)
 	}
 	return cleared, nil
+}
+
+// LaneOption is one of the lane's own settings (migration 10).
+type LaneOption string
+
+// The lane options; each is a gateway_routing column.
+const (
+	OptionVerbose LaneOption = "verbose" // /verbose: off | summary | full
+	OptionModel   LaneOption = "model"   // /model
+	OptionEffort  LaneOption = "effort"  // /effort
+)
+
+// SetLaneOption records one of the lane's settings, "" for the configured
+// default. The store does not check the value; the caller does. Like the
+// project, the settings outlive /new, rotation and restarts.
+func (s *Store) SetLaneOption(ctx context.Context, sessionKey string, opt LaneOption, value string) error {
+	switch opt {
+	case OptionVerbose, OptionModel, OptionEffort:
+	default:
+		return fmt.Errorf("store: unknown lane option %q", opt)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		res, err := q.ExecContext(ctx, "UPDATE gateway_routing SET "+string(opt)+" = ?, updated_at = ? WHERE session_key = ?",
+			value, toDB(s.now()), sessionKey)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: lane %q", ErrNotFound, sessionKey)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: set %s on %q: %w", opt, sessionKey, err)
+	}
+	return nil
 }
 
 // errProjectChanged: the lane's project is not the one the write expected.

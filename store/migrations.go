@@ -221,6 +221,15 @@ ALTER TABLE outbox ADD COLUMN file_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN file_mime TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN file_size INTEGER NOT NULL DEFAULT 0;
 `,
+	// 10: the lane's own choices (issue 13): how much of Codex's work it
+	// sees (/verbose), and its model and reasoning effort (/model, /effort).
+	// '' means the configured default. Like the project they belong to the
+	// lane, so /new, rotation and restarts keep them.
+	`
+ALTER TABLE gateway_routing ADD COLUMN verbose TEXT NOT NULL DEFAULT '';
+ALTER TABLE gateway_routing ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE gateway_routing ADD COLUMN effort TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

@@ -56,9 +56,19 @@ func TestProjectSurvivesResetRotationAndReopen(t *testing.T) {
 			if err := s.SetProject(ctx, l.SessionKey, "site"); err != nil {
 				t.Fatalf("SetProject: %v", err)
 			}
+			opts := map[LaneOption]string{OptionVerbose: "full", OptionModel: "gpt-x", OptionEffort: "high"}
+			for opt, v := range opts {
+				if err := s.SetLaneOption(ctx, l.SessionKey, opt, v); err != nil {
+					t.Fatalf("SetLaneOption(%s): %v", opt, err)
+				}
+			}
 			got, err := tc.after(t, s, l).Lane(ctx, l.SessionKey)
 			if err != nil || got.Project != "site" {
 				t.Errorf("project after %s = %q (%v), want site", tc.name, got.Project, err)
+			}
+			if got.Verbose != "full" || got.Model != "gpt-x" || got.Effort != "high" {
+				t.Errorf("options after %s = verbose %q model %q effort %q, want full gpt-x high",
+					tc.name, got.Verbose, got.Model, got.Effort)
 			}
 		})
 	}
@@ -68,6 +78,21 @@ func TestSetProjectOnAMissingLane(t *testing.T) {
 	s, _ := openTestStore(t)
 	if err := s.SetProject(context.Background(), "nobody", "site"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("SetProject(missing lane) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSetLaneOptionRefusesMissingLaneAndUnknownOption(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	if err := s.SetLaneOption(ctx, "nobody", OptionModel, "m"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SetLaneOption(missing lane) = %v, want ErrNotFound", err)
+	}
+	l, err := s.EnsureLane(ctx, testLaneKey("o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLaneOption(ctx, l.SessionKey, LaneOption("project = 'x', model"), "m"); err == nil {
+		t.Fatal("SetLaneOption accepted an unknown option")
 	}
 }
 

@@ -67,6 +67,9 @@ type Lane struct {
 	// Project names the configured working directory the lane chose with
 	// /project; "" means codex.cwd. Kept across /new, rotation and restarts.
 	Project string
+	// Verbose, Model and Effort are the lane's own settings (/verbose,
+	// /model, /effort); "" means the configured default. Kept like Project.
+	Verbose, Model, Effort string
 }
 
 // Message is one transcript row.
