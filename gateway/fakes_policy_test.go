@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/gatewayd/gatewayd/store"
