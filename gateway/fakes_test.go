@@ -297,6 +297,10 @@ func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.
 		res.Confirmed = true
 	}
 	delete(s.journal, t.SessionKey)
+	for _, f := range t.Files { // before the reply, as the real store
+		f.OutKind = store.OutboxFile
+		s.enqueueLocked(f)
+	}
 	if t.Reply != nil {
 		reply := *t.Reply // labelled as the real store labels a turn's reply
 		reply.OutKind, reply.ThreadID, reply.TurnID, reply.TurnStatus = store.OutboxReply, t.ThreadID, t.TurnID, t.Status

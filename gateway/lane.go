@@ -86,6 +86,8 @@ type turnState struct {
 	// committed with the turn. Both guarded by lane.mu.
 	dir   string
 	files []store.OutboxMessage
+	// stream is the turn's streamer, held once the agent sent a file.
+	stream *streamer
 }
 
 // idle reports whether the lane has no work; l.mu must be held.

@@ -234,6 +234,13 @@ type Editor interface {
 	Edit(ctx context.Context, addr Address, messageID, text string) error
 }
 
+// Deleter is an optional capability: remove a sent message. The gateway
+// deletes a streamed preview that the final reply cannot replace in place
+// (a turn that sent files: the reply must come after them).
+type Deleter interface {
+	Delete(ctx context.Context, addr Address, messageID string) error
+}
+
 // FileSender is an optional capability: deliver an OutFile message (the
 // file with Text as its caption). Platforms without it get the text
 // "(file: name)" and the caption instead.

@@ -101,6 +101,9 @@ func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolRes
 	ok := l.cur == cur && !cur.answered
 	if ok {
 		cur.files = append(cur.files, f)
+		if cur.stream != nil {
+			cur.stream.hold()
+		}
 	}
 	l.mu.Unlock()
 	if !ok {
@@ -167,6 +170,23 @@ func (g *Gateway) generatedImages(key string, items []codex.Item) []store.Outbox
 		out = append(out, f)
 	}
 	return out
+}
+
+// dropPreview deletes a streamed preview the reply does not replace,
+// where the platform can; elsewhere it stays, an earlier draft of the
+// reply that follows.
+func (g *Gateway) dropPreview(ctx context.Context, addr Address, id string) {
+	if id == "" {
+		return
+	}
+	d, ok := g.platforms[addr.Platform].(Deleter)
+	if !ok {
+		return
+	}
+	if err := d.Delete(ctx, addr, id); err != nil {
+		g.obs.PlatformError(addr.Platform, "delete")
+		g.log.Info("preview.delete_failed", zap.String("platform", addr.Platform), zap.Error(err))
+	}
 }
 
 // turnFiles takes the files the turn's agent sent, so they are committed

@@ -25,6 +25,10 @@ type streamer struct {
 	mu    sync.Mutex
 	text  strings.Builder
 	dirty bool
+	// held stops the preview where it is: the turn sent a file, which is
+	// delivered with the reply, so streaming more of the reply now would
+	// show it above the file.
+	held bool
 
 	// owned by the streamer goroutine until stop returns
 	previewID  string
@@ -58,6 +62,13 @@ func (s *streamer) delta(d string) {
 	s.mu.Lock()
 	s.text.WriteString(d)
 	s.dirty = true
+	s.mu.Unlock()
+}
+
+// hold freezes the preview (see streamer.held); typing goes on.
+func (s *streamer) hold() {
+	s.mu.Lock()
+	s.held = true
 	s.mu.Unlock()
 }
 
@@ -110,7 +121,7 @@ func (s *streamer) tick(ctx context.Context, now time.Time) {
 		return
 	}
 	s.mu.Lock()
-	if !s.dirty {
+	if !s.dirty || s.held {
 		s.mu.Unlock()
 		return
 	}

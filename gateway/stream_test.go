@@ -2,11 +2,17 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -99,5 +105,94 @@ func TestFinalReplyReplacesPreview(t *testing.T) {
 	close(streamed)
 	if o := h.p.replyTo(t, "m1"); o.EditID != "p1" || o.Text != "partial and final" {
 		t.Errorf("final reply %+v, want it to edit preview p1", o)
+	}
+}
+
+func (p *editPlatform) Delete(_ context.Context, _ Address, id string) error {
+	p.events <- "delete:" + id
+	return nil
+}
+
+// A turn that sends a file cannot let its reply replace a preview streamed
+// before the file: the reply is posted after the file, the preview stops
+// where it was when the file was sent and is deleted once the turn is
+// committed.
+func TestReplyAfterSentFileIsANewMessage(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *Config) {
+		c.PreviewInterval, c.TypingInterval = time.Millisecond, time.Hour
+		c.Files = files.New(filepath.Join(root, "files"), files.Limits{}, nil)
+		c.Thread.Cwd = work
+	})
+	p := &editPlatform{fakePlatform: h.p, events: make(chan string, 64)}
+	h.g.platforms["test"] = p
+	// The streamer's ticks are the test's; the gateway's other periodic
+	// work never ticks.
+	streamTicks := make(chan time.Time)
+	h.g.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
+		if d == 10*time.Millisecond {
+			return streamTicks, func() {}
+		}
+		return nil, func() {}
+	}
+	tick := func() {
+		h.clock.Advance(time.Second)
+		streamTicks <- h.clock.Now()
+		streamTicks <- h.clock.Now() // taken only once the first tick is done
+	}
+	streamed, previewed, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	sent := make(chan codex.ToolResult, 1)
+	h.cx.run = func(ctx context.Context, thread, _ string, ev codex.TurnEvents) (codex.TurnResult, error) {
+		ev.Delta("Sending it")
+		streamed <- struct{}{}
+		<-previewed
+		args, _ := json.Marshal(map[string]string{"path": "notes.txt"})
+		sent <- h.g.ToolCall(ctx, codex.ToolCall{ThreadID: thread, Tool: SendFileTool, Arguments: args})
+		ev.Delta(" now. Here are the notes.")
+		streamed <- struct{}{}
+		<-finish
+		return codex.TurnResult{Status: codex.TurnCompleted, Text: "Here are the notes."}, nil
+	}
+	h.start(t)
+	h.send(t, "a", "m1", "send the notes")
+	<-streamed
+	tick()
+	if e := <-p.events; e == "typing" { // at once, then hourly
+		p.expect(t, "send:Sending it")
+	} else if e != "send:Sending it" {
+		t.Fatalf("platform event %q, want the preview", e)
+	}
+	close(previewed)
+	if res := <-sent; !res.Success {
+		t.Fatalf("send_file refused: %s", res.Text)
+	}
+	<-streamed
+	tick() // would edit the preview with the text after the file
+	close(finish)
+	if file := <-h.p.out; file.Text != "(file: notes.txt)" { // the fake platform is no FileSender
+		t.Fatalf("first delivery %+v, want the file", file)
+	}
+	reply := <-h.p.out
+	if reply.Kind != OutReply || reply.EditID != "" || reply.Text != "Here are the notes." {
+		t.Errorf("reply %+v, want a new message after the file", reply)
+	}
+	var seen []string
+	for len(p.events) > 0 {
+		seen = append(seen, <-p.events)
+	}
+	if !slices.Contains(seen, "delete:p1") {
+		t.Errorf("platform events after the file %q, want the preview p1 deleted", seen)
+	}
+	for _, e := range seen {
+		if strings.HasPrefix(e, "edit:") {
+			t.Errorf("preview edited after the file was sent: %q", e)
+		}
 	}
 }

@@ -112,6 +112,11 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	// Typing shows while a long thread resumes, too.
 	t.stream = g.newStreamer(l.addr, it.msgID)
 	defer t.stopStream()
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.stream = t.stream
+	}
+	l.mu.Unlock()
 	if !g.ensure(ctx, t, sl.ThreadID, sl.Binding) {
 		return
 	}
@@ -278,6 +283,13 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	}
 	sent := turnFiles(cur, reply)
 	t.l.mu.Unlock()
+	// Files are delivered before the reply; a preview streamed before them
+	// cannot become the reply, so the reply is a new message and the
+	// preview goes once the turn is committed.
+	stalePreview := ""
+	if len(sent) > 0 {
+		stalePreview, reply.EditID = t.previewID, ""
+	}
 	var steered []store.SteeredInput
 	if cur != nil {
 		steered = cur.steer.close()
@@ -305,6 +317,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		}
 		g.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
+		g.dropPreview(ctx, t.l.addr, stalePreview)
 		g.wakeOutbox()
 	}
 }

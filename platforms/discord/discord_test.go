@@ -544,3 +544,30 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// Delete removes the bot's message; a message already gone counts as
+// deleted.
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, channel)
+	r := start(t, baseConfig(t, srv))
+	addr := gateway.Address{Platform: "discord", Kind: gateway.LaneChannel, ChatID: channel}
+	ctx := context.Background()
+	id, err := r.a.Send(ctx, gateway.Outbound{Address: addr, Kind: gateway.OutPreview, Text: "draft"})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	for i := range 2 {
+		if err := r.a.Delete(ctx, addr, id); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	if d := srv.Deleted(); len(d) != 1 || d[0].ID != id {
+		t.Errorf("deleted = %+v, want message %s once", d, id)
+	}
+	for _, m := range srv.BotMessages(channel) {
+		if m.ID == id {
+			t.Errorf("message %s still in the channel", id)
+		}
+	}
+}

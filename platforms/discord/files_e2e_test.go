@@ -87,7 +87,7 @@ func TestEndToEndImageAttachmentReachesModel(t *testing.T) {
 // TestEndToEndSendFileUploadsAttachment: the agent (real codex, fake model)
 // calls send_file for a file in its working directory; the fake Discord
 // receives one multipart message with the file's bytes and the caption,
-// and the turn's reply. (Their order: TestEndToEndSendFileBeforeStreamedReply.)
+// and the turn's reply follows.
 func TestEndToEndSendFileUploadsAttachment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -113,8 +113,6 @@ func TestEndToEndSendFileUploadsAttachment(t *testing.T) {
 		}
 		return out
 	}
-	// The reply may show (as a streamed preview) before the upload: wait
-	// for both.
 	if !srv.WaitFor(60*time.Second, func() bool {
 		for _, m := range srv.BotMessages(channel) {
 			if strings.Contains(m.Content, "TOOL OUTPUT") && strings.Contains(m.Content, "chart.png") {
@@ -135,15 +133,16 @@ func TestEndToEndSendFileUploadsAttachment(t *testing.T) {
 	if ups[0].Content != "the chart" {
 		t.Errorf("upload content = %q, want the caption", ups[0].Content)
 	}
+	if sent := srv.Sent(channel); sent[0].ID != ups[0].ID {
+		t.Errorf("sent = %+v, want the upload before the reply", sent)
+	}
 }
 
 // TestEndToEndSendFileBeforeStreamedReply: when the reply after send_file
-// streams slowly enough for a preview, the file should still reach the
-// channel before the reply's text. It does not: the preview is posted while
-// the turn runs (gateway/stream.go, plat.Send), the file row is committed
-// only with the turn, and the final reply edits the earlier preview.
+// streams slowly enough for a preview, the file still reaches the chat
+// before the reply's text: the preview stops once the file is sent, and the
+// reply is a new message after the file (gateway/stream.go hold).
 func TestEndToEndSendFileBeforeStreamedReply(t *testing.T) {
-	t.Skip("known bug: a streamed preview shows the reply before the send_file upload (gateway/stream.go vs the file row committed with the turn)")
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := newServer(t, channel), gatewaytest.NewWorld(t)

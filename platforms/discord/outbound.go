@@ -344,3 +344,20 @@ func (b *buttonLanes) get(messageID string) (gateway.Address, bool) {
 	addr, ok := b.m[messageID]
 	return addr, ok
 }
+
+// Delete implements gateway.Deleter. A message already gone (404) counts
+// as deleted.
+func (a *Adapter) Delete(ctx context.Context, addr gateway.Address, messageID string) error {
+	target, err := targetChannel(addr)
+	if err != nil {
+		return err
+	}
+	if err := a.session.ChannelMessageDelete(target, messageID, discordgo.WithContext(ctx)); err != nil {
+		var rest *discordgo.RESTError
+		if errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusNotFound {
+			return nil
+		}
+		return mapError("delete", err)
+	}
+	return nil
+}

@@ -344,3 +344,23 @@ func (c *editCache) remember(chat int64, id int, text string) {
 	}
 	c.text[messageID(chat, id)] = text
 }
+
+// Delete implements gateway.Deleter (deleteMessage). A message already
+// gone counts as deleted.
+func (a *Adapter) Delete(ctx context.Context, addr gateway.Address, msgID string) error {
+	t, err := targetOf(addr)
+	if err != nil {
+		return err
+	}
+	id, ok := parseMessageID(msgID)
+	if !ok {
+		return fmt.Errorf("telegram: message id %q: %w", msgID, gateway.ErrPermanent)
+	}
+	if _, err := a.bot.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: t.chat, MessageID: id}); err != nil {
+		if strings.Contains(err.Error(), "message to delete not found") {
+			return nil
+		}
+		return a.classify(err, addr)
+	}
+	return nil
+}

@@ -334,3 +334,27 @@ func TestSendAfterCancelSendsNothing(t *testing.T) {
 		t.Fatalf("%d messages sent after cancel", n)
 	}
 }
+
+// Delete removes the message; a message already gone counts as deleted.
+func TestDelete(t *testing.T) {
+	h, a := sendHarness(t)
+	ctx := context.Background()
+	id, err := a.Send(ctx, gateway.Outbound{Address: topic42, Text: "draft"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := a.Delete(ctx, topic42, id); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	if got := h.srv.Messages(forum.ID, 42); len(got) != 0 {
+		t.Errorf("messages after delete = %+v, want none", got)
+	}
+	if d := h.srv.Deleted(); len(d) != 1 || d[0].Text != "draft" {
+		t.Errorf("deleted = %+v, want the draft once", d)
+	}
+	if err := a.Delete(ctx, topic42, "not-a-number"); !errors.Is(err, gateway.ErrPermanent) {
+		t.Errorf("Delete(bad id) = %v, want ErrPermanent", err)
+	}
+}

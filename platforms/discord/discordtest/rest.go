@@ -91,6 +91,8 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, channelID 
 		s.createMessage(w, r, channelID)
 	case r.Method == http.MethodPatch && len(rest) == 2 && rest[0] == "messages":
 		s.editMessage(w, r, channelID, rest[1])
+	case r.Method == http.MethodDelete && len(rest) == 2 && rest[0] == "messages":
+		s.deleteMessage(w, channelID, rest[1])
 	case r.Method == http.MethodPost && len(rest) == 1 && rest[0] == "typing":
 		s.mu.Lock()
 		s.typing[channelID]++
@@ -243,6 +245,28 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, channelID, 
 		s.edits = append(s.edits, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs()})
 		s.notifyLocked()
 		writeJSON(w, http.StatusOK, m)
+		return
+	}
+	writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+}
+
+// deleteMessage removes a bot message from the channel's history, like
+// Discord (204); Deleted lists it.
+func (s *Server) deleteMessage(w http.ResponseWriter, channelID, messageID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range s.history[channelID] {
+		if m.ID != messageID {
+			continue
+		}
+		if m.Author == nil || m.Author.ID != BotID {
+			writeError(w, http.StatusForbidden, 50003, "Cannot execute action on this channel type")
+			return
+		}
+		s.history[channelID] = append(s.history[channelID][:i], s.history[channelID][i+1:]...)
+		s.deleted = append(s.deleted, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content})
+		s.notifyLocked()
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	writeError(w, http.StatusNotFound, 10008, "Unknown Message")

@@ -53,6 +53,7 @@ type Server struct {
 	creates    map[string][]string           // content of every create handled, nonce replays included
 	nonces     map[string]*discordgo.Message // channel + nonce → message (enforce_nonce)
 	edits      []SentMessage
+	deleted    []SentMessage // messages the bot deleted
 	typing     map[string]int
 	responses  []InteractionResponse
 	commands   []string
@@ -276,6 +277,13 @@ func (s *Server) Sent(channelID string) []SentMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]SentMessage(nil), s.sent[channelID]...)
+}
+
+// Deleted returns the messages the bot deleted, in order.
+func (s *Server) Deleted() []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SentMessage(nil), s.deleted...)
 }
 
 // Edits returns the bot's message edits, in order.

@@ -245,6 +245,24 @@ func (s *Server) editMessageText(w http.ResponseWriter, _ *http.Request, p map[s
 	writeOK(w, models.Message{ID: m.ID, From: &Bot, Chat: s.chats[chat], Text: visible, Date: int(time.Now().Unix())})
 }
 
+// deleteMessage removes a bot message, as Telegram does; Deleted lists it.
+func (s *Server) deleteMessage(w http.ResponseWriter, _ *http.Request, p map[string]string) {
+	chat, _ := strconv.ParseInt(p["chat_id"], 10, 64)
+	id, _ := strconv.Atoi(p["message_id"])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range s.messages {
+		if m.ChatID == chat && m.ID == id {
+			s.deleted = append(s.deleted, *m)
+			s.messages = append(s.messages[:i], s.messages[i+1:]...)
+			s.notifyLocked()
+			writeOK(w, true)
+			return
+		}
+	}
+	writeFail(w, Failure{Code: 400, Description: "Bad Request: message to delete not found"})
+}
+
 var allowedTags = map[string]bool{
 	"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true, "s": true,
 	"strike": true, "del": true, "span": true, "tg-spoiler": true, "a": true, "code": true,

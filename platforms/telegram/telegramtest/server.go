@@ -76,6 +76,7 @@ type Server struct {
 	chats          map[int64]models.Chat
 	topics         map[int64]map[int]bool
 	messages       []*Message
+	deleted        []Message // deleteMessage calls that removed a message
 	actions        []Action
 	answered       []string
 	commands       []models.BotCommand
@@ -276,6 +277,13 @@ func (s *Server) Messages(chat int64, thread int) []Message {
 	return out
 }
 
+// Deleted returns the messages the bot deleted, in the order it did.
+func (s *Server) Deleted() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.deleted...)
+}
+
 // AllMessages returns copies of every message the bot sent, in order.
 func (s *Server) AllMessages() []Message {
 	s.mu.Lock()
@@ -357,6 +365,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"setmycommands":       s.setMyCommands,
 		"sendmessage":         s.sendMessage,
 		"editmessagetext":     s.editMessageText,
+		"deletemessage":       s.deleteMessage,
 		"sendchataction":      s.sendChatAction,
 		"answercallbackquery": s.answerCallbackQuery,
 		"getfile":             s.getFile,
