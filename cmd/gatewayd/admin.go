@@ -22,6 +22,7 @@ import (
 //	GET  /api/admin/sessions?limit=N            lanes, most recently active first
 //	GET  /api/admin/sessions/{key}?limit=N      one lane and its current transcript
 //	POST /api/admin/sessions/{key}/reset        the same as /reset in the lane
+//	GET  /api/admin/search?q=TEXT&limit=N       transcript messages of every lane, best match first
 const adminPrefix = "/api/admin/"
 
 // sessionsBackend is what the sessions commands need; the daemon serves it
@@ -30,6 +31,7 @@ type sessionsBackend interface {
 	Lanes(ctx context.Context, limit int) ([]store.Lane, error)
 	Lane(ctx context.Context, key string) (store.Lane, error)
 	Transcript(ctx context.Context, key string, limit int) ([]store.Message, error)
+	Search(ctx context.Context, query string, limit int) ([]store.Message, error)
 	Reset(ctx context.Context, key string) error
 }
 
@@ -81,6 +83,7 @@ func (w workdirs) of(name string) (dir string, known bool) {
 }
 
 type messageView struct {
+	Lane      string    `json:"lane,omitempty"` // search results only
 	Role      string    `json:"role"`
 	Text      string    `json:"text"`
 	TurnID    string    `json:"turn_id,omitempty"`
@@ -126,6 +129,10 @@ type adminHandler struct {
 func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+		return
+	}
+	if r.URL.EscapedPath() == adminPrefix+"search" {
+		h.search(w, r, queryLimit(r, 50))
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), adminPrefix+"sessions")
@@ -184,6 +191,33 @@ func (h *adminHandler) show(w http.ResponseWriter, r *http.Request, escapedKey s
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *adminHandler) search(w http.ResponseWriter, r *http.Request, limit int) {
+	if r.Method != http.MethodGet {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
+		return
+	}
+	q := r.URL.Query().Get("q")
+	if strings.TrimSpace(q) == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "search needs q: the words to find"})
+		return
+	}
+	msgs, err := h.backend.Search(r.Context(), q, limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewFound(msgs))
+}
+
+// viewFound is search results: messages that name their lane.
+func viewFound(msgs []store.Message) []messageView {
+	views := viewMessages(msgs)
+	for i, m := range msgs {
+		views[i].Lane = m.SessionKey
+	}
+	return views
 }
 
 func (h *adminHandler) reset(w http.ResponseWriter, r *http.Request, escapedKey string) {

@@ -101,6 +101,15 @@ func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 		t.Errorf("generation %d → %d: reset did not reach the store", before.Generation, after.Generation)
 	}
 
+	out.Reset()
+	if err := runSessions(ctx, client, "search", []string{"noted", "42"}, 10, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "v1:api:default") || !strings.Contains(got, "assistant  noted: 42") ||
+		strings.Contains(got, "remember") {
+		t.Errorf("search for both words = %q, want only the assistant's message, with its lane", got)
+	}
+
 	err := runSessions(ctx, client, "show", []string{"v1:nope"}, 10, &out)
 	if err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("show of a missing lane: %v, want a 404", err)
@@ -123,6 +132,10 @@ func TestAdminHandlerAuthAndMethods(t *testing.T) {
 		{"reset", "POST", "/api/admin/sessions/v1:api:default/reset", "Bearer tok", 200},
 		{"other route", "GET", "/api/admin/other", "Bearer tok", 404},
 		{"slash in key", "GET", "/api/admin/sessions/a%2Fb", "Bearer tok", 400},
+		{"search", "GET", "/api/admin/search?q=remember", "Bearer tok", 200},
+		{"search without words", "GET", "/api/admin/search?q=+", "Bearer tok", 400},
+		{"search POST", "POST", "/api/admin/search?q=x", "Bearer tok", 405},
+		{"search no token", "GET", "/api/admin/search?q=x", "", 401},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +172,39 @@ func TestSessionsOfflineFallback(t *testing.T) {
 	err = runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "reset", []string{"v1:api:missing"}, 10, &out)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reset of a missing lane: %v, want ErrNotFound", err)
+	}
+}
+
+// Offline search takes its words as plain text: FTS5 syntax in them is
+// no error, and nothing found says so.
+func TestSessionsSearchOffline(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	tests := []struct {
+		words []string
+		want  string
+	}{
+		{words: []string{"remember"}, want: "user  remember 42"},
+		{words: []string{`"unbalanced`, "AND", "("}, want: "no messages found"},
+		{words: []string{"absent"}, want: "no messages found"},
+	}
+	for _, tc := range tests {
+		var out bytes.Buffer
+		if err := runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "search", tc.words, 10, &out); err != nil {
+			t.Fatalf("search %q: %v", tc.words, err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("search %q = %q, want %q", tc.words, out.String(), tc.want)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := oneLine("a\n\n  b\tc", 100); got != "a b c" {
+		t.Errorf("oneLine folded to %q", got)
+	}
+	if got := oneLine(strings.Repeat("é", 10), 5); got != "éééé…" {
+		t.Errorf("oneLine cut to %q", got)
 	}
 }
 

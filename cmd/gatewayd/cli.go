@@ -30,6 +30,8 @@ const usageText = `Usage:
   gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
   gatewayd sessions list [--config FILE] [--limit N]
   gatewayd sessions show KEY [--config FILE] [--limit N]
+  gatewayd sessions search TEXT... [--config FILE] [--limit N]
+                                        full-text search of every lane's transcripts
   gatewayd sessions reset KEY [--config FILE]
                                         reset = /reset in the lane; goes through the running daemon
 

@@ -490,6 +490,9 @@ func (b daemonBackend) Lane(ctx context.Context, key string) (store.Lane, error)
 func (b daemonBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
 	return b.st.Transcript(ctx, key, limit)
 }
+func (b daemonBackend) Search(ctx context.Context, query string, limit int) ([]store.Message, error) {
+	return b.st.Search(ctx, query, limit)
+}
 func (b daemonBackend) Reset(ctx context.Context, key string) error { return b.gw.ResetLane(ctx, key) }
 
 // timedStore measures commit latency for the metrics without the store

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -34,15 +35,17 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("sessions needs a subcommand: list, show KEY or reset KEY")
+		return usagef("sessions needs a subcommand: list, show KEY, search TEXT or reset KEY")
 	}
 	sub, rest := pos[0], pos[1:]
-	want := map[string]int{"list": 0, "show": 1, "reset": 1}
+	want := map[string]int{"list": 0, "show": 1, "reset": 1, "search": -1}
 	n, known := want[sub]
-	if !known {
+	switch {
+	case !known:
 		return usagef("unknown sessions subcommand %q", sub)
-	}
-	if len(rest) != n {
+	case n < 0 && len(rest) == 0:
+		return usagef("sessions %s needs the words to find", sub)
+	case n >= 0 && len(rest) != n:
 		return usagef("sessions %s takes %d argument(s), got %d", sub, n, len(rest))
 	}
 	cfg, err := f.load()
@@ -84,6 +87,9 @@ func (b offlineBackend) Lane(ctx context.Context, key string) (store.Lane, error
 func (b offlineBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
 	return b.st.Transcript(ctx, key, limit)
 }
+func (b offlineBackend) Search(ctx context.Context, query string, limit int) ([]store.Message, error) {
+	return b.st.Search(ctx, query, limit)
+}
 func (b offlineBackend) Reset(ctx context.Context, key string) error {
 	if _, err := b.st.Lane(ctx, key); err != nil {
 		return err
@@ -115,6 +121,12 @@ func runSessionsOffline(ctx context.Context, b sessionsBackend, dirs workdirs, s
 			return fmt.Errorf("gatewayd: sessions show %s: %w", args[0], err)
 		}
 		return printSession(out, v)
+	case "search":
+		msgs, err := b.Search(ctx, strings.Join(args, " "), limit)
+		if err != nil {
+			return fmt.Errorf("gatewayd: sessions search: %w", err)
+		}
+		return printFound(out, viewFound(msgs))
 	}
 	if err := b.Reset(ctx, args[0]); err != nil {
 		return fmt.Errorf("gatewayd: sessions reset %s: %w", args[0], err)
@@ -139,6 +151,13 @@ func runSessions(ctx context.Context, c *apiClient, sub string, args []string, l
 			return err
 		}
 		return printSession(out, v)
+	case "search":
+		var found []messageView
+		q := url.Values{"q": {strings.Join(args, " ")}, "limit": {strconv.Itoa(limit)}}
+		if err := c.do(ctx, http.MethodGet, adminPrefix+"search?"+q.Encode(), nil, &found); err != nil {
+			return err
+		}
+		return printFound(out, found)
 	}
 	if err := c.do(ctx, http.MethodPost, adminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", nil, nil); err != nil {
 		return err
@@ -154,6 +173,30 @@ func printLanes(out io.Writer, views []laneView) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.Key, v.Binding, dash(v.ThreadID), v.Turns, when(v.LastActiveAt))
 	}
 	return tw.Flush()
+}
+
+// printFound lists search results, one line each, the text on one line.
+func printFound(out io.Writer, found []messageView) error {
+	if len(found) == 0 {
+		_, err := fmt.Fprintln(out, "no messages found")
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANE\tWHEN\tROLE\tTEXT")
+	for _, m := range found {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Lane, when(m.CreatedAt), m.Role, oneLine(m.Text, 100))
+	}
+	return tw.Flush()
+}
+
+// oneLine is text with its whitespace runs folded to single spaces, cut
+// to n runes.
+func oneLine(text string, n int) string {
+	s := strings.Join(strings.Fields(text), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func printSession(out io.Writer, v sessionView) error {
