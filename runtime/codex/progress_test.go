@@ -27,7 +27,7 @@ func TestProgressOf(t *testing.T) {
 			params: `{"threadId":"T","turnId":"U","plan":"nope"}`},
 		{name: "command started", method: "item/started",
 			params: `{"threadId":"T","turnId":"U","item":{"type":"commandExecution","id":"call_1","command":"/bin/bash -lc 'echo hi'","status":"inProgress","commandActions":[{"type":"unknown","command":"echo hi"}],"aggregatedOutput":null,"exitCode":null,"durationMs":null}}`,
-			want: Progress{Kind: ProgressAction, Action: &Action{ID: "call_1", Type: ActionCommand, Status: "inProgress", Command: "echo hi"}}, ok: true},
+			want:   Progress{Kind: ProgressAction, Action: &Action{ID: "call_1", Type: ActionCommand, Status: "inProgress", Command: "echo hi"}}, ok: true},
 		{name: "command completed", method: "item/completed",
 			params: `{"threadId":"T","turnId":"U","item":{"type":"commandExecution","id":"call_1","command":"/bin/bash -lc 'a | b'","status":"failed","commandActions":[{"command":"a"},{"command":"b"}],"aggregatedOutput":"boom\n","exitCode":2,"durationMs":1500}}`,
 			want: Progress{Kind: ProgressAction, Action: &Action{ID: "call_1", Type: ActionCommand, Status: "failed", Done: true,
