@@ -44,6 +44,8 @@ type turn struct {
 	// previewID is the platform id of the streamed preview the final reply
 	// replaces ("" when nothing was streamed).
 	previewID string
+	// work is the turn's status message (nil with /verbose off).
+	work *workView
 }
 
 // stopStream ends typing and previews; the final answer replaces the
@@ -112,6 +114,8 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	// Typing shows while a long thread resumes, too.
 	t.stream = g.newStreamer(l.addr, it.msgID)
 	defer t.stopStream()
+	t.work = g.newWorkView(l.addr, it.msgID, g.verboseOf(sl), t.started)
+	defer func() { t.work.stop(g.now()) }()
 	if !g.ensure(ctx, t, sl.ThreadID, sl.Binding) {
 		return
 	}
@@ -242,8 +246,9 @@ func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
 // thread the app-server forgot (it restarted) is ensured again once.
 func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
 	ev := codex.TurnEvents{
-		Started: func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
-		Delta:   t.stream.delta,
+		Started:  func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
+		Delta:    t.stream.delta,
+		Progress: t.work.progress,
 	}
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
 	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
@@ -264,6 +269,7 @@ var errHandled = errors.New("gateway: handled")
 // when completed, the reply in the outbox, journal cleared, inbound done.
 func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
 	t.stopStream()
+	t.work.stop(g.now()) // collapsed before the reply goes out
 	g.obs.TurnFinished(status, g.now().Sub(t.started))
 	if t.turnID == "" {
 		t.turnID = syntheticTurnID(t)
