@@ -122,10 +122,10 @@ type Config struct {
 	TypingInterval  time.Duration // typing indicator refresh (default 4s)
 	// Verbose is the work view mode of lanes that chose none with /verbose:
 	// off | summary (default) | full (lanes.verbose).
-	Verbose string
-	Logger          *zap.Logger
-	Now             func() time.Time
-	Observer        Observer
+	Verbose  string
+	Logger   *zap.Logger
+	Now      func() time.Time
+	Observer Observer
 }
 
 func (c *Config) applyDefaults() error {

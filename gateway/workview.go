@@ -49,8 +49,8 @@ type WorkView struct {
 	Plan      []WorkStep   `json:"plan,omitempty"`
 	Actions   []WorkAction `json:"actions,omitempty"`
 	Earlier   int          `json:"earlier_actions,omitempty"` // actions before the ones shown
-	Reasoning string       `json:"reasoning,omitempty"` // full mode: the latest summary
-	Retry     string       `json:"retry,omitempty"`     // codex reconnecting to its model
+	Reasoning string       `json:"reasoning,omitempty"`       // full mode: the latest summary
+	Retry     string       `json:"retry,omitempty"`           // codex reconnecting to its model
 	Commands  int          `json:"commands"`
 	Files     int          `json:"files_changed"`
 	Searches  int          `json:"web_searches"`
