@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,12 +119,13 @@ type Config struct {
 	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default config.DefaultDrainTimeout)
 	PreviewInterval time.Duration // minimum time between streamed preview edits (default 1s)
 	TypingInterval  time.Duration // typing indicator refresh (default 4s)
+	Logger          *zap.Logger
+	Now             func() time.Time
+	Observer        Observer
+
 	// Verbose is the work view mode of lanes that chose none with /verbose:
 	// off | summary (default) | full (lanes.verbose).
-	Verbose  string
-	Logger   *zap.Logger
-	Now      func() time.Time
-	Observer Observer
+	Verbose string
 }
 
 func (c *Config) applyDefaults() error {
@@ -141,11 +141,8 @@ func (c *Config) applyDefaults() error {
 	if c.MaxConcurrentTurns <= 0 {
 		c.MaxConcurrentTurns = config.DefaultMaxConcurrentTurns
 	}
-	if c.Verbose == "" {
-		c.Verbose = VerboseSummary
-	}
-	if !validVerbose(c.Verbose) {
-		return fmt.Errorf("gateway: verbose mode %q is not supported (use %s)", c.Verbose, strings.Join(VerboseModes, ", "))
+	if err := c.applyVerbose(); err != nil {
+		return err
 	}
 	if c.BusyMode == "" {
 		c.BusyMode = BusyQueue
