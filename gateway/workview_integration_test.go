@@ -29,7 +29,7 @@ func workViewModel(req codextest.Request) codextest.Reply {
 // TestWorkViewOnAPILane: with the real app-server, a turn whose model runs
 // a command streams SSE "progress" events (the command, then its exit
 // code, then the collapsed summary) and its answer carries the summary;
-// /verbose off stops them, and still does after a restart.
+// /verbose off stops them, and still does after a restart and a /new.
 func TestWorkViewOnAPILane(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(workViewModel)
@@ -96,5 +96,10 @@ func TestWorkViewOnAPILane(t *testing.T) {
 	}
 	if !strings.Contains(done.Reply, "WV-42") || done.Status != "completed" {
 		t.Errorf("reply %q status %q, want the completed turn", done.Reply, done.Status)
+	}
+
+	in.ask(t, "wv", "/new") // a fresh thread keeps the lane's choice
+	if r := in.ask(t, "wv", "after new "+workViewToolMarker); r.Progress != nil || !strings.Contains(r.Reply, "WV-42") {
+		t.Errorf("after /new: progress %+v, reply %q; want no work view and the reply", r.Progress, r.Reply)
 	}
 }
