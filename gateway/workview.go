@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -347,7 +348,7 @@ func (w *workView) flush(ctx context.Context, now time.Time) {
 		return
 	}
 	w.lastEdit = now
-	w.show(ctx, text, v)
+	_ = w.show(ctx, text, v) // counted and logged; the next change tries again
 }
 
 // collapse edits the status message to the summary line. A turn that did
@@ -361,20 +362,41 @@ func (w *workView) collapse() {
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
 	defer cancel()
-	w.show(ctx, v.Summary, v)
+	var ra *RetryAfterError
+	if err := w.show(ctx, v.Summary, v); errors.As(err, &ra) && ra.After <= workFinalTimeout {
+		// The last edit came just before: the summary must not be lost to
+		// the edit rate, but the reply must not wait for it either.
+		go w.collapseLater(ra.After, v)
+	}
+}
+
+// collapseLater retries the summary edit once the platform allows it. The
+// loop has ended, so this goroutine owns the view's message fields.
+func (w *workView) collapseLater(after time.Duration, v WorkView) {
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.g.baseCtx.Done():
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
+	defer cancel()
+	_ = w.show(ctx, v.Summary, v)
 }
 
 // show sends the status message the first time and edits it afterwards.
-func (w *workView) show(ctx context.Context, text string, v WorkView) {
+// Failures are counted and logged here; the error is for collapse.
+func (w *workView) show(ctx context.Context, text string, v WorkView) error {
 	if w.msgID == "" {
 		id, err := w.plat.Send(ctx, Outbound{Address: w.addr, Kind: OutProgress, Text: text, Silent: true,
 			ReplyTo: w.replyTo, InReplyTo: w.replyTo, Progress: &v})
 		if err != nil {
 			w.failed(ctx, "progress", err)
-			return
+			return err
 		}
 		w.msgID, w.lastText = id, text
-		return
+		return nil
 	}
 	var err error
 	if pe, ok := w.plat.(ProgressEditor); ok {
@@ -384,9 +406,10 @@ func (w *workView) show(ctx context.Context, text string, v WorkView) {
 	}
 	if err != nil {
 		w.failed(ctx, "edit", err)
-		return
+		return err
 	}
 	w.lastText = text
+	return nil
 }
 
 func (w *workView) failed(ctx context.Context, kind string, err error) {

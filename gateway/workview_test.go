@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // workPlatform records status messages, their edits and replies as events.
 type workPlatform struct {
 	*fakePlatform
-	events chan string
+	events    chan string
+	limitNext bool // the next Edit is rate limited (guarded by mu)
 }
 
 func newWorkPlatform(base *fakePlatform) *workPlatform {
@@ -38,6 +40,14 @@ func (p *workPlatform) Send(ctx context.Context, out Outbound) (string, error) {
 }
 
 func (p *workPlatform) Edit(_ context.Context, _ Address, id, text string) error {
+	p.mu.Lock()
+	limited := p.limitNext
+	p.limitNext = false
+	p.mu.Unlock()
+	if limited {
+		p.events <- "limited:" + text
+		return &RetryAfterError{After: 20 * time.Millisecond, Err: errors.New("429")}
+	}
 	p.events <- "edit:" + id + ":" + text
 	return nil
 }
@@ -267,4 +277,25 @@ func TestConfigRejectsUnknownVerbose(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "chatty") {
 		t.Errorf("New with verbose chatty: %v, want an error naming it", err)
 	}
+}
+
+// TestWorkViewSummaryRetriedAfterRateLimit: a collapse edit the platform
+// rate-limits is retried after the delay it names, without holding stop.
+func TestWorkViewSummaryRetriedAfterRateLimit(t *testing.T) {
+	p := newWorkPlatform(newFakePlatform())
+	g, err := New(Config{Logger: zaptest.NewLogger(t)}, newFakeStore(), newFakeCodex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.AddPlatform(p)
+	start := time.Now()
+	w := g.newWorkView(apiAddr("a"), "m1", VerboseSummary, start)
+	w.progress(commandProgress("c1", "true", exitCode(0)))
+	p.expect(t, "send:", "$ true")
+	p.mu.Lock()
+	p.limitNext = true
+	p.mu.Unlock()
+	w.stop(start.Add(2 * time.Second))
+	p.expect(t, "limited:1 command, 2 s")
+	p.expect(t, "edit:s1:1 command, 2 s")
 }
