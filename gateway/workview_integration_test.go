@@ -59,6 +59,9 @@ func TestWorkViewOnAPILane(t *testing.T) {
 			if a.Kind == gateway.WorkCommand && a.Title == "echo WV-$((6*7))" && a.ExitCode != nil && *a.ExitCode == 0 {
 				sawExit = true
 			}
+			if a.Output != "" {
+				t.Errorf("summary mode shows command output %q", a.Output)
+			}
 		}
 	}
 	if !sawExit {
@@ -101,5 +104,34 @@ func TestWorkViewOnAPILane(t *testing.T) {
 	in.ask(t, "wv", "/new") // a fresh thread keeps the lane's choice
 	if r := in.ask(t, "wv", "after new "+workViewToolMarker); r.Progress != nil || !strings.Contains(r.Reply, "WV-42") {
 		t.Errorf("after /new: progress %+v, reply %q; want no work view and the reply", r.Progress, r.Reply)
+	}
+}
+
+// TestWorkViewFullShowsCommandOutput: in full mode the progress carries the
+// tail of the command's output, which summary mode leaves out.
+func TestWorkViewFullShowsCommandOutput(t *testing.T) {
+	w := newWorld(t)
+	w.model.Respond(workViewModel)
+	in := w.start(t, gateway.Config{PreviewInterval: 50 * time.Millisecond, Verbose: gateway.VerboseFull})
+	output := ""
+	_, err := in.stream("full", "show me "+workViewToolMarker, func(event, data string) {
+		if event != "progress" {
+			return
+		}
+		var v gateway.WorkView
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			t.Errorf("progress event %s: %v", data, err)
+		}
+		for _, a := range v.Actions {
+			if a.Output != "" {
+				output = a.Output
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if output != "WV-42" {
+		t.Errorf("command output in the progress = %q, want WV-42", output)
 	}
 }
