@@ -246,10 +246,10 @@ func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
 // thread the app-server forgot (it restarted) is ensured again once.
 func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
 	ev := codex.TurnEvents{
-		Started:  func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
-		Delta:    t.stream.delta,
-		Progress: t.work.progress,
+		Started: func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
+		Delta:   t.stream.delta,
 	}
+	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
 	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
