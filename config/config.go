@@ -142,6 +142,9 @@ type Lanes struct {
 	QueueLimit         int     // queued messages per lane
 	MaxConcurrentTurns int
 	AutoRetryCutOff    bool // re-run a turn cut off by a crash instead of only telling the lane
+	// Verbose is the work view of lanes that chose none with /verbose:
+	// off | summary | full.
+	Verbose string
 }
 
 // Files bounds the attachments kept under <state_dir>/files (FilesDir).

@@ -80,6 +80,7 @@ var keys = []key{
 	intKey("lanes.queue_limit", DefaultQueueLimit, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
+	strKey("lanes.verbose", "summary", func(c *Config) *string { return &c.Lanes.Verbose }, oneOf("off", "summary", "full")),
 
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),
 	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),

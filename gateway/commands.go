@@ -40,6 +40,7 @@ var Commands = []CommandInfo{
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
+	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
 	{Name: "help", Description: "List commands", Menu: true},
@@ -93,6 +94,8 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
 	case "project":
 		g.projectCommand(ctx, l, msgID, cmd.args)
+	case "verbose":
+		g.notify(ctx, l.addr, msgID, g.verboseCommand(ctx, l, cmd.args))
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":

@@ -650,7 +650,7 @@ func (p *fakePlatform) next(t testing.TB) Outbound {
 func (p *fakePlatform) replyTo(t testing.TB, id string) Outbound {
 	t.Helper()
 	for {
-		if o := p.next(t); o.InReplyTo == id && o.Kind != OutPreview {
+		if o := p.next(t); o.InReplyTo == id && o.Kind != OutPreview && o.Kind != OutProgress {
 			return o
 		}
 	}

@@ -122,6 +122,10 @@ type Config struct {
 	Logger          *zap.Logger
 	Now             func() time.Time
 	Observer        Observer
+
+	// Verbose is the work view mode of lanes that chose none with /verbose:
+	// off | summary (default) | full (lanes.verbose).
+	Verbose string
 }
 
 func (c *Config) applyDefaults() error {
@@ -136,6 +140,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.MaxConcurrentTurns <= 0 {
 		c.MaxConcurrentTurns = config.DefaultMaxConcurrentTurns
+	}
+	if err := c.applyVerbose(); err != nil {
+		return err
 	}
 	if c.BusyMode == "" {
 		c.BusyMode = BusyQueue

@@ -136,6 +136,11 @@ const (
 	// Only platforms implementing FileSender receive it; the others get
 	// the text fallbackFileText.
 	OutFile OutKind = "file"
+	// OutProgress is a turn's status message (the work view, workview.go):
+	// sent silently, then edited in place through Editor (or
+	// ProgressEditor) and collapsed to one summary line when the reply
+	// comes. Only platforms implementing Editor receive it.
+	OutProgress OutKind = "progress"
 )
 
 // SentFile is the file of an OutFile message: a snapshot under the lane's
@@ -195,6 +200,11 @@ type Outbound struct {
 	Approval *PendingApproval
 	// File is set on OutFile messages.
 	File *SentFile
+	// Silent asks the platform not to notify the user (Telegram
+	// disable_notification); set on OutProgress.
+	Silent bool
+	// Progress is the structured work view of an OutProgress message.
+	Progress *WorkView
 }
 
 // PartLog is the durable record of one outbox row's parts. An adapter

@@ -44,6 +44,8 @@ type turn struct {
 	// previewID is the platform id of the streamed preview the final reply
 	// replaces ("" when nothing was streamed).
 	previewID string
+	// work is the turn's status message (nil with /verbose off).
+	work *workView
 }
 
 // stopStream ends typing and previews; the final answer replaces the
@@ -117,6 +119,8 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		l.cur.stream = t.stream
 	}
 	l.mu.Unlock()
+	t.work = g.newWorkView(l.addr, it.msgID, g.verboseOf(sl), t.started)
+	defer func() { t.work.stop(g.now()) }()
 	if !g.ensure(ctx, t, sl.ThreadID, sl.Binding) {
 		return
 	}
@@ -250,6 +254,7 @@ func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error
 		Started: func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
 		Delta:   t.stream.delta,
 	}
+	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
 	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
@@ -269,6 +274,7 @@ var errHandled = errors.New("gateway: handled")
 // when completed, the reply in the outbox, journal cleared, inbound done.
 func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
 	t.stopStream()
+	t.work.stop(g.now()) // collapsed before the reply goes out
 	g.obs.TurnFinished(status, g.now().Sub(t.started))
 	if t.turnID == "" {
 		t.turnID = syntheticTurnID(t)

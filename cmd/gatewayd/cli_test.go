@@ -69,6 +69,7 @@ func TestCheckConfig(t *testing.T) {
 		{"busy mode steer", "lanes:\n  busy_mode: steer\n  compact_at: 0.8\n  rotate: daily@04\n", nil, 0,
 			[]string{"lanes.busy_mode: \"steer\"", "lanes.compact_at: 0.8", "lanes.rotate: \"daily@04:00\""}, ""},
 		{"busy mode unknown", "lanes:\n  busy_mode: shout\n", nil, 2, nil, "config: lanes.busy_mode"},
+		{"verbose unknown", "lanes:\n  verbose: chatty\n", nil, 2, nil, "config: lanes.verbose"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

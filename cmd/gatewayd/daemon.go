@@ -320,6 +320,7 @@ func (d *daemon) buildGateway() error {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
+		Verbose:      lanes.Verbose,
 		Logger:       d.log, Observer: d.metrics,
 	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
 	if err != nil {

@@ -44,6 +44,11 @@ type Response struct {
 	// Files are the files the agent sent while this request waited
 	// (files.go); their captions are not among the notices.
 	Files []FileRef `json:"files,omitempty"`
+	// Progress is the turn's last work view and Summary its one-line
+	// summary ("1 command, 3 s"), when the lane's /verbose is not off and
+	// Codex did something worth showing (progress.go).
+	Progress *gateway.WorkView `json:"progress,omitempty"`
+	Summary  string            `json:"summary,omitempty"`
 }
 
 var laneName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -200,12 +205,21 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 
 // stream answers with server-sent events: "delta" events carry new text of
 // the growing reply, "notice" events lane notices, "approval" events the
-// approval requests waiting for a decision, and "done" the Response. A
+// approval requests waiting for a decision, "progress" events the turn's
+// work view (gateway.WorkView as JSON), and "done" the Response. A
 // notice is reported delivered once its event is written; it returns the
 // outcome of writing the rest.
 func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt *waiter) error {
 	ev := startEvents(w, false)
-	emitted, notices, approvals := "", 0, 0
+	emitted, notices, approvals, progressSeq := "", 0, 0, 0
+	sendProgress := func() error {
+		v, seq := wt.progressSince(progressSeq)
+		progressSeq = seq
+		if v == nil {
+			return nil
+		}
+		return ev.emit("progress", v)
+	}
 	push := func(text string) error {
 		rest, ok := strings.CutPrefix(text, emitted)
 		emitted = text
@@ -253,12 +267,18 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 			if err := sendNew(ns, as); err != nil {
 				return err
 			}
+			if err := sendProgress(); err != nil {
+				return err
+			}
 			if err := push(preview); err != nil {
 				return err
 			}
 		case <-wt.done:
 			_, ns, as := wt.snapshot()
 			if err := sendNew(ns, as); err != nil {
+				return err
+			}
+			if err := sendProgress(); err != nil {
 				return err
 			}
 			if final := wt.finalOut(); final.Turn != nil {
@@ -299,7 +319,10 @@ type waiter struct {
 	notes     []note
 	approvals []Approval
 	final     gateway.Outbound
-	body      []byte // the recorded answer
+	// progress is the turn's latest work view; progressSeq counts views.
+	progress    *gateway.WorkView
+	progressSeq int
+	body        []byte // the recorded answer
 }
 
 func newWaiter(lane string, replay bool) *waiter {
@@ -377,6 +400,7 @@ func responseFor(out gateway.Outbound, sender *waiter) Response {
 		}
 		resp.Approvals = approvals
 	}
+	withProgress(&resp, sender)
 	return resp
 }
 

@@ -29,6 +29,8 @@ func (p *Platform) Send(ctx context.Context, out gateway.Outbound) (string, erro
 	switch {
 	case out.Kind == gateway.OutPreview:
 		return p.startPreview(out), nil
+	case out.Kind == gateway.OutProgress:
+		return p.startProgress(out), nil
 	case out.InReplyTo != "":
 		return p.answer(ctx, out)
 	}

@@ -50,9 +50,10 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discord
 		return "", err
 	}
 	parts := splitMessage(out.Text, maxMessageRunes)
-	if out.Kind == gateway.OutPreview {
-		// A preview is one message that later edits replace; the final
-		// reply (EditID = this message) is the one split over several.
+	if out.Kind == gateway.OutPreview || out.Kind == gateway.OutProgress {
+		// A preview (or a turn's status message) is one message that later
+		// edits replace; the final reply (EditID = this message) is the one
+		// split over several.
 		parts = previewParts(out.Text)
 	}
 	if len(parts) == 0 {
@@ -104,6 +105,9 @@ func (a *Adapter) sendPart(ctx context.Context, target string, out gateway.Outbo
 		Content:         text,
 		Components:      components,
 		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}},
+	}
+	if out.Silent {
+		msg.Flags = discordgo.MessageFlagsSuppressNotifications
 	}
 	// A thread started from a message has that message's id; replying to
 	// it from inside the thread is not possible, so skip the reference.

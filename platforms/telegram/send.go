@@ -103,9 +103,10 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.Inl
 	if len(chunks) == 0 {
 		return "", fmt.Errorf("telegram: empty message for %s: %w", out.Address.SessionKey(), gateway.ErrPermanent)
 	}
-	if out.Kind == gateway.OutPreview {
-		// A preview is one message that later edits replace (Edit also shows
-		// the first chunk); the final reply, sent with EditID, splits fully.
+	if out.Kind == gateway.OutPreview || out.Kind == gateway.OutProgress {
+		// A preview (or a turn's status message) is one message that later
+		// edits replace (Edit also shows the first chunk); the final reply,
+		// sent with EditID, splits fully.
 		chunks = chunks[:1]
 	}
 	sent := out.SentParts
@@ -146,18 +147,19 @@ func (a *Adapter) sendOrEditChunk(ctx context.Context, t target, out gateway.Out
 	if i == 0 {
 		reply, _ = parseMessageID(out.ReplyTo)
 	}
-	return a.sendChunk(ctx, t, chunk, reply, markup)
+	return a.sendChunk(ctx, t, chunk, reply, markup, out.Silent)
 }
 
 // sendChunk sends one chunk as HTML and, should Telegram reject the
 // entities anyway, as plain text: a reply is never dropped for formatting.
-func (a *Adapter) sendChunk(ctx context.Context, t target, chunk string, replyTo int, markup models.ReplyMarkup) (int, error) {
+func (a *Adapter) sendChunk(ctx context.Context, t target, chunk string, replyTo int, markup models.ReplyMarkup, silent bool) (int, error) {
 	p := &bot.SendMessageParams{
-		ChatID:          t.chat,
-		MessageThreadID: t.sendThread,
-		Text:            renderHTML(chunk),
-		ParseMode:       models.ParseModeHTML,
-		ReplyMarkup:     markup,
+		ChatID:              t.chat,
+		MessageThreadID:     t.sendThread,
+		Text:                renderHTML(chunk),
+		ParseMode:           models.ParseModeHTML,
+		ReplyMarkup:         markup,
+		DisableNotification: silent,
 	}
 	if replyTo > 0 {
 		p.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}

@@ -71,6 +71,10 @@ func (it Item) IsUserEcho() bool { return it.Type == ItemUserMessage }
 type TurnEvents struct {
 	Started func(turnID string)
 	Delta   func(delta string)
+	// Progress reports the turn's work as it happens: plan updates, tool
+	// items started and completed, reasoning summaries and retry notices
+	// (progress.go).
+	Progress func(Progress)
 }
 
 // notification is a routed server notification.
@@ -151,6 +155,10 @@ type turnEvent struct {
 	WillRetry  bool            `json:"willRetry"`
 	TokenUsage *wireTokenUsage `json:"tokenUsage"`
 	RequestID  json.RawMessage `json:"requestId"` // serverRequest/resolved
+	// turn/plan/updated; raw so that a plan of an unexpected shape cannot
+	// make the whole notification undecodable
+	Plan        json.RawMessage `json:"plan"`
+	Explanation string          `json:"explanation"`
 }
 
 type wireTurn struct {

@@ -434,6 +434,11 @@ func (col *collector) handle(n notification) bool {
 	if id != "" && id != col.turnID {
 		return false // a previous turn's straggler
 	}
+	if col.ev.Progress != nil {
+		if p, ok := progressOf(n.method, e); ok {
+			col.ev.Progress(p)
+		}
+	}
 	switch n.method {
 	case "item/agentMessage/delta":
 		col.partial.WriteString(e.Delta)

@@ -138,6 +138,7 @@ type messageBody struct {
 	EnforceNonce bool              `json:"enforce_nonce"`
 	Content      *string           `json:"content"`
 	Components   []json.RawMessage `json:"components"`
+	Flags        int               `json:"flags"`
 	Reference    *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
@@ -204,7 +205,8 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 	if body.Content != nil {
 		m.Content = *body.Content
 	}
-	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs(), Files: body.files}
+	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs(), Files: body.files,
+		Silent: body.Flags&int(discordgo.MessageFlagsSuppressNotifications) != 0}
 	for i, f := range body.files {
 		m.Attachments = append(m.Attachments, &discordgo.MessageAttachment{ID: m.ID + "-" + strconv.Itoa(i),
 			Filename: f.Name, ContentType: f.ContentType, Size: len(f.Data)})

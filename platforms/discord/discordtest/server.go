@@ -29,6 +29,7 @@ type SentMessage struct {
 	ID, ChannelID, Content, ReplyTo string
 	ButtonIDs                       []string
 	Files                           []Attachment // uploaded with the message (multipart)
+	Silent                          bool         // sent with the SUPPRESS_NOTIFICATIONS flag
 }
 
 // InteractionResponse is the bot's answer to an interaction.

@@ -203,6 +203,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, _ *http.Request, p map[strin
 	m := &Message{
 		ChatID: chat, ThreadID: thread, ID: s.nextMsg[chat], Text: visible, Raw: p["text"],
 		ParseMode: p["parse_mode"], ReplyTo: replyTo, Markup: p["reply_markup"],
+		Silent: p["disable_notification"] == "true", Versions: []string{visible},
 	}
 	s.messages = append(s.messages, m)
 	s.notifyLocked()
@@ -238,6 +239,7 @@ func (s *Server) editMessageText(w http.ResponseWriter, _ *http.Request, p map[s
 		return
 	}
 	m.Text, m.Raw, m.ParseMode, m.Edits = visible, p["text"], p["parse_mode"], m.Edits+1
+	m.Versions = append(m.Versions, visible)
 	if markup != "" {
 		m.Markup = markup
 	}

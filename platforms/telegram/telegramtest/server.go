@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ type Message struct {
 	ReplyTo   int    // reply_parameters.message_id
 	Markup    string // reply_markup JSON, "" when none
 	Edits     int    // successful editMessageText calls
+	// Silent: sent with disable_notification (the user was not notified).
+	Silent bool
+	// Versions are the visible texts the message had, the sent one first
+	// and then one per successful edit.
+	Versions []string
 }
 
 // Action is one sendChatAction call.
@@ -271,7 +277,9 @@ func (s *Server) Messages(chat int64, thread int) []Message {
 	var out []Message
 	for _, m := range s.messages {
 		if m.ChatID == chat && (thread < 0 || m.ThreadID == thread) {
-			out = append(out, *m)
+			c := *m
+			c.Versions = slices.Clone(m.Versions)
+			out = append(out, c)
 		}
 	}
 	return out
