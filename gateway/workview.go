@@ -352,14 +352,17 @@ func (w *workView) flush(ctx context.Context, now time.Time) {
 }
 
 // collapse edits the status message to the summary line. A turn that did
-// nothing worth showing never had a status message and gets none.
+// nothing worth showing never had a status message and gets none; one that
+// ended before its first version went out gets the summary as that first
+// message.
 func (w *workView) collapse() {
-	if w.msgID == "" {
-		return
-	}
 	w.mu.Lock()
 	v := *w.state.final
+	shown := renderWork(w.state.view(0), w.full) != ""
 	w.mu.Unlock()
+	if w.msgID == "" && !shown {
+		return
+	}
 	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
 	defer cancel()
 	var ra *RetryAfterError

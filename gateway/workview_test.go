@@ -218,6 +218,27 @@ func TestTurnStatusCollapsedBeforeReply(t *testing.T) {
 	h := newHarness(t)
 	p := newWorkPlatform(h.p)
 	h.g.platforms["test"] = p
+	shown := make(chan struct{})
+	h.cx.run = func(_ context.Context, _, _ string, ev codex.TurnEvents) (codex.TurnResult, error) {
+		ev.Progress(commandProgress("c1", "make test", nil))
+		<-shown
+		ev.Progress(commandProgress("c1", "make test", exitCode(0)))
+		return codex.TurnResult{Status: codex.TurnCompleted, Text: "all green"}, nil
+	}
+	h.start(t)
+	h.send(t, "a", "m1", "run the tests")
+	p.expect(t, "send:", "$ make test")
+	close(shown)
+	p.expect(t, "edit:s1:1 command, ")
+	p.expect(t, "reply:all green")
+}
+
+// A turn that ends before its first status message went out still gets
+// the summary, as one new message, before the reply.
+func TestFastTurnGetsItsSummary(t *testing.T) {
+	h := newHarness(t)
+	p := newWorkPlatform(h.p)
+	h.g.platforms["test"] = p
 	h.cx.run = func(_ context.Context, _, _ string, ev codex.TurnEvents) (codex.TurnResult, error) {
 		ev.Progress(commandProgress("c1", "make test", nil))
 		ev.Progress(commandProgress("c1", "make test", exitCode(0)))
@@ -225,8 +246,9 @@ func TestTurnStatusCollapsedBeforeReply(t *testing.T) {
 	}
 	h.start(t)
 	h.send(t, "a", "m1", "run the tests")
-	p.expect(t, "send:", "$ make test")
-	p.expect(t, "edit:s1:1 command, ")
+	if first := p.expect(t, "send:"); !strings.Contains(first, "1 command, ") { // it showed the command first
+		p.expect(t, "edit:s1:1 command, ")
+	}
 	p.expect(t, "reply:all green")
 }
 
