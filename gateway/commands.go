@@ -40,6 +40,8 @@ var Commands = []CommandInfo{
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
+	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
+	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
 	{Name: "help", Description: "List commands", Menu: true},
@@ -93,6 +95,10 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
 	case "project":
 		g.projectCommand(ctx, l, msgID, cmd.args)
+	case "model":
+		g.modelCommand(ctx, l, msgID, cmd.args)
+	case "effort":
+		g.effortCommand(ctx, l, msgID, cmd.args)
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":
@@ -270,6 +276,7 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 			fmt.Fprintf(&b, "Thread: %s (%s)\n", sl.ThreadID, bindingName(sl.Binding))
 		}
 		fmt.Fprintf(&b, "Project: %s\n", g.projects.describe(sl.Project))
+		b.WriteString(g.modelStatus(sl))
 		fmt.Fprintf(&b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
 		if u, ok := g.cx.Usage(sl.ThreadID); ok && sl.ThreadID != "" {
 			b.WriteString(usageLine(u))

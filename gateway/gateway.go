@@ -105,6 +105,9 @@ type Config struct {
 	Approvals       string
 	ApprovalTimeout time.Duration
 	Thread          codex.ThreadConfig
+	// Effort is codex.effort: the reasoning effort of lanes that chose
+	// none ("" = the model's default). Thread.Model is the default model.
+	Effort string
 	// Projects maps a project name to its directory: the working
 	// directories a lane may choose with /project (Thread.Cwd is the one
 	// of lanes without a project). The names are checked by config.
@@ -242,9 +245,10 @@ type Gateway struct {
 	started   atomic.Bool
 	ready     chan struct{}
 
-	out       *deliverer   // the outbox's sender
-	approvals approvalBook // pending chat approvals
-	projects  projectSet   // the directories lanes may work in
+	out       *deliverer    // the outbox's sender
+	approvals approvalBook  // pending chat approvals
+	projects  projectSet    // the directories lanes may work in
+	models    *modelCatalog // codex's models and defaults, cached
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -274,6 +278,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
 		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
+		models:      newModelCatalog(cfg.Now),
 	}, nil
 }
 
