@@ -153,6 +153,14 @@ func findModel(models []codex.Model, name string) (codex.Model, bool) {
 	return codex.Model{}, false
 }
 
+// listed joins the valid values for a refusal.
+func listed(values []string) string {
+	if len(values) == 0 {
+		return "none are listed by codex"
+	}
+	return strings.Join(values, ", ")
+}
+
 func modelIDs(models []codex.Model) []string {
 	ids := make([]string, 0, len(models))
 	for _, m := range models {
@@ -396,7 +404,7 @@ func (g *Gateway) setModel(ctx context.Context, addr Address, name string) strin
 	}
 	m, ok := findModel(models, name)
 	if !ok {
-		return fmt.Sprintf("Unknown model %q. Choose one of: %s (or default). Nothing changed.", name, strings.Join(modelIDs(models), ", "))
+		return fmt.Sprintf("Unknown model %q. Choose one of: %s (or default). Nothing changed.", name, listed(modelIDs(models)))
 	}
 	if err := g.st.SetLaneOption(ctx, key, store.OptionModel, m.ID); err != nil {
 		g.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
@@ -467,7 +475,7 @@ func (g *Gateway) setEffort(ctx context.Context, addr Address, level string) str
 	level = strings.ToLower(level)
 	if !slices.Contains(efforts, level) {
 		return fmt.Sprintf("The model %s does not support the effort %q. Choose one of: %s (or default). Nothing changed.",
-			orCodexDefault(model), level, strings.Join(efforts, ", "))
+			orCodexDefault(model), level, listed(efforts))
 	}
 	if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, level); err != nil {
 		g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))

@@ -271,6 +271,14 @@ func TestModelListFailureIsAnsweredAndStoresNothing(t *testing.T) {
 	if n := mc.listCalls(); n != 1 {
 		t.Errorf("model/list called %d times within %v of a failure, want 1", n, modelRetryAfter)
 	}
+	mc.mu.Lock()
+	mc.listErr = nil
+	mc.mu.Unlock()
+	h.clock.Advance(modelRetryAfter + time.Second)
+	wantContains(t, "/model beta", h.ask(t, "q4", "/model beta"), "Model: beta.")
+	if l := h.st.lane(laneA); l.Model != "beta" {
+		t.Errorf("stored model %q once codex answers again, want beta", l.Model)
+	}
 }
 
 func TestModelListIsCachedBriefly(t *testing.T) {
