@@ -67,17 +67,14 @@ type Log struct {
 
 // Codex configures the app-server process and the threads it runs.
 type Codex struct {
-	Command string   // binary or npm launcher; a bare name is looked up on PATH
-	Args    []string // extra arguments after "app-server"
-	Home    string   // CODEX_HOME; "" inherits the user's own
-	Cwd     string   // working directory of threads; "" = <state_dir>/workspace
-	Model   string   // "" = codex's default
-	// Effort is the reasoning effort of lanes that chose none (/effort);
-	// "" = the model's default. The model decides which efforts exist, so
-	// only the spelling is checked here.
-	Effort        string
-	Sandbox       string // read-only | workspace-write | danger-full-access
-	Approvals     string // never | chat
+	Command       string   // binary or npm launcher; a bare name is looked up on PATH
+	Args          []string // extra arguments after "app-server"
+	Home          string   // CODEX_HOME; "" inherits the user's own
+	Cwd           string   // working directory of threads; "" = <state_dir>/workspace
+	Model         string   // "" = codex's default
+	Effort        string   // reasoning effort of lanes that chose none; "" = the model's (only the spelling is checked)
+	Sandbox       string   // read-only | workspace-write | danger-full-access
+	Approvals     string   // never | chat
 	TurnTimeout   time.Duration
 	ResumeTimeout time.Duration
 	StartTimeout  time.Duration
