@@ -245,10 +245,10 @@ type Gateway struct {
 	started   atomic.Bool
 	ready     chan struct{}
 
-	out       *deliverer    // the outbox's sender
-	approvals approvalBook  // pending chat approvals
-	projects  projectSet    // the directories lanes may work in
-	models    *modelCatalog // codex's models and defaults, cached
+	out       *deliverer   // the outbox's sender
+	approvals approvalBook // pending chat approvals
+	projects  projectSet   // the directories lanes may work in
+	models    *modelCache  // codex's models and defaults, briefly cached
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -278,7 +278,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
 		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
-		models:      newModelCatalog(cfg.Now),
+		models:      newModelCache(cfg.Now),
 	}, nil
 }
 

@@ -103,18 +103,18 @@ func (c *cachedAnswer[T]) get(now func() time.Time, fetch func() (T, error)) (T,
 	return val, nil
 }
 
-// modelCatalog caches the codex answers about models.
-type modelCatalog struct {
+// modelCache caches the codex answers about models.
+type modelCache struct {
 	now      func() time.Time
 	models   cachedAnswer[[]codex.Model]
 	defaults cachedAnswer[codex.ModelDefaults]
 }
 
-func newModelCatalog(now func() time.Time) *modelCatalog { return &modelCatalog{now: now} }
+func newModelCache(now func() time.Time) *modelCache { return &modelCache{now: now} }
 
 // list returns codex's models, cached. Without a lister it reports
 // errNoModelList.
-func (c *modelCatalog) list(ctx context.Context, cx Codex) ([]codex.Model, error) {
+func (c *modelCache) list(ctx context.Context, cx Codex) ([]codex.Model, error) {
 	ml, ok := cx.(modelLister)
 	if !ok {
 		return nil, errNoModelList
@@ -123,7 +123,7 @@ func (c *modelCatalog) list(ctx context.Context, cx Codex) ([]codex.Model, error
 }
 
 // codexDefaults returns codex's own defaults, cached; zero when unknown.
-func (c *modelCatalog) codexDefaults(ctx context.Context, cx Codex) (codex.ModelDefaults, error) {
+func (c *modelCache) codexDefaults(ctx context.Context, cx Codex) (codex.ModelDefaults, error) {
 	md, ok := cx.(modelDefaulter)
 	if !ok {
 		return codex.ModelDefaults{}, nil
