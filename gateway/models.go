@@ -255,8 +255,22 @@ func (g *Gateway) laneModel(ctx context.Context, sl store.Lane) (model, effort s
 
 // withLaneModel sets the turn's model and effort in in.
 func (g *Gateway) withLaneModel(ctx context.Context, sl store.Lane, in codex.TurnInput) codex.TurnInput {
-	in.Model, in.Effort = g.laneModel(ctx, sl)
+	if g.canNameModel(sl) {
+		in.Model, in.Effort = g.laneModel(ctx, sl)
+	}
 	return in
+}
+
+// canNameModel reports whether a turn of sl could name a model or effort
+// at all; when not, the turn path does no model work (a Codex without
+// model/list and nothing chosen or configured).
+func (g *Gateway) canNameModel(sl store.Lane) bool {
+	if sl.Model != "" || sl.Effort != "" || g.cfg.Thread.Model != "" || g.cfg.Effort != "" {
+		return true
+	}
+	_, lists := g.cx.(modelLister)
+	_, defaults := g.cx.(modelDefaulter)
+	return lists || defaults
 }
 
 // modelStatus is /status's line about the lane's model and effort.
