@@ -323,3 +323,21 @@ func TestWithoutAModelListNothingIsNamed(t *testing.T) {
 		t.Errorf("stored model %q, want none", l.Model)
 	}
 }
+
+// A lane on a model codex does not list (a custom provider's, here codex's
+// configured default) may choose any effort a listed model supports.
+func TestEffortOfAnUnlistedModelIsCheckedAgainstEveryListedEffort(t *testing.T) {
+	h, mc := newModelHarness(t)
+	mc.defaults = codex.ModelDefaults{Model: "custom-model"}
+	h.start(t)
+	wantContains(t, "/effort xhigh", h.ask(t, "q1", "/effort xhigh"), "Effort: xhigh.")
+	wantContains(t, "/effort ultra", h.ask(t, "q2", "/effort ultra"),
+		`The model custom-model does not support the effort "ultra". Choose one of: medium, high, low, xhigh (or default).`)
+	if l := h.st.lane(laneA); l.Effort != "xhigh" {
+		t.Errorf("stored effort %q, want xhigh (the refused ultra not stored)", l.Effort)
+	}
+	h.ask(t, "m1", "hello")
+	if model, effort := mc.lastTurn(t); model != "custom-model" || effort != "xhigh" {
+		t.Errorf("turn: model %q effort %q, want custom-model and xhigh", model, effort)
+	}
+}
