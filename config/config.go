@@ -72,6 +72,7 @@ type Codex struct {
 	Home          string   // CODEX_HOME; "" inherits the user's own
 	Cwd           string   // working directory of threads; "" = <state_dir>/workspace
 	Model         string   // "" = codex's default
+	Effort        string   // reasoning effort of lanes that chose none; "" = the model's (only the spelling is checked)
 	Sandbox       string   // read-only | workspace-write | danger-full-access
 	Approvals     string   // never | chat
 	TurnTimeout   time.Duration

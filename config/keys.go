@@ -34,6 +34,7 @@ var keys = []key{
 	strKey("codex.home", "", func(c *Config) *string { return &c.Codex.Home }, nil),
 	strKey("codex.cwd", "", func(c *Config) *string { return &c.Codex.Cwd }, nil),
 	strKey("codex.model", "", func(c *Config) *string { return &c.Codex.Model }, nil),
+	strKey("codex.effort", "", func(c *Config) *string { return &c.Codex.Effort }, optional(effortName)),
 	strKey("codex.sandbox", "workspace-write", func(c *Config) *string { return &c.Codex.Sandbox },
 		oneOf("read-only", "workspace-write", "danger-full-access")),
 	strKey("codex.approvals", "never", func(c *Config) *string { return &c.Codex.Approvals }, oneOf("never", "chat")),
@@ -393,6 +394,17 @@ func oneOf(allowed ...string) func(string) string {
 func nonEmpty(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "must not be empty"
+	}
+	return ""
+}
+
+// effortName checks a reasoning effort's spelling (low, xhigh, ...): the
+// values themselves are the model's (model/list), unknown here.
+func effortName(s string) string {
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') {
+			return fmt.Sprintf("invalid effort %q (letters only, e.g. low, medium, high)", s)
+		}
 	}
 	return ""
 }

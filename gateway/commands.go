@@ -41,6 +41,8 @@ var Commands = []CommandInfo{
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
 	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
+	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
+	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
 	{Name: "help", Description: "List commands", Menu: true},
@@ -96,6 +98,10 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		g.projectCommand(ctx, l, msgID, cmd.args)
 	case "verbose":
 		g.notify(ctx, l.addr, msgID, g.verboseCommand(ctx, l, cmd.args))
+	case "model":
+		g.modelCommand(ctx, l, msgID, cmd.args)
+	case "effort":
+		g.effortCommand(ctx, l, msgID, cmd.args)
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":
@@ -273,6 +279,7 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 			fmt.Fprintf(&b, "Thread: %s (%s)\n", sl.ThreadID, bindingName(sl.Binding))
 		}
 		fmt.Fprintf(&b, "Project: %s\n", g.projects.describe(sl.Project))
+		b.WriteString(g.modelStatus(sl))
 		fmt.Fprintf(&b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
 		if u, ok := g.cx.Usage(sl.ThreadID); ok && sl.ThreadID != "" {
 			b.WriteString(usageLine(u))

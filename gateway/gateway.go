@@ -105,6 +105,9 @@ type Config struct {
 	Approvals       string
 	ApprovalTimeout time.Duration
 	Thread          codex.ThreadConfig
+	// Effort is codex.effort: the reasoning effort of lanes that chose
+	// none ("" = the model's default). Thread.Model is the default model.
+	Effort string
 	// Projects maps a project name to its directory: the working
 	// directories a lane may choose with /project (Thread.Cwd is the one
 	// of lanes without a project). The names are checked by config.
@@ -252,6 +255,7 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals approvalBook // pending chat approvals
 	projects  projectSet   // the directories lanes may work in
+	models    *modelCache  // codex's models and defaults, briefly cached
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -281,6 +285,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
 		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
+		models:      newModelCache(cfg.Now),
 	}, nil
 }
 

@@ -188,6 +188,9 @@ func (g *Gateway) callback(ctx context.Context, in Inbound) {
 		g.projectCallback(ctx, in)
 		return
 	}
+	if g.modelCallback(ctx, in) {
+		return
+	}
 	g.approvalCallback(ctx, in)
 }
 

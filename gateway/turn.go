@@ -255,7 +255,7 @@ func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error
 		Delta:   t.stream.delta,
 	}
 	ev.Progress = t.work.progress
-	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
+	in := g.withLaneModel(ctx, t.sl, codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images})
 	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
 		g.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))

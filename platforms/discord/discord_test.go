@@ -486,7 +486,7 @@ func TestSlashCommandNew(t *testing.T) {
 	srv := newServer(t, channel)
 	srv.AddThread("11", channel, "5")
 	r := start(t, baseConfig(t, srv))
-	if got := strings.Join(srv.Commands(), ","); got != "new,reset,stop,retry,compact,status,project,verbose,help" {
+	if got := strings.Join(srv.Commands(), ","); got != "new,reset,stop,retry,compact,status,project,verbose,model,effort,help" {
 		t.Fatalf("registered commands %q", got)
 	}
 	id := srv.SlashCommand("11", "new", allowed)

@@ -272,7 +272,7 @@ func TestStartupRemovesWebhookAndRegistersCommands(t *testing.T) {
 	for _, c := range h.srv.Commands() {
 		names = append(names, c.Command)
 	}
-	want := []string{"new", "reset", "stop", "retry", "compact", "status", "project", "verbose", "help"}
+	want := []string{"new", "reset", "stop", "retry", "compact", "status", "project", "verbose", "model", "effort", "help"}
 	if len(names) != len(want) {
 		t.Fatalf("commands = %v, want %v", names, want)
 	}

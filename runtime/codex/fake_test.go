@@ -260,6 +260,8 @@ func (f *fakeServer) handle(m fakeMsg) {
 		if !f.held(m, str("threadId")) {
 			f.compact(m.ID, str("threadId"))
 		}
+	case "model/list":
+		f.result(m.ID, fakeModelPage(str("cursor")))
 	case "fake/hold":
 		f.mu.Lock()
 		f.holds[str("threadId")] = &fakeHold{fail: p["fail"] == true}

@@ -24,6 +24,10 @@ type TurnInput struct {
 	// localImage input item after it (doc §11): the model sees them as
 	// input_image parts.
 	Images []string
+	// Model and Effort, when set, choose the model and reasoning effort
+	// for this turn and the later ones (models.go); "" leaves them as the
+	// thread has them.
+	Model, Effort string
 }
 
 // params is the turn/start request for threadID.
@@ -36,6 +40,7 @@ func (in TurnInput) params(threadID string) map[string]any {
 	if in.Cwd != "" {
 		p["cwd"] = in.Cwd
 	}
+	in.modelParams(p)
 	return p
 }
 

@@ -1,0 +1,520 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Model and effort per lane (issue 13). A lane may choose one of the models
+// codex lists (model/list) with /model and one of that model's reasoning
+// efforts with /effort. Both are stored with the lane's routing, so they
+// outlive /new, rotation, eviction and restarts, and both go with every
+// turn/start: codex keeps turn/start's model and effort for the thread's
+// later turns, so a lane that goes back to the default must name it, and
+// a resumed thread is told again rather than trusted to remember.
+//
+// Defaults, in order: the lane's choice, the gateway's configuration
+// (codex.model, codex.effort), codex's own (config/read), and for the
+// effort the model's default from model/list.
+//
+// /model default clears the lane's model; its effort is cleared too only
+// when the default model is listed and does not support it (an effort a
+// listed model supports is kept: the lane chose it on purpose). Choosing a
+// model that does not support the lane's effort clears the effort likewise.
+
+// modelLister is the optional part of the Codex that lists its models.
+type modelLister interface {
+	ListModels(ctx context.Context) ([]codex.Model, error)
+}
+
+// modelDefaulter is the optional part of the Codex that reports the model
+// and effort it runs a thread with when turn/start names none.
+type modelDefaulter interface {
+	ModelDefaults(ctx context.Context) (codex.ModelDefaults, error)
+}
+
+// Button id prefixes of /model's and /effort's buttons.
+const (
+	modelPrefix  = "model:"
+	effortPrefix = "effort:"
+)
+
+// modelCacheTTL is how long a model/list or config/read answer is reused:
+// they change only with a codex upgrade or a config edit, and every turn
+// consults them. After a failure the call is tried again only after
+// modelRetryAfter, so a codex that cannot answer does not cost every turn
+// a call.
+const (
+	modelCacheTTL   = 5 * time.Minute
+	modelRetryAfter = 30 * time.Second
+)
+
+// defaultWord is the argument that clears a lane's choice.
+const defaultWord = "default"
+
+// cachedAnswer is one codex answer, reused until it is stale. A failed
+// refresh keeps the last good answer.
+type cachedAnswer[T any] struct {
+	mu     sync.Mutex
+	val    T
+	ok     bool      // val is a real answer
+	at     time.Time // of the last attempt
+	failed bool      // the last attempt failed
+	err    error
+}
+
+func (c *cachedAnswer[T]) get(now func() time.Time, fetch func() (T, error)) (T, error) {
+	c.mu.Lock()
+	age := now().Sub(c.at)
+	switch {
+	case !c.at.IsZero() && !c.failed && age < modelCacheTTL:
+		defer c.mu.Unlock()
+		return c.val, nil
+	case !c.at.IsZero() && c.failed && age < modelRetryAfter:
+		defer c.mu.Unlock()
+		if c.ok {
+			return c.val, nil
+		}
+		return c.val, c.err
+	}
+	c.mu.Unlock()
+	// Not held while codex answers: a hung call must not hold up the
+	// turns of other lanes beyond their own bound.
+	val, err := fetch()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at, c.failed, c.err = now(), err != nil, err
+	if err != nil {
+		if c.ok {
+			return c.val, nil
+		}
+		return val, err
+	}
+	c.val, c.ok = val, true
+	return val, nil
+}
+
+// modelCache caches the codex answers about models.
+type modelCache struct {
+	now      func() time.Time
+	models   cachedAnswer[[]codex.Model]
+	defaults cachedAnswer[codex.ModelDefaults]
+}
+
+func newModelCache(now func() time.Time) *modelCache { return &modelCache{now: now} }
+
+// list returns codex's models, cached. Without a lister it reports
+// errNoModelList.
+func (c *modelCache) list(ctx context.Context, cx Codex) ([]codex.Model, error) {
+	ml, ok := cx.(modelLister)
+	if !ok {
+		return nil, errNoModelList
+	}
+	return c.models.get(c.now, func() ([]codex.Model, error) { return ml.ListModels(ctx) })
+}
+
+// codexDefaults returns codex's own defaults, cached; zero when unknown.
+func (c *modelCache) codexDefaults(ctx context.Context, cx Codex) (codex.ModelDefaults, error) {
+	md, ok := cx.(modelDefaulter)
+	if !ok {
+		return codex.ModelDefaults{}, nil
+	}
+	return c.defaults.get(c.now, func() (codex.ModelDefaults, error) { return md.ModelDefaults(ctx) })
+}
+
+var errNoModelList = fmt.Errorf("gateway: this Codex cannot list models")
+
+// findModel returns the listed model name means: the same id, else the
+// only one whose id, slug or display name equals it ignoring case.
+func findModel(models []codex.Model, name string) (codex.Model, bool) {
+	for _, m := range models {
+		if m.ID == name {
+			return m, true
+		}
+	}
+	var found []codex.Model
+	for _, m := range models {
+		if strings.EqualFold(m.ID, name) || strings.EqualFold(m.Name, name) || strings.EqualFold(m.DisplayName, name) {
+			found = append(found, m)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return codex.Model{}, false
+}
+
+// listed joins the valid values for a refusal.
+func listed(values []string) string {
+	if len(values) == 0 {
+		return "none are listed by codex"
+	}
+	return strings.Join(values, ", ")
+}
+
+func modelIDs(models []codex.Model) []string {
+	ids := make([]string, 0, len(models))
+	for _, m := range models {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// knownEfforts are the efforts any listed model supports, in first-seen
+// order: what an unlisted model (a custom provider's) is checked against.
+func knownEfforts(models []codex.Model) []string {
+	var out []string
+	for _, m := range models {
+		for _, e := range m.Efforts {
+			if !slices.Contains(out, e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// effortsFor are the efforts a lane running model may choose.
+func effortsFor(models []codex.Model, model string) []string {
+	if m, ok := findModel(models, model); ok {
+		return m.Efforts
+	}
+	return knownEfforts(models)
+}
+
+// modelCall bounds a model/list or config/read made for a command: commands
+// run on the platform's delivery goroutine.
+func (g *Gateway) modelCall(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, g.callTimeout)
+}
+
+// defaultModel is the model of a lane that chose none ("" when unknown).
+func (g *Gateway) defaultModel(ctx context.Context) string {
+	if g.cfg.Thread.Model != "" {
+		return g.cfg.Thread.Model
+	}
+	d, err := g.models.codexDefaults(ctx, g.cx)
+	if err != nil {
+		g.log.Debug("model.defaults_failed", zap.Error(err))
+	}
+	if d.Model != "" {
+		return d.Model
+	}
+	if models, err := g.models.list(ctx, g.cx); err == nil {
+		for _, m := range models {
+			if m.IsDefault {
+				return m.ID
+			}
+		}
+	}
+	return ""
+}
+
+// defaultEffort is the effort of a lane running model that chose none.
+func (g *Gateway) defaultEffort(ctx context.Context, model string) string {
+	if g.cfg.Effort != "" {
+		return g.cfg.Effort
+	}
+	if d, _ := g.models.codexDefaults(ctx, g.cx); d.Effort != "" {
+		return d.Effort
+	}
+	models, err := g.models.list(ctx, g.cx)
+	if err != nil {
+		return ""
+	}
+	if m, ok := findModel(models, model); ok {
+		return m.DefaultEffort
+	}
+	return ""
+}
+
+// laneModel is the model and effort a turn of the stored lane sl runs
+// with; "" where nothing is known (the thread keeps what it has).
+func (g *Gateway) laneModel(ctx context.Context, sl store.Lane) (model, effort string) {
+	ctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	model = sl.Model
+	if model == "" {
+		model = g.defaultModel(ctx)
+	}
+	effort = sl.Effort
+	if effort == "" {
+		effort = g.defaultEffort(ctx, model)
+	}
+	return model, effort
+}
+
+// withLaneModel sets the turn's model and effort in in.
+func (g *Gateway) withLaneModel(ctx context.Context, sl store.Lane, in codex.TurnInput) codex.TurnInput {
+	if g.canNameModel(sl) {
+		in.Model, in.Effort = g.laneModel(ctx, sl)
+	}
+	return in
+}
+
+// canNameModel reports whether a turn of sl could name a model or effort
+// at all; when not, the turn path does no model work (a Codex without
+// model/list and nothing chosen or configured).
+func (g *Gateway) canNameModel(sl store.Lane) bool {
+	if sl.Model != "" || sl.Effort != "" || g.cfg.Thread.Model != "" || g.cfg.Effort != "" {
+		return true
+	}
+	_, lists := g.cx.(modelLister)
+	_, defaults := g.cx.(modelDefaulter)
+	return lists || defaults
+}
+
+// modelStatus is /status's line about the lane's model and effort.
+func (g *Gateway) modelStatus(sl store.Lane) string {
+	return fmt.Sprintf("Model: %s, effort %s\n", choiceOr(sl.Model, g.cfg.Thread.Model), choiceOr(sl.Effort, g.cfg.Effort))
+}
+
+// choiceOr describes a lane's choice, or the default it falls back to.
+func choiceOr(choice, configured string) string {
+	switch {
+	case choice != "":
+		return choice
+	case configured != "":
+		return "default (" + configured + ")"
+	}
+	return defaultWord
+}
+
+// modelCommand is /model (show and list) and /model NAME|default (set).
+func (g *Gateway) modelCommand(ctx context.Context, l *lane, msgID, args string) {
+	if args == "" {
+		g.showModels(ctx, l, msgID)
+		return
+	}
+	g.notify(ctx, l.addr, msgID, g.setModel(ctx, l.addr, args))
+}
+
+// effortCommand is /effort (show and list) and /effort LEVEL|default (set).
+func (g *Gateway) effortCommand(ctx context.Context, l *lane, msgID, args string) {
+	if args == "" {
+		g.showEfforts(ctx, l, msgID)
+		return
+	}
+	g.notify(ctx, l.addr, msgID, g.setEffort(ctx, l.addr, args))
+}
+
+func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
+	sl, err := g.st.Lane(ctx, l.key)
+	if err != nil {
+		g.log.Warn("model.lane_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, "Could not read this conversation's model (storage error). Please try again.")
+		return
+	}
+	cctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	current := g.describeModel(cctx, sl)
+	models, err := g.models.list(cctx, g.cx)
+	if err != nil {
+		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		return
+	}
+	var b strings.Builder
+	b.WriteString(current + "\nModels:\n")
+	var buttons []Button
+	for _, m := range models {
+		fmt.Fprintf(&b, "• %s — %s (efforts: %s)\n", m.ID, m.DisplayName, strings.Join(m.Efforts, ", "))
+		if id := modelPrefix + m.ID; len(id) <= maxButtonID {
+			buttons = append(buttons, Button{ID: id, Label: m.ID})
+		}
+	}
+	b.WriteString("Choose with /model NAME; /model default goes back to the default.")
+	g.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
+}
+
+// describeModel says which model and effort the lane runs with.
+func (g *Gateway) describeModel(ctx context.Context, sl store.Lane) string {
+	model := g.modelOf(ctx, sl)
+	effort := sl.Effort
+	if effort == "" {
+		effort = g.defaultEffort(ctx, model)
+	}
+	return fmt.Sprintf("Model: %s\nEffort: %s", chosenOr(sl.Model, model), chosenOr(sl.Effort, effort))
+}
+
+// chosenOr names the lane's choice, or the default in effect.
+func chosenOr(choice, effective string) string {
+	if choice != "" {
+		return choice
+	}
+	return orCodexDefault(effective) + " (default)"
+}
+
+// orCodexDefault is s, or the words for a default codex does not name.
+func orCodexDefault(s string) string {
+	if s == "" {
+		return "codex's own"
+	}
+	return s
+}
+
+// modelOf is the model the lane runs with: its choice or the default.
+func (g *Gateway) modelOf(ctx context.Context, sl store.Lane) string {
+	if sl.Model != "" {
+		return sl.Model
+	}
+	return g.defaultModel(ctx)
+}
+
+func (g *Gateway) showEfforts(ctx context.Context, l *lane, msgID string) {
+	sl, err := g.st.Lane(ctx, l.key)
+	if err != nil {
+		g.log.Warn("effort.lane_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, "Could not read this conversation's effort (storage error). Please try again.")
+		return
+	}
+	cctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	current := g.describeModel(cctx, sl)
+	models, err := g.models.list(cctx, g.cx)
+	if err != nil {
+		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		return
+	}
+	efforts := effortsFor(models, g.modelOf(cctx, sl))
+	buttons := make([]Button, 0, len(efforts))
+	for _, e := range efforts {
+		buttons = append(buttons, Button{ID: effortPrefix + e, Label: e})
+	}
+	text := fmt.Sprintf("%s\nEfforts: %s\nChoose with /effort LEVEL; /effort default goes back to the default.",
+		current, strings.Join(efforts, ", "))
+	g.sendWithButtons(ctx, l.addr, msgID, text, buttons)
+}
+
+// setModel stores the model named name (or clears it for "default") as
+// the lane's at addr and says what happened. Nothing is stored for a name
+// model/list does not know.
+func (g *Gateway) setModel(ctx context.Context, addr Address, name string) string {
+	key := addr.SessionKey()
+	sl, err := g.st.Lane(ctx, key)
+	if err != nil {
+		g.log.Warn("model.lane_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not change the model (storage error). Please try again."
+	}
+	cctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	models, err := g.models.list(cctx, g.cx)
+	if err != nil {
+		g.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not check the model against Codex's list: " + strings.TrimSuffix(briefError(err), ".") + ". Nothing changed."
+	}
+	if strings.EqualFold(name, defaultWord) {
+		return g.clearModel(cctx, key, sl, models)
+	}
+	m, ok := findModel(models, name)
+	if !ok {
+		return fmt.Sprintf("Unknown model %q. Choose one of: %s (or default). Nothing changed.", name, listed(modelIDs(models)))
+	}
+	if err := g.st.SetLaneOption(ctx, key, store.OptionModel, m.ID); err != nil {
+		g.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not change the model (storage error). Please try again."
+	}
+	g.log.Info("model.set", zap.String("lane", key), zap.String("model", m.ID))
+	reply := fmt.Sprintf("Model: %s. The next turn uses it; the Codex thread is kept.", m.ID)
+	return reply + g.dropUnsupportedEffort(ctx, key, sl.Effort, m)
+}
+
+// clearModel is /model default.
+func (g *Gateway) clearModel(ctx context.Context, key string, sl store.Lane, models []codex.Model) string {
+	if err := g.st.SetLaneOption(ctx, key, store.OptionModel, ""); err != nil {
+		g.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not change the model (storage error). Please try again."
+	}
+	g.log.Info("model.cleared", zap.String("lane", key))
+	def := g.defaultModel(ctx)
+	reply := fmt.Sprintf("Model: the default (%s) from the next turn.", orCodexDefault(def))
+	if m, ok := findModel(models, def); ok {
+		reply += g.dropUnsupportedEffort(ctx, key, sl.Effort, m)
+	}
+	return reply
+}
+
+// dropUnsupportedEffort clears the lane's effort when m does not support
+// it and says so ("" when nothing changed).
+func (g *Gateway) dropUnsupportedEffort(ctx context.Context, key, effort string, m codex.Model) string {
+	if effort == "" || m.SupportsEffort(effort) {
+		return ""
+	}
+	if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
+		g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
+		return fmt.Sprintf(" Its efforts are %s; the effort %s could not be cleared (storage error): send /effort default.",
+			strings.Join(m.Efforts, ", "), effort)
+	}
+	g.log.Info("effort.cleared", zap.String("lane", key), zap.String("reason", "unsupported by "+m.ID))
+	return fmt.Sprintf(" It does not support the effort %s, so the effort is back to its default (%s).", effort, orCodexDefault(m.DefaultEffort))
+}
+
+// setEffort stores level (or clears it for "default") as the lane's
+// effort at addr. Nothing is stored for a level the lane's model does not
+// support.
+func (g *Gateway) setEffort(ctx context.Context, addr Address, level string) string {
+	key := addr.SessionKey()
+	if strings.EqualFold(level, defaultWord) {
+		if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
+			g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
+			return "Could not change the effort (storage error). Please try again."
+		}
+		g.log.Info("effort.cleared", zap.String("lane", key))
+		return "Effort: the model's default from the next turn."
+	}
+	sl, err := g.st.Lane(ctx, key)
+	if err != nil {
+		g.log.Warn("effort.lane_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not change the effort (storage error). Please try again."
+	}
+	cctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	models, err := g.models.list(cctx, g.cx)
+	if err != nil {
+		g.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not check the effort against Codex's models: " + strings.TrimSuffix(briefError(err), ".") + ". Nothing changed."
+	}
+	model := g.modelOf(cctx, sl)
+	efforts := effortsFor(models, model)
+	level = strings.ToLower(level)
+	if !slices.Contains(efforts, level) {
+		return fmt.Sprintf("The model %s does not support the effort %q. Choose one of: %s (or default). Nothing changed.",
+			orCodexDefault(model), level, listed(efforts))
+	}
+	if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, level); err != nil {
+		g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
+		return "Could not change the effort (storage error). Please try again."
+	}
+	g.log.Info("effort.set", zap.String("lane", key), zap.String("effort", level))
+	return fmt.Sprintf("Effort: %s. The next turn uses it.", level)
+}
+
+// modelCallback handles a press of a /model or /effort button; it reports
+// false for other buttons.
+func (g *Gateway) modelCallback(ctx context.Context, in Inbound) bool {
+	set := g.setModel
+	value, ok := strings.CutPrefix(in.Callback, modelPrefix)
+	if !ok {
+		if value, ok = strings.CutPrefix(in.Callback, effortPrefix); !ok {
+			return false
+		}
+		set = g.setEffort
+	}
+	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
+		g.log.Error("model.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
+		g.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
+		return true
+	}
+	g.notify(ctx, in.Address, "", set(ctx, in.Address, value))
+	return true
+}
