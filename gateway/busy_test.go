@@ -53,6 +53,9 @@ func TestBusyModeValidation(t *testing.T) {
 type interruptible struct {
 	cx      *fakeCodex
 	entered chan string
+	// burst, when set, holds the interrupted turn's end until it is
+	// closed, so the messages sent meanwhile all wait behind it.
+	burst chan struct{}
 }
 
 func (r *interruptible) run(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error) {
@@ -63,6 +66,9 @@ func (r *interruptible) run(ctx context.Context, thread, text string, ev codex.T
 	ev.Delta("partial answer")
 	select {
 	case <-r.cx.interr:
+		if r.burst != nil {
+			<-r.burst
+		}
 		return codex.TurnResult{Status: codex.TurnInterrupted, Text: "partial answer"}, nil
 	case <-ctx.Done():
 		return codex.TurnResult{}, ctx.Err()
@@ -71,7 +77,7 @@ func (r *interruptible) run(ctx context.Context, thread, text string, ev codex.T
 
 func TestBusyInterruptBurst(t *testing.T) {
 	h := newHarness(t, withBusy(BusyInterrupt))
-	r := &interruptible{cx: h.cx, entered: make(chan string, 16)}
+	r := &interruptible{cx: h.cx, entered: make(chan string, 16), burst: make(chan struct{})}
 	h.cx.run = r.run
 	h.start(t)
 	h.send(t, "a", "m1", "slow")
@@ -79,10 +85,14 @@ func TestBusyInterruptBurst(t *testing.T) {
 		t.Fatalf("first turn %q", e)
 	}
 	// A burst while the slow turn runs: the first message interrupts it,
-	// all three run after it, in order.
+	// all three run after it, in order. The interrupted turn ends only
+	// after the burst is in, so the three are one burst whatever the
+	// scheduling (an instant turn between two of them would start a new
+	// one, told again).
 	h.send(t, "a", "m2", "two")
 	h.send(t, "a", "m3", "three")
 	h.send(t, "a", "m4", "four")
+	close(r.burst)
 	got, notices := collect(t, h.p, "m1", "m2", "m3", "m4")
 	if o := got["m1"]; o.Text != "partial answer\n\n"+interruptedSuffix || o.Turn == nil || o.Turn.Status != statusInterrupted {
 		t.Errorf("interrupted turn answered %q (%+v)", o.Text, o.Turn)
