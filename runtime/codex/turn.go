@@ -63,6 +63,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev 
 		return res, err
 	}
 	defer ts.leave(sub)
+	before, hadBefore := ts.lastUsage()
 
 	var out turnStarted
 	err = c.startTurn(ctx, ts, sub, "turn/start", in.params(threadID), &out)
@@ -75,6 +76,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev 
 		ev.Started(res.TurnID)
 	}
 	col := &collector{log: c.log, res: &res, ev: ev, turnID: res.TurnID, seen: map[string]bool{}}
+	col.before, col.hadBefore = before, hadBefore
 	err = c.await(ctx, ts, sub, col)
 	return res, err
 }
@@ -402,11 +404,15 @@ type collector struct {
 	turnID string   // "" until known (compaction adopts it from turn/started)
 	adopt  *turnSub // set for compaction: publish the adopted id
 
-	partial     strings.Builder // deltas of the agent message in flight
-	agentTexts  []string        // completed agent messages, in order
-	seen        map[string]bool // item ids already in res.Items
-	gotUsage    bool
-	compacted   bool
+	partial    strings.Builder // deltas of the agent message in flight
+	agentTexts []string        // completed agent messages, in order
+	seen       map[string]bool // item ids already in res.Items
+	gotUsage   bool
+	compacted  bool
+	// before is the thread's usage when the turn began, from which the
+	// turn's own spend is computed (hadBefore: it was known).
+	before      Usage
+	hadBefore   bool
 	finalStatus bool
 }
 
@@ -542,5 +548,7 @@ func (col *collector) finish(ts *threadState) {
 	}
 	if !col.gotUsage {
 		col.res.Usage, _ = ts.lastUsage()
+		return
 	}
+	col.res.Usage.Turn = turnSpend(col.before, col.res.Usage, col.hadBefore)
 }
