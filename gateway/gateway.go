@@ -245,6 +245,7 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals approvalBook // pending chat approvals
 	projects  projectSet   // the directories lanes may work in
+	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -274,6 +275,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
 		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
+		usage:       newUsageGate(),
 	}, nil
 }
 
