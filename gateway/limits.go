@@ -84,6 +84,9 @@ func (g *Gateway) pauseForUsage(until time.Time) {
 // resumeAtReset runs when the pause's timer fires; a pause extended since
 // then re-arms instead.
 func (g *Gateway) resumeAtReset() {
+	if g.stopping.Load() {
+		return // shut down: the inbox keeps the waiting messages for the next start
+	}
 	u := g.usage
 	u.mu.Lock()
 	if left := u.until.Sub(g.now()); left > 0 {
@@ -205,12 +208,23 @@ func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResul
 	return true
 }
 
-// requeueForReset puts the item back at the head of the lane's queue; the
-// worker running it parks it again at its next step (the gate is paused).
+// requeueForReset puts the item back at the head of the lane's queue,
+// followed by the messages steered into the refused turn (uncommitted too,
+// so each runs as its own turn); the worker running it parks them at its
+// next step (the gate is paused).
 func (g *Gateway) requeueForReset(l *lane, it item) {
 	l.mu.Lock()
-	l.queue.prepend([]item{it})
-	g.queued.Add(1)
+	cur := l.cur
+	l.mu.Unlock()
+	items := []item{it}
+	if cur != nil {
+		for _, s := range cur.steer.close() {
+			items = append(items, item{kind: itemTurn, inboundID: s.InboundID, msgID: s.MessageID, text: s.Text})
+		}
+	}
+	l.mu.Lock()
+	l.queue.prepend(items)
+	g.queued.Add(int64(len(items)))
 	l.mu.Unlock()
 }
 

@@ -89,9 +89,9 @@ type limitHarness struct {
 	limited atomic.Bool
 }
 
-func newLimitHarness(t *testing.T) *limitHarness {
+func newLimitHarness(t *testing.T, opts ...harnessOpt) *limitHarness {
 	t.Helper()
-	h := newHarness(t)
+	h := newHarness(t, opts...)
 	lh := &limitHarness{harness: h, lcx: &limitCodex{fakeCodex: h.cx}, timers: &fakeTimers{}}
 	g, err := New(h.g.cfg, h.st, lh.lcx)
 	if err != nil {
@@ -237,10 +237,20 @@ func TestUsageLimitRetryResumesAtOnce(t *testing.T) {
 	waitFor(t, "lane a parked", func() bool { return h.parked(a) })
 	h.limited.Store(false)
 	h.send(t, "a", "r1", "/retry")
-	if r := h.p.replyTo(t, "r1"); !strings.Contains(r.Text, "Trying Codex again now") {
-		t.Errorf("/retry answer = %q", r.Text)
+	// The rerun's reply may come before the /retry answer.
+	var retried, answered bool
+	for !retried || !answered {
+		o := h.p.next(t)
+		switch {
+		case o.InReplyTo == "r1":
+			retried = true
+			if !strings.Contains(o.Text, "Trying Codex again now") {
+				t.Errorf("/retry answer = %q", o.Text)
+			}
+		case o.InReplyTo == "a1" && strings.HasPrefix(o.Text, "re: "):
+			answered = true
+		}
 	}
-	h.awaitReplies(t, "a1")
 	if got := h.turnsOf("A"); len(got) != 2 {
 		t.Errorf("turns = %q, want the failed one and one rerun", got)
 	}
@@ -288,5 +298,43 @@ func TestUsagePauseFromRateLimitWindows(t *testing.T) {
 	h.awaitReplies(t, "a1")
 	if h.timers.armed() != 1 {
 		t.Errorf("%d timers armed, want 1 (a passed window does not pause again)", h.timers.armed())
+	}
+}
+
+// TestUsageLimitRequeuesSteeredMessages: messages steered into the turn
+// that hit the limit are not committed with it; after the reset each runs
+// as its own turn, after the refused one.
+func TestUsageLimitRequeuesSteeredMessages(t *testing.T) {
+	h := newLimitHarness(t, withBusy(BusySteer))
+	entered, release := make(chan string, 8), make(chan struct{})
+	limited := h.cx.run
+	h.cx.run = func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error) {
+		entered <- text
+		if text == "slow one" {
+			<-release
+		}
+		return limited(ctx, thread, text, ev)
+	}
+	h.cx.steerFn = func(string, string) error { return nil }
+	h.start(t)
+	a := apiAddr("a").SessionKey()
+	h.limited.Store(true)
+	h.send(t, "a", "a1", "slow one")
+	<-entered
+	h.send(t, "a", "a2", "steered two")
+	if o := h.p.replyTo(t, "a2"); o.Text != steeredNotice {
+		t.Fatalf("a2 answered %q, want the steered notice", o.Text)
+	}
+	close(release)
+	waitFor(t, "lane a parked", func() bool { return h.parked(a) })
+	if s := h.st.inboundState(2); s != store.InboundReceived {
+		t.Errorf("steered inbound is %q during the pause, want received", s)
+	}
+	h.limited.Store(false)
+	h.clock.Advance(usageLimitFallback)
+	h.timers.fireLast(t)
+	h.awaitReplies(t, "a1", "a2")
+	if got := h.turnsOf(""); strings.Join(got, "|") != "slow one|slow one|steered two" {
+		t.Errorf("turns = %q, want the refused turn rerun, then the steered message as its own turn", got)
 	}
 }
