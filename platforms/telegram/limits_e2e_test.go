@@ -109,3 +109,42 @@ func indexOf(msgs []telegramtest.Message, id int) int {
 	}
 	return -1
 }
+
+// TestEndToEndUsageLimitPauseSurvivesRestart: a message refused for the
+// usage limit stays in the inbox; the daemon restarts during the pause
+// (the limit was lifted meanwhile) and the next start runs it once. /status
+// then shows the turn's tokens from the store.
+func TestEndToEndUsageLimitPauseSurvivesRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
+	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
+	srv.Chat(dm)
+	alice := models.User{ID: 1001, FirstName: "Alice"}
+	reset := time.Now().Add(time.Hour)
+	world.Model.Respond(func(codextest.Request) codextest.Reply { return codextest.UsageLimit(reset) })
+	d := startStack(t, ctx, world, srv)
+	srv.Text(dm, alice, 0, "wait for me", nil)
+	srv.WaitFor(30*time.Second, "the usage-limit notice", func() bool {
+		return len(containing(srv.Messages(dm.ID, 0), "usage limit")) > 0
+	})
+	d.Stop(t)
+
+	world.Model.Respond(codextest.DefaultReply)
+	startStack(t, ctx, world, srv)
+	srv.WaitFor(60*time.Second, "the reply after the restart", func() bool {
+		return len(containing(srv.Messages(dm.ID, 0), "ECHO: wait for me")) > 0
+	})
+	srv.Text(dm, alice, 0, "/status", nil)
+	srv.WaitFor(30*time.Second, "the status", func() bool {
+		return len(containing(srv.Messages(dm.ID, 0), "Last turn: ")) > 0
+	})
+	msgs := srv.Messages(dm.ID, 0)
+	if n := len(containing(msgs, "ECHO: wait for me")); n != 1 {
+		t.Errorf("%d replies to the waiting message, want 1", n)
+	}
+	status := containing(msgs, "Last turn: ")[0].Text
+	if strings.Contains(status, "Last turn: 0 tokens") || !strings.Contains(status, "Context: ") {
+		t.Errorf("/status after the turn:\n%s\nwant the context and the turn's tokens", status)
+	}
+}
