@@ -203,7 +203,10 @@ func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResul
 	u.told[t.l.key] = true
 	u.mu.Unlock()
 	if tell {
-		g.notify(ctx, t.l.addr, t.it.msgID, g.usageLimitNotice(until))
+		// A lane notice, not an answer to the message: the message's answer
+		// is the reply that comes after the reset (the API lane ends a
+		// request at the first answer to it).
+		g.notify(ctx, t.l.addr, "", g.usageLimitNotice(until))
 	}
 	return true
 }
