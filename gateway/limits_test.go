@@ -338,3 +338,27 @@ func TestUsageLimitRequeuesSteeredMessages(t *testing.T) {
 		t.Errorf("turns = %q, want the refused turn rerun, then the steered message as its own turn", got)
 	}
 }
+
+// TestRetryOverridesUsedUpWindows: /retry during a pause that codex's
+// windows caused runs the waiting message even though the windows still
+// say 100% until the reset; it is not parked again.
+func TestRetryOverridesUsedUpWindows(t *testing.T) {
+	h := newLimitHarness(t)
+	reset := h.clock.Now().Add(30 * time.Minute)
+	h.lcx.setLimits(codex.RateLimits{Windows: []codex.RateLimitWindow{
+		{Name: "primary", UsedPercent: 100, WindowMinutes: 300, ResetsAt: reset}}})
+	h.start(t)
+	a := apiAddr("a").SessionKey()
+	h.send(t, "a", "a1", "A one")
+	waitFor(t, "lane a parked", func() bool { return h.parked(a) })
+	h.send(t, "a", "r1", "/retry")
+	h.awaitReplies(t, "a1")
+	if got := h.turnsOf("A"); len(got) != 1 {
+		t.Errorf("turns = %q, want the waiting message run once", got)
+	}
+	h.send(t, "a", "a2", "A two")
+	h.awaitReplies(t, "a2")
+	if n := h.notices(a, limitPrefix); len(n) != 1 {
+		t.Errorf("usage notices = %q, want only the first pause's", n)
+	}
+}
