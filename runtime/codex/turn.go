@@ -372,14 +372,14 @@ func (c *Client) Compact(ctx context.Context, threadID string) (before, after Us
 		return before, after, err
 	}
 	defer ts.leave(sub)
-	before, _ = ts.lastUsage()
+	before, hadBefore := ts.lastUsage()
 
 	var out turnStarted
 	if err := c.startTurn(ctx, ts, sub, "thread/compact/start", map[string]any{"threadId": threadID}, &out); err != nil {
 		return before, after, err
 	}
 	var res TurnResult
-	col := &collector{log: c.log, res: &res, seen: map[string]bool{}, adopt: sub}
+	col := &collector{log: c.log, res: &res, seen: map[string]bool{}, adopt: sub, before: before, hadBefore: hadBefore}
 	if err := c.await(ctx, ts, sub, col); err != nil {
 		return before, res.Usage, err
 	}
