@@ -131,10 +131,23 @@ func TestEndToEndUsageLimitPauseSurvivesRestart(t *testing.T) {
 	d.Stop(t)
 
 	world.Model.Respond(codextest.DefaultReply)
-	startStack(t, ctx, world, srv)
+	d = startStack(t, ctx, world, srv)
 	srv.WaitFor(60*time.Second, "the reply after the restart", func() bool {
 		return len(containing(srv.Messages(dm.ID, 0), "ECHO: wait for me")) > 0
 	})
+	// The text shows in the streamed preview before the turn is committed;
+	// the commit has no signal of its own, so poll the store for it.
+	lane := "v1:telegram:dm:1001"
+	for {
+		if _, ok, err := d.Store.LastTurnUsage(ctx, lane); err != nil || ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the turn's usage was never recorded")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	srv.Text(dm, alice, 0, "/status", nil)
 	srv.WaitFor(30*time.Second, "the status", func() bool {
 		return len(containing(srv.Messages(dm.ID, 0), "Last turn: ")) > 0
