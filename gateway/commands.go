@@ -87,6 +87,9 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 	case "stop":
 		g.notify(ctx, l.addr, msgID, g.stop(ctx, l))
 	case "retry":
+		if g.retryAfterLimit(ctx, l, inboundID, msgID) {
+			return
+		}
 		g.retry(ctx, l, inboundID, msgID)
 		return // the queued turn marks the inbound done
 	case "compact":
@@ -281,11 +284,12 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 		fmt.Fprintf(&b, "Project: %s\n", g.projects.describe(sl.Project))
 		b.WriteString(g.modelStatus(sl))
 		fmt.Fprintf(&b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
-		if u, ok := g.cx.Usage(sl.ThreadID); ok && sl.ThreadID != "" {
+		u, live := g.cx.Usage(sl.ThreadID)
+		if live = live && sl.ThreadID != ""; live {
 			b.WriteString(usageLine(u))
-		} else {
-			b.WriteString("Context: no usage reported yet\n")
 		}
+		b.WriteString(g.storedUsageLines(ctx, l.key, live))
+		b.WriteString(g.rateLimitLines(ctx))
 		b.WriteString(g.compactionStatus(sl))
 		b.WriteString(g.rotationStatus())
 	}

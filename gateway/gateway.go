@@ -256,6 +256,7 @@ type Gateway struct {
 	approvals approvalBook // pending chat approvals
 	projects  projectSet   // the directories lanes may work in
 	models    *modelCache  // codex's models and defaults, briefly cached
+	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -286,6 +287,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
 		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
 		models:      newModelCache(cfg.Now),
+		usage:       newUsageGate(),
 	}, nil
 }
 

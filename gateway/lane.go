@@ -298,6 +298,9 @@ func (g *Gateway) work(l *lane) {
 			g.forget(l)
 			return
 		}
+		if g.parkIfPaused(l, it) {
+			return // resumed when the usage limit resets
+		}
 		select {
 		case g.sem <- struct{}{}:
 		case <-g.baseCtx.Done(): // only after drain set stopping: next retires

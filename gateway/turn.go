@@ -147,7 +147,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		g.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
 		return // stays journaled: the next start tells the lane
 	}
-	if errors.Is(err, errHandled) {
+	if errors.Is(err, errHandled) || g.usageLimited(ctx, t, res, err) {
 		return
 	}
 	if res.WatchdogFired && res.Status != codex.TurnCompleted {
@@ -276,6 +276,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	t.stopStream()
 	t.work.stop(g.now()) // collapsed before the reply goes out
 	g.obs.TurnFinished(status, g.now().Sub(t.started))
+	g.countTokens(t.l.addr.Platform, u)
 	if t.turnID == "" {
 		t.turnID = syntheticTurnID(t)
 	}
@@ -305,7 +306,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		ThreadID: t.thread, TurnID: t.turnID, InboundID: t.it.inboundID,
 		UserText: t.it.text, UserMessageID: t.it.msgID, AssistantText: text, Status: status,
 		Confirm: status == statusCompleted && t.thread != "",
-		Reply:   reply, Usage: store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow},
+		Reply:   reply, Usage: usageRecord(u),
 		Steered: steered, Files: sent,
 	})
 	switch {

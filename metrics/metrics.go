@@ -40,6 +40,7 @@ type Metrics struct {
 	platformErrors *prometheus.CounterVec
 	storeCommit    prometheus.Histogram
 	buildInfo      *prometheus.GaugeVec
+	usage          usageMetrics // tokens and rate limits (usage.go)
 	mu             sync.RWMutex
 	sources        Sources
 }
@@ -87,6 +88,7 @@ func New() *Metrics {
 		Namespace: namespace, Name: "build_info",
 		Help: "Always 1; labelled with the running version.",
 	}, []string{"version"})
+	m.usage = newUsageMetrics(m.reg)
 	m.reg.MustRegister(
 		m.inbound, m.duplicates, m.outbound, m.turns, m.turnLatency, m.resumes,
 		m.platformErrors, m.storeCommit, m.buildInfo,

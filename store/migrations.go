@@ -230,6 +230,17 @@ ALTER TABLE gateway_routing ADD COLUMN verbose TEXT NOT NULL DEFAULT '';
 ALTER TABLE gateway_routing ADD COLUMN model TEXT NOT NULL DEFAULT '';
 ALTER TABLE gateway_routing ADD COLUMN effort TEXT NOT NULL DEFAULT '';
 `,
+	// 11: each turn's token usage on its assistant row, beside the thread
+	// total (total_tokens) and the window (context_window) kept since 1:
+	// what the turn spent by kind, and the context in use after it.
+	`
+ALTER TABLE messages ADD COLUMN turn_tokens         INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN input_tokens        INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN output_tokens       INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN reasoning_tokens    INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN context_tokens      INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

@@ -91,15 +91,17 @@ func turnSession(ctx context.Context, q querier, lane Lane, t CompletedTurn, sta
 // (session_key, turn_id, role) already exists.
 func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, text, turnID, platformID string, now int64, t CompletedTurn) (bool, error) {
 	var status string
-	var total, window int64
+	var u UsageRecord // only the assistant row carries the turn's usage
 	if role == "assistant" {
-		status, total, window = t.Status, t.Usage.TotalTokens, t.Usage.ContextWindow
+		status, u = t.Status, t.Usage
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO messages
-		(session_id, session_key, role, text, turn_id, platform_message_id, status, total_tokens, context_window, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(session_id, session_key, role, text, turn_id, platform_message_id, status, total_tokens, context_window,
+		 turn_tokens, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, context_tokens, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_key, turn_id, role) DO NOTHING`,
-		sessionID, key, role, text, turnID, platformID, status, total, window, now)
+		sessionID, key, role, text, turnID, platformID, status, u.TotalTokens, u.ContextWindow,
+		u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens, u.ContextTokens, now)
 	if err != nil {
 		return false, fmt.Errorf("insert %s row: %w", role, err)
 	}

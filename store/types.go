@@ -157,8 +157,13 @@ type SteeredInput struct {
 func SteerTurnID(turnID string, n int) string { return fmt.Sprintf("%s#steer%d", turnID, n) }
 
 // UsageRecord is the token usage reported at the end of a turn.
+// TotalTokens is the thread's running total, ContextWindow the model's
+// window; the rest (migration 11) are the turn's own: what it spent by
+// kind (TurnTokens in all) and the context in use after it.
 type UsageRecord struct {
-	TotalTokens, ContextWindow int64
+	TotalTokens, ContextWindow                                                int64
+	TurnTokens, InputTokens, CachedInputTokens, OutputTokens, ReasoningTokens int64
+	ContextTokens                                                             int64
 }
 
 // CommitResult says what CommitTurn did.

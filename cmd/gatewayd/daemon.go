@@ -224,6 +224,12 @@ func childEnv(environ []string) []string {
 	return env
 }
 
+func (d *daemon) rateLimitsUpdated(r codex.RateLimits) {
+	for _, w := range r.Windows {
+		d.metrics.RateLimitUsed(w.Name, w.UsedPercent)
+	}
+}
+
 func (d *daemon) startCodex(ctx context.Context) error {
 	c := d.cfg.Codex
 	cx, err := codex.Start(ctx, codex.Options{
@@ -238,8 +244,11 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		Approvals:     d.approve,
 		Unsupported:   d.unsupported,
 		ToolCall:      d.toolCall,
-		Logger:        d.log.Named("codex"),
-		ClientVersion: Version(),
+		// The account's windows go straight to the gauges; the gateway
+		// reads the same snapshot from the client when it needs it.
+		RateLimitsUpdated: d.rateLimitsUpdated,
+		Logger:            d.log.Named("codex"),
+		ClientVersion:     Version(),
 	})
 	if err != nil {
 		return fmt.Errorf("gatewayd: start codex app-server: %w", err)

@@ -47,6 +47,8 @@ type Client struct {
 
 	tmu     sync.RWMutex
 	threads map[string]*threadState
+
+	limits rateLimitBook // the account's last rate-limit snapshot
 }
 
 // Start spawns the app-server, performs the initialize handshake within

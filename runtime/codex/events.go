@@ -22,12 +22,21 @@ const (
 type Usage struct {
 	TotalTokens, InputTokens, CachedInputTokens, OutputTokens, ReasoningOutputTokens int64
 	LastTotalTokens, ContextWindow                                                   int64
+	// Last is the last model request's breakdown (LastTotalTokens is its
+	// Total): what the context holds now.
+	Last TokenCounts
+	// Turn is what the turn spent (set on TurnResult.Usage only; zero in
+	// Client.Usage): the thread totals' growth during the turn.
+	Turn TokenCounts
 }
 
 // TurnError is turn.error of a failed turn.
 type TurnError struct {
 	Message string
 	Info    string // codexErrorInfo as compact JSON
+	// Kind names codexErrorInfo ("usageLimitExceeded", or the key of the
+	// object form, e.g. "httpConnectionFailed"); "" when absent.
+	Kind string
 }
 
 // Item is a completed transcript item of a turn.
@@ -181,7 +190,7 @@ func (e *wireTurnError) toTurnError() *TurnError {
 	if len(e.CodexErrorInfo) > 0 && string(e.CodexErrorInfo) != "null" {
 		info = compactJSON(e.CodexErrorInfo)
 	}
-	return &TurnError{Message: e.Message, Info: info}
+	return &TurnError{Message: e.Message, Info: info, Kind: errorKind(e.CodexErrorInfo)}
 }
 
 type wireItem struct {
@@ -238,6 +247,7 @@ func (w *wireTokenUsage) toUsage() Usage {
 		OutputTokens:          w.Total.OutputTokens,
 		ReasoningOutputTokens: w.Total.ReasoningOutputTokens,
 		LastTotalTokens:       w.Last.TotalTokens,
+		Last:                  w.Last.counts(),
 	}
 	if w.ModelContextWindow != nil {
 		u.ContextWindow = *w.ModelContextWindow

@@ -98,6 +98,9 @@ type Options struct {
 	// ToolCall serves the dynamic tools of ThreadConfig.DynamicTools
 	// (item/tool/call); nil → such calls are refused as unsupported.
 	ToolCall ToolCallHandler
+	// RateLimitsUpdated, when set, hears every account/rateLimits/updated
+	// (merged into the last snapshot); it must not block.
+	RateLimitsUpdated RateLimitsHandler
 }
 
 func (o Options) withDefaults() Options {

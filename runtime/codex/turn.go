@@ -68,6 +68,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev 
 		return res, err
 	}
 	defer ts.leave(sub)
+	before, hadBefore := ts.lastUsage()
 
 	var out turnStarted
 	err = c.startTurn(ctx, ts, sub, "turn/start", in.params(threadID), &out)
@@ -80,6 +81,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev 
 		ev.Started(res.TurnID)
 	}
 	col := &collector{log: c.log, res: &res, ev: ev, turnID: res.TurnID, seen: map[string]bool{}}
+	col.before, col.hadBefore = before, hadBefore
 	err = c.await(ctx, ts, sub, col)
 	return res, err
 }
@@ -375,14 +377,14 @@ func (c *Client) Compact(ctx context.Context, threadID string) (before, after Us
 		return before, after, err
 	}
 	defer ts.leave(sub)
-	before, _ = ts.lastUsage()
+	before, hadBefore := ts.lastUsage()
 
 	var out turnStarted
 	if err := c.startTurn(ctx, ts, sub, "thread/compact/start", map[string]any{"threadId": threadID}, &out); err != nil {
 		return before, after, err
 	}
 	var res TurnResult
-	col := &collector{log: c.log, res: &res, seen: map[string]bool{}, adopt: sub}
+	col := &collector{log: c.log, res: &res, seen: map[string]bool{}, adopt: sub, before: before, hadBefore: hadBefore}
 	if err := c.await(ctx, ts, sub, col); err != nil {
 		return before, res.Usage, err
 	}
@@ -407,11 +409,15 @@ type collector struct {
 	turnID string   // "" until known (compaction adopts it from turn/started)
 	adopt  *turnSub // set for compaction: publish the adopted id
 
-	partial     strings.Builder // deltas of the agent message in flight
-	agentTexts  []string        // completed agent messages, in order
-	seen        map[string]bool // item ids already in res.Items
-	gotUsage    bool
-	compacted   bool
+	partial    strings.Builder // deltas of the agent message in flight
+	agentTexts []string        // completed agent messages, in order
+	seen       map[string]bool // item ids already in res.Items
+	gotUsage   bool
+	compacted  bool
+	// before is the thread's usage when the turn began, from which the
+	// turn's own spend is computed (hadBefore: it was known).
+	before      Usage
+	hadBefore   bool
 	finalStatus bool
 }
 
@@ -552,5 +558,7 @@ func (col *collector) finish(ts *threadState) {
 	}
 	if !col.gotUsage {
 		col.res.Usage, _ = ts.lastUsage()
+		return
 	}
+	col.res.Usage.Turn = turnSpend(col.before, col.res.Usage, col.hadBefore)
 }

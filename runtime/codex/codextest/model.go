@@ -37,6 +37,13 @@ type Reply struct {
 	// HTTPStatus, when not 0 or 200, answers with that status and a JSON error
 	// body instead of a stream.
 	HTTPStatus int
+	// ErrorBody, when set with HTTPStatus, is the JSON body sent instead of
+	// the generic one (see UsageLimit).
+	ErrorBody string
+	// Headers are added to the response (an error or a stream), e.g. the
+	// x-codex-primary-* rate-limit headers codex reports as
+	// account/rateLimits/updated.
+	Headers map[string]string
 	// StreamFailure, when set, streams response.created and then
 	// response.failed with this message.
 	StreamFailure string
@@ -235,6 +242,9 @@ func DefaultReply(req Request) Reply {
 }
 
 func (m *Model) serveReply(ctx context.Context, w http.ResponseWriter, req Request, reply Reply) {
+	for k, v := range reply.Headers {
+		w.Header().Set(k, v)
+	}
 	switch {
 	case reply.HangBeforeHeaders:
 		select {
@@ -245,6 +255,10 @@ func (m *Model) serveReply(ctx context.Context, w http.ResponseWriter, req Reque
 	case reply.HTTPStatus != 0 && reply.HTTPStatus != http.StatusOK:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.HTTPStatus)
+		if reply.ErrorBody != "" {
+			_, _ = io.WriteString(w, reply.ErrorBody)
+			return
+		}
 		fmt.Fprintf(w, `{"error":{"message":"fake failure (HTTP %d)","type":"server_error","code":null}}`, reply.HTTPStatus)
 		return
 	}

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// usageObserver is the optional part of an Observer that counts tokens
+// (metrics.Metrics implements it).
+type usageObserver interface {
+	Tokens(platform, kind string, n int64)
+}
+
+// usageStore is the optional part of a Store that reads the usage recorded
+// with the last turn (*store.Store implements it).
+type usageStore interface {
+	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
+}
+
+// rateLimitReader reads the account's rate limits afresh
+// (account/rateLimits/read; only a ChatGPT account has them).
+type rateLimitReader interface {
+	RateLimits(ctx context.Context) (codex.RateLimits, error)
+}
+
+// usageRecord is what the store keeps of a turn's usage.
+func usageRecord(u codex.Usage) store.UsageRecord {
+	return store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow,
+		TurnTokens: u.Turn.Total, InputTokens: u.Turn.Input, CachedInputTokens: u.Turn.CachedInput,
+		OutputTokens: u.Turn.Output, ReasoningTokens: u.Turn.Reasoning, ContextTokens: u.LastTotalTokens}
+}
+
+// countTokens reports a turn's spend by kind. Input counts all input
+// tokens, cached ones included; cached is the part of it served from cache.
+func (g *Gateway) countTokens(platform string, u codex.Usage) {
+	obs, ok := g.obs.(usageObserver)
+	if !ok || u.Turn.Total == 0 {
+		return
+	}
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"input", u.Turn.Input}, {"cached", u.Turn.CachedInput}, {"output", u.Turn.Output}, {"reasoning", u.Turn.Reasoning}} {
+		if k.n > 0 {
+			obs.Tokens(platform, k.kind, k.n)
+		}
+	}
+}
+
+// storedUsageLines are the /status lines from the usage recorded with the
+// lane's last turn; live says codex reported the context itself already.
+func (g *Gateway) storedUsageLines(ctx context.Context, key string, live bool) string {
+	var b strings.Builder
+	us, ok := g.st.(usageStore)
+	if !ok {
+		if !live {
+			b.WriteString("Context: no usage reported yet\n")
+		}
+		return b.String()
+	}
+	tu, found, err := us.LastTurnUsage(ctx, key)
+	if err != nil {
+		g.log.Warn("status.usage_failed", zap.String("lane", key), zap.Error(err))
+	}
+	switch {
+	case live:
+	case found && tu.Usage.ContextWindow > 0:
+		u := tu.Usage
+		fmt.Fprintf(&b, "Context: %d / %d tokens (%.0f%%) after the last turn\n", u.ContextTokens, u.ContextWindow,
+			float64(u.ContextTokens)*100/float64(u.ContextWindow))
+	default:
+		b.WriteString("Context: no usage reported yet\n")
+	}
+	if found {
+		u := tu.Usage
+		fmt.Fprintf(&b, "Last turn: %d tokens (input %d, of which cached %d; output %d, of which reasoning %d)\n",
+			u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens)
+	}
+	return b.String()
+}
+
+// rateLimitLines are the /status lines of the account's rate-limit
+// windows: read afresh when codex can, else the last reported.
+func (g *Gateway) rateLimitLines(ctx context.Context) string {
+	snap, ok := g.currentRateLimits(ctx)
+	var b strings.Builder
+	b.WriteString(g.usagePauseStatus())
+	if !ok || len(snap.Windows) == 0 {
+		return b.String()
+	}
+	now := g.now()
+	parts := make([]string, 0, len(snap.Windows))
+	for _, w := range snap.Windows {
+		p := fmt.Sprintf("%s %.0f%% used", windowName(w), w.UsedPercent)
+		if !w.ResetsAt.IsZero() {
+			p += ", resets " + clockTime(w.ResetsAt, now)
+		}
+		parts = append(parts, p)
+	}
+	b.WriteString("Codex limits: " + strings.Join(parts, "; ") + "\n")
+	return b.String()
+}
+
+func (g *Gateway) currentRateLimits(ctx context.Context) (codex.RateLimits, bool) {
+	if r, ok := g.cx.(rateLimitReader); ok {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		snap, err := r.RateLimits(rctx)
+		cancel()
+		if err == nil {
+			return snap, true
+		}
+		// An API-key provider has no account limits: expected, not news.
+		g.log.Debug("status.rate_limits_unread", zap.Error(err))
+	}
+	if src, ok := g.cx.(rateLimitSource); ok {
+		return src.LastRateLimits()
+	}
+	return codex.RateLimits{}, false
+}
+
+// windowName names a window by its length, as ChatGPT plans do.
+func windowName(w codex.RateLimitWindow) string {
+	switch {
+	case w.WindowMinutes == 300:
+		return "5h window"
+	case w.WindowMinutes == 7*24*60:
+		return "weekly window"
+	case w.WindowMinutes > 0 && w.WindowMinutes%60 == 0:
+		return fmt.Sprintf("%dh window", w.WindowMinutes/60)
+	case w.WindowMinutes > 0:
+		return fmt.Sprintf("%dm window", w.WindowMinutes)
+	}
+	return w.Name + " window"
+}
