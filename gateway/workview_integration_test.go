@@ -22,7 +22,7 @@ func workViewModel(req codextest.Request) codextest.Reply {
 		return codextest.Reply{ToolCall: codextest.ExecCommand("call_wv", "echo WV-$((6*7))")}
 	}
 	r := codextest.DefaultReply(req)
-	r.Chunks, r.ChunkDelay = 3, 200*time.Millisecond
+	r.Chunks, r.ChunkDelay = 4, 500*time.Millisecond // 2 s after the command: room for its exit-code edit on a loaded machine
 	return r
 }
 

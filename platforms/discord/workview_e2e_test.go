@@ -29,7 +29,7 @@ func TestEndToEndWorkViewStatusMessage(t *testing.T) {
 			return codextest.Reply{ToolCall: codextest.ExecCommand("call_wv", "echo WORKVIEW")}
 		}
 		r := codextest.DefaultReply(req)
-		r.Chunks, r.ChunkDelay = 3, 200*time.Millisecond
+		r.Chunks, r.ChunkDelay = 4, 500*time.Millisecond // 2 s after the command: room for its exit-code edit on a loaded machine
 		return r
 	})
 	world.Start(t, ctx, gateway.Config{PreviewInterval: 100 * time.Millisecond}, func(st *store.Store) []gateway.Platform {

@@ -25,7 +25,7 @@ func workViewModel(req codextest.Request) codextest.Reply {
 		return codextest.Reply{ToolCall: codextest.ExecCommand("call_wv", "echo WORKVIEW")}
 	}
 	r := codextest.DefaultReply(req)
-	r.Chunks, r.ChunkDelay = 3, 200*time.Millisecond
+	r.Chunks, r.ChunkDelay = 4, 500*time.Millisecond // 2 s after the command: room for its exit-code edit on a loaded machine
 	return r
 }
 
