@@ -98,6 +98,10 @@ type Options struct {
 	// ToolCall serves the dynamic tools of ThreadConfig.DynamicTools
 	// (item/tool/call); nil → such calls are refused as unsupported.
 	ToolCall ToolCallHandler
+	// AccountUpdated and LoginCompleted hear account/updated and
+	// account/login/completed (account.go); nil → ignored.
+	AccountUpdated AccountUpdatedHandler
+	LoginCompleted LoginCompletedHandler
 }
 
 func (o Options) withDefaults() Options {
