@@ -42,6 +42,7 @@ var Commands = []CommandInfo{
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
+	{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)"},
 	{Name: "help", Description: "List commands", Menu: true},
 }
 
@@ -93,6 +94,8 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
 	case "project":
 		g.projectCommand(ctx, l, msgID, cmd.args)
+	case "login":
+		g.loginCommand(ctx, l, msgID)
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":

@@ -245,6 +245,7 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals approvalBook // pending chat approvals
 	projects  projectSet   // the directories lanes may work in
+	account   accountState // whether codex can answer; logins from chats
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
