@@ -99,7 +99,8 @@ func (g *Gateway) CheckAccount(ctx context.Context) error {
 // read again (the notification carries no requiresOpenaiAuth).
 func (g *Gateway) AccountUpdated(u codex.AccountUpdate) {
 	g.log.Info("codex.account_updated", zap.String("auth_mode", u.AuthMode), zap.String("plan", u.PlanType))
-	if err := g.CheckAccount(g.baseCtx); err != nil {
+	// Not g.baseCtx: Run sets it, and codex may call this while Run starts.
+	if err := g.CheckAccount(context.Background()); err != nil {
 		g.log.Warn("codex.account_read_failed", zap.Error(err))
 	}
 }
@@ -196,7 +197,7 @@ func (g *Gateway) LoginCompleted(r codex.LoginResult) {
 	if r.Success {
 		// account/updated follows too; reading now lets the next message run
 		// without waiting for it.
-		if err := g.CheckAccount(g.baseCtx); err != nil {
+		if err := g.CheckAccount(context.Background()); err != nil {
 			g.log.Warn("codex.account_read_failed", zap.Error(err))
 		}
 	}
@@ -211,5 +212,5 @@ func (g *Gateway) LoginCompleted(r codex.LoginResult) {
 		}
 		text += ". Send /login to try again."
 	}
-	g.notify(g.baseCtx, w.addr, w.msgID, text)
+	g.notify(context.Background(), w.addr, w.msgID, text)
 }

@@ -85,6 +85,14 @@ func TestProcessWithoutCodexAccount(t *testing.T) {
 		t.Errorf("codex.account_missing events %v, want one naming the fix", events)
 	}
 
+	// /login through the real app-server: offline, codex cannot reach
+	// auth.openai.com and the lane hears why; with a network it gets a code.
+	login := post(t, api, "nologin", "/login")
+	if !strings.Contains(login.Reply, "Could not start the Codex login: failed to request device code") &&
+		!strings.Contains(login.Reply, "enter the code") {
+		t.Errorf("/login answer %+v", login)
+	}
+
 	code, out := runDoctor(t, cfgFile)
 	failed := failedLines(out)
 	if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "no account") {

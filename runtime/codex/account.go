@@ -106,14 +106,14 @@ func (c *Client) routeAccount(method string, params json.RawMessage) bool {
 	switch method {
 	case "account/updated":
 		var u AccountUpdate
-		if err := json.Unmarshal(params, &u); err == nil && c.opts.AccountUpdated != nil {
-			go c.opts.AccountUpdated(u)
+		if err := json.Unmarshal(params, &u); err == nil && c.opts.OnAccount != nil {
+			go c.opts.OnAccount(u)
 		}
 		return true
 	case "account/login/completed":
 		var r LoginResult
-		if err := json.Unmarshal(params, &r); err == nil && c.opts.LoginCompleted != nil {
-			go c.opts.LoginCompleted(r)
+		if err := json.Unmarshal(params, &r); err == nil && c.opts.OnLogin != nil {
+			go c.opts.OnLogin(r)
 		}
 		return true
 	}

@@ -39,8 +39,8 @@ func TestStartLoginAndItsNotifications(t *testing.T) {
 	updated := make(chan AccountUpdate, 1)
 	completed := make(chan LoginResult, 1)
 	fc := startFake(t, fakeConfig{tweak: func(o *Options) {
-		o.AccountUpdated = func(u AccountUpdate) { updated <- u }
-		o.LoginCompleted = func(r LoginResult) { completed <- r }
+		o.OnAccount = func(u AccountUpdate) { updated <- u }
+		o.OnLogin = func(r LoginResult) { completed <- r }
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -98,10 +98,10 @@ type Options struct {
 	// ToolCall serves the dynamic tools of ThreadConfig.DynamicTools
 	// (item/tool/call); nil → such calls are refused as unsupported.
 	ToolCall ToolCallHandler
-	// AccountUpdated and LoginCompleted hear account/updated and
+	// OnAccount and OnLogin hear account/updated and
 	// account/login/completed (account.go); nil → ignored.
-	AccountUpdated AccountUpdatedHandler
-	LoginCompleted LoginCompletedHandler
+	OnAccount AccountUpdatedHandler
+	OnLogin   LoginCompletedHandler
 }
 
 func (o Options) withDefaults() Options {
