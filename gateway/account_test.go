@@ -52,7 +52,8 @@ var (
 
 // newAccountHarness is a harness whose codex answers account calls, and
 // whose log is observed.
-func newAccountHarness(t *testing.T, a codex.Account) (*harness, *accountCodex, *observer.ObservedLogs) {
+// before runs on the store before the gateway starts (a crash's leftovers).
+func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)) (*harness, *accountCodex, *observer.ObservedLogs) {
 	t.Helper()
 	h := &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
 	h.st.now = h.clock.Now
@@ -68,6 +69,9 @@ func newAccountHarness(t *testing.T, a codex.Account) (*harness, *accountCodex, 
 	h.g = g
 	if err := g.CheckAccount(context.Background()); err != nil {
 		t.Fatalf("CheckAccount: %v", err)
+	}
+	for _, f := range before {
+		f(h.st)
 	}
 	h.start(t)
 	return h, ac, logs
@@ -215,5 +219,23 @@ func TestLoginFailures(t *testing.T) {
 	h.send(t, "api", "a-3", "/help")
 	if out := h.p.next(t); out.InReplyTo != "a-3" {
 		t.Errorf("next message %+v, want the /help reply", out)
+	}
+}
+
+// A message recorded before a restart that finds codex without an account
+// is answered with the reason and closed, like a new one.
+func TestNoAccountRefusesRecoveredMessages(t *testing.T) {
+	var id int64
+	h, _, _ := newAccountHarness(t, noAccount, func(st *fakeStore) {
+		ctx := context.Background()
+		st.EnsureLane(ctx, laneKey(apiAddr("b")))
+		id, _, _ = st.RecordInbound(ctx, store.Inbound{Platform: "test", MessageID: "b1", SessionKey: "v1:test:b", Text: "pending job"})
+	})
+	if out := h.p.replyTo(t, "b1"); out.Text != AccountMissingReason {
+		t.Errorf("recovered message answered %q", out.Text)
+	}
+	waitFor(t, "the recovered row closed", func() bool { return h.st.inboundState(id) == store.InboundFailed })
+	if n := h.cx.turnCount(); n != 0 {
+		t.Errorf("%d turns started", n)
 	}
 }
