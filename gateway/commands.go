@@ -45,6 +45,7 @@ var Commands = []CommandInfo{
 	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
+	{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)"},
 	{Name: "help", Description: "List commands", Menu: true},
 }
 
@@ -105,6 +106,8 @@ func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID i
 		g.modelCommand(ctx, l, msgID, cmd.args)
 	case "effort":
 		g.effortCommand(ctx, l, msgID, cmd.args)
+	case "login":
+		g.loginCommand(ctx, l, msgID)
 	case "help":
 		g.notify(ctx, l.addr, msgID, helpText())
 	case "approve", "deny":

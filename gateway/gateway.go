@@ -257,6 +257,7 @@ type Gateway struct {
 	projects  projectSet   // the directories lanes may work in
 	models    *modelCache  // codex's models and defaults, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
+	account   accountState // whether codex can answer; logins from chats
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.

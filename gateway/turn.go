@@ -69,6 +69,9 @@ const (
 
 // process runs one queued item.
 func (g *Gateway) process(ctx context.Context, l *lane, it item) {
+	if g.refuseUnavailable(ctx, l, it) {
+		return
+	}
 	if it.kind == itemCompact {
 		g.compact(ctx, l, it)
 		return

@@ -27,6 +27,7 @@ const usageText = `Usage:
   gatewayd [run] [--config FILE]        run the daemon (default command)
   gatewayd check-config [--config FILE] validate; print the effective config (secrets redacted)
   gatewayd version                      print the version
+  gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens and api.listen
   gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
   gatewayd sessions list [--config FILE] [--limit N]
   gatewayd sessions show KEY [--config FILE] [--limit N]
@@ -40,7 +41,8 @@ Configuration: --config FILE, else $GATEWAYD_CONFIG, else ~/.config/gatewayd/gat
 
 Exit codes:
   0  success (run: clean shutdown after SIGTERM/SIGINT)
-  1  runtime failure (store, app-server, platform or network error; forced exit on a second signal)
+  1  runtime failure (store, app-server, platform or network error; forced exit on a second signal;
+     doctor: a check failed)
   2  configuration or usage error (also: a platform rejected its bot token)
 `
 
@@ -108,6 +110,8 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 		return cmdChat(ctx, rest, std)
 	case "sessions":
 		return cmdSessions(ctx, rest, std)
+	case "doctor":
+		return cmdDoctor(ctx, rest, std)
 	case "help", "-h", "--help":
 		fmt.Fprint(std.out, usageText)
 		return nil

@@ -130,6 +130,8 @@ type daemon struct {
 	approver atomic.Pointer[codex.ApprovalHandler]
 	refused  atomic.Pointer[codex.UnsupportedHandler]
 	tools    atomic.Pointer[codex.ToolCallHandler]
+	// accountGW hears codex's account notifications (account.go).
+	accountGW atomic.Pointer[gateway.Gateway]
 }
 
 // runDaemon builds everything, runs until ctx ends and shuts down in order:
@@ -154,6 +156,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup
 	if err := d.buildGateway(); err != nil {
 		return err
 	}
+	d.checkAccount(ctx, d.gateway)
 	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
 	return d.run(ctx, opts, hup)
 }
@@ -247,6 +250,8 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		// The account's windows go straight to the gauges; the gateway
 		// reads the same snapshot from the client when it needs it.
 		RateLimitsUpdated: d.rateLimitsUpdated,
+		OnAccount:         d.accountUpdated,
+		OnLogin:           d.loginCompleted,
 		Logger:            d.log.Named("codex"),
 		ClientVersion:     Version(),
 	})
@@ -348,7 +353,7 @@ func (d *daemon) buildGateway() error {
 			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
 		}
 	}
-	d.health = lifecycle.NewHealth(d.probe, 0)
+	d.health = lifecycle.NewHealth(d.healthProbe, 0)
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,

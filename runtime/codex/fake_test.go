@@ -21,6 +21,10 @@ package codex
 //	                        and a second one completes the turn
 //	die-flood <n>           n 1 KiB deltas and "end", then the process exits
 //
+// account/read answers no account (mode no-account) or a chatgpt one;
+// account/login/start (chatgptDeviceCode) answers a code, then sends
+// account/login/completed and account/updated.
+//
 // fake/hold {threadId, fail} holds the thread's next turn/start,
 // thread/compact/start or thread/unsubscribe unanswered; fake/awaitHeld {threadId} answers once
 // one is held; fake/release {threadId} then fails it (fail) or serves it.
@@ -262,6 +266,10 @@ func (f *fakeServer) handle(m fakeMsg) {
 		}
 	case "model/list":
 		f.result(m.ID, fakeModelPage(str("cursor")))
+	case "account/read":
+		f.readAccount(m.ID)
+	case "account/login/start":
+		f.startLogin(m.ID, str("type"))
 	case "fake/hold":
 		f.mu.Lock()
 		f.holds[str("threadId")] = &fakeHold{fail: p["fail"] == true}
@@ -423,4 +431,24 @@ func (f *fakeServer) unsubscribe(id json.RawMessage, tid string) {
 	delete(f.loaded, tid)
 	f.mu.Unlock()
 	f.result(id, map[string]any{"status": "unsubscribed"})
+}
+
+func (f *fakeServer) readAccount(id json.RawMessage) {
+	if f.has("no-account") {
+		f.result(id, map[string]any{"account": nil, "requiresOpenaiAuth": true})
+		return
+	}
+	f.result(id, map[string]any{"account": map[string]any{"type": "chatgpt", "email": "me@example.com", "planType": "plus"},
+		"requiresOpenaiAuth": true})
+}
+
+func (f *fakeServer) startLogin(id json.RawMessage, typ string) {
+	if typ != "chatgptDeviceCode" {
+		f.fail(id, "unsupported login type "+typ)
+		return
+	}
+	f.result(id, map[string]any{"type": typ, "loginId": "login-1",
+		"verificationUrl": "https://auth.example/device", "userCode": "ABCD-1234"})
+	f.notify("account/login/completed", map[string]any{"loginId": "login-1", "success": true, "error": nil})
+	f.notify("account/updated", map[string]any{"authMode": "chatgpt", "planType": "plus"})
 }

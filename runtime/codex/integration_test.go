@@ -749,3 +749,41 @@ func TestIntegrationTurnCwdMovesTheThread(t *testing.T) {
 		t.Fatalf("after resume the model request's cwd = %q, want %s:\n%s", req.Environment("cwd"), second, req.InputText())
 	}
 }
+
+// The real binary: a bare CODEX_HOME without a provider override has no
+// account and needs an OpenAI login; the fake provider of codextest needs
+// none. A device-code login cannot reach auth.openai.com offline: it fails
+// at once with the app-server's reason (measured: 47 ms).
+func TestRealAccountRead(t *testing.T) {
+	m := codextest.NewModel(t)
+	ctx := integrationContext(t)
+	bare := startClient(t, m, codextest.Home(t), func(o *codex.Options) { o.Args, o.Env = nil, nil })
+	a, err := bare.Account(ctx)
+	if err != nil {
+		t.Fatalf("bare Account: %v", err)
+	}
+	if a.Type != "" || !a.RequiresOpenAIAuth || a.Usable() {
+		t.Errorf("bare CODEX_HOME account = %+v, want none with OpenAI auth required", a)
+	}
+	// Offline (as here) auth.openai.com is unreachable; with a network a
+	// real device code comes back. Either way the answer has a shape.
+	login, err := bare.StartLogin(ctx)
+	switch {
+	case err != nil && !strings.Contains(codex.RPCMessage(err), "device code"):
+		t.Errorf("StartLogin error = %v, want the device-code failure", err)
+	case err == nil && (login.VerificationURL == "" || login.UserCode == ""):
+		t.Errorf("StartLogin = %+v, want a URL and a code", login)
+	}
+
+	provider := startClient(t, m, codextest.Home(t))
+	a, err = provider.Account(ctx)
+	if err != nil {
+		t.Fatalf("provider Account: %v", err)
+	}
+	if a.RequiresOpenAIAuth || !a.Usable() {
+		t.Errorf("fake provider account = %+v, want no OpenAI auth required", a)
+	}
+	if n := len(m.Requests()); n != 0 {
+		t.Errorf("reading the account sent %d model requests", n)
+	}
+}

@@ -101,6 +101,10 @@ type Options struct {
 	// RateLimitsUpdated, when set, hears every account/rateLimits/updated
 	// (merged into the last snapshot); it must not block.
 	RateLimitsUpdated RateLimitsHandler
+	// OnAccount and OnLogin hear account/updated and
+	// account/login/completed (account.go); nil → ignored.
+	OnAccount AccountUpdatedHandler
+	OnLogin   LoginCompletedHandler
 }
 
 func (o Options) withDefaults() Options {

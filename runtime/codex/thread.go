@@ -179,6 +179,10 @@ func (c *Client) forget(ts *threadState) {
 // Notifications without a threadId, or for threads this client does not
 // track, are logged at debug level and ignored.
 func (c *Client) route(cn *conn, method string, params json.RawMessage) {
+	// Before the turn decode: their params (error is a string) are not a turnEvent's.
+	if c.routeRateLimits(method, params) {
+		return
+	}
 	if c.routeAccount(method, params) {
 		return
 	}

@@ -219,9 +219,9 @@ func (c *Client) RateLimits(ctx context.Context) (RateLimits, error) {
 	return c.limits.merge(&out.RateLimits), nil
 }
 
-// routeAccount handles the account-wide notifications that name no thread;
-// it reports whether method was one of them.
-func (c *Client) routeAccount(method string, params json.RawMessage) bool {
+// routeRateLimits handles account/rateLimits/updated, which names no thread;
+// it reports whether method was it.
+func (c *Client) routeRateLimits(method string, params json.RawMessage) bool {
 	if method != "account/rateLimits/updated" {
 		return false
 	}

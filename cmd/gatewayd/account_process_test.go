@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+)
+
+// waitHealthReason polls /healthz (the daemon has no other signal) until
+// it answers 503 with a reason containing want, and returns that reason.
+func waitHealthReason(t *testing.T, api *apiClient, d *daemonProc, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.done:
+			t.Fatalf("daemon exited:\n%s", d.logs())
+		default:
+		}
+		resp, err := http.Get(api.base + "/healthz")
+		if err == nil {
+			var body struct{ Status, Reason string }
+			json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			last = resp.Status + " " + body.Status + " " + body.Reason
+			if resp.StatusCode == http.StatusServiceUnavailable && body.Status == "unavailable" && strings.Contains(body.Reason, want) {
+				return body.Reason
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("/healthz never reported %q (last: %s):\n%s", want, last, d.logs())
+	return ""
+}
+
+// The built daemon with the real codex on a bare CODEX_HOME (no login, no
+// provider): /healthz is 503 with the reason, an API message is answered
+// with it within a second without reaching the model, one error event
+// names the fix, and `gatewayd doctor` run beside it fails the account
+// check only (the live database and the daemon's own listener pass).
+func TestProcessWithoutCodexAccount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	cleanEnv(t)
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfgFile := writeProcessConfig(t, dir, map[string]any{
+		"state_dir": filepath.Join(dir, "state"),
+		"log":       map[string]any{"level": "debug", "format": "json"},
+		"codex": map[string]any{"command": codextest.CodexBinary(t), "home": codextest.Home(t),
+			"cwd": filepath.Join(dir, "work"), "start_timeout": "60s"},
+		"api": map[string]any{"listen": addr},
+	})
+	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: time.Minute}}
+	d := startDaemon(t, bin, cfgFile, dir, "noaccount", listenNotify(t).path)
+
+	reason := waitHealthReason(t, api, d, "not logged in")
+	if reason != gateway.AccountMissingReason {
+		t.Errorf("/healthz reason %q", reason)
+	}
+	start := time.Now()
+	r := post(t, api, "nologin", "hello?")
+	took := time.Since(start)
+	if r.Reply != gateway.AccountMissingReason {
+		t.Errorf("answer %+v, want the reason", r)
+	}
+	if took > time.Second {
+		t.Errorf("the answer took %v, want under a second", took)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Errorf("the model got %d requests", n)
+	}
+	events := logEvents(d, "codex.account_missing", func(e map[string]any) bool { return e["level"] == "error" })
+	if len(events) != 1 || !strings.Contains(events[0]["fix"].(string), "codex login --device-auth") {
+		t.Errorf("codex.account_missing events %v, want one naming the fix", events)
+	}
+
+	// /login through the real app-server: offline, codex cannot reach
+	// auth.openai.com and the lane hears why; with a network it gets a code.
+	login := post(t, api, "nologin", "/login")
+	if !strings.Contains(login.Reply, "Could not start the Codex login: failed to request device code") &&
+		!strings.Contains(login.Reply, "enter the code") {
+		t.Errorf("/login answer %+v", login)
+	}
+
+	code, out := runDoctor(t, cfgFile)
+	failed := failedLines(out)
+	if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "no account") {
+		t.Errorf("doctor beside the daemon: exit %d, failed %q\n%s", code, failed, out)
+	}
+	for _, want := range []string{"integrity ok", "schema version", "held by a running gatewayd (/healthz 503"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	if code := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d", code)
+	}
+	t.Logf("no-account answer in %v", took)
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/platforms/telegram"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// pinnedCodexVersion is the codex release this gatewayd was verified
+// against: tools/package.json pins it (a test keeps the two equal).
+const pinnedCodexVersion = "0.169.0"
+
+// doctorTimeout bounds each network check (codex start, token checks,
+// the listener probe), so a hung peer fails its line instead of the doctor.
+const doctorTimeout = 30 * time.Second
+
+// errChecksFailed ends `gatewayd doctor` with exit 1 after its report.
+var errChecksFailed = errors.New("doctor: some checks failed")
+
+// doctor prints one line per check: ✓ or ✗, what was found and, for ✗,
+// the fix. It never prints a token.
+type doctor struct {
+	out    io.Writer
+	failed int
+	http   *http.Client
+}
+
+func (d *doctor) pass(format string, args ...any) {
+	fmt.Fprintf(d.out, "✓ %s\n", fmt.Sprintf(format, args...))
+}
+
+func (d *doctor) fail(what, fix string) {
+	d.failed++
+	fmt.Fprintf(d.out, "✗ %s\n    fix: %s\n", what, fix)
+}
+
+func cmdDoctor(ctx context.Context, args []string, std stdio) error {
+	f := newFlags("doctor", std)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("doctor takes no arguments, got %q", pos)
+	}
+	d := &doctor{out: std.out, http: &http.Client{Timeout: doctorTimeout}}
+	cfg := d.checkConfig(f)
+	if cfg != nil {
+		d.checkStateDir(cfg.StateDir)
+		d.checkDatabase(ctx, cfg.DatabasePath())
+		if binary := d.checkCodexBinary(ctx, cfg.Codex.Command); binary != "" {
+			d.checkAppServer(ctx, cfg)
+		}
+		d.checkTelegram(ctx, cfg.Telegram)
+		d.checkDiscord(ctx, cfg.Discord)
+		d.checkListen(ctx, cfg.API.Listen)
+	}
+	if d.failed > 0 {
+		fmt.Fprintf(std.out, "%d check(s) failed.\n", d.failed)
+		return errChecksFailed
+	}
+	fmt.Fprintln(std.out, "All checks passed.")
+	return nil
+}
+
+// checkConfig loads and validates the configuration; the other checks
+// need it, so nil stops the doctor there.
+func (d *doctor) checkConfig(f *flags) *config.Config {
+	cfg, err := f.load()
+	if err == nil {
+		err = checkRuntime(cfg)
+	}
+	if err != nil {
+		d.fail("config: "+err.Error(), "correct the key named above (`gatewayd check-config` shows the effective config)")
+		return nil
+	}
+	file := cfg.File
+	if file == "" {
+		file = "defaults and environment only"
+	}
+	d.pass("config valid (%s)", file)
+	return cfg
+}
+
+// checkStateDir writes and removes a file in the state directory, or, when
+// it does not exist yet, checks that the daemon can create it.
+func (d *doctor) checkStateDir(dir string) {
+	probeDir := dir
+	for {
+		if _, err := os.Stat(probeDir); err == nil {
+			break
+		}
+		parent := filepath.Dir(probeDir)
+		if parent == probeDir {
+			break
+		}
+		probeDir = parent
+	}
+	f, err := os.CreateTemp(probeDir, ".gatewayd-doctor-*")
+	if err != nil {
+		d.fail(fmt.Sprintf("state dir %s is not writable: %v", dir, err),
+			"make it writable by the service user (systemd: StateDirectory=gatewayd) or set state_dir")
+		return
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if probeDir != dir {
+		d.pass("state dir %s does not exist yet; it can be created in %s", dir, probeDir)
+		return
+	}
+	d.pass("state dir %s is writable", dir)
+}
+
+func (d *doctor) checkDatabase(ctx context.Context, path string) {
+	h, err := store.Inspect(ctx, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		d.pass("database %s: none yet (created at the first start, schema version %d)", path, h.WantVersion)
+		return
+	case err != nil:
+		d.fail(fmt.Sprintf("database %s cannot be read: %v", path, err),
+			"check the file's owner and permissions; restore it from a backup if it is damaged")
+		return
+	case h.QuickCheck != "ok":
+		d.fail(fmt.Sprintf("database %s integrity: %s", path, h.QuickCheck),
+			"stop gatewayd and restore the database from a backup (or recover it with sqlite3 .recover)")
+	default:
+		d.pass("database %s integrity ok (PRAGMA quick_check)", path)
+	}
+	switch {
+	case h.SchemaVersion > h.WantVersion:
+		d.fail(fmt.Sprintf("database schema version %d is newer than this gatewayd's %d", h.SchemaVersion, h.WantVersion),
+			"run the newer gatewayd binary that wrote it")
+	case h.SchemaVersion < h.WantVersion:
+		d.pass("database schema version %d; this gatewayd migrates it to %d at start", h.SchemaVersion, h.WantVersion)
+	default:
+		d.pass("database schema version %d (current)", h.SchemaVersion)
+	}
+}
+
+// checkCodexBinary finds the native codex binary and compares its version
+// with the pinned one; it returns the binary ("" when not found).
+func (d *doctor) checkCodexBinary(ctx context.Context, command string) string {
+	binary, err := codex.ResolveCommand(command)
+	if err != nil {
+		d.fail(fmt.Sprintf("codex binary: %v", err),
+			fmt.Sprintf("install @openai/codex@%s (npm) or set codex.command to the native binary", pinnedCodexVersion))
+		return ""
+	}
+	vctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(vctx, binary, "--version").Output()
+	if err != nil {
+		d.fail(fmt.Sprintf("codex binary %s does not run: %v", binary, err), "reinstall @openai/codex@"+pinnedCodexVersion)
+		return ""
+	}
+	version := codexVersion(string(out))
+	if version != pinnedCodexVersion {
+		d.fail(fmt.Sprintf("codex binary %s is version %q; this gatewayd was verified with %s", binary, version, pinnedCodexVersion),
+			"install @openai/codex@"+pinnedCodexVersion+" (the app-server protocol changes between releases)")
+		return binary
+	}
+	d.pass("codex binary %s, version %s (pinned)", binary, version)
+	return binary
+}
+
+// codexVersion takes the version from `codex --version` ("codex-cli 0.169.0").
+func codexVersion(out string) string {
+	fields := strings.Fields(out)
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[len(fields)-1]
+}
+
+// checkAppServer starts the app-server as the daemon would, and reads its
+// account: either an account or a provider that needs no OpenAI login.
+func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
+	dir := cfg.Codex.Cwd
+	if _, err := os.Stat(dir); err != nil {
+		dir = os.TempDir() // the daemon creates it; the doctor changes nothing
+	}
+	started := time.Now()
+	cx, err := codex.Start(ctx, codex.Options{
+		Command: cfg.Codex.Command, Args: cfg.Codex.Args, Home: cfg.Codex.Home,
+		Env: childEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
+		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: Version(),
+	})
+	if err != nil {
+		d.fail(fmt.Sprintf("codex app-server did not start: %v", err),
+			"run `codex app-server` by hand with the same codex.home and codex.args to see its error")
+		return
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = cx.Close(cctx)
+	}()
+	d.pass("codex app-server started; initialize answered in %s", time.Since(started).Round(time.Millisecond))
+	actx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	a, err := cx.Account(actx)
+	switch {
+	case err != nil:
+		d.fail(fmt.Sprintf("codex account/read failed: %v", err), "check the codex version (see above)")
+	case !a.Usable():
+		d.fail("codex has no account and its provider needs an OpenAI login",
+			"run `codex login --device-auth` as the service user (same CODEX_HOME), send /login to the bot in a private chat, or configure a model provider in CODEX_HOME/config.toml")
+	case a.Type != "":
+		d.pass("codex account: %s", accountLabel(a))
+	default:
+		d.pass("codex uses a configured model provider (no OpenAI login needed)")
+	}
+}
+
+func accountLabel(a codex.Account) string {
+	parts := []string{a.Type}
+	for _, p := range []string{a.Email, a.PlanType} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (d *doctor) checkTelegram(ctx context.Context, tg config.Telegram) {
+	if !tg.Enabled() {
+		return
+	}
+	base := strings.TrimRight(tg.APIURL, "/")
+	if base == "" {
+		base = telegram.DefaultAPIURL
+	}
+	shown := base + "/bot<token>/getMe"
+	var body struct {
+		OK     bool   `json:"ok"`
+		Desc   string `json:"description"`
+		Result struct {
+			Username string `json:"username"`
+		} `json:"result"`
+	}
+	status, err := d.getJSON(ctx, base+"/bot"+tg.Token+"/getMe", nil, &body)
+	switch {
+	case err != nil:
+		d.fail(fmt.Sprintf("telegram: %s: %v", shown, err), "check the network path to the Bot API (telegram.api_url)")
+	case status != http.StatusOK || !body.OK:
+		d.fail(fmt.Sprintf("telegram token refused: %s answered %d %s", shown, status, body.Desc),
+			"set telegram.token (or telegram.token_file) to the token @BotFather gave")
+	default:
+		d.pass("telegram token accepted (@%s)", body.Result.Username)
+	}
+	d.checkAllowlist("telegram", len(tg.AllowedUsers)+len(tg.AllowedChats),
+		fmt.Sprintf("%d user(s), %d chat(s)", len(tg.AllowedUsers), len(tg.AllowedChats)),
+		"set telegram.allowed_users (numeric ids) or telegram.allowed_chats")
+}
+
+func (d *doctor) checkDiscord(ctx context.Context, dc config.Discord) {
+	if !dc.Enabled() {
+		return
+	}
+	base := strings.TrimRight(dc.APIURL, "/")
+	if base == "" {
+		base = "https://discord.com"
+	}
+	shown := base + "/api/v9/users/@me"
+	var body struct {
+		Username string `json:"username"`
+		Message  string `json:"message"`
+	}
+	status, err := d.getJSON(ctx, shown, map[string]string{"Authorization": "Bot " + dc.Token}, &body)
+	switch {
+	case err != nil:
+		d.fail(fmt.Sprintf("discord: %s: %v", shown, err), "check the network path to Discord (discord.api_url)")
+	case status != http.StatusOK:
+		d.fail(fmt.Sprintf("discord token refused: %s answered %d %s", shown, status, body.Message),
+			"set discord.token (or discord.token_file) to the bot token of the Developer Portal")
+	default:
+		d.pass("discord token accepted (%s)", body.Username)
+	}
+	d.checkAllowlist("discord", len(dc.AllowedUsers)+len(dc.AllowedRoles),
+		fmt.Sprintf("%d user(s), %d role(s)", len(dc.AllowedUsers), len(dc.AllowedRoles)),
+		"set discord.allowed_users or discord.allowed_roles")
+}
+
+func (d *doctor) checkAllowlist(platform string, n int, detail, fix string) {
+	if n == 0 {
+		d.fail(platform+" allowlist is empty: nobody may talk to the bot", fix)
+		return
+	}
+	d.pass("%s allowlist: %s", platform, detail)
+}
+
+// getJSON GETs u and decodes a JSON body. Transport errors are reported
+// without the URL, which may hold a token (Telegram puts it in the path).
+func (d *doctor) getJSON(ctx context.Context, u string, header map[string]string, out any) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, errors.New("invalid URL")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out) // an error status may have no JSON
+	return resp.StatusCode, nil
+}
+
+// checkListen passes when api.listen is free, or held by a gatewayd (its
+// /healthz answers with gatewayd's JSON, ready or not).
+func (d *doctor) checkListen(ctx context.Context, addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		ln.Close()
+		d.pass("api.listen %s is free", addr)
+		return
+	}
+	var body struct {
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	status, herr := d.getJSON(ctx, "http://"+addr+"/healthz", nil, &body)
+	if herr == nil && (body.Status == "ok" || body.Status == "unavailable") {
+		detail := body.Status
+		if body.Reason != "" {
+			detail += ": " + body.Reason
+		}
+		d.pass("api.listen %s is held by a running gatewayd (/healthz %d %s)", addr, status, detail)
+		return
+	}
+	d.fail(fmt.Sprintf("api.listen %s is in use by another program: %v", addr, err),
+		"stop that program or set api.listen to a free address")
+}

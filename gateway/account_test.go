@@ -1,0 +1,241 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// accountCodex is the fake codex with the account calls of *codex.Client.
+type accountCodex struct {
+	*fakeCodex
+	amu      sync.Mutex
+	account  codex.Account
+	readErr  error
+	login    codex.Login
+	loginErr error
+	logins   int
+}
+
+func (c *accountCodex) Account(context.Context) (codex.Account, error) {
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	return c.account, c.readErr
+}
+
+func (c *accountCodex) StartLogin(context.Context) (codex.Login, error) {
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	c.logins++
+	return c.login, c.loginErr
+}
+
+func (c *accountCodex) setAccount(a codex.Account) {
+	c.amu.Lock()
+	c.account = a
+	c.amu.Unlock()
+}
+
+var (
+	noAccount = codex.Account{RequiresOpenAIAuth: true}
+	chatgpt   = codex.Account{Type: "chatgpt", Email: "me@example.com", PlanType: "plus", RequiresOpenAIAuth: true}
+)
+
+// newAccountHarness is a harness whose codex answers account calls, and
+// whose log is observed.
+// before runs on the store before the gateway starts (a crash's leftovers).
+func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)) (*harness, *accountCodex, *observer.ObservedLogs) {
+	t.Helper()
+	h := &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
+	h.st.now = h.clock.Now
+	ac := &accountCodex{fakeCodex: h.cx, account: a,
+		login: codex.Login{ID: "login-7", VerificationURL: "https://auth.example/codex/device", UserCode: "WXYZ-9876"}}
+	core, logs := observer.New(zap.InfoLevel)
+	g, err := New(Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
+		Logger: zap.New(core), Now: h.clock.Now}, h.st, ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.AddPlatform(h.p)
+	h.g = g
+	if err := g.CheckAccount(context.Background()); err != nil {
+		t.Fatalf("CheckAccount: %v", err)
+	}
+	for _, f := range before {
+		f(h.st)
+	}
+	h.start(t)
+	return h, ac, logs
+}
+
+func (h *harness) sendAs(t *testing.T, addr Address, id, text string) {
+	t.Helper()
+	if err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
+		t.Fatalf("Deliver(%s): %v", id, err)
+	}
+}
+
+func (c *fakeCodex) turnCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.turns)
+}
+
+// Without an account a message is answered at once with the fix, no turn
+// starts, its inbox row is closed failed (it does not run after a login or
+// a restart), and the missing account is logged once however often it is
+// read. Once codex reports an account, messages run again.
+func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
+	h, ac, logs := newAccountHarness(t, noAccount)
+	if got := h.g.CodexUnavailable(); got != AccountMissingReason {
+		t.Fatalf("CodexUnavailable = %q", got)
+	}
+	h.send(t, "a", "m1", "hello")
+	if out := h.p.replyTo(t, "m1"); out.Text != AccountMissingReason {
+		t.Errorf("reply %q, want the reason", out.Text)
+	}
+	h.send(t, "a", "m2", "/compact")
+	if out := h.p.replyTo(t, "m2"); out.Text != AccountMissingReason {
+		t.Errorf("/compact reply %q, want the reason", out.Text)
+	}
+	if n := h.cx.turnCount(); n != 0 {
+		t.Errorf("%d turns started without an account", n)
+	}
+	if st := h.st.inboundState(1); st != store.InboundFailed {
+		t.Errorf("inbox row state %q, want %q", st, store.InboundFailed)
+	}
+	h.g.AccountUpdated(codex.AccountUpdate{}) // still none: no second error event
+	if n := logs.FilterMessage("codex.account_missing").Len(); n != 1 {
+		t.Errorf("codex.account_missing logged %d times, want 1", n)
+	}
+	if e := logs.FilterMessage("codex.account_missing").All(); len(e) == 1 &&
+		!strings.Contains(e[0].ContextMap()["fix"].(string), "codex login --device-auth") {
+		t.Errorf("the event does not name the fix: %v", e[0].ContextMap())
+	}
+
+	ac.setAccount(chatgpt)
+	h.g.AccountUpdated(codex.AccountUpdate{AuthMode: "chatgpt", PlanType: "plus"})
+	if got := h.g.CodexUnavailable(); got != "" {
+		t.Fatalf("CodexUnavailable after login = %q", got)
+	}
+	h.send(t, "a", "m3", "again")
+	if out := h.p.replyTo(t, "m3"); out.Text != "re: again" {
+		t.Errorf("reply after login %q", out.Text)
+	}
+	if n := h.cx.turnCount(); n != 1 {
+		t.Errorf("%d turns, want only the one after login", n)
+	}
+}
+
+// A provider that needs no OpenAI login is usable without an account; an
+// account/read that fails leaves the state as it was.
+func TestAccountCheckEdgeCases(t *testing.T) {
+	h, ac, _ := newAccountHarness(t, codex.Account{RequiresOpenAIAuth: false})
+	if got := h.g.CodexUnavailable(); got != "" {
+		t.Errorf("custom provider: CodexUnavailable = %q", got)
+	}
+	ac.amu.Lock()
+	ac.readErr = errors.New("boom")
+	ac.amu.Unlock()
+	if err := h.g.CheckAccount(context.Background()); err == nil {
+		t.Error("CheckAccount hid a read error")
+	}
+	if got := h.g.CodexUnavailable(); got != "" {
+		t.Errorf("a read error changed the state: %q", got)
+	}
+}
+
+// /login in a private chat or on the API lane sends the device URL and code
+// and later how the login ended; in a group it is refused without starting
+// a login.
+func TestLoginCommand(t *testing.T) {
+	h, ac, _ := newAccountHarness(t, noAccount)
+	group := Address{Platform: "test", Kind: LaneGroup, ChatID: "g1"}
+	h.sendAs(t, group, "g-1", "/login")
+	if out := h.p.replyTo(t, "g-1"); !strings.Contains(out.Text, "only in a private chat") {
+		t.Errorf("group /login reply %q", out.Text)
+	}
+	ac.amu.Lock()
+	started := ac.logins
+	ac.amu.Unlock()
+	if started != 0 {
+		t.Fatalf("a group started %d logins", started)
+	}
+
+	dm := Address{Platform: "test", Kind: LaneDM, ChatID: "u1"}
+	h.sendAs(t, dm, "d-1", "/login")
+	out := h.p.replyTo(t, "d-1")
+	if !strings.Contains(out.Text, "https://auth.example/codex/device") || !strings.Contains(out.Text, "WXYZ-9876") {
+		t.Errorf("DM /login reply %q lacks the URL and code", out.Text)
+	}
+	ac.setAccount(chatgpt)
+	h.g.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: true})
+	if out := h.p.replyTo(t, "d-1"); !strings.Contains(out.Text, "logged in") {
+		t.Errorf("login completed notice %q", out.Text)
+	}
+	if got := h.g.CodexUnavailable(); got != "" {
+		t.Errorf("CodexUnavailable after a successful login = %q", got)
+	}
+
+	h.send(t, "api", "a-1", "/login")
+	if out := h.p.replyTo(t, "a-1"); !strings.Contains(out.Text, "already logged in (chatgpt, me@example.com)") {
+		t.Errorf("API /login when logged in: %q", out.Text)
+	}
+}
+
+func TestLoginFailures(t *testing.T) {
+	h, ac, _ := newAccountHarness(t, noAccount)
+	ac.amu.Lock()
+	ac.loginErr = &codex.RPCError{Method: "account/login/start", Code: -32603, Message: "failed to request device code: offline"}
+	ac.amu.Unlock()
+	h.send(t, "api", "a-1", "/login")
+	if out := h.p.replyTo(t, "a-1"); !strings.Contains(out.Text, "Could not start the Codex login: failed to request device code") {
+		t.Errorf("failed start reply %q", out.Text)
+	}
+
+	ac.amu.Lock()
+	ac.loginErr = nil
+	ac.amu.Unlock()
+	h.send(t, "api", "a-2", "/login")
+	h.p.replyTo(t, "a-2")
+	h.g.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
+	if out := h.p.replyTo(t, "a-2"); !strings.Contains(out.Text, "login failed: device code expired") {
+		t.Errorf("failed login notice %q", out.Text)
+	}
+	if got := h.g.CodexUnavailable(); got == "" {
+		t.Error("a failed login cleared the missing account")
+	}
+	// A login started elsewhere (the codex CLI) has no chat to tell.
+	h.g.LoginCompleted(codex.LoginResult{LoginID: "cli-login", Success: false})
+	h.send(t, "api", "a-3", "/help")
+	if out := h.p.next(t); out.InReplyTo != "a-3" {
+		t.Errorf("next message %+v, want the /help reply", out)
+	}
+}
+
+// A message recorded before a restart that finds codex without an account
+// is answered with the reason and closed, like a new one.
+func TestNoAccountRefusesRecoveredMessages(t *testing.T) {
+	var id int64
+	h, _, _ := newAccountHarness(t, noAccount, func(st *fakeStore) {
+		ctx := context.Background()
+		st.EnsureLane(ctx, laneKey(apiAddr("b")))
+		id, _, _ = st.RecordInbound(ctx, store.Inbound{Platform: "test", MessageID: "b1", SessionKey: "v1:test:b", Text: "pending job"})
+	})
+	if out := h.p.replyTo(t, "b1"); out.Text != AccountMissingReason {
+		t.Errorf("recovered message answered %q", out.Text)
+	}
+	waitFor(t, "the recovered row closed", func() bool { return h.st.inboundState(id) == store.InboundFailed })
+	if n := h.cx.turnCount(); n != 0 {
+		t.Errorf("%d turns started", n)
+	}
+}
