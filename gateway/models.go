@@ -308,19 +308,8 @@ func (g *Gateway) effortCommand(ctx context.Context, l *lane, msgID, args string
 }
 
 func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
-	sl, err := g.st.Lane(ctx, l.key)
-	if err != nil {
-		g.log.Warn("model.lane_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, "Could not read this conversation's model (storage error). Please try again.")
-		return
-	}
-	cctx, cancel := g.modelCall(ctx)
-	defer cancel()
-	current := g.describeModel(cctx, sl)
-	models, err := g.models.list(cctx, g.cx)
-	if err != nil {
-		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+	current, _, models, ok := g.modelChoices(ctx, l, msgID, "model")
+	if !ok {
 		return
 	}
 	var b strings.Builder
@@ -334,6 +323,29 @@ func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
 	}
 	b.WriteString("Choose with /model NAME; /model default goes back to the default.")
 	g.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
+}
+
+// modelChoices loads what /model and /effort show: a line on the lane's
+// model and effort, the model it runs with, and codex's models. A
+// failure is answered here (what names the setting) and ok is false.
+func (g *Gateway) modelChoices(ctx context.Context, l *lane, msgID, what string) (
+	current, model string, models []codex.Model, ok bool) {
+	sl, err := g.st.Lane(ctx, l.key)
+	if err != nil {
+		g.log.Warn(what+".lane_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
+		return "", "", nil, false
+	}
+	cctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	current = g.describeModel(cctx, sl)
+	models, err = g.models.list(cctx, g.cx)
+	if err != nil {
+		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
+		g.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		return current, "", nil, false
+	}
+	return current, g.modelOf(cctx, sl), models, true
 }
 
 // describeModel says which model and effort the lane runs with.
@@ -371,22 +383,11 @@ func (g *Gateway) modelOf(ctx context.Context, sl store.Lane) string {
 }
 
 func (g *Gateway) showEfforts(ctx context.Context, l *lane, msgID string) {
-	sl, err := g.st.Lane(ctx, l.key)
-	if err != nil {
-		g.log.Warn("effort.lane_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, "Could not read this conversation's effort (storage error). Please try again.")
+	current, model, models, ok := g.modelChoices(ctx, l, msgID, "effort")
+	if !ok {
 		return
 	}
-	cctx, cancel := g.modelCall(ctx)
-	defer cancel()
-	current := g.describeModel(cctx, sl)
-	models, err := g.models.list(cctx, g.cx)
-	if err != nil {
-		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
-		return
-	}
-	efforts := effortsFor(models, g.modelOf(cctx, sl))
+	efforts := effortsFor(models, model)
 	buttons := make([]Button, 0, len(efforts))
 	for _, e := range efforts {
 		buttons = append(buttons, Button{ID: effortPrefix + e, Label: e})

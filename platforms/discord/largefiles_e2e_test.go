@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,35 +14,6 @@ import (
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
-
-// randomBytes is n bytes no step of the path can compress or dedupe.
-func randomBytes(n int, seed byte) []byte {
-	var key [32]byte
-	key[0] = seed
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(key).Read(b)
-	return b
-}
-
-// storedBytes returns the bytes of the one file named name under root.
-func storedBytes(t *testing.T, root, name string) []byte {
-	t.Helper()
-	var found []string
-	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == name {
-			found = append(found, path)
-		}
-		return nil
-	})
-	if len(found) != 1 {
-		t.Fatalf("%s stored %d times under %s (%v), want once", name, len(found), root, found)
-	}
-	b, err := os.ReadFile(found[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestEndToEndLargeFilesBothWays: attachments of 5 and 19 MiB come in from
 // their CDN URLs, land on disk byte for byte and reach the model by path.
@@ -77,7 +46,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 	stateFiles := filepath.Join(world.Work, "state", "files")
 	for i, mib := range []int{5, 19} {
 		name := fmt.Sprintf("in-%dmib.bin", mib)
-		data := randomBytes(mib<<20, byte(i+1))
+		data := gatewaytest.RandomBytes(mib<<20, byte(i+1))
 		began := time.Now()
 		srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, MentionBot: true, Content: fmt.Sprintf("IN%d please read", mib),
 			Attachments: []discordtest.File{{Name: name, ContentType: "application/octet-stream", Data: data}}})
@@ -85,12 +54,12 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 			t.Fatalf("no reply to %s", name)
 		}
 		t.Logf("figure: %d MiB attachment in (download, store, turn, reply): %v", mib, time.Since(began).Round(time.Millisecond))
-		if got := storedBytes(t, stateFiles, name); !bytes.Equal(got, data) {
+		if got := gatewaytest.StoredFile(t, stateFiles, name); !bytes.Equal(got, data) {
 			t.Errorf("%s on disk: %d bytes, not the %d sent", name, len(got), len(data))
 		}
 
 		out := fmt.Sprintf("out-%dmib.bin", mib)
-		outData := randomBytes(mib<<20, byte(100+i))
+		outData := gatewaytest.RandomBytes(mib<<20, byte(100+i))
 		if err := os.WriteFile(filepath.Join(world.Work, out), outData, 0o600); err != nil {
 			t.Fatal(err)
 		}

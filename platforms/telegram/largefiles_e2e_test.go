@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,35 +21,6 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
-
-// randomBytes is n bytes no step of the path can compress or dedupe.
-func randomBytes(n int, seed uint64) []byte {
-	var key [32]byte
-	key[0] = byte(seed)
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(key).Read(b)
-	return b
-}
-
-// findStored returns the bytes of the one file named name under root.
-func findStored(t *testing.T, root, name string) []byte {
-	t.Helper()
-	var found []string
-	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == name {
-			found = append(found, path)
-		}
-		return nil
-	})
-	if len(found) != 1 {
-		t.Fatalf("%s stored %d times under %s (%v), want once", name, len(found), root, found)
-	}
-	b, err := os.ReadFile(found[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestEndToEndLargeFilesBothWays: documents of 5 and 19 MiB (under the
 // default 20 MiB files.max_bytes, Telegram's own getFile limit) come in
@@ -99,7 +68,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 	}
 	for i, mib := range []int{5, 19} {
 		name := fmt.Sprintf("in-%dmib.bin", mib)
-		data := randomBytes(mib<<20, uint64(i+1))
+		data := gatewaytest.RandomBytes(mib<<20, byte(i+1))
 		msgID++
 		caption := fmt.Sprintf("IN%d please read", mib)
 		began := time.Now()
@@ -108,7 +77,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 				MimeType: "application/octet-stream", FileSize: int64(len(data))}}})
 		srv.WaitFor(90*time.Second, "the reply to "+name, replied(fmt.Sprintf("IN%d", mib)))
 		t.Logf("figure: %d MiB document in (getFile, download, store, turn, reply): %v", mib, time.Since(began).Round(time.Millisecond))
-		if got := findStored(t, stateFiles, name); !bytes.Equal(got, data) {
+		if got := gatewaytest.StoredFile(t, stateFiles, name); !bytes.Equal(got, data) {
 			t.Errorf("%s on disk: %d bytes, not the %d sent", name, len(got), len(data))
 		}
 		if !modelSaw(world, caption, name) {
@@ -116,7 +85,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 		}
 
 		out := fmt.Sprintf("out-%dmib.bin", mib)
-		outData := randomBytes(mib<<20, uint64(100+i))
+		outData := gatewaytest.RandomBytes(mib<<20, byte(100+i))
 		if err := os.WriteFile(filepath.Join(world.Work, out), outData, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +103,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 
 	for i, declared := range []bool{true, false} {
 		name := fmt.Sprintf("big-%d.bin", i)
-		data := randomBytes(21<<20, uint64(200+i))
+		data := gatewaytest.RandomBytes(21<<20, byte(200+i))
 		size := int64(0) // Telegram may leave file_size out: the download itself is cut at the limit
 		if declared {
 			size = int64(len(data))
