@@ -241,6 +241,12 @@ ALTER TABLE messages ADD COLUMN output_tokens       INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN reasoning_tokens    INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN context_tokens      INTEGER NOT NULL DEFAULT 0;
 `,
+	// 12: a lane's transcript across all its sessions, newest first and
+	// paged by id (the console's TranscriptPage). Without it SQLite sorts
+	// every message of the lane for each page.
+	`
+CREATE INDEX messages_by_key ON messages(session_key, id);
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))
