@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -354,15 +355,17 @@ func (d *daemon) buildGateway() error {
 		}
 	}
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
+	handlers := map[string]http.Handler{
+		"/healthz":  d.health,
+		"/metrics":  d.metrics.Handler(),
+		adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)},
+	}
+	maps.Copy(handlers, (&console{st: d.store, live: gw, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)}).routes())
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
-		Handlers: map[string]http.Handler{
-			"/healthz":  d.health,
-			"/metrics":  d.metrics.Handler(),
-			adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)},
-		},
+		Handlers: handlers,
 	})
 	gw.AddPlatform(d.api)
 	chats, err := chatPlatforms(d.cfg, d.store, d.log)

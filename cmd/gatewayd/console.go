@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/api"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// The console routes are the web console's backend, shared with scripts.
+// They are mounted on the API listener beside the API lane's own routes, so
+// the Host and Origin guard of platforms/api runs before them; they check
+// api.token themselves, like the admin routes (extra handlers get no token
+// check from the API platform).
+//
+//	GET /api/lanes?limit=N&platform=P&q=TEXT        lanes, most recently active first
+//	GET /api/lanes/{lane}                           one lane, with its last turn's usage
+//	GET /api/lanes/{lane}/transcript?before=ID&limit=N  its messages of every session, newest first
+//	GET /api/search?q=TEXT&limit=N                  transcript messages of every lane, best match first
+//
+// {lane} is an API lane name (no ':') or a full session key, path-escaped
+// or with its ':' raw; a '/' in a key must be escaped (%2F).
+const (
+	lanesDefaultLimit      = 100
+	lanesMaxLimit          = 1000
+	transcriptDefaultLimit = 50
+	transcriptMaxLimit     = 500
+	searchDefaultLimit     = 50
+	searchMaxLimit         = 500
+	maxSessionKeyBytes     = 1024
+)
+
+// consoleStore is what the console reads; *store.Store implements it.
+type consoleStore interface {
+	FindLanes(ctx context.Context, f store.LaneFilter) ([]store.Lane, error)
+	Lane(ctx context.Context, key string) (store.Lane, error)
+	TranscriptPage(ctx context.Context, key string, before int64, limit int) ([]store.Message, error)
+	Search(ctx context.Context, query string, limit int) ([]store.Message, error)
+	LastTurnUsage(ctx context.Context, key string) (store.TurnUsage, bool, error)
+}
+
+// laneStater tells a lane's live work; *gateway.Gateway implements it.
+type laneStater interface {
+	LaneState(key string) gateway.LaneState
+}
+
+type console struct {
+	st    consoleStore
+	live  laneStater
+	token string
+	dirs  workdirs
+}
+
+// routes returns the console's patterns for api.Config.Handlers. They take
+// every method so that a wrong one is answered 405 in JSON, not by the mux.
+func (c *console) routes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/api/lanes":                   c.guard(c.listLanes),
+		"/api/lanes/{lane}":            c.guard(c.showLane),
+		"/api/lanes/{lane}/transcript": c.guard(c.transcript),
+		"/api/search":                  c.guard(c.search),
+	}
+}
+
+// guard admits GET requests that carry the token (when one is set).
+func (c *console) guard(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bearerMatches(r, c.token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody("missing or wrong bearer token"))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeJSON(w, http.StatusMethodNotAllowed, errorBody(r.Method+" is not allowed here; use GET"))
+			return
+		}
+		next(w, r)
+	})
+}
+
+func bearerMatches(r *http.Request, token string) bool {
+	if token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+func errorBody(msg string) map[string]string { return map[string]string{"error": msg} }
+
+// consoleLane is a lane as the console shows it: the admin view plus the
+// lane's settings and its live work.
+type consoleLane struct {
+	laneView
+	Title string `json:"title,omitempty"`
+	// Model, Effort and Verbose are the lane's own choices; "" means the
+	// configured default.
+	Model   string `json:"model"`
+	Effort  string `json:"effort"`
+	Verbose string `json:"verbose"`
+	Queued  int    `json:"queued"`
+	Running bool   `json:"running"`
+}
+
+// laneDetail is one lane with what is cheap to add for its page.
+type laneDetail struct {
+	consoleLane
+	LastTurn *turnUsageView `json:"last_turn,omitempty"`
+}
+
+// turnUsageView is the usage of the lane's latest turn that reported any;
+// context_tokens of context_window is the context in use after it.
+type turnUsageView struct {
+	TurnID            string    `json:"turn_id"`
+	Status            string    `json:"status"`
+	At                time.Time `json:"at"`
+	TurnTokens        int64     `json:"turn_tokens"`
+	InputTokens       int64     `json:"input_tokens"`
+	CachedInputTokens int64     `json:"cached_input_tokens"`
+	OutputTokens      int64     `json:"output_tokens"`
+	ReasoningTokens   int64     `json:"reasoning_tokens"`
+	TotalTokens       int64     `json:"total_tokens"`
+	ContextTokens     int64     `json:"context_tokens"`
+	ContextWindow     int64     `json:"context_window"`
+}
+
+type transcriptMessage struct {
+	ID        int64     `json:"id"`
+	SessionID int64     `json:"session_id"`
+	Role      string    `json:"role"`
+	Text      string    `json:"text"`
+	TurnID    string    `json:"turn_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type transcriptPage struct {
+	Messages []transcriptMessage `json:"messages"`
+	// NextBefore is the before= of the next (older) page; null on the last.
+	NextBefore *int64 `json:"next_before"`
+}
+
+type searchResult struct {
+	Lane      string    `json:"lane"`
+	ID        int64     `json:"id"`
+	SessionID int64     `json:"session_id"`
+	Role      string    `json:"role"`
+	Text      string    `json:"text"`
+	TurnID    string    `json:"turn_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (c *console) viewLane(l store.Lane) consoleLane {
+	live := c.live.LaneState(l.SessionKey)
+	return consoleLane{
+		laneView: viewLane(l, c.dirs), Title: l.Meta["title"],
+		Model: l.Model, Effort: l.Effort, Verbose: l.Verbose,
+		Queued: live.Queued, Running: live.Running,
+	}
+}
+
+func (c *console) listLanes(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r, lanesDefaultLimit, lanesMaxLimit)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	q := r.URL.Query()
+	lanes, err := c.st.FindLanes(r.Context(), store.LaneFilter{
+		Platform: q.Get("platform"), Contains: q.Get("q"), Limit: limit,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	views := make([]consoleLane, 0, len(lanes))
+	for _, l := range lanes {
+		views = append(views, c.viewLane(l))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"lanes": views})
+}
+
+func (c *console) showLane(w http.ResponseWriter, r *http.Request) {
+	key, ok := laneParam(w, r)
+	if !ok {
+		return
+	}
+	l, err := c.st.Lane(r.Context(), key)
+	if err != nil {
+		writeLaneError(w, key, err)
+		return
+	}
+	detail := laneDetail{consoleLane: c.viewLane(l)}
+	tu, found, err := c.st.LastTurnUsage(r.Context(), key)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if found {
+		detail.LastTurn = viewTurnUsage(tu)
+	}
+	writeJSON(w, http.StatusOK, detail)
+}
+
+func viewTurnUsage(tu store.TurnUsage) *turnUsageView {
+	u := tu.Usage
+	return &turnUsageView{
+		TurnID: tu.TurnID, Status: tu.Status, At: tu.At,
+		TurnTokens: u.TurnTokens, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens,
+		OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens,
+		ContextTokens: u.ContextTokens, ContextWindow: u.ContextWindow,
+	}
+}
+
+func (c *console) transcript(w http.ResponseWriter, r *http.Request) {
+	key, ok := laneParam(w, r)
+	if !ok {
+		return
+	}
+	limit, err := limitParam(r, transcriptDefaultLimit, transcriptMaxLimit)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	before, err := beforeParam(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	c.writeTranscriptPage(w, r, key, before, limit)
+}
+
+// writeTranscriptPage asks for one message more than the page holds, so
+// next_before is null exactly when no older message exists.
+func (c *console) writeTranscriptPage(w http.ResponseWriter, r *http.Request, key string, before int64, limit int) {
+	msgs, err := c.st.TranscriptPage(r.Context(), key, before, limit+1)
+	if err != nil {
+		writeLaneError(w, key, err)
+		return
+	}
+	page := transcriptPage{Messages: make([]transcriptMessage, 0, min(len(msgs), limit))}
+	if len(msgs) > limit {
+		msgs = msgs[:limit]
+		next := msgs[limit-1].ID
+		page.NextBefore = &next
+	}
+	for _, m := range msgs {
+		page.Messages = append(page.Messages, transcriptMessage{
+			ID: m.ID, SessionID: m.SessionID, Role: m.Role, Text: m.Text, TurnID: m.TurnID, CreatedAt: m.CreatedAt,
+		})
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (c *console) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	if strings.TrimSpace(q) == "" {
+		writeJSON(w, http.StatusBadRequest, errorBody("search needs q: the words to find"))
+		return
+	}
+	limit, err := limitParam(r, searchDefaultLimit, searchMaxLimit)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	msgs, err := c.st.Search(r.Context(), q, limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	results := make([]searchResult, 0, len(msgs))
+	for _, m := range msgs {
+		results = append(results, searchResult{
+			Lane: m.SessionKey, ID: m.ID, SessionID: m.SessionID, Role: m.Role, Text: m.Text,
+			TurnID: m.TurnID, CreatedAt: m.CreatedAt,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": results})
+}
+
+// laneParam resolves {lane} to a session key, or answers 400.
+func laneParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key, err := laneKeyOf(r.PathValue("lane"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
+		return "", false
+	}
+	return key, true
+}
+
+// laneKeyOf takes an API lane name (no ':') or a full session key (which
+// always has one). The mux has already unescaped the path segment.
+func laneKeyOf(raw string) (string, error) {
+	if !strings.Contains(raw, ":") {
+		key, ok := api.LaneSessionKey(raw)
+		if !ok {
+			return "", fmt.Errorf("lane %q: an API lane name is 1-128 of A-Z a-z 0-9 . _ - (a session key has ':')", raw)
+		}
+		return key, nil
+	}
+	if !strings.HasPrefix(raw, gateway.SessionKeyVersion+":") {
+		return "", fmt.Errorf("lane %q: a session key starts with %q", raw, gateway.SessionKeyVersion+":")
+	}
+	if len(raw) > maxSessionKeyBytes || strings.IndexFunc(raw, unicode.IsControl) >= 0 {
+		return "", errors.New("lane: a session key is at most 1024 bytes without control characters")
+	}
+	return raw, nil
+}
+
+// writeLaneError answers 404 for a lane the store does not know.
+func writeLaneError(w http.ResponseWriter, key string, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, errorBody("no lane "+strconv.Quote(key)))
+		return
+	}
+	writeError(w, err)
+}
+
+// limitParam reads limit=: absent means def; anything but a whole number
+// from 1 to max is refused rather than silently changed.
+func limitParam(r *http.Request, def, max int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, fmt.Errorf("limit %q: want a whole number from 1 to %d", s, max)
+	}
+	return n, nil
+}
+
+// beforeParam reads before=: absent means from the newest message.
+func beforeParam(r *http.Request) (int64, error) {
+	s := r.URL.Query().Get("before")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("before %q: want a message id (a whole number from 1)", s)
+	}
+	return n, nil
+}
