@@ -131,3 +131,44 @@ func TestFindLanesFilters(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTranscriptPage measures one page of 50 from the middle of a
+// 20,000-message lane among 200,000 messages of 100 lanes, with the
+// (session_key, id) index of migration 12 and without it.
+func BenchmarkTranscriptPage(b *testing.B) {
+	const lanes, perLane = 100, 2_000
+	s := openAt(b, testDBPath(b), Options{})
+	populateLanes(b, s, lanes)
+	err := s.write(context.Background(), func(ctx context.Context, q querier) error {
+		// Interleaved like a busy gateway: lane i's rows are spread over the table.
+		_, err := q.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO messages (session_id, session_key, role, text, turn_id, created_at)
+			SELECT 1 + i % ?, 'v1:bench:' || (1 + i % ?), 'user', 'message ' || i, 't' || i, i FROM n`,
+			lanes*perLane*10-1, lanes, lanes)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func(b *testing.B) {
+		var latencies []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			page, err := s.TranscriptPage(ctx, "v1:bench:7", lanes*perLane*5, 50)
+			latencies = append(latencies, time.Since(t0))
+			if err != nil || len(page) != 50 {
+				b.Fatalf("page: %d messages, %v", len(page), err)
+			}
+		}
+		reportPercentiles(b, latencies, "page")
+	}
+	b.Run("index", run)
+	if err := s.write(ctx, func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, "DROP INDEX messages_by_key")
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("no-index", run)
+}
