@@ -241,6 +241,15 @@ ALTER TABLE messages ADD COLUMN output_tokens       INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN reasoning_tokens    INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN context_tokens      INTEGER NOT NULL DEFAULT 0;
 `,
+	// 12: gateway-wide state that must outlive a restart, by name (issue
+	// 13: the usage-limit pause, its reset time and the lanes told).
+	`
+CREATE TABLE gateway_state (
+	name       TEXT PRIMARY KEY,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))
