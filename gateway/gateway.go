@@ -337,6 +337,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.out.releaseHeld(base); err != nil {
 		return err
 	}
+	g.restoreUsagePause(base) // before recovery queues the waiting messages
 	if err := g.recover(base); err != nil {
 		return err
 	}

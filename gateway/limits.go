@@ -38,6 +38,7 @@ type rateLimitSource interface {
 
 // usageGate is the gateway-wide "paused until" state.
 type usageGate struct {
+	saveMu  sync.Mutex // serialises saveUsagePause (pausestate.go)
 	mu      sync.Mutex
 	until   time.Time        // zero: not paused
 	lifted  time.Time        // /retry lifted a pause until this: windows resetting by then are ignored
@@ -65,8 +66,8 @@ func (u *usageGate) pausedUntil(now time.Time) (time.Time, bool) {
 func (g *Gateway) pauseForUsage(until time.Time) {
 	u := g.usage
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	if !until.After(u.until) {
+		u.mu.Unlock()
 		return
 	}
 	if u.until.IsZero() {
@@ -79,6 +80,8 @@ func (g *Gateway) pauseForUsage(until time.Time) {
 		u.stop()
 	}
 	u.stop = u.after(until.Sub(g.now()), g.resumeAtReset)
+	u.mu.Unlock()
+	g.saveUsagePause()
 }
 
 // resumeAtReset runs when the pause's timer fires; a pause extended since
@@ -117,6 +120,7 @@ func (g *Gateway) resumeLanes(why string) bool {
 	u.mu.Unlock()
 	if was {
 		g.log.Info("usage.resumed", zap.String("by", why), zap.Int("lanes", len(parked)))
+		g.saveUsagePause()
 	}
 	for _, l := range parked {
 		l.mu.Lock()
@@ -176,6 +180,7 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 	}
 	l.mu.Unlock()
 	if tell {
+		g.saveUsagePause() // before the notice: a restart must not tell again
 		g.notify(g.baseCtx, l.addr, "", g.usageLimitNotice(until))
 	}
 	return paused
@@ -203,6 +208,7 @@ func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResul
 	u.told[t.l.key] = true
 	u.mu.Unlock()
 	if tell {
+		g.saveUsagePause()
 		// A lane notice, not an answer to the message: the message's answer
 		// is the reply that comes after the reset (the API lane ends a
 		// request at the first answer to it).

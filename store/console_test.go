@@ -134,7 +134,7 @@ func TestFindLanesFilters(t *testing.T) {
 
 // BenchmarkTranscriptPage measures one page of 50 from the middle of a
 // 20,000-message lane among 200,000 messages of 100 lanes, with the
-// (session_key, id) index of migration 12 and without it.
+// (session_key, id) index of migration 13 and without it.
 func BenchmarkTranscriptPage(b *testing.B) {
 	const lanes, perLane = 100, 2_000
 	s := openAt(b, testDBPath(b), Options{})

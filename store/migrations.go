@@ -241,7 +241,16 @@ ALTER TABLE messages ADD COLUMN output_tokens       INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN reasoning_tokens    INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN context_tokens      INTEGER NOT NULL DEFAULT 0;
 `,
-	// 12: a lane's transcript across all its sessions, newest first and
+	// 12: gateway-wide state that must outlive a restart, by name (issue
+	// 13: the usage-limit pause, its reset time and the lanes told).
+	`
+CREATE TABLE gateway_state (
+	name       TEXT PRIMARY KEY,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+	// 13: a lane's transcript across all its sessions, newest first and
 	// paged by id (the console's TranscriptPage). Without it SQLite sorts
 	// every message of the lane for each page.
 	`

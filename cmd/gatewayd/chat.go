@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // chatUser names the terminal user in the lane's transcript.
@@ -157,6 +159,9 @@ type streamRenderer struct {
 	out     io.Writer
 	emitted string // reply text printed so far
 	midLine bool   // the cursor is not at the start of a line
+	// shown is the work view's lines already printed (progress events
+	// repeat the whole view; a terminal prints each action once, ended).
+	shown map[string]bool
 }
 
 func (r *streamRenderer) print(s string) {
@@ -172,6 +177,50 @@ func (r *streamRenderer) endLine() {
 		fmt.Fprintln(r.out)
 		r.midLine = false
 	}
+}
+
+// progress prints what the work view newly shows: each action once it
+// ended, a reconnect notice, and the summary when the turn is done.
+func (r *streamRenderer) progress(v gateway.WorkView) {
+	if r.shown == nil {
+		r.shown = map[string]bool{}
+	}
+	var lines []string
+	for _, a := range v.Actions {
+		if a.Status != "inProgress" && !r.shown["action:"+a.ID] {
+			r.shown["action:"+a.ID] = true
+			lines = append(lines, "· "+actionLine(a))
+		}
+	}
+	if v.Retry != "" && !r.shown["retry:"+v.Retry] {
+		r.shown["retry:"+v.Retry] = true
+		lines = append(lines, "! "+v.Retry)
+	}
+	if v.Done && v.Summary != "" {
+		lines = append(lines, "· "+v.Summary)
+	}
+	for _, l := range lines {
+		r.endLine()
+		r.print(l + "\n")
+	}
+}
+
+// actionLine is one ended action for the terminal.
+func actionLine(a gateway.WorkAction) string {
+	line := a.Title
+	switch {
+	case a.Kind == gateway.WorkCommand:
+		line = "$ " + a.Title
+		if a.ExitCode != nil {
+			line += fmt.Sprintf(" (exit %d)", *a.ExitCode)
+		}
+	case a.Kind == gateway.WorkFileEdit:
+		line = fmt.Sprintf("edited %s (+%d −%d)", a.Title, a.Added, a.Removed)
+	}
+	if a.Status != "completed" {
+		line += " [" + a.Status + "]"
+	}
+	return line
 }
 
 // text decodes an event's data: a JSON string, or the raw data.
@@ -200,6 +249,11 @@ func (r *streamRenderer) event(event, data string) {
 	case "error":
 		r.endLine()
 		r.print("! " + eventText(data) + "\n")
+	case "progress":
+		var v gateway.WorkView
+		if json.Unmarshal([]byte(data), &v) == nil {
+			r.progress(v)
+		}
 	case "done":
 		var res chatResult
 		if json.Unmarshal([]byte(data), &res) != nil {

@@ -32,6 +32,15 @@ func TestPrintStream(t *testing.T) {
 		{"notice mid-stream", "event: delta\ndata: \"wor\"\n\nevent: notice\ndata: \"queued\"\n\nevent: delta\ndata: \"k\"\n\n",
 			"wor\n* queued\nk\n"},
 		{"error", "event: error\ndata: \"gatewayd is shutting down\"\n\n", "! gatewayd is shutting down\n"},
+		{"progress prints each ended action once, then the summary",
+			"event: progress\ndata: {\"actions\":[{\"id\":\"c1\",\"kind\":\"command\",\"title\":\"make test\",\"status\":\"inProgress\"}]}\n\n" +
+				"event: progress\ndata: {\"actions\":[{\"id\":\"c1\",\"kind\":\"command\",\"title\":\"make test\",\"status\":\"completed\",\"exit_code\":2}," +
+				"{\"id\":\"f1\",\"kind\":\"file_change\",\"title\":\"a.go\",\"status\":\"completed\",\"added\":3,\"removed\":1}]}\n\n" +
+				"event: progress\ndata: {\"actions\":[{\"id\":\"c1\",\"kind\":\"command\",\"title\":\"make test\",\"status\":\"completed\",\"exit_code\":2}],\"retry\":\"Reconnecting... 1/5\"}\n\n" +
+				"event: delta\ndata: \"fixed\"\n\n" +
+				"event: progress\ndata: {\"done\":true,\"summary\":\"1 command, 1 file changed, 3 s\"}\n\n" +
+				"event: done\ndata: {\"reply\":\"fixed\",\"status\":\"completed\"}\n\n",
+			"· $ make test (exit 2)\n· edited a.go (+3 −1)\n! Reconnecting... 1/5\nfixed\n· 1 command, 1 file changed, 3 s\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -111,9 +111,10 @@ func indexOf(msgs []telegramtest.Message, id int) int {
 }
 
 // TestEndToEndUsageLimitPauseSurvivesRestart: a message refused for the
-// usage limit stays in the inbox; the daemon restarts during the pause
-// (the limit was lifted meanwhile) and the next start runs it once. /status
-// then shows the turn's tokens from the store.
+// usage limit stays in the inbox; the daemon restarts during the pause,
+// which the next start keeps (from the store) without telling the lane
+// again; /retry then runs the message once, and /status shows the turn's
+// tokens from the store.
 func TestEndToEndUsageLimitPauseSurvivesRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -130,9 +131,22 @@ func TestEndToEndUsageLimitPauseSurvivesRestart(t *testing.T) {
 	})
 	d.Stop(t)
 
+	// The restart keeps the pause (an hour away) and the lane's notice:
+	// the message waits, and nobody is told twice.
 	world.Model.Respond(codextest.DefaultReply)
 	d = startStack(t, ctx, world, srv)
-	srv.WaitFor(60*time.Second, "the reply after the restart", func() bool {
+	srv.Text(dm, alice, 0, "/status", nil)
+	srv.WaitFor(30*time.Second, "the status during the pause", func() bool {
+		return len(containing(srv.Messages(dm.ID, 0), "Paused: Codex usage limit reached")) > 0
+	})
+	if n := len(containing(srv.Messages(dm.ID, 0), "ECHO: wait for me")); n != 0 {
+		t.Fatalf("the waiting message ran during the restored pause (%d replies)", n)
+	}
+	if n := len(containing(srv.Messages(dm.ID, 0), "I'll continue at")); n != 1 {
+		t.Errorf("%d usage-limit notices across the restart, want 1", n)
+	}
+	srv.Text(dm, alice, 0, "/retry", nil)
+	srv.WaitFor(60*time.Second, "the reply after /retry", func() bool {
 		return len(containing(srv.Messages(dm.ID, 0), "ECHO: wait for me")) > 0
 	})
 	// The text shows in the streamed preview before the turn is committed;

@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The usage-limit pause outlives a restart: its reset time and the lanes
+// already told are kept in the store, so a restart during the pause keeps
+// waiting (the inbox keeps the messages) and tells no lane a second time.
+
+// usagePauseState is the store's name for the pause.
+const usagePauseState = "usage_pause"
+
+// stateStore is the part of *store.Store that keeps gateway-wide values;
+// a Store without it (the tests' fakes) keeps the pause in memory only.
+type stateStore interface {
+	SetState(ctx context.Context, name, value string) error
+	State(ctx context.Context, name string) (string, error)
+}
+
+type savedPause struct {
+	Until time.Time `json:"until"`
+	Told  []string  `json:"told,omitempty"`
+}
+
+// saveUsagePause records the pause as it is now ("" once lifted). Saves
+// are serialised so an older snapshot never overwrites a newer one. A
+// failed save is logged: it costs at most a repeated notice after a
+// restart, never a message.
+func (g *Gateway) saveUsagePause() {
+	ss, ok := g.st.(stateStore)
+	if !ok {
+		return
+	}
+	u := g.usage
+	u.saveMu.Lock()
+	defer u.saveMu.Unlock()
+	u.mu.Lock()
+	p := savedPause{Until: u.until}
+	for key := range u.told {
+		p.Told = append(p.Told, key)
+	}
+	u.mu.Unlock()
+	value := ""
+	if !p.Until.IsZero() {
+		slices.Sort(p.Told)
+		b, _ := json.Marshal(p)
+		value = string(b)
+	}
+	if err := ss.SetState(g.baseCtx, usagePauseState, value); err != nil {
+		g.log.Warn("usage.pause_save_failed", zap.Error(err))
+	}
+}
+
+// restoreUsagePause takes up a pause recorded before a restart, if it is
+// still in force; one that ended meanwhile is cleared.
+func (g *Gateway) restoreUsagePause(ctx context.Context) {
+	ss, ok := g.st.(stateStore)
+	if !ok {
+		return
+	}
+	raw, err := ss.State(ctx, usagePauseState)
+	if err != nil || raw == "" {
+		if err != nil {
+			g.log.Warn("usage.pause_read_failed", zap.Error(err))
+		}
+		return
+	}
+	var p savedPause
+	if err := json.Unmarshal([]byte(raw), &p); err != nil || !g.now().Before(p.Until) {
+		if err != nil {
+			g.log.Warn("usage.pause_unreadable", zap.Error(err))
+		}
+		if err := ss.SetState(ctx, usagePauseState, ""); err != nil {
+			g.log.Warn("usage.pause_save_failed", zap.Error(err))
+		}
+		return
+	}
+	u := g.usage
+	u.mu.Lock()
+	u.until = p.Until
+	for _, key := range p.Told {
+		u.told[key] = true
+	}
+	u.stop = u.after(p.Until.Sub(g.now()), g.resumeAtReset)
+	u.mu.Unlock()
+	g.log.Warn("usage.limit_restored", zap.Time("until", p.Until), zap.Int("lanes_told", len(p.Told)))
+}
