@@ -57,6 +57,11 @@ type laneView struct {
 	Project      string `json:"project,omitempty"`
 	Directory    string `json:"directory,omitempty"`
 	Unconfigured bool   `json:"project_unconfigured,omitempty"`
+	// Model, Effort and Verbose are the lane's own choices; "" means the
+	// configured default.
+	Model   string `json:"model"`
+	Effort  string `json:"effort"`
+	Verbose string `json:"verbose"`
 }
 
 // workdirs says where lanes work, from the configuration: a project's
@@ -107,6 +112,7 @@ func viewLane(l store.Lane, dirs workdirs) laneView {
 		SessionID: l.SessionID, ThreadID: l.ThreadID, Binding: binding, Generation: l.Generation,
 		Turns: l.Turns, CreatedAt: l.CreatedAt, LastActiveAt: l.LastActiveAt,
 		SessionStarted: l.SessionStartedAt, Meta: l.Meta,
+		Model: l.Model, Effort: l.Effort, Verbose: l.Verbose,
 	}
 }
 

@@ -78,11 +78,15 @@ func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 		}
 	}
 
+	if err := st.SetLaneOption(ctx, "v1:api:default", store.OptionModel, "gpt-x"); err != nil {
+		t.Fatal(err)
+	}
 	out.Reset()
 	if err := runSessions(ctx, client, "show", []string{"v1:api:default"}, 10, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"platform:", "api", "user: remember 42", "assistant: noted: 42", "transcript (2 messages)"} {
+	for _, want := range []string{"platform:", "api", "user: remember 42", "assistant: noted: 42", "transcript (2 messages)",
+		"model:", "gpt-x", "effort:", "- (default)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show lacks %q:\n%s", want, out.String())
 		}

@@ -99,15 +99,10 @@ func bearerMatches(r *http.Request, token string) bool {
 func errorBody(msg string) map[string]string { return map[string]string{"error": msg} }
 
 // consoleLane is a lane as the console shows it: the admin view plus the
-// lane's settings and its live work.
+// lane's live work.
 type consoleLane struct {
 	laneView
-	Title string `json:"title,omitempty"`
-	// Model, Effort and Verbose are the lane's own choices; "" means the
-	// configured default.
-	Model   string `json:"model"`
-	Effort  string `json:"effort"`
-	Verbose string `json:"verbose"`
+	Title   string `json:"title,omitempty"`
 	Queued  int    `json:"queued"`
 	Running bool   `json:"running"`
 }
@@ -163,7 +158,6 @@ func (c *console) viewLane(l store.Lane) consoleLane {
 	live := c.live.LaneState(l.SessionKey)
 	return consoleLane{
 		laneView: viewLane(l, c.dirs), Title: l.Meta["title"],
-		Model: l.Model, Effort: l.Effort, Verbose: l.Verbose,
 		Queued: live.Queued, Running: live.Running,
 	}
 }

@@ -209,6 +209,7 @@ func printSession(out io.Writer, v sessionView) error {
 		{"turns", strconv.FormatInt(l.Turns, 10)}, {"session started", when(l.SessionStarted)},
 		{"last active", when(l.LastActiveAt)},
 		{"project", projectText(l)}, {"directory", dash(l.Directory)},
+		{"model", orDefault(l.Model)}, {"effort", orDefault(l.Effort)}, {"verbose", orDefault(l.Verbose)},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
@@ -221,6 +222,14 @@ func printSession(out io.Writer, v sessionView) error {
 		fmt.Fprintf(out, "[%s] %s: %s\n", when(m.CreatedAt), m.Role, m.Text)
 	}
 	return nil
+}
+
+// orDefault is a lane's own setting, or the words for none.
+func orDefault(choice string) string {
+	if choice == "" {
+		return "- (default)"
+	}
+	return choice
 }
 
 // projectText is the lane's project as sessions show prints it.
