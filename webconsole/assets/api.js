@@ -32,7 +32,9 @@ export async function request(path, opts = {}) {
 // errorOf reads the {"error": ...} body every route answers a failure with.
 export async function errorOf(resp) {
   const body = await resp.json().catch(() => null);
-  return new Error((body && body.error) || `${resp.status} ${resp.statusText}`);
+  const err = new Error((body && body.error) || `${resp.status} ${resp.statusText}`);
+  err.status = resp.status;
+  return err;
 }
 
 export async function getJSON(path) {

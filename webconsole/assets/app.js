@@ -188,14 +188,17 @@ function lanePage(key) {
       nextBefore = page.next_before;
       older.hidden = nextBefore === null;
     } catch (err) {
-      showError(notes, err);
+      // An API lane exists once it gets its first message.
+      if (err.status === 404 && name) transcript.replaceChildren(el('p', { class: 'note' }, 'No messages yet.'));
+      else showError(notes, err);
     }
   })();
   return poll(async () => {
     try {
       renderLaneHead(head, await api.getJSON(`/api/lanes/${api.lanePath(key)}`));
     } catch (err) {
-      showError(head, err);
+      if (err.status === 404 && name) head.replaceChildren(el('p', { class: 'note' }, 'A new API lane: it starts with your first message.'));
+      else showError(head, err);
     }
   });
 }
@@ -386,15 +389,16 @@ function renderWork(work, v) {
     el('span', { class: 'kind' }, a.kind), ' ', el('code', {}, a.title), ' ',
     el('span', { class: 'status' }, a.status + (a.exit_code !== undefined ? ` (exit ${a.exit_code})` : '')),
     a.output ? el('pre', {}, a.output) : null));
-  work.replaceChildren(
+  work.replaceChildren(...[
     plan.length ? el('ol', { class: 'plan' }, ...plan) : null,
     actions.length ? el('ul', { class: 'actions' }, ...actions) : null,
     v.retry ? el('p', { class: 'note' }, v.retry) : null,
     v.summary ? el('p', { class: 'summary' }, v.summary) : null,
-  );
+  ].filter(Boolean));
 }
 
 const decisionLabels = { accept: 'Allow', acceptForSession: 'Allow for session', decline: 'Deny' };
+const decisionOutcomes = { accept: 'Allowed once', acceptForSession: 'Allowed for this session', decline: 'Denied' };
 
 function approvalNode(a) {
   const outcome = el('span', { class: 'outcome' });
@@ -403,7 +407,7 @@ function approvalNode(a) {
       buttons.forEach((b) => { b.disabled = true; });
       try {
         await api.postJSON(a.decide, { decision, user: 'console' });
-        outcome.textContent = label === 'Deny' ? 'Denied' : label + 'ed';
+        outcome.textContent = decisionOutcomes[decision];
       } catch (err) {
         outcome.textContent = String(err.message || err);
         buttons.forEach((b) => { b.disabled = false; });
