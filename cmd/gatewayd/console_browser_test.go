@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/runtime"
@@ -181,6 +182,10 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 			return codextest.Reply{Text: "one two three four five six seven eight", Chunks: 8, ChunkDelay: 150 * time.Millisecond}
 		case req.LastUserText() == "render this":
 			return codextest.Reply{Text: xss}
+		case req.LastUserText() == "send the report":
+			if _, ok := req.ToolOutput(); !ok {
+				return codextest.Reply{ToolCall: codextest.SendFile("call-2", "report.txt", "the report")}
+			}
 		case req.LastUserText() == "make the file":
 			if _, ok := req.ToolOutput(); !ok {
 				return codextest.Reply{ToolCall: codextest.ExecCommand("call-1", "touch approved.txt")}
@@ -265,6 +270,24 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 		t.Errorf("the model's last user message parts = %v, want an input_image", parts)
 	}
 
+	// A file Codex sends is a link; clicking it downloads with the token.
+	report := []byte("quarterly: 1, 2, 3\n")
+	if err := os.WriteFile(filepath.Join(work, "report.txt"), report, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	downloads := t.TempDir()
+	if _, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads,
+		BrowserContextID: chromedp.FromContext(b.ctx).BrowserContextID}); err != nil {
+		t.Fatal(err)
+	}
+	b.send(t, "send the report")
+	b.run(t, "download", chromedp.Click(chromedp.CSS(`.live-reply:last-of-type .file-link`)))
+	b.waitJS(t, "the file fetched", `document.querySelector('.live-reply:last-of-type .file-link').dataset.state === 'saved'`)
+	if got := waitFile(t, filepath.Join(downloads, "report.txt")); string(got) != string(report) {
+		t.Errorf("downloaded %q, want %q", got, report)
+	}
+
 	// Reset from the console: the next reply starts a fresh thread, and
 	// the lanes view shows the new thread id.
 	b.waitJS(t, "the lane head shows a thread", `(document.getElementById('lane-thread')?.textContent || '—') !== '—'`)
@@ -294,6 +317,23 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 		t.Errorf("status metrics %q, want turns running among them", rows)
 	}
 	b.noExceptions(t)
+}
+
+// waitFile polls for a download to finish: Chromium writes it under a
+// temporary name and renames it when done, and tells no one outside.
+func waitFile(t *testing.T, path string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			return b
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(filepath.Dir(path))
+			t.Fatalf("%s never appeared; the directory has %v", path, entries)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // lastUserText is the last user message the model was sent that starts

@@ -342,7 +342,8 @@ async function converse(name, text, files, live) {
     el('div', { class: 'text' }, text + (files.length ? `\n[${files.map((f) => f.name).join(', ')}]` : '')));
   const answer = el('article', { class: 'msg assistant live-reply' }, el('header', {}, 'assistant'), work, reply, asks, sent, extra, state);
   live.append(you, answer);
-  answer.scrollIntoView({ block: 'nearest' });
+  // The composer follows the live area: showing it shows the new reply too.
+  document.getElementById('composer').scrollIntoView({ block: 'end' });
 
   const { headers, body } = messageBody(text, files);
   headers.Accept = 'text/event-stream';
@@ -424,7 +425,14 @@ function fileNode(f) {
   const note = el('span', { class: 'note' });
   const link = el('a', { href: '#', class: 'file-link', onclick: async (e) => {
     e.preventDefault();
-    try { await api.download(f.url, f.name); } catch (err) { note.textContent = String(err.message || err); }
+    link.dataset.state = 'fetching';
+    try {
+      await api.download(f.url, f.name);
+      link.dataset.state = 'saved';
+    } catch (err) {
+      link.dataset.state = 'failed';
+      note.textContent = String(err.message || err);
+    }
   } }, f.name);
   return el('li', {}, link, ` (${f.size} bytes) `, note);
 }
