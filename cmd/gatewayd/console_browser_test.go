@@ -377,3 +377,61 @@ func setApprovals(t *testing.T, cfgFile string) {
 		t.Fatal(err)
 	}
 }
+
+// Without api.token on loopback the page needs no token, and at phone
+// width nothing is wider than the screen. Streaming a reply moves nothing
+// on the page (Chromium's layout-shift entries, outside recent input).
+func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon and a browser")
+	}
+	b := newBrowser(t)
+	model := codextest.NewModel(t)
+	long := strings.Repeat("a rather long reply that wraps over several lines on a phone ", 6)
+	model.Respond(func(req codextest.Request) codextest.Reply {
+		if req.LastUserText() == "slowly" {
+			return codextest.Reply{Text: long, Chunks: 12, ChunkDelay: 100 * time.Millisecond}
+		}
+		return codextest.DefaultReply(req)
+	})
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfgFile := processConfig(t, dir, addr, model, nil)
+	api := &apiClient{base: "http://" + addr}
+	d := startDaemon(t, bin, cfgFile, dir, "console-phone", listenNotify(t).path)
+	waitHealthy(t, api, d)
+
+	b.run(t, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b.run(t, "open /", chromedp.Navigate(api.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body`)))
+	if evalJS[bool](t, b, `!document.getElementById('login').hidden`) {
+		t.Fatal("the page asks for a token the daemon does not have")
+	}
+	b.run(t, "open a lane", chromedp.Navigate(api.base+"/#/lane/v1:api:phone"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
+	b.send(t, "hello")
+	// Shifts are counted from the first streamed word on: the ones right
+	// after pressing Enter are the page answering the input.
+	b.run(t, "watch layout shifts", chromedp.Evaluate[chromedp.Void](`window.shifts = []; new PerformanceObserver((list) => {
+		for (const e of list.getEntries()) if (window.streaming) window.shifts.push(e.value + " " + (e.sources || []).map((s) => s.node ? (s.node.className || s.node.nodeName) : "?").join());
+	}).observe({ type: 'layout-shift' }); undefined`))
+	b.run(t, "type", chromedp.SendKeys(chromedp.CSS(`#composer-text`), "slowly"), pressEnter(0))
+	b.waitJS(t, "the first words", fmt.Sprintf(`(window.streaming = %s !== '') && %s === ''`, lastReply, lastDone))
+	b.waitJS(t, "the whole reply", fmt.Sprintf(`%s === 'completed'`, lastDone))
+	if got := evalJS[string](t, b, lastReply); got != strings.TrimSpace(long) {
+		t.Errorf("reply %q, want %q", got, long)
+	}
+	shifts := evalJS[[]string](t, b, `window.shifts`)
+	t.Logf("layout shifts while streaming: %v", shifts)
+	if len(shifts) > 0 {
+		t.Errorf("streaming moved the page: layout shifts %v", shifts)
+	}
+	for _, page := range []string{"/#/lane/v1:api:phone", "/#/", "/#/status"} {
+		b.run(t, "open "+page, chromedp.Navigate(api.base+page))
+		b.waitJS(t, page+" rendered", `document.getElementById('view').childElementCount > 0`)
+		if w := evalJS[int](t, b, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("%s is %d px wide at a 390 px screen", page, w)
+		}
+	}
+	b.screenshot(t, "console-phone.png")
+	b.noExceptions(t)
+}

@@ -67,6 +67,7 @@ loginForm.addEventListener('submit', (e) => {
 function route() {
   stopView();
   stopView = () => {};
+  document.documentElement.classList.remove('with-composer');
   const hash = location.hash.replace(/^#/, '') || '/';
   if (hash.startsWith('/lane/')) stopView = lanePage(decodeURIComponent(hash.slice('/lane/'.length)));
   else if (hash === '/status') stopView = statusPage();
@@ -158,6 +159,7 @@ async function search(q, results) {
 
 function lanePage(key) {
   const name = api.laneName(key);
+  document.documentElement.classList.toggle('with-composer', name !== '');
   const head = el('div', { id: 'lane-head', class: 'lane-head' });
   const notes = el('div', { id: 'lane-notes', class: 'note' });
   const transcript = el('div', { id: 'transcript', class: 'transcript' });
@@ -340,10 +342,10 @@ async function converse(name, text, files, live) {
   const state = el('footer', { class: 'state' }, 'waiting for Codex…');
   const you = el('article', { class: 'msg user' }, el('header', {}, 'you'),
     el('div', { class: 'text' }, text + (files.length ? `\n[${files.map((f) => f.name).join(', ')}]` : '')));
-  const answer = el('article', { class: 'msg assistant live-reply' }, el('header', {}, 'assistant'), work, reply, asks, sent, extra, state);
+  // The growing text comes last, so nothing in the reply moves under it.
+  const answer = el('article', { class: 'msg assistant live-reply' }, el('header', {}, 'assistant'), state, work, asks, sent, extra, reply);
   live.append(you, answer);
-  // The composer follows the live area: showing it shows the new reply too.
-  document.getElementById('composer').scrollIntoView({ block: 'end' });
+  answer.scrollIntoView({ block: 'nearest' });
 
   const { headers, body } = messageBody(text, files);
   headers.Accept = 'text/event-stream';
