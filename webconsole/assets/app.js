@@ -191,7 +191,7 @@ function lanePage(key) {
       older.hidden = nextBefore === null;
     } catch (err) {
       // An API lane exists once it gets its first message.
-      if (err.status === 404 && name) transcript.replaceChildren(el('p', { class: 'note' }, 'No messages yet.'));
+      if (err.status === 404 && name) transcript.replaceChildren(el('p', { id: 'no-messages', class: 'note' }, 'No messages yet.'));
       else showError(notes, err);
     }
   })();
@@ -344,6 +344,7 @@ async function converse(name, text, files, live) {
     el('div', { class: 'text' }, text + (files.length ? `\n[${files.map((f) => f.name).join(', ')}]` : '')));
   // The growing text comes last, so nothing in the reply moves under it.
   const answer = el('article', { class: 'msg assistant live-reply' }, el('header', {}, 'assistant'), state, work, asks, sent, extra, reply);
+  document.getElementById('no-messages')?.remove();
   live.append(you, answer);
   answer.scrollIntoView({ block: 'nearest' });
 
@@ -458,7 +459,8 @@ function statusPage() {
   const table = el('tbody', { id: 'metrics-body' });
   const all = el('pre', { id: 'metrics-raw' });
   view.replaceChildren(el('h1', {}, 'Status'), health,
-    el('table', { class: 'metrics' }, el('thead', {}, el('tr', {}, el('th', {}, 'What'), el('th', {}, 'Labels'), el('th', {}, 'Value'))), table),
+    el('div', { class: 'table-wrap' },
+      el('table', { class: 'metrics' }, el('thead', {}, el('tr', {}, el('th', {}, 'What'), el('th', {}, 'Labels'), el('th', {}, 'Value'))), table)),
     el('details', {}, el('summary', {}, 'All of /metrics'), all));
   return poll(async () => {
     try {
