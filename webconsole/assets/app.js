@@ -69,9 +69,14 @@ function route() {
   stopView = () => {};
   document.documentElement.classList.remove('with-composer');
   const hash = location.hash.replace(/^#/, '') || '/';
-  if (hash.startsWith('/lane/')) stopView = lanePage(decodeURIComponent(hash.slice('/lane/'.length)));
+  if (hash.startsWith('/lane/')) stopView = lanePage(decodeHash(hash.slice('/lane/'.length)));
   else if (hash === '/status') stopView = statusPage();
   else stopView = lanesPage();
+}
+
+// decodeHash takes a hand-typed lane key too: a stray '%' stays as it is.
+function decodeHash(s) {
+  try { return decodeURIComponent(s); } catch { return s; }
 }
 
 window.addEventListener('hashchange', route);
