@@ -437,6 +437,26 @@ func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
 	if len(shifts) > 0 {
 		t.Errorf("streaming moved the page: layout shifts %v", shifts)
 	}
+	// A file dropped on the composer goes with the next message.
+	b.run(t, "drop a file", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['dropped words'], 'dropped.txt', { type: 'text/plain' }));
+		document.getElementById('composer').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`))
+	b.waitJS(t, "the dropped file listed", `document.getElementById('attached').textContent.includes('dropped.txt')`)
+	b.send(t, "with a dropped file")
+	if got := lastUserText(model, "with a dropped file"); !strings.Contains(got, "dropped.txt") {
+		t.Errorf("the model got %q, want the dropped file's path in it", got)
+	}
+
+	// A command as a control: the effort select sets the lane's effort.
+	b.run(t, "choose effort high", chromedp.Evaluate[chromedp.Void](`(() => {
+		const s = document.getElementById('cmd-effort');
+		s.value = 'high';
+		s.dispatchEvent(new Event('change'));
+	})()`))
+	b.waitJS(t, "the lane's effort high", `(document.getElementById('lane-head').textContent || '').includes('default / high')`)
+
 	// In this order: each is a new hash, so each view is built afresh.
 	for _, p := range []struct{ page, loaded string }{
 		{"/#/", `document.querySelectorAll('#lanes-body tr').length > 0`},
