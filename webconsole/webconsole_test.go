@@ -126,3 +126,17 @@ func TestTheHostGuardAppliesToThePage(t *testing.T) {
 		t.Error("the refused request got the page")
 	}
 }
+
+// Model text must only ever become DOM text; the scripts have no HTML
+// sinks at all, so no later edit can route a reply into one by accident.
+func TestScriptsHaveNoHTMLSinks(t *testing.T) {
+	h := handler(t)
+	for _, path := range []string{"/console/app.js", "/console/api.js", "/console/sse.js", "/console/markdown.js"} {
+		body := get(t, h, http.MethodGet, path).Body.String()
+		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
+			if strings.Contains(body, sink) {
+				t.Errorf("%s uses %s", path, sink)
+			}
+		}
+	}
+}
