@@ -24,6 +24,7 @@ import (
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 var _ gateway.Observer = (*metrics.Metrics)(nil)
@@ -361,6 +362,7 @@ func (d *daemon) buildGateway() error {
 		adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)},
 	}
 	maps.Copy(handlers, (&console{st: d.store, live: gw, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)}).routes())
+	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
