@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
@@ -21,7 +23,13 @@ import (
 // talking to the fake Bot API.
 func startStack(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *telegramtest.Server) *gatewaytest.Stack {
 	t.Helper()
-	return w.Start(t, ctx, gateway.Config{}, func(st *store.Store) []gateway.Platform {
+	return startStackWith(t, ctx, w, srv, gateway.Config{})
+}
+
+// startStackWith is startStack with a gateway configuration of the test's.
+func startStackWith(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *telegramtest.Server, cfg gateway.Config) *gatewaytest.Stack {
+	t.Helper()
+	return w.Start(t, ctx, cfg, func(st *store.Store) []gateway.Platform {
 		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
 			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
 		if err != nil {
@@ -29,6 +37,19 @@ func startStack(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *te
 		}
 		return []gateway.Platform{tg}
 	})
+}
+
+// aliceDM is the private chat of the allowed user the end-to-end tests
+// talk as, known to srv.
+func aliceDM(srv *telegramtest.Server) (models.Chat, models.User) {
+	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
+	srv.Chat(dm)
+	return dm, models.User{ID: 1001, FirstName: "Alice"}
+}
+
+// worldFiles is a files store under the world's state directory.
+func worldFiles(w *gatewaytest.World) *files.Store {
+	return files.New(filepath.Join(w.Work, "state", "files"), files.Limits{}, nil)
 }
 
 // TestEndToEndTopicsKeepTheirContextAcrossRestart: two forum topics talk to

@@ -13,15 +13,11 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
-	"go.uber.org/zap/zaptest"
 
-	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
-	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 func jpegBytes(t *testing.T) []byte {
@@ -40,18 +36,9 @@ func TestEndToEndPhotoWithCaptionReachesModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
-	fstore := files.New(filepath.Join(world.Work, "state", "files"), files.Limits{}, nil)
-	world.Start(t, ctx, gateway.Config{Files: fstore}, func(st *store.Store) []gateway.Platform {
-		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
-			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-		if err != nil {
-			t.Fatalf("telegram.New: %v", err)
-		}
-		return []gateway.Platform{tg}
-	})
+	dm, alice := aliceDM(srv)
+	fstore := worldFiles(world)
+	startStackWith(t, ctx, world, srv, gateway.Config{Files: fstore})
 	pic := jpegBytes(t)
 	id := srv.AddFile("p.jpg", pic)
 	srv.Queue(&models.Update{Message: &models.Message{ID: 5, From: &alice, Chat: dm, Date: int(time.Now().Unix()),
@@ -89,9 +76,7 @@ func TestEndToEndSendFileBeforeStreamedReply(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 	if err := os.WriteFile(filepath.Join(world.Work, "chart.jpg"), jpegBytes(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -103,15 +88,8 @@ func TestEndToEndSendFileBeforeStreamedReply(t *testing.T) {
 		r.Chunks, r.ChunkDelay = 4, 600*time.Millisecond // slower than the 1s preview interval
 		return r
 	})
-	fstore := files.New(filepath.Join(world.Work, "state", "files"), files.Limits{}, nil)
-	world.Start(t, ctx, gateway.Config{Files: fstore}, func(st *store.Store) []gateway.Platform {
-		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
-			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-		if err != nil {
-			t.Fatalf("telegram.New: %v", err)
-		}
-		return []gateway.Platform{tg}
-	})
+	fstore := worldFiles(world)
+	startStackWith(t, ctx, world, srv, gateway.Config{Files: fstore})
 	srv.Text(dm, alice, 0, "please send the chart", nil)
 	srv.WaitFor(60*time.Second, "the photo and the full reply", func() bool {
 		for _, m := range srv.Messages(dm.ID, 0) {

@@ -11,15 +11,12 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
-	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // TestEndToEndLargeFilesBothWays: documents of 5 and 19 MiB (under the
@@ -34,9 +31,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 	world.Model.Respond(func(req codextest.Request) codextest.Reply {
 		text := req.LastUserText()
 		if _, followUp := req.ToolOutput(); !followUp && strings.HasPrefix(text, "send back ") {
@@ -47,14 +42,7 @@ func TestEndToEndLargeFilesBothWays(t *testing.T) {
 	})
 	stateFiles := filepath.Join(world.Work, "state", "files")
 	fstore := files.New(stateFiles, files.Limits{}, nil)
-	world.Start(t, ctx, gateway.Config{Files: fstore}, func(st *store.Store) []gateway.Platform {
-		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
-			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-		if err != nil {
-			t.Fatalf("telegram.New: %v", err)
-		}
-		return []gateway.Platform{tg}
-	})
+	startStackWith(t, ctx, world, srv, gateway.Config{Files: fstore})
 	msgID := 10
 	replied := func(marker string) func() bool {
 		return func() bool {

@@ -119,9 +119,7 @@ func TestEndToEndUsageLimitPauseSurvivesRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 	reset := time.Now().Add(time.Hour)
 	world.Model.Respond(func(codextest.Request) codextest.Reply { return codextest.UsageLimit(reset) })
 	d := startStack(t, ctx, world, srv)

@@ -115,9 +115,7 @@ func TestEndToEndModelAndEffortSurviveKillNineAndNew(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
 	env := []string{modelChildAPI + "=" + srv.URL, modelChildModel + "=" + fake.URL,
 		modelChildHome + "=" + home, modelChildWork + "=" + work}
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 
 	first := gatewaytest.StartChild(t, "TestModelCrashChild", env...)
 	first.Expect(t, "READY")

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-telegram/bot/models"
-
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
@@ -66,9 +64,7 @@ func TestKillNineBeforeSendFileDeliverySendsPhotoOnce(t *testing.T) {
 	srv := telegramtest.New(t)
 	home, work := t.TempDir(), t.TempDir()
 	env := []string{sendFileChildAPI + "=" + srv.URL, sendFileChildHome + "=" + home, sendFileChildWork + "=" + work}
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 	var pic bytes.Buffer
 	if err := png.Encode(&pic, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
 		t.Fatal(err)

@@ -11,16 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-telegram/bot/models"
-	"go.uber.org/zap/zaptest"
-
-	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
-	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // TestEndToEndSendFileSurvivesRestart: the agent (real codex, fake model)
@@ -31,9 +25,7 @@ func TestEndToEndSendFileSurvivesRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 	var pic bytes.Buffer
 	if err := png.Encode(&pic, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
 		t.Fatal(err)
@@ -47,16 +39,9 @@ func TestEndToEndSendFileSurvivesRestart(t *testing.T) {
 		}
 		return codextest.DefaultReply(req)
 	})
-	fstore := files.New(filepath.Join(world.Work, "state", "files"), files.Limits{}, nil)
+	fstore := worldFiles(world)
 	startFiles := func() *gatewaytest.Stack {
-		return world.Start(t, ctx, gateway.Config{Files: fstore}, func(st *store.Store) []gateway.Platform {
-			tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
-				Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatalf("telegram.New: %v", err)
-			}
-			return []gateway.Platform{tg}
-		})
+		return startStackWith(t, ctx, world, srv, gateway.Config{Files: fstore})
 	}
 	// Every upload fails until the restart. The file row precedes the
 	// reply, so the reply waits for it too.

@@ -6,15 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-telegram/bot/models"
-	"go.uber.org/zap/zaptest"
-
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
-	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // workViewModel runs `echo WORKVIEW` for a message asking to "run the
@@ -59,18 +54,9 @@ func TestEndToEndWorkViewStatusMessage(t *testing.T) {
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
 	world.Model.Respond(workViewModel)
-	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}
-	srv.Chat(dm)
-	alice := models.User{ID: 1001, FirstName: "Alice"}
+	dm, alice := aliceDM(srv)
 	start := func() *gatewaytest.Stack {
-		return world.Start(t, ctx, gateway.Config{PreviewInterval: 100 * time.Millisecond}, func(st *store.Store) []gateway.Platform {
-			tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
-				Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatalf("telegram.New: %v", err)
-			}
-			return []gateway.Platform{tg}
-		})
+		return startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond})
 	}
 	stack := start()
 	srv.Text(dm, alice, 0, "please run the tool", nil)
