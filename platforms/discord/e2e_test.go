@@ -12,7 +12,6 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -78,13 +77,8 @@ func TestEndToEndThreadsKeepTheirContextAcrossRestart(t *testing.T) {
 		{name: "thread 12", marker: "thread 12?", own: "PEAR", other: "APPLE"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var req *codextest.Request
-			for _, r := range world.Model.Requests() {
-				if strings.Contains(r.LastUserText(), tt.marker) {
-					req = &r
-				}
-			}
-			if req == nil {
+			req, ok := world.Model.LastRequestWith(tt.marker)
+			if !ok {
 				t.Fatalf("no model request for %q", tt.marker)
 			}
 			input := req.InputText()

@@ -67,13 +67,8 @@ func TestEndToEndImageAttachmentReachesModel(t *testing.T) {
 	}) {
 		t.Fatalf("no reply: %+v", srv.BotMessages(channel))
 	}
-	var req *codextest.Request
-	for _, r := range world.Model.Requests() {
-		if strings.Contains(r.LastUserText(), "what is in this PICTURE?") {
-			req = &r
-		}
-	}
-	if req == nil {
+	req, ok := world.Model.LastRequestWith("what is in this PICTURE?")
+	if !ok {
 		t.Fatalf("no model request carries the message text; requests: %d", len(world.Model.Requests()))
 	}
 	if parts := req.LastUserParts(); !slices.Contains(parts, "input_image") {

@@ -12,7 +12,6 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -69,13 +68,8 @@ func TestEndToEndModelAndEffortButtons(t *testing.T) {
 
 	srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, MentionBot: true, Content: "which MODEL now?"})
 	waitSent(t, srv, channel, "ECHO: which MODEL now?")
-	var req *codextest.Request
-	for _, r := range world.Model.Requests() {
-		if strings.Contains(r.LastUserText(), "which MODEL now?") {
-			req = &r
-		}
-	}
-	if req == nil {
+	req, ok := world.Model.LastRequestWith("which MODEL now?")
+	if !ok {
 		t.Fatal("no model request carries the message")
 	}
 	if req.Model() != chosen || req.ReasoningEffort() != "high" {

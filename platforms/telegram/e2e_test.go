@@ -15,7 +15,6 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -103,13 +102,8 @@ func TestEndToEndTopicsKeepTheirContextAcrossRestart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var req *codextest.Request
-			for _, r := range world.Model.Requests() {
-				if strings.Contains(r.LastUserText(), tt.marker) {
-					req = &r
-				}
-			}
-			if req == nil {
+			req, ok := world.Model.LastRequestWith(tt.marker)
+			if !ok {
 				t.Fatalf("no model request for %q", tt.marker)
 			}
 			input := req.InputText()

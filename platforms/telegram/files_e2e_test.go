@@ -51,13 +51,8 @@ func TestEndToEndPhotoWithCaptionReachesModel(t *testing.T) {
 		}
 		return false
 	})
-	var req *codextest.Request
-	for _, r := range world.Model.Requests() {
-		if strings.Contains(r.LastUserText(), "what is in this PICTURE?") {
-			req = &r
-		}
-	}
-	if req == nil {
+	req, ok := world.Model.LastRequestWith("what is in this PICTURE?")
+	if !ok {
 		t.Fatalf("no model request carries the caption; requests: %d", len(world.Model.Requests()))
 	}
 	if parts := req.LastUserParts(); !slices.Contains(parts, "input_image") {

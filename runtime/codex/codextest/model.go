@@ -151,6 +151,18 @@ func (m *Model) RequestsForThread(threadID string) []Request {
 	return out
 }
 
+// LastRequestWith returns the newest recorded request whose last user
+// message contains substr.
+func (m *Model) LastRequestWith(substr string) (Request, bool) {
+	reqs := m.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if strings.Contains(reqs[i].LastUserText(), substr) {
+			return reqs[i], true
+		}
+	}
+	return Request{}, false
+}
+
 // WaitRequests blocks until at least n requests were recorded or ctx ends,
 // and returns all recorded requests.
 func (m *Model) WaitRequests(ctx context.Context, n int) ([]Request, error) {

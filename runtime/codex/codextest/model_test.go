@@ -377,3 +377,22 @@ func TestRequestTurnMetadata(t *testing.T) {
 		t.Errorf("TurnMetadata without the header = %q", got)
 	}
 }
+
+// LastRequestWith finds the newest request whose last user message has
+// the text, and says when none has.
+func TestLastRequestWith(t *testing.T) {
+	m := codextest.NewModel(t)
+	for _, text := range []string{"apple one", "pear", "apple two"} {
+		resp, err := post(t, t.Context(), m, userMsg(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readEvents(t, resp)
+	}
+	if r, ok := m.LastRequestWith("apple"); !ok || r.LastUserText() != "apple two" {
+		t.Errorf("LastRequestWith(apple) = %q, %v; want the newest, apple two", r.LastUserText(), ok)
+	}
+	if _, ok := m.LastRequestWith("plum"); ok {
+		t.Error("LastRequestWith(plum) found a request")
+	}
+}
