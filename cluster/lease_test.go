@@ -304,7 +304,7 @@ func TestLeaseSurvivesReconnectAndServerRestart(t *testing.T) {
 	}
 }
 
-func mustAcquire(t *testing.T, n *Node, name string, ttl time.Duration) Lease {
+func mustAcquire(t testing.TB, n *Node, name string, ttl time.Duration) Lease {
 	t.Helper()
 	l, ok, err := n.Acquire(testContext(t), name, ttl)
 	if err != nil || !ok {

@@ -13,7 +13,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
 // testContext bounds a database test; hitting it means a hang.
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -22,7 +22,7 @@ func testContext(t *testing.T) context.Context {
 
 // newDatabase returns the DSN of a fresh, migrated database on the shared
 // server.
-func newDatabase(t *testing.T) string {
+func newDatabase(t testing.TB) string {
 	t.Helper()
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	if err := Migrate(testContext(t), openDB(t, dsn)); err != nil {
@@ -32,7 +32,7 @@ func newDatabase(t *testing.T) string {
 }
 
 // openDB opens its own pool on dsn, as a separate process would.
-func openDB(t *testing.T, dsn string) *sql.DB {
+func openDB(t testing.TB, dsn string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -43,7 +43,7 @@ func openDB(t *testing.T, dsn string) *sql.DB {
 }
 
 // newNode is node id with its own pool on dsn.
-func newNode(t *testing.T, dsn, id string) *Node {
+func newNode(t testing.TB, dsn, id string) *Node {
 	t.Helper()
 	n, err := NewNode(openDB(t, dsn), id)
 	if err != nil {
@@ -56,11 +56,11 @@ func newNode(t *testing.T, dsn, id string) *Node {
 // becomes the real clock plus a skew the test advances, so time passes
 // without waiting for it.
 type testClock struct {
-	t  *testing.T
+	t  testing.TB
 	db *sql.DB
 }
 
-func installTestClock(t *testing.T, dsn string) *testClock {
+func installTestClock(t testing.TB, dsn string) *testClock {
 	t.Helper()
 	db := openDB(t, dsn)
 	mustExec(t, db, `CREATE TABLE cluster_test_clock (skew interval NOT NULL);
@@ -75,7 +75,7 @@ func (c *testClock) Advance(d time.Duration) {
 	mustExec(c.t, c.db, `UPDATE cluster_test_clock SET skew = skew + $1 * interval '1 microsecond'`, d.Microseconds())
 }
 
-func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
+func mustExec(t testing.TB, db *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := db.ExecContext(testContext(t), q, args...); err != nil {
 		t.Fatalf("exec %q: %v", q, err)
@@ -92,7 +92,7 @@ func writeJournal(ctx context.Context, db *sql.DB, l Lease, entry string) error 
 	return FenceError(err)
 }
 
-func journalEntries(t *testing.T, db *sql.DB) []string {
+func journalEntries(t testing.TB, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.QueryContext(testContext(t), `SELECT entry FROM lane_journal ORDER BY entry`)
 	if err != nil {
