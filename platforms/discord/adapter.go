@@ -82,6 +82,9 @@ func New(cfg Config) (*Adapter, error) {
 	// websocket.DefaultDialer, which must not be mutated.
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 45 * time.Second}
 	s.Identify.Intents = intents
+	if cfg.Shard.Count > 1 {
+		s.ShardID, s.ShardCount = cfg.Shard.ID, cfg.Shard.Count
+	}
 	s.StateEnabled = false // we cache the few channel facts we need
 	// Handlers run on discordgo's reader goroutine, in gateway order; they
 	// only hand events to our single worker, so order per lane is kept and

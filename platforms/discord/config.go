@@ -59,6 +59,12 @@ type Config struct {
 	IgnoreBots bool
 	AllowBots  bool
 
+	// Shard, when Shard.Count > 1, connects as shard Shard.ID of
+	// Shard.Count: Discord then sends this session only the guilds with
+	// (guild_id >> 22) % Count == ID, and DMs only to shard 0. The zero
+	// value is one unsharded session.
+	Shard Shard
+
 	Backfill Backfill
 	// RetryBackoff is the first wait after a failed delivery of an inbound
 	// message (the wait doubles up to 30 s); default 1 s.
@@ -69,6 +75,11 @@ type Config struct {
 	// HTTPClient is the base client for REST calls; nil uses a client with
 	// a 30 s timeout. Its transport is wrapped when APIURL is set.
 	HTTPClient *http.Client
+}
+
+// Shard is one gateway shard: ID of Count.
+type Shard struct {
+	ID, Count int
 }
 
 // ErrConfig marks an invalid configuration; it is a gateway.ErrConfig, so
@@ -84,6 +95,10 @@ func (c *Config) normalise() error {
 		if err != nil || u.Scheme == "" || u.Host == "" {
 			return fmt.Errorf("%w: discord.api_url %q is not an absolute URL", ErrConfig, c.APIURL)
 		}
+	}
+	if c.Shard.Count < 0 || c.Shard.ID < 0 || (c.Shard.Count > 1 && c.Shard.ID >= c.Shard.Count) ||
+		(c.Shard.Count <= 1 && c.Shard.ID != 0) {
+		return fmt.Errorf("%w: shard %d of %d: want 0 <= id < count", ErrConfig, c.Shard.ID, c.Shard.Count)
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,12 +21,15 @@ type frame struct {
 	Type string          `json:"t,omitempty"`
 }
 
-// gatewayState is the fake's single gateway session: dispatches are
-// numbered and kept, so a RESUME replays what the client missed.
+// gatewayState is the gateway session of one shard: dispatches are
+// numbered and kept, so a RESUME replays what the client missed. Without
+// sharding there is one, shard 0 of 1.
 type gatewayState struct {
-	srv *Server
+	srv   *Server
+	shard int
 
 	mu        sync.Mutex
+	count     int // the shard count its client identified with
 	sessionN  int
 	sessionID string
 	seq       int64
@@ -44,8 +49,60 @@ func (c *wsConn) write(v any) error {
 	return c.c.WriteJSON(v)
 }
 
-func newGatewayState(s *Server) *gatewayState {
-	return &gatewayState{srv: s, changed: make(chan struct{})}
+func newGatewayState(s *Server, shard int) *gatewayState {
+	return &gatewayState{srv: s, shard: shard, count: 1, changed: make(chan struct{})}
+}
+
+// serves reports whether guild guildID's events go to this shard: Discord
+// sends a guild to shard (guild_id >> 22) % shard_count, and DMs (no
+// guild) to shard 0.
+func (g *gatewayState) serves(guildID string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return shardOf(guildID, g.count) == g.shard
+}
+
+func shardOf(guildID string, count int) int {
+	if guildID == "" || count <= 1 {
+		return 0
+	}
+	id, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return int((id >> 22) % uint64(count))
+}
+
+// shardState returns shard id's gateway state, creating it on first use.
+func (s *Server) shardState(id int) *gatewayState {
+	s.shardMu.Lock()
+	defer s.shardMu.Unlock()
+	g, ok := s.shards[id]
+	if !ok {
+		g = newGatewayState(s, id)
+		s.shards[id] = g
+	}
+	return g
+}
+
+func (s *Server) shardStates() []*gatewayState {
+	s.shardMu.Lock()
+	defer s.shardMu.Unlock()
+	out := make([]*gatewayState, 0, len(s.shards))
+	for _, g := range s.shards {
+		out = append(out, g)
+	}
+	return out
+}
+
+// dispatch sends an event of guild guildID ("" for DMs) to the shard that
+// serves it; with no session on that shard it is lost, as on Discord.
+func (s *Server) dispatch(guildID, typ string, d any) {
+	for _, g := range s.shardStates() {
+		if g.serves(guildID) {
+			g.dispatch(typ, d)
+		}
+	}
 }
 
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
@@ -57,7 +114,9 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	}
 	conn := &wsConn{c: c}
 	defer func() {
-		s.gw.forget(conn)
+		for _, g := range s.shardStates() {
+			g.forget(conn)
+		}
 		_ = c.Close()
 	}()
 	hello := map[string]any{"heartbeat_interval": s.heartbeat.Milliseconds()}
@@ -82,33 +141,61 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) identify(conn *wsConn, d json.RawMessage) {
 	var id struct {
-		Token   string `json:"token"`
-		Intents int    `json:"intents"`
+		Token   string  `json:"token"`
+		Intents int     `json:"intents"`
+		Shard   *[2]int `json:"shard"`
 	}
 	_ = json.Unmarshal(d, &id)
 	if id.Token != "Bot "+Token {
-		_ = conn.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."), time.Now().Add(time.Second))
+		closeWith(conn, 4004, "Authentication failed.")
+		return
+	}
+	shard, count := 0, 1
+	if id.Shard != nil {
+		shard, count = id.Shard[0], id.Shard[1]
+	}
+	if count < 1 || shard < 0 || shard >= count {
+		closeWith(conn, 4010, "Invalid shard.")
 		return
 	}
 	s.mu.Lock()
 	s.identifies++
 	s.intents = id.Intents
-	guild := s.guildLocked()
+	var guilds []*discordgo.Guild
+	for _, guild := range s.guildsLocked() {
+		if shardOf(guild.ID, count) == shard {
+			guilds = append(guilds, guild)
+		}
+	}
 	s.mu.Unlock()
 
-	g := s.gw
+	g := s.shardState(shard)
 	g.mu.Lock()
+	g.count = count
 	g.sessionN++
-	g.sessionID = fmt.Sprintf("session-%d", g.sessionN)
+	g.sessionID = fmt.Sprintf("session-%d-%d", shard, g.sessionN)
 	g.seq, g.log, g.conn = 0, nil, conn
-	g.dispatchLocked("READY", map[string]any{
-		"v": 9, "user": s.botUser(), "session_id": g.sessionID,
-		"guilds":      []map[string]any{{"id": GuildID, "unavailable": true}},
+	unavailable := make([]map[string]any, 0, len(guilds))
+	for _, guild := range guilds {
+		unavailable = append(unavailable, map[string]any{"id": guild.ID, "unavailable": true})
+	}
+	ready := map[string]any{
+		"v": 9, "user": s.botUser(), "session_id": g.sessionID, "guilds": unavailable,
 		"application": map[string]any{"id": AppID, "flags": 0},
-	})
-	g.dispatchLocked("GUILD_CREATE", guild)
+	}
+	if id.Shard != nil {
+		ready["shard"] = []int{shard, count}
+	}
+	g.dispatchLocked("READY", ready)
+	for _, guild := range guilds {
+		g.dispatchLocked("GUILD_CREATE", guild)
+	}
 	g.notifyLocked()
 	g.mu.Unlock()
+}
+
+func closeWith(conn *wsConn, code int, reason string) {
+	_ = conn.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
 }
 
 func (s *Server) resume(conn *wsConn, d json.RawMessage) {
@@ -117,10 +204,14 @@ func (s *Server) resume(conn *wsConn, d json.RawMessage) {
 		Seq       int64  `json:"seq"`
 	}
 	_ = json.Unmarshal(d, &rs)
-	g := s.gw
+	g := s.sessionState(rs.SessionID)
+	if g == nil {
+		_ = conn.write(map[string]any{"op": 9, "d": false})
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if rs.SessionID == "" || rs.SessionID != g.sessionID {
+	if rs.SessionID != g.sessionID {
 		_ = conn.write(map[string]any{"op": 9, "d": false})
 		return
 	}
@@ -137,19 +228,48 @@ func (s *Server) resume(conn *wsConn, d json.RawMessage) {
 	g.notifyLocked()
 }
 
-func (s *Server) guildLocked() *discordgo.Guild {
-	g := &discordgo.Guild{ID: GuildID, Name: "fake guild"}
+// sessionState is the shard whose live session has id, or nil.
+func (s *Server) sessionState(id string) *gatewayState {
+	if id == "" {
+		return nil
+	}
+	for _, g := range s.shardStates() {
+		g.mu.Lock()
+		match := g.sessionID == id
+		g.mu.Unlock()
+		if match {
+			return g
+		}
+	}
+	return nil
+}
+
+// guildsLocked is the fake's guilds with their channels and threads,
+// sorted by id: GuildID always, and every guild a channel names.
+func (s *Server) guildsLocked() []*discordgo.Guild {
+	byID := map[string]*discordgo.Guild{GuildID: {ID: GuildID, Name: "fake guild"}}
 	for _, ch := range s.channels {
 		c := *ch
-		switch {
-		case c.GuildID == "":
-		case c.IsThread():
+		if c.GuildID == "" {
+			continue
+		}
+		g := byID[c.GuildID]
+		if g == nil {
+			g = &discordgo.Guild{ID: c.GuildID, Name: "guild " + c.GuildID}
+			byID[c.GuildID] = g
+		}
+		if c.IsThread() {
 			g.Threads = append(g.Threads, &c)
-		default:
+		} else {
 			g.Channels = append(g.Channels, &c)
 		}
 	}
-	return g
+	out := make([]*discordgo.Guild, 0, len(byID))
+	for _, g := range byID {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // dispatch numbers an event, keeps it for replay and sends it if a client
@@ -201,6 +321,8 @@ func (g *gatewayState) dropConn() {
 		_ = conn.c.Close()
 	}
 }
+
+// The controls below act on shard 0, the only one without sharding.
 
 // DropConnection closes the client's socket without a close frame, as a
 // network failure would. Events dispatched until the client resumes are

@@ -222,7 +222,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 		live.GuildID = ch.GuildID
 	}
 	s.mu.Unlock()
-	s.gw.dispatch("MESSAGE_CREATE", &live) // the bot sees its own messages, as on Discord
+	s.dispatch(live.GuildID, "MESSAGE_CREATE", &live) // the bot sees its own messages, as on Discord
 	writeJSON(w, http.StatusOK, m)
 }
 
@@ -299,7 +299,7 @@ func (s *Server) startThread(w http.ResponseWriter, r *http.Request, parent *dis
 	}
 	c := *th
 	s.mu.Unlock()
-	s.gw.dispatch("THREAD_CREATE", map[string]any{
+	s.dispatch(c.GuildID, "THREAD_CREATE", map[string]any{
 		"id": c.ID, "guild_id": c.GuildID, "parent_id": c.ParentID, "owner_id": c.OwnerID,
 		"type": c.Type, "name": c.Name, "newly_created": true,
 	})

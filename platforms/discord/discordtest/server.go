@@ -66,7 +66,9 @@ type Server struct {
 	identifies int
 	resumes    int
 	intents    int
-	gw         *gatewayState
+	gw         *gatewayState // shard 0, the whole gateway without sharding
+	shardMu    sync.Mutex
+	shards     map[int]*gatewayState
 	heartbeat  time.Duration
 	changed    chan struct{}   // closed and replaced when the bot sends or edits
 	files      map[string]File // attachment id → file
@@ -94,7 +96,8 @@ func New(channelIDs ...string) *Server {
 	for _, id := range channelIDs {
 		s.channels[id] = &discordgo.Channel{ID: id, GuildID: GuildID, Type: discordgo.ChannelTypeGuildText, Name: "c" + id}
 	}
-	s.gw = newGatewayState(s)
+	s.gw = newGatewayState(s, 0)
+	s.shards = map[int]*gatewayState{0: s.gw}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws/", s.serveGateway) // discordgo appends "/" to the gateway URL
 	mux.HandleFunc("/api/", s.serveREST)
@@ -125,16 +128,30 @@ func (s *Server) Close() {
 		}
 	}
 	s.mu.Unlock()
-	s.gw.dropConn()
+	for _, g := range s.shardStates() {
+		g.dropConn()
+	}
 	s.http.CloseClientConnections()
 	s.http.Close()
+}
+
+// AddGuildChannel adds a text channel in guild guildID, another guild than
+// GuildID: with sharding, a guild's events go only to its shard.
+func (s *Server) AddGuildChannel(id, guildID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[id] = &discordgo.Channel{ID: id, GuildID: guildID, Type: discordgo.ChannelTypeGuildText, Name: "c" + id}
 }
 
 // AddThread adds an existing thread under a channel, owned by ownerID.
 func (s *Server) AddThread(id, parentID, ownerID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.channels[id] = &discordgo.Channel{ID: id, GuildID: GuildID, ParentID: parentID, OwnerID: ownerID,
+	guildID := GuildID
+	if parent := s.channels[parentID]; parent != nil && parent.GuildID != "" {
+		guildID = parent.GuildID
+	}
+	s.channels[id] = &discordgo.Channel{ID: id, GuildID: guildID, ParentID: parentID, OwnerID: ownerID,
 		Type: discordgo.ChannelTypeGuildPublicThread, Name: "t" + id}
 }
 
@@ -224,7 +241,7 @@ func (s *Server) Post(p Post) string {
 		live.Member = &discordgo.Member{Roles: s.members[p.AuthorID]}
 	}
 	s.mu.Unlock()
-	s.gw.dispatch("MESSAGE_CREATE", &live)
+	s.dispatch(live.GuildID, "MESSAGE_CREATE", &live)
 	return m.ID
 }
 
@@ -261,8 +278,9 @@ func (s *Server) interaction(channelID, userID string, typ discordgo.Interaction
 	if message != nil {
 		ev["message"] = message
 	}
+	guildID, _ := ev["guild_id"].(string)
 	s.mu.Unlock()
-	s.gw.dispatch("INTERACTION_CREATE", ev)
+	s.dispatch(guildID, "INTERACTION_CREATE", ev)
 	return id
 }
 
