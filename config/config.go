@@ -53,6 +53,7 @@ type Config struct {
 	Lanes    Lanes
 	Shutdown Shutdown
 	Files    Files
+	Cluster  Cluster
 	// Projects maps a project name to its absolute, existing directory: the
 	// working directories a lane may choose with /project (codex.cwd is
 	// the one for lanes without a project). Never nil.
@@ -153,6 +154,18 @@ type Files struct {
 	MaxBytes  int64 // one file; larger ones are refused with a reply naming the limit
 	LaneQuota int64 // one lane's stored files; its oldest messages' files are pruned past it
 }
+
+// Cluster configures this node of a several-node deployment. Not yet wired
+// into the daemon: the cluster package's leases and placement read it once
+// lanes move between nodes.
+type Cluster struct {
+	NodeID        string        // "" in the file = the hostname
+	LeaseTTL      time.Duration // how long a silent node keeps its lanes
+	DiscordShards int           // Discord gateway shards over all nodes; 1 = unsharded
+}
+
+// DefaultLeaseTTL is cluster.lease_ttl's default.
+const DefaultLeaseTTL = 15 * time.Second
 
 // Shutdown configures the stop sequence.
 type Shutdown struct {
@@ -349,6 +362,14 @@ func (c *Config) resolve() []error {
 	}
 	if c.Codex.Cwd == "" {
 		c.Codex.Cwd = filepath.Join(c.StateDir, "workspace")
+	}
+	if c.Cluster.NodeID == "" {
+		host, err := os.Hostname()
+		if err != nil || nodeID(host) != "" {
+			errs = append(errs, errorf("cluster.node_id", "not set and the hostname %q cannot be used (%v)", host, err))
+		} else {
+			c.Cluster.NodeID = host
+		}
 	}
 	secrets := []struct {
 		key       string

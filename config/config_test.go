@@ -121,6 +121,9 @@ func keyCases(secretDir string) []keyCase {
 		{"files.max_bytes", "5MiB", "5MiB", func(c *Config) any { return c.Files.MaxBytes }, int64(5 << 20)},
 		{"files.lane_quota", "1048576", "1048576", func(c *Config) any { return c.Files.LaneQuota }, int64(1 << 20)},
 		{"shutdown.drain_timeout", "15s", "15s", func(c *Config) any { return c.Shutdown.DrainTimeout }, 15 * time.Second},
+		{"cluster.node_id", "gw-2", "gw-2", func(c *Config) any { return c.Cluster.NodeID }, "gw-2"},
+		{"cluster.lease_ttl", "5s", "5s", func(c *Config) any { return c.Cluster.LeaseTTL }, 5 * time.Second},
+		{"cluster.discord_shards", "4", "4", func(c *Config) any { return c.Cluster.DiscordShards }, 4},
 	}
 }
 
@@ -243,6 +246,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
 		Files:    Files{MaxBytes: DefaultFilesMaxBytes, LaneQuota: DefaultFilesLaneQuota},
+		Cluster:  Cluster{NodeID: hostname(t), LeaseTTL: 15 * time.Second, DiscordShards: 1},
 		Projects: map[string]string{},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
@@ -390,6 +394,11 @@ func TestValidationErrors(t *testing.T) {
 		{"all interfaces without token", "", map[string]string{"GATEWAYD_API_LISTEN": ":8787"},
 			`config: api.token: required when api.listen (:8787) is not a loopback address`},
 		{"scalar section", "telegram: yes\n", nil, `config: telegram: unknown key`},
+		{"lease ttl zero", "cluster:\n  lease_ttl: 0s\n", nil, `config: cluster.lease_ttl: must be greater than zero, got 0s`},
+		{"no discord shards", "", map[string]string{"GATEWAYD_CLUSTER_DISCORD_SHARDS": "0"},
+			`config: cluster.discord_shards: must be at least 1, got 0`},
+		{"node id with space", "cluster:\n  node_id: \"gw 1\"\n", nil,
+			`config: cluster.node_id: must be printable, without spaces, got "gw 1"`},
 		{"missing config file", "-", nil, "config: read "},
 		{"bad yaml", "log: [\n", nil, "config: read "},
 	}
@@ -508,4 +517,13 @@ func TestRedacted(t *testing.T) {
 			t.Errorf("redacted output lacks key %s", k)
 		}
 	}
+}
+
+func hostname(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatalf("os.Hostname: %v", err)
+	}
+	return h
 }

@@ -87,6 +87,22 @@ var keys = []key{
 	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),
 
 	durKey("shutdown.drain_timeout", DefaultDrainTimeout.String(), func(c *Config) *time.Duration { return &c.Shutdown.DrainTimeout }, positive),
+
+	strKey("cluster.node_id", "", func(c *Config) *string { return &c.Cluster.NodeID }, optional(nodeID)),
+	durKey("cluster.lease_ttl", DefaultLeaseTTL.String(), func(c *Config) *time.Duration { return &c.Cluster.LeaseTTL }, positive),
+	intKey("cluster.discord_shards", 1, func(c *Config) *int { return &c.Cluster.DiscordShards }, 1),
+}
+
+// nodeID checks a cluster node id: it names the node in lease rows, logs
+// and `cluster status`, so it must be printable and unambiguous.
+func nodeID(s string) string {
+	if len(s) > 255 {
+		return "must be at most 255 bytes"
+	}
+	if strings.TrimSpace(s) != s || strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+		return fmt.Sprintf("must be printable, without spaces, got %q", s)
+	}
+	return ""
 }
 
 func strKey(name, def string, field func(*Config) *string, check func(string) string) key {
