@@ -75,3 +75,40 @@ func BenchmarkRestore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLease is the database work of a takeover and of keeping a lane:
+// taking an expired lease (the step after a TTL runs out) and one renewal.
+func BenchmarkLease(b *testing.B) {
+	dsn := newDatabase(b)
+	clock := installTestClock(b, dsn)
+	a := newNode(b, dsn, "node-a")
+	ctx := testContext(b)
+	b.Run("takeover", func(b *testing.B) {
+		var cpu time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			clock.Advance(time.Hour) // every lease so far has expired
+			b.StartTimer()
+			cpu0 := cpuTime()
+			if _, ok, err := a.Acquire(ctx, "lane", time.Minute); err != nil || !ok {
+				b.Fatalf("Acquire: ok=%v err=%v", ok, err)
+			}
+			cpu += cpuTime() - cpu0
+		}
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("renew", func(b *testing.B) {
+		clock.Advance(time.Hour)
+		l, ok, err := a.Acquire(ctx, "kept", time.Minute)
+		if err != nil || !ok {
+			b.Fatalf("Acquire: ok=%v err=%v", ok, err)
+		}
+		cpu0 := cpuTime()
+		for b.Loop() {
+			if err := a.Renew(ctx, l, time.Minute); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
+}

@@ -51,16 +51,17 @@ func (n *Node) Acquire(ctx context.Context, name string, ttl time.Duration) (Lea
 	return Lease{Name: name, Holder: n.id, Token: token}, true, nil
 }
 
-// Renew extends a held lease to ttl from now. It returns ErrLeaseLost when
-// the lease has been taken or released since; a lease that expired without
-// anyone taking it is still this holder's, as no newer token exists.
+// Renew extends a lease this node holds to ttl from now. It returns
+// ErrLeaseLost when the lease has been taken or released since (or was
+// never this node's); a lease that expired without anyone taking it is
+// still this holder's, as no newer token exists.
 func (n *Node) Renew(ctx context.Context, l Lease, ttl time.Duration) error {
 	if err := checkLeaseArgs(l.Name, ttl); err != nil {
 		return err
 	}
 	res, err := n.db.ExecContext(ctx, `UPDATE cluster_leases
 		SET expires_at = cluster_now() + $4 * interval '1 microsecond'
-		WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, l.Holder, l.Token, ttl.Microseconds())
+		WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, n.id, l.Token, ttl.Microseconds())
 	if err != nil {
 		return fmt.Errorf("cluster: renew %s: %w", l.Name, err)
 	}
@@ -73,7 +74,7 @@ func (n *Node) Renew(ctx context.Context, l Lease, ttl time.Duration) error {
 func (n *Node) Release(ctx context.Context, l Lease) error {
 	res, err := n.db.ExecContext(ctx, `UPDATE cluster_leases
 		SET holder = '', expires_at = cluster_now()
-		WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, l.Holder, l.Token)
+		WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, n.id, l.Token)
 	if err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.Name, err)
 	}

@@ -142,6 +142,12 @@ func TestTokenGrowsOnEveryTakeover(t *testing.T) {
 	if err := a.Renew(ctx, first, ttl); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Renew with the pre-expiry token: err = %v, want ErrLeaseLost", err)
 	}
+	if err := b.Renew(ctx, again, ttl); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("node-b renewing node-a's lease: err = %v, want ErrLeaseLost", err)
+	}
+	if err := b.Release(ctx, again); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("node-b releasing node-a's lease: err = %v, want ErrLeaseLost", err)
+	}
 	if err := a.Release(ctx, again); err != nil {
 		t.Fatalf("Release: %v", err)
 	}

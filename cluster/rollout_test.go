@@ -3,8 +3,10 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -224,5 +226,39 @@ func assertFile(t *testing.T, path string, want []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s = %q, want %q", path, got, want)
+	}
+}
+
+// Two shippers of one thread at once (an owner's retry racing its first
+// attempt) store every byte once, in chunks that join up.
+func TestConcurrentShipsStoreEachByteOnce(t *testing.T) {
+	f := newRolloutFixture(t)
+	ctx := testContext(t)
+	for turn := range 5 {
+		f.appendLines(fmt.Sprintf(`{"turn":%d}`+"\n", turn))
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range errs {
+			wg.Go(func() { _, errs[i] = f.rollouts.Ship(ctx, f.home, testThread, f.lease) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("concurrent Ship: %v", err)
+			}
+		}
+	}
+	want, _ := os.ReadFile(f.path())
+	other := t.TempDir()
+	if _, err := f.rollouts.Restore(ctx, other, testThread); err != nil {
+		t.Fatalf("Restore after concurrent ships: %v", err)
+	}
+	assertFile(t, filepath.Join(other, filepath.FromSlash(testRelPath)), want)
+	var stored int
+	if err := f.node.db.QueryRowContext(ctx, `SELECT sum(length(data)) FROM rollout_chunks`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != len(want) {
+		t.Errorf("%d bytes stored for a %d-byte rollout", stored, len(want))
 	}
 }
