@@ -46,30 +46,33 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// The whole life of a lane's lease in real time: kept alive past its TTL by
-// renewals, taken over once its holder freezes, and the frozen holder,
-// waking, is refused by the database and told to step down.
+// The whole life of a lane's lease: kept alive by renewals past several
+// TTLs of database time, taken over once its holder freezes, and the
+// frozen holder, waking, is refused by the database and told to step down.
 func TestKeeperKeepsLeaseAndFrozenHolderStepsDown(t *testing.T) {
 	ctx := testContext(t)
 	dsn := newDatabase(t)
+	clock := installTestClock(t, dsn)
 	mustExec(t, openDB(t, dsn), createJournal)
 	a, b := newNode(t, dsn, "node-a"), newNode(t, dsn, "node-b")
-	const ttl = 600 * time.Millisecond
+	const ttl = 10 * time.Second
 
 	held := mustAcquire(t, a, "lane", ttl)
-	keeper, _, renewed := startKeeper(t, a, ttl, 0)
+	keeper, _, renewed := startKeeper(t, a, ttl, 50*time.Millisecond)
 	keeper.Hold(held)
-	// Four renewals at ttl/3 span more than a TTL: without them the lease
-	// would have expired by now.
-	for range 4 {
-		receive(t, renewed, "a renewal")
+	// Three times most of a TTL passes on the database's clock: without
+	// the renewals in between the lease would have expired.
+	for range 3 {
+		clock.Advance(ttl * 9 / 10)
+		renewalAfterNow(t, renewed)
 	}
 	if _, ok, _ := b.Acquire(ctx, "lane", ttl); ok {
 		t.Fatal("node-b took a lease that was being renewed")
 	}
 
 	keeper.Stop() // node-a freezes, as under SIGSTOP
-	taken := waitAcquire(t, b, "lane", ttl)
+	clock.Advance(ttl)
+	taken := mustAcquire(t, b, "lane", ttl)
 	if taken.Token <= held.Token {
 		t.Fatalf("takeover token %d, want > %d", taken.Token, held.Token)
 	}
@@ -78,7 +81,7 @@ func TestKeeperKeepsLeaseAndFrozenHolderStepsDown(t *testing.T) {
 	if err := writeJournal(ctx, a.db, held, "a-after-wake"); !errors.Is(err, ErrFenced) {
 		t.Fatalf("woken ex-owner's write: err = %v, want ErrFenced", err)
 	}
-	woken, lost, _ := startKeeper(t, a, ttl, 0)
+	woken, lost, _ := startKeeper(t, a, ttl, 50*time.Millisecond)
 	woken.Hold(held)
 	report := receive(t, lost, "the loss report")
 	if !errors.Is(report.err, ErrLeaseLost) || report.lease != held {
@@ -89,6 +92,27 @@ func TestKeeperKeepsLeaseAndFrozenHolderStepsDown(t *testing.T) {
 	}
 	if got := journalEntries(t, a.db); len(got) != 0 {
 		t.Errorf("journal = %v, want no write from the ex-owner", got)
+	}
+}
+
+// renewalAfterNow waits for a renewal that began after the call: renewals
+// run one at a time, so after draining the signals already sent, the
+// second one received started after the first, which started after now at
+// the earliest.
+func renewalAfterNow(t *testing.T, renewed <-chan Lease) {
+	t.Helper()
+	drain(renewed)
+	receive(t, renewed, "a renewal")
+	receive(t, renewed, "a renewal")
+}
+
+func drain[T any](ch <-chan T) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
 	}
 }
 
@@ -116,23 +140,4 @@ func TestKeeperOptionsAreChecked(t *testing.T) {
 	if _, err := a.StartKeeper(KeeperOptions{OnLost: func(Lease, error) {}}); err == nil {
 		t.Error("StartKeeper without a TTL: want an error")
 	}
-}
-
-// waitAcquire retries Acquire until the lease's TTL has run out on the
-// database's clock and n takes it.
-func waitAcquire(t *testing.T, n *Node, name string, ttl time.Duration) Lease {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		l, ok, err := n.Acquire(testContext(t), name, ttl)
-		if err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
-		if ok {
-			return l
-		}
-		time.Sleep(ttl / 20) // the expiry is on the database's clock; poll it
-	}
-	t.Fatalf("%s never took lease %q", n.ID(), name)
-	return Lease{}
 }

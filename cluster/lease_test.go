@@ -84,43 +84,62 @@ func assertLive(t *testing.T, n *Node, ttl time.Duration, want ...string) {
 }
 
 func TestRacingNodesExactlyOneWinsEachLease(t *testing.T) {
-	ctx := testContext(t)
 	dsn := newDatabase(t)
+	clock := installTestClock(t, dsn)
 	nodes := []*Node{newNode(t, dsn, "node-a"), newNode(t, dsn, "node-b"), newNode(t, dsn, "node-c")}
 	const rounds = 60
-	type result struct {
-		ok  bool
-		err error
+	// First the race for new leases (an insert), then, once they have all
+	// expired, for the takeover of each (an update of the row).
+	for phase, wantToken := range []int64{1, 2} {
+		if phase > 0 {
+			clock.Advance(2 * time.Minute)
+		}
+		for r, won := range raceForLeases(t, nodes, rounds) {
+			if len(won) != 1 {
+				t.Errorf("phase %d round %d: %d nodes won the lease, want exactly 1", phase, r, len(won))
+				continue
+			}
+			if won[0].Token != wantToken {
+				t.Errorf("phase %d round %d: token %d, want %d", phase, r, won[0].Token, wantToken)
+			}
+		}
 	}
-	results := make([][]result, rounds)
-	var wg sync.WaitGroup
+}
+
+// raceForLeases has every node try, at once, for each of rounds leases, and
+// returns the winners of each.
+func raceForLeases(t *testing.T, nodes []*Node, rounds int) [][]Lease {
+	t.Helper()
+	ctx := testContext(t)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		won  = make([][]Lease, rounds)
+		errs []error
+	)
 	start := make(chan struct{})
 	for r := range rounds {
-		results[r] = make([]result, len(nodes))
-		for i, n := range nodes {
+		for _, n := range nodes {
 			wg.Go(func() {
 				<-start
-				_, ok, err := n.Acquire(ctx, fmt.Sprintf("lane-%d", r), time.Minute)
-				results[r][i] = result{ok, err}
+				l, ok, err := n.Acquire(ctx, fmt.Sprintf("lane-%d", r), time.Minute)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if ok {
+					won[r] = append(won[r], l)
+				}
 			})
 		}
 	}
 	close(start)
 	wg.Wait()
-	for r, rs := range results {
-		winners := 0
-		for _, res := range rs {
-			if res.err != nil {
-				t.Fatalf("round %d: Acquire: %v", r, res.err)
-			}
-			if res.ok {
-				winners++
-			}
-		}
-		if winners != 1 {
-			t.Errorf("round %d: %d nodes won the lease, want exactly 1", r, winners)
-		}
+	if len(errs) > 0 {
+		t.Fatalf("Acquire errors: %v", errs)
 	}
+	return won
 }
 
 func TestTokenGrowsOnEveryTakeover(t *testing.T) {
