@@ -24,7 +24,9 @@ var ErrFenced = errors.New("cluster: write refused, lease no longer held")
 //	INSERT INTO t (k, v) SELECT $3, $4 WHERE cluster_fence($1, $2)
 //
 // It holds the lease row FOR SHARE until the transaction ends, so a takeover
-// waits for a write already under way instead of overtaking it.
+// waits for a write already under way instead of overtaking it. In a WHERE
+// with other conditions it runs per matching row (and not at all when no
+// row matches); a transaction of several writes calls Fence once first.
 const FenceSQL = "cluster_fence($1, $2)"
 
 // Execer is what Fence needs: the caller's *sql.Tx. (A *sql.DB would
