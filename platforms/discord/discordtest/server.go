@@ -1,6 +1,7 @@
 // Package discordtest is a fake Discord (REST + gateway websocket) for
 // tests. It speaks enough of the wire format for discordgo: /gateway,
-// HELLO/IDENTIFY/READY, heartbeats, RESUME with replay, op 7 and op 9,
+// HELLO/IDENTIFY/READY, shards (a session per shard, guilds routed to the
+// shard of their id), heartbeats, RESUME with replay, op 7 and op 9,
 // dispatches, messages (2,000-character limit), edits, typing, threads,
 // interactions, application commands, history and injected 429s.
 package discordtest
