@@ -65,6 +65,7 @@ func TestTranscriptPageAcrossSessions(t *testing.T) {
 // The page query walks the (session_key, id) index instead of sorting the
 // lane's messages for every page.
 func TestTranscriptPageUsesTheKeyIndex(t *testing.T) {
+	sqliteOnly(t, "reads SQLite's EXPLAIN QUERY PLAN")
 	s, _ := openTestStore(t)
 	rows, err := s.readDB.QueryContext(context.Background(), `EXPLAIN QUERY PLAN SELECT `+messageColumns+` FROM messages m
 		WHERE m.session_key = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?`, "k", 10, 5)
