@@ -98,7 +98,7 @@ func parsePGConfig(dsn string) (*pgx.ConnConfig, error) {
 		if errors.As(err, &pe) && pe.Unwrap() != nil {
 			err = pe.Unwrap()
 		} else {
-			err = errors.New("malformed")
+			err = errors.New("malformed; expected postgres://user:password@host:port/db or key=value pairs")
 		}
 		return nil, fmt.Errorf("%w: PostgreSQL DSN: %v", ErrInvalid, err)
 	}
@@ -225,6 +225,10 @@ func (s *Store) batchContext() (context.Context, context.CancelFunc) {
 func (s *Store) writerFailed(err error) {
 	if s.pg == nil || err == nil {
 		return
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !errors.Is(classify(err), ErrUnavailable) {
+		return // the server refused a statement; the session itself is fine
 	}
 	s.pg.broken = true
 	s.log.Warn("store.connection_lost", zap.String("database", s.path), zap.Error(err))
