@@ -53,6 +53,7 @@ type Config struct {
 	Lanes    Lanes
 	Shutdown Shutdown
 	Files    Files
+	Store    Store
 	// Projects maps a project name to its absolute, existing directory: the
 	// working directories a lane may choose with /project (codex.cwd is
 	// the one for lanes without a project). Never nil.
@@ -153,6 +154,17 @@ type Files struct {
 	MaxBytes  int64 // one file; larger ones are refused with a reply naming the limit
 	LaneQuota int64 // one lane's stored files; its oldest messages' files are pruned past it
 }
+
+// Store selects the store's backend. SQLite (a file under state_dir) is the
+// default; PostgreSQL is for several nodes sharing one database.
+type Store struct {
+	Driver  string // "sqlite" or "postgres"
+	DSN     string // PostgreSQL's connection string: a secret (it may carry a password)
+	DSNFile string
+}
+
+// Postgres reports whether the store is on PostgreSQL.
+func (s Store) Postgres() bool { return s.Driver == "postgres" }
 
 // Shutdown configures the stop sequence.
 type Shutdown struct {
@@ -358,6 +370,7 @@ func (c *Config) resolve() []error {
 		{"api.token", &c.API.Token, c.API.TokenFile},
 		{"telegram.token", &c.Telegram.Token, c.Telegram.TokenFile},
 		{"discord.token", &c.Discord.Token, c.Discord.TokenFile},
+		{"store.dsn", &c.Store.DSN, c.Store.DSNFile},
 	}
 	for _, s := range secrets {
 		if err := readSecretFile(s.key, s.token, s.tokenFile); err != nil {
@@ -431,6 +444,13 @@ func (c *Config) validate() []error {
 	if c.Discord.Enabled() && len(c.Discord.AllowedUsers) == 0 && len(c.Discord.AllowedRoles) == 0 {
 		errs = append(errs, errorf("discord.allowed_users",
 			"required when discord.token is set (or set discord.allowed_roles)"))
+	}
+	if c.Store.Postgres() && c.Store.DSN == "" {
+		errs = append(errs, errorf("store.dsn",
+			"required when store.driver is postgres (or set store.dsn_file or GATEWAYD_STORE_DSN)"))
+	}
+	if !c.Store.Postgres() && c.Store.DSN != "" {
+		errs = append(errs, errorf("store.dsn", "set, but store.driver is %s; set store.driver: postgres to use it", c.Store.Driver))
 	}
 	if c.API.Token == "" && !loopbackListen(c.API.Listen) {
 		errs = append(errs, errorf("api.token",
