@@ -32,6 +32,10 @@ const (
 	// same reason: a connection that stops answering without closing (a
 	// lost network) is cut and its submitters get an error.
 	pgBatchTimeout = 30 * time.Second
+	// pgLockWait is how long Open waits for a held ownership lock, and
+	// pgLockRetry how often it asks again.
+	pgLockWait  = 5 * time.Second
+	pgLockRetry = 100 * time.Millisecond
 )
 
 // The advisory lock that makes one gatewayd the owner of a database
@@ -47,7 +51,8 @@ const (
 // pgState is what the PostgreSQL writer needs to reconnect. Only the worker
 // goroutine touches it once Open returns.
 type pgState struct {
-	broken bool // the write connection failed; get a new one before the next batch
+	broken   bool          // the write connection failed; get a new one before the next batch
+	lockWait time.Duration // how long a held ownership lock is retried
 }
 
 // releasePGLock lets go of the ownership lock before the connection
@@ -75,7 +80,10 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 		return nil, err
 	}
 	s := &Store{path: pgWhere(cfg), d: pgDialect, log: opts.Logger, now: opts.Now,
-		stopped: make(chan struct{}), pg: &pgState{}}
+		stopped: make(chan struct{}), pg: &pgState{lockWait: pgLockWait}}
+	if opts.pgLockWait != 0 {
+		s.pg.lockWait = max(opts.pgLockWait, 0)
+	}
 	s.applyDefaults(opts)
 	if err := s.openPG(ctx, cfg, opts); err != nil {
 		return nil, errors.Join(err, s.closeConnections())
@@ -130,7 +138,7 @@ func (s *Store) openPG(ctx context.Context, cfg *pgx.ConnConfig, opts Options) e
 	s.writeDB = stdlib.OpenDB(*cfg)
 	s.writeDB.SetMaxOpenConns(1)
 	s.writeDB.SetMaxIdleConns(1)
-	conn, err := s.connectWriter(ctx)
+	conn, err := s.connectWriter(ctx, s.pg.lockWait)
 	if err != nil {
 		return err
 	}
@@ -145,28 +153,41 @@ func (s *Store) openPG(ctx context.Context, cfg *pgx.ConnConfig, opts Options) e
 // connectWriter takes a connection for the writer and the ownership lock
 // on it. The lock lives on the write connection itself: it goes when that
 // connection goes, and no batch runs on a connection that does not hold it.
-func (s *Store) connectWriter(ctx context.Context) (*sql.Conn, error) {
+func (s *Store) connectWriter(ctx context.Context, lockWait time.Duration) (*sql.Conn, error) {
 	conn, err := s.writeDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to %s: %w", s.path, classify(err))
 	}
-	if err := s.takePGLock(ctx, conn); err != nil {
+	if err := s.takePGLock(ctx, conn, lockWait); err != nil {
 		discardConn(conn)
 		return nil, err
 	}
 	return conn, nil
 }
 
-func (s *Store) takePGLock(ctx context.Context, conn *sql.Conn) error {
-	var got bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1, $2)", pgLockClass, pgLockID).Scan(&got); err != nil {
-		return fmt.Errorf("store: lock %s: %w", s.path, classify(err))
+// takePGLock tries the ownership lock until wait has passed. The
+// wait covers a predecessor killed a moment ago: the server drops its
+// session's lock only once it has noticed the closed socket.
+func (s *Store) takePGLock(ctx context.Context, conn *sql.Conn, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		var got bool
+		if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1, $2)", pgLockClass, pgLockID).Scan(&got); err != nil {
+			return fmt.Errorf("store: lock %s: %w", s.path, classify(err))
+		}
+		if got {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s is locked by %s; another gatewayd is already running with this database",
+				ErrLocked, s.path, pgLockHolder(ctx, conn))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("store: lock %s: %w", s.path, ctx.Err())
+		case <-time.After(pgLockRetry):
+		}
 	}
-	if got {
-		return nil
-	}
-	return fmt.Errorf("%w: %s is locked by %s; another gatewayd is already running with this database",
-		ErrLocked, s.path, pgLockHolder(ctx, conn))
 }
 
 // pgLockHolder names the session holding the ownership lock, for the error.
@@ -244,7 +265,9 @@ func (s *Store) ensureWriter(ctx context.Context) error {
 		_ = s.wq.Close()
 	}
 	discardConn(s.wconn)
-	conn, err := s.connectWriter(ctx)
+	// No wait for the lock here: after a server restart nobody holds it
+	// but a new owner, and waiting would only hold the submitters.
+	conn, err := s.connectWriter(ctx, 0)
 	if err != nil {
 		// s.wconn stays the discarded one: every use fails until we reconnect.
 		return fmt.Errorf("store: write not applied: %w", err)

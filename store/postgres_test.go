@@ -59,7 +59,7 @@ func openPG(t *testing.T, dsn string, opts Options) *Store {
 func TestPostgresSecondStoreIsRefused(t *testing.T) {
 	dsn := pgDatabase(t)
 	first := openPG(t, dsn, Options{})
-	_, err := OpenPostgres(context.Background(), dsn, Options{})
+	_, err := OpenPostgres(context.Background(), dsn, Options{pgLockWait: -1})
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "gatewayd pid") {
 		t.Fatalf("second OpenPostgres err = %v, want ErrLocked naming the holder", err)
 	}
@@ -169,7 +169,7 @@ func TestPostgresReconnectRespectsANewOwner(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	openPG(t, dsn, Options{}) // the new owner
+	openPG(t, dsn, Options{}) // the new owner (waits for the old session's lock to go)
 	if err := s.SetCursor(context.Background(), "late", "1"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("old owner's write after the takeover: err = %v, want ErrLocked", err)
 	}
@@ -196,7 +196,7 @@ func TestPostgresPasswordNeverInErrors(t *testing.T) {
 		return u.String()
 	}
 	core, logs := observer.New(zap.DebugLevel)
-	opts := Options{Logger: zap.New(core)}
+	opts := Options{Logger: zap.New(core), pgLockWait: -1}
 	dbName := strings.TrimPrefix(must(url.Parse(srv.NewDatabase(t))).Path, "/")
 	owner := openPG(t, withPassword(dbName), opts)
 

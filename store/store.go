@@ -48,6 +48,9 @@ type Options struct {
 	// test running as root (which ignores file permission bits) gets a
 	// database that refuses writes.
 	writeReadOnly bool
+	// pgLockWait replaces pgLockWait (negative: try once), so tests of
+	// the refusal need not wait for it.
+	pgLockWait time.Duration
 }
 
 const (
