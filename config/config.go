@@ -32,8 +32,9 @@ const EnvConfigFile = "GATEWAYD_CONFIG"
 // nonKeyEnv are GATEWAYD_* variables that are not configuration keys and so
 // must not be reported as unknown keys.
 var nonKeyEnv = map[string]bool{
-	EnvConfigFile:        true,
-	"GATEWAYD_CODEX_BIN": true, // the test suites' codex binary (codextest)
+	EnvConfigFile:         true,
+	"GATEWAYD_CODEX_BIN":  true, // the test suites' codex binary (codextest)
+	"GATEWAYD_TEST_STORE": true, // the store suite's backend (store/helpers_test.go)
 }
 
 // Redacted replaces a secret that is set whenever the config is printed.
