@@ -138,7 +138,7 @@ func TestFindLanesFilters(t *testing.T) {
 // (session_key, id) index of migration 13 and without it.
 func BenchmarkTranscriptPage(b *testing.B) {
 	const lanes, perLane = 100, 2_000
-	s := openAt(b, testDBPath(b), Options{})
+	s := openAt(b, testDBPath(b), Options{pgBatchTimeout: 10 * time.Minute})
 	populateLanes(b, s, lanes)
 	err := s.write(context.Background(), func(ctx context.Context, q querier) error {
 		// Interleaved like a busy gateway: lane i's rows are spread over the table.

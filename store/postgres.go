@@ -51,8 +51,9 @@ const (
 // pgState is what the PostgreSQL writer needs to reconnect. Only the worker
 // goroutine touches it once Open returns.
 type pgState struct {
-	broken   bool          // the write connection failed; get a new one before the next batch
-	lockWait time.Duration // how long a held ownership lock is retried
+	broken       bool          // the write connection failed; get a new one before the next batch
+	lockWait     time.Duration // how long a held ownership lock is retried
+	batchTimeout time.Duration
 }
 
 // releasePGLock lets go of the ownership lock before the connection
@@ -80,7 +81,10 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 		return nil, err
 	}
 	s := &Store{path: pgWhere(cfg), d: pgDialect, log: opts.Logger, now: opts.Now,
-		stopped: make(chan struct{}), pg: &pgState{lockWait: pgLockWait}}
+		stopped: make(chan struct{}), pg: &pgState{lockWait: pgLockWait, batchTimeout: pgBatchTimeout}}
+	if opts.pgBatchTimeout > 0 {
+		s.pg.batchTimeout = opts.pgBatchTimeout
+	}
 	if opts.pgLockWait != 0 {
 		s.pg.lockWait = max(opts.pgLockWait, 0)
 	}
@@ -237,7 +241,7 @@ func (s *Store) batchContext() (context.Context, context.CancelFunc) {
 	if s.pg == nil {
 		return context.Background(), func() {}
 	}
-	return context.WithTimeout(context.Background(), pgBatchTimeout)
+	return context.WithTimeout(context.Background(), s.pg.batchTimeout)
 }
 
 // writerFailed notes that a transaction-level statement failed. On

@@ -51,6 +51,9 @@ type Options struct {
 	// pgLockWait replaces pgLockWait (negative: try once), so tests of
 	// the refusal need not wait for it.
 	pgLockWait time.Duration
+	// pgBatchTimeout replaces pgBatchTimeout, for benchmarks that load
+	// millions of rows in one operation.
+	pgBatchTimeout time.Duration
 }
 
 const (
