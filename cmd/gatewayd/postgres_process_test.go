@@ -94,3 +94,45 @@ func TestProcessOnPostgres(t *testing.T) {
 		t.Error("the daemon's logs show the DSN's password")
 	}
 }
+
+// doctor on store.driver postgres: a reachable server passes with its
+// version and the schema to migrate; an unreachable one fails the database
+// check with the fix, and neither output shows the DSN's password.
+func TestDoctorOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the codex app-server")
+	}
+	cleanEnv(t)
+	t.Setenv(codextest.APIKeyEnv, codextest.APIKey)
+	model := codextest.NewModel(t)
+	pg := pgtest.Start(t, pgtest.Options{})
+	const password = "doctor-pw-31x"
+	u, err := url.Parse(pg.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(pgtest.Superuser, password)
+
+	t.Run("reachable", func(t *testing.T) {
+		cfg := doctorConfig(t, t.TempDir(), model, map[string]any{"store": map[string]any{"driver": "postgres", "dsn": u.String()}})
+		code, out := runDoctor(t, cfg, password)
+		if code != exitOK {
+			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
+		}
+		for _, want := range []string{"database: postgres 1", "schema version 0; this gatewayd migrates it to 1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		down := *u
+		down.Host = freeAddr(t) // nothing listens there
+		cfg := doctorConfig(t, t.TempDir(), model, map[string]any{"store": map[string]any{"driver": "postgres", "dsn": down.String()}})
+		code, out := runDoctor(t, cfg, password)
+		failed := failedLines(out)
+		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "database (postgres)") {
+			t.Fatalf("exit %d, failed %q, want 1 and only the database\n%s", code, failed, out)
+		}
+	})
+}
