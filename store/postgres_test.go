@@ -154,6 +154,27 @@ func TestPostgresServerKilledMidBatch(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping after the restart: %v", err)
 	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after the reconnect: %v", err)
+	}
+}
+
+// A store whose server is gone still closes cleanly: Close neither hangs
+// nor reports the connection it already knew was lost.
+func TestPostgresCloseWithTheServerDown(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	s := openPG(t, srv.NewDatabase(t), Options{})
+	srv.Kill()
+	// The first write finds the connection lost, the second fails to
+	// replace it.
+	for _, name := range []string{"down", "still down"} {
+		if err := s.SetCursor(context.Background(), name, "1"); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("SetCursor(%s) with the server down: err = %v, want ErrUnavailable", name, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close with the server down: %v", err)
+	}
 }
 
 // While the store is reconnected, another gatewayd that took the database

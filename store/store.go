@@ -304,7 +304,10 @@ func (s *Store) closeConnections() error {
 		errs = append(errs, s.readDB.Close())
 	}
 	if s.wconn != nil {
-		errs = append(errs, s.wconn.Close())
+		// ErrConnDone: a lost PostgreSQL connection was already discarded.
+		if err := s.wconn.Close(); !errors.Is(err, sql.ErrConnDone) {
+			errs = append(errs, err)
+		}
 	}
 	if s.writeDB != nil {
 		errs = append(errs, s.writeDB.Close())
