@@ -374,13 +374,13 @@ const (
 // default. The store does not check the value; the caller does. Like the
 // project, the settings outlive /new, rotation and restarts.
 func (s *Store) SetLaneOption(ctx context.Context, sessionKey string, opt LaneOption, value string) error {
-	// Quoted: verbose is a reserved word in PostgreSQL.
 	switch opt {
 	case OptionVerbose, OptionModel, OptionEffort:
 	default:
 		return fmt.Errorf("store: unknown lane option %q", opt)
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		// Quoted: verbose is a reserved word in PostgreSQL.
 		res, err := q.ExecContext(ctx, "UPDATE gateway_routing SET \""+string(opt)+"\" = ?, updated_at = ? WHERE session_key = ?",
 			value, toDB(s.now()), sessionKey)
 		if err != nil {
