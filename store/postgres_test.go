@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,4 +296,49 @@ func TestPostgresInspect(t *testing.T) {
 	if h, err = InspectPostgres(ctx, dsn); err != nil || h.SchemaVersion != len(pgMigrations) {
 		t.Fatalf("InspectPostgres(open) = %+v, %v", h, err)
 	}
+}
+
+// Both backends have the same tables and columns: a migration added to one
+// list only (migrations, pgMigrations) fails here. SQLite's FTS5 tables
+// are its search index (a GIN index on PostgreSQL); schema_version is
+// PostgreSQL's PRAGMA user_version.
+func TestPostgresSchemaMatchesSQLite(t *testing.T) {
+	ctx := context.Background()
+	lite, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	pg := openPG(t, pgDatabase(t), Options{})
+	want := schemaColumns(t, lite, `SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
+		WHERE m.type = 'table' AND m.name NOT LIKE 'messages_fts%' AND m.name NOT LIKE 'sqlite_%'`)
+	got := schemaColumns(t, pg, `SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name <> 'schema_version'`)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("PostgreSQL schema differs from SQLite's:\n got %v\nwant %v", got, want)
+	}
+}
+
+func schemaColumns(t *testing.T, s *Store, query string) map[string][]string {
+	t.Helper()
+	rows, err := s.rq.QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var table, column string
+		if err := rows.Scan(&table, &column); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = append(out[table], column)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, cols := range out {
+		slices.Sort(cols)
+	}
+	return out
 }
