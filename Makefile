@@ -16,8 +16,11 @@ help: ## list the targets
 build: ## build bin/gatewayd
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gatewayd
 
+# The store's suite runs a second time on PostgreSQL (a throwaway server
+# per test binary; skipped when the server binaries are missing outside CI).
 test: $(CODEX_INSTALLED) ## run every test with the race detector (installs the pinned codex first)
 	$(GO) test -race -count=1 ./...
+	GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/
 
 lint: ## gofmt must have nothing to say; go vet must pass
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -32,8 +32,9 @@ const EnvConfigFile = "GATEWAYD_CONFIG"
 // nonKeyEnv are GATEWAYD_* variables that are not configuration keys and so
 // must not be reported as unknown keys.
 var nonKeyEnv = map[string]bool{
-	EnvConfigFile:        true,
-	"GATEWAYD_CODEX_BIN": true, // the test suites' codex binary (codextest)
+	EnvConfigFile:         true,
+	"GATEWAYD_CODEX_BIN":  true, // the test suites' codex binary (codextest)
+	"GATEWAYD_TEST_STORE": true, // the store suite's backend (store/helpers_test.go)
 }
 
 // Redacted replaces a secret that is set whenever the config is printed.
@@ -54,6 +55,7 @@ type Config struct {
 	Shutdown Shutdown
 	Files    Files
 	Cluster  Cluster
+	Store    Store
 	// Projects maps a project name to its absolute, existing directory: the
 	// working directories a lane may choose with /project (codex.cwd is
 	// the one for lanes without a project). Never nil.
@@ -166,6 +168,17 @@ type Cluster struct {
 
 // DefaultLeaseTTL is cluster.lease_ttl's default.
 const DefaultLeaseTTL = 15 * time.Second
+
+// Store selects the store's backend. SQLite (a file under state_dir) is the
+// default; PostgreSQL is for several nodes sharing one database.
+type Store struct {
+	Driver  string // "sqlite" or "postgres"
+	DSN     string // PostgreSQL's connection string: a secret (it may carry a password)
+	DSNFile string
+}
+
+// Postgres reports whether the store is on PostgreSQL.
+func (s Store) Postgres() bool { return s.Driver == "postgres" }
 
 // Shutdown configures the stop sequence.
 type Shutdown struct {
@@ -379,6 +392,7 @@ func (c *Config) resolve() []error {
 		{"api.token", &c.API.Token, c.API.TokenFile},
 		{"telegram.token", &c.Telegram.Token, c.Telegram.TokenFile},
 		{"discord.token", &c.Discord.Token, c.Discord.TokenFile},
+		{"store.dsn", &c.Store.DSN, c.Store.DSNFile},
 	}
 	for _, s := range secrets {
 		if err := readSecretFile(s.key, s.token, s.tokenFile); err != nil {
@@ -452,6 +466,13 @@ func (c *Config) validate() []error {
 	if c.Discord.Enabled() && len(c.Discord.AllowedUsers) == 0 && len(c.Discord.AllowedRoles) == 0 {
 		errs = append(errs, errorf("discord.allowed_users",
 			"required when discord.token is set (or set discord.allowed_roles)"))
+	}
+	if c.Store.Postgres() && c.Store.DSN == "" {
+		errs = append(errs, errorf("store.dsn",
+			"required when store.driver is postgres (or set store.dsn_file or GATEWAYD_STORE_DSN)"))
+	}
+	if !c.Store.Postgres() && c.Store.DSN != "" {
+		errs = append(errs, errorf("store.dsn", "set, but store.driver is %s; set store.driver: postgres to use it", c.Store.Driver))
 	}
 	if c.API.Token == "" && !loopbackListen(c.API.Listen) {
 		errs = append(errs, errorf("api.token",

@@ -120,6 +120,9 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.verbose", "full", "full", func(c *Config) any { return c.Lanes.Verbose }, "full"},
 		{"files.max_bytes", "5MiB", "5MiB", func(c *Config) any { return c.Files.MaxBytes }, int64(5 << 20)},
 		{"files.lane_quota", "1048576", "1048576", func(c *Config) any { return c.Files.LaneQuota }, int64(1 << 20)},
+		{"store.driver", "postgres", "postgres", func(c *Config) any { return c.Store.Driver }, "postgres"},
+		{"store.dsn", "postgres://gw:pw@127.0.0.1/gw", "postgres://gw:pw@127.0.0.1/gw", func(c *Config) any { return c.Store.DSN }, "postgres://gw:pw@127.0.0.1/gw"},
+		{"store.dsn_file", tokenFile, tokenFile, func(c *Config) any { return c.Store.DSN }, "from-file"},
 		{"shutdown.drain_timeout", "15s", "15s", func(c *Config) any { return c.Shutdown.DrainTimeout }, 15 * time.Second},
 		{"cluster.node_id", "gw-2", "gw-2", func(c *Config) any { return c.Cluster.NodeID }, "gw-2"},
 		{"cluster.lease_ttl", "5s", "5s", func(c *Config) any { return c.Cluster.LeaseTTL }, 5 * time.Second},
@@ -144,6 +147,10 @@ func requiredCompanions(key string) map[string]string {
 		return map[string]string{"telegram.allowed_users": "1"}
 	case strings.HasPrefix(key, "discord.token"):
 		return map[string]string{"discord.allowed_users": "1"}
+	case key == "store.driver":
+		return map[string]string{"store.dsn": "postgres://127.0.0.1/gw"}
+	case strings.HasPrefix(key, "store.dsn"):
+		return map[string]string{"store.driver": "postgres"}
 	}
 	return nil
 }
@@ -245,6 +252,7 @@ func TestDefaults(t *testing.T) {
 			QueueLimit: 20, MaxConcurrentTurns: 4, Verbose: "summary",
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
+		Store:    Store{Driver: "sqlite"},
 		Files:    Files{MaxBytes: DefaultFilesMaxBytes, LaneQuota: DefaultFilesLaneQuota},
 		Cluster:  Cluster{NodeID: hostname(t), LeaseTTL: 15 * time.Second, DiscordShards: 1},
 		Projects: map[string]string{},
@@ -393,6 +401,13 @@ func TestValidationErrors(t *testing.T) {
 			`config: api.token: required when api.listen (0.0.0.0:8787) is not a loopback address`},
 		{"all interfaces without token", "", map[string]string{"GATEWAYD_API_LISTEN": ":8787"},
 			`config: api.token: required when api.listen (:8787) is not a loopback address`},
+		{"postgres without dsn", "store:\n  driver: postgres\n", nil,
+			`config: store.dsn: required when store.driver is postgres (or set store.dsn_file or GATEWAYD_STORE_DSN)`},
+		{"dsn without postgres", "", map[string]string{"GATEWAYD_STORE_DSN": "postgres://127.0.0.1/gw"},
+			`config: store.dsn: set, but store.driver is sqlite; set store.driver: postgres to use it`},
+		{"unknown driver", "store:\n  driver: mysql\n", nil, `config: store.driver: `},
+		{"dsn and file", "store:\n  driver: postgres\n  dsn: a\n  dsn_file: /nonexistent\n", nil,
+			`config: store.dsn_file: both store.dsn and store.dsn_file are set; set one`},
 		{"scalar section", "telegram: yes\n", nil, `config: telegram: unknown key`},
 		{"lease ttl zero", "cluster:\n  lease_ttl: 0s\n", nil, `config: cluster.lease_ttl: must be greater than zero, got 0s`},
 		{"no discord shards", "", map[string]string{"GATEWAYD_CLUSTER_DISCORD_SHARDS": "0"},
@@ -473,6 +488,8 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		{"token as list", "telegram:\n  token: [" + secret + "]\n"},
 		{"token with bad neighbour", "discord:\n  token: " + secret + "\n  backfill_limit: x\n"},
 		{"token without allowlist", "telegram:\n  token: " + secret + "\n"},
+		{"dsn as list", "store:\n  driver: postgres\n  dsn: [postgres://u:" + secret + "@h/db]\n"},
+		{"dsn without postgres", "store:\n  dsn: postgres://u:" + secret + "@h/db\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -86,6 +86,10 @@ var keys = []key{
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),
 	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),
 
+	strKey("store.driver", "sqlite", func(c *Config) *string { return &c.Store.Driver }, oneOf("sqlite", "postgres")),
+	secretKey("store.dsn", func(c *Config) *string { return &c.Store.DSN }),
+	strKey("store.dsn_file", "", func(c *Config) *string { return &c.Store.DSNFile }, nil),
+
 	durKey("shutdown.drain_timeout", DefaultDrainTimeout.String(), func(c *Config) *time.Duration { return &c.Shutdown.DrainTimeout }, positive),
 
 	strKey("cluster.node_id", "", func(c *Config) *string { return &c.Cluster.NodeID }, optional(nodeID)),

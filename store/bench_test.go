@@ -8,15 +8,24 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gatewayd/gatewayd/internal/pgtest"
 )
 
 // BenchmarkDurableWrites measures acknowledged (committed, fsynced) writes
 // per second through the worker, one RecordInbound per operation, with 1, 8
 // and 64 concurrent submitters, and the acknowledgement latency.
+// On PostgreSQL the server is a durable one of its own (fsync and
+// synchronous_commit on), not the suite's fast shared server.
 func BenchmarkDurableWrites(b *testing.B) {
+	where := func(b *testing.B) string { return testDBPath(b) }
+	if onPostgres() {
+		srv := pgtest.Start(b, pgtest.Options{Durable: true})
+		where = func(b *testing.B) string { return srv.NewDatabase(b) }
+	}
 	for _, submitters := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("submitters=%d", submitters), func(b *testing.B) {
-			s := openAt(b, testDBPath(b), Options{})
+			s := openAt(b, where(b), Options{})
 			ctx := context.Background()
 			latencies := make([]time.Duration, b.N)
 			var next atomic.Int64

@@ -13,6 +13,7 @@ import (
 // Inspect reads a database the daemon holds open (and locked) without
 // disturbing it, and reports a missing file as such.
 func TestInspectBesideAnOpenStore(t *testing.T) {
+	sqliteOnly(t, "PRAGMA quick_check of a file (TestPostgresInspect)")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "gatewayd.db")
 	if _, err := Inspect(ctx, path); !errors.Is(err, os.ErrNotExist) {
@@ -41,6 +42,7 @@ func TestInspectBesideAnOpenStore(t *testing.T) {
 }
 
 func TestInspectReportsCorruption(t *testing.T) {
+	sqliteOnly(t, "a corrupted file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "gatewayd.db")
 	st, err := Open(ctx, path, Options{Logger: zap.NewNop()})

@@ -20,8 +20,8 @@ func (s *Store) FindLanes(ctx context.Context, f LaneFilter) ([]Lane, error) {
 	// instr, not LIKE: the operator's text may hold % or _.
 	rows, err := s.rq.QueryContext(ctx, "SELECT "+laneColumns+`
 		WHERE (?1 = '' OR r.platform = ?1)
-		  AND (?2 = '' OR instr(lower(r.session_key), lower(?2)) > 0
-		       OR instr(lower(coalesce(json_extract(r.meta, '$.title'), '')), lower(?2)) > 0)
+		  AND (?2 = '' OR `+s.d.contains("lower(r.session_key)", "lower(?2)")+`
+		       OR `+s.d.contains("lower(coalesce("+s.d.jsonText("r.meta", "title")+", ''))", "lower(?2)")+`)
 		ORDER BY r.last_active_at DESC, r.session_key LIMIT ?3`, f.Platform, f.Contains, sqlLimit(f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("store: find lanes: %w", classify(err))

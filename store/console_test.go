@@ -65,6 +65,7 @@ func TestTranscriptPageAcrossSessions(t *testing.T) {
 // The page query walks the (session_key, id) index instead of sorting the
 // lane's messages for every page.
 func TestTranscriptPageUsesTheKeyIndex(t *testing.T) {
+	sqliteOnly(t, "reads SQLite's EXPLAIN QUERY PLAN")
 	s, _ := openTestStore(t)
 	rows, err := s.readDB.QueryContext(context.Background(), `EXPLAIN QUERY PLAN SELECT `+messageColumns+` FROM messages m
 		WHERE m.session_key = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?`, "k", 10, 5)
@@ -137,7 +138,7 @@ func TestFindLanesFilters(t *testing.T) {
 // (session_key, id) index of migration 13 and without it.
 func BenchmarkTranscriptPage(b *testing.B) {
 	const lanes, perLane = 100, 2_000
-	s := openAt(b, testDBPath(b), Options{})
+	s := openAt(b, testDBPath(b), Options{pgBatchTimeout: 10 * time.Minute})
 	populateLanes(b, s, lanes)
 	err := s.write(context.Background(), func(ctx context.Context, q querier) error {
 		// Interleaved like a busy gateway: lane i's rows are spread over the table.

@@ -30,7 +30,7 @@ func (s *Store) HoldOutbox(ctx context.Context, id int64) error {
 			last_error = 'dropped: more than `+strconv.Itoa(MaxHeldPerLane)+` rows held for a lane nobody reads'
 			WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND held = 1
 				AND session_key = (SELECT session_key FROM outbox WHERE id = ?2)
-				ORDER BY id DESC LIMIT -1 OFFSET ?3)`, now, id, MaxHeldPerLane)
+				ORDER BY id DESC LIMIT `+noLimit+` OFFSET ?3)`, now, id, MaxHeldPerLane)
 		return err
 	})
 	if err != nil {

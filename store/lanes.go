@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 )
 
 const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.user_id, r.session_id,
@@ -74,12 +75,13 @@ func (s *Store) Lanes(ctx context.Context, limit int) ([]Lane, error) {
 	return lanes, nil
 }
 
-// sqlLimit maps "no limit" (<= 0) to SQLite's -1.
-func sqlLimit(limit int) int {
+// sqlLimit maps "no limit" (<= 0) to the largest LIMIT: SQLite's -1 is an
+// error in PostgreSQL.
+func sqlLimit(limit int) int64 {
 	if limit <= 0 {
-		return -1
+		return math.MaxInt64
 	}
-	return limit
+	return int64(limit)
 }
 
 // EnsureLane creates the routing row and the lane's first session if
@@ -127,13 +129,14 @@ func startSession(ctx context.Context, q querier, sessionKey string, generation,
 	if parent != 0 {
 		parentID = parent
 	}
-	res, err := q.ExecContext(ctx,
-		"INSERT INTO sessions (session_key, generation, parent_id, started_at) VALUES (?, ?, ?, ?)",
-		sessionKey, generation, parentID, now)
+	var id int64
+	err := q.QueryRowContext(ctx,
+		"INSERT INTO sessions (session_key, generation, parent_id, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+		sessionKey, generation, parentID, now).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("start session: %w", err)
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // checkGeneration refuses a write computed under another generation.
@@ -377,7 +380,8 @@ func (s *Store) SetLaneOption(ctx context.Context, sessionKey string, opt LaneOp
 		return fmt.Errorf("store: unknown lane option %q", opt)
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		res, err := q.ExecContext(ctx, "UPDATE gateway_routing SET "+string(opt)+" = ?, updated_at = ? WHERE session_key = ?",
+		// Quoted: verbose is a reserved word in PostgreSQL.
+		res, err := q.ExecContext(ctx, "UPDATE gateway_routing SET \""+string(opt)+"\" = ?, updated_at = ? WHERE session_key = ?",
 			value, toDB(s.now()), sessionKey)
 		if err != nil {
 			return err

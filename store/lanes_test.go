@@ -199,7 +199,7 @@ func TestRotateSession(t *testing.T) {
 			}
 			var parent int64
 			var reason string
-			err = s.readDB.QueryRowContext(ctx, `SELECT n.parent_id, o.end_reason FROM sessions n
+			err = s.rq.QueryRowContext(ctx, `SELECT n.parent_id, o.end_reason FROM sessions n
 				JOIN sessions o ON o.id = n.parent_id WHERE n.id = ?`, rotated.SessionID).Scan(&parent, &reason)
 			if err != nil || parent != l.SessionID || reason != "daily" {
 				t.Fatalf("new session parent = %d reason %q (%v), want %d \"daily\"", parent, reason, err, l.SessionID)

@@ -54,6 +54,7 @@ func createAtVersion(t *testing.T, path string, k int) {
 }
 
 func TestMigrationsFromEachVersion(t *testing.T) {
+	sqliteOnly(t, "SQLite's migration history (PostgreSQL starts at its own version 1)")
 	ctx := context.Background()
 	for k := 0; k <= len(migrations); k++ {
 		t.Run(fmt.Sprintf("from version %d", k), func(t *testing.T) {
@@ -108,6 +109,7 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 }
 
 func TestMigrationRefusesNewerSchema(t *testing.T) {
+	sqliteOnly(t, "PRAGMA user_version (TestPostgresRefusesNewerSchema)")
 	path := testDBPath(t)
 	createAtVersion(t, path, len(migrations))
 	db, err := sql.Open("sqlite", path)
@@ -127,6 +129,7 @@ func TestMigrationRefusesNewerSchema(t *testing.T) {
 // TestFailedMigrationChangesNothing appends a broken migration: Open fails
 // and neither the version nor the migration's first statement sticks.
 func TestFailedMigrationChangesNothing(t *testing.T) {
+	sqliteOnly(t, "SQLite's migration history")
 	path := testDBPath(t)
 	createAtVersion(t, path, 1)
 	saved := migrations

@@ -33,7 +33,7 @@ func TestProjectSurvivesResetRotationAndReopen(t *testing.T) {
 			return s
 		}},
 		{"reopen", func(t *testing.T, s *Store, l Lane) *Store {
-			path := s.path
+			path := testLocation(t, s)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -32,15 +32,12 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 		if received.IsZero() {
 			received = s.now()
 		}
-		res, err := q.ExecContext(ctx, `INSERT INTO inbox
+		// RETURNING, not LastInsertId: PostgreSQL has no last insert id.
+		err := q.QueryRowContext(ctx, `INSERT INTO inbox
 			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING`,
-			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			id, err = res.LastInsertId()
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING RETURNING id`,
+			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments).Scan(&id)
+		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		duplicate = true
@@ -204,17 +201,18 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 	if next.IsZero() {
 		next = now
 	}
-	res, err := q.ExecContext(ctx, `INSERT INTO outbox (session_key, platform, kind, chat_id, topic_id, user_id, text,
+	var id int64
+	err := q.QueryRowContext(ctx, `INSERT INTO outbox (session_key, platform, kind, chat_id, topic_id, user_id, text,
 		reply_to, edit_id, out_kind, thread_id, turn_id, turn_status, next_attempt_at, created_at, updated_at,
 		file_path, file_name, file_mime, file_size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		m.SessionKey, m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID, m.Text, m.ReplyTo, m.EditID,
 		column, m.ThreadID, m.TurnID, m.TurnStatus, toDB(next), toDB(now), toDB(now),
-		m.FilePath, m.FileName, m.FileMIME, m.FileSize)
+		m.FilePath, m.FileName, m.FileMIME, m.FileSize).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert outbox: %w", err)
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // DueOutbox returns pending messages due at now, in lane order: a message is

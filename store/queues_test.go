@@ -173,7 +173,7 @@ func TestOutboxLifecycle(t *testing.T) {
 		t.Fatalf("MarkSent(missing) err = %v", err)
 	}
 	var state, pmid string
-	if err := s.readDB.QueryRow("SELECT state, platform_message_id FROM outbox WHERE id = ?", a2).Scan(&state, &pmid); err != nil || state != OutboxSent || pmid != "pm-a2" {
+	if err := s.rq.QueryRowContext(context.Background(), "SELECT state, platform_message_id FROM outbox WHERE id = ?", a2).Scan(&state, &pmid); err != nil || state != OutboxSent || pmid != "pm-a2" {
 		t.Fatalf("a2 = %s %s %v", state, pmid, err)
 	}
 	if _, err := s.Enqueue(ctx, OutboxMessage{Text: "no address"}); !errors.Is(err, ErrInvalid) {

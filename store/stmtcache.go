@@ -20,6 +20,7 @@ type stmtCache struct {
 		querier
 		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 	}
+	d     *dialect
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 }
@@ -27,14 +28,25 @@ type stmtCache struct {
 func newStmtCache(db interface {
 	querier
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}) *stmtCache {
-	return &stmtCache{db: db, stmts: make(map[string]*sql.Stmt)}
+}, d *dialect) *stmtCache {
+	return &stmtCache{db: db, d: d, stmts: make(map[string]*sql.Stmt)}
+}
+
+// sql is query in the dialect's placeholders.
+func (c *stmtCache) sql(query string) string {
+	if c.d.rebind == nil {
+		return query
+	}
+	return c.d.rebind(query)
 }
 
 // stmt returns the prepared statement for query, or nil when it should run
 // unprepared (cache full or preparation failed: the direct call then
 // reports the same error to the caller).
 func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
+	if !c.d.prepare {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st, ok := c.stmts[query]; ok {
@@ -55,21 +67,21 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return c.db.ExecContext(ctx, query, args...)
+	return c.db.ExecContext(ctx, c.sql(query), args...)
 }
 
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return c.db.QueryContext(ctx, query, args...)
+	return c.db.QueryContext(ctx, c.sql(query), args...)
 }
 
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return c.db.QueryRowContext(ctx, query, args...)
+	return c.db.QueryRowContext(ctx, c.sql(query), args...)
 }
 
 // Close closes every cached statement.

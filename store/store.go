@@ -48,6 +48,12 @@ type Options struct {
 	// test running as root (which ignores file permission bits) gets a
 	// database that refuses writes.
 	writeReadOnly bool
+	// pgLockWait replaces pgLockWait (negative: try once), so tests of
+	// the refusal need not wait for it.
+	pgLockWait time.Duration
+	// pgBatchTimeout replaces pgBatchTimeout, for benchmarks that load
+	// millions of rows in one operation.
+	pgBatchTimeout time.Duration
 }
 
 const (
@@ -59,7 +65,8 @@ const (
 
 // Store is the durable state of one gatewayd. Safe for concurrent use.
 type Store struct {
-	path string
+	path string   // the database file, or the PostgreSQL server and database (never credentials)
+	d    *dialect // the backend's SQL differences
 	log  *zap.Logger
 	now  func() time.Time
 
@@ -78,7 +85,12 @@ type Store struct {
 	closeErr error
 	once     sync.Once
 	commits  atomic.Int64 // committed batches, for tests and Commits
+
+	pg *pgState // PostgreSQL only: what reconnecting the writer needs
 }
+
+// Driver is the backend: "sqlite" or "postgres" (store.driver).
+func (s *Store) Driver() string { return s.d.name }
 
 // Open opens (creating if needed) the database at path, takes the exclusive
 // ownership lock, applies pending migrations and starts the writer.
@@ -87,7 +99,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Store{path: abs, log: opts.Logger, now: opts.Now, stopped: make(chan struct{})}
+	s := &Store{path: abs, d: sqliteDialect, log: opts.Logger, now: opts.Now, stopped: make(chan struct{})}
 	s.applyDefaults(opts)
 	useFdatasync(s.log)
 	if s.lockFile, err = lockDatabase(abs); err != nil {
@@ -204,7 +216,7 @@ func (s *Store) openConnections(ctx context.Context, opts Options) error {
 			return fmt.Errorf("store: %s on %s: %w", p, s.path, classify(err))
 		}
 	}
-	s.wq = newStmtCache(s.wconn)
+	s.wq = newStmtCache(s.wconn, s.d)
 	return s.openReadPool(ctx, opts)
 }
 
@@ -241,7 +253,7 @@ func (s *Store) openReadPool(ctx context.Context, opts Options) error {
 	if err := s.readDB.PingContext(ctx); err != nil {
 		return fmt.Errorf("store: open read pool %s: %w", s.path, classify(err))
 	}
-	s.rq = newStmtCache(s.readDB)
+	s.rq = newStmtCache(s.readDB, s.d)
 	return nil
 }
 
@@ -281,6 +293,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeConnections() error {
 	var errs []error
+	s.releasePGLock()
 	if s.rq != nil {
 		errs = append(errs, s.rq.Close())
 	}
@@ -291,7 +304,10 @@ func (s *Store) closeConnections() error {
 		errs = append(errs, s.readDB.Close())
 	}
 	if s.wconn != nil {
-		errs = append(errs, s.wconn.Close())
+		// ErrConnDone: a lost PostgreSQL connection was already discarded.
+		if err := s.wconn.Close(); !errors.Is(err, sql.ErrConnDone) {
+			errs = append(errs, err)
+		}
 	}
 	if s.writeDB != nil {
 		errs = append(errs, s.writeDB.Close())
@@ -299,6 +315,7 @@ func (s *Store) closeConnections() error {
 	if s.lockFile != nil {
 		errs = append(errs, s.lockFile.Close()) // closing the fd drops the flock
 	}
+
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
 	}
@@ -336,5 +353,6 @@ func (s *Store) QueueDepth() int { return len(s.queue) }
 // QueueDepth it shows how well group commit is batching.
 func (s *Store) Commits() int64 { return s.commits.Load() }
 
-// Path is the absolute path of the database file.
+// Path is the absolute path of the database file; on PostgreSQL the
+// server and database, host:port/db, without credentials.
 func (s *Store) Path() string { return s.path }

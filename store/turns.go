@@ -372,7 +372,7 @@ func (s *Store) Transcript(ctx context.Context, sessionKey string, limit int) ([
 		return nil, fmt.Errorf("store: transcript: %w", classify(err))
 	}
 	rows, err := s.rq.QueryContext(ctx, `SELECT * FROM (SELECT `+messageColumns+` FROM messages m
-		WHERE m.session_id = ? ORDER BY m.id DESC LIMIT ?) ORDER BY id`, lane.SessionID, sqlLimit(limit))
+		WHERE m.session_id = ? ORDER BY m.id DESC LIMIT ?) AS t ORDER BY id`, lane.SessionID, sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("store: transcript: %w", classify(err))
 	}
@@ -391,9 +391,11 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]Message,
 	if match == "" {
 		return nil, nil
 	}
-	rows, err := s.rq.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages_fts f
-		JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ? ORDER BY f.rank, m.id LIMIT ?`,
-		match, sqlLimit(limit))
+	search, arg := searchSQL, any(match)
+	if s.d == pgDialect {
+		search, arg = pgSearchSQL, strings.Join(strings.Fields(query), " ")
+	}
+	rows, err := s.rq.QueryContext(ctx, search, arg, sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("store: search: %w", classify(err))
 	}
@@ -403,6 +405,18 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]Message,
 	}
 	return msgs, nil
 }
+
+const searchSQL = `SELECT ` + messageColumns + ` FROM messages_fts f
+	JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ? ORDER BY f.rank, m.id LIMIT ?`
+
+// pgSearchSQL is Search on PostgreSQL: the 'simple' text search
+// configuration splits and lowercases words like FTS5's default tokenizer
+// (no stemming, no stop words), plainto_tsquery takes the words as plain
+// text and requires all of them, and ts_rank orders best match first. The
+// GIN index on the same expression (pgMigrations) serves the match.
+const pgSearchSQL = `SELECT ` + messageColumns + ` FROM messages m, plainto_tsquery('simple', ?) q
+	WHERE to_tsvector('simple', m.text) @@ q
+	ORDER BY ts_rank(to_tsvector('simple', m.text), q) DESC, m.id LIMIT ?`
 
 func ftsQuery(query string) string {
 	words := strings.Fields(query)

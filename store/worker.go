@@ -126,8 +126,14 @@ func (s *Store) commitBatch(batch []*op) {
 	if len(batch) == 0 {
 		return
 	}
-	ctx := context.Background() // a caller's cancellation must not cut a batch in half
-	if _, err := s.wq.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	ctx, cancel := s.batchContext()
+	defer cancel()
+	if err := s.ensureWriter(ctx); err != nil {
+		failAll(batch, err)
+		return
+	}
+	if _, err := s.wq.ExecContext(ctx, s.d.begin); err != nil {
+		s.writerFailed(err)
 		failAll(batch, fmt.Errorf("store: begin transaction: %w", classify(err)))
 		return
 	}
@@ -135,6 +141,7 @@ func (s *Store) commitBatch(batch []*op) {
 	for i, o := range batch {
 		opErr, txErr := s.runOp(ctx, o)
 		if txErr != nil {
+			s.writerFailed(txErr)
 			s.abortOp(ctx, o, opErr, txErr)
 			// The operations around the one that broke the transaction were
 			// rolled back with it through no fault of their own: run them
@@ -147,6 +154,7 @@ func (s *Store) commitBatch(batch []*op) {
 		results[i] = opErr
 	}
 	if _, err := s.wq.ExecContext(ctx, "COMMIT"); err != nil {
+		s.writerFailed(err)
 		s.rollback(ctx)
 		cause := fmt.Errorf("store: commit of %d operations failed, none applied: %w", len(batch), classify(err))
 		s.log.Error("store.commit_failed", zap.Int("ops", len(batch)), zap.Error(err))
@@ -224,8 +232,11 @@ func failAll(ops []*op, err error) {
 // callers and operators must recognise (full disk, read-only, I/O). Other
 // errors are returned unchanged.
 func classify(err error) error {
-	if err == nil || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrIO) {
+	if err == nil || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrIO) || errors.Is(err, ErrUnavailable) {
 		return err
+	}
+	if pgErr, ok := classifyPG(err); ok {
+		return pgErr
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {

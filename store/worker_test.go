@@ -41,7 +41,7 @@ func blockWorker(t *testing.T, s *Store) (release func()) {
 
 func cursorNames(t *testing.T, s *Store) map[string]bool {
 	t.Helper()
-	rows, err := s.readDB.Query("SELECT name FROM cursors")
+	rows, err := s.rq.QueryContext(context.Background(), "SELECT name FROM cursors")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCommitFailureFailsWholeBatch(t *testing.T) {
 	release := blockWorker(t, s)
 	a := submitAsync(t, s, pairOp("one", false))
 	bad := submitAsync(t, s, func(ctx context.Context, q querier) error {
-		if _, err := q.ExecContext(ctx, "PRAGMA defer_foreign_keys = ON"); err != nil {
+		if _, err := q.ExecContext(ctx, deferForeignKeys()); err != nil {
 			return err
 		}
 		_, err := q.ExecContext(ctx, `INSERT INTO messages (session_id, session_key, role, text, turn_id, created_at)
@@ -111,7 +111,7 @@ func TestCommitFailureFailsWholeBatch(t *testing.T) {
 	release()
 	for i, o := range []*op{a, bad, c} {
 		err := <-o.done
-		if err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") || !strings.Contains(err.Error(), "none applied") {
+		if err == nil || !strings.Contains(strings.ToUpper(err.Error()), "FOREIGN KEY") || !strings.Contains(err.Error(), "none applied") {
 			t.Fatalf("op %d err = %v, want the commit failure with its cause", i, err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestPerKeyOrder(t *testing.T) {
 func appendOp(name string, i int) writeFunc {
 	return func(ctx context.Context, q querier) error {
 		_, err := q.ExecContext(ctx, `INSERT INTO cursors (name, value, updated_at) VALUES (?1, ?2, 0)
-			ON CONFLICT (name) DO UPDATE SET value = value || ',' || ?2`, name, fmt.Sprint(i))
+			ON CONFLICT (name) DO UPDATE SET value = cursors.value || ',' || ?2`, name, fmt.Sprint(i))
 		return err
 	}
 }
@@ -205,7 +205,7 @@ func TestBackPressure(t *testing.T) {
 
 func TestCloseDrainsThenRefuses(t *testing.T) {
 	path := testDBPath(t)
-	s, err := Open(context.Background(), path, Options{})
+	s, err := openDB(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

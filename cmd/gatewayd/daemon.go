@@ -199,12 +199,12 @@ func checkRuntime(cfg *config.Config) error {
 }
 
 func (d *daemon) openStore(ctx context.Context) error {
-	st, err := store.Open(ctx, d.cfg.DatabasePath(), store.Options{Logger: d.log.Named("store")})
+	st, err := openConfiguredStore(ctx, d.cfg, store.Options{Logger: d.log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
 	d.store = st
-	d.log.Info("store.opened", zap.String("path", d.cfg.DatabasePath()))
+	d.log.Info("store.opened", zap.String("driver", st.Driver()), zap.String("path", st.Path()))
 	return nil
 }
 

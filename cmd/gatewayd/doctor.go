@@ -64,7 +64,11 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 	cfg := d.checkConfig(f)
 	if cfg != nil {
 		d.checkStateDir(cfg.StateDir)
-		d.checkDatabase(ctx, cfg.DatabasePath())
+		if cfg.Store.Postgres() {
+			d.checkPostgres(ctx, cfg.Store.DSN)
+		} else {
+			d.checkDatabase(ctx, cfg.DatabasePath())
+		}
 		if binary := d.checkCodexBinary(ctx, cfg.Codex.Command); binary != "" {
 			d.checkAppServer(ctx, cfg)
 		}
@@ -144,6 +148,10 @@ func (d *doctor) checkDatabase(ctx context.Context, path string) {
 	default:
 		d.pass("database %s integrity ok (PRAGMA quick_check)", path)
 	}
+	d.checkSchema(h)
+}
+
+func (d *doctor) checkSchema(h store.Health) {
 	switch {
 	case h.SchemaVersion > h.WantVersion:
 		d.fail(fmt.Sprintf("database schema version %d is newer than this gatewayd's %d", h.SchemaVersion, h.WantVersion),

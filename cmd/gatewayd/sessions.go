@@ -61,12 +61,12 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 	// existing database is opened: a missing one means this configuration
 	// names another state_dir than the daemon's (e.g. sudo without
 	// --config), and creating an empty database there would only mislead.
-	if _, err := os.Stat(cfg.DatabasePath()); err != nil {
+	if _, err := os.Stat(cfg.DatabasePath()); err != nil && !cfg.Store.Postgres() {
 		return fmt.Errorf("gatewayd: no database at %s (is state_dir the daemon's? pass --config): %w", cfg.DatabasePath(), err)
 	}
-	st, err := store.Open(ctx, cfg.DatabasePath(), store.Options{Logger: zap.NewNop()})
+	st, err := openConfiguredStore(ctx, cfg, store.Options{Logger: zap.NewNop()})
 	if err != nil {
-		return fmt.Errorf("gatewayd: open store %s: %w", cfg.DatabasePath(), err)
+		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
 	defer st.Close()
 	return runSessionsOffline(ctx, offlineBackend{st}, newWorkdirs(cfg), sub, rest, *limit, std.out)
