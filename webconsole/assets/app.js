@@ -170,10 +170,11 @@ function lanePage(key) {
   const transcript = el('div', { id: 'transcript', class: 'transcript' });
   const older = el('button', { id: 'older', type: 'button', hidden: true }, 'Older messages');
   const live = el('div', { id: 'live', class: 'live' });
+  const commands = commandBar(key, name, notes);
   view.replaceChildren(
     el('p', {}, el('a', { href: '#/' }, '← all lanes')),
     el('h1', { class: 'mono' }, key),
-    head, commandBar(key, name, notes), notes, older, transcript, live,
+    head, commands.node, notes, older, transcript, live,
     name ? composer(name, live, notes) : el('p', { class: 'note' }, 'Only API lanes (v1:api:NAME) can be written to from here.'),
   );
   let nextBefore = null;
@@ -202,7 +203,9 @@ function lanePage(key) {
   })();
   return poll(async () => {
     try {
-      renderLaneHead(head, await api.getJSON(`/api/lanes/${api.lanePath(key)}`));
+      const l = await api.getJSON(`/api/lanes/${api.lanePath(key)}`);
+      renderLaneHead(head, l);
+      commands.update(l);
     } catch (err) {
       if (err.status === 404 && name) head.replaceChildren(el('p', { class: 'note' }, 'A new API lane: it starts with your first message.'));
       else showError(head, err);
@@ -236,12 +239,36 @@ function messageNode(m) {
     el('header', {}, m.role, ' · ', when(m.created_at)), body);
 }
 
-const efforts = ['default', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 const verbosities = ['default', 'off', 'summary', 'full'];
+
+// choiceSelect is a command as a <select>: picking a value sends
+// "/CMD value", and the select goes back to its placeholder (the lane's
+// head shows what is in force).
+function choiceSelect(id, label, cmd, send) {
+  const select = el('select', { id, onchange: () => {
+    if (select.value) send(`/${cmd} ${select.value}`);
+    select.value = '';
+  } });
+  let shown = null;
+  // Refilled only when the choices change: the lane's head polls, and
+  // rebuilding an open select would close it under the user's pointer.
+  const fill = (values, empty) => {
+    const now = JSON.stringify([values, empty]);
+    if (now === shown) return;
+    shown = now;
+    select.replaceChildren(el('option', { value: '' }, values.length ? '—' : empty),
+      ...values.map(([value, text]) => el('option', { value }, text)));
+    select.disabled = values.length === 0;
+  };
+  fill([], 'loading…');
+  return { node: el('label', {}, label + ' ', select), fill };
+}
 
 // commandBar holds the lane's commands. On an API lane they are the slash
 // commands posted as messages (so they behave exactly as typed); any lane
-// can be reset through the admin route.
+// can be reset through the admin route. It returns the bar and a function
+// the lane's head calls with each fresh lane, so the effort choices follow
+// the lane's model.
 function commandBar(key, name, notes) {
   const reset = el('button', { id: 'cmd-reset', type: 'button', onclick: async () => {
     try {
@@ -251,22 +278,51 @@ function commandBar(key, name, notes) {
       showError(notes, err);
     }
   } }, 'Reset');
-  if (!name) return el('div', { class: 'commands' }, reset);
+  if (!name) return { node: el('div', { class: 'commands' }, reset), update: () => {} };
   const send = (text) => sendCommand(name, text, notes);
   const button = (id, label, text) => el('button', { id, type: 'button', onclick: () => send(text) }, label);
-  const select = (id, label, values, cmd) => el('label', {}, label + ' ',
-    el('select', { id, onchange: (e) => { if (e.target.value) send(`/${cmd} ${e.target.value}`); e.target.value = ''; } },
-      el('option', { value: '' }, '—'), ...values.map((v) => el('option', { value: v }, v))));
-  const typed = (id, label, cmd) => {
-    const input = el('input', { id, size: 10, placeholder: label, 'aria-label': label });
-    return el('form', { class: 'typed', onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) send(`/${cmd} ${input.value.trim()}`); input.value = ''; } },
-      input, el('button', { type: 'submit' }, 'Set'));
+  const project = choiceSelect('cmd-project', 'Project', 'project', send);
+  const model = choiceSelect('cmd-model', 'Model', 'model', send);
+  const effort = choiceSelect('cmd-effort', 'Effort', 'effort', send);
+  const verbose = choiceSelect('cmd-verbose', 'Verbose', 'verbose', send);
+  verbose.fill(verbosities.map((v) => [v, v]));
+  let models = null, lane = null;
+  // The efforts are those of the lane's model, or of the default model
+  // while it chose none; a model codex does not list offers every effort
+  // a listed one has.
+  const fillEfforts = () => {
+    if (!models) return;
+    const current = (lane && lane.model) || models.default;
+    const m = models.models.find((x) => x.id === current);
+    const levels = m ? m.efforts : [...new Set(models.models.flatMap((x) => x.efforts))];
+    effort.fill([['default', 'default'], ...levels.map((e) => [e, e])]);
   };
-  return el('div', { class: 'commands' },
+  (async () => {
+    try {
+      const p = await api.getJSON('/api/projects');
+      project.fill(p.projects.map((x) => [x.name, `${x.name} (${x.directory})`]), 'none configured');
+    } catch (err) {
+      project.fill([], 'unavailable');
+      showError(notes, err);
+    }
+  })();
+  (async () => {
+    try {
+      models = await api.getJSON('/api/models');
+      model.fill([['default', `default (${models.default || 'codex decides'})`],
+        ...models.models.map((m) => [m.id, m.display_name && m.display_name !== m.id ? `${m.display_name} (${m.id})` : m.id])]);
+      fillEfforts();
+    } catch (err) {
+      model.fill([], 'unavailable');
+      effort.fill([], 'unavailable');
+      showError(notes, err);
+    }
+  })();
+  const node = el('div', { class: 'commands' },
     button('cmd-new', 'New thread', '/new'), button('cmd-stop', 'Stop', '/stop'),
     button('cmd-retry', 'Retry', '/retry'), button('cmd-compact', 'Compact', '/compact'), reset,
-    typed('cmd-project', 'project', 'project'), typed('cmd-model', 'model', 'model'),
-    select('cmd-effort', 'Effort', efforts, 'effort'), select('cmd-verbose', 'Verbose', verbosities, 'verbose'));
+    project.node, model.node, effort.node, verbose.node);
+  return { node, update: (l) => { lane = l; fillEfforts(); } };
 }
 
 async function sendCommand(name, text, notes) {
@@ -447,51 +503,114 @@ function fileNode(f) {
 
 // --- status --------------------------------------------------------------
 
-const shownMetrics = [
-  ['gatewayd_running_turns', 'Turns running'],
-  ['gatewayd_live_lanes', 'Live lanes'],
-  ['gatewayd_queued_messages', 'Queued messages'],
-  ['gatewayd_codex_tokens_total', 'Codex tokens'],
-  ['gatewayd_codex_rate_limit_used_percent', 'Rate limit used (%)'],
-  ['gatewayd_inbound_messages_total', 'Inbound messages'],
-  ['gatewayd_app_server_restarts_total', 'App-server restarts'],
-  ['gatewayd_store_queue_depth', 'Store queue depth'],
-  ['gatewayd_build_info', 'Build'],
-];
+// metricNames are the /metrics names the status table says in words; the
+// others show their help text.
+const metricNames = {
+  gatewayd_running_turns: 'Turns running',
+  gatewayd_live_lanes: 'Live lanes',
+  gatewayd_queued_messages: 'Queued messages',
+  gatewayd_inbound_messages_total: 'Inbound messages',
+  gatewayd_inbound_duplicates_total: 'Duplicates ignored',
+  gatewayd_outbound_messages_total: 'Outbound deliveries',
+  gatewayd_turns_total: 'Turns finished',
+  gatewayd_turn_duration_seconds_count: 'Turns timed',
+  gatewayd_turn_duration_seconds_sum: 'Turn time, total (s)',
+  gatewayd_thread_resumes_total: 'Thread bindings',
+  gatewayd_platform_errors_total: 'Platform errors',
+  gatewayd_store_commit_duration_seconds_count: 'Store commits',
+  gatewayd_store_commit_duration_seconds_sum: 'Store commit time, total (s)',
+  gatewayd_store_queue_depth: 'Store queue depth',
+  gatewayd_app_server_restarts_total: 'App-server restarts',
+  gatewayd_codex_tokens_total: 'Codex tokens',
+  gatewayd_codex_rate_limit_used_percent: 'Rate limit used (%)',
+  gatewayd_build_info: 'Build',
+  process_resident_memory_bytes: 'Memory (resident)',
+  process_cpu_seconds_total: 'CPU time (s)',
+  process_open_fds: 'Open files',
+  go_goroutines: 'Goroutines',
+};
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n, u = -1;
+  do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+function duration(seconds) {
+  const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return `${h} h ${m} min`;
+  return m > 0 ? `${m} min` : `${seconds} s`;
+}
+
+function metricValue(m) {
+  if (m.name.endsWith('_bytes')) return bytes(m.value);
+  return Number.isInteger(m.value) ? String(m.value) : m.value.toFixed(3);
+}
 
 function statusPage() {
   const health = el('p', { id: 'health' }, 'checking…');
+  const overview = el('dl', { id: 'status-overview', class: 'overview' });
+  const limits = el('tbody', { id: 'limits-body' });
+  const limitsNote = el('p', { id: 'limits-note', class: 'note' });
   const table = el('tbody', { id: 'metrics-body' });
-  const all = el('pre', { id: 'metrics-raw' });
-  view.replaceChildren(el('h1', {}, 'Status'), health,
+  view.replaceChildren(el('h1', {}, 'Status'), health, overview,
+    el('h2', {}, 'Rate limits'), limitsNote,
+    el('div', { class: 'table-wrap' }, el('table', { class: 'limits' },
+      el('thead', {}, el('tr', {}, ...['Window', 'Used', 'Length', 'Resets at'].map((c) => el('th', {}, c)))), limits)),
+    el('h2', {}, 'Metrics'),
     el('div', { class: 'table-wrap' },
-      el('table', { class: 'metrics' }, el('thead', {}, el('tr', {}, el('th', {}, 'What'), el('th', {}, 'Labels'), el('th', {}, 'Value'))), table)),
-    el('details', {}, el('summary', {}, 'All of /metrics'), all));
+      el('table', { class: 'metrics' }, el('thead', {}, el('tr', {}, el('th', {}, 'What'), el('th', {}, 'Labels'), el('th', {}, 'Value'))), table)));
   return poll(async () => {
     try {
-      const resp = await api.request('/healthz');
-      const h = await resp.json();
-      health.textContent = h.status === 'ok' ? 'Healthy' : `Unavailable: ${h.reason || h.status}`;
-      health.className = h.status === 'ok' ? 'ok' : 'error';
-      const text = await (await api.request('/metrics')).text();
-      all.textContent = text;
-      table.replaceChildren(...metricRows(text));
+      const s = await api.getJSON('/api/status');
+      health.textContent = s.health.state === 'ok' ? 'Healthy' : `Unavailable: ${s.health.reason || s.health.state}`;
+      health.className = s.health.state === 'ok' ? 'ok' : 'error';
+      renderOverview(overview, s);
+      renderLimits(limits, limitsNote, s.rate_limits);
+      table.replaceChildren(...s.metrics.map((m) => el('tr', { dataset: { name: m.name } },
+        el('td', { title: m.help }, metricNames[m.name] || m.help || m.name),
+        el('td', { class: 'mono' }, Object.entries(m.labels || {}).map(([k, v]) => `${k}=${v}`).join(' ')),
+        el('td', { class: 'num' }, metricValue(m)))));
     } catch (err) {
       showError(health, err);
     }
   });
 }
 
-function metricRows(text) {
-  const rows = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/);
-    if (!m) continue;
-    const known = shownMetrics.find(([name]) => name === m[1]);
-    if (known) rows.push(el('tr', {}, el('td', {}, known[1]), el('td', { class: 'mono' }, m[2] || ''), el('td', { class: 'num' }, m[3])));
+function renderOverview(dl, s) {
+  const c = s.codex;
+  const version = !c.version ? 'unknown'
+    : c.version === c.pinned_version ? `${c.version} (the pinned version)` : `${c.version} (this gatewayd is verified with ${c.pinned_version})`;
+  let account = c.account_error ? `unknown: ${c.account_error}` : '';
+  if (c.account) {
+    account = c.account.type ? [c.account.type, c.account.plan].filter(Boolean).join(', ')
+      : c.account.requires_openai_auth ? 'not logged in' : 'none needed (a custom model provider)';
   }
-  return rows;
+  const st = s.store.error ? `unknown: ${s.store.error}`
+    : `${bytes(s.store.total_bytes)} (database ${bytes(s.store.database_bytes)}, WAL ${bytes(s.store.wal_bytes)})`;
+  const row = (label, value, id) => [el('dt', {}, label), el('dd', { id }, value)];
+  dl.replaceChildren(
+    ...row('gatewayd', `${s.gatewayd.version}, up ${duration(s.gatewayd.uptime_seconds)}`, 'status-gatewayd'),
+    ...row('Codex', version, 'status-codex-version'),
+    ...row('Account / provider', account, 'status-account'),
+    ...row('Turns', `${s.turns.running} running, ${s.turns.queued} queued`, 'status-turns'),
+    ...row('Lanes', `${s.lanes.live} live of ${s.lanes.known} known`, 'status-lanes'),
+    ...row('Store on disk', st, 'status-store'),
+  );
+}
+
+function renderLimits(body, note, r) {
+  const windows = (r && r.windows) || [];
+  note.textContent = windows.length ? (r.reached_type ? `Limit reached: ${r.reached_type}` : '')
+    : 'Codex has not reported rate limits yet (an API-key account has none).';
+  body.replaceChildren(...windows.map((w) => el('tr', { dataset: { window: w.name } },
+    el('td', {}, w.name),
+    el('td', { class: 'num' }, `${w.used_percent}%`),
+    el('td', {}, w.window_minutes ? duration(w.window_minutes * 60) : ''),
+    el('td', {}, w.resets_at ? when(w.resets_at) : ''))));
 }
 
 route();
