@@ -127,7 +127,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot of the lane page: %s", path)
+	t.Logf("screenshot %s: %s", name, path)
 }
 
 // lastReply is the text of the newest streamed reply on the lane page.

@@ -87,7 +87,9 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	if len(models.Models) == 0 || models.Models[0].ID == "" || len(models.Models[0].Efforts) == 0 {
 		t.Errorf("models %+v, want codex's list with efforts", models)
 	}
-	var projects struct{ Projects []struct{ Name, Directory string } }
+	var projects struct {
+		Projects []struct{ Name, Directory string }
+	}
 	if err := api.do(context.Background(), http.MethodGet, "/api/projects", nil, &projects); err != nil {
 		t.Fatal(err)
 	}

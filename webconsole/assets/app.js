@@ -69,9 +69,15 @@ function route() {
   stopView = () => {};
   document.documentElement.classList.remove('with-composer');
   const hash = location.hash.replace(/^#/, '') || '/';
-  if (hash.startsWith('/lane/')) stopView = lanePage(decodeHash(hash.slice('/lane/'.length)));
+  if (hash.startsWith('/lane/')) stopView = lanePage(laneKeyOf(decodeHash(hash.slice('/lane/'.length))));
   else if (hash === '/status') stopView = statusPage();
   else stopView = lanesPage();
+}
+
+// laneKeyOf takes an API lane's bare name too (#/lane/web), as the JSON
+// routes do: a session key always has a ':'.
+function laneKeyOf(s) {
+  return s.includes(':') ? s : 'v1:api:' + s;
 }
 
 // decodeHash takes a hand-typed lane key too: a stray '%' stays as it is.
@@ -113,10 +119,15 @@ function lanesPage() {
     el('div', { class: 'table-wrap' },
       el('table', { class: 'lanes' }, el('thead', {}, el('tr', {}, ...laneColumns.map((c) => el('th', {}, c)))), body)),
   );
+  // Each keystroke and each poll loads; only the latest answer is shown,
+  // so a slow answer to an older filter never replaces a newer one.
+  let latest = 0;
   const load = async () => {
+    const mine = ++latest;
     try {
       const q = filter.value.trim();
       const data = await api.getJSON('/api/lanes' + (q ? '?q=' + encodeURIComponent(q) : ''));
+      if (mine !== latest) return;
       body.replaceChildren(...data.lanes.map(laneRow));
       status.textContent = data.lanes.length === 0 ? 'No lanes yet.' : '';
     } catch (err) {
@@ -541,7 +552,7 @@ function bytes(n) {
 function duration(seconds) {
   const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
   if (d > 0) return `${d} d ${h} h`;
-  if (h > 0) return `${h} h ${m} min`;
+  if (h > 0) return m > 0 ? `${h} h ${m} min` : `${h} h`;
   return m > 0 ? `${m} min` : `${seconds} s`;
 }
 
