@@ -85,7 +85,7 @@ type statusBody struct {
 
 // statusWorld is newConsoleWorld with the status and model sources bound
 // to fakes over its real store and a real metrics registry.
-func newStatusWorld(t *testing.T, token string, cx *fakeCodexStatus, health error, models fakeModels) *consoleWorld {
+func newStatusWorld(t testing.TB, token string, cx *fakeCodexStatus, health error, models fakeModels) *consoleWorld {
 	t.Helper()
 	w := newConsoleWorld(t, token)
 	m := metrics.New()
@@ -284,5 +284,25 @@ func TestConsoleStatusWithoutSources(t *testing.T) {
 		if code := w.get(t, path, nil, &body); code != http.StatusServiceUnavailable || body["error"] == "" {
 			t.Errorf("%s: %d %v, want 503 with a message", path, code, body)
 		}
+	}
+}
+
+// BenchmarkConsoleStatus is one /api/status answer over a real store and
+// the daemon's metrics registry (codex faked): the page asks every 2.5 s
+// per open tab, so its cost is per poll.
+func BenchmarkConsoleStatus(b *testing.B) {
+	w := newStatusWorld(b, "", &fakeCodexStatus{hasLimits: true, limits: codex.RateLimits{
+		Windows: []codex.RateLimitWindow{{Name: "primary", UsedPercent: 10, WindowMinutes: 300}}}}, nil, fakeModels{})
+	req, _ := http.NewRequest(http.MethodGet, w.srv.URL+"/api/status", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := w.srv.Client().Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		resp.Body.Close()
 	}
 }
