@@ -87,6 +87,9 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 	b.run(t, "the command lane", chromedp.Navigate(api.base+"/#/lane/cmds"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.waitJS(t, "the lane head", `(document.getElementById('lane-thread')?.textContent || '—') !== '—'`)
 	first := laneOf(t, api, "cmds")
+	if title := evalJS[string](t, b, `document.getElementById('lane-title').textContent`); title != "hello" {
+		t.Errorf("the lane page's title %q, want its first message", title)
+	}
 
 	// New thread: the next reply runs on a thread other than the first.
 	b.command(t, "#cmd-new")

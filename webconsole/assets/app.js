@@ -182,11 +182,24 @@ function lanePage(key) {
   const older = el('button', { id: 'older', type: 'button', hidden: true }, 'Older messages');
   const live = el('div', { id: 'live', class: 'live' });
   const commands = commandBar(key, name, notes);
+  // The head is refreshed by the poll and right after each reply, so it
+  // shows a turn's effects (a new thread, the turn count) before the next
+  // message streams rather than changing under it.
+  const refreshHead = async () => {
+    try {
+      const l = await api.getJSON(`/api/lanes/${api.lanePath(key)}`);
+      renderLaneHead(head, l);
+      commands.update(l);
+    } catch (err) {
+      if (err.status === 404 && name) head.replaceChildren(el('p', { class: 'note' }, 'A new API lane: it starts with your first message.'));
+      else showError(head, err);
+    }
+  };
   view.replaceChildren(
     el('p', {}, el('a', { href: '#/' }, '← all lanes')),
     el('h1', { class: 'mono' }, key),
     head, commands.node, notes, older, transcript, live,
-    name ? composer(name, live, notes) : el('p', { class: 'note' }, 'Only API lanes (v1:api:NAME) can be written to from here.'),
+    name ? composer(name, live, notes, refreshHead) : el('p', { class: 'note' }, 'Only API lanes (v1:api:NAME) can be written to from here.'),
   );
   let nextBefore = null;
   const loadOlder = async () => {
@@ -212,16 +225,7 @@ function lanePage(key) {
       else showError(notes, err);
     }
   })();
-  return poll(async () => {
-    try {
-      const l = await api.getJSON(`/api/lanes/${api.lanePath(key)}`);
-      renderLaneHead(head, l);
-      commands.update(l);
-    } catch (err) {
-      if (err.status === 404 && name) head.replaceChildren(el('p', { class: 'note' }, 'A new API lane: it starts with your first message.'));
-      else showError(head, err);
-    }
-  });
+  return poll(refreshHead);
 }
 
 function renderLaneHead(head, l) {
@@ -230,6 +234,7 @@ function renderLaneHead(head, l) {
     ? `${l.last_turn.context_tokens} / ${l.last_turn.context_window} tokens of context` : '';
   head.replaceChildren(el('dl', {},
     ...row('Platform', l.platform),
+    ...row('Title', l.title, 'lane-title'),
     ...row('Binding', l.binding, 'lane-binding'),
     ...row('Thread', l.thread_id, 'lane-thread'),
     ...row('Project', l.project ? `${l.project} (${l.directory || ''})` : l.directory),
@@ -347,7 +352,7 @@ async function sendCommand(name, text, notes) {
 
 // --- composer and the streamed reply -------------------------------------
 
-function composer(name, live, notes) {
+function composer(name, live, notes, replied) {
   const text = el('textarea', { id: 'composer-text', rows: 3, placeholder: 'Message Codex (Enter sends, Shift+Enter new line)', 'aria-label': 'Message' });
   const picker = el('input', { id: 'composer-file', type: 'file', multiple: true });
   const attached = el('ul', { id: 'attached', class: 'attached' });
@@ -369,6 +374,7 @@ function composer(name, live, notes) {
     sendButton.disabled = true;
     try {
       await converse(name, message, sending, live);
+      await replied();
     } catch (err) {
       showError(notes, err);
     } finally {
