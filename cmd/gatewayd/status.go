@@ -272,8 +272,9 @@ type modelView struct {
 	IsDefault     bool     `json:"is_default"`
 }
 
-// models answers codex's model list; hidden models are left out, as
-// /model leaves them out of its buttons.
+// models answers codex's model list. The codex client already drops the
+// models codex marks hidden; a source that does not is filtered here too,
+// so the page never offers one.
 func (c *console) models(w http.ResponseWriter, r *http.Request) {
 	if c.modelSrc == nil {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("models are not available in this process"))
