@@ -146,9 +146,11 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		in.ReceivedAt = g.now()
 	}
 	key := in.Address.SessionKey()
-	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
+	sl, err := g.st.EnsureLane(ctx, laneKey(in.Address))
+	if err != nil {
 		return false, fmt.Errorf("gateway: ensure lane: %w", err)
 	}
+	g.nameLane(ctx, sl, in)
 	// The files are part of accepting the message: stored before its row
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.

@@ -197,6 +197,18 @@ func (g *Gateway) modelCall(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, g.callTimeout)
 }
 
+// Models is codex's model list (model/list, cached) and the model a lane
+// that chose none runs ("" when unknown), for the console's choices.
+func (g *Gateway) Models(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
+	ctx, cancel := g.modelCall(ctx)
+	defer cancel()
+	models, err = g.models.list(ctx, g.cx)
+	if err != nil {
+		return nil, "", err
+	}
+	return models, g.defaultModel(ctx), nil
+}
+
 // defaultModel is the model of a lane that chose none ("" when unknown).
 func (g *Gateway) defaultModel(ctx context.Context) string {
 	if g.cfg.Thread.Model != "" {

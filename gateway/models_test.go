@@ -341,3 +341,26 @@ func TestEffortOfAnUnlistedModelIsCheckedAgainstEveryListedEffort(t *testing.T) 
 		t.Errorf("turn: model %q effort %q, want custom-model and xhigh", model, effort)
 	}
 }
+
+// Models is the cached list and the default a lane without a choice runs:
+// codex's default, or codex.model when configured.
+func TestModelsForTheConsole(t *testing.T) {
+	h, mc := newModelHarness(t)
+	models, def, err := h.g.Models(context.Background())
+	if err != nil || len(models) != 2 || models[1].ID != "beta" || def != "alpha" {
+		t.Fatalf("Models() = %v, %q, %v; want the listed two and alpha", models, def, err)
+	}
+	h.g.Models(context.Background())
+	if n := mc.listCalls(); n != 1 {
+		t.Errorf("model/list called %d times for two Models calls, want 1 (cached)", n)
+	}
+	configured, _ := newModelHarness(t, func(c *Config) { c.Thread.Model = "beta" })
+	if _, def, _ := configured.g.Models(context.Background()); def != "beta" {
+		t.Errorf("default with codex.model beta = %q, want beta", def)
+	}
+	failing, fc := newModelHarness(t)
+	fc.listErr = errors.New("model/list: boom")
+	if _, _, err := failing.g.Models(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("Models() with a failing list: err %v, want the failure", err)
+	}
+}

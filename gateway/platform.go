@@ -112,6 +112,9 @@ type Inbound struct {
 	// Attachments are the files sent with the message (Text is then the
 	// caption, maybe empty). Deliver stores them before it returns.
 	Attachments []Attachment
+	// Title is the chat's, topic's or thread's name when the update carries
+	// it ("" otherwise): it names a lane in the console (title.go).
+	Title string
 }
 
 // Sink receives inbound messages from an adapter. Deliver returns only after

@@ -26,6 +26,7 @@ import (
 //	GET /api/lanes/{lane}                           one lane, with its last turn's usage
 //	GET /api/lanes/{lane}/transcript?before=ID&limit=N  its messages of every session, newest first
 //	GET /api/search?q=TEXT&limit=N                  transcript messages of every lane, best match first
+//	GET /api/status, /api/models, /api/projects     see status.go
 //
 // {lane} is an API lane name (no ':') or a full session key, path-escaped
 // or with its ':' raw; a '/' in a key must be escaped (%2F).
@@ -58,6 +59,10 @@ type console struct {
 	live  laneStater
 	token string
 	dirs  workdirs
+	// statusSrc and modelSrc serve /api/status and /api/models (status.go);
+	// without them those routes answer 503.
+	statusSrc *statusSources
+	modelSrc  modelSource
 }
 
 // routes returns the console's patterns for api.Config.Handlers. They take
@@ -68,6 +73,9 @@ func (c *console) routes() map[string]http.Handler {
 		"/api/lanes/{lane}":            c.guard(c.showLane),
 		"/api/lanes/{lane}/transcript": c.guard(c.transcript),
 		"/api/search":                  c.guard(c.search),
+		"/api/status":                  c.guard(c.status),
+		"/api/models":                  c.guard(c.models),
+		"/api/projects":                c.guard(c.projects),
 	}
 }
 

@@ -127,7 +127,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot of the lane page: %s", path)
+	t.Logf("screenshot %s: %s", name, path)
 }
 
 // lastReply is the text of the newest streamed reply on the lane page.
@@ -421,6 +421,9 @@ func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
 	}
 	b.run(t, "open a lane", chromedp.Navigate(api.base+"/#/lane/v1:api:phone"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.send(t, "hello")
+	// The head turns from "a new lane" to the lane's fields after the first
+	// reply; that is not streaming's doing, so it is waited for.
+	b.waitJS(t, "the lane head after the first reply", `document.getElementById('lane-thread') !== null`)
 	// Shifts are counted from the first streamed word on: the ones right
 	// after pressing Enter are the page answering the input.
 	b.run(t, "watch layout shifts", chromedp.Evaluate[chromedp.Void](`window.shifts = []; new PerformanceObserver((list) => {

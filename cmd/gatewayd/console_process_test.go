@@ -15,6 +15,7 @@ type processLane struct {
 	Key      string `json:"key"`
 	ThreadID string `json:"thread_id"`
 	Binding  string `json:"binding"`
+	Model    string `json:"model"`
 	Turns    int64  `json:"turns"`
 	Queued   int    `json:"queued"`
 	Running  bool   `json:"running"`

@@ -36,7 +36,7 @@ const (
 	topicKey = "v1:telegram:topic:-100:42"
 )
 
-func newConsoleWorld(t *testing.T, token string) *consoleWorld {
+func newConsoleWorld(t testing.TB, token string) *consoleWorld {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{Logger: zap.NewNop()})

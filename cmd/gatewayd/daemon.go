@@ -361,7 +361,8 @@ func (d *daemon) buildGateway() error {
 		"/metrics":  d.metrics.Handler(),
 		adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)},
 	}
-	maps.Copy(handlers, (&console{st: d.store, live: gw, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)}).routes())
+	maps.Copy(handlers, (&console{st: d.store, live: gw, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg),
+		statusSrc: d.statusSources(), modelSrc: gw}).routes())
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,

@@ -63,8 +63,11 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 	}
 	text := stripMention(m.Content, botID)
 	addr := a.laneFor(ch, m.Author.ID)
+	// The channel's name names its lane; a thread opened for the message
+	// is a new lane the gateway names from the text, as the thread is.
+	title := ch.Name
 	if a.cfg.AutoThread && direct && !ch.isDM() && !ch.isThread() {
-		addr = a.autoThread(ctx, m, ch, text)
+		addr, title = a.autoThread(ctx, m, ch, text), ""
 	} else if direct && ch.isThread() {
 		a.track(ctx, ch.ID, true)
 	}
@@ -78,6 +81,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 		Mentioned:   direct || strings.HasPrefix(text, "/"),
 		ReceivedAt:  a.cfg.Now(),
 		Attachments: a.attachmentsOf(m),
+		Title:       title,
 	}
 	if m.MessageReference != nil {
 		in.ReplyTo = m.MessageReference.MessageID

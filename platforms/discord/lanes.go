@@ -16,6 +16,7 @@ import (
 type chanInfo struct {
 	ID, GuildID, ParentID, OwnerID string
 	Type                           discordgo.ChannelType
+	Name                           string // the channel's or thread's; "" in a DM
 }
 
 func (c chanInfo) isDM() bool {
@@ -32,7 +33,7 @@ func (c chanInfo) isThread() bool {
 }
 
 func infoOf(c *discordgo.Channel) chanInfo {
-	return chanInfo{ID: c.ID, GuildID: c.GuildID, ParentID: c.ParentID, OwnerID: c.OwnerID, Type: c.Type}
+	return chanInfo{ID: c.ID, GuildID: c.GuildID, ParentID: c.ParentID, OwnerID: c.OwnerID, Type: c.Type, Name: c.Name}
 }
 
 // channelCache remembers channels seen in GUILD_CREATE/THREAD_CREATE and

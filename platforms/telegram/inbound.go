@@ -106,6 +106,7 @@ func (a *Adapter) inboundFromMessage(m *models.Message) (gateway.Inbound, bool) 
 		// A caption that is only the mention leaves no text: the files are
 		// the message.
 		Attachments: files,
+		Title:       titleOf(m),
 	}
 	if r := m.ReplyToMessage; r != nil && !isTopicRoot(m, r) {
 		in.ReplyTo = messageID(m.Chat.ID, r.ID)
@@ -138,6 +139,19 @@ func addressOf(chat models.Chat, threadID int, isTopicMessage bool) (gateway.Add
 
 // isTopicRoot reports whether r is the service message that created m's
 // forum topic: Telegram sets it as reply_to_message of every topic message.
+// titleOf is the name of the message's lane when the update carries it:
+// the forum topic's (its root, the forum_topic_created service message,
+// comes as reply_to_message), else the group's. A private chat has none.
+func titleOf(m *models.Message) string {
+	if r := m.ReplyToMessage; r != nil && isTopicRoot(m, r) && r.ForumTopicCreated != nil {
+		return r.ForumTopicCreated.Name
+	}
+	if m.IsTopicMessage {
+		return "" // the group's name would name every topic alike
+	}
+	return m.Chat.Title
+}
+
 func isTopicRoot(m, r *models.Message) bool {
 	return m.IsTopicMessage && r.ID == m.MessageThreadID
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,11 @@ type Client struct {
 	threads map[string]*threadState
 
 	limits rateLimitBook // the account's last rate-limit snapshot
+
+	// userAgent is initialize's userAgent from the latest handshake
+	// ("<client>/<codex version> (<os>) ..."); a restart may bring an
+	// upgraded binary, so each handshake replaces it.
+	userAgent atomic.Pointer[string]
 }
 
 // Start spawns the app-server, performs the initialize handshake within
@@ -125,10 +131,35 @@ func (c *Client) handshake(ctx context.Context, cn *conn) error {
 		},
 		"capabilities": map[string]any{"experimentalApi": true},
 	}
-	if err := cn.call(ctx, "initialize", params, nil); err != nil {
+	var out struct {
+		UserAgent string `json:"userAgent"`
+	}
+	if err := cn.call(ctx, "initialize", params, &out); err != nil {
 		return err
 	}
+	c.userAgent.Store(&out.UserAgent)
 	return cn.notify("initialized", nil)
+}
+
+// UserAgent is the app-server's userAgent from its initialize answer; ""
+// before the first handshake.
+func (c *Client) UserAgent() string {
+	if ua := c.userAgent.Load(); ua != nil {
+		return *ua
+	}
+	return ""
+}
+
+// ServerVersion is the codex version the app-server reports: the userAgent
+// part after the client name ("gatewayd/0.169.0 (Debian 12; x86_64) ..."
+// gives "0.169.0"); "" when the userAgent has no such part.
+func (c *Client) ServerVersion() string {
+	_, rest, ok := strings.Cut(c.UserAgent(), "/")
+	if !ok {
+		return ""
+	}
+	version, _, _ := strings.Cut(rest, " ")
+	return version
 }
 
 // current returns the current incarnation, or ErrClosed.

@@ -69,9 +69,15 @@ function route() {
   stopView = () => {};
   document.documentElement.classList.remove('with-composer');
   const hash = location.hash.replace(/^#/, '') || '/';
-  if (hash.startsWith('/lane/')) stopView = lanePage(decodeHash(hash.slice('/lane/'.length)));
+  if (hash.startsWith('/lane/')) stopView = lanePage(laneKeyOf(decodeHash(hash.slice('/lane/'.length))));
   else if (hash === '/status') stopView = statusPage();
   else stopView = lanesPage();
+}
+
+// laneKeyOf takes an API lane's bare name too (#/lane/web), as the JSON
+// routes do: a session key always has a ':'.
+function laneKeyOf(s) {
+  return s.includes(':') ? s : 'v1:api:' + s;
 }
 
 // decodeHash takes a hand-typed lane key too: a stray '%' stays as it is.
@@ -113,10 +119,15 @@ function lanesPage() {
     el('div', { class: 'table-wrap' },
       el('table', { class: 'lanes' }, el('thead', {}, el('tr', {}, ...laneColumns.map((c) => el('th', {}, c)))), body)),
   );
+  // Each keystroke and each poll loads; only the latest answer is shown,
+  // so a slow answer to an older filter never replaces a newer one.
+  let latest = 0;
   const load = async () => {
+    const mine = ++latest;
     try {
       const q = filter.value.trim();
       const data = await api.getJSON('/api/lanes' + (q ? '?q=' + encodeURIComponent(q) : ''));
+      if (mine !== latest) return;
       body.replaceChildren(...data.lanes.map(laneRow));
       status.textContent = data.lanes.length === 0 ? 'No lanes yet.' : '';
     } catch (err) {
@@ -170,11 +181,25 @@ function lanePage(key) {
   const transcript = el('div', { id: 'transcript', class: 'transcript' });
   const older = el('button', { id: 'older', type: 'button', hidden: true }, 'Older messages');
   const live = el('div', { id: 'live', class: 'live' });
+  const commands = commandBar(key, name, notes);
+  // The head is refreshed by the poll and right after each reply, so it
+  // shows a turn's effects (a new thread, the turn count) before the next
+  // message streams rather than changing under it.
+  const refreshHead = async () => {
+    try {
+      const l = await api.getJSON(`/api/lanes/${api.lanePath(key)}`);
+      renderLaneHead(head, l);
+      commands.update(l);
+    } catch (err) {
+      if (err.status === 404 && name) head.replaceChildren(el('p', { class: 'note' }, 'A new API lane: it starts with your first message.'));
+      else showError(head, err);
+    }
+  };
   view.replaceChildren(
     el('p', {}, el('a', { href: '#/' }, '← all lanes')),
     el('h1', { class: 'mono' }, key),
-    head, commandBar(key, name, notes), notes, older, transcript, live,
-    name ? composer(name, live, notes) : el('p', { class: 'note' }, 'Only API lanes (v1:api:NAME) can be written to from here.'),
+    head, commands.node, notes, older, transcript, live,
+    name ? composer(name, live, notes, refreshHead) : el('p', { class: 'note' }, 'Only API lanes (v1:api:NAME) can be written to from here.'),
   );
   let nextBefore = null;
   const loadOlder = async () => {
@@ -200,14 +225,7 @@ function lanePage(key) {
       else showError(notes, err);
     }
   })();
-  return poll(async () => {
-    try {
-      renderLaneHead(head, await api.getJSON(`/api/lanes/${api.lanePath(key)}`));
-    } catch (err) {
-      if (err.status === 404 && name) head.replaceChildren(el('p', { class: 'note' }, 'A new API lane: it starts with your first message.'));
-      else showError(head, err);
-    }
-  });
+  return poll(refreshHead);
 }
 
 function renderLaneHead(head, l) {
@@ -216,6 +234,7 @@ function renderLaneHead(head, l) {
     ? `${l.last_turn.context_tokens} / ${l.last_turn.context_window} tokens of context` : '';
   head.replaceChildren(el('dl', {},
     ...row('Platform', l.platform),
+    ...row('Title', l.title, 'lane-title'),
     ...row('Binding', l.binding, 'lane-binding'),
     ...row('Thread', l.thread_id, 'lane-thread'),
     ...row('Project', l.project ? `${l.project} (${l.directory || ''})` : l.directory),
@@ -236,12 +255,36 @@ function messageNode(m) {
     el('header', {}, m.role, ' · ', when(m.created_at)), body);
 }
 
-const efforts = ['default', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 const verbosities = ['default', 'off', 'summary', 'full'];
+
+// choiceSelect is a command as a <select>: picking a value sends
+// "/CMD value", and the select goes back to its placeholder (the lane's
+// head shows what is in force).
+function choiceSelect(id, label, cmd, send) {
+  const select = el('select', { id, onchange: () => {
+    if (select.value) send(`/${cmd} ${select.value}`);
+    select.value = '';
+  } });
+  let shown = null;
+  // Refilled only when the choices change: the lane's head polls, and
+  // rebuilding an open select would close it under the user's pointer.
+  const fill = (values, empty) => {
+    const now = JSON.stringify([values, empty]);
+    if (now === shown) return;
+    shown = now;
+    select.replaceChildren(el('option', { value: '' }, values.length ? '—' : empty),
+      ...values.map(([value, text]) => el('option', { value }, text)));
+    select.disabled = values.length === 0;
+  };
+  fill([], 'loading…');
+  return { node: el('label', {}, label + ' ', select), fill };
+}
 
 // commandBar holds the lane's commands. On an API lane they are the slash
 // commands posted as messages (so they behave exactly as typed); any lane
-// can be reset through the admin route.
+// can be reset through the admin route. It returns the bar and a function
+// the lane's head calls with each fresh lane, so the effort choices follow
+// the lane's model.
 function commandBar(key, name, notes) {
   const reset = el('button', { id: 'cmd-reset', type: 'button', onclick: async () => {
     try {
@@ -251,22 +294,51 @@ function commandBar(key, name, notes) {
       showError(notes, err);
     }
   } }, 'Reset');
-  if (!name) return el('div', { class: 'commands' }, reset);
+  if (!name) return { node: el('div', { class: 'commands' }, reset), update: () => {} };
   const send = (text) => sendCommand(name, text, notes);
   const button = (id, label, text) => el('button', { id, type: 'button', onclick: () => send(text) }, label);
-  const select = (id, label, values, cmd) => el('label', {}, label + ' ',
-    el('select', { id, onchange: (e) => { if (e.target.value) send(`/${cmd} ${e.target.value}`); e.target.value = ''; } },
-      el('option', { value: '' }, '—'), ...values.map((v) => el('option', { value: v }, v))));
-  const typed = (id, label, cmd) => {
-    const input = el('input', { id, size: 10, placeholder: label, 'aria-label': label });
-    return el('form', { class: 'typed', onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) send(`/${cmd} ${input.value.trim()}`); input.value = ''; } },
-      input, el('button', { type: 'submit' }, 'Set'));
+  const project = choiceSelect('cmd-project', 'Project', 'project', send);
+  const model = choiceSelect('cmd-model', 'Model', 'model', send);
+  const effort = choiceSelect('cmd-effort', 'Effort', 'effort', send);
+  const verbose = choiceSelect('cmd-verbose', 'Verbose', 'verbose', send);
+  verbose.fill(verbosities.map((v) => [v, v]));
+  let models = null, lane = null;
+  // The efforts are those of the lane's model, or of the default model
+  // while it chose none; a model codex does not list offers every effort
+  // a listed one has.
+  const fillEfforts = () => {
+    if (!models) return;
+    const current = (lane && lane.model) || models.default;
+    const m = models.models.find((x) => x.id === current);
+    const levels = m ? m.efforts : [...new Set(models.models.flatMap((x) => x.efforts))];
+    effort.fill([['default', 'default'], ...levels.map((e) => [e, e])]);
   };
-  return el('div', { class: 'commands' },
+  (async () => {
+    try {
+      const p = await api.getJSON('/api/projects');
+      project.fill(p.projects.map((x) => [x.name, `${x.name} (${x.directory})`]), 'none configured');
+    } catch (err) {
+      project.fill([], 'unavailable');
+      showError(notes, err);
+    }
+  })();
+  (async () => {
+    try {
+      models = await api.getJSON('/api/models');
+      model.fill([['default', `default (${models.default || 'codex decides'})`],
+        ...models.models.map((m) => [m.id, m.display_name && m.display_name !== m.id ? `${m.display_name} (${m.id})` : m.id])]);
+      fillEfforts();
+    } catch (err) {
+      model.fill([], 'unavailable');
+      effort.fill([], 'unavailable');
+      showError(notes, err);
+    }
+  })();
+  const node = el('div', { class: 'commands' },
     button('cmd-new', 'New thread', '/new'), button('cmd-stop', 'Stop', '/stop'),
     button('cmd-retry', 'Retry', '/retry'), button('cmd-compact', 'Compact', '/compact'), reset,
-    typed('cmd-project', 'project', 'project'), typed('cmd-model', 'model', 'model'),
-    select('cmd-effort', 'Effort', efforts, 'effort'), select('cmd-verbose', 'Verbose', verbosities, 'verbose'));
+    project.node, model.node, effort.node, verbose.node);
+  return { node, update: (l) => { lane = l; fillEfforts(); } };
 }
 
 async function sendCommand(name, text, notes) {
@@ -280,7 +352,7 @@ async function sendCommand(name, text, notes) {
 
 // --- composer and the streamed reply -------------------------------------
 
-function composer(name, live, notes) {
+function composer(name, live, notes, replied) {
   const text = el('textarea', { id: 'composer-text', rows: 3, placeholder: 'Message Codex (Enter sends, Shift+Enter new line)', 'aria-label': 'Message' });
   const picker = el('input', { id: 'composer-file', type: 'file', multiple: true });
   const attached = el('ul', { id: 'attached', class: 'attached' });
@@ -302,6 +374,7 @@ function composer(name, live, notes) {
     sendButton.disabled = true;
     try {
       await converse(name, message, sending, live);
+      await replied();
     } catch (err) {
       showError(notes, err);
     } finally {
@@ -447,51 +520,114 @@ function fileNode(f) {
 
 // --- status --------------------------------------------------------------
 
-const shownMetrics = [
-  ['gatewayd_running_turns', 'Turns running'],
-  ['gatewayd_live_lanes', 'Live lanes'],
-  ['gatewayd_queued_messages', 'Queued messages'],
-  ['gatewayd_codex_tokens_total', 'Codex tokens'],
-  ['gatewayd_codex_rate_limit_used_percent', 'Rate limit used (%)'],
-  ['gatewayd_inbound_messages_total', 'Inbound messages'],
-  ['gatewayd_app_server_restarts_total', 'App-server restarts'],
-  ['gatewayd_store_queue_depth', 'Store queue depth'],
-  ['gatewayd_build_info', 'Build'],
-];
+// metricNames are the /metrics names the status table says in words; the
+// others show their help text.
+const metricNames = {
+  gatewayd_running_turns: 'Turns running',
+  gatewayd_live_lanes: 'Live lanes',
+  gatewayd_queued_messages: 'Queued messages',
+  gatewayd_inbound_messages_total: 'Inbound messages',
+  gatewayd_inbound_duplicates_total: 'Duplicates ignored',
+  gatewayd_outbound_messages_total: 'Outbound deliveries',
+  gatewayd_turns_total: 'Turns finished',
+  gatewayd_turn_duration_seconds_count: 'Turns timed',
+  gatewayd_turn_duration_seconds_sum: 'Turn time, total (s)',
+  gatewayd_thread_resumes_total: 'Thread bindings',
+  gatewayd_platform_errors_total: 'Platform errors',
+  gatewayd_store_commit_duration_seconds_count: 'Store commits',
+  gatewayd_store_commit_duration_seconds_sum: 'Store commit time, total (s)',
+  gatewayd_store_queue_depth: 'Store queue depth',
+  gatewayd_app_server_restarts_total: 'App-server restarts',
+  gatewayd_codex_tokens_total: 'Codex tokens',
+  gatewayd_codex_rate_limit_used_percent: 'Rate limit used (%)',
+  gatewayd_build_info: 'Build',
+  process_resident_memory_bytes: 'Memory (resident)',
+  process_cpu_seconds_total: 'CPU time (s)',
+  process_open_fds: 'Open files',
+  go_goroutines: 'Goroutines',
+};
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n, u = -1;
+  do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+function duration(seconds) {
+  const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return m > 0 ? `${h} h ${m} min` : `${h} h`;
+  return m > 0 ? `${m} min` : `${seconds} s`;
+}
+
+function metricValue(m) {
+  if (m.name.endsWith('_bytes')) return bytes(m.value);
+  return Number.isInteger(m.value) ? String(m.value) : m.value.toFixed(3);
+}
 
 function statusPage() {
   const health = el('p', { id: 'health' }, 'checking…');
+  const overview = el('dl', { id: 'status-overview', class: 'overview' });
+  const limits = el('tbody', { id: 'limits-body' });
+  const limitsNote = el('p', { id: 'limits-note', class: 'note' });
   const table = el('tbody', { id: 'metrics-body' });
-  const all = el('pre', { id: 'metrics-raw' });
-  view.replaceChildren(el('h1', {}, 'Status'), health,
+  view.replaceChildren(el('h1', {}, 'Status'), health, overview,
+    el('h2', {}, 'Rate limits'), limitsNote,
+    el('div', { class: 'table-wrap' }, el('table', { class: 'limits' },
+      el('thead', {}, el('tr', {}, ...['Window', 'Used', 'Length', 'Resets at'].map((c) => el('th', {}, c)))), limits)),
+    el('h2', {}, 'Metrics'),
     el('div', { class: 'table-wrap' },
-      el('table', { class: 'metrics' }, el('thead', {}, el('tr', {}, el('th', {}, 'What'), el('th', {}, 'Labels'), el('th', {}, 'Value'))), table)),
-    el('details', {}, el('summary', {}, 'All of /metrics'), all));
+      el('table', { class: 'metrics' }, el('thead', {}, el('tr', {}, el('th', {}, 'What'), el('th', {}, 'Labels'), el('th', {}, 'Value'))), table)));
   return poll(async () => {
     try {
-      const resp = await api.request('/healthz');
-      const h = await resp.json();
-      health.textContent = h.status === 'ok' ? 'Healthy' : `Unavailable: ${h.reason || h.status}`;
-      health.className = h.status === 'ok' ? 'ok' : 'error';
-      const text = await (await api.request('/metrics')).text();
-      all.textContent = text;
-      table.replaceChildren(...metricRows(text));
+      const s = await api.getJSON('/api/status');
+      health.textContent = s.health.state === 'ok' ? 'Healthy' : `Unavailable: ${s.health.reason || s.health.state}`;
+      health.className = s.health.state === 'ok' ? 'ok' : 'error';
+      renderOverview(overview, s);
+      renderLimits(limits, limitsNote, s.rate_limits);
+      table.replaceChildren(...s.metrics.map((m) => el('tr', { dataset: { name: m.name } },
+        el('td', { title: m.help }, metricNames[m.name] || m.help || m.name),
+        el('td', { class: 'mono' }, Object.entries(m.labels || {}).map(([k, v]) => `${k}=${v}`).join(' ')),
+        el('td', { class: 'num' }, metricValue(m)))));
     } catch (err) {
       showError(health, err);
     }
   });
 }
 
-function metricRows(text) {
-  const rows = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/);
-    if (!m) continue;
-    const known = shownMetrics.find(([name]) => name === m[1]);
-    if (known) rows.push(el('tr', {}, el('td', {}, known[1]), el('td', { class: 'mono' }, m[2] || ''), el('td', { class: 'num' }, m[3])));
+function renderOverview(dl, s) {
+  const c = s.codex;
+  const version = !c.version ? 'unknown'
+    : c.version === c.pinned_version ? `${c.version} (the pinned version)` : `${c.version} (this gatewayd is verified with ${c.pinned_version})`;
+  let account = c.account_error ? `unknown: ${c.account_error}` : '';
+  if (c.account) {
+    account = c.account.type ? [c.account.type, c.account.plan].filter(Boolean).join(', ')
+      : c.account.requires_openai_auth ? 'not logged in' : 'none needed (a custom model provider)';
   }
-  return rows;
+  const st = s.store.error ? `unknown: ${s.store.error}`
+    : `${bytes(s.store.total_bytes)} (database ${bytes(s.store.database_bytes)}, WAL ${bytes(s.store.wal_bytes)})`;
+  const row = (label, value, id) => [el('dt', {}, label), el('dd', { id }, value)];
+  dl.replaceChildren(
+    ...row('gatewayd', `${s.gatewayd.version}, up ${duration(s.gatewayd.uptime_seconds)}`, 'status-gatewayd'),
+    ...row('Codex', version, 'status-codex-version'),
+    ...row('Account / provider', account, 'status-account'),
+    ...row('Turns', `${s.turns.running} running, ${s.turns.queued} queued`, 'status-turns'),
+    ...row('Lanes', `${s.lanes.live} live of ${s.lanes.known} known`, 'status-lanes'),
+    ...row('Store on disk', st, 'status-store'),
+  );
+}
+
+function renderLimits(body, note, r) {
+  const windows = (r && r.windows) || [];
+  note.textContent = windows.length ? (r.reached_type ? `Limit reached: ${r.reached_type}` : '')
+    : 'Codex has not reported rate limits yet (an API-key account has none).';
+  body.replaceChildren(...windows.map((w) => el('tr', { dataset: { window: w.name } },
+    el('td', {}, w.name),
+    el('td', { class: 'num' }, `${w.used_percent}%`),
+    el('td', {}, w.window_minutes ? duration(w.window_minutes * 60) : ''),
+    el('td', {}, w.resets_at ? when(w.resets_at) : ''))));
 }
 
 route();

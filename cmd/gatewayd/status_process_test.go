@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+)
+
+// The built daemon with the real codex: /api/status names the version the
+// binary prints and, after a reply that carried rate-limit headers, the
+// window codex reported; /api/models is codex's own list with efforts;
+// /api/projects the configured ones.
+func TestProcessStatusWithTheRealCodex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	resets := time.Now().Add(3 * time.Hour).Truncate(time.Second)
+	model := codextest.NewModel(t)
+	model.Respond(func(req codextest.Request) codextest.Reply {
+		r := codextest.DefaultReply(req)
+		r.Headers = codextest.RateLimitHeaders(37, 300, resets)
+		return r
+	})
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "proj")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cfgFile := processConfig(t, dir, addr, model, map[string]any{
+		"api":      map[string]any{"listen": addr, "token": "tok"},
+		"projects": map[string]any{"proj": proj},
+	})
+	api := &apiClient{base: "http://" + addr, token: "tok", http: &http.Client{Timeout: 2 * time.Minute}}
+	d := startDaemon(t, bin, cfgFile, dir, "status", listenNotify(t).path)
+	waitHealthy(t, api, d)
+
+	resp, err := http.Get(api.base + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/status without the token: %d, want 401", resp.StatusCode)
+	}
+
+	if reply := postMessage(t, api, "status", "hello"); reply != "ECHO: hello" {
+		t.Fatalf("reply %q", reply)
+	}
+	got := waitStatus(t, api, func(s statusBody) bool { return s.RateLimits != nil && len(s.RateLimits.Windows) > 0 })
+	out, err := exec.Command(codextest.CodexBinary(t), "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := codexVersion(string(out)); got.Codex.Version != want || want != pinnedCodexVersion {
+		t.Errorf("status codex version %q (user agent %q), `codex --version` %q, pinned %s", got.Codex.Version, got.Codex.UserAgent, want, pinnedCodexVersion)
+	}
+	t.Logf("codex user agent: %s", got.Codex.UserAgent)
+	w := got.RateLimits.Windows[0]
+	if w.Name != "primary" || w.UsedPercent != 37 || w.WindowMinutes != 300 || w.ResetsAt == nil || !w.ResetsAt.Equal(resets) {
+		t.Errorf("primary window %+v, want 37%% of 300 min resetting at %v", w, resets)
+	}
+	if got.Health.State != "ok" || got.Codex.Account == nil || !got.Codex.Account.Usable {
+		t.Errorf("health %+v account %+v, want ok and a usable provider", got.Health, got.Codex.Account)
+	}
+	if got.Lanes.Known != 1 || got.Store.DatabaseBytes <= 0 || got.Gatewayd.Version == "" {
+		t.Errorf("lanes %+v store %+v gatewayd %+v", got.Lanes, got.Store, got.Gatewayd)
+	}
+
+	var models struct {
+		Default string
+		Models  []struct {
+			ID      string
+			Efforts []string
+		}
+	}
+	if err := api.do(context.Background(), http.MethodGet, "/api/models", nil, &models); err != nil {
+		t.Fatal(err)
+	}
+	if len(models.Models) == 0 || models.Models[0].ID == "" || len(models.Models[0].Efforts) == 0 {
+		t.Errorf("models %+v, want codex's list with efforts", models)
+	}
+	var projects struct {
+		Projects []struct{ Name, Directory string }
+	}
+	if err := api.do(context.Background(), http.MethodGet, "/api/projects", nil, &projects); err != nil {
+		t.Fatal(err)
+	}
+	if len(projects.Projects) != 1 || projects.Projects[0].Name != "proj" || projects.Projects[0].Directory != proj {
+		t.Errorf("projects %+v, want proj at %s", projects.Projects, proj)
+	}
+	if code := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d", code)
+	}
+}
+
+// waitStatus polls /api/status until ok holds: codex reports rate limits
+// on its own notification, after the reply may already be delivered.
+func waitStatus(t *testing.T, api *apiClient, ok func(statusBody) bool) statusBody {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var s statusBody
+		if err := api.do(context.Background(), http.MethodGet, "/api/status", nil, &s); err != nil {
+			t.Fatal(err)
+		}
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never got there: %+v", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
