@@ -20,7 +20,16 @@ type Size struct {
 func (z Size) Total() int64 { return z.DatabaseBytes + z.WALBytes }
 
 // Size reports the database's size on disk, for the console's status page.
-func (s *Store) Size() (Size, error) {
+// On PostgreSQL it is the server's figure for this database (WAL is the
+// server's, shared by every database, so it is not counted).
+func (s *Store) Size(ctx context.Context) (Size, error) {
+	if s.d == pgDialect {
+		var n int64
+		if err := s.rq.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+			return Size{}, fmt.Errorf("store: size: %w", classify(err))
+		}
+		return Size{DatabaseBytes: n}, nil
+	}
 	db, err := os.Stat(s.path)
 	if err != nil {
 		return Size{}, fmt.Errorf("store: size: %w", err)

@@ -36,7 +36,7 @@ type codexStatus interface {
 
 // storeStatus is what the status page asks of the store; *store.Store has it.
 type storeStatus interface {
-	Size() (store.Size, error)
+	Size(context.Context) (store.Size, error)
 	CountLanes(ctx context.Context) (int, error)
 }
 
@@ -157,7 +157,7 @@ func (c *console) status(w http.ResponseWriter, r *http.Request) {
 		Codex:    codexOf(ctx, s.codex),
 		Turns:    turnsView{Running: st.RunningTurns, Queued: st.QueuedMessages, ActiveLanes: st.ActiveLanes},
 		Lanes:    lanesView{Live: st.LiveLanes},
-		Store:    storeOf(s.store),
+		Store:    storeOf(ctx, s.store),
 		Metrics:  []metricView{},
 	}
 	if limits, ok := s.codex.LastRateLimits(); ok {
@@ -215,8 +215,8 @@ func rateLimitsOf(r codex.RateLimits) *rateLimitsView {
 
 // storeOf reports a size it cannot read as an error in the answer: the
 // rest of the page is still worth showing.
-func storeOf(st storeStatus) storeView {
-	z, err := st.Size()
+func storeOf(ctx context.Context, st storeStatus) storeView {
+	z, err := st.Size(ctx)
 	if err != nil {
 		return storeView{Error: err.Error()}
 	}
