@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,14 +17,30 @@ import (
 func TestIntegrationAPIUsageLimitAnswersAfterReset(t *testing.T) {
 	w := newWorld(t)
 	in := w.start(t, gateway.Config{})
-	reset := time.Now().Add(2500 * time.Millisecond).Truncate(time.Second)
+	// The reset is set when the first request arrives, not when the test
+	// starts: a slow codex start-up must not let the first request come
+	// after the reset and skip the limit the test is about.
+	var (
+		mu    sync.Mutex
+		reset time.Time
+	)
 	w.model.Respond(func(req codextest.Request) codextest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if reset.IsZero() {
+			reset = time.Now().Add(1500 * time.Millisecond).Truncate(time.Second).Add(time.Second)
+		}
 		if time.Now().Before(reset) {
 			return codextest.UsageLimit(reset)
 		}
 		return codextest.DefaultReply(req)
 	})
 	out := in.ask(t, "limited", "hello after the limit")
+	mu.Lock()
+	defer mu.Unlock()
+	if reset.IsZero() {
+		t.Fatal("the model was never asked")
+	}
 	if time.Now().Before(reset) {
 		t.Fatalf("answered before the reset at %v", reset)
 	}
