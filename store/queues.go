@@ -235,15 +235,21 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 	return out, nil
 }
 
+// dueOutboxSQL selects the due rows: pending, not held, and not behind an
+// earlier row of their lane that waits for a retry. It runs after every
+// commit, so it must stay an index walk over the pending rows (outbox_due),
+// never a scan of every row ever sent.
+const dueOutboxSQL = `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
+	o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
+	o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
+	o.file_path, o.file_name, o.file_mime, o.file_size
+	FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
+	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
+		AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
+	ORDER BY o.id LIMIT ?2`
+
 func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
-	rows, err := s.rq.QueryContext(ctx, `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
-		o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
-		o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
-		o.file_path, o.file_name, o.file_mime, o.file_size
-		FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
-		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
-			AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
-		ORDER BY o.id LIMIT ?2`, toDB(now), sqlLimit(limit))
+	rows, err := s.rq.QueryContext(ctx, dueOutboxSQL, toDB(now), sqlLimit(limit))
 	if err != nil {
 		return nil, classify(err)
 	}

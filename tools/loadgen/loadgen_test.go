@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ var (
 	concurrent = flag.Int("max-concurrent-turns", 0, "lanes.max_concurrent_turns (0: the daemon's default)")
 	logLevel   = flag.String("log-level", "info", "gatewayd's log.level")
 	limit      = flag.Duration("limit", 10*time.Minute, "give up when the load has not finished by then")
+	keepLog    = flag.String("keep-log", "", "copy gatewayd's output to this file when the test ends")
 )
 
 // TestLoad drives -lanes chats with -messages each and logs the figures.
@@ -68,7 +70,10 @@ type result struct {
 	wall          time.Duration // first message queued to last reply seen
 	latencies     []time.Duration
 	before, after Usage
+	idle          time.Duration // gatewayd's CPU over idleWindow before the load
 }
+
+const idleWindow = 2 * time.Second
 
 // laneState is one private chat driven closed-loop.
 type laneState struct {
@@ -84,12 +89,19 @@ func runLoad(t *testing.T, o options) *result {
 	model := codextest.NewModel(t)
 	d := startGateway(t, tg, model, o)
 	tg.WaitFor(2*time.Minute, "gatewayd polling getUpdates", func() bool { return tg.Calls("getUpdates") > 0 })
+	idleFrom, err := Measure(d.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Idle cost: what gatewayd burns with nothing to do (timers, polling),
+	// which the per-message figure includes for the length of the run.
+	time.Sleep(idleWindow)
 	before, err := Measure(d.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ls := make(map[int64]*laneState, o.lanes)
-	r := &result{opts: o, before: before}
+	r := &result{opts: o, before: before, idle: before.GatewayCPU - idleFrom.GatewayCPU}
 	start := time.Now()
 	for i := range o.lanes {
 		id := int64(10_001 + i)
@@ -157,6 +169,8 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 		},
 		"telegram": map[string]any{"token": telegramtest.Token, "api_url": tg.URL, "allowed_users": users},
 		"lanes":    lanesCfg,
+		// The API lane is on by default; a free port keeps runs side by side.
+		"api": map[string]any{"listen": freeAddr(t)},
 	}
 	raw, err := json.Marshal(cfg) // JSON is YAML
 	if err != nil {
@@ -188,12 +202,26 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 			<-done
 		}
 		logFile.Close()
+		if *keepLog != "" {
+			if out, err := os.ReadFile(logFile.Name()); err == nil {
+				_ = os.WriteFile(*keepLog, out, 0o600)
+			}
+		}
 		if t.Failed() {
 			out, _ := os.ReadFile(logFile.Name())
 			t.Logf("gatewayd output (last 4 KB):\n%s", tail(out, 4096))
 		}
 	})
 	return cmd
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func tail(b []byte, n int) []byte {
@@ -240,6 +268,7 @@ func (r *result) log(t *testing.T) {
 		pct(0.95).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[n-1].Round(10*time.Microsecond))
 	t.Logf("loadgen: cpu gatewayd=%v (%.2f ms/msg) app-server=%v (%.2f ms/msg)",
 		gw, ms(gw)/float64(n), cx, ms(cx)/float64(n))
+	t.Logf("loadgen: idle gatewayd cpu=%v per %v", r.idle, idleWindow)
 	t.Logf("loadgen: rss gatewayd=%.1f MB app-server tree=%.1f MB", mb(r.after.GatewayRSS), mb(r.after.ChildRSS))
 }
 
