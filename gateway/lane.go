@@ -146,17 +146,15 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		in.ReceivedAt = g.now()
 	}
 	key := in.Address.SessionKey()
-	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
-		return false, fmt.Errorf("gateway: ensure lane: %w", err)
-	}
 	// The files are part of accepting the message: stored before its row
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.
 	saved, notices := g.storeAttachments(ctx, in)
+	// The lane row is ensured with the inbound row: one commit per message.
 	id, dup, err := g.st.RecordInbound(ctx, store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
-		Attachments: saved,
+		Attachments: saved, Lane: laneKey(in.Address),
 	})
 	if err != nil {
 		discardAttachments(in, saved)

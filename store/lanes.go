@@ -90,17 +90,10 @@ func (s *Store) EnsureLane(ctx context.Context, k LaneKey) (Lane, error) {
 	}
 	var lane Lane
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		now := toDB(s.now())
-		res, err := q.ExecContext(ctx,
-			"UPDATE gateway_routing SET last_active_at = ? WHERE session_key = ?", now, k.SessionKey)
-		if err != nil {
+		if err := ensureLaneTx(ctx, q, k, toDB(s.now())); err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			if err := createLane(ctx, q, k, now); err != nil {
-				return err
-			}
-		}
+		var err error
 		lane, err = loadLane(ctx, q, k.SessionKey)
 		return err
 	})
@@ -108,6 +101,19 @@ func (s *Store) EnsureLane(ctx context.Context, k LaneKey) (Lane, error) {
 		return Lane{}, fmt.Errorf("store: ensure lane %q: %w", k.SessionKey, err)
 	}
 	return lane, nil
+}
+
+// ensureLaneTx creates the lane or marks it active now.
+func ensureLaneTx(ctx context.Context, q querier, k LaneKey, now int64) error {
+	res, err := q.ExecContext(ctx,
+		"UPDATE gateway_routing SET last_active_at = ? WHERE session_key = ?", now, k.SessionKey)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return createLane(ctx, q, k, now)
+	}
+	return nil
 }
 
 func createLane(ctx context.Context, q querier, k LaneKey, now int64) error {

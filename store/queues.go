@@ -18,6 +18,9 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 	if in.Platform == "" || in.SessionKey == "" {
 		return 0, false, fmt.Errorf("%w: RecordInbound needs a platform and a session key", ErrInvalid)
 	}
+	if in.Lane.SessionKey != "" && (in.Lane.SessionKey != in.SessionKey || in.Lane.Platform == "") {
+		return 0, false, fmt.Errorf("%w: RecordInbound's lane must be the message's session key, with a platform", ErrInvalid)
+	}
 	attachments, err := encodeAttachments(in.Attachments)
 	if err != nil {
 		return 0, false, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
@@ -31,6 +34,11 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 		received := in.ReceivedAt
 		if received.IsZero() {
 			received = s.now()
+		}
+		if in.Lane.SessionKey != "" {
+			if err := ensureLaneTx(ctx, q, in.Lane, toDB(s.now())); err != nil {
+				return fmt.Errorf("ensure lane: %w", err)
+			}
 		}
 		res, err := q.ExecContext(ctx, `INSERT INTO inbox
 			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments)

@@ -85,6 +85,10 @@ type Inbound struct {
 	ReceivedAt                                                  time.Time
 	// Attachments are the message's files, already on disk.
 	Attachments []Attachment
+	// Lane, when set (its SessionKey equal to SessionKey), is created or
+	// marked active in the same transaction as the row, so accepting a
+	// message waits for one commit instead of two (EnsureLane, then this).
+	Lane LaneKey
 }
 
 // Attachment is one stored file of an inbound message.
