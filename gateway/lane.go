@@ -299,9 +299,7 @@ func (g *Gateway) work(l *lane) {
 		if g.parkIfPaused(l, it) {
 			return // resumed when the usage limit resets
 		}
-		select {
-		case g.sem <- struct{}{}:
-		case <-g.baseCtx.Done(): // only after drain set stopping: next retires
+		if !g.takeSlot(l, it) { // only after drain set stopping: next retires
 			g.finishItem(l)
 			continue
 		}
@@ -318,6 +316,55 @@ func (g *Gateway) work(l *lane) {
 		<-g.sem
 		g.finishItem(l)
 	}
+}
+
+// takeSlot waits for one of the max_concurrent_turns slots. A turn that
+// has to wait shows typing meanwhile, so a burst beyond the limit sees at
+// once that its messages arrived. It reports false when the gateway's base
+// context ends first.
+func (g *Gateway) takeSlot(l *lane, it item) bool {
+	select {
+	case g.sem <- struct{}{}:
+		return true
+	default:
+	}
+	stop := g.typeWhileWaiting(l.addr, it)
+	defer stop()
+	select {
+	case g.sem <- struct{}{}:
+		return true
+	case <-g.baseCtx.Done():
+		return false
+	}
+}
+
+// typeWhileWaiting shows typing for a turn waiting for its slot, refreshed
+// every TypingInterval, until stop is called; the turn's own streamer takes
+// over once it runs.
+func (g *Gateway) typeWhileWaiting(addr Address, it item) (stop func()) {
+	ty, ok := g.platforms[addr.Platform].(Typer)
+	if !ok || it.kind != itemTurn {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(g.baseCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick, stopTick := g.newTicker(g.cfg.TypingInterval)
+		defer stopTick()
+		for {
+			if err := ty.Typing(ctx, addr); err != nil && ctx.Err() == nil {
+				g.obs.PlatformError(addr.Platform, "typing")
+				g.log.Debug("typing.failed", zap.String("platform", addr.Platform), zap.Error(err))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // next pops the lane's next item and marks it current, or retires the
