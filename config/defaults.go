@@ -9,14 +9,14 @@ import (
 // own config (gateway.Config, codex.Options), so a caller that does not set
 // a field gets what an operator who does not set the key gets.
 const (
-	DefaultMaxLive            = 32
-	DefaultIdleEvict          = 30 * time.Minute
-	DefaultQueueLimit         = 20
-	DefaultApprovalTimeout    = 10 * time.Minute
-	DefaultTurnTimeout        = 30 * time.Minute
-	DefaultDrainTimeout       = 60 * time.Second
-	DefaultFilesMaxBytes      = 20 << 20 // files.max_bytes: one attachment
-	DefaultFilesLaneQuota     = 1 << 30  // files.lane_quota: all of a lane's stored files
+	DefaultMaxLive         = 32
+	DefaultIdleEvict       = 30 * time.Minute
+	DefaultQueueLimit      = 20
+	DefaultApprovalTimeout = 10 * time.Minute
+	DefaultTurnTimeout     = 30 * time.Minute
+	DefaultDrainTimeout    = 60 * time.Second
+	DefaultFilesMaxBytes   = 20 << 20 // files.max_bytes: one attachment
+	DefaultFilesLaneQuota  = 1 << 30  // files.lane_quota: all of a lane's stored files
 )
 
 // DefaultMaxConcurrentTurns is lanes.max_concurrent_turns when unset: 4 per
