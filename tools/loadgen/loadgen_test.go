@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ var (
 	logLevel   = flag.String("log-level", "info", "gatewayd's log.level")
 	limit      = flag.Duration("limit", 10*time.Minute, "give up when the load has not finished by then")
 	keepLog    = flag.String("keep-log", "", "copy gatewayd's output to this file when the test ends")
+	settle     = flag.Duration("settle", 0, "after the load, wait this long and report the app-server tree's RSS again")
+	known      = flag.Int("known", 10_000, "TestKnownLanes: lanes in the database before start")
+	active     = flag.Int("active", 1_000, "TestKnownLanes: of them, active within the last hour")
 )
 
 // TestLoad drives -lanes chats with -messages each and logs the figures.
@@ -36,6 +40,16 @@ func TestLoad(t *testing.T) {
 	}
 	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, logLevel: *logLevel, limit: *limit})
 	r.log(t)
+	if *settle > 0 {
+		// thread/unsubscribe does not unload a thread at once (doc §2):
+		// what the tree keeps once codex had time to let go.
+		time.Sleep(*settle)
+		u, err := Measure(r.pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("loadgen: after %v idle: rss gatewayd=%.1f MB app-server tree=%.1f MB", *settle, mb(u.GatewayRSS), mb(u.ChildRSS))
+	}
 }
 
 // TestLoadSmoke proves the tool works end to end on a tiny load: every
@@ -62,11 +76,13 @@ type options struct {
 	lanes, messages, concurrent int
 	logLevel                    string
 	limit                       time.Duration
+	env                         []string // extra environment for gatewayd
 }
 
 // result is one load's figures.
 type result struct {
 	opts          options
+	pid           int // gatewayd's
 	wall          time.Duration // first message queued to last reply seen
 	latencies     []time.Duration
 	before, after Usage
@@ -87,7 +103,7 @@ type laneState struct {
 func runLoad(t *testing.T, o options) *result {
 	tg := telegramtest.New(t)
 	model := codextest.NewModel(t)
-	d := startGateway(t, tg, model, o)
+	d := startGateway(t, tg, model, o, t.TempDir())
 	tg.WaitFor(2*time.Minute, "gatewayd polling getUpdates", func() bool { return tg.Calls("getUpdates") > 0 })
 	idleFrom, err := Measure(d.Process.Pid)
 	if err != nil {
@@ -101,7 +117,7 @@ func runLoad(t *testing.T, o options) *result {
 		t.Fatal(err)
 	}
 	ls := make(map[int64]*laneState, o.lanes)
-	r := &result{opts: o, before: before, idle: before.GatewayCPU - idleFrom.GatewayCPU}
+	r := &result{opts: o, pid: d.Process.Pid, before: before, idle: before.GatewayCPU - idleFrom.GatewayCPU}
 	start := time.Now()
 	for i := range o.lanes {
 		id := int64(10_001 + i)
@@ -146,12 +162,8 @@ func sendNext(tg *telegramtest.Server, l *laneState) {
 
 // startGateway builds gatewayd and runs it against the fakes; its output
 // goes to a file so that logging costs what it costs in production.
-func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model, o options) *exec.Cmd {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "gatewayd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gatewayd/gatewayd/cmd/gatewayd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model, o options, dir string) *exec.Cmd {
+	bin := buildGateway(t)
 	users := make([]string, o.lanes)
 	for i := range users {
 		users[i] = strconv.Itoa(10_001 + i)
@@ -186,7 +198,7 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 	}
 	cmd := exec.Command(bin, "run", "--config", cfgFile)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), codextest.Env()...)
+	cmd.Env = append(append(cleanEnv(), codextest.Env()...), o.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -214,6 +226,32 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 	})
 	return cmd
 }
+
+// buildGateway builds gatewayd once per test binary run.
+func buildGateway(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "loadgen-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "gatewayd")
+		out, err := exec.Command("go", "build", "-o", builtBin, "github.com/gatewayd/gatewayd/cmd/gatewayd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
 
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
