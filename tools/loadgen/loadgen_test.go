@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ var (
 	logLevel   = flag.String("log-level", "info", "gatewayd's log.level")
 	limit      = flag.Duration("limit", 10*time.Minute, "give up when the load has not finished by then")
 	keepLog    = flag.String("keep-log", "", "copy gatewayd's output to this file when the test ends")
+	maxLive    = flag.Int("max-live", 0, "lanes.max_live (0: lanes+10, so no lane is released during the load)")
 	settle     = flag.Duration("settle", 0, "after the load, wait this long and report the app-server tree's RSS again")
 	known      = flag.Int("known", 10_000, "TestKnownLanes: lanes in the database before start")
 	active     = flag.Int("active", 1_000, "TestKnownLanes: of them, active within the last hour")
@@ -38,7 +40,8 @@ func TestLoad(t *testing.T) {
 	if !*load {
 		t.Skip("pass -load to run the load (make bench does)")
 	}
-	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, logLevel: *logLevel, limit: *limit})
+	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, maxLive: *maxLive,
+		logLevel: *logLevel, limit: *limit})
 	r.log(t)
 	if *settle > 0 {
 		// thread/unsubscribe does not unload a thread at once (doc §2):
@@ -74,6 +77,7 @@ func TestLoadSmoke(t *testing.T) {
 
 type options struct {
 	lanes, messages, concurrent int
+	maxLive                     int
 	logLevel                    string
 	limit                       time.Duration
 	env                         []string // extra environment for gatewayd
@@ -82,11 +86,13 @@ type options struct {
 // result is one load's figures.
 type result struct {
 	opts          options
-	pid           int // gatewayd's
+	pid           int           // gatewayd's
 	wall          time.Duration // first message queued to last reply seen
 	latencies     []time.Duration
 	before, after Usage
 	idle          time.Duration // gatewayd's CPU over idleWindow before the load
+	self          time.Duration // this process's CPU during the load: the fakes and the driver
+	calls         []string      // Bot API requests gatewayd made, by method
 }
 
 const idleWindow = 2 * time.Second
@@ -117,6 +123,10 @@ func runLoad(t *testing.T, o options) *result {
 		t.Fatal(err)
 	}
 	ls := make(map[int64]*laneState, o.lanes)
+	selfBefore, err := ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &result{opts: o, pid: d.Process.Pid, before: before, idle: before.GatewayCPU - idleFrom.GatewayCPU}
 	start := time.Now()
 	for i := range o.lanes {
@@ -145,6 +155,14 @@ func runLoad(t *testing.T, o options) *result {
 		return pending == 0
 	})
 	r.wall = time.Since(start)
+	selfAfter, err := ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.self = selfAfter.CPU - selfBefore.CPU
+	for _, m := range []string{"sendMessage", "editMessageText", "sendChatAction", "getUpdates"} {
+		r.calls = append(r.calls, fmt.Sprintf("%s=%d", m, tg.Calls(m)))
+	}
 	if r.after, err = Measure(d.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +186,11 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 	for i := range users {
 		users[i] = strconv.Itoa(10_001 + i)
 	}
-	lanesCfg := map[string]any{"max_live": o.lanes + 10}
+	live := o.maxLive
+	if live <= 0 {
+		live = o.lanes + 10
+	}
+	lanesCfg := map[string]any{"max_live": live}
 	if o.concurrent > 0 {
 		lanesCfg["max_concurrent_turns"] = o.concurrent
 	}
@@ -306,6 +328,8 @@ func (r *result) log(t *testing.T) {
 		pct(0.95).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[n-1].Round(10*time.Microsecond))
 	t.Logf("loadgen: cpu gatewayd=%v (%.2f ms/msg) app-server=%v (%.2f ms/msg)",
 		gw, ms(gw)/float64(n), cx, ms(cx)/float64(n))
+	t.Logf("loadgen: cpu of the fakes and driver (this process)=%v (%.2f ms/msg)", r.self, ms(r.self)/float64(n))
+	t.Logf("loadgen: bot api calls %s", strings.Join(r.calls, " "))
 	t.Logf("loadgen: idle gatewayd cpu=%v per %v", r.idle, idleWindow)
 	t.Logf("loadgen: rss gatewayd=%.1f MB app-server tree=%.1f MB", mb(r.after.GatewayRSS), mb(r.after.ChildRSS))
 }
