@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -319,8 +320,11 @@ func (g *Gateway) work(l *lane) {
 }
 
 // takeSlot waits for one of the max_concurrent_turns slots. A turn that
-// has to wait shows typing meanwhile, so a burst beyond the limit sees at
-// once that its messages arrived. It reports false when the gateway's base
+// has to wait shows typing at once, so a burst beyond the limit sees that
+// its messages arrived; the turn's own streamer refreshes it once it runs.
+// Typing is not refreshed while waiting: with hundreds of lanes waiting
+// that would be a Bot API call per lane every few seconds (a 1,000-chat
+// burst made ~9 per message). It reports false when the gateway's base
 // context ends first.
 func (g *Gateway) takeSlot(l *lane, it item) bool {
 	select {
@@ -328,8 +332,7 @@ func (g *Gateway) takeSlot(l *lane, it item) bool {
 		return true
 	default:
 	}
-	stop := g.typeWhileWaiting(l.addr, it)
-	defer stop()
+	g.typeOnce(l.addr, it)
 	select {
 	case g.sem <- struct{}{}:
 		return true
@@ -338,33 +341,26 @@ func (g *Gateway) takeSlot(l *lane, it item) bool {
 	}
 }
 
-// typeWhileWaiting shows typing for a turn waiting for its slot, refreshed
-// every TypingInterval, until stop is called; the turn's own streamer takes
-// over once it runs.
-func (g *Gateway) typeWhileWaiting(addr Address, it item) (stop func()) {
+// typingTimeout bounds the one typing call of a waiting turn.
+const typingTimeout = 10 * time.Second
+
+// typeOnce shows typing for a turn that waits for its slot, without making
+// the worker wait for the platform.
+func (g *Gateway) typeOnce(addr Address, it item) {
 	ty, ok := g.platforms[addr.Platform].(Typer)
 	if !ok || it.kind != itemTurn {
-		return func() {}
+		return
 	}
-	ctx, cancel := context.WithCancel(g.baseCtx)
-	done := make(chan struct{})
+	g.workers.Add(1) // from a worker, which is counted: shutdown waits for this too
 	go func() {
-		defer close(done)
-		tick, stopTick := g.newTicker(g.cfg.TypingInterval)
-		defer stopTick()
-		for {
-			if err := ty.Typing(ctx, addr); err != nil && ctx.Err() == nil {
-				g.obs.PlatformError(addr.Platform, "typing")
-				g.log.Debug("typing.failed", zap.String("platform", addr.Platform), zap.Error(err))
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick:
-			}
+		defer g.workers.Done()
+		ctx, cancel := context.WithTimeout(g.baseCtx, typingTimeout)
+		defer cancel()
+		if err := ty.Typing(ctx, addr); err != nil && ctx.Err() == nil {
+			g.obs.PlatformError(addr.Platform, "typing")
+			g.log.Debug("typing.failed", zap.String("platform", addr.Platform), zap.Error(err))
 		}
 	}()
-	return func() { cancel(); <-done }
 }
 
 // next pops the lane's next item and marks it current, or retires the
