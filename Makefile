@@ -25,7 +25,8 @@ lint: ## gofmt must have nothing to say; go vet must pass
 
 bench: $(CODEX_INSTALLED) ## run the benchmarks and a small load through the real daemon (figures go in issue notes)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./...
-	$(GO) test -count=1 -v -run 'TestLoad$$|TestKnownLanes' ./tools/loadgen -load -lanes=20 -messages=3 | grep 'loadgen:'
+	@out=$$(mktemp); $(GO) test -count=1 -v -run 'TestLoad$$|TestKnownLanes' ./tools/loadgen -load -lanes=20 -messages=3 >$$out 2>&1; \
+	  rc=$$?; grep 'loadgen:' $$out; [ $$rc -eq 0 ] || cat $$out; rm -f $$out; exit $$rc
 
 tools: ## (re)install the pinned tools: the real codex app-server, @openai/codex 0.169.0
 	npm ci --prefix tools --no-audit --no-fund

@@ -59,9 +59,15 @@ func TestTurnWaitingForASlotShowsTypingAtOnce(t *testing.T) {
 	gt.open("a-one")
 	gt.open("b-one")
 	gt.open("c-one")
-	for _, id := range []string{"a1", "b1", "c1"} {
-		if o := h.p.replyTo(t, id); o.Text == "" {
-			t.Errorf("empty reply to %s", id)
+	// The lanes' replies may arrive in any order.
+	want := map[string]string{"a1": "re: a-one", "b1": "re: b-one", "c1": "re: c-one"}
+	for len(want) > 0 {
+		o := h.p.next(t)
+		if text, ok := want[o.InReplyTo]; ok && o.Kind == OutReply {
+			if o.Text != text {
+				t.Errorf("reply to %s = %q, want %q", o.InReplyTo, o.Text, text)
+			}
+			delete(want, o.InReplyTo)
 		}
 	}
 }
