@@ -26,8 +26,10 @@ lint: ## gofmt must have nothing to say; go vet must pass
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: ## run the benchmarks (figures go in issue notes)
+bench: $(CODEX_INSTALLED) ## run the benchmarks and a small load through the real daemon (figures go in issue notes)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./...
+	@out=$$(mktemp); $(GO) test -count=1 -v -run 'TestLoad$$|TestKnownLanes' ./tools/loadgen -load -lanes=20 -messages=3 >$$out 2>&1; \
+	  rc=$$?; grep 'loadgen:' $$out; [ $$rc -eq 0 ] || cat $$out; rm -f $$out; exit $$rc
 
 tools: ## (re)install the pinned tools: the real codex app-server, @openai/codex 0.169.0
 	npm ci --prefix tools --no-audit --no-fund

@@ -249,7 +249,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
-			QueueLimit: 20, MaxConcurrentTurns: 4, Verbose: "summary",
+			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary",
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
 		Store:    Store{Driver: "sqlite"},

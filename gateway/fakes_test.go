@@ -91,6 +91,10 @@ func (s *fakeStore) EnsureLane(_ context.Context, k store.LaneKey) (store.Lane, 
 	if err := s.check("EnsureLane"); err != nil {
 		return store.Lane{}, err
 	}
+	return s.ensureLocked(k), nil
+}
+
+func (s *fakeStore) ensureLocked(k store.LaneKey) store.Lane {
 	l, ok := s.lanes[k.SessionKey]
 	if !ok {
 		l = &store.Lane{SessionKey: k.SessionKey, Platform: k.Platform, Kind: k.Kind, ChatID: k.ChatID,
@@ -98,7 +102,7 @@ func (s *fakeStore) EnsureLane(_ context.Context, k store.LaneKey) (store.Lane, 
 		s.lanes[k.SessionKey] = l
 	}
 	l.LastActiveAt = s.now()
-	return *l, nil
+	return *l
 }
 
 func (s *fakeStore) BindThread(_ context.Context, key string, gen int64, thread string) error {
@@ -159,6 +163,18 @@ func (s *fakeStore) RecordInbound(_ context.Context, in store.Inbound) (int64, b
 	defer s.mu.Unlock()
 	if err := s.check("RecordInbound"); err != nil {
 		return 0, false, err
+	}
+	if in.Lane.SessionKey != "" { // the lane row is written in the same transaction
+		if err := s.check("EnsureLane"); err != nil {
+			return 0, false, err
+		}
+		l := s.lanes[s.ensureLocked(in.Lane).SessionKey]
+		if in.LaneTitle != "" && l.Meta["title"] == "" {
+			if l.Meta == nil {
+				l.Meta = map[string]string{}
+			}
+			l.Meta["title"] = in.LaneTitle
+		}
 	}
 	if id, ok := s.inIdx[in.Platform+"\x00"+in.MessageID]; ok {
 		return id, true, nil

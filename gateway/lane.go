@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -146,19 +147,15 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		in.ReceivedAt = g.now()
 	}
 	key := in.Address.SessionKey()
-	sl, err := g.st.EnsureLane(ctx, laneKey(in.Address))
-	if err != nil {
-		return false, fmt.Errorf("gateway: ensure lane: %w", err)
-	}
-	g.nameLane(ctx, sl, in)
 	// The files are part of accepting the message: stored before its row
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.
 	saved, notices := g.storeAttachments(ctx, in)
+	// The lane row is ensured with the inbound row: one commit per message.
 	id, dup, err := g.st.RecordInbound(ctx, store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
-		Attachments: saved,
+		Attachments: saved, Lane: laneKey(in.Address), LaneTitle: laneTitle(in),
 	})
 	if err != nil {
 		discardAttachments(in, saved)
@@ -303,9 +300,7 @@ func (g *Gateway) work(l *lane) {
 		if g.parkIfPaused(l, it) {
 			return // resumed when the usage limit resets
 		}
-		select {
-		case g.sem <- struct{}{}:
-		case <-g.baseCtx.Done(): // only after drain set stopping: next retires
+		if !g.takeSlot(l, it) { // only after drain set stopping: next retires
 			g.finishItem(l)
 			continue
 		}
@@ -322,6 +317,50 @@ func (g *Gateway) work(l *lane) {
 		<-g.sem
 		g.finishItem(l)
 	}
+}
+
+// takeSlot waits for one of the max_concurrent_turns slots. A turn that
+// has to wait shows typing at once, so a burst beyond the limit sees that
+// its messages arrived; the turn's own streamer refreshes it once it runs.
+// Typing is not refreshed while waiting: with hundreds of lanes waiting
+// that would be a Bot API call per lane every few seconds (a 1,000-chat
+// burst made ~9 per message). It reports false when the gateway's base
+// context ends first.
+func (g *Gateway) takeSlot(l *lane, it item) bool {
+	select {
+	case g.sem <- struct{}{}:
+		return true
+	default:
+	}
+	g.typeOnce(l.addr, it)
+	select {
+	case g.sem <- struct{}{}:
+		return true
+	case <-g.baseCtx.Done():
+		return false
+	}
+}
+
+// typingTimeout bounds the one typing call of a waiting turn.
+const typingTimeout = 10 * time.Second
+
+// typeOnce shows typing for a turn that waits for its slot, without making
+// the worker wait for the platform.
+func (g *Gateway) typeOnce(addr Address, it item) {
+	ty, ok := g.platforms[addr.Platform].(Typer)
+	if !ok || it.kind != itemTurn {
+		return
+	}
+	g.workers.Add(1) // from a worker, which is counted: shutdown waits for this too
+	go func() {
+		defer g.workers.Done()
+		ctx, cancel := context.WithTimeout(g.baseCtx, typingTimeout)
+		defer cancel()
+		if err := ty.Typing(ctx, addr); err != nil && ctx.Err() == nil {
+			g.obs.PlatformError(addr.Platform, "typing")
+			g.log.Debug("typing.failed", zap.String("platform", addr.Platform), zap.Error(err))
+		}
+	}()
 }
 
 // next pops the lane's next item and marks it current, or retires the

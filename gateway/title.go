@@ -1,13 +1,8 @@
 package gateway
 
 import (
-	"context"
 	"strings"
 	"unicode"
-
-	"go.uber.org/zap"
-
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // A lane's title (meta "title") names it in the console's lane list. It is
@@ -15,25 +10,11 @@ import (
 // platform sends with it (a Telegram group or forum topic, a Discord
 // channel or thread), else the first line of the first message that is not
 // a command. A title once set is kept, so a rename on the platform or a
-// later message does not cost a write per message.
+// later message does not cost a write per message. The store sets it in
+// the same commit that records the message (store.Inbound.LaneTitle).
 
 // maxTitleRunes is how much of a first line a title keeps.
 const maxTitleRunes = 60
-
-// nameLane gives the lane sl a title if it has none. A failure to store it
-// is logged only: the message matters more than its lane's name.
-func (g *Gateway) nameLane(ctx context.Context, sl store.Lane, in Inbound) {
-	if sl.Meta["title"] != "" {
-		return
-	}
-	title := laneTitle(in)
-	if title == "" {
-		return
-	}
-	if err := g.st.SetMeta(ctx, sl.SessionKey, map[string]string{"title": title}); err != nil {
-		g.log.Warn("lane.title_failed", zap.String("lane", sl.SessionKey), zap.Error(err))
-	}
-}
 
 // laneTitle is the title in gives its lane, "" when it gives none.
 func laneTitle(in Inbound) string {

@@ -92,17 +92,10 @@ func (s *Store) EnsureLane(ctx context.Context, k LaneKey) (Lane, error) {
 	}
 	var lane Lane
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		now := toDB(s.now())
-		res, err := q.ExecContext(ctx,
-			"UPDATE gateway_routing SET last_active_at = ? WHERE session_key = ?", now, k.SessionKey)
-		if err != nil {
+		if err := ensureLaneTx(ctx, q, k, toDB(s.now())); err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			if err := createLane(ctx, q, k, now); err != nil {
-				return err
-			}
-		}
+		var err error
 		lane, err = loadLane(ctx, q, k.SessionKey)
 		return err
 	})
@@ -110,6 +103,47 @@ func (s *Store) EnsureLane(ctx context.Context, k LaneKey) (Lane, error) {
 		return Lane{}, fmt.Errorf("store: ensure lane %q: %w", k.SessionKey, err)
 	}
 	return lane, nil
+}
+
+// ensureLaneTx creates the lane or marks it active now.
+func ensureLaneTx(ctx context.Context, q querier, k LaneKey, now int64) error {
+	res, err := q.ExecContext(ctx,
+		"UPDATE gateway_routing SET last_active_at = ? WHERE session_key = ?", now, k.SessionKey)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return createLane(ctx, q, k, now)
+	}
+	return nil
+}
+
+// nameLaneTx sets the lane's meta title when it has none. Only the meta
+// column is read: this runs on every message that could name its lane.
+func nameLaneTx(ctx context.Context, q querier, sessionKey, title string) error {
+	if title == "" {
+		return nil
+	}
+	var raw string
+	if err := q.QueryRowContext(ctx, "SELECT meta FROM gateway_routing WHERE session_key = ?", sessionKey).Scan(&raw); err != nil {
+		return err
+	}
+	meta := map[string]string{}
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &meta); err != nil {
+			return fmt.Errorf("lane %q meta: %w", sessionKey, err)
+		}
+	}
+	if meta["title"] != "" {
+		return nil
+	}
+	meta["title"] = title
+	encoded, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, "UPDATE gateway_routing SET meta = ? WHERE session_key = ?", string(encoded), sessionKey)
+	return err
 }
 
 func createLane(ctx context.Context, q querier, k LaneKey, now int64) error {

@@ -182,6 +182,10 @@ CREATE TABLE gateway_state (
 	updated_at BIGINT NOT NULL
 );
 `,
+	// 2: SQLite's 14, the pending outbox rows in id order for DueOutbox.
+	`
+CREATE INDEX outbox_due ON outbox(id) WHERE state = 'pending';
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

@@ -18,6 +18,9 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 	if in.Platform == "" || in.SessionKey == "" {
 		return 0, false, fmt.Errorf("%w: RecordInbound needs a platform and a session key", ErrInvalid)
 	}
+	if in.Lane.SessionKey != "" && (in.Lane.SessionKey != in.SessionKey || in.Lane.Platform == "") {
+		return 0, false, fmt.Errorf("%w: RecordInbound's lane must be the message's session key, with a platform", ErrInvalid)
+	}
 	attachments, err := encodeAttachments(in.Attachments)
 	if err != nil {
 		return 0, false, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
@@ -31,6 +34,14 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 		received := in.ReceivedAt
 		if received.IsZero() {
 			received = s.now()
+		}
+		if in.Lane.SessionKey != "" {
+			if err := ensureLaneTx(ctx, q, in.Lane, toDB(s.now())); err != nil {
+				return fmt.Errorf("ensure lane: %w", err)
+			}
+			if err := nameLaneTx(ctx, q, in.Lane.SessionKey, in.LaneTitle); err != nil {
+				return fmt.Errorf("name lane: %w", err)
+			}
 		}
 		// RETURNING, not LastInsertId: PostgreSQL has no last insert id.
 		err := q.QueryRowContext(ctx, `INSERT INTO inbox
@@ -233,15 +244,21 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 	return out, nil
 }
 
+// dueOutboxSQL selects the due rows: pending, not held, and not behind an
+// earlier row of their lane that waits for a retry. It runs after every
+// commit, so it must stay an index walk over the pending rows (outbox_due),
+// never a scan of every row ever sent.
+const dueOutboxSQL = `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
+	o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
+	o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
+	o.file_path, o.file_name, o.file_mime, o.file_size
+	FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
+	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
+		AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
+	ORDER BY o.id LIMIT ?2`
+
 func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
-	rows, err := s.rq.QueryContext(ctx, `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
-		o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
-		o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
-		o.file_path, o.file_name, o.file_mime, o.file_size
-		FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
-		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
-			AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
-		ORDER BY o.id LIMIT ?2`, toDB(now), sqlLimit(limit))
+	rows, err := s.rq.QueryContext(ctx, dueOutboxSQL, toDB(now), sqlLimit(limit))
 	if err != nil {
 		return nil, classify(err)
 	}

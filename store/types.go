@@ -85,6 +85,13 @@ type Inbound struct {
 	ReceivedAt                                                  time.Time
 	// Attachments are the message's files, already on disk.
 	Attachments []Attachment
+	// Lane, when set (its SessionKey equal to SessionKey), is created or
+	// marked active in the same transaction as the row, so accepting a
+	// message waits for one commit instead of two (EnsureLane, then this).
+	Lane LaneKey
+	// LaneTitle, with Lane, names the lane (meta "title") in the same
+	// transaction when it has no title yet; a title once set is kept.
+	LaneTitle string
 }
 
 // Attachment is one stored file of an inbound message.
