@@ -50,3 +50,35 @@ func TestRecordInboundRefusesAnotherLane(t *testing.T) {
 		t.Errorf("pending inbound %v, %v: want none", rows, err)
 	}
 }
+
+// The first message that can name its lane does, in the same commit; a
+// later one keeps the title and the lane's other meta.
+func TestRecordInboundNamesItsLaneOnce(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	k := testLaneKey("titled")
+	record := func(msg, title string) {
+		t.Helper()
+		before := s.Commits()
+		if _, _, err := s.RecordInbound(ctx, Inbound{Platform: k.Platform, MessageID: msg, SessionKey: k.SessionKey,
+			Text: "hi", Lane: k, LaneTitle: title}); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Commits() - before; got != 1 {
+			t.Errorf("message %s: %d commits, want 1", msg, got)
+		}
+	}
+	record("m1", "")
+	if err := s.SetMeta(ctx, k.SessionKey, map[string]string{"note": "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	record("m2", "Deploy the site")
+	record("m3", "Something else")
+	l, err := s.Lane(ctx, k.SessionKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Meta["title"] != "Deploy the site" || l.Meta["note"] != "kept" {
+		t.Errorf("meta = %v, want the first title and the note kept", l.Meta)
+	}
+}
