@@ -37,6 +37,7 @@ func FuzzReadLoop(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	f.Add(bytes.Join(recordedServer(f), []byte("\n"))) // every recorded session at once
 	f.Fuzz(func(t *testing.T, garbage []byte) {
 		stream := append(append(bytes.Clone(garbage), '\n'), markerLine+"\n"+answerLine+"\n"...)
 		var (
@@ -147,6 +148,17 @@ func FuzzNotification(f *testing.F) {
 		`null`, `{"threadId":"t1","turn":null}`, `[1,2]`,
 	} {
 		f.Add(uint8(i), []byte(params))
+	}
+	for _, line := range recordedServer(f) {
+		var env envelope
+		if json.Unmarshal(line, &env) != nil {
+			continue
+		}
+		for i, m := range fuzzMethods {
+			if m == env.Method {
+				f.Add(uint8(i), []byte(env.Params))
+			}
+		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, params []byte) {
 		method := fuzzMethods[int(which)%len(fuzzMethods)]
