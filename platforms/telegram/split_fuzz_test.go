@@ -63,6 +63,16 @@ func checkChunk(t *testing.T, text, c string, i, limit int) {
 	if utf16Len(visible) > utf16Len(c) {
 		t.Fatalf("chunk %d: visible text %d units > chunk %d units", i, utf16Len(visible), utf16Len(c))
 	}
+	// The markup only takes away fence lines and span backticks: the rest
+	// is shown as written, so the plain-text fallback says the same.
+	if utf8.ValidString(c) && bareText(visible) != bareText(stripAddedFences(c)) {
+		t.Fatalf("chunk %d: shown text differs from the chunk:\nshown %q\nchunk %q", i, visible, c)
+	}
+}
+
+// bareText drops whitespace and backticks, which rendering may consume.
+func bareText(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "`", "")), "")
 }
 
 func fenceLines(s string) int {
