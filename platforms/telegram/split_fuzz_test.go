@@ -84,3 +84,26 @@ func fenceLines(s string) int {
 	}
 	return n
 }
+
+// Found by FuzzSplitMessage: a fence line longer than a chunk was cut like
+// text, so its block was never closed and the splitter's idea of being
+// inside a block parted from the renderer's.
+func TestSplitOverlongFenceLine(t *testing.T) {
+	for _, text := range []string{
+		"```" + strings.Repeat("0", 58),
+		"```" + strings.Repeat("0", 200) + "\ncode\n```\nafter the block",
+		"```go\ncode\n```" + strings.Repeat(" x", 100) + "\nafter the block",
+	} {
+		chunks := SplitMessage(text, 64)
+		for i, c := range chunks {
+			checkChunk(t, text, c, i, 64)
+		}
+		last := chunks[len(chunks)-1]
+		if strings.Contains(text, "after the block") && !strings.HasSuffix(last, "after the block") {
+			t.Errorf("SplitMessage(%q): the text after the block is not last outside it: %q", text, chunks)
+		}
+		if html := renderHTML(last); strings.Contains(text, "after the block") && strings.HasSuffix(html, "</pre>") {
+			t.Errorf("SplitMessage(%q): the text after the block renders inside it: %q", text, html)
+		}
+	}
+}
