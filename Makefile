@@ -4,11 +4,16 @@ BIN     ?= bin/gatewayd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test lint bench tools run
+.PHONY: help build test lint bench tools run fuzz record
 
 # The pinned codex is installed on first use and again whenever the lock
 # changes (npm ci writes this hidden lockfile last).
 CODEX_INSTALLED := tools/node_modules/.package-lock.json
+
+# staticcheck is pinned and built into tools/bin on first use; the version
+# is in the file name, so changing STATICCHECK_VERSION builds the new one.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := tools/bin/staticcheck-$(STATICCHECK_VERSION)
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -22,9 +27,29 @@ test: $(CODEX_INSTALLED) ## run every test with the race detector (installs the 
 	$(GO) test -race -count=1 ./...
 	GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/
 
-lint: ## gofmt must have nothing to say; go vet must pass
+lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck must pass
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p tools/bin
+	GOBIN=$(CURDIR)/tools/bin/.gobin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv tools/bin/.gobin/staticcheck $@ && rmdir tools/bin/.gobin
+
+# `go test -fuzz` takes one target per package run, so every Fuzz function
+# found in a _test.go file gets its own run of FUZZTIME.
+FUZZTIME ?= 10s
+fuzz: ## run every fuzz target for FUZZTIME each (default 10s)
+	@set -e; for f in $$(grep -rl --include='*_test.go' --exclude-dir=node_modules '^func Fuzz' . | sort); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "fuzz $$(dirname $$f) $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel 1 $$(dirname $$f); \
+	  done; \
+	done
+
+record: $(CODEX_INSTALLED) ## re-record testdata/codex from the pinned codex app-server
+	$(GO) test -count=1 -run '^TestRecord' ./runtime/codex -record
 
 bench: $(CODEX_INSTALLED) ## run the benchmarks and a small load through the real daemon (figures go in issue notes)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./...

@@ -38,7 +38,7 @@ func placementScore(node, key string) uint64 {
 	for i := 0; i < len(node); i++ {
 		h = (h ^ uint64(node[i])) * fnvPrime64
 	}
-	h = (h ^ 0) * fnvPrime64
+	h *= fnvPrime64 // the zero separator byte: h ^ 0 is h
 	for i := 0; i < len(key); i++ {
 		h = (h ^ uint64(key[i])) * fnvPrime64
 	}

@@ -315,7 +315,7 @@ func unknownKeys(all []string, environ []string, section func(key string) bool) 
 			}
 			continue
 		}
-		errs = append(errs, errorf(key, "unknown key"))
+		errs = append(errs, unknownKey(key))
 	}
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -326,6 +326,15 @@ func unknownKeys(all []string, environ []string, section func(key string) bool) 
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errors.Join(errs...)
+}
+
+// unknownKey names the key it refuses; a key YAML reads as empty ("!0 :")
+// is shown quoted so the message still points at something.
+func unknownKey(key string) *Error {
+	if key == "" {
+		return errorf(`""`, "unknown key (an empty key name)")
+	}
+	return errorf(key, "unknown key")
 }
 
 // knownParent returns the known key that key is nested under, or "".

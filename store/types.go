@@ -41,6 +41,7 @@ type Binding string
 // contract, only BindingNone is typed; the others are untyped constants,
 // usable both as Binding and as string.
 const (
+	//lint:ignore SA9004 the untyped constants are the contract (see above)
 	BindingNone      Binding = ""
 	BindingPending           = "pending"
 	BindingConfirmed         = "confirmed"

@@ -40,9 +40,6 @@ type op struct {
 	state atomic.Int32
 }
 
-// errTxAborted marks a failure that ended the batch transaction itself.
-var errTxAborted = errors.New("store: batch transaction aborted")
-
 // write submits fn and waits until its transaction committed. Any error
 // means fn's effects are not in the database: either fn failed (its
 // savepoint was rolled back), the batch failed to commit, or the caller's

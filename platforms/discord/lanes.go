@@ -188,13 +188,6 @@ func (l *laneIndex) forget(ctx context.Context, channelID string, now time.Time)
 	return l.saveLocked(ctx, now)
 }
 
-func (l *laneIndex) tracked(channelID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.lanes[channelID]
-	return ok
-}
-
 func (l *laneIndex) channelIDs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -69,6 +69,12 @@ func opener(line string) string {
 
 func (s *splitter) addLine(line string) {
 	marker := isFenceLine(line)
+	if marker && utf16Len(line)+1+len(fence) > s.limit {
+		// A fence line longer than a chunk cannot be cut without breaking
+		// the block it opens or closes. Only its fence and language count
+		// (renderHTML shows nothing else of it), so it becomes opener's form.
+		line = opener(line)
+	}
 	after := s.open
 	switch {
 	case marker && s.open == "":

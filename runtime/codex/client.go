@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ type Client struct {
 	userAgent atomic.Pointer[string]
 }
 
+// tapConn, when set (only by the tests that record testdata/codex), wraps
+// each process's stdout and stdin so the traffic can be written down.
+var tapConn func(stdout io.Reader, stdin io.Writer) (io.Reader, io.Writer)
+
 // Start spawns the app-server, performs the initialize handshake within
 // StartTimeout and supervises the process afterwards.
 func Start(ctx context.Context, opts Options) (*Client, error) {
@@ -95,7 +100,12 @@ func (c *Client) connect(ctx context.Context, epoch int64) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cn := newConn(proc.stdout, proc.stdin, c.log.With(zap.Int64("epoch", epoch), zap.Int("pid", proc.pid)))
+	var stdout io.Reader = proc.stdout
+	var stdin io.Writer = proc.stdin
+	if tapConn != nil {
+		stdout, stdin = tapConn(stdout, stdin)
+	}
+	cn := newConn(stdout, stdin, c.log.With(zap.Int64("epoch", epoch), zap.Int("pid", proc.pid)))
 	cn.proc, cn.epoch = proc, epoch
 	cn.onNotify, cn.onRequest = c.route, c.serveRequest
 	go cn.readLoop()

@@ -377,3 +377,8 @@ func (s *Server) Connected() bool {
 	defer s.gw.mu.Unlock()
 	return s.gw.conn != nil
 }
+
+// Dispatch sends a gateway event of type typ with the raw payload d as it
+// is (replay tests feed stored events through it); it is dropped, like any
+// dispatch, while no session is identified.
+func (s *Server) Dispatch(typ string, d json.RawMessage) { s.gw.dispatch(typ, d) }

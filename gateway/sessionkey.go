@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxKeyIDBytes bounds one id inside a session key; API lane names, the
+// longest ids in use, are at most 128 bytes.
+const maxKeyIDBytes = 128
+
+// ParseSessionKey is the inverse of Address.SessionKey for the formats it
+// documents: it accepts exactly the keys SessionKey derives from a valid
+// address whose ids are 1-128 of A-Z a-z 0-9 . _ - (Telegram's negative
+// chat ids included), and names what is wrong with anything else. The
+// "api" platform, and only it, has lanes of kind api, whose kind the key
+// leaves out. A thread key names no parent channel, so ChatID is empty.
+func ParseSessionKey(key string) (Address, error) {
+	rest, ok := strings.CutPrefix(key, SessionKeyVersion+":")
+	if !ok {
+		return Address{}, fmt.Errorf("gateway: session key %q: want prefix %q", key, SessionKeyVersion+":")
+	}
+	fields := strings.Split(rest, ":")
+	a, fields, err := keyLane(fields)
+	if err == nil {
+		a.UserID, err = keyUser(fields)
+	}
+	if err == nil {
+		err = a.Validate()
+	}
+	if err != nil {
+		return Address{}, fmt.Errorf("gateway: session key %q: %w", key, err)
+	}
+	return a, nil
+}
+
+// keyLane reads platform, kind and the lane's ids; it returns the fields
+// left over.
+func keyLane(f []string) (Address, []string, error) {
+	if len(f) < 2 || !isKeyWord(f[0]) {
+		return Address{}, nil, fmt.Errorf("want <platform>:<kind>:<id>")
+	}
+	a := Address{Platform: f[0]}
+	if a.Platform == "api" {
+		a.Kind, a.ChatID = LaneAPI, f[1]
+		return a, f[2:], checkKeyIDs(a.ChatID)
+	}
+	a.Kind = LaneKind(f[1])
+	switch a.Kind {
+	case LaneDM, LaneGroup, LaneChannel:
+		if len(f) < 3 {
+			return Address{}, nil, fmt.Errorf("%s key has no id", a.Kind)
+		}
+		a.ChatID = f[2]
+		return a, f[3:], checkKeyIDs(a.ChatID)
+	case LaneThread:
+		if len(f) < 3 {
+			return Address{}, nil, fmt.Errorf("thread key has no id")
+		}
+		a.TopicID = f[2]
+		return a, f[3:], checkKeyIDs(a.TopicID)
+	case LaneTopic:
+		if len(f) < 4 {
+			return Address{}, nil, fmt.Errorf("topic key wants <chat>:<topic>")
+		}
+		a.ChatID, a.TopicID = f[2], f[3]
+		return a, f[4:], checkKeyIDs(a.ChatID, a.TopicID)
+	}
+	return Address{}, nil, fmt.Errorf("unknown lane kind %q", f[1])
+}
+
+// keyUser reads the optional ":user:<id>" suffix of a per-user lane.
+func keyUser(f []string) (string, error) {
+	switch {
+	case len(f) == 0:
+		return "", nil
+	case len(f) == 2 && f[0] == "user":
+		return f[1], checkKeyIDs(f[1])
+	}
+	return "", fmt.Errorf("unexpected %q after the lane id", strings.Join(f, ":"))
+}
+
+func checkKeyIDs(ids ...string) error {
+	for _, id := range ids {
+		if !isKeyID(id) {
+			return fmt.Errorf("id %q is not 1-%d of A-Z a-z 0-9 . _ -", id, maxKeyIDBytes)
+		}
+	}
+	return nil
+}
+
+func isKeyID(s string) bool {
+	if s == "" || len(s) > maxKeyIDBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '.' || c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// isKeyWord: a platform name is lower-case letters.
+func isKeyWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}

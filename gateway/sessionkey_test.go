@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSessionKey(t *testing.T) {
+	tests := []struct {
+		name, key string
+		want      Address
+	}{
+		{"telegram dm", "v1:telegram:dm:42", Address{Platform: "telegram", Kind: LaneDM, ChatID: "42"}},
+		{"telegram group", "v1:telegram:group:-100123", Address{Platform: "telegram", Kind: LaneGroup, ChatID: "-100123"}},
+		{"telegram topic", "v1:telegram:topic:-100123:7", Address{Platform: "telegram", Kind: LaneTopic, ChatID: "-100123", TopicID: "7"}},
+		{"discord dm", "v1:discord:dm:99", Address{Platform: "discord", Kind: LaneDM, ChatID: "99"}},
+		{"discord channel", "v1:discord:channel:5", Address{Platform: "discord", Kind: LaneChannel, ChatID: "5"}},
+		{"discord per-user", "v1:discord:channel:5:user:6", Address{Platform: "discord", Kind: LaneChannel, ChatID: "5", UserID: "6"}},
+		{"discord thread", "v1:discord:thread:8", Address{Platform: "discord", Kind: LaneThread, TopicID: "8"}},
+		{"api lane", "v1:api:my.lane_1-x", Address{Platform: "api", Kind: LaneAPI, ChatID: "my.lane_1-x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseSessionKey(tt.key)
+			if err != nil {
+				t.Fatalf("ParseSessionKey(%q): %v", tt.key, err)
+			}
+			if got != tt.want {
+				t.Fatalf("ParseSessionKey(%q) = %+v, want %+v", tt.key, got, tt.want)
+			}
+			if back := got.SessionKey(); back != tt.key {
+				t.Fatalf("SessionKey() = %q, want %q", back, tt.key)
+			}
+		})
+	}
+}
+
+func TestParseSessionKeyRejects(t *testing.T) {
+	for _, key := range []string{
+		"", "v1", "v1:", "v2:telegram:dm:1", "telegram:dm:1", "v1:telegram", "v1:telegram:dm",
+		"v1:telegram:dm:", "v1:telegram:topic:1", "v1:telegram:topic:1:", "v1:telegram:bogus:1",
+		"v1:telegram:api:1", "v1:Telegram:dm:1", "v1:api:", "v1:api:a:b", "v1:api:" + strings.Repeat("a", 129),
+		"v1:discord:channel:5:user:", "v1:discord:channel:5:user", "v1:discord:channel:5:owner:6",
+		"v1:discord:channel:5:user:6:user:7", "v1:telegram:dm:1 2", "v1:telegram:dm:1\n", "v1:api:é",
+		"v1:telegram:dm:1:", "v1::dm:1",
+	} {
+		if a, err := ParseSessionKey(key); err == nil {
+			t.Errorf("ParseSessionKey(%q) = %+v, want an error", key, a)
+		} else if !strings.Contains(err.Error(), "session key") {
+			t.Errorf("ParseSessionKey(%q) error %q does not say what it parsed", key, err)
+		}
+	}
+}
+
+// FuzzParseSessionKey: any string either parses to an address whose
+// SessionKey is that very string (one key, one lane) or is refused; and an
+// address built from fuzzed parts that ParseSessionKey can express comes
+// back unchanged.
+func FuzzParseSessionKey(f *testing.F) {
+	f.Add("v1:telegram:topic:-100123:7", "telegram", "topic", "-100123", "7", "")
+	f.Add("v1:discord:channel:5:user:6", "discord", "channel", "5", "", "6")
+	f.Add("v1:api:lane", "api", "api", "lane", "", "")
+	f.Add("v1:discord:thread:8", "discord", "thread", "", "8", "")
+	f.Add("v1:x:dm::", "x", "dm", "a:b", "", "")
+	f.Fuzz(func(t *testing.T, key, platform, kind, chat, topic, user string) {
+		if a, err := ParseSessionKey(key); err == nil {
+			if back := a.SessionKey(); back != key {
+				t.Fatalf("ParseSessionKey(%q) = %+v, whose key is %q", key, a, back)
+			}
+		}
+		a := canonicalAddress(Address{Platform: platform, Kind: LaneKind(kind), ChatID: chat, TopicID: topic, UserID: user})
+		got, err := ParseSessionKey(a.SessionKey())
+		if expressible(a) {
+			if err != nil || got != a {
+				t.Fatalf("round trip of %+v via %q: got %+v, %v", a, a.SessionKey(), got, err)
+			}
+		} else if err == nil && got.SessionKey() != a.SessionKey() {
+			t.Fatalf("%+v: key %q parsed to %+v", a, a.SessionKey(), got)
+		}
+	})
+}
+
+// canonicalAddress drops what a kind's key does not carry.
+func canonicalAddress(a Address) Address {
+	switch a.Kind {
+	case LaneThread:
+		a.ChatID = ""
+	case LaneTopic:
+	default:
+		a.TopicID = ""
+	}
+	return a
+}
+
+// expressible: the addresses ParseSessionKey promises to read back.
+func expressible(a Address) bool {
+	if a.Validate() != nil || !isKeyWord(a.Platform) || (a.Kind == LaneAPI) != (a.Platform == "api") {
+		return false
+	}
+	for _, id := range []string{a.ChatID, a.TopicID, a.UserID} {
+		if id != "" && !isKeyID(id) {
+			return false
+		}
+	}
+	return true
+}
