@@ -46,6 +46,8 @@ const (
 const (
 	pgLockClass = 0x67617465
 	pgLockID    = 0x77617964
+	// pgMigrateLockID serialises migrations ("migr"), held per transaction.
+	pgMigrateLockID = 0x6d696772
 )
 
 // pgState is what the PostgreSQL writer needs to reconnect. Only the worker

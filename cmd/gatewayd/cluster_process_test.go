@@ -1,0 +1,244 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+)
+
+const clusterTTL = 2 * time.Second
+
+// clusterProc is one node of the test cluster.
+type clusterProc struct {
+	id  string
+	api *apiClient
+	*daemonProc
+}
+
+func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server, model *codextest.Model, users []string) *clusterProc {
+	t.Helper()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	dsnFile := filepath.Join(dir, "dsn")
+	if err := os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := writeProcessConfig(t, dir, map[string]any{
+		"state_dir": filepath.Join(dir, "state"),
+		"log":       map[string]any{"level": "debug", "format": "json"},
+		"store":     map[string]any{"driver": "postgres", "dsn_file": dsnFile},
+		"cluster":   map[string]any{"node_id": id, "lease_ttl": clusterTTL.String()},
+		"codex": map[string]any{
+			"command": codextest.CodexBinary(t), "args": codextest.Args(model.URL), "home": codextest.Home(t),
+			"cwd": filepath.Join(dir, "work"), "sandbox": "danger-full-access", "start_timeout": "60s",
+		},
+		"telegram": map[string]any{"token": telegramtest.Token, "api_url": tg.URL, "allowed_users": users,
+			"poll_timeout": "1s"},
+		"api": map[string]any{"listen": addr, "token": "test-token"},
+	})
+	d := startDaemon(t, bin, cfgFile, dir, id, listenNotify(t).path)
+	return &clusterProc{id: id, daemonProc: d,
+		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
+}
+
+// dmKey is the session key of a private chat with the bot.
+func dmKey(chat int64) string {
+	id := strconv.FormatInt(chat, 10)
+	return gateway.Address{Platform: "telegram", Kind: gateway.LaneDM, ChatID: id}.SessionKey()
+}
+
+// spreadChats picks private chats so that rendezvous placement over nodes
+// gives every node perNode lanes: the test needs each node to serve some.
+func spreadChats(t *testing.T, nodes []string, perNode int) map[string][]int64 {
+	t.Helper()
+	out := map[string][]int64{}
+	for chat := int64(5001); chat < 6000; chat++ {
+		owner, err := cluster.Place(dmKey(chat), nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out[owner]) < perNode {
+			out[owner] = append(out[owner], chat)
+		}
+		if len(out) == len(nodes) && len(out[nodes[0]]) == perNode && len(out[nodes[1]]) == perNode && len(out[nodes[2]]) == perNode {
+			return out
+		}
+	}
+	t.Fatal("no spread found")
+	return nil
+}
+
+// waitMessages waits until chat holds n bot messages and returns when that
+// was first seen.
+func waitMessages(t *testing.T, tg *telegramtest.Server, chat int64, n int, within time.Duration) time.Time {
+	t.Helper()
+	tg.WaitFor(within, fmt.Sprintf("%d bot messages in chat %d", n, chat), func() bool {
+		return len(tg.Messages(chat, -1)) >= n
+	})
+	return time.Now()
+}
+
+func texts(msgs []telegramtest.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Text
+	}
+	return out
+}
+
+// Three gatewayd processes on one PostgreSQL, the fake Telegram and the
+// real codex app-server (each node its own CODEX_HOME and state_dir):
+//   - the lanes spread over the nodes, each answered once;
+//   - kill -9 of a node: within about the lease TTL its lanes are served by
+//     the others, whose model requests carry the earlier exchange (the
+//     rollout was shipped and restored); nothing is lost or answered twice;
+//   - a node SIGSTOPped in the middle of a turn, past its lease: another
+//     node takes the lane and tells it once that the turn was cut off; the
+//     resumed node's commit is refused by the database, it steps down and
+//     its answer never reaches the chat.
+func TestProcessClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three daemons")
+	}
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	tg := telegramtest.New(t)
+	model := codextest.NewModel(t)
+	const slow = "SLOW-TURN"
+	model.Respond(func(r codextest.Request) codextest.Reply {
+		reply := codextest.DefaultReply(r)
+		if strings.Contains(r.LastUserText(), slow) {
+			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
+		}
+		return reply
+	})
+	bin := buildDaemon(t)
+	ids := []string{"node-a", "node-b", "node-c"}
+	spread := spreadChats(t, ids, 2)
+	var users []string
+	for _, chats := range spread {
+		for _, c := range chats {
+			users = append(users, strconv.FormatInt(c, 10))
+		}
+	}
+	nodes := map[string]*clusterProc{}
+	for _, id := range ids {
+		nodes[id] = startClusterNode(t, bin, dsn, id, tg, model, users)
+	}
+	for _, id := range ids {
+		waitHealthy(t, nodes[id].api, nodes[id].daemonProc)
+	}
+	user := func(chat int64) models.User { return models.User{ID: chat, FirstName: "u" + strconv.FormatInt(chat, 10)} }
+	dm := func(chat int64) models.Chat { return models.Chat{ID: chat, Type: models.ChatTypePrivate} }
+	say := func(chat int64, text string) { tg.Text(dm(chat), user(chat), 0, text, nil) }
+
+	// 1: every lane answered once, by the node placement chose.
+	for _, chats := range spread {
+		for _, c := range chats {
+			say(c, fmt.Sprintf("remember code C-%d", c))
+		}
+	}
+	for id, chats := range spread {
+		for _, c := range chats {
+			waitMessages(t, tg, c, 1, 60*time.Second)
+			if got := waitLogEvents(t, nodes[id].daemonProc, "cluster.lane_taken", laneIs(dmKey(c))); len(got) == 0 {
+				t.Errorf("%s did not take lane %s, placed on it", id, dmKey(c))
+			}
+		}
+	}
+
+	// 2: kill -9 the node of spread[victim]; its lanes move with context.
+	victim := nodes["node-b"]
+	moved := spread["node-b"]
+	for _, c := range moved { // the last reply's rollout is shipped before the kill
+		waitLogEvents(t, victim.daemonProc, "cluster.shipped", laneIs(dmKey(c)))
+	}
+	victim.kill9(t)
+	killed := time.Now()
+	for _, c := range moved {
+		say(c, fmt.Sprintf("what was my code? (chat %d)", c))
+	}
+	var takeovers []time.Duration
+	for _, c := range moved {
+		at := waitMessages(t, tg, c, 2, 60*time.Second)
+		takeovers = append(takeovers, at.Sub(killed))
+		req, ok := model.LastRequestWith(fmt.Sprintf("what was my code? (chat %d)", c))
+		if !ok {
+			t.Fatalf("the model got no request for chat %d after the kill", c)
+		}
+		if in := req.InputText(); !strings.Contains(in, fmt.Sprintf("C-%d", c)) {
+			t.Errorf("chat %d: the new owner's model request lacks the earlier exchange:\n%s", c, in)
+		}
+	}
+	sort.Slice(takeovers, func(i, j int) bool { return takeovers[i] < takeovers[j] })
+	t.Logf("takeover (kill -9 → reply from the new owner), lease_ttl %v: first %v, last %v", clusterTTL,
+		takeovers[0].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond))
+
+	// 3: SIGSTOP node-c in the middle of a turn, past its lease.
+	paused := nodes["node-c"]
+	chat := spread["node-c"][0]
+	say(chat, slow+" please")
+	tg.WaitFor(30*time.Second, "the slow turn reaching the model", func() bool {
+		_, ok := model.LastRequestWith(slow)
+		return ok
+	})
+	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Another node takes the lane once the lease runs out and tells the
+	// chat, once, that the turn was cut off.
+	waitMessages(t, tg, chat, 2, 60*time.Second)
+	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitLogEvents(t, paused.daemonProc, "cluster.lane_dropped", laneIs(dmKey(chat))); len(got) == 0 {
+		t.Errorf("the resumed node did not step down from %s", dmKey(chat))
+	}
+	// Its turn ends (the model's slow stream) and its commit is refused.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(logEvents(paused.daemonProc, "turn.commit_fenced", laneIs(dmKey(chat)))) == 0 &&
+		len(logEvents(paused.daemonProc, "cluster.write_fenced", laneIs(dmKey(chat)))) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(logEvents(paused.daemonProc, "turn.commit_fenced", laneIs(dmKey(chat)))) == 0 {
+		t.Errorf("the resumed node's commit of its cut-off turn was not refused by the fence")
+	}
+
+	// Nothing lost, nothing twice: one reply per message, and the slow
+	// turn's answer never sent.
+	time.Sleep(clusterTTL) // what a stray delivery would take to show (no signal exists for "nothing happened")
+	for id, chats := range spread {
+		for _, c := range chats {
+			msgs := tg.Messages(c, -1)
+			want := 1
+			if id == "node-b" {
+				want = 2
+			}
+			if c == chat {
+				want = 2 // the first reply and the cut-off notice
+			}
+			if len(msgs) != want {
+				t.Errorf("chat %d (first served by %s): %d bot messages %q, want %d", c, id, len(msgs), texts(msgs), want)
+			}
+			for _, m := range msgs {
+				if strings.Contains(m.Text, "ECHO: "+slow) {
+					t.Errorf("chat %d got the fenced node's answer %q", c, m.Text)
+				}
+			}
+		}
+	}
+}
