@@ -142,7 +142,9 @@ func TestProcessClusterFailover(t *testing.T) {
 	for _, id := range ids {
 		waitHealthy(t, nodes[id].api, nodes[id].daemonProc)
 	}
-	user := func(chat int64) models.User { return models.User{ID: chat, FirstName: "u" + strconv.FormatInt(chat, 10)} }
+	user := func(chat int64) models.User {
+		return models.User{ID: chat, FirstName: "u" + strconv.FormatInt(chat, 10)}
+	}
 	dm := func(chat int64) models.Chat { return models.Chat{ID: chat, Type: models.ChatTypePrivate} }
 	say := func(chat int64, text string) { tg.Text(dm(chat), user(chat), 0, text, nil) }
 

@@ -58,14 +58,15 @@ type Config struct {
 	BotUsername       string        // without "@"; empty → asked with getMe
 	Cursor            CursorStore   // required: where the update offset survives restarts
 	PollTimeout       time.Duration // getUpdates long-poll timeout; default 30s, whole seconds
-	// PollGate, in cluster mode, blocks until this node is the one poller
-	// (Telegram allows one getUpdates consumer per token) and returns a
-	// context that ends when it no longer is. Nil: always the poller.
-	PollGate func(ctx context.Context) (context.Context, error)
 	RetryBackoff      time.Duration // first wait after a failed poll or delivery; default 1s
 	HTTPClient        *http.Client  // optional; default one with a timeout above PollTimeout
 	Logger            *zap.Logger
 	Now               func() time.Time
+
+	// PollGate, in cluster mode, blocks until this node is the one poller
+	// (Telegram allows one getUpdates consumer per token) and returns a
+	// context that ends when it no longer is. Nil: always the poller.
+	PollGate func(ctx context.Context) (context.Context, error)
 }
 
 // Adapter is the Telegram platform. It implements gateway.Platform and the
