@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
@@ -24,7 +25,6 @@ import (
 // placement over the live nodes picks; Telegram is polled by the holder of
 // "telegram:poller". Leases, not the store's ownership lock, say who writes.
 const (
-	lanePrefix    = "lane:"
 	pollerLease   = "telegram:poller"
 	inboxChannel  = "gatewayd_inbox" // NOTIFY payload: the session key of a recorded row
 	clusterCallTO = 10 * time.Second
@@ -35,7 +35,7 @@ const (
 type clusterNode struct {
 	log       *zap.Logger
 	ttl       time.Duration
-	dsn       string
+	pgcfg     *pgx.ConnConfig // for the LISTEN connection
 	codexHome string
 	db        *sql.DB
 	node      *cluster.Node
@@ -61,11 +61,11 @@ type heldLease struct {
 // startCluster joins the cluster on dsn: migrations, a first heartbeat and
 // the lease keeper.
 func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.Duration, log *zap.Logger) (*clusterNode, error) {
-	db, err := sql.Open("pgx", dsn)
+	db, pgcfg, err := openClusterDB(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("gatewayd: cluster: %w", err)
+		return nil, err
 	}
-	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, dsn: dsn, codexHome: codexHome, db: db,
+	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
 		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1)}
 	if err := c.join(ctx, nodeID); err != nil {
@@ -93,6 +93,17 @@ func (c *clusterNode) join(ctx context.Context, nodeID string) error {
 	}
 	c.log.Info("cluster.joined", zap.String("node", nodeID), zap.Duration("lease_ttl", c.ttl))
 	return nil
+}
+
+// openClusterDB opens a pool on dsn for the cluster's own queries. A DSN
+// pgx cannot parse is reported without being echoed (it may hold a
+// password).
+func openClusterDB(dsn string) (*sql.DB, *pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, errors.New("gatewayd: cluster: store.dsn is not a valid PostgreSQL DSN")
+	}
+	return stdlib.OpenDB(*cfg), cfg, nil
 }
 
 // storeOptions are the store's cluster hooks.
@@ -147,13 +158,13 @@ func (c *clusterNode) leaseLost(l cluster.Lease, err error) {
 		return
 	}
 	c.log.Warn("cluster.lease_lost", zap.String("lease", l.Name), zap.Int64("token", l.Token), zap.Error(err))
-	c.stepDown(strings.TrimPrefix(l.Name, lanePrefix), "lease lost")
+	c.stepDown(strings.TrimPrefix(l.Name, cluster.LanePrefix), "lease lost")
 }
 
 func (c *clusterNode) renewed(l cluster.Lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := strings.TrimPrefix(l.Name, lanePrefix)
+	key := strings.TrimPrefix(l.Name, cluster.LanePrefix)
 	if h, ok := c.owned[key]; ok && h.lease == l {
 		c.owned[key] = heldLease{lease: l, renewed: time.Now()}
 	}
@@ -306,7 +317,7 @@ func (c *clusterNode) serve(ctx context.Context, key string, live []string) {
 	if owner, err := cluster.Place(key, live); err != nil || owner != c.node.ID() {
 		return
 	}
-	l, ok, err := c.node.Acquire(ctx, lanePrefix+key, c.ttl)
+	l, ok, err := c.node.Acquire(ctx, cluster.LanePrefix+key, c.ttl)
 	if err != nil {
 		c.log.Warn("cluster.acquire_failed", zap.String("lane", key), zap.Error(err))
 		return
@@ -376,7 +387,7 @@ func (c *clusterNode) listen(ctx context.Context) {
 }
 
 func (c *clusterNode) listenOnce(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, c.dsn)
+	conn, err := pgx.ConnectConfig(ctx, c.pgcfg)
 	if err != nil {
 		return errors.New("connect failed") // pgx's message may quote the DSN
 	}

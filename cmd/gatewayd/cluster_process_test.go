@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -25,8 +26,9 @@ const clusterTTL = 2 * time.Second
 
 // clusterProc is one node of the test cluster.
 type clusterProc struct {
-	id  string
-	api *apiClient
+	id      string
+	cfgFile string
+	api     *apiClient
 	*daemonProc
 }
 
@@ -52,7 +54,7 @@ func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server
 		"api": map[string]any{"listen": addr, "token": "test-token"},
 	})
 	d := startDaemon(t, bin, cfgFile, dir, id, listenNotify(t).path)
-	return &clusterProc{id: id, daemonProc: d,
+	return &clusterProc{id: id, cfgFile: cfgFile, daemonProc: d,
 		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
 }
 
@@ -221,8 +223,8 @@ func TestProcessClusterFailover(t *testing.T) {
 	}
 
 	// Nothing lost, nothing twice: one reply per message, and the slow
-	// turn's answer never sent.
-	time.Sleep(clusterTTL) // what a stray delivery would take to show (no signal exists for "nothing happened")
+	// turn's answer never sent (its commit was refused above, so no
+	// outbox row of it exists to deliver later).
 	for id, chats := range spread {
 		for _, c := range chats {
 			msgs := tg.Messages(c, -1)
@@ -243,4 +245,31 @@ func TestProcessClusterFailover(t *testing.T) {
 			}
 		}
 	}
+
+	// `cluster status` shows the three nodes, the killed one not live and
+	// holding no lane, and the elected poller.
+	out := clusterStatus(t, bin, nodes["node-a"])
+	for _, want := range []string{"node-a", "node-b", "node-c", "telegram poller: node-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cluster status lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && f[0] == "node-b" && (f[1] != "no" || f[4] != "0") {
+			t.Errorf("cluster status shows the killed node-b live or holding lanes: %q", line)
+		}
+	}
+	t.Logf("cluster status:\n%s", out)
+}
+
+// clusterStatus runs `gatewayd cluster status` with a node's config.
+func clusterStatus(t *testing.T, bin string, n *clusterProc) string {
+	t.Helper()
+	cmd := exec.Command(bin, "cluster", "status", "--config", n.cfgFile)
+	cmd.Env = daemonEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster status: %v\n%s", err, out)
+	}
+	return string(out)
 }
