@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -483,4 +484,28 @@ func (d *daemon) runCluster(ctx context.Context) {
 		}
 		c.run(ctx)
 	}()
+}
+
+// clusterHealth is the "cluster" part of /healthz.
+type clusterHealth struct {
+	Node      string   `json:"node"`
+	LanesHeld int      `json:"lanes_held"`
+	Poller    bool     `json:"telegram_poller"`
+	Lanes     []string `json:"lanes,omitempty"` // session keys, at most healthLanes
+}
+
+const healthLanes = 100
+
+func (c *clusterNode) health() any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := clusterHealth{Node: c.node.ID(), LanesHeld: len(c.owned), Poller: c.poller != nil}
+	for key := range c.owned {
+		if len(h.Lanes) == healthLanes {
+			break
+		}
+		h.Lanes = append(h.Lanes, key)
+	}
+	sort.Strings(h.Lanes)
+	return h
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -244,6 +245,23 @@ func TestProcessClusterFailover(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// /healthz of a surviving node names its leases.
+	resp, err := http.Get(nodes["node-a"].api.base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Cluster struct {
+			Node      string `json:"node"`
+			LanesHeld int    `json:"lanes_held"`
+		} `json:"cluster"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if err != nil || health.Cluster.Node != "node-a" || health.Cluster.LanesHeld == 0 {
+		t.Errorf("/healthz cluster = %+v, %v; want node-a holding lanes", health.Cluster, err)
 	}
 
 	// `cluster status` shows the three nodes, the killed one not live and

@@ -369,6 +369,9 @@ func (d *daemon) buildGateway() error {
 		}
 	}
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
+	if d.cluster != nil {
+		d.health.SetCluster(d.cluster.health)
+	}
 	handlers := map[string]http.Handler{
 		"/healthz":  d.health,
 		"/metrics":  d.metrics.Handler(),

@@ -119,7 +119,8 @@ func TestDoctorOnPostgres(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
 		}
-		for _, want := range []string{"database: postgres 1", "schema version 0; this gatewayd migrates it to 1"} {
+		for _, want := range []string{"database: postgres 1", "schema version 0; this gatewayd migrates it to 1",
+			"cluster: no node has joined this database yet"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
