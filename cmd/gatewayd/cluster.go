@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
@@ -52,6 +53,9 @@ type clusterNode struct {
 	poller func()                   // ends the poller's context when its lease is lost
 
 	wake chan struct{}
+
+	takeovers prometheus.Counter   // lanes taken by this node
+	shipLag   prometheus.Histogram // turn committed → its rollout tail in the database
 }
 
 type heldLease struct {
@@ -68,7 +72,13 @@ func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.D
 	}
 	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
-		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1)}
+		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
+			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
+		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",
+			Name: "ship_lag_seconds", Help: "From a turn's commit to its rollout tail committed in the database.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+	}
 	if err := c.join(ctx, nodeID); err != nil {
 		db.Close()
 		return nil, err
@@ -159,7 +169,9 @@ func (c *clusterNode) leaseLost(l cluster.Lease, err error) {
 		return
 	}
 	c.log.Warn("cluster.lease_lost", zap.String("lease", l.Name), zap.Int64("token", l.Token), zap.Error(err))
-	c.stepDown(strings.TrimPrefix(l.Name, cluster.LanePrefix), "lease lost")
+	// Not on the keeper goroutine: stepping down waits for codex, and the
+	// other leases must go on being renewed meanwhile.
+	go c.stepDown(strings.TrimPrefix(l.Name, cluster.LanePrefix), "lease lost")
 }
 
 func (c *clusterNode) renewed(l cluster.Lease) {
@@ -220,10 +232,10 @@ func (c *clusterNode) TurnCommitted(key, threadID string) {
 	if threadID == "" {
 		return
 	}
-	go c.ship(key, threadID)
+	go c.ship(key, threadID, time.Now())
 }
 
-func (c *clusterNode) ship(key, threadID string) {
+func (c *clusterNode) ship(key, threadID string, committed time.Time) {
 	mu := c.laneLock(key)
 	mu.Lock()
 	defer mu.Unlock()
@@ -244,6 +256,7 @@ func (c *clusterNode) ship(key, threadID string) {
 		}
 		return
 	}
+	c.shipLag.Observe(time.Since(committed).Seconds())
 	c.log.Info("cluster.shipped", zap.String("lane", key), zap.String("thread", threadID),
 		zap.Int64("bytes", res.Bytes), zap.Duration("took", time.Since(start)))
 }
@@ -338,6 +351,7 @@ func (c *clusterNode) take(ctx context.Context, key string, l cluster.Lease) {
 	delete(c.lost, key)
 	c.mu.Unlock()
 	c.keeper.Hold(l)
+	c.takeovers.Inc()
 	c.log.Info("cluster.lane_taken", zap.String("lane", key), zap.Int64("token", l.Token))
 	c.restore(ctx, key)
 	if _, err := c.st.ClaimInbound(ctx, key); err != nil {
@@ -451,6 +465,10 @@ func (d *daemon) joinCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := c.registerMetrics(d.metrics.Registry()); err != nil {
+		c.close()
+		return err
+	}
 	d.cluster = c
 	return nil
 }
@@ -508,4 +526,30 @@ func (c *clusterNode) health() any {
 	}
 	sort.Strings(h.Lanes)
 	return h
+}
+
+// registerMetrics adds the cluster's collectors to the daemon's registry:
+// leases held, takeovers, ship lag, whether this node polls Telegram.
+func (c *clusterNode) registerMetrics(reg *prometheus.Registry) error {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gatewayd", Subsystem: "cluster",
+		Name: "lane_leases_held", Help: "Lane leases this node holds (lanes it serves)."}, func() float64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return float64(len(c.owned))
+	})
+	poller := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gatewayd", Subsystem: "cluster",
+		Name: "telegram_poller", Help: "1 while this node is the elected Telegram poller."}, func() float64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.poller != nil {
+			return 1
+		}
+		return 0
+	})
+	for _, col := range []prometheus.Collector{held, poller, c.takeovers, c.shipLag} {
+		if err := reg.Register(col); err != nil {
+			return fmt.Errorf("gatewayd: cluster metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -172,6 +174,10 @@ func TestProcessClusterFailover(t *testing.T) {
 	for _, c := range moved { // the last reply's rollout is shipped before the kill
 		waitLogEvents(t, victim.daemonProc, "cluster.shipped", laneIs(dmKey(c)))
 	}
+	// Killed between a send and its MarkSent, a node's row would be sent
+	// again by the new owner: the outbox's at-least-once window, as on one
+	// node. This test is about lanes moving, so it kills outside it.
+	waitOutboxSent(t, dsn)
 	victim.kill9(t)
 	killed := time.Now()
 	for _, c := range moved {
@@ -183,7 +189,7 @@ func TestProcessClusterFailover(t *testing.T) {
 		takeovers = append(takeovers, at.Sub(killed))
 		req, ok := model.LastRequestWith(fmt.Sprintf("what was my code? (chat %d)", c))
 		if !ok {
-			t.Fatalf("the model got no request for chat %d after the kill", c)
+			t.Fatalf("the model got no request for chat %d after the kill; chat holds %q", c, texts(tg.Messages(c, -1)))
 		}
 		if in := req.InputText(); !strings.Contains(in, fmt.Sprintf("C-%d", c)) {
 			t.Errorf("chat %d: the new owner's model request lacks the earlier exchange:\n%s", c, in)
@@ -264,6 +270,24 @@ func TestProcessClusterFailover(t *testing.T) {
 		t.Errorf("/healthz cluster = %+v, %v; want node-a holding lanes", health.Cluster, err)
 	}
 
+	// Its metrics count the takeovers and the leases held.
+	req, err := http.NewRequest(http.MethodGet, nodes["node-a"].api.base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer test-token")
+	mresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{"gatewayd_cluster_takeovers_total", "gatewayd_cluster_lane_leases_held", "gatewayd_cluster_ship_lag_seconds_count"} {
+		if !strings.Contains(string(metricsText), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// `cluster status` shows the three nodes, the killed one not live and
 	// holding no lane, and the elected poller.
 	out := clusterStatus(t, bin, nodes["node-a"])
@@ -290,4 +314,29 @@ func clusterStatus(t *testing.T, bin string, n *clusterProc) string {
 		t.Fatalf("cluster status: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// waitOutboxSent waits until no outbox row is pending: every reply so far
+// was delivered and recorded as sent.
+func waitOutboxSent(t *testing.T, dsn string) {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outbox rows still pending", n)
+		}
+		time.Sleep(20 * time.Millisecond) // no signal crosses the process boundary
+	}
 }
