@@ -126,3 +126,15 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 		l.opMu.Unlock()
 	}
 }
+
+// LaneIdle reports whether the lane has nothing running or queued on this
+// node, so its lease can be handed to the node placement now prefers.
+func (g *Gateway) LaneIdle(sessionKey string) bool {
+	l := g.lanes.lookup(sessionKey)
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle()
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -316,6 +317,59 @@ func (c *clusterNode) round(ctx context.Context) {
 		}
 		c.serve(ctx, key, live)
 	}
+	c.handOver(ctx, keys, live)
+}
+
+// handOver releases the idle lanes that placement now puts on another live
+// node (one that joined), so about 1/N of the lanes move to a new node. A
+// lane with work in the database (a row to run, a turn journaled, a reply
+// to send) or in memory stays until it is idle. A node that does not see
+// itself live (its heartbeat late) hands nothing over.
+func (c *clusterNode) handOver(ctx context.Context, busy []string, live []string) {
+	if !slices.Contains(live, c.node.ID()) {
+		return
+	}
+	c.mu.Lock()
+	var owned []string
+	for key := range c.owned {
+		owned = append(owned, key)
+	}
+	c.mu.Unlock()
+	for _, key := range owned {
+		if _, found := slices.BinarySearch(busy, key); found {
+			continue
+		}
+		if owner, err := cluster.Place(key, live); err != nil || owner == c.node.ID() {
+			continue
+		}
+		c.release(ctx, key)
+	}
+}
+
+func (c *clusterNode) release(ctx context.Context, key string) {
+	mu := c.laneLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if !c.gw.LaneIdle(key) {
+		return
+	}
+	c.mu.Lock()
+	h, ok := c.owned[key]
+	if ok {
+		delete(c.owned, key)
+		c.lost[key] = h.lease
+	}
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.keeper.Drop(h.lease.Name)
+	c.gw.StepDown(ctx, key)
+	if err := c.node.Release(ctx, h.lease); err != nil {
+		c.log.Warn("cluster.release_failed", zap.String("lane", key), zap.Error(err))
+		return
+	}
+	c.log.Info("cluster.lane_handed_over", zap.String("lane", key))
 }
 
 // serve claims the lane's new rows if this node owns it, or takes the lane

@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -253,6 +254,53 @@ func TestProcessClusterFailover(t *testing.T) {
 		}
 	}
 
+	// 4: a fourth node joins: the idle lanes placement now gives it are
+	// handed over by their owners and it serves them from their next
+	// message; every chat is still answered once.
+	joiner := startClusterNode(t, bin, dsn, "node-d", tg, model, users)
+	waitHealthy(t, joiner.api, joiner.daemonProc)
+	var toJoiner []int64
+	all := 0
+	for _, chats := range spread {
+		for _, c := range chats {
+			all++
+			owner, _ := cluster.Place(dmKey(c), []string{"node-a", "node-c", "node-d"})
+			if owner == "node-d" && c != chat { // chat's cut-off turn stays journaled for /retry: never idle
+				toJoiner = append(toJoiner, c)
+				waitLeaseFree(t, dsn, cluster.LanePrefix+dmKey(c), "node-d")
+			}
+		}
+	}
+	t.Logf("node-d joined: %d of %d lanes placed on it", len(toJoiner), all)
+	if len(toJoiner) == 0 {
+		t.Fatal("placement gives the joining node no lane; pick other chats")
+	}
+	before := map[int64]int{}
+	for _, chats := range spread {
+		for _, c := range chats {
+			before[c] = len(tg.Messages(c, -1))
+			say(c, fmt.Sprintf("after the join (chat %d)", c))
+		}
+	}
+	for _, chats := range spread {
+		for _, c := range chats {
+			waitMessages(t, tg, c, before[c]+1, 60*time.Second)
+		}
+	}
+	for _, c := range toJoiner {
+		if got := waitLogEvents(t, joiner.daemonProc, "cluster.lane_taken", laneIs(dmKey(c))); len(got) == 0 {
+			t.Errorf("node-d did not take lane %s, placed on it", dmKey(c))
+		}
+	}
+	waitOutboxSent(t, dsn)
+	for _, chats := range spread {
+		for _, c := range chats {
+			if msgs := tg.Messages(c, -1); len(msgs) != before[c]+1 {
+				t.Errorf("chat %d after the join: %d bot messages %q, want %d", c, len(msgs), texts(msgs), before[c]+1)
+			}
+		}
+	}
+
 	// /healthz of a surviving node names its leases.
 	resp, err := http.Get(nodes["node-a"].api.base + "/healthz")
 	if err != nil {
@@ -336,6 +384,36 @@ func waitOutboxSent(t *testing.T, dsn string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d outbox rows still pending", n)
+		}
+		time.Sleep(20 * time.Millisecond) // no signal crosses the process boundary
+	}
+}
+
+// waitLeaseFree waits until lease name is free for node: released, expired
+// or already its.
+func waitLeaseFree(t *testing.T, dsn, name, node string) {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var free bool
+		err := db.QueryRow(`SELECT holder = '' OR holder = $2 OR expires_at <= clock_timestamp()
+			FROM cluster_leases WHERE name = $1`, name, node).Scan(&free)
+		if errors.Is(err, sql.ErrNoRows) {
+			free, err = true, nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if free {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease %s never handed over to %s", name, node)
 		}
 		time.Sleep(20 * time.Millisecond) // no signal crosses the process boundary
 	}
