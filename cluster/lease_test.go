@@ -346,3 +346,37 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// ReadStatus lists every node with its heartbeat age and liveness, and
+// counts each node's unexpired lane leases apart from its other leases.
+func TestReadStatusCountsLeasesPerNode(t *testing.T) {
+	ctx := testContext(t)
+	dsn := newDatabase(t)
+	a, b := newNode(t, dsn, "node-a"), newNode(t, dsn, "node-b")
+	for _, n := range []*Node{a, b} {
+		if err := n.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAcquire(t, a, LanePrefix+"k1", time.Minute)
+	mustAcquire(t, a, LanePrefix+"k2", time.Minute)
+	mustAcquire(t, b, LanePrefix+"k3", time.Minute)
+	mustAcquire(t, b, "telegram:poller", time.Minute)
+	st, err := ReadStatus(ctx, a.db, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Nodes) != 2 || len(st.Leases) != 4 {
+		t.Fatalf("status = %+v; want 2 nodes and 4 leases", st)
+	}
+	na, nb := st.Nodes[0], st.Nodes[1]
+	if na.ID != "node-a" || na.LanesHeld != 2 || !na.Live || len(na.OtherLeases) != 0 {
+		t.Errorf("node-a = %+v; want live with 2 lanes", na)
+	}
+	if nb.ID != "node-b" || nb.LanesHeld != 1 || len(nb.OtherLeases) != 1 || nb.OtherLeases[0] != "telegram:poller" {
+		t.Errorf("node-b = %+v; want 1 lane and the poller", nb)
+	}
+	if na.HeartbeatAge < 0 || na.HeartbeatAge > time.Minute {
+		t.Errorf("node-a heartbeat age %v, want a small non-negative age", na.HeartbeatAge)
+	}
+}

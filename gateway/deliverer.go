@@ -54,6 +54,8 @@ type deliverer struct {
 	holdMu   sync.Mutex
 	hold     map[string]time.Time // lanes whose rows wait for an earlier row's retry
 	deferred *deferrals           // rows platforms took but nobody received yet
+	// serves, in cluster mode, says which lanes' rows this node delivers.
+	serves func(sessionKey string) bool
 }
 
 func newDeliverer(st outboxStore, platforms map[string]Platform, log *zap.Logger, obs Observer, now func() time.Time) *deliverer {
@@ -128,6 +130,9 @@ func (d *deliverer) deliverRows(ctx context.Context, rows []store.OutboxMessage)
 	for _, m := range rows {
 		if ctx.Err() != nil {
 			break // stopping: start no new send; the rows stay pending
+		}
+		if d.serves != nil && !d.serves(m.SessionKey) {
+			continue // another node's lane: its owner delivers it
 		}
 		if blocked[m.SessionKey] || d.held(m.SessionKey, now) {
 			blocked[m.SessionKey] = true

@@ -258,6 +258,7 @@ type Gateway struct {
 	models    *modelCache  // codex's models and defaults, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 	account   accountState // whether codex can answer; logins from chats
+	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -338,8 +339,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return err
 	}
 	g.restoreUsagePause(base) // before recovery queues the waiting messages
-	if err := g.recover(base); err != nil {
-		return err
+	if g.gate == nil {        // in cluster mode each lane recovers as it is taken
+		if err := g.recover(base); err != nil {
+			return err
+		}
 	}
 	platCtx, stopPlatforms := context.WithCancel(base)
 	var bg sync.WaitGroup

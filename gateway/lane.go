@@ -177,6 +177,10 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		g.setInbound(g.baseCtx, id, store.InboundIgnored)
 		return false, nil
 	}
+	if g.gate != nil { // the lane's owner, maybe another node, claims it
+		g.gate.Recorded(key)
+		return false, nil
+	}
 	g.dispatch(g.baseCtx, in.Address, id, in.MessageID, in.Text, saved)
 	return false, nil
 }

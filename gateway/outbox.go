@@ -30,6 +30,10 @@ func noticeFor(addr Address, inReplyTo, text string) store.OutboxMessage {
 // sendDirect is the last resort when the outbox cannot be written: one
 // attempt straight to the platform, logged if it fails.
 func (g *Gateway) sendDirect(ctx context.Context, addr Address, inReplyTo, editID, text string) {
+	if !g.serves(addr.SessionKey()) {
+		g.log.Warn("outbox.direct_not_owner", zap.String("lane", addr.SessionKey()))
+		return
+	}
 	p, ok := g.platforms[addr.Platform]
 	if !ok {
 		g.log.Error("outbox.direct_no_platform", zap.String("platform", addr.Platform))

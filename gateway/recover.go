@@ -25,6 +25,12 @@ func (g *Gateway) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: read pending inbound: %w", err)
 	}
+	return g.recoverFrom(ctx, entries, pending)
+}
+
+// recoverFrom is recover on the given journal entries and pending rows:
+// all of them at start-up, one lane's on a cluster takeover.
+func (g *Gateway) recoverFrom(ctx context.Context, entries []store.JournalEntry, pending []store.InboundRow) error {
 	// A cut-off turn whose inbound row is still pending was never handled
 	// by a recovery; one already marked failed was retried once before.
 	fresh := make(map[int64]string, len(pending)) // inbound id → platform message id

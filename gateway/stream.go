@@ -136,6 +136,9 @@ func (s *streamer) tick(ctx context.Context, now time.Time) {
 }
 
 func (s *streamer) push(ctx context.Context, text string) {
+	if !s.g.serves(s.addr.SessionKey()) {
+		return // the lane moved to another node
+	}
 	preview := text
 	if s.previewID == "" {
 		id, err := s.plat.Send(ctx, Outbound{Address: s.addr, Kind: OutPreview, Text: preview,

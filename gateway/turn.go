@@ -313,6 +313,10 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		Steered: steered, Files: sent,
 	})
 	switch {
+	case errors.Is(err, store.ErrFenced):
+		// Another node serves the lane now and answers it; saying
+		// anything here would answer twice.
+		g.log.Warn("turn.commit_fenced", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 	case err != nil:
 		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, g.unsavedReply(ctx, t, text, steered))
@@ -329,6 +333,9 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
 		g.dropPreview(ctx, t.l.addr, stalePreview)
 		g.wakeOutbox()
+		if g.gate != nil {
+			g.gate.TurnCommitted(t.l.key, t.thread)
+		}
 	}
 }
 

@@ -189,7 +189,7 @@ func (s *Store) BindThread(ctx context.Context, sessionKey string, gen int64, th
 	if threadID == "" {
 		return fmt.Errorf("%w: BindThread needs a thread id", ErrInvalid)
 	}
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
 		lane, err := loadLane(ctx, q, sessionKey)
 		if err != nil {
 			return err
@@ -213,7 +213,7 @@ func (s *Store) BindThread(ctx context.Context, sessionKey string, gen int64, th
 // refused (ErrStaleGeneration) if the lane moved to another generation or
 // another thread meanwhile. The thread id is kept for the record.
 func (s *Store) MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error {
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
 		lane, err := loadLane(ctx, q, sessionKey)
 		if err != nil {
 			return err
@@ -268,7 +268,7 @@ func (s *Store) RotateSession(ctx context.Context, sessionKey string, gen int64,
 // set, only if the lane is still at that generation.
 func (s *Store) rotateLane(ctx context.Context, sessionKey string, gen *int64, reason string, keepThread bool) (Lane, error) {
 	var lane Lane
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
 		old, err := loadLane(ctx, q, sessionKey)
 		if err != nil {
 			return err

@@ -201,6 +201,11 @@ func migratePG(ctx context.Context, conn *sql.Conn) (err error) {
 			_, _ = conn.ExecContext(ctx, "ROLLBACK")
 		}
 	}()
+	// Nodes of a cluster open the database at once, without the ownership
+	// lock: one migrates, the others wait and find the work done.
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2)", pgLockClass, pgMigrateLockID); err != nil {
+		return fmt.Errorf("lock for migration: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
 		one     BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
 		version INTEGER NOT NULL)`); err != nil {

@@ -46,6 +46,8 @@ const (
 const (
 	pgLockClass = 0x67617465
 	pgLockID    = 0x77617964
+	// pgMigrateLockID serialises migrations ("migr"), held per transaction.
+	pgMigrateLockID = 0x6d696772
 )
 
 // pgState is what the PostgreSQL writer needs to reconnect. Only the worker
@@ -54,13 +56,14 @@ type pgState struct {
 	broken       bool          // the write connection failed; get a new one before the next batch
 	lockWait     time.Duration // how long a held ownership lock is retried
 	batchTimeout time.Duration
+	cluster      ClusterOptions // several nodes share the database: no ownership lock, fenced lane writes
 }
 
 // releasePGLock lets go of the ownership lock before the connection
 // closes: the server drops a closed session's locks only once its backend
 // has exited, which a quick restart of the daemon could otherwise race.
 func (s *Store) releasePGLock() {
-	if s.pg == nil || s.pg.broken || s.wconn == nil {
+	if s.pg == nil || s.pg.broken || s.wconn == nil || s.pg.cluster.Shared {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pgConnectTimeout)
@@ -85,6 +88,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	if opts.pgBatchTimeout > 0 {
 		s.pg.batchTimeout = opts.pgBatchTimeout
 	}
+	s.pg.cluster = opts.Cluster
 	if opts.pgLockWait != 0 {
 		s.pg.lockWait = max(opts.pgLockWait, 0)
 	}
@@ -161,6 +165,9 @@ func (s *Store) connectWriter(ctx context.Context, lockWait time.Duration) (*sql
 	conn, err := s.writeDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to %s: %w", s.path, classify(err))
+	}
+	if s.pg.cluster.Shared {
+		return conn, nil // lane leases, not one lock, say who writes what
 	}
 	if err := s.takePGLock(ctx, conn, lockWait); err != nil {
 		discardConn(conn)
@@ -287,6 +294,8 @@ func classifyPG(err error) (error, bool) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
+		case pe.Code == fencedCode:
+			return fmt.Errorf("%w: %w", ErrFenced, err), true
 		case pe.Code == "53100": // disk_full
 			return fmt.Errorf("%w: %w", ErrDiskFull, err), true
 		case pe.Code == "25006": // read_only_sql_transaction

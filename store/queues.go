@@ -177,7 +177,7 @@ func (s *Store) SetCursor(ctx context.Context, name, value string) error {
 // NextAttemptAt is set).
 func (s *Store) Enqueue(ctx context.Context, m OutboxMessage) (int64, error) {
 	var id int64
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, m.SessionKey, func(ctx context.Context, q querier) error {
 		var err error
 		id, err = s.enqueueTx(ctx, q, m)
 		return err

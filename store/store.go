@@ -40,6 +40,9 @@ type Options struct {
 	Now       func() time.Time // clock for timestamps (default time.Now)
 	ReadConns int              // read-only pool size (default 4)
 
+	// Cluster mode (PostgreSQL only, issue 15): see ClusterOptions.
+	Cluster ClusterOptions
+
 	// writePragmas are test hooks run on the write connection after the
 	// migrations: max_page_count caps the file to force SQLITE_FULL,
 	// query_only makes every submission fail as read-only.

@@ -23,7 +23,7 @@ func (s *Store) CommitTurn(ctx context.Context, t CompletedTurn) (CommitResult, 
 		return CommitResult{}, fmt.Errorf("%w: CommitTurn needs a session key and a turn id", ErrInvalid)
 	}
 	var res CommitResult
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, t.SessionKey, func(ctx context.Context, q querier) error {
 		res = CommitResult{}
 		return s.commitTurn(ctx, q, t, &res)
 	})
@@ -207,7 +207,7 @@ func fileFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
 // it replaces a cut-off entry, the lane has moved on). A journal write from
 // a generation the lane has left is refused.
 func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, e.SessionKey, func(ctx context.Context, q querier) error {
 		lane, err := loadLane(ctx, q, e.SessionKey)
 		if err != nil {
 			return err
@@ -235,7 +235,7 @@ func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
 
 // ClearJournal drops the lane's journal entry.
 func (s *Store) ClearJournal(ctx context.Context, sessionKey string) error {
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
 		_, err := q.ExecContext(ctx, "DELETE FROM turn_journal WHERE session_key = ?", sessionKey)
 		return err
 	})
@@ -280,7 +280,7 @@ func (s *Store) Journal(ctx context.Context) ([]JournalEntry, error) {
 // the lane moved on.
 func (s *Store) MarkCutOff(ctx context.Context, e JournalEntry, notice OutboxMessage) (int64, error) {
 	var id int64
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, e.SessionKey, func(ctx context.Context, q querier) error {
 		now := toDB(s.now())
 		res, err := q.ExecContext(ctx, `UPDATE turn_journal SET cut_off = 1
 			WHERE session_key = ? AND generation = ? AND inbound_id = ? AND cut_off = 0`,
@@ -331,7 +331,7 @@ func (s *Store) CutOffTurn(ctx context.Context, sessionKey string) (JournalEntry
 // session, with the token counts before and after (so a "successful"
 // compaction that shrank nothing is visible).
 func (s *Store) RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error {
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
 		lane, err := loadLane(ctx, q, sessionKey)
 		if err != nil {
 			return err

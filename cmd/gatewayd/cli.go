@@ -28,6 +28,7 @@ const usageText = `Usage:
   gatewayd check-config [--config FILE] validate; print the effective config (secrets redacted)
   gatewayd version                      print the version
   gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens and api.listen
+  gatewayd cluster status [--config FILE]  nodes (heartbeat age), lanes per node, the Telegram poller
   gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
   gatewayd sessions list [--config FILE] [--limit N]
   gatewayd sessions show KEY [--config FILE] [--limit N]
@@ -112,6 +113,8 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 		return cmdSessions(ctx, rest, std)
 	case "doctor":
 		return cmdDoctor(ctx, rest, std)
+	case "cluster":
+		return cmdCluster(ctx, rest, std)
 	case "help", "-h", "--help":
 		fmt.Fprint(std.out, usageText)
 		return nil

@@ -123,6 +123,7 @@ type daemon struct {
 	log      *zap.Logger
 	metrics  *metrics.Metrics
 	store    *store.Store
+	cluster  *clusterNode // cluster mode (store.driver postgres); nil on SQLite
 	codex    *codex.Client
 	gateway  *gateway.Gateway
 	api      *api.Platform
@@ -147,6 +148,10 @@ func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup
 	if err := d.preflight(); err != nil {
 		return err
 	}
+	if err := d.joinCluster(ctx); err != nil {
+		return err
+	}
+	defer d.leaveCluster()
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
@@ -199,7 +204,11 @@ func checkRuntime(cfg *config.Config) error {
 }
 
 func (d *daemon) openStore(ctx context.Context) error {
-	st, err := openConfiguredStore(ctx, d.cfg, store.Options{Logger: d.log.Named("store")})
+	opts := store.Options{Logger: d.log.Named("store")}
+	if d.cluster != nil {
+		opts.Cluster = d.cluster.storeOptions()
+	}
+	st, err := openConfiguredStore(ctx, d.cfg, opts)
 	if err != nil {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
@@ -343,6 +352,10 @@ func (d *daemon) buildGateway() error {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	d.gateway = gw
+	if d.cluster != nil {
+		d.cluster.st, d.cluster.gw = d.store, gw
+		gw.SetLaneGate(d.cluster)
+	}
 	refused := codex.UnsupportedHandler(gw.Unsupported)
 	d.refused.Store(&refused)
 	tools := codex.ToolCallHandler(gw.ToolCall)
@@ -356,6 +369,9 @@ func (d *daemon) buildGateway() error {
 		}
 	}
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
+	if d.cluster != nil {
+		d.health.SetCluster(d.cluster.health)
+	}
 	handlers := map[string]http.Handler{
 		"/healthz":  d.health,
 		"/metrics":  d.metrics.Handler(),
@@ -371,7 +387,7 @@ func (d *daemon) buildGateway() error {
 		Handlers: handlers,
 	})
 	gw.AddPlatform(d.api)
-	chats, err := chatPlatforms(d.cfg, d.store, d.log)
+	chats, err := chatPlatformsGated(d.cfg, d.store, d.log, d.pollGate())
 	if err != nil {
 		return err
 	}
@@ -427,6 +443,7 @@ func (d *daemon) probe(ctx context.Context) error {
 func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct{}) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.gateway.Run(ctx) }()
+	d.runCluster(ctx)
 	wd := &watchdog{}
 	defer wd.stop()
 	ready := d.gateway.Ready()

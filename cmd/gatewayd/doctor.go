@@ -65,7 +65,11 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 	if cfg != nil {
 		d.checkStateDir(cfg.StateDir)
 		if cfg.Store.Postgres() {
+			before := d.failed
 			d.checkPostgres(ctx, cfg.Store.DSN)
+			if d.failed == before { // an unreachable server is one failure, not two
+				d.checkCluster(ctx, cfg)
+			}
 		} else {
 			d.checkDatabase(ctx, cfg.DatabasePath())
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -16,9 +17,16 @@ import (
 // chatPlatforms builds the Telegram and Discord adapters whose token is set.
 // The local API lane is built separately (it carries /healthz and /metrics).
 func chatPlatforms(cfg *config.Config, st *store.Store, log *zap.Logger) ([]gateway.Platform, error) {
+	return chatPlatformsGated(cfg, st, log, nil)
+}
+
+// chatPlatformsGated is chatPlatforms with Telegram's poller gate (cluster
+// mode: one elected poller).
+func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
+	pollGate func(context.Context) (context.Context, error)) ([]gateway.Platform, error) {
 	var out []gateway.Platform
 	if cfg.Telegram.Enabled() {
-		p, err := newTelegram(cfg.Telegram, st, log)
+		p, err := newTelegram(cfg.Telegram, st, log, pollGate)
 		if err != nil {
 			return nil, err
 		}
@@ -34,7 +42,8 @@ func chatPlatforms(cfg *config.Config, st *store.Store, log *zap.Logger) ([]gate
 	return out, nil
 }
 
-func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger) (gateway.Platform, error) {
+func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger,
+	pollGate func(context.Context) (context.Context, error)) (gateway.Platform, error) {
 	users, chats, err := telegramAllowlist(c)
 	if err != nil {
 		return nil, err
@@ -47,6 +56,7 @@ func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger) (gateway.P
 		FreeResponseChats: c.FreeResponseChats,
 		Cursor:            st,
 		PollTimeout:       c.PollTimeout,
+		PollGate:          pollGate,
 		Logger:            log.Named("telegram"),
 	})
 	if err != nil {

@@ -129,7 +129,7 @@ func TestDoctorOnPostgres(t *testing.T) {
 			t.Fatalf("inspect: %+v, %v", h, err)
 		}
 		want := fmt.Sprintf("schema version 0; this gatewayd migrates it to %d", h.WantVersion)
-		for _, want := range []string{"database: postgres 1", want} {
+		for _, want := range []string{"database: postgres 1", want, "cluster: no node has joined this database yet"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}

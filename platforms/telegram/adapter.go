@@ -62,6 +62,11 @@ type Config struct {
 	HTTPClient        *http.Client  // optional; default one with a timeout above PollTimeout
 	Logger            *zap.Logger
 	Now               func() time.Time
+
+	// PollGate, in cluster mode, blocks until this node is the one poller
+	// (Telegram allows one getUpdates consumer per token) and returns a
+	// context that ends when it no longer is. Nil: always the poller.
+	PollGate func(ctx context.Context) (context.Context, error)
 }
 
 // Adapter is the Telegram platform. It implements gateway.Platform and the

@@ -53,6 +53,31 @@ type updatesResponse struct {
 var allowedUpdates = []string{"message", "callback_query"}
 
 func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
+	gate := p.a.cfg.PollGate
+	if gate == nil {
+		return p.poll(ctx, sink)
+	}
+	for ctx.Err() == nil {
+		held, err := gate(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("telegram: poller gate: %w", err)
+		}
+		p.a.log.Info("telegram: elected poller")
+		// The offset is read again on every election: the previous
+		// poller, on another node, moved it on.
+		if err := p.poll(held, sink); err != nil {
+			return err
+		}
+		p.a.log.Info("telegram: no longer the poller")
+	}
+	return nil
+}
+
+// poll runs getUpdates until ctx ends.
+func (p *poller) poll(ctx context.Context, sink gateway.Sink) error {
 	offset, err := p.loadOffset(ctx)
 	if err != nil {
 		return err

@@ -218,3 +218,45 @@ func TestNetworkErrorsNeverLogTheToken(t *testing.T) {
 		t.Fatal("the poll failures were not logged")
 	}
 }
+
+// With a PollGate (cluster mode), getUpdates waits for the election, stops
+// when the held context ends, and after the next election starts from the
+// offset in the cursor, which another node's poller moved on meanwhile.
+func TestPollGateOnlyTheElectedNodePolls(t *testing.T) {
+	h := newHarness(t)
+	sink := newSink()
+	elect := make(chan struct{})
+	held := make(chan context.CancelFunc, 2)
+	cfg := h.config(t)
+	cfg.PollGate = func(ctx context.Context) (context.Context, error) {
+		select {
+		case <-elect:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c, cancel := context.WithCancel(ctx)
+		held <- cancel
+		return c, nil
+	}
+	h.start(t, cfg, sink)
+	uid := h.srv.Queue(&models.Update{Message: &models.Message{ID: 1, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Text: "one"}})
+	// Not elected: the adapter is set up, but nobody asks for updates.
+	h.srv.WaitFor(waitLimit, "setup", func() bool { return h.srv.Calls("setMyCommands") > 0 })
+	if n := h.srv.Calls("getUpdates"); n != 0 {
+		t.Fatalf("getUpdates called %d times before the election", n)
+	}
+	elect <- struct{}{}
+	sink.waitN(t, 1)
+	(<-held)() // the lease is lost
+	// Another node's poller confirmed a later update meanwhile.
+	if err := h.cursor.SetCursor(context.Background(), CursorName, strconv.FormatInt(uid+5, 10)); err != nil {
+		t.Fatal(err)
+	}
+	calls := h.srv.Calls("getUpdates")
+	elect <- struct{}{}
+	h.srv.WaitFor(waitLimit, "a poll after the second election", func() bool { return h.srv.Calls("getUpdates") > calls })
+	offs := h.srv.Offsets()
+	if last := offs[len(offs)-1]; last != uid+5 {
+		t.Errorf("first offset after re-election = %d, want the cursor's %d (offsets %v)", last, uid+5, offs)
+	}
+}

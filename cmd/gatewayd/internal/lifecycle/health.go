@@ -16,9 +16,18 @@ type Health struct {
 	probe   Probe
 	timeout time.Duration
 
-	mu     sync.Mutex
-	ready  bool
-	reason string
+	mu      sync.Mutex
+	ready   bool
+	reason  string
+	cluster func() any // SetCluster: this node's leases, shown in the body
+}
+
+// SetCluster adds what fn returns to every /healthz body as "cluster" (a
+// cluster node's leases). Call it before serving.
+func (h *Health) SetCluster(fn func() any) {
+	h.mu.Lock()
+	h.cluster = fn
+	h.mu.Unlock()
 }
 
 // NewHealth returns a Health that is not ready ("starting").
@@ -60,8 +69,9 @@ func (h *Health) Check(ctx context.Context) error {
 }
 
 type healthBody struct {
-	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Cluster any    `json:"cluster,omitempty"`
 }
 
 // ServeHTTP answers 200 {"status":"ok"} or 503 {"status":"unavailable","reason":...}.
@@ -72,6 +82,11 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.Check(r.Context()); err != nil {
 		body, code = healthBody{Status: "unavailable", Reason: err.Error()}, http.StatusServiceUnavailable
 	}
+	h.mu.Lock()
+	if h.cluster != nil {
+		body.Cluster = h.cluster()
+	}
+	h.mu.Unlock()
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body) // the client may be gone; nothing to do then
 }

@@ -1,0 +1,609 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Cluster mode (issue 15): on PostgreSQL every gatewayd is a node. A lane is
+// served by the node holding lease "lane:<session key>", which rendezvous
+// placement over the live nodes picks; Telegram is polled by the holder of
+// "telegram:poller". Leases, not the store's ownership lock, say who writes.
+const (
+	pollerLease   = "telegram:poller"
+	inboxChannel  = "gatewayd_inbox" // NOTIFY payload: the session key of a recorded row
+	clusterCallTO = 10 * time.Second
+)
+
+// clusterNode is this process's part in the cluster. It implements
+// gateway.LaneGate and the store's fence hooks.
+type clusterNode struct {
+	log       *zap.Logger
+	ttl       time.Duration
+	pgcfg     *pgx.ConnConfig // for the LISTEN connection
+	codexHome string
+	db        *sql.DB
+	node      *cluster.Node
+	rollouts  *cluster.Rollouts
+	keeper    *cluster.Keeper
+	st        *store.Store     // set once the store is open
+	gw        *gateway.Gateway // set once the gateway is built
+
+	mu     sync.Mutex
+	owned  map[string]heldLease     // lanes served now
+	lost   map[string]cluster.Lease // lanes stepped down from: writes still carry the old token, so the database refuses them
+	laneMu map[string]*sync.Mutex   // serialises claims, recovery and shipping per lane
+	poller func()                   // ends the poller's context when its lease is lost
+
+	wake chan struct{}
+
+	takeovers prometheus.Counter   // lanes taken by this node
+	shipLag   prometheus.Histogram // turn committed → its rollout tail in the database
+}
+
+type heldLease struct {
+	lease   cluster.Lease
+	renewed time.Time // monotonic: the lease lasts at least ttl from here
+}
+
+// startCluster joins the cluster on dsn: migrations, a first heartbeat and
+// the lease keeper.
+func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.Duration, log *zap.Logger) (*clusterNode, error) {
+	db, pgcfg, err := openClusterDB(dsn)
+	if err != nil {
+		return nil, err
+	}
+	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
+		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
+		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
+			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
+		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",
+			Name: "ship_lag_seconds", Help: "From a turn's commit to its rollout tail committed in the database.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+	}
+	if err := c.join(ctx, nodeID); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *clusterNode) join(ctx context.Context, nodeID string) error {
+	if err := cluster.Migrate(ctx, c.db); err != nil {
+		return fmt.Errorf("gatewayd: cluster: %w", err)
+	}
+	node, err := cluster.NewNode(c.db, nodeID)
+	if err != nil {
+		return fmt.Errorf("gatewayd: cluster: %w", err)
+	}
+	c.node = node
+	if err := node.Heartbeat(ctx); err != nil {
+		return fmt.Errorf("gatewayd: cluster: %w", err)
+	}
+	c.keeper, err = node.StartKeeper(cluster.KeeperOptions{TTL: c.ttl, OnLost: c.leaseLost, OnRenew: c.renewed})
+	if err != nil {
+		return fmt.Errorf("gatewayd: cluster: %w", err)
+	}
+	c.log.Info("cluster.joined", zap.String("node", nodeID), zap.Duration("lease_ttl", c.ttl))
+	return nil
+}
+
+// openClusterDB opens a pool on dsn for the cluster's own queries. A DSN
+// pgx cannot parse is reported without being echoed (it may hold a
+// password).
+func openClusterDB(dsn string) (*sql.DB, *pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, errors.New("gatewayd: cluster: store.dsn is not a valid PostgreSQL DSN")
+	}
+	return stdlib.OpenDB(*cfg), cfg, nil
+}
+
+// storeOptions are the store's cluster hooks.
+func (c *clusterNode) storeOptions() store.ClusterOptions {
+	return store.ClusterOptions{Shared: true, Fence: c.fence, OnFenced: c.fenced}
+}
+
+// close stops renewing and releases the leases, so the other nodes take
+// the lanes at once rather than after the TTL. The gateway has stopped.
+func (c *clusterNode) close() {
+	c.keeper.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterCallTO)
+	defer cancel()
+	for _, l := range c.keeper.Held() {
+		if err := c.node.Release(ctx, l); err != nil {
+			c.log.Warn("cluster.release_failed", zap.String("lease", l.Name), zap.Error(err))
+		}
+	}
+	c.db.Close()
+}
+
+// fence is the lease a lane's writes carry: the current one, or the one
+// lost, which the database refuses.
+func (c *clusterNode) fence(key string) (string, int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.owned[key]; ok {
+		return h.lease.Name, h.lease.Token, true
+	}
+	if l, ok := c.lost[key]; ok {
+		return l.Name, l.Token, true
+	}
+	return "", 0, false
+}
+
+// fenced: the database refused one of the lane's writes; step down.
+func (c *clusterNode) fenced(key string, err error) {
+	c.log.Warn("cluster.write_fenced", zap.String("lane", key), zap.Error(err))
+	go c.stepDown(key, "write refused by the fence")
+}
+
+func (c *clusterNode) leaseLost(l cluster.Lease, err error) {
+	if l.Name == pollerLease {
+		c.mu.Lock()
+		stop := c.poller
+		c.poller = nil
+		c.mu.Unlock()
+		c.log.Warn("cluster.poller_lost", zap.Error(err))
+		if stop != nil {
+			stop()
+		}
+		return
+	}
+	c.log.Warn("cluster.lease_lost", zap.String("lease", l.Name), zap.Int64("token", l.Token), zap.Error(err))
+	// Not on the keeper goroutine: stepping down waits for codex, and the
+	// other leases must go on being renewed meanwhile.
+	go c.stepDown(strings.TrimPrefix(l.Name, cluster.LanePrefix), "lease lost")
+}
+
+func (c *clusterNode) renewed(l cluster.Lease) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := strings.TrimPrefix(l.Name, cluster.LanePrefix)
+	if h, ok := c.owned[key]; ok && h.lease == l {
+		c.owned[key] = heldLease{lease: l, renewed: time.Now()}
+	}
+}
+
+// stepDown stops serving the lane: no delivery, no claims, the agent
+// dropped; its writes from now on are refused by the database.
+func (c *clusterNode) stepDown(key, why string) {
+	c.mu.Lock()
+	h, ok := c.owned[key]
+	if ok {
+		delete(c.owned, key)
+		c.lost[key] = h.lease
+	}
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.keeper.Drop(h.lease.Name)
+	c.log.Warn("cluster.lane_dropped", zap.String("lane", key), zap.String("why", why))
+	ctx, cancel := context.WithTimeout(context.Background(), clusterCallTO)
+	defer cancel()
+	c.gw.StepDown(ctx, key)
+}
+
+// Serves is gateway.LaneGate: the lane's lease is held and, by this
+// process's clock, not yet past its TTL (a node paused past it must not
+// send before it notices).
+func (c *clusterNode) Serves(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.owned[key]
+	return ok && time.Since(h.renewed) < c.ttl
+}
+
+// Recorded is gateway.LaneGate: wake this node's loop and, through
+// NOTIFY, every other node's.
+func (c *clusterNode) Recorded(key string) {
+	c.poke()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), clusterCallTO)
+		defer cancel()
+		if _, err := c.db.ExecContext(ctx, "SELECT pg_notify($1, $2)", inboxChannel, key); err != nil {
+			c.log.Warn("cluster.notify_failed", zap.Error(err))
+		}
+	}()
+}
+
+// TurnCommitted is gateway.LaneGate: ship the thread's new rollout tail,
+// fenced by the lane's lease, so another node can resume it.
+func (c *clusterNode) TurnCommitted(key, threadID string) {
+	if threadID == "" {
+		return
+	}
+	go c.ship(key, threadID, time.Now())
+}
+
+func (c *clusterNode) ship(key, threadID string, committed time.Time) {
+	mu := c.laneLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	c.mu.Lock()
+	h, ok := c.owned[key]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterCallTO)
+	defer cancel()
+	start := time.Now()
+	res, err := c.rollouts.Ship(ctx, c.codexHome, threadID, h.lease)
+	if err != nil {
+		c.log.Warn("cluster.ship_failed", zap.String("lane", key), zap.String("thread", threadID), zap.Error(err))
+		if errors.Is(err, cluster.ErrFenced) {
+			go c.stepDown(key, "ship refused by the fence")
+		}
+		return
+	}
+	c.shipLag.Observe(time.Since(committed).Seconds())
+	c.log.Info("cluster.shipped", zap.String("lane", key), zap.String("thread", threadID),
+		zap.Int64("bytes", res.Bytes), zap.Duration("took", time.Since(start)))
+}
+
+func (c *clusterNode) laneLock(key string) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mu, ok := c.laneMu[key]
+	if !ok {
+		mu = &sync.Mutex{}
+		c.laneMu[key] = mu
+	}
+	return mu
+}
+
+func (c *clusterNode) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run heartbeats, takes the lanes placed here and claims their inbox rows
+// until ctx ends: at every wake (a row recorded here or NOTIFYed by another
+// node) and every ttl/4 (heartbeats, and takeovers of a dead node's lanes).
+func (c *clusterNode) run(ctx context.Context) {
+	go c.listen(ctx)
+	tick := time.NewTicker(c.ttl / 4)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		c.round(ctx)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		case <-c.wake:
+		}
+	}
+}
+
+func (c *clusterNode) round(ctx context.Context) {
+	if err := c.node.Heartbeat(ctx); err != nil {
+		c.log.Warn("cluster.heartbeat_failed", zap.Error(err))
+	}
+	live, err := c.node.LiveNodes(ctx, c.ttl)
+	if err != nil {
+		c.log.Warn("cluster.live_nodes_failed", zap.Error(err))
+		return
+	}
+	keys, err := c.st.LanesWithWork(ctx)
+	if err != nil {
+		c.log.Warn("cluster.lanes_failed", zap.Error(err))
+		return
+	}
+	for _, key := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		c.serve(ctx, key, live)
+	}
+	c.handOver(ctx, keys, live)
+}
+
+// handOver releases the idle lanes that placement now puts on another live
+// node (one that joined), so about 1/N of the lanes move to a new node. A
+// lane with work in the database (a row to run, a turn journaled, a reply
+// to send) or in memory stays until it is idle. A node that does not see
+// itself live (its heartbeat late) hands nothing over.
+func (c *clusterNode) handOver(ctx context.Context, busy []string, live []string) {
+	if !slices.Contains(live, c.node.ID()) {
+		return
+	}
+	c.mu.Lock()
+	var owned []string
+	for key := range c.owned {
+		owned = append(owned, key)
+	}
+	c.mu.Unlock()
+	for _, key := range owned {
+		if _, found := slices.BinarySearch(busy, key); found {
+			continue
+		}
+		if owner, err := cluster.Place(key, live); err != nil || owner == c.node.ID() {
+			continue
+		}
+		c.release(ctx, key)
+	}
+}
+
+func (c *clusterNode) release(ctx context.Context, key string) {
+	mu := c.laneLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if !c.gw.LaneIdle(key) {
+		return
+	}
+	c.mu.Lock()
+	h, ok := c.owned[key]
+	if ok {
+		delete(c.owned, key)
+		c.lost[key] = h.lease
+	}
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.keeper.Drop(h.lease.Name)
+	c.gw.StepDown(ctx, key)
+	if err := c.node.Release(ctx, h.lease); err != nil {
+		c.log.Warn("cluster.release_failed", zap.String("lane", key), zap.Error(err))
+		return
+	}
+	c.log.Info("cluster.lane_handed_over", zap.String("lane", key))
+}
+
+// serve claims the lane's new rows if this node owns it, or takes the lane
+// if placement puts it here and its lease is free or expired.
+func (c *clusterNode) serve(ctx context.Context, key string, live []string) {
+	mu := c.laneLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if c.Serves(key) {
+		c.claim(ctx, key)
+		return
+	}
+	if owner, err := cluster.Place(key, live); err != nil || owner != c.node.ID() {
+		return
+	}
+	l, ok, err := c.node.Acquire(ctx, cluster.LanePrefix+key, c.ttl)
+	if err != nil {
+		c.log.Warn("cluster.acquire_failed", zap.String("lane", key), zap.Error(err))
+		return
+	}
+	if !ok {
+		return // held by a live owner, or its lease has not run out yet
+	}
+	c.take(ctx, key, l)
+}
+
+// take starts serving a lane just acquired: its thread's rollout is
+// restored here, its received rows claimed, and the start-up recovery run
+// for it (unfinished rows in order, a cut-off turn told once).
+func (c *clusterNode) take(ctx context.Context, key string, l cluster.Lease) {
+	c.mu.Lock()
+	c.owned[key] = heldLease{lease: l, renewed: time.Now()}
+	delete(c.lost, key)
+	c.mu.Unlock()
+	c.keeper.Hold(l)
+	c.takeovers.Inc()
+	c.log.Info("cluster.lane_taken", zap.String("lane", key), zap.Int64("token", l.Token))
+	c.restore(ctx, key)
+	if _, err := c.st.ClaimInbound(ctx, key); err != nil {
+		c.log.Warn("cluster.claim_failed", zap.String("lane", key), zap.Error(err))
+	}
+	if err := c.gw.RecoverLane(ctx, key); err != nil {
+		c.log.Error("cluster.recover_failed", zap.String("lane", key), zap.Error(err))
+	}
+}
+
+func (c *clusterNode) restore(ctx context.Context, key string) {
+	sl, err := c.st.Lane(ctx, key)
+	if err != nil || sl.ThreadID == "" {
+		return
+	}
+	res, err := c.rollouts.Restore(ctx, c.codexHome, sl.ThreadID)
+	switch {
+	case errors.Is(err, cluster.ErrNoRollout):
+	case err != nil:
+		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.String("thread", sl.ThreadID), zap.Error(err))
+	default:
+		c.log.Info("cluster.restored", zap.String("lane", key), zap.String("thread", sl.ThreadID),
+			zap.Int64("bytes", res.Bytes), zap.Bool("written", res.Written))
+	}
+}
+
+func (c *clusterNode) claim(ctx context.Context, key string) {
+	rows, err := c.st.ClaimInbound(ctx, key)
+	if err != nil {
+		c.log.Warn("cluster.claim_failed", zap.String("lane", key), zap.Error(err))
+		return
+	}
+	c.gw.DispatchClaimed(ctx, rows)
+}
+
+// listen wakes the loop on every NOTIFY of a recorded row; the ticker
+// covers the time it is reconnecting.
+func (c *clusterNode) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := c.listenOnce(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("cluster.listen_failed", zap.Error(err))
+			select {
+			case <-ctx.Done():
+			case <-time.After(c.ttl / 4):
+			}
+		}
+	}
+}
+
+func (c *clusterNode) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, c.pgcfg)
+	if err != nil {
+		return errors.New("connect failed") // pgx's message may quote the DSN
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+inboxChannel); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		c.poke()
+	}
+}
+
+// pollGate is Telegram's PollGate: wait to hold "telegram:poller", then
+// poll until it is lost.
+func (c *clusterNode) pollGate(ctx context.Context) (context.Context, error) {
+	for {
+		l, ok, err := c.node.Acquire(ctx, pollerLease, c.ttl)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("cluster.poller_acquire_failed", zap.Error(err))
+		}
+		if ok {
+			held, cancel := context.WithCancel(ctx)
+			c.mu.Lock()
+			c.poller = cancel
+			c.mu.Unlock()
+			c.keeper.Hold(l)
+			c.log.Info("cluster.poller_elected", zap.Int64("token", l.Token))
+			return held, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(c.ttl / 4):
+		}
+	}
+}
+
+// codexHomeOf is the CODEX_HOME the app-server uses: codex.home, else
+// $CODEX_HOME, else ~/.codex.
+func codexHomeOf(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	if h := os.Getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".codex")
+}
+
+// joinCluster puts the daemon in cluster mode when it runs on PostgreSQL.
+func (d *daemon) joinCluster(ctx context.Context) error {
+	if !d.cfg.Store.Postgres() {
+		return nil
+	}
+	c, err := startCluster(ctx, d.cfg.Store.DSN, d.cfg.Cluster.NodeID, codexHomeOf(d.cfg.Codex.Home), d.cfg.Cluster.LeaseTTL, d.log)
+	if err != nil {
+		return err
+	}
+	if err := c.registerMetrics(d.metrics.Registry()); err != nil {
+		c.close()
+		return err
+	}
+	d.cluster = c
+	return nil
+}
+
+func (d *daemon) leaveCluster() {
+	if d.cluster != nil {
+		d.cluster.close()
+	}
+}
+
+// pollGate is Telegram's poller election in cluster mode, nil otherwise.
+func (d *daemon) pollGate() func(context.Context) (context.Context, error) {
+	if d.cluster == nil {
+		return nil
+	}
+	return d.cluster.pollGate
+}
+
+// runCluster hands the gateway its lane gate and starts the cluster loop
+// once the gateway is running (it dispatches into the gateway).
+func (d *daemon) runCluster(ctx context.Context) {
+	c := d.cluster
+	if c == nil {
+		return
+	}
+	go func() {
+		select {
+		case <-d.gateway.Ready():
+		case <-ctx.Done():
+			return
+		}
+		c.run(ctx)
+	}()
+}
+
+// clusterHealth is the "cluster" part of /healthz.
+type clusterHealth struct {
+	Node      string   `json:"node"`
+	LanesHeld int      `json:"lanes_held"`
+	Poller    bool     `json:"telegram_poller"`
+	Lanes     []string `json:"lanes,omitempty"` // session keys, at most healthLanes
+}
+
+const healthLanes = 100
+
+func (c *clusterNode) health() any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := clusterHealth{Node: c.node.ID(), LanesHeld: len(c.owned), Poller: c.poller != nil}
+	for key := range c.owned {
+		if len(h.Lanes) == healthLanes {
+			break
+		}
+		h.Lanes = append(h.Lanes, key)
+	}
+	sort.Strings(h.Lanes)
+	return h
+}
+
+// registerMetrics adds the cluster's collectors to the daemon's registry:
+// leases held, takeovers, ship lag, whether this node polls Telegram.
+func (c *clusterNode) registerMetrics(reg *prometheus.Registry) error {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gatewayd", Subsystem: "cluster",
+		Name: "lane_leases_held", Help: "Lane leases this node holds (lanes it serves)."}, func() float64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return float64(len(c.owned))
+	})
+	poller := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gatewayd", Subsystem: "cluster",
+		Name: "telegram_poller", Help: "1 while this node is the elected Telegram poller."}, func() float64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.poller != nil {
+			return 1
+		}
+		return 0
+	})
+	for _, col := range []prometheus.Collector{held, poller, c.takeovers, c.shipLag} {
+		if err := reg.Register(col); err != nil {
+			return fmt.Errorf("gatewayd: cluster metrics: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// LaneGate makes the gateway one node of several on a shared database
+// (issue 15): a lane is served by the node holding its lease. Without a
+// gate (one node) every lane is this gateway's.
+type LaneGate interface {
+	// Recorded says an inbound message of the lane is in the shared inbox.
+	// The gateway does not run it: the lane's owner claims it (ClaimInbound)
+	// and hands it to DispatchClaimed, on whichever node that is.
+	Recorded(sessionKey string)
+	// Serves reports whether this node may still act for the lane: send
+	// its outbox, previews and direct notices.
+	Serves(sessionKey string) bool
+	// TurnCommitted says a turn of the lane was committed, so its rollout
+	// can be shipped.
+	TurnCommitted(sessionKey, threadID string)
+}
+
+// SetLaneGate puts the gateway in cluster mode. Call it before Run: start-up
+// recovery then runs per lane, as each is taken (RecoverLane), not for all.
+func (g *Gateway) SetLaneGate(lg LaneGate) {
+	g.gate = lg
+	g.out.serves = lg.Serves
+}
+
+// serves is LaneGate.Serves, true without a gate.
+func (g *Gateway) serves(sessionKey string) bool { return g.gate == nil || g.gate.Serves(sessionKey) }
+
+// RecoverLane is start-up recovery for one lane this node just took over:
+// its cut-off turn is told once (or rerun), its unfinished inbox rows run
+// again in order. The caller serialises it with the lane's claims.
+func (g *Gateway) RecoverLane(ctx context.Context, sessionKey string) error {
+	entries, err := g.st.Journal(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway: read journal: %w", err)
+	}
+	pending, err := g.st.PendingInbound(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway: read pending inbound: %w", err)
+	}
+	return g.recoverFrom(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
+}
+
+func onlyLane(entries []store.JournalEntry, key string) []store.JournalEntry {
+	var out []store.JournalEntry
+	for _, e := range entries {
+		if e.SessionKey == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// claimedRows are the lane's rows claimed (processing): by this takeover or
+// by the node that died with them. Rows still received are the next
+// claim's, so none runs twice.
+func claimedRows(rows []store.InboundRow, key string) []store.InboundRow {
+	var out []store.InboundRow
+	for _, r := range rows {
+		if r.SessionKey == key && r.State == store.InboundProcessing {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// DispatchClaimed runs inbox rows this node claimed for a lane it owns, in
+// the order given.
+func (g *Gateway) DispatchClaimed(ctx context.Context, rows []store.InboundRow) {
+	for _, row := range rows {
+		sl, err := g.st.Lane(ctx, row.SessionKey)
+		if err != nil {
+			g.log.Error("cluster.claimed_lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
+			g.setInbound(ctx, row.ID, store.InboundFailed)
+			continue
+		}
+		g.dispatch(g.baseCtx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
+	}
+}
+
+// StepDown drops a lane this node lost: its queued messages are forgotten
+// here (their inbox rows stay for the new owner), a running turn is
+// discarded and interrupted, and its thread is released from the
+// app-server. Writes the lane still attempts are refused by the database.
+func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
+	l := g.lanes.lookup(sessionKey)
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	var running string
+	if l.cur != nil {
+		l.cur.discard = true
+		running = l.cur.threadID
+	}
+	if l.thread != "" {
+		l.stale = true
+	}
+	g.takeQueueLocked(l)
+	l.mu.Unlock()
+	g.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
+	if running != "" {
+		if err := g.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			g.log.Warn("cluster.stepdown_interrupt_failed", zap.String("lane", sessionKey), zap.Error(err))
+		}
+	}
+	if l.opMu.TryLock() {
+		l.mu.Lock()
+		free := !l.worker
+		l.mu.Unlock()
+		if free {
+			g.releaseStale(ctx, l)
+			g.forget(l)
+		}
+		l.opMu.Unlock()
+	}
+}
+
+// LaneIdle reports whether the lane has nothing running or queued on this
+// node, so its lease can be handed to the node placement now prefers.
+func (g *Gateway) LaneIdle(sessionKey string) bool {
+	l := g.lanes.lookup(sessionKey)
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle()
+}

@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// fakeGate is a LaneGate whose ownership the test sets.
+type fakeGate struct {
+	mu        sync.Mutex
+	serving   map[string]bool
+	recorded  []string
+	committed []string
+}
+
+func (f *fakeGate) Recorded(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recorded = append(f.recorded, key)
+}
+
+func (f *fakeGate) Serves(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.serving[key]
+}
+
+func (f *fakeGate) TurnCommitted(key, _ string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.committed = append(f.committed, key)
+}
+
+func (f *fakeGate) snapshot() (recorded, committed []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.recorded), slices.Clone(f.committed)
+}
+
+// In cluster mode a delivered message is recorded and left in the shared
+// inbox (the gate is told, nothing runs); once claimed and handed to
+// DispatchClaimed it runs, its reply is delivered because this node serves
+// the lane, and the gate hears of the committed turn for shipping.
+func TestLaneGateRecordsThenRunsOnlyClaimedRows(t *testing.T) {
+	h := newHarness(t)
+	gate := &fakeGate{serving: map[string]bool{}}
+	h.g.SetLaneGate(gate)
+	h.start(t)
+	key := apiAddr("l1").SessionKey()
+
+	h.send(t, "l1", "m1", "hello")
+	if rec, _ := gate.snapshot(); !slices.Equal(rec, []string{key}) {
+		t.Fatalf("gate told of %v, want [%s]", rec, key)
+	}
+	if _, _, turns := h.cx.snapshot(); len(turns) != 0 {
+		t.Fatalf("a turn ran before any claim: %v", turns)
+	}
+	rows, err := h.st.PendingInbound(context.Background())
+	if err != nil || len(rows) != 1 || rows[0].MessageID != "m1" {
+		t.Fatalf("pending inbound = %+v, %v; want m1 left for the owner", rows, err)
+	}
+
+	gate.mu.Lock()
+	gate.serving[key] = true
+	gate.mu.Unlock()
+	h.g.DispatchClaimed(context.Background(), rows)
+	if got := h.p.replyTo(t, "m1"); got.Text == "" {
+		t.Fatalf("empty reply %+v", got)
+	}
+	waitFor(t, "the committed turn reported", func() bool {
+		_, committed := gate.snapshot()
+		return slices.Equal(committed, []string{key})
+	})
+}
+
+// A lane this node does not serve (lost, or another node's) gets no
+// delivery from here: its outbox rows stay pending for the owner.
+func TestLaneGateDeliversOnlyServedLanes(t *testing.T) {
+	h := newHarness(t)
+	gate := &fakeGate{serving: map[string]bool{apiAddr("mine").SessionKey(): true}}
+	h.g.SetLaneGate(gate)
+	h.start(t)
+	ctx := context.Background()
+	enqueue := func(lane, text string) {
+		t.Helper()
+		a := apiAddr(lane)
+		if _, err := h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: a.SessionKey(), Platform: a.Platform,
+			Kind: string(a.Kind), ChatID: a.ChatID, Text: text, OutKind: store.OutboxReply}); err != nil {
+			t.Fatal(err)
+		}
+		h.g.wakeOutbox()
+	}
+	enqueue("theirs", "to theirs")
+	enqueue("mine", "to mine")
+	if got := h.p.next(t); got.Text != "to mine" {
+		t.Fatalf("delivered %q, want only the served lane's row", got.Text)
+	}
+	// The pass that delivers a later row of ours sees theirs again and
+	// leaves it.
+	enqueue("mine", "to mine again")
+	if got := h.p.next(t); got.Text != "to mine again" {
+		t.Fatalf("delivered %q, want the served lane's second row", got.Text)
+	}
+	select {
+	case o := <-h.p.out:
+		t.Fatalf("delivered %q for a lane this node does not serve", o.Text)
+	default:
+	}
+}

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/cluster"
+)
+
+// clusterStore opens a shared (cluster-mode) store on dsn whose lane writes
+// carry the leases in leases.
+func clusterStore(t *testing.T, dsn string, leases *leaseBook) *Store {
+	t.Helper()
+	return openPG(t, dsn, Options{Cluster: ClusterOptions{
+		Shared:   true,
+		Fence:    leases.fence,
+		OnFenced: leases.fenced,
+	}})
+}
+
+// leaseBook is the node side of the fence hook: the lease each lane's
+// writes carry, and the lanes the database refused.
+type leaseBook struct {
+	mu      sync.Mutex
+	held    map[string]cluster.Lease
+	refused []string
+}
+
+func (b *leaseBook) set(key string, l cluster.Lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held == nil {
+		b.held = map[string]cluster.Lease{}
+	}
+	b.held[key] = l
+}
+
+func (b *leaseBook) fence(key string) (string, int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, ok := b.held[key]
+	return l.Name, l.Token, ok
+}
+
+func (b *leaseBook) fenced(key string, _ error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refused = append(b.refused, key)
+}
+
+func clusterDatabase(t *testing.T) (string, *cluster.Node, *cluster.Node) {
+	t.Helper()
+	dsn := pgDatabase(t)
+	_ = openPG(t, dsn, Options{}).Close() // migrates the store's tables
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := cluster.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("cluster.Migrate: %v", err)
+	}
+	a, err := cluster.NewNode(db, "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cluster.NewNode(db, "node-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn, a, b
+}
+
+// Two shared stores open one database at once (no ownership lock); the
+// lane's owner writes under its lease, and once another node has taken the
+// lease the ex-owner's binding, journal and outbox writes are refused with
+// ErrFenced, reported to OnFenced, and leave nothing behind.
+func TestClusterFencedWritesAfterTakeover(t *testing.T) {
+	ctx := context.Background()
+	dsn, nodeA, nodeB := clusterDatabase(t)
+	var booksA, booksB leaseBook
+	a, b := clusterStore(t, dsn, &booksA), clusterStore(t, dsn, &booksB)
+
+	lane, err := a.EnsureLane(ctx, testLaneKey("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := lane.SessionKey
+	leaseA, ok, err := nodeA.Acquire(ctx, "lane:"+key, 50*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatalf("Acquire by A = %v, %v", ok, err)
+	}
+	booksA.set(key, leaseA)
+	if err := a.BindThread(ctx, key, lane.Generation, "thread-a"); err != nil {
+		t.Fatalf("owner's BindThread: %v", err)
+	}
+
+	time.Sleep(60 * time.Millisecond) // the lease's TTL: A stops renewing (paused)
+	leaseB, ok, err := nodeB.Acquire(ctx, "lane:"+key, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("Acquire by B after expiry = %v, %v", ok, err)
+	}
+	booksB.set(key, leaseB)
+
+	writes := map[string]func() error{
+		"BindThread": func() error { return a.BindThread(ctx, key, lane.Generation, "thread-stale") },
+		"JournalTurn": func() error {
+			return a.JournalTurn(ctx, JournalEntry{SessionKey: key, Generation: lane.Generation, ThreadID: "thread-a", Text: "x"})
+		},
+		"Enqueue": func() error {
+			_, err := a.Enqueue(ctx, OutboxMessage{SessionKey: key, Platform: "telegram", Kind: "topic", ChatID: "100", Text: "stale reply"})
+			return err
+		},
+	}
+	for name, write := range writes {
+		if err := write(); !errors.Is(err, ErrFenced) {
+			t.Errorf("ex-owner's %s = %v, want ErrFenced", name, err)
+		}
+	}
+	if len(booksA.refused) != len(writes) {
+		t.Errorf("OnFenced told %d times (%v), want %d", len(booksA.refused), booksA.refused, len(writes))
+	}
+	got, err := b.Lane(ctx, key)
+	if err != nil || got.ThreadID != "thread-a" {
+		t.Errorf("lane after refused rebind = %+v, %v; want thread-a kept", got, err)
+	}
+	if rows, err := b.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(rows) != 0 {
+		t.Errorf("outbox after refused enqueue = %d rows, %v; want none", len(rows), err)
+	}
+	// The new owner writes.
+	if err := b.BindThread(ctx, key, lane.Generation, "thread-b"); err != nil {
+		t.Errorf("new owner's BindThread: %v", err)
+	}
+}
+
+// The owner claims its lane's received rows oldest first, each once: a
+// second claim finds nothing, and a row recorded later is the next claim.
+func TestClusterClaimInboundInOrderOnce(t *testing.T) {
+	ctx := context.Background()
+	dsn, nodeA, _ := clusterDatabase(t)
+	var books leaseBook
+	ingest, owner := clusterStore(t, dsn, &leaseBook{}), clusterStore(t, dsn, &books)
+	lane, err := ingest.EnsureLane(ctx, testLaneKey("t2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := lane.SessionKey
+	l, ok, err := nodeA.Acquire(ctx, "lane:"+key, time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	books.set(key, l)
+	record := func(id string) int64 {
+		t.Helper()
+		n, _, err := ingest.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: id, SessionKey: key, Text: "m" + id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first, second := record("1"), record("2")
+	rows, err := owner.ClaimInbound(ctx, key)
+	if err != nil || len(rows) != 2 || rows[0].ID != first || rows[1].ID != second || rows[0].State != InboundProcessing {
+		t.Fatalf("first claim = %+v, %v; want rows %d, %d processing", rows, err, first, second)
+	}
+	if again, err := owner.ClaimInbound(ctx, key); err != nil || len(again) != 0 {
+		t.Fatalf("second claim = %+v, %v; want nothing", again, err)
+	}
+	third := record("3")
+	if rows, err := owner.ClaimInbound(ctx, key); err != nil || len(rows) != 1 || rows[0].ID != third {
+		t.Fatalf("claim after a new row = %+v, %v; want row %d", rows, err, third)
+	}
+	keys, err := owner.LanesWithWork(ctx)
+	if err != nil || len(keys) != 1 || keys[0] != key {
+		t.Errorf("LanesWithWork = %v, %v; want [%s] (processing rows)", keys, err, key)
+	}
+}
