@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,10 +284,25 @@ func (s *Server) launch() error {
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	// The parent-death signal fires when the OS thread that started the
+	// child exits, not the process, and Go may end idle threads: start it
+	// from a goroutine locked to its thread that lives until the child does.
+	started := make(chan error, 1)
+	s.exit = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(s.exit)
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.cmd, s.exit = cmd, make(chan struct{})
+	s.cmd = cmd
 	ready := make(chan struct{})
 	tail := &lastLines{}
 	go func() {
@@ -300,7 +316,6 @@ func (s *Server) launch() error {
 			}
 		}
 	}()
-	go func() { _ = cmd.Wait(); close(s.exit) }()
 	select {
 	case <-ready:
 		return nil
