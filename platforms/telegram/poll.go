@@ -78,6 +78,7 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 			continue
 		}
 		pollDelays.Reset()
+		confirmed := offset
 		for _, u := range updates {
 			if u == nil || u.ID < offset {
 				continue // already handled: Telegram resent a confirmed update
@@ -93,6 +94,12 @@ func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 			}
 			deliverDelays.Reset()
 			offset = u.ID + 1
+		}
+		// Once per batch, not per update: each save is a durable commit,
+		// and Telegram learns the offset only with the next poll anyway.
+		// A crash mid-batch re-fetches a few updates, which the gateway
+		// drops as duplicates.
+		if offset != confirmed {
 			p.saveOffset(ctx, offset)
 		}
 	}

@@ -218,3 +218,23 @@ func TestNetworkErrorsNeverLogTheToken(t *testing.T) {
 		t.Fatal("the poll failures were not logged")
 	}
 }
+
+// TestOffsetIsSavedOncePerBatch: the updates of one getUpdates answer are
+// confirmed with one cursor write (a durable commit each), not one per
+// update, and the cursor still ends past the last of them.
+func TestOffsetIsSavedOncePerBatch(t *testing.T) {
+	h := newHarness(t)
+	var last int64
+	for i := range 3 {
+		m := &models.Message{ID: 20 + i, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Text: fmt.Sprint("batch ", i)}
+		last = h.srv.Queue(&models.Update{Message: m})
+	}
+	sink := newSink()
+	h.start(t, h.config(t), sink)
+	sink.waitN(t, 3)
+	want := strconv.FormatInt(last+1, 10)
+	h.srv.WaitFor(waitLimit, "cursor past the batch", func() bool { return h.cursor.get(CursorName) == want })
+	if n := h.cursor.setCalls(); n != 1 {
+		t.Errorf("%d cursor writes for one batch of 3 updates, want 1", n)
+	}
+}
