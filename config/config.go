@@ -35,6 +35,7 @@ var nonKeyEnv = map[string]bool{
 	EnvConfigFile:         true,
 	"GATEWAYD_CODEX_BIN":  true, // the test suites' codex binary (codextest)
 	"GATEWAYD_TEST_STORE": true, // the store suite's backend (store/helpers_test.go)
+	"GATEWAYD_CPUPROFILE": true, // a developer's profiling hook (cmd/gatewayd/profile.go)
 }
 
 // Redacted replaces a secret that is set whenever the config is printed.

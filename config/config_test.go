@@ -475,8 +475,9 @@ func TestSeveralErrorsAreAllReported(t *testing.T) {
 func TestNonKeyEnvIsAccepted(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv("GATEWAYD_CODEX_BIN", "/somewhere/codex")
+	t.Setenv("GATEWAYD_CPUPROFILE", "/somewhere/cpu.prof")
 	if _, err := Load(Options{File: writeFile(t, dir, "e.yaml", "")}); err != nil {
-		t.Fatalf("GATEWAYD_CODEX_BIN rejected: %v", err)
+		t.Fatalf("GATEWAYD_CODEX_BIN or GATEWAYD_CPUPROFILE rejected: %v", err)
 	}
 }
 

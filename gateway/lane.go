@@ -39,6 +39,10 @@ type lane struct {
 	compactHold int
 	// audioTold: the lane was told that audio is not transcribed.
 	audioTold bool
+	// typedAt is when typing was shown for the item about to run while it
+	// waited for its slot (zero: it did not wait). Only the lane's worker
+	// goroutine touches it.
+	typedAt time.Time
 
 	prev, next *lane // LRU links, guarded by laneTable.mu
 	inLRU      bool
@@ -325,18 +329,22 @@ func (g *Gateway) work(l *lane) {
 
 // takeSlot waits for one of the max_concurrent_turns slots. A turn that
 // has to wait shows typing at once, so a burst beyond the limit sees that
-// its messages arrived; the turn's own streamer refreshes it once it runs.
+// its messages arrived; the turn's own streamer refreshes it a
+// TypingInterval later (at once if the wait was longer).
 // Typing is not refreshed while waiting: with hundreds of lanes waiting
 // that would be a Bot API call per lane every few seconds (a 1,000-chat
 // burst made ~9 per message). It reports false when the gateway's base
 // context ends first.
 func (g *Gateway) takeSlot(l *lane, it item) bool {
+	l.typedAt = time.Time{}
 	select {
 	case g.sem <- struct{}{}:
 		return true
 	default:
 	}
-	g.typeOnce(l.addr, it)
+	if g.typeOnce(l.addr, it) {
+		l.typedAt = g.now()
+	}
 	select {
 	case g.sem <- struct{}{}:
 		return true
@@ -349,11 +357,11 @@ func (g *Gateway) takeSlot(l *lane, it item) bool {
 const typingTimeout = 10 * time.Second
 
 // typeOnce shows typing for a turn that waits for its slot, without making
-// the worker wait for the platform.
-func (g *Gateway) typeOnce(addr Address, it item) {
+// the worker wait for the platform; it reports whether it did.
+func (g *Gateway) typeOnce(addr Address, it item) bool {
 	ty, ok := g.platforms[addr.Platform].(Typer)
 	if !ok || it.kind != itemTurn {
-		return
+		return false
 	}
 	g.workers.Add(1) // from a worker, which is counted: shutdown waits for this too
 	go func() {
@@ -365,6 +373,7 @@ func (g *Gateway) typeOnce(addr Address, it item) {
 			g.log.Debug("typing.failed", zap.String("platform", addr.Platform), zap.Error(err))
 		}
 	}()
+	return true
 }
 
 // next pops the lane's next item and marks it current, or retires the

@@ -71,3 +71,42 @@ func TestTurnWaitingForASlotShowsTypingAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A turn that showed typing while it waited for its slot does not show it
+// again as soon as it runs: the streamer's first refresh is due a
+// TypingInterval after the waiting typing (an hour here), so a burst costs
+// one typing call per message, not two.
+func TestTurnThatWaitedDoesNotRepeatTypingAtStart(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxConcurrentTurns = 1; c.TypingInterval = time.Hour })
+	tp := &typingPlatform{fakePlatform: h.p, typing: make(chan string, 64)}
+	h.g.AddPlatform(tp)
+	gt := newGate()
+	h.cx.run = gt.run
+	h.start(t)
+	h.send(t, "a", "a1", "a-one")
+	if got := <-gt.entered; got != "a-one" {
+		t.Fatalf("first turn %q, want a-one", got)
+	}
+	tp.waitTyping(t, "a") // the first turn's streamer: it did not wait
+	h.send(t, "b", "b1", "b-one")
+	tp.waitTyping(t, "b") // waiting for the slot
+	gt.open("a-one")
+	gt.open("b-one")
+	// A reply is sent after its turn's streamer stopped, and a streamer's
+	// first tick runs before it can stop: every typing call is in by now.
+	for seen := map[string]bool{}; !seen["b1"]; {
+		if o := h.p.next(t); o.Kind == OutReply {
+			seen[o.InReplyTo] = true
+		}
+	}
+	for {
+		select {
+		case lane := <-tp.typing:
+			if lane == "b" {
+				t.Errorf("lane b showed typing again when its turn started")
+			}
+		default:
+			return
+		}
+	}
+}

@@ -42,7 +42,16 @@ type streamer struct {
 // newStreamer starts a streamer for a turn answering replyTo. It does
 // nothing visible on a platform with neither capability.
 func (g *Gateway) newStreamer(addr Address, replyTo string) *streamer {
-	s := &streamer{g: g, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{})}
+	return g.newStreamerTyped(addr, replyTo, time.Time{})
+}
+
+// newStreamerTyped is newStreamer for a turn whose typing was already shown
+// at typedAt (while it waited for its slot): the first refresh is due a
+// TypingInterval after that, not at once, so a short wait costs one Bot
+// API call per message instead of two.
+func (g *Gateway) newStreamerTyped(addr Address, replyTo string, typedAt time.Time) *streamer {
+	s := &streamer{g: g, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{}),
+		lastTyping: typedAt}
 	s.plat = g.platforms[addr.Platform]
 	s.ed, _ = s.plat.(Editor)
 	s.ty, _ = s.plat.(Typer)

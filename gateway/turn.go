@@ -115,7 +115,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		return
 	}
 	// Typing shows while a long thread resumes, too.
-	t.stream = g.newStreamer(l.addr, it.msgID)
+	t.stream = g.newStreamerTyped(l.addr, it.msgID, l.typedAt)
 	defer t.stopStream()
 	l.mu.Lock()
 	if l.cur != nil {

@@ -24,7 +24,8 @@ type querier interface {
 }
 
 // writeFunc is one submitted operation. It runs on the worker goroutine
-// inside a SAVEPOINT of the current batch transaction. Results it computes
+// inside the current batch transaction, in a SAVEPOINT of its own when the
+// batch has other operations. Results it computes
 // are valid only once write returns nil (the batch committed).
 type writeFunc func(ctx context.Context, q querier) error
 
@@ -134,6 +135,10 @@ func (s *Store) commitBatch(batch []*op) {
 		failAll(batch, fmt.Errorf("store: begin transaction: %w", classify(err)))
 		return
 	}
+	if len(batch) == 1 {
+		s.commitAlone(ctx, batch[0])
+		return
+	}
 	results := make([]error, len(batch))
 	for i, o := range batch {
 		opErr, txErr := s.runOp(ctx, o)
@@ -162,6 +167,33 @@ func (s *Store) commitBatch(batch []*op) {
 	for i, o := range batch {
 		o.done <- results[i]
 	}
+}
+
+// commitAlone finishes a batch of one operation, whose transaction is
+// open, without the savepoint that isolates an operation from the others
+// of its batch: when it fails, rolling back the transaction undoes only its
+// own work. Two statements fewer per commit, and on a store that is not
+// busy nearly every commit is of one operation.
+func (s *Store) commitAlone(ctx context.Context, o *op) {
+	if opErr := callSafely(ctx, o.fn, s.wq); opErr != nil {
+		// SQLite may have rolled back already (full disk): "no transaction
+		// is active" is expected then.
+		if _, err := s.wq.ExecContext(ctx, "ROLLBACK"); err != nil {
+			s.writerFailed(err)
+			s.log.Debug("store.rollback", zap.Error(err))
+		}
+		o.done <- classify(opErr)
+		return
+	}
+	if _, err := s.wq.ExecContext(ctx, "COMMIT"); err != nil {
+		s.writerFailed(err)
+		s.rollback(ctx)
+		s.log.Error("store.commit_failed", zap.Int("ops", 1), zap.Error(err))
+		o.done <- fmt.Errorf("store: commit of 1 operations failed, none applied: %w", classify(err))
+		return
+	}
+	s.commits.Add(1)
+	o.done <- nil
 }
 
 // runOp runs one operation in its own savepoint. opErr is the operation's

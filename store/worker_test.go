@@ -92,6 +92,31 @@ func TestGroupCommitIsolatesFailingOperation(t *testing.T) {
 	}
 }
 
+// TestLoneOperationFailureIsRolledBack: an operation committed on its own
+// (no savepoint around it) that fails after writing leaves none of its
+// rows, hears its own error, and the writer goes on with the next one; a
+// panicking one likewise.
+func TestLoneOperationFailureIsRolledBack(t *testing.T) {
+	s, _ := openTestStore(t)
+	if err := <-submitAsync(t, s, pairOp("solo", true)).done; !errors.Is(err, errCrashDeliberate) {
+		t.Fatalf("failing op err = %v, want its own error", err)
+	}
+	if err := <-submitAsync(t, s, func(context.Context, querier) error { panic("boom") }).done; err == nil ||
+		!strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("panicking op err = %v", err)
+	}
+	if err := <-submitAsync(t, s, pairOp("next", false)).done; err != nil {
+		t.Fatalf("op after the failing ones: %v", err)
+	}
+	names := cursorNames(t, s)
+	if names["f-solo"] {
+		t.Error("the failing operation's row was committed")
+	}
+	if !names["a-next"] || !names["b-next"] {
+		t.Errorf("rows of the next operation missing: %v", names)
+	}
+}
+
 // TestCommitFailureFailsWholeBatch makes COMMIT itself fail (a deferred
 // foreign key) and checks that no operation of the batch is applied and
 // every caller hears the cause.

@@ -57,6 +57,11 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 		defer undo()
 	}
 
+	stopProfile, err := startCPUProfile(log)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
 	defer sig.stop()
 	err = runDaemon(sig.ctx, cfg, opts, sig.hup, log)

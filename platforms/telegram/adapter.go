@@ -102,6 +102,21 @@ var (
 	_ gateway.Readier      = (*Adapter)(nil)
 )
 
+// maxIdleConnsPerHost is how many Bot API connections stay open between
+// requests. http.DefaultTransport keeps 2 per host, so a burst of typing
+// indicators and replies to many chats dialled anew (on the real API with a
+// TLS handshake) for all but two of them, every time.
+const maxIdleConnsPerHost = 64
+
+// newHTTPClient is the adapter's default client: the default transport
+// with enough idle connections for a burst of concurrent requests.
+func newHTTPClient(timeout time.Duration) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdleConnsPerHost)
+	return &http.Client{Timeout: timeout, Transport: t}
+}
+
 // New validates cfg and builds an adapter. It does not touch the network;
 // Run connects.
 func New(cfg Config) (*Adapter, error) {
@@ -131,7 +146,7 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: cfg.PollTimeout + requestTimeout}
+		cfg.HTTPClient = newHTTPClient(cfg.PollTimeout + requestTimeout)
 	}
 	a := &Adapter{
 		cfg:         cfg,

@@ -27,8 +27,9 @@ var (
 
 // memCursor is an in-memory CursorStore.
 type memCursor struct {
-	mu sync.Mutex
-	v  map[string]string
+	mu   sync.Mutex
+	v    map[string]string
+	sets int // SetCursor calls
 }
 
 func newMemCursor() *memCursor { return &memCursor{v: make(map[string]string)} }
@@ -44,7 +45,14 @@ func (c *memCursor) SetCursor(_ context.Context, name, value string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.v[name] = value
+	c.sets++
 	return nil
+}
+
+func (c *memCursor) setCalls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sets
 }
 
 func (c *memCursor) get(name string) string {

@@ -35,7 +35,18 @@ import (
 // for every other method; getUpdates is the one method it keeps private.
 type poller struct {
 	a *Adapter
+	// saved is the offset last persisted and savedAt when (poll loop only).
+	saved   int64
+	savedAt time.Time
 }
+
+// cursorSaveInterval spaces the cursor writes (each a durable commit):
+// under load one per batch was a commit per message. A cursor older than
+// Telegram's own offset costs nothing: getUpdates with a lower offset
+// returns only what Telegram still holds, so after a crash at most the
+// updates of the last interval come again and the gateway drops them as
+// duplicates. The loop saves the latest offset when it stops.
+const cursorSaveInterval = time.Second
 
 func newPoller(a *Adapter) *poller { return &poller{a: a} }
 
@@ -83,6 +94,8 @@ func (p *poller) poll(ctx context.Context, sink gateway.Sink) error {
 		return err
 	}
 	p.a.log.Info("telegram: polling", zap.Int64("offset", offset))
+	p.saved = offset
+	defer func() { p.flushOffset(ctx, offset) }()
 	pollDelays := backoff.New(p.a.cfg.RetryBackoff, maxRetryBackoff)
 	deliverDelays := backoff.New(p.a.cfg.RetryBackoff, maxRetryBackoff)
 	for ctx.Err() == nil {
@@ -103,6 +116,7 @@ func (p *poller) poll(ctx context.Context, sink gateway.Sink) error {
 			continue
 		}
 		pollDelays.Reset()
+		confirmed := offset
 		for _, u := range updates {
 			if u == nil || u.ID < offset {
 				continue // already handled: Telegram resent a confirmed update
@@ -118,6 +132,12 @@ func (p *poller) poll(ctx context.Context, sink gateway.Sink) error {
 			}
 			deliverDelays.Reset()
 			offset = u.ID + 1
+		}
+		// Once per batch at most, not per update: each save is a durable
+		// commit, and Telegram learns the offset only with the next poll
+		// anyway. A crash re-fetches a few updates, which the gateway drops
+		// as duplicates.
+		if offset != confirmed && p.a.now().Sub(p.savedAt) >= cursorSaveInterval {
 			p.saveOffset(ctx, offset)
 		}
 	}
@@ -155,11 +175,28 @@ func (p *poller) loadOffset(ctx context.Context) (int64, error) {
 }
 
 func (p *poller) saveOffset(ctx context.Context, offset int64) {
+	p.savedAt = p.a.now()
 	if err := p.a.cfg.Cursor.SetCursor(ctx, CursorName, strconv.FormatInt(offset, 10)); err != nil && ctx.Err() == nil {
 		// Telegram still gets the offset with the next poll; after a restart
 		// the older cursor only causes duplicates, which the gateway drops.
 		p.a.log.Warn("telegram: could not persist update offset", zap.Int64("offset", offset), zap.Error(err))
+		return
 	}
+	p.saved = offset
+}
+
+// flushOffsetTimeout bounds the last cursor write when polling stops.
+const flushOffsetTimeout = 5 * time.Second
+
+// flushOffset persists the latest offset when the loop ends (usually on
+// shutdown, when ctx is already cancelled), if a save was skipped.
+func (p *poller) flushOffset(ctx context.Context, offset int64) {
+	if offset == p.saved {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushOffsetTimeout)
+	defer cancel()
+	p.saveOffset(fctx, offset)
 }
 
 // fetch calls getUpdates directly (the library does not export it). The

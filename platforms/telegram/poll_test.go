@@ -260,3 +260,51 @@ func TestPollGateOnlyTheElectedNodePolls(t *testing.T) {
 		t.Errorf("first offset after re-election = %d, want the cursor's %d (offsets %v)", last, uid+5, offs)
 	}
 }
+
+// TestOffsetIsSavedOncePerBatch: the updates of one getUpdates answer are
+// confirmed with one cursor write (a durable commit each), not one per
+// update, and the cursor still ends past the last of them.
+func TestOffsetIsSavedOncePerBatch(t *testing.T) {
+	h := newHarness(t)
+	var last int64
+	for i := range 3 {
+		m := &models.Message{ID: 20 + i, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Text: fmt.Sprint("batch ", i)}
+		last = h.srv.Queue(&models.Update{Message: m})
+	}
+	sink := newSink()
+	h.start(t, h.config(t), sink)
+	sink.waitN(t, 3)
+	want := strconv.FormatInt(last+1, 10)
+	h.srv.WaitFor(waitLimit, "cursor past the batch", func() bool { return h.cursor.get(CursorName) == want })
+	if n := h.cursor.setCalls(); n != 1 {
+		t.Errorf("%d cursor writes for one batch of 3 updates, want 1", n)
+	}
+}
+
+// TestOffsetSavesAreSpacedAndFlushedOnStop: batches that come within
+// cursorSaveInterval of the last cursor write are not each written (a
+// durable commit per message under load); the latest offset is written
+// when polling stops, so a restart starts past every delivered update.
+func TestOffsetSavesAreSpacedAndFlushedOnStop(t *testing.T) {
+	h := newHarness(t)
+	frozen := time.Now()
+	cfg := h.config(t)
+	cfg.Now = func() time.Time { return frozen } // no interval ever passes
+	sink := newSink()
+	_, stop := h.start(t, cfg, sink)
+	var last int64
+	for i := range 3 {
+		m := &models.Message{ID: 30 + i, From: &alice, Chat: aliceDM, Date: int(frozen.Unix()), Text: fmt.Sprint("one by one ", i)}
+		last = h.srv.Queue(&models.Update{Message: m})
+		sink.waitN(t, i+1) // its own batch: the next is queued after it was delivered
+	}
+	stop()
+	if got, want := h.cursor.get(CursorName), strconv.FormatInt(last+1, 10); got != want {
+		t.Errorf("cursor after stop %q, want %s", got, want)
+	}
+	// The first batch is written at once (nothing was saved yet), the
+	// other two only by the flush at stop.
+	if n := h.cursor.setCalls(); n != 2 {
+		t.Errorf("%d cursor writes for 3 batches within one interval, want 2", n)
+	}
+}

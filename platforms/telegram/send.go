@@ -169,11 +169,11 @@ func (a *Adapter) sendChunk(ctx context.Context, t target, chunk string, replyTo
 	}
 	sctx, done := inFlight(ctx)
 	defer done()
-	m, err := a.bot.SendMessage(sctx, p)
+	m, err := a.sendMessage(sctx, p)
 	if err != nil && parseRejected(err) {
 		a.log.Warn("telegram: HTML rejected; sending as plain text", zap.Error(err))
 		p.Text, p.ParseMode = chunk, ""
-		m, err = a.bot.SendMessage(sctx, p)
+		m, err = a.sendMessage(sctx, p)
 	}
 	if err != nil {
 		return 0, err
@@ -233,10 +233,10 @@ func (a *Adapter) editChunk(ctx context.Context, t target, id int, chunk string,
 		ParseMode:   models.ParseModeHTML,
 		ReplyMarkup: markup,
 	}
-	_, err := a.bot.EditMessageText(ctx, p)
+	err := a.editMessageText(ctx, p)
 	if err != nil && parseRejected(err) {
 		p.Text, p.ParseMode = chunk, ""
-		_, err = a.bot.EditMessageText(ctx, p)
+		err = a.editMessageText(ctx, p)
 	}
 	if err != nil && !notModified(err) {
 		return err
@@ -252,7 +252,7 @@ func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.bot.SendChatAction(ctx, &bot.SendChatActionParams{
+	err = a.sendChatAction(ctx, &bot.SendChatActionParams{
 		ChatID:          t.chat,
 		MessageThreadID: t.typeThread,
 		Action:          models.ChatActionTyping,

@@ -186,8 +186,15 @@ func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 	if c.routeAccount(method, params) {
 		return
 	}
-	var e turnEvent
-	if err := json.Unmarshal(params, &e); err != nil {
+	if !turnNotifications[method] {
+		// Most of a turn's notifications (status, read state, warnings,
+		// reasoning deltas) change nothing here: not decoding them is a
+		// good part of the client's CPU per turn.
+		cn.log.Debug("codex.notification", zap.String("method", method))
+		return
+	}
+	e, err := decodeTurnEvent(method, params)
+	if err != nil {
 		cn.log.Debug("codex.notification", zap.String("method", method))
 		return
 	}
@@ -202,8 +209,47 @@ func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 		return
 	}
 	if ts := c.lookup(e.ThreadID); ts != nil {
-		ts.deliver(notification{method: method, event: &e})
+		ts.deliver(notification{method: method, event: e})
 	}
+}
+
+// turnNotifications are the methods route hands on: what threadState.deliver,
+// collector.handle and progressOf read, and serverRequest/resolved, which
+// route handles itself. Keep it in step with them.
+var turnNotifications = map[string]bool{
+	"turn/started":              true,
+	"turn/completed":            true,
+	"turn/plan/updated":         true,
+	"item/started":              true,
+	"item/completed":            true,
+	"item/agentMessage/delta":   true,
+	"thread/tokenUsage/updated": true,
+	"thread/closed":             true,
+	"error":                     true,
+	"serverRequest/resolved":    true,
+}
+
+// agentDelta is item/agentMessage/delta's params: the most frequent
+// notification of a turn, decoded without the other turnEvent fields.
+type agentDelta struct {
+	ThreadID string `json:"threadId"`
+	TurnID   string `json:"turnId"`
+	Delta    string `json:"delta"`
+}
+
+func decodeTurnEvent(method string, params json.RawMessage) (*turnEvent, error) {
+	if method == "item/agentMessage/delta" {
+		var d agentDelta
+		if err := json.Unmarshal(params, &d); err != nil {
+			return nil, err
+		}
+		return &turnEvent{ThreadID: d.ThreadID, TurnID: d.TurnID, Delta: d.Delta}, nil
+	}
+	e := new(turnEvent)
+	if err := json.Unmarshal(params, e); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // EnsureThread makes a thread usable for turns in the current process.

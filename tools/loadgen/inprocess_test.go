@@ -27,7 +27,9 @@ func BenchmarkTelegramTurnInProcess(b *testing.B) {
 	ctx := context.Background()
 	srv, w := telegramtest.New(b), gatewaytest.NewWorld(b)
 	log := infoLogger()
+	var db *store.Store
 	w.Start(b, ctx, gateway.Config{Logger: log}, func(st *store.Store) []gateway.Platform {
+		db = st
 		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
 			Cursor: st, PollTimeout: 30 * time.Second, Logger: log})
 		if err != nil {
@@ -36,7 +38,21 @@ func BenchmarkTelegramTurnInProcess(b *testing.B) {
 		return []gateway.Platform{tg}
 	})
 	dm, alice := models.Chat{ID: 1001, Type: models.ChatTypePrivate}, models.User{ID: 1001, FirstName: "Alice"}
+	// Commits (each an fsync) and Bot API calls per message do not depend
+	// on how busy the machine is, unlike the time figures.
+	botCalls := func() int {
+		n := 0
+		for _, m := range []string{"sendMessage", "editMessageText", "sendChatAction", "getUpdates"} {
+			n += srv.Calls(m)
+		}
+		return n
+	}
+	commits, calls := db.Commits(), botCalls()
 	b.ResetTimer()
+	defer func() {
+		b.ReportMetric(float64(db.Commits()-commits)/float64(b.N), "commits/msg")
+		b.ReportMetric(float64(botCalls()-calls)/float64(b.N), "botapi-calls/msg")
+	}()
 	for i := range b.N {
 		text := fmt.Sprintf("m%d", i)
 		srv.Text(dm, alice, 0, text, nil)

@@ -33,6 +33,7 @@ var (
 	settle     = flag.Duration("settle", 0, "after the load, wait this long and report the app-server tree's RSS again")
 	known      = flag.Int("known", 10_000, "TestKnownLanes: lanes in the database before start")
 	active     = flag.Int("active", 1_000, "TestKnownLanes: of them, active within the last hour")
+	daemonProf = flag.String("daemon-cpuprofile", "", "TestLoad: write gatewayd's CPU profile of the run to this file")
 )
 
 // TestLoad drives -lanes chats with -messages each and logs the figures.
@@ -40,8 +41,12 @@ func TestLoad(t *testing.T) {
 	if !*load {
 		t.Skip("pass -load to run the load (make bench does)")
 	}
+	var env []string
+	if *daemonProf != "" {
+		env = append(env, "GATEWAYD_CPUPROFILE="+*daemonProf)
+	}
 	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, maxLive: *maxLive,
-		logLevel: *logLevel, limit: *limit})
+		logLevel: *logLevel, limit: *limit, env: env})
 	r.log(t)
 	if *settle > 0 {
 		// thread/unsubscribe does not unload a thread at once (doc §2):
