@@ -231,6 +231,20 @@ func TestProcessClusterDiscordShards(t *testing.T) {
 		t.Errorf("the answer after the kill lacks the earlier exchange:\n%s", in)
 	}
 
+	// `cluster status` names each shard's holder.
+	out := clusterStatus(t, bin, nodes[after[0]])
+	for i, holder := range after {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == holder && strings.Contains(line, shardLeaseName(i, 2)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("cluster status does not show %s holding %s:\n%s", holder, shardLeaseName(i, 2), out)
+		}
+	}
+
 	// 3: shard 0 still answers; nothing twice.
 	dc.Post(discordtest.Post{ChannelID: shardZeroChannel, AuthorID: discordUser, MentionBot: true, Content: "still there?"})
 	waitEchoes(t, dc, shardZeroChannel, 2)
