@@ -47,12 +47,13 @@ func (d *discordShards) add(i int, l cluster.Lease) {
 	d.publishLocked()
 }
 
-// remove forgets the shard of lease name; false if it is not one held.
-func (d *discordShards) remove(name string) bool {
+// remove forgets the shard held by lease l; false if l is not held (an
+// older lease of a shard taken again since).
+func (d *discordShards) remove(l cluster.Lease) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, l := range d.held {
-		if l.Name == name {
+	for i, h := range d.held {
+		if h == l {
 			delete(d.held, i)
 			d.publishLocked()
 			return true
@@ -129,7 +130,7 @@ func (c *clusterNode) takeShard(ctx context.Context, i int, name string) {
 
 func (c *clusterNode) releaseShard(ctx context.Context, i int, l cluster.Lease) {
 	c.keeper.Drop(l.Name)
-	c.discord.remove(l.Name)
+	c.discord.remove(l)
 	if err := c.node.Release(ctx, l); err != nil {
 		c.log.Warn("cluster.release_failed", zap.String("lease", l.Name), zap.Error(err))
 		return
@@ -143,8 +144,8 @@ func (c *clusterNode) shardLeaseLost(l cluster.Lease, err error) bool {
 	if !strings.HasPrefix(l.Name, shardLeasePrefix) {
 		return false
 	}
-	c.keeper.Drop(l.Name)
-	if c.discord != nil && c.discord.remove(l.Name) {
+	// The keeper has dropped it already.
+	if c.discord != nil && c.discord.remove(l) {
 		c.log.Warn("cluster.discord_shard_lost", zap.String("lease", l.Name), zap.Error(err))
 	}
 	return true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -138,21 +139,28 @@ func TestDiscordShardsPartitionAndMoveOnDeath(t *testing.T) {
 }
 
 // The holder of a shard whose lease is lost stops its session: the shard
-// leaves the set the adapter runs.
+// leaves the set the adapter runs. A stale lease of a shard taken again
+// since, or a lease that is not a shard's, changes nothing.
 func TestDiscordShardLeaseLostStopsTheShard(t *testing.T) {
 	d := newDiscordShards(2)
+	c := &clusterNode{log: zaptest.NewLogger(t), discord: d}
 	l := cluster.Lease{Name: shardLeaseName(1, 2), Token: 7}
 	d.add(1, l)
 	if got := latestSet(t, d); !slices.Equal(got, []int{1}) {
 		t.Fatalf("set after taking shard 1 = %v", got)
 	}
-	if !d.remove(l.Name) {
-		t.Fatal("remove of a held shard reported false")
+	lost := errors.New("taken by another node")
+	if !c.shardLeaseLost(cluster.Lease{Name: l.Name, Token: 6}, lost) {
+		t.Fatal("a shard lease was not recognised as one")
 	}
+	if got := latestSet(t, d); !slices.Equal(got, []int{1}) {
+		t.Fatalf("set after losing an older lease of shard 1 = %v, want [1]", got)
+	}
+	if c.shardLeaseLost(cluster.Lease{Name: pollerLease, Token: 1}, lost) {
+		t.Error("the poller lease was taken for a shard lease")
+	}
+	c.shardLeaseLost(l, lost)
 	if got := latestSet(t, d); len(got) != 0 {
 		t.Fatalf("set after losing shard 1 = %v, want empty", got)
-	}
-	if d.remove(l.Name) {
-		t.Error("remove of a shard not held reported true")
 	}
 }
