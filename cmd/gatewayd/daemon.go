@@ -392,7 +392,7 @@ func (d *daemon) buildGateway() error {
 		Handlers: handlers,
 	})
 	gw.AddPlatform(d.api)
-	chats, err := chatPlatformsGated(d.cfg, d.store, d.log, d.pollGate())
+	chats, err := chatPlatformsGated(d.cfg, d.store, d.log, d.pollGate(), d.discordShardSets())
 	if err != nil {
 		return err
 	}
