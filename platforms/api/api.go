@@ -72,6 +72,16 @@ type Config struct {
 	// KeepAliveInterval is how often a silent event stream gets a comment
 	// line, so proxies and clients do not take it for dead; default 15s.
 	KeepAliveInterval time.Duration
+
+	// SharedAnswers: other nodes on the same database may answer this
+	// node's requests, and this node those of others (shared.go). An answer
+	// recorded with no request here is then done: the request holding it
+	// is on another node.
+	SharedAnswers bool
+	// SharedPoll is how often waiting requests look for an answer another
+	// node recorded, should its notification be missed; default
+	// DefaultSharedPoll.
+	SharedPoll time.Duration
 }
 
 // Defaults of the Config fields left zero.
@@ -97,6 +107,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&c.BodyTimeout, DefaultBodyTimeout)
 	setDefault(&c.KeepAliveInterval, DefaultKeepAliveInterval)
+	setDefault(&c.SharedPoll, DefaultSharedPoll)
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
@@ -190,6 +201,9 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(newLimitListener(ln, p.cfg.MaxConnections)) }()
 	close(p.ready)
+	if p.cfg.SharedAnswers {
+		go p.pollShared()
+	}
 	p.log.Info("api.listening", zap.String("addr", ln.Addr().String()))
 	select {
 	case <-ctx.Done():
