@@ -149,6 +149,9 @@ type Platform struct {
 	carried map[int64]int
 	// deferredLanes are lanes with outbox rows held for their next request.
 	deferredLanes map[string]bool
+	// endedSince is when a waiting message was first seen ended without an
+	// answer (shared answers; shared.go).
+	endedSince map[string]time.Time
 }
 
 var (
@@ -162,7 +165,7 @@ func New(cfg Config) *Platform {
 	cfg = cfg.withDefaults()
 	return &Platform{cfg: cfg, log: cfg.Logger.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
-		deferredLanes: map[string]bool{}}
+		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{}}
 }
 
 // Name returns "api".

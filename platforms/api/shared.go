@@ -26,8 +26,8 @@ import (
 // body, SSE the reply as one "delta" event, then "done". Previews, lane
 // notices and approvals live on the owner node and are not streamed across.
 // A message that ends without an answer (failed, or cut off when its owner
-// died mid-turn) is answered 503 with Retry-After: send it again under a
-// new id.
+// died mid-turn) and stays so for endedGrace is answered 503 with
+// Retry-After: send it again under a new id.
 
 // DefaultSharedPoll is how often waiting requests look for an answer
 // recorded by another node when no notification came.
@@ -35,6 +35,12 @@ const DefaultSharedPoll = time.Second
 
 // sharedTimeout bounds one look-up of a message's exchange.
 const sharedTimeout = 5 * time.Second
+
+// endedGrace is how long a message must look ended without an answer
+// before its requests are told so: the gateway closes a refused or failed
+// message's inbox row first and queues the reply that explains it in a
+// second write, and that reply is the answer.
+const endedGrace = 2 * time.Second
 
 // AnswerRecorded says the answer to message messageID was committed,
 // possibly by another node: its waiting requests here are answered.
@@ -62,9 +68,29 @@ func (p *Platform) pollShared() {
 	}
 }
 
+// endedLongEnough reports whether message id has looked ended without an
+// answer for endedGrace, counting from the first such look.
+func (p *Platform) endedLongEnough(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, ok := p.endedSince[id]
+	if !ok {
+		p.endedSince[id] = time.Now()
+		return false
+	}
+	return time.Since(first) >= endedGrace
+}
+
+// waitingIDs lists the messages with requests waiting, forgetting the
+// ended looks of those without.
 func (p *Platform) waitingIDs() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for id := range p.endedSince {
+		if _, ok := p.waiters[id]; !ok {
+			delete(p.endedSince, id)
+		}
+	}
 	ids := make([]string, 0, len(p.waiters))
 	for id := range p.waiters {
 		ids = append(ids, id)
@@ -83,10 +109,11 @@ func (p *Platform) collectRecorded(id string) {
 		return
 	}
 	ended := x.State == store.InboundFailed || x.State == store.InboundIgnored
-	if x.Answer == nil && (!ended || x.AnswerPending) {
+	if x.Answer == nil && (!ended || x.AnswerPending || !p.endedLongEnough(id)) {
 		return
 	}
 	p.mu.Lock()
+	delete(p.endedSince, id)
 	waiting := slices.Clone(p.waiters[id]) // removeLocked edits the list in place
 	for _, w := range waiting {
 		p.removeLocked(id, w)

@@ -170,3 +170,35 @@ func TestSharedMessageEndedWithoutAnswerIs503(t *testing.T) {
 		}
 	}
 }
+
+// The gateway closes a refused message's inbox row before it queues the
+// refusal: a request that looks at the message in between keeps waiting
+// (endedGrace), and gets the refusal, not a 503.
+func TestSharedRefusalAfterTheRowClosedIsTheAnswer(t *testing.T) {
+	n := startTwoNodes(t, time.Hour)
+	res := postInBackground(n.front, `{"text":"hi","id":"refused"}`, false)
+	in := <-n.received
+	x, err := n.st.Exchange(context.Background(), PlatformName, in.MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.st.SetInboundState(context.Background(), x.ID, store.InboundIgnored); err != nil {
+		t.Fatal(err)
+	}
+	n.front.collectRecorded(in.MessageID) // the look between the two writes
+	n.front.mu.Lock()
+	waiting := len(n.front.waiters[in.MessageID])
+	n.front.mu.Unlock()
+	if waiting != 1 {
+		t.Fatalf("%d requests still wait after the first look at the closed row, want 1", waiting)
+	}
+	if _, err := n.owner.Send(context.Background(), gateway.Outbound{ID: 8, Address: in.Address, Kind: gateway.OutReply,
+		Text: "Too many messages are waiting here", InReplyTo: in.MessageID}); err != nil {
+		t.Fatal(err)
+	}
+	n.front.AnswerRecorded(in.MessageID)
+	got := <-res
+	if got.code != 200 || !strings.Contains(got.body, "Too many messages are waiting here") {
+		t.Fatalf("%d %q; want 200 with the refusal", got.code, got.body)
+	}
+}
