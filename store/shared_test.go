@@ -78,3 +78,33 @@ func TestPostgresRecordAnswerNotifies(t *testing.T) {
 		t.Fatalf("notification %s %q, want %s \"msg-1\"", n.Channel, n.Payload, AnswerChannel)
 	}
 }
+
+// BenchmarkDueOutboxFor reads the due rows (none) of 100 owned lanes in an
+// outbox holding n sent rows: like DueOutbox, the cost must not grow with
+// n (both partial indexes cover pending rows only).
+func BenchmarkDueOutboxFor(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("sent=%d", n), func(b *testing.B) {
+			s := openAt(b, testDBPath(b), Options{})
+			ctx := context.Background()
+			err := s.write(ctx, func(ctx context.Context, q querier) error {
+				_, err := q.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+					INSERT INTO outbox (session_key, platform, kind, chat_id, text, state, created_at, updated_at, next_attempt_at)
+					SELECT 'v1:bench:' || (i % 100), 'bench', 'dm', 'c', 'hello', 'sent', i, i, i FROM n`, n)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			keys := make([]string, 100)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("v1:bench:%d", i)
+			}
+			for b.Loop() {
+				if _, err := s.DueOutboxFor(ctx, time.Now(), keys, 50); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
