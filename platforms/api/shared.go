@@ -48,7 +48,14 @@ func (p *Platform) AnswerRecorded(messageID string) {
 	if !p.cfg.SharedAnswers || messageID == "" {
 		return
 	}
-	go p.collectRecorded(messageID)
+	// Every node hears of every answer: only one with a request waiting
+	// for it looks it up.
+	p.mu.Lock()
+	_, waiting := p.waiters[messageID]
+	p.mu.Unlock()
+	if waiting {
+		go p.collectRecorded(messageID)
+	}
 }
 
 // pollShared looks for the answers of every waiting request until the
