@@ -32,6 +32,15 @@ type LaneGate interface {
 func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.gate = lg
 	g.out.serves = lg.Serves
+	if ol, ok := lg.(OwnedLanes); ok {
+		g.out.owned = ol.OwnedLanes
+	}
+}
+
+// OwnedLanes is a LaneGate that can list the lanes it owns, so the outbox
+// is read for those lanes only instead of filtered after the read.
+type OwnedLanes interface {
+	OwnedLanes() []string
 }
 
 // serves is LaneGate.Serves, true without a gate.

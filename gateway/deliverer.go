@@ -56,6 +56,23 @@ type deliverer struct {
 	deferred *deferrals           // rows platforms took but nobody received yet
 	// serves, in cluster mode, says which lanes' rows this node delivers.
 	serves func(sessionKey string) bool
+	// owned, in cluster mode with a store that reads by lane, lists the
+	// lanes this node owns: only their rows are read (SetLaneGate).
+	owned func() []string
+}
+
+// laneOutboxStore is the store's due read restricted to some lanes.
+type laneOutboxStore interface {
+	DueOutboxFor(ctx context.Context, now time.Time, sessionKeys []string, limit int) ([]store.OutboxMessage, error)
+}
+
+// due reads the next batch of due rows: the owned lanes' in cluster mode,
+// so other nodes' rows never fill the batch, else every lane's.
+func (d *deliverer) due(ctx context.Context) ([]store.OutboxMessage, error) {
+	if ls, ok := d.st.(laneOutboxStore); ok && d.owned != nil {
+		return ls.DueOutboxFor(ctx, d.now(), d.owned(), outboxBatch)
+	}
+	return d.st.DueOutbox(ctx, d.now(), outboxBatch)
 }
 
 func newDeliverer(st outboxStore, platforms map[string]Platform, log *zap.Logger, obs Observer, now func() time.Time) *deliverer {
@@ -94,7 +111,7 @@ func (d *deliverer) loop(ctx context.Context, tick <-chan time.Time) {
 func (d *deliverer) deliverDue(ctx context.Context) int {
 	total := 0
 	for ctx.Err() == nil {
-		rows, err := d.st.DueOutbox(ctx, d.now(), outboxBatch)
+		rows, err := d.due(ctx)
 		if err != nil {
 			d.log.Error("outbox.read_failed", zap.Error(err))
 			return total

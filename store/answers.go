@@ -25,13 +25,33 @@ func (s *Store) RecordAnswer(ctx context.Context, sessionKey, messageID string, 
 			sessionKey, messageID, body, toDB(s.now())); err != nil {
 			return err
 		}
-		return q.QueryRowContext(ctx, "SELECT body FROM answers WHERE session_key = ? AND message_id = ?",
-			sessionKey, messageID).Scan(&stored)
+		if err := q.QueryRowContext(ctx, "SELECT body FROM answers WHERE session_key = ? AND message_id = ?",
+			sessionKey, messageID).Scan(&stored); err != nil {
+			return err
+		}
+		return s.notifyAnswer(ctx, q, messageID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: record answer %s/%s: %w", sessionKey, messageID, err)
 	}
 	return stored, nil
+}
+
+// AnswerChannel is the PostgreSQL notification channel RecordAnswer
+// notifies with the message id when its transaction commits, so the node
+// holding that message's request (maybe not the one that ran it) answers
+// it at once.
+const AnswerChannel = "gatewayd_answer"
+
+// notifyAnswer queues the answer's notification in the write's
+// transaction: PostgreSQL sends it on commit, and never if it rolls back.
+// SQLite has one node, whose requests are answered in memory.
+func (s *Store) notifyAnswer(ctx context.Context, q querier, messageID string) error {
+	if s.d != pgDialect {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, "SELECT pg_notify(?, ?)", AnswerChannel, messageID)
+	return err
 }
 
 // Exchange is an inbound message with what became of it: its state, the

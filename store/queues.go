@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -258,7 +259,12 @@ const dueOutboxSQL = `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id,
 	ORDER BY o.id LIMIT ?2`
 
 func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error) {
-	rows, err := s.rq.QueryContext(ctx, dueOutboxSQL, toDB(now), sqlLimit(limit))
+	return s.scanDue(ctx, dueOutboxSQL, toDB(now), sqlLimit(limit))
+}
+
+// scanDue runs a due-rows query (dueOutboxSQL's columns).
+func (s *Store) scanDue(ctx context.Context, query string, args ...any) ([]OutboxMessage, error) {
+	rows, err := s.rq.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -398,4 +404,47 @@ func decodeAttachments(s string) ([]Attachment, error) {
 		return nil, fmt.Errorf("decode attachments: %w", err)
 	}
 	return a, nil
+}
+
+// dueLanesChunk bounds the session keys of one DueOutboxFor query, well
+// under both engines' limits on bound parameters.
+const dueLanesChunk = 500
+
+// DueOutboxFor is DueOutbox restricted to the lanes sessionKeys (those a
+// cluster node owns), so a node's batch is never filled with other nodes'
+// rows. At most limit rows (limit <= 0: all), in id order per chunk of
+// lanes; a lane's rows are always in one chunk, so its order holds.
+func (s *Store) DueOutboxFor(ctx context.Context, now time.Time, sessionKeys []string, limit int) ([]OutboxMessage, error) {
+	var out []OutboxMessage
+	for start := 0; start < len(sessionKeys); start += dueLanesChunk {
+		chunk := sessionKeys[start:min(start+dueLanesChunk, len(sessionKeys))]
+		rows, err := s.dueRowsOf(ctx, now, chunk, int(sqlLimit(limit))-len(out))
+		if err != nil {
+			return nil, fmt.Errorf("store: due outbox of %d lanes: %w", len(sessionKeys), err)
+		}
+		out = append(out, rows...)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	if err := s.attachParts(ctx, out); err != nil {
+		return nil, fmt.Errorf("store: due outbox of %d lanes: %w", len(sessionKeys), err)
+	}
+	return out, nil
+}
+
+// dueRowsOf is dueRows for the lanes keys (1 to dueLanesChunk of them).
+func (s *Store) dueRowsOf(ctx context.Context, now time.Time, keys []string, limit int) ([]OutboxMessage, error) {
+	args := make([]any, 0, len(keys)+2)
+	args = append(args, toDB(now), int64(limit))
+	var in strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			in.WriteString(", ")
+		}
+		in.WriteString("?" + strconv.Itoa(i+3))
+		args = append(args, k)
+	}
+	query := strings.Replace(dueOutboxSQL, "ORDER BY o.id", "AND o.session_key IN ("+in.String()+") ORDER BY o.id", 1)
+	return s.scanDue(ctx, query, args...)
 }

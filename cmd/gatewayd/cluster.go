@@ -56,6 +56,9 @@ type clusterNode struct {
 	discord *discordShards // Discord shards held; nil unless cluster.discord_shards > 1
 
 	wake chan struct{}
+	// answered is told the message id of every answer a node committed
+	// (the API platform's AnswerRecorded); set before run.
+	answered func(messageID string)
 
 	takeovers prometheus.Counter   // lanes taken by this node
 	shipLag   prometheus.Histogram // turn committed → its rollout tail in the database
@@ -467,14 +470,17 @@ func (c *clusterNode) listenOnce(ctx context.Context) error {
 		return errors.New("connect failed") // pgx's message may quote the DSN
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+inboxChannel); err != nil {
-		return err
-	}
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+	for _, ch := range []string{inboxChannel, store.AnswerChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
-		c.poke()
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		c.notified(n.Channel, n.Payload)
 	}
 }
 

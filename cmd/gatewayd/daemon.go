@@ -389,8 +389,9 @@ func (d *daemon) buildGateway() error {
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
-		Handlers: handlers,
+		Handlers: handlers, SharedAnswers: d.cluster != nil,
 	})
+	d.shareAnswers()
 	gw.AddPlatform(d.api)
 	chats, err := chatPlatformsGated(d.cfg, d.store, d.log, d.pollGate(), d.discordShardSets())
 	if err != nil {

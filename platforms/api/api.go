@@ -72,6 +72,16 @@ type Config struct {
 	// KeepAliveInterval is how often a silent event stream gets a comment
 	// line, so proxies and clients do not take it for dead; default 15s.
 	KeepAliveInterval time.Duration
+
+	// SharedAnswers: other nodes on the same database may answer this
+	// node's requests, and this node those of others (shared.go). An answer
+	// recorded with no request here is then done: the request holding it
+	// is on another node.
+	SharedAnswers bool
+	// SharedPoll is how often waiting requests look for an answer another
+	// node recorded, should its notification be missed; default
+	// DefaultSharedPoll.
+	SharedPoll time.Duration
 }
 
 // Defaults of the Config fields left zero.
@@ -97,6 +107,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&c.BodyTimeout, DefaultBodyTimeout)
 	setDefault(&c.KeepAliveInterval, DefaultKeepAliveInterval)
+	setDefault(&c.SharedPoll, DefaultSharedPoll)
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
@@ -138,6 +149,9 @@ type Platform struct {
 	carried map[int64]int
 	// deferredLanes are lanes with outbox rows held for their next request.
 	deferredLanes map[string]bool
+	// endedSince is when a waiting message was first seen ended without an
+	// answer (shared answers; shared.go).
+	endedSince map[string]time.Time
 }
 
 var (
@@ -151,7 +165,7 @@ func New(cfg Config) *Platform {
 	cfg = cfg.withDefaults()
 	return &Platform{cfg: cfg, log: cfg.Logger.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
-		deferredLanes: map[string]bool{}}
+		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{}}
 }
 
 // Name returns "api".
@@ -190,6 +204,9 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(newLimitListener(ln, p.cfg.MaxConnections)) }()
 	close(p.ready)
+	if p.cfg.SharedAnswers {
+		go p.pollShared()
+	}
 	p.log.Info("api.listening", zap.String("addr", ln.Addr().String()))
 	select {
 	case <-ctx.Done():

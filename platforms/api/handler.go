@@ -110,6 +110,10 @@ func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-wt.done:
+		if state := wt.endedWithout(); state != "" {
+			written = writeUnanswered(w, id, state)
+			return
+		}
 		written = writeBody(w, wt.answerBody(), false)
 	case <-r.Context().Done():
 		written = errClientGone
@@ -274,6 +278,10 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 				return err
 			}
 		case <-wt.done:
+			if state := wt.endedWithout(); state != "" {
+				_ = ev.emit("error", unansweredMessage(id, state))
+				return errNotAnswered
+			}
 			_, ns, as := wt.snapshot()
 			if err := sendNew(ns, as); err != nil {
 				return err
@@ -323,6 +331,9 @@ type waiter struct {
 	progress    *gateway.WorkView
 	progressSeq int
 	body        []byte // the recorded answer
+	// ended is the inbox state of a message that ended without an answer
+	// (shared answers only), "" otherwise.
+	ended string
 }
 
 func newWaiter(lane string, replay bool) *waiter {

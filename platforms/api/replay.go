@@ -115,6 +115,10 @@ func (p *Platform) replay(w http.ResponseWriter, r *http.Request, lane string, r
 	case replayWait:
 		select {
 		case <-rw.done:
+			if state := rw.endedWithout(); state != "" {
+				written = writeUnanswered(w, req.ID, state)
+				break
+			}
 			written = writeReplay(w, r, rw.answerBody())
 		case <-r.Context().Done():
 			written = errClientGone

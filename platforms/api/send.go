@@ -66,11 +66,12 @@ func (p *Platform) answer(ctx context.Context, out gateway.Outbound) (string, er
 		waiting = append(waiting, primary)
 	}
 	if len(waiting) == 0 {
-		if recorded && clientChosenID(out.InReplyTo) {
+		if recorded && (clientChosenID(out.InReplyTo) || p.cfg.SharedAnswers) {
 			// Nobody waits, but the client named this message: it asks
 			// again by replaying the id (or GET), which returns the
 			// recorded answer. Carrying it on the lane's next request too
-			// would answer it twice.
+			// would answer it twice. With shared answers the request may
+			// be on another node, which reads the recorded answer.
 			p.log.Info("api.answer_recorded", zap.String("lane", out.Address.ChatID), zap.String("message", out.InReplyTo))
 			return p.nextID("answer-"), nil
 		}
