@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"errors"
 	"sync"
 	"testing"
@@ -52,6 +53,21 @@ func (b *leaseBook) fenced(key string, _ error) {
 	b.refused = append(b.refused, key)
 }
 
+// advanceDatabaseClock makes cluster_now(), the clock leases expire by,
+// run d ahead of the real one, so a lease runs out without waiting for it.
+func advanceDatabaseClock(t *testing.T, dsn string, d time.Duration) {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(fmt.Sprintf(`CREATE OR REPLACE FUNCTION cluster_now() RETURNS timestamptz LANGUAGE sql VOLATILE
+		AS $$ SELECT clock_timestamp() + interval '%d microseconds' $$`, d.Microseconds())); err != nil {
+		t.Fatalf("advance the database clock: %v", err)
+	}
+}
+
 func clusterDatabase(t *testing.T) (string, *cluster.Node, *cluster.Node) {
 	t.Helper()
 	dsn := pgDatabase(t)
@@ -99,7 +115,9 @@ func TestClusterFencedWritesAfterTakeover(t *testing.T) {
 		t.Fatalf("owner's BindThread: %v", err)
 	}
 
-	time.Sleep(60 * time.Millisecond) // the lease's TTL: A stops renewing (paused)
+	// A stops renewing (paused) and its lease runs out: the database's
+	// clock, which alone decides expiry, moves past the TTL.
+	advanceDatabaseClock(t, dsn, time.Minute)
 	leaseB, ok, err := nodeB.Acquire(ctx, "lane:"+key, time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("Acquire by B after expiry = %v, %v", ok, err)

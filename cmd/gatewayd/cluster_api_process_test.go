@@ -15,7 +15,6 @@ import (
 	"github.com/gatewayd/gatewayd/internal/pgtest"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // apiAnswer is what a POST to a node's API lane got.
@@ -105,15 +104,8 @@ func TestProcessClusterAPIOnAnyNode(t *testing.T) {
 	}
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	tg := telegramtest.New(t)
-	model := codextest.NewModel(t)
 	const slow = "SLOW-API-TURN"
-	model.Respond(func(r codextest.Request) codextest.Reply {
-		reply := codextest.DefaultReply(r)
-		if strings.Contains(r.LastUserText(), slow) {
-			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
-		}
-		return reply
-	})
+	model := slowModel(t, slow)
 	bin := buildDaemon(t)
 	ids := []string{"node-a", "node-b", "node-c"}
 	nodes := map[string]*clusterProc{}

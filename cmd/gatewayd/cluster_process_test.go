@@ -123,15 +123,8 @@ func TestProcessClusterFailover(t *testing.T) {
 	}
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	tg := telegramtest.New(t)
-	model := codextest.NewModel(t)
 	const slow = "SLOW-TURN"
-	model.Respond(func(r codextest.Request) codextest.Reply {
-		reply := codextest.DefaultReply(r)
-		if strings.Contains(r.LastUserText(), slow) {
-			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
-		}
-		return reply
-	})
+	model := slowModel(t, slow)
 	bin := buildDaemon(t)
 	ids := []string{"node-a", "node-b", "node-c"}
 	spread := spreadChats(t, ids, 2)
@@ -417,4 +410,19 @@ func waitLeaseFree(t *testing.T, dsn, name, node string) {
 		}
 		time.Sleep(20 * time.Millisecond) // no signal crosses the process boundary
 	}
+}
+
+// slowModel is the fake model, echoing, except that a turn whose last user
+// text has marker streams for two lease TTLs: long enough to kill or pause
+// its node in the middle of it.
+func slowModel(t *testing.T, marker string) *codextest.Model {
+	model := codextest.NewModel(t)
+	model.Respond(func(r codextest.Request) codextest.Reply {
+		reply := codextest.DefaultReply(r)
+		if strings.Contains(r.LastUserText(), marker) {
+			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
+		}
+		return reply
+	})
+	return model
 }
