@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
