@@ -28,9 +28,13 @@ func TestEndToEndWorkViewStatusMessage(t *testing.T) {
 		if _, followUp := req.ToolOutput(); !followUp && strings.Contains(req.LastUserText(), "run the tool") {
 			return codextest.Reply{ToolCall: codextest.ExecCommand("call_wv", "echo WORKVIEW")}
 		}
-		r := codextest.DefaultReply(req)
-		r.Chunks, r.ChunkDelay = 4, 500*time.Millisecond // 2 s after the command: room for its exit-code edit on a loaded machine
-		return r
+		// The answer waits until the status message shows the exit code:
+		// otherwise, on a loaded machine, the end-of-turn summary can
+		// coalesce that edit away and the test would depend on timing.
+		if _, followUp := req.ToolOutput(); followUp {
+			srv.WaitFor(30*time.Second, func() bool { return editedWith(srv, "exit 0") })
+		}
+		return codextest.DefaultReply(req)
 	})
 	world.Start(t, ctx, gateway.Config{PreviewInterval: 100 * time.Millisecond}, func(st *store.Store) []gateway.Platform {
 		dc, err := discord.New(discord.Config{Token: discordtest.Token, APIURL: srv.URL(),
@@ -81,4 +85,14 @@ func TestEndToEndWorkViewStatusMessage(t *testing.T) {
 			t.Errorf("the summary is in another message too: %+v", m)
 		}
 	}
+}
+
+// editedWith reports whether any edit seen by the fake contains text.
+func editedWith(srv *discordtest.Server, text string) bool {
+	for _, e := range srv.Edits() {
+		if strings.Contains(e.Content, text) {
+			return true
+		}
+	}
+	return false
 }

@@ -13,15 +13,32 @@ import (
 )
 
 // workViewModel runs `echo WORKVIEW` for a message asking to "run the
-// tool", then answers the follow-up slowly enough that the status message
-// is edited with the exit code before the reply ends.
-func workViewModel(req codextest.Request) codextest.Reply {
-	if _, followUp := req.ToolOutput(); !followUp && strings.Contains(req.LastUserText(), "run the tool") {
-		return codextest.Reply{ToolCall: codextest.ExecCommand("call_wv", "echo WORKVIEW")}
+// tool", then answers the follow-up only once a status message in chat
+// shows the exit code: otherwise, on a loaded machine, the end-of-turn
+// summary can coalesce that edit away and the test would depend on timing.
+func workViewModel(srv *telegramtest.Server, chat int64) func(codextest.Request) codextest.Reply {
+	return func(req codextest.Request) codextest.Reply {
+		_, followUp := req.ToolOutput()
+		if !followUp && strings.Contains(req.LastUserText(), "run the tool") {
+			return codextest.Reply{ToolCall: codextest.ExecCommand("call_wv", "echo WORKVIEW")}
+		}
+		if followUp {
+			srv.Await(30*time.Second, func() bool { return statusShowed(srv.Messages(chat, 0), "exit 0") })
+		}
+		return codextest.DefaultReply(req)
 	}
-	r := codextest.DefaultReply(req)
-	r.Chunks, r.ChunkDelay = 4, 500*time.Millisecond // 2 s after the command: room for its exit-code edit on a loaded machine
-	return r
+}
+
+// statusShowed reports whether a silent message ever read text.
+func statusShowed(msgs []telegramtest.Message, text string) bool {
+	for _, m := range silentMessages(msgs) {
+		for _, v := range append(m.Versions, m.Text) {
+			if strings.Contains(v, text) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func silentMessages(msgs []telegramtest.Message) []telegramtest.Message {
@@ -53,8 +70,8 @@ func TestEndToEndWorkViewStatusMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
-	world.Model.Respond(workViewModel)
 	dm, alice := aliceDM(srv)
+	world.Model.Respond(workViewModel(srv, dm.ID))
 	start := func() *gatewaytest.Stack {
 		return startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond})
 	}

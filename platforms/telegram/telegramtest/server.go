@@ -132,6 +132,15 @@ func (s *Server) notifyLocked() {
 // fails the test after timeout.
 func (s *Server) WaitFor(timeout time.Duration, what string, cond func() bool) {
 	s.t.Helper()
+	if !s.Await(timeout, cond) {
+		s.t.Fatalf("telegramtest: timed out waiting for %s", what)
+	}
+}
+
+// Await blocks until cond is true, re-checking on every state change, and
+// reports whether it held before timeout. Unlike WaitFor it may be called
+// from any goroutine, such as a fake model's reply function.
+func (s *Server) Await(timeout time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -139,12 +148,12 @@ func (s *Server) WaitFor(timeout time.Duration, what string, cond func() bool) {
 		ch := s.changed
 		s.mu.Unlock()
 		if cond() {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-deadline.C:
-			s.t.Fatalf("telegramtest: timed out waiting for %s", what)
+			return false
 		}
 	}
 }
