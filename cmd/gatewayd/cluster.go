@@ -285,42 +285,78 @@ func (c *clusterNode) poke() {
 
 // run heartbeats, takes the lanes placed here and claims their inbox rows
 // until ctx ends: at every wake (a row recorded here or NOTIFYed by another
-// node) and every ttl/4 (heartbeats, and takeovers of a dead node's lanes).
+// node), at most ttl/4 apart (heartbeats), and as soon as a takeover may
+// have become possible (nextRound), so a dead node's lanes move the moment
+// the database lets them rather than at the next ttl/4 tick.
 func (c *clusterNode) run(ctx context.Context) {
 	go c.listen(ctx)
-	tick := time.NewTicker(c.ttl / 4)
-	defer tick.Stop()
+	timer := time.NewTimer(c.ttl / 4)
+	defer timer.Stop()
 	for ctx.Err() == nil {
-		c.round(ctx)
+		blocked := c.round(ctx)
+		timer.Reset(c.nextRound(ctx, blocked))
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
+		case <-timer.C:
 		case <-c.wake:
 		}
 	}
 }
 
-func (c *clusterNode) round(ctx context.Context) {
+// Bounds of the wait between rounds: wakeSlack past the database's expiry
+// so the round finds it expired, minRoundGap so a clock quirk cannot make
+// the loop spin.
+const (
+	wakeSlack   = 5 * time.Millisecond
+	minRoundGap = 10 * time.Millisecond
+)
+
+// nextRound is how long to wait for the next round: until another node's
+// heartbeat goes stale or a lease that blocked a takeover here expires
+// (cluster.Node.NextChange), at most ttl/4.
+func (c *clusterNode) nextRound(ctx context.Context, blocked []string) time.Duration {
+	period := c.ttl / 4
+	d, ok, err := c.node.NextChange(ctx, c.ttl, blocked)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("cluster.next_change_failed", zap.Error(err))
+		}
+		return period
+	}
+	if !ok {
+		return period
+	}
+	return min(max(d+wakeSlack, minRoundGap), period)
+}
+
+// round heartbeats, serves the lanes with work and hands over the idle
+// ones placement now puts elsewhere. It returns the leases of lanes placed
+// here that another node still held.
+func (c *clusterNode) round(ctx context.Context) []string {
 	if err := c.node.Heartbeat(ctx); err != nil {
 		c.log.Warn("cluster.heartbeat_failed", zap.Error(err))
 	}
 	live, err := c.node.LiveNodes(ctx, c.ttl)
 	if err != nil {
 		c.log.Warn("cluster.live_nodes_failed", zap.Error(err))
-		return
+		return nil
 	}
 	keys, err := c.st.LanesWithWork(ctx)
 	if err != nil {
 		c.log.Warn("cluster.lanes_failed", zap.Error(err))
-		return
+		return nil
 	}
+	var blocked []string
 	for _, key := range keys {
 		if ctx.Err() != nil {
-			return
+			return blocked
 		}
-		c.serve(ctx, key, live)
+		if held := c.serve(ctx, key, live); held != "" {
+			blocked = append(blocked, held)
+		}
 	}
 	c.handOver(ctx, keys, live)
+	return blocked
 }
 
 // handOver releases the idle lanes that placement now puts on another live
@@ -376,38 +412,36 @@ func (c *clusterNode) release(ctx context.Context, key string) {
 }
 
 // serve claims the lane's new rows if this node owns it, or takes the lane
-// if placement puts it here and its lease is free or expired.
-func (c *clusterNode) serve(ctx context.Context, key string, live []string) {
+// if placement puts it here and its lease is free or expired. It returns
+// the lease name when the lane is placed here but still held elsewhere.
+func (c *clusterNode) serve(ctx context.Context, key string, live []string) (blocked string) {
 	mu := c.laneLock(key)
 	mu.Lock()
 	defer mu.Unlock()
 	if c.Serves(key) {
 		c.claim(ctx, key)
-		return
+		return ""
 	}
 	if owner, err := cluster.Place(key, live); err != nil || owner != c.node.ID() {
-		return
+		return ""
 	}
 	l, ok, err := c.node.Acquire(ctx, cluster.LanePrefix+key, c.ttl)
 	if err != nil {
 		c.log.Warn("cluster.acquire_failed", zap.String("lane", key), zap.Error(err))
-		return
+		return ""
 	}
 	if !ok {
-		return // held by a live owner, or its lease has not run out yet
+		return cluster.LanePrefix + key // held by a live owner, or its lease has not run out yet
 	}
 	c.take(ctx, key, l)
+	return ""
 }
 
 // take starts serving a lane just acquired: its thread's rollout is
 // restored here, its received rows claimed, and the start-up recovery run
 // for it (unfinished rows in order, a cut-off turn told once).
 func (c *clusterNode) take(ctx context.Context, key string, l cluster.Lease) {
-	c.mu.Lock()
-	c.owned[key] = heldLease{lease: l, renewed: time.Now()}
-	delete(c.lost, key)
-	c.mu.Unlock()
-	c.keeper.Hold(l)
+	c.hold(key, l)
 	c.takeovers.Inc()
 	c.log.Info("cluster.lane_taken", zap.String("lane", key), zap.Int64("token", l.Token))
 	c.restore(ctx, key)
@@ -417,6 +451,15 @@ func (c *clusterNode) take(ctx context.Context, key string, l cluster.Lease) {
 	if err := c.gw.RecoverLane(ctx, key); err != nil {
 		c.log.Error("cluster.recover_failed", zap.String("lane", key), zap.Error(err))
 	}
+}
+
+// hold makes l the lease the lane's writes carry and keeps it renewed.
+func (c *clusterNode) hold(key string, l cluster.Lease) {
+	c.mu.Lock()
+	c.owned[key] = heldLease{lease: l, renewed: time.Now()}
+	delete(c.lost, key)
+	c.mu.Unlock()
+	c.keeper.Hold(l)
 }
 
 func (c *clusterNode) restore(ctx context.Context, key string) {
