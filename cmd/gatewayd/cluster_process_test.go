@@ -110,9 +110,10 @@ func texts(msgs []telegramtest.Message) []string {
 // Three gatewayd processes on one PostgreSQL, the fake Telegram and the
 // real codex app-server (each node its own CODEX_HOME and state_dir):
 //   - the lanes spread over the nodes, each answered once;
-//   - kill -9 of a node: within about the lease TTL its lanes are served by
-//     the others, whose model requests carry the earlier exchange (the
-//     rollout was shipped and restored); nothing is lost or answered twice;
+//   - kill -9 of a node: its lanes are taken by the others no later than
+//     one lease TTL after its leases expired (database clock), and their
+//     model requests carry the earlier exchange (the rollout was shipped
+//     and restored); nothing is lost or answered twice;
 //   - a node SIGSTOPped in the middle of a turn, past its lease: another
 //     node takes the lane and tells it once that the turn was cut off; the
 //     resumed node's commit is refused by the database, it steps down and
@@ -174,6 +175,11 @@ func TestProcessClusterFailover(t *testing.T) {
 	waitOutboxSent(t, dsn)
 	victim.kill9(t)
 	killed := time.Now()
+	var movedLeases []string
+	for _, c := range moved {
+		movedLeases = append(movedLeases, cluster.LanePrefix+dmKey(c))
+	}
+	deadLeases, deadBeat := readLeases(t, dsn, movedLeases), lastHeartbeat(t, dsn, victim.id)
 	for _, c := range moved {
 		say(c, fmt.Sprintf("what was my code? (chat %d)", c))
 	}
@@ -189,6 +195,7 @@ func TestProcessClusterFailover(t *testing.T) {
 			t.Errorf("chat %d: the new owner's model request lacks the earlier exchange:\n%s", c, in)
 		}
 	}
+	checkMovedWithinTTL(t, dsn, victim.id, deadLeases, deadBeat)
 	sort.Slice(takeovers, func(i, j int) bool { return takeovers[i] < takeovers[j] })
 	t.Logf("takeover (kill -9 → reply from the new owner), lease_ttl %v: first %v, last %v", clusterTTL,
 		takeovers[0].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond))
@@ -343,6 +350,86 @@ func TestProcessClusterFailover(t *testing.T) {
 		}
 	}
 	t.Logf("cluster status:\n%s", out)
+}
+
+// leaseRow is one cluster_leases row, its times by the database's clock.
+type leaseRow struct {
+	holder            string
+	acquired, expires time.Time
+}
+
+// readLeases reads the rows of the leases names; a missing one fails t.
+func readLeases(t *testing.T, dsn string, names []string) map[string]leaseRow {
+	t.Helper()
+	db := openTestDB(t, dsn)
+	out := map[string]leaseRow{}
+	for _, name := range names {
+		var r leaseRow
+		if err := db.QueryRow(`SELECT holder, acquired_at, expires_at FROM cluster_leases WHERE name = $1`, name).
+			Scan(&r.holder, &r.acquired, &r.expires); err != nil {
+			t.Fatalf("lease %s: %v", name, err)
+		}
+		out[name] = r
+	}
+	return out
+}
+
+// lastHeartbeat is node's heartbeat_at, by the database's clock.
+func lastHeartbeat(t *testing.T, dsn, node string) time.Time {
+	t.Helper()
+	var at time.Time
+	if err := openTestDB(t, dsn).QueryRow(`SELECT heartbeat_at FROM cluster_nodes WHERE node_id = $1`, node).Scan(&at); err != nil {
+		t.Fatalf("heartbeat of %s: %v", node, err)
+	}
+	return at
+}
+
+func openTestDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// checkMovedWithinTTL is "its lanes move within the lease TTL", in the
+// database's clock so a slow test machine cannot make it flaky: each lane
+// the dead node held was acquired by another node no later than one TTL
+// after the dead node's lease on it expired. A dead node's lane is free
+// once its lease has expired and its heartbeat is a TTL old (placement
+// then skips it); the time from the later of the two to the takeover is
+// the detection delay, logged.
+func checkMovedWithinTTL(t *testing.T, dsn, dead string, before map[string]leaseRow, beat time.Time) {
+	t.Helper()
+	names := make([]string, 0, len(before))
+	for name := range before {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	after := readLeases(t, dsn, names)
+	for _, name := range names {
+		old, cur := before[name], after[name]
+		if old.holder != dead {
+			t.Fatalf("lease %s was held by %q when %s died, want %s", name, old.holder, dead, dead)
+		}
+		if cur.holder == dead || cur.holder == "" {
+			t.Errorf("lease %s still held by %q after its lane was answered again", name, cur.holder)
+			continue
+		}
+		late := cur.acquired.Sub(old.expires)
+		if late > clusterTTL {
+			t.Errorf("lease %s taken by %s %v after the dead node's lease expired, want within the lease TTL %v",
+				name, cur.holder, late.Round(time.Millisecond), clusterTTL)
+		}
+		free := old.expires
+		if gone := beat.Add(clusterTTL); gone.After(free) {
+			free = gone
+		}
+		t.Logf("lease %s: taken by %s %v after the old lease expired, %v after the lane was free (lease expired, node no longer live)",
+			name, cur.holder, late.Round(time.Millisecond), cur.acquired.Sub(free).Round(time.Millisecond))
+	}
 }
 
 // clusterStatus runs `gatewayd cluster status` with a node's config.
