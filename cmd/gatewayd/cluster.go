@@ -20,6 +20,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -522,8 +523,8 @@ func (c *clusterNode) listenOnce(ctx context.Context) error {
 }
 
 // pollGate is Telegram's PollGate: wait to hold "telegram:poller", then
-// poll until it is lost.
-func (c *clusterNode) pollGate(ctx context.Context) (context.Context, error) {
+// poll until it is lost, writing the offset fenced by the lease.
+func (c *clusterNode) pollGate(ctx context.Context) (context.Context, telegram.CursorStore, error) {
 	for {
 		l, ok, err := c.node.Acquire(ctx, pollerLease, c.ttl)
 		if err != nil && ctx.Err() == nil {
@@ -536,14 +537,35 @@ func (c *clusterNode) pollGate(ctx context.Context) (context.Context, error) {
 			c.mu.Unlock()
 			c.keeper.Hold(l)
 			c.log.Info("cluster.poller_elected", zap.Int64("token", l.Token))
-			return held, nil
+			return held, pollerCursor{st: c.st, lease: l}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(c.ttl / 4):
 		}
 	}
+}
+
+// pollerCursor is the Telegram offset store of one poller election: every
+// write carries the election's lease, so after another node took the
+// lease (this one paused past it, say) the write is refused and the
+// poller stops instead of moving the new poller's offset.
+type pollerCursor struct {
+	st    *store.Store
+	lease cluster.Lease
+}
+
+func (p pollerCursor) Cursor(ctx context.Context, name string) (string, bool, error) {
+	return p.st.Cursor(ctx, name)
+}
+
+func (p pollerCursor) SetCursor(ctx context.Context, name, value string) error {
+	err := p.st.SetCursorFenced(ctx, name, value, p.lease.Name, p.lease.Token)
+	if errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("%w: %w", telegram.ErrNotPoller, err)
+	}
+	return err
 }
 
 // codexHomeOf is the CODEX_HOME the app-server uses: codex.home, else
@@ -583,7 +605,7 @@ func (d *daemon) leaveCluster() {
 }
 
 // pollGate is Telegram's poller election in cluster mode, nil otherwise.
-func (d *daemon) pollGate() func(context.Context) (context.Context, error) {
+func (d *daemon) pollGate() func(context.Context) (context.Context, telegram.CursorStore, error) {
 	if d.cluster == nil {
 		return nil
 	}
