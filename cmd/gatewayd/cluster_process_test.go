@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func TestProcessClusterFailover(t *testing.T) {
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	tg := telegramtest.New(t)
 	const slow = "SLOW-TURN"
-	model := slowModel(t, slow)
+	model := slowOnceModel(t, slow)
 	bin := buildDaemon(t)
 	ids := []string{"node-a", "node-b", "node-c"}
 	spread := spreadChats(t, ids, 2)
@@ -254,6 +255,21 @@ func TestProcessClusterFailover(t *testing.T) {
 		}
 	}
 
+	// 3b: the cut-off turn, told and kept for /retry, does not pin the
+	// lane: its owner hands it back to node-c (placement's choice, live
+	// again) once the notice is out, and /retry there reruns the cut-off
+	// request, read from the journal the new owner shares.
+	waitOutboxSent(t, dsn)
+	waitLeaseFree(t, dsn, cluster.LanePrefix+dmKey(chat), paused.id)
+	say(chat, "/retry")
+	waitMessages(t, tg, chat, 3, 60*time.Second)
+	if msgs := tg.Messages(chat, -1); !strings.Contains(msgs[2].Text, "ECHO: "+slow) {
+		t.Errorf("chat %d after /retry on the new owner: %q, want the cut-off request run again", chat, texts(msgs))
+	}
+	if got := logEvents(paused.daemonProc, "cluster.lane_taken", laneIs(dmKey(chat))); len(got) < 2 {
+		t.Errorf("%s took lane %s %d times, want it taken back for the /retry", paused.id, dmKey(chat), len(got))
+	}
+
 	// 4: a fourth node joins: the idle lanes placement now gives it are
 	// handed over by their owners and it serves them from their next
 	// message; every chat is still answered once.
@@ -265,7 +281,7 @@ func TestProcessClusterFailover(t *testing.T) {
 		for _, c := range chats {
 			all++
 			owner, _ := cluster.Place(dmKey(c), []string{"node-a", "node-c", "node-d"})
-			if owner == "node-d" && c != chat { // chat's cut-off turn stays journaled for /retry: never idle
+			if owner == "node-d" {
 				toJoiner = append(toJoiner, c)
 				waitLeaseFree(t, dsn, cluster.LanePrefix+dmKey(c), "node-d")
 			}
@@ -507,6 +523,21 @@ func slowModel(t *testing.T, marker string) *codextest.Model {
 	model.Respond(func(r codextest.Request) codextest.Reply {
 		reply := codextest.DefaultReply(r)
 		if strings.Contains(r.LastUserText(), marker) {
+			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
+		}
+		return reply
+	})
+	return model
+}
+
+// slowOnceModel is slowModel whose slow turn is slow only the first time,
+// so its rerun (/retry) answers at once.
+func slowOnceModel(t *testing.T, marker string) *codextest.Model {
+	model := codextest.NewModel(t)
+	var slowed atomic.Bool
+	model.Respond(func(r codextest.Request) codextest.Reply {
+		reply := codextest.DefaultReply(r)
+		if strings.Contains(r.LastUserText(), marker) && slowed.CompareAndSwap(false, true) {
 			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
 		}
 		return reply
