@@ -21,6 +21,22 @@ var (
 	ErrSuperseded = errors.New("cluster: node id taken over by a newer process")
 )
 
+// NodeIDInUseError is Join's refusal: another process's heartbeat under
+// the id is younger than the TTL. It matches ErrNodeIDInUse. A caller may
+// Join again later: a heartbeat that moved on (HeartbeatAt) proves that
+// process alive; one that went stale lets the Join through.
+type NodeIDInUseError struct {
+	Node, Incarnation string
+	HeartbeatAt       time.Time     // by the database's clock
+	HeartbeatAge      time.Duration // at the Join
+}
+
+func (e *NodeIDInUseError) Error() string {
+	return fmt.Sprintf("%v: %s heartbeat %v ago", ErrNodeIDInUse, e.Node, e.HeartbeatAge.Round(time.Millisecond))
+}
+
+func (e *NodeIDInUseError) Is(target error) bool { return target == ErrNodeIDInUse }
+
 // Node is one gatewayd process's membership of the cluster: its heartbeat
 // row and the leases it takes. It is safe for concurrent use.
 type Node struct {
@@ -95,10 +111,11 @@ func (n *Node) Join(ctx context.Context, ttl time.Duration, previous string) (Jo
 func (n *Node) joinTx(ctx context.Context, tx *sql.Tx, ttl time.Duration, previous string) (Joined, error) {
 	var (
 		current string
+		beat    time.Time
 		age     float64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT incarnation, EXTRACT(EPOCH FROM cluster_now() - heartbeat_at)::float8
-		FROM cluster_nodes WHERE node_id = $1 FOR UPDATE`, n.id).Scan(&current, &age)
+	err := tx.QueryRowContext(ctx, `SELECT incarnation, heartbeat_at, EXTRACT(EPOCH FROM cluster_now() - heartbeat_at)::float8
+		FROM cluster_nodes WHERE node_id = $1 FOR UPDATE`, n.id).Scan(&current, &beat, &age)
 	if errors.Is(err, sql.ErrNoRows) {
 		res, err := tx.ExecContext(ctx, `INSERT INTO cluster_nodes (node_id, incarnation, started_at, heartbeat_at)
 			VALUES ($1, $2, cluster_now(), cluster_now()) ON CONFLICT (node_id) DO NOTHING`, n.id, n.incarnation)
@@ -106,7 +123,7 @@ func (n *Node) joinTx(ctx context.Context, tx *sql.Tx, ttl time.Duration, previo
 			return Joined{}, fmt.Errorf("cluster: join %s: %w", n.id, err)
 		}
 		if k, err := res.RowsAffected(); err != nil || k == 0 {
-			return Joined{}, fmt.Errorf("%w: %s joined by another process just now", ErrNodeIDInUse, n.id)
+			return Joined{}, &NodeIDInUseError{Node: n.id}
 		}
 		return Joined{}, nil
 	}
@@ -119,7 +136,7 @@ func (n *Node) joinTx(ctx context.Context, tx *sql.Tx, ttl time.Duration, previo
 	case previous != "" && current == previous:
 		joined.Reclaimed = previous
 	default:
-		return Joined{}, fmt.Errorf("%w: %s heartbeat %v ago", ErrNodeIDInUse, n.id, seconds(age).Round(time.Millisecond))
+		return Joined{}, &NodeIDInUseError{Node: n.id, Incarnation: current, HeartbeatAt: beat, HeartbeatAge: seconds(age)}
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE cluster_nodes
 		SET incarnation = $2, started_at = cluster_now(), heartbeat_at = cluster_now() WHERE node_id = $1`,

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/store"
@@ -45,6 +46,7 @@ type clusterNode struct {
 	node      *cluster.Node
 	rollouts  *cluster.Rollouts
 	keeper    *cluster.Keeper
+	state     *nodeState       // the state_dir lock; nil without a state_dir
 	st        *store.Store     // set once the store is open
 	gw        *gateway.Gateway // set once the gateway is built
 
@@ -53,6 +55,8 @@ type clusterNode struct {
 	lost   map[string]cluster.Lease // lanes stepped down from: writes still carry the old token, so the database refuses them
 	laneMu map[string]*sync.Mutex   // serialises claims, recovery and shipping per lane
 	poller func()                   // ends the poller's context when its lease is lost
+	// superseded: a newer process joined as this node id; serve nothing.
+	superseded bool
 
 	wake chan struct{}
 	// answered is told the message id of every answer a node committed
@@ -70,10 +74,20 @@ type heldLease struct {
 
 // startCluster joins the cluster on dsn: migrations, a first heartbeat and
 // the lease keeper.
-func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.Duration, log *zap.Logger) (*clusterNode, error) {
+func startCluster(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl time.Duration, log *zap.Logger) (*clusterNode, error) {
 	db, pgcfg, err := openClusterDB(dsn)
 	if err != nil {
 		return nil, err
+	}
+	var (
+		state    *nodeState
+		previous string
+	)
+	if stateDir != "" {
+		if state, previous, err = lockNodeState(stateDir); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
@@ -84,14 +98,20 @@ func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.D
 			Name: "ship_lag_seconds", Help: "From a turn's commit to its rollout tail committed in the database.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 	}
-	if err := c.join(ctx, nodeID); err != nil {
+	c.state = state
+	if err := c.join(ctx, nodeID, previous); err != nil {
+		state.close()
 		db.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *clusterNode) join(ctx context.Context, nodeID string) error {
+// join writes this process's first heartbeat as nodeID's incarnation: it
+// is refused while another live process runs as nodeID, and takes back at
+// once the leases of previous, the dead process that last ran on this
+// state_dir.
+func (c *clusterNode) join(ctx context.Context, nodeID, previous string) error {
 	if err := cluster.Migrate(ctx, c.db); err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}
@@ -100,14 +120,25 @@ func (c *clusterNode) join(ctx context.Context, nodeID string) error {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}
 	c.node = node
-	if err := node.Heartbeat(ctx); err != nil {
+	joined, err := c.joinOnce(ctx, previous)
+	if errors.Is(err, cluster.ErrNodeIDInUse) {
+		return &config.Error{Key: "cluster.node_id", Msg: fmt.Sprintf(
+			"%q is in use by another running gatewayd (%v); give every node its own cluster.node_id", nodeID, err)}
+	}
+	if err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
+	}
+	if c.state != nil {
+		if err := c.state.record(node.Incarnation()); err != nil {
+			return err
+		}
 	}
 	c.keeper, err = node.StartKeeper(cluster.KeeperOptions{TTL: c.ttl, OnLost: c.leaseLost, OnRenew: c.renewed})
 	if err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}
-	c.log.Info("cluster.joined", zap.String("node", nodeID), zap.Duration("lease_ttl", c.ttl))
+	c.log.Info("cluster.joined", zap.String("node", nodeID), zap.Duration("lease_ttl", c.ttl),
+		zap.Bool("reclaims_predecessor", joined.Reclaimed != ""))
 	return nil
 }
 
@@ -139,6 +170,7 @@ func (c *clusterNode) close() {
 		}
 	}
 	c.db.Close()
+	c.state.close()
 }
 
 // fence is the lease a lane's writes carry: the current one, or the one
@@ -334,7 +366,13 @@ func (c *clusterNode) nextRound(ctx context.Context, blocked []string) time.Dura
 // ones placement now puts elsewhere. It returns the leases of lanes placed
 // here that another node still held.
 func (c *clusterNode) round(ctx context.Context) []string {
-	if err := c.node.Heartbeat(ctx); err != nil {
+	if c.isSuperseded() {
+		return nil
+	}
+	if err := c.node.Heartbeat(ctx); errors.Is(err, cluster.ErrSuperseded) {
+		c.supersede(err)
+		return nil
+	} else if err != nil {
 		c.log.Warn("cluster.heartbeat_failed", zap.Error(err))
 	}
 	live, err := c.node.LiveNodes(ctx, c.ttl)
@@ -358,6 +396,64 @@ func (c *clusterNode) round(ctx context.Context) []string {
 	}
 	c.handOver(ctx, keys, live)
 	return blocked
+}
+
+// joinOnce joins as the node's only live process. A fresh heartbeat under
+// the id from a process this state_dir does not know as its dead
+// predecessor may be a live twin or one that died just now (a crash with
+// the state_dir lost, or from a build that kept no record): it is watched
+// until it moves on (a twin: ErrNodeIDInUse) or goes stale (dead: join,
+// its leases left to expire), at most about one TTL.
+func (c *clusterNode) joinOnce(ctx context.Context, previous string) (cluster.Joined, error) {
+	var first *cluster.NodeIDInUseError
+	for {
+		joined, err := c.node.Join(ctx, c.ttl, previous)
+		var busy *cluster.NodeIDInUseError
+		if !errors.As(err, &busy) {
+			return joined, err
+		}
+		if first == nil {
+			first = busy
+			c.log.Warn("cluster.node_id_busy", zap.String("node", c.node.ID()), zap.Duration("heartbeat_age", busy.HeartbeatAge))
+		} else if busy.Incarnation != first.Incarnation || busy.HeartbeatAt.After(first.HeartbeatAt) {
+			return cluster.Joined{}, busy // it heartbeats: alive
+		}
+		select {
+		case <-ctx.Done():
+			return cluster.Joined{}, ctx.Err()
+		case <-time.After(c.ttl / 8):
+		}
+	}
+}
+
+// supersede makes this process inert: another process runs as this node
+// id now (this one was paused past its heartbeat and another joined). It
+// steps down from every lane and the poller and takes nothing more; its
+// writes carry tokens the database already refuses.
+func (c *clusterNode) supersede(err error) {
+	c.mu.Lock()
+	c.superseded = true
+	owned := make([]string, 0, len(c.owned))
+	for key := range c.owned {
+		owned = append(owned, key)
+	}
+	stop := c.poller
+	c.poller = nil
+	c.mu.Unlock()
+	c.log.Error("cluster.superseded", zap.Error(err))
+	if stop != nil {
+		stop()
+	}
+	c.keeper.Drop(pollerLease)
+	for _, key := range owned {
+		c.stepDown(key, "node id taken over by a newer process")
+	}
+}
+
+func (c *clusterNode) isSuperseded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.superseded
 }
 
 // handOver releases the idle lanes that placement now puts on another live
@@ -526,6 +622,10 @@ func (c *clusterNode) listenOnce(ctx context.Context) error {
 // poll until it is lost, writing the offset fenced by the lease.
 func (c *clusterNode) pollGate(ctx context.Context) (context.Context, telegram.CursorStore, error) {
 	for {
+		if c.isSuperseded() {
+			<-ctx.Done() // another process is this node now
+			return nil, nil, ctx.Err()
+		}
 		l, ok, err := c.node.Acquire(ctx, pollerLease, c.ttl)
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("cluster.poller_acquire_failed", zap.Error(err))
@@ -586,7 +686,8 @@ func (d *daemon) joinCluster(ctx context.Context) error {
 	if !d.cfg.Store.Postgres() {
 		return nil
 	}
-	c, err := startCluster(ctx, d.cfg.Store.DSN, d.cfg.Cluster.NodeID, codexHomeOf(d.cfg.Codex.Home), d.cfg.Cluster.LeaseTTL, d.log)
+	c, err := startCluster(ctx, d.cfg.Store.DSN, d.cfg.Cluster.NodeID, codexHomeOf(d.cfg.Codex.Home), d.cfg.StateDir,
+		d.cfg.Cluster.LeaseTTL, d.log)
 	if err != nil {
 		return err
 	}

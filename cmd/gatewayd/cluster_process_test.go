@@ -33,11 +33,19 @@ const clusterTTL = 2 * time.Second
 type clusterProc struct {
 	id      string
 	cfgFile string
+	dir     string
 	api     *apiClient
 	*daemonProc
 }
 
 func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server, model *codextest.Model, users []string) *clusterProc {
+	t.Helper()
+	return writeClusterNode(t, dsn, id, clusterTTL, tg, model, users).start(t, bin)
+}
+
+// writeClusterNode writes a node's config in a new directory (its own
+// state_dir and CODEX_HOME); start runs it, again after a kill to restart.
+func writeClusterNode(t *testing.T, dsn, id string, ttl time.Duration, tg *telegramtest.Server, model *codextest.Model, users []string) *clusterProc {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -49,7 +57,7 @@ func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server
 		"state_dir": filepath.Join(dir, "state"),
 		"log":       map[string]any{"level": "debug", "format": "json"},
 		"store":     map[string]any{"driver": "postgres", "dsn_file": dsnFile},
-		"cluster":   map[string]any{"node_id": id, "lease_ttl": clusterTTL.String()},
+		"cluster":   map[string]any{"node_id": id, "lease_ttl": ttl.String()},
 		"codex": map[string]any{
 			"command": codextest.CodexBinary(t), "args": codextest.Args(model.URL), "home": codextest.Home(t),
 			"cwd": filepath.Join(dir, "work"), "sandbox": "danger-full-access", "start_timeout": "60s",
@@ -58,9 +66,15 @@ func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server
 			"poll_timeout": "1s"},
 		"api": map[string]any{"listen": addr, "token": "test-token"},
 	})
-	d := startDaemon(t, bin, cfgFile, dir, id, listenNotify(t).path)
-	return &clusterProc{id: id, cfgFile: cfgFile, daemonProc: d,
+	return &clusterProc{id: id, cfgFile: cfgFile, dir: dir,
 		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
+}
+
+// start runs the node's config as a new process.
+func (n *clusterProc) start(t *testing.T, bin string) *clusterProc {
+	t.Helper()
+	n.daemonProc = startDaemon(t, bin, n.cfgFile, n.dir, n.id, listenNotify(t).path)
+	return n
 }
 
 // dmKey is the session key of a private chat with the bot.
@@ -371,6 +385,7 @@ func TestProcessClusterFailover(t *testing.T) {
 // leaseRow is one cluster_leases row, its times by the database's clock.
 type leaseRow struct {
 	holder            string
+	token             int64
 	acquired, expires time.Time
 }
 
@@ -381,8 +396,8 @@ func readLeases(t *testing.T, dsn string, names []string) map[string]leaseRow {
 	out := map[string]leaseRow{}
 	for _, name := range names {
 		var r leaseRow
-		if err := db.QueryRow(`SELECT holder, acquired_at, expires_at FROM cluster_leases WHERE name = $1`, name).
-			Scan(&r.holder, &r.acquired, &r.expires); err != nil {
+		if err := db.QueryRow(`SELECT holder, token, acquired_at, expires_at FROM cluster_leases WHERE name = $1`, name).
+			Scan(&r.holder, &r.token, &r.acquired, &r.expires); err != nil {
 			t.Fatalf("lease %s: %v", name, err)
 		}
 		out[name] = r
