@@ -56,3 +56,32 @@ func TestJoinTellsALiveTwinFromADeadPredecessor(t *testing.T) {
 		t.Fatalf("the predecessor's heartbeat: err = %v, want ErrSuperseded", err)
 	}
 }
+
+// A process superseded by a newer one as its node id (it was paused past
+// its heartbeat) serves nothing more: its round stops there and it does
+// not run for the Telegram poller lease, free as it is.
+func TestSupersededNodeGoesInert(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	old := startTestClusterNode(t, ctx, dsn, "node-a", time.Minute)
+	newer, err := cluster.NewNode(old.db, "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newer.Join(ctx, time.Minute, old.node.Incarnation()); err != nil {
+		t.Fatal(err)
+	}
+	old.round(ctx)
+	if !old.isSuperseded() {
+		t.Fatal("the old process did not notice it was superseded")
+	}
+	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	if _, _, err := old.pollGate(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("superseded pollGate: err = %v, want it to wait, not be elected", err)
+	}
+	if _, ok, err := newer.Acquire(ctx, pollerLease, time.Minute); err != nil || !ok {
+		t.Fatalf("poller lease after the superseded gate: ok=%v err=%v, want it still free", ok, err)
+	}
+}
