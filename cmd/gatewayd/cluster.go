@@ -642,7 +642,7 @@ func (c *clusterNode) pollGate(ctx context.Context) (context.Context, telegram.C
 		select {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
-		case <-time.After(c.ttl / 4):
+		case <-time.After(c.nextRound(ctx, []string{pollerLease})): // at the poller's expiry, not a tick later
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // own store, as a daemon's, without a gateway.
 func startTestClusterNode(t *testing.T, ctx context.Context, dsn, id string, ttl time.Duration) *clusterNode {
 	t.Helper()
-	c, err := startCluster(ctx, dsn, id, t.TempDir(), ttl, zaptest.NewLogger(t))
+	c, err := startCluster(ctx, dsn, id, t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
