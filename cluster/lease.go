@@ -28,6 +28,8 @@ type Lease struct {
 // and reports ok=false if someone holds it, this node included: a node that
 // lost track of its lease (a restart) waits for the expiry and takes it with
 // a new token, so anything its old self still has in flight is fenced off.
+// The one exception is a lease of the dead predecessor Join found: that is
+// taken at once, with a new token all the same.
 func (n *Node) Acquire(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
 	if err := checkLeaseArgs(name, ttl); err != nil {
 		return Lease{}, false, err
@@ -35,13 +37,14 @@ func (n *Node) Acquire(ctx context.Context, name string, ttl time.Duration) (Lea
 	// One statement: the conflicting row is locked and the WHERE evaluated
 	// again on its newest version, so of racing nodes exactly one wins.
 	var token int64
-	err := n.db.QueryRowContext(ctx, `INSERT INTO cluster_leases AS l (name, holder, token, acquired_at, expires_at)
-		VALUES ($1, $2, 1, cluster_now(), cluster_now() + $3 * interval '1 microsecond')
+	err := n.db.QueryRowContext(ctx, `INSERT INTO cluster_leases AS l (name, holder, token, acquired_at, expires_at, incarnation)
+		VALUES ($1, $2, 1, cluster_now(), cluster_now() + $3 * interval '1 microsecond', $4)
 		ON CONFLICT (name) DO UPDATE
-			SET holder = EXCLUDED.holder, token = l.token + 1,
+			SET holder = EXCLUDED.holder, token = l.token + 1, incarnation = EXCLUDED.incarnation,
 				acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
 			WHERE l.holder = '' OR l.expires_at <= cluster_now()
-		RETURNING token`, name, n.id, ttl.Microseconds()).Scan(&token)
+				OR ($5 <> '' AND l.holder = EXCLUDED.holder AND l.incarnation = $5)
+		RETURNING token`, name, n.id, ttl.Microseconds(), n.incarnation, n.reclaimable()).Scan(&token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, false, nil
 	}

@@ -54,6 +54,11 @@ var migrations = []string{
 		data      bytea NOT NULL,
 		PRIMARY KEY (thread_id, "offset")
 	);`,
+	// 3: which process (incarnation) of a node wrote its heartbeat and took
+	// each lease, so a restarted node can take back the leases of its own
+	// dead predecessor at once (Join) and a superseded one notices.
+	`ALTER TABLE cluster_nodes ADD COLUMN incarnation text NOT NULL DEFAULT '';
+	ALTER TABLE cluster_leases ADD COLUMN incarnation text NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the cluster schema version this build applies.

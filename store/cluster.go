@@ -100,11 +100,14 @@ func (s *Store) ClaimInbound(ctx context.Context, sessionKey string) ([]InboundR
 }
 
 // LanesWithWork lists the lanes that need a serving node now: unfinished
-// inbox rows, a journaled (running or cut-off) turn, or pending outbox
-// rows. A cluster node takes the leases of those placed on it.
+// inbox rows, a journaled turn not yet told cut off (running, or cut off
+// by a dead node), or pending outbox rows. A cluster node takes the leases
+// of those placed on it, and hands over only lanes not listed. A cut-off
+// turn already told is not work: it waits in the journal for /retry,
+// which whichever node then owns the lane reads there (CutOffTurn).
 func (s *Store) LanesWithWork(ctx context.Context) ([]string, error) {
 	rows, err := s.rq.QueryContext(ctx, `SELECT session_key FROM inbox WHERE state IN ('received', 'processing')
-		UNION SELECT session_key FROM turn_journal
+		UNION SELECT session_key FROM turn_journal WHERE cut_off = 0
 		UNION SELECT session_key FROM outbox WHERE state = 'pending' AND held = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("store: lanes with work: %w", classify(err))

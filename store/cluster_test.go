@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,5 +197,52 @@ func TestClusterClaimInboundInOrderOnce(t *testing.T) {
 	keys, err := owner.LanesWithWork(ctx)
 	if err != nil || len(keys) != 1 || keys[0] != key {
 		t.Errorf("LanesWithWork = %v, %v; want [%s] (processing rows)", keys, err, key)
+	}
+}
+
+// The Telegram poller's offset is fenced by the poller's lease: once
+// another node has taken the lease, the ex-poller's write is refused with
+// ErrFenced and the new poller's offset stays.
+func TestClusterFencedCursorAfterTakeover(t *testing.T) {
+	ctx := context.Background()
+	dsn, nodeA, nodeB := clusterDatabase(t)
+	var books leaseBook
+	a, b := clusterStore(t, dsn, &books), clusterStore(t, dsn, &books)
+	const cursor, lease = "telegram.offset", "telegram:poller"
+
+	leaseA, ok, err := nodeA.Acquire(ctx, lease, 50*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatalf("Acquire by A = %v, %v", ok, err)
+	}
+	if err := a.SetCursorFenced(ctx, cursor, "10", lease, leaseA.Token); err != nil {
+		t.Fatalf("the poller's write: %v", err)
+	}
+	advanceDatabaseClock(t, dsn, time.Minute) // A paused past its lease
+	leaseB, ok, err := nodeB.Acquire(ctx, lease, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("Acquire by B = %v, %v", ok, err)
+	}
+	if err := b.SetCursorFenced(ctx, cursor, "20", lease, leaseB.Token); err != nil {
+		t.Fatalf("the new poller's write: %v", err)
+	}
+	if err := a.SetCursorFenced(ctx, cursor, "11", lease, leaseA.Token); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the ex-poller's write: err = %v, want ErrFenced", err)
+	}
+	if v, _, err := b.Cursor(ctx, cursor); err != nil || v != "20" {
+		t.Fatalf("cursor = %q, %v; want the new poller's 20", v, err)
+	}
+}
+
+// On SQLite (one node, nothing to fence against) a fenced cursor write is
+// a clear error, not a silent unfenced one.
+func TestFencedCursorNeedsPostgres(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.SetCursorFenced(context.Background(), "telegram.offset", "1", "telegram:poller", 1)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "postgres") {
+		t.Fatalf("SetCursorFenced on SQLite: err = %v, want ErrInvalid naming postgres", err)
 	}
 }

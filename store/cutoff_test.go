@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -95,5 +96,53 @@ func TestResetClosesTheJournaledTurnsInbound(t *testing.T) {
 	}
 	if p, _ := s.PendingInbound(ctx); len(p) != 0 {
 		t.Fatalf("pending inbound after a reset = %+v, want the reset turn's message closed", p)
+	}
+}
+
+// A lane whose only state is a cut-off turn already told (kept for /retry)
+// has no work: a cluster node may hand it over, and the entry, durable in
+// the journal, is still there for the next owner's /retry. A running (or
+// not yet told) turn and the pending notice are work.
+func TestToldCutOffTurnIsNotWork(t *testing.T) {
+	s := openAt(t, testDBPath(t), Options{})
+	ctx := context.Background()
+	l := mustEnsure(t, s, "a")
+	in, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: "build it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, InboundID: in, Text: "build it"}
+	if err := s.JournalTurn(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetInboundState(ctx, in, InboundDone); err != nil {
+		t.Fatal(err)
+	}
+	wantWork := func(when string, want bool) {
+		t.Helper()
+		keys, err := s.LanesWithWork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantKeys []string
+		if want {
+			wantKeys = []string{l.SessionKey}
+		}
+		if !slices.Equal(keys, wantKeys) {
+			t.Fatalf("%s: LanesWithWork = %v, want %v", when, keys, wantKeys)
+		}
+	}
+	wantWork("turn running", true)
+	notice, err := s.MarkCutOff(ctx, e, OutboxMessage{SessionKey: l.SessionKey, Platform: "telegram", Text: "cut off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWork("notice pending", true)
+	if err := s.MarkSent(ctx, notice, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	wantWork("cut-off turn told", false)
+	if got, ok, err := s.CutOffTurn(ctx, l.SessionKey); err != nil || !ok || got.Text != "build it" {
+		t.Fatalf("CutOffTurn = %+v, %v, %v; want it kept for /retry", got, ok, err)
 	}
 }

@@ -163,15 +163,40 @@ func (s *Store) Cursor(ctx context.Context, name string) (string, bool, error) {
 // SetCursor stores a named cursor.
 func (s *Store) SetCursor(ctx context.Context, name, value string) error {
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		_, err := q.ExecContext(ctx, `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-			name, value, toDB(s.now()))
-		return err
+		return s.upsertCursor(ctx, q, name, value)
 	})
 	if err != nil {
 		return fmt.Errorf("store: set cursor %s: %w", name, err)
 	}
 	return nil
+}
+
+// SetCursorFenced is SetCursor for a cursor only the holder of a cluster
+// lease may move (the Telegram poller's offset): the write carries the
+// lease's token and fails with ErrFenced once another holder has taken the
+// lease, so a paused ex-holder cannot move the cursor back. PostgreSQL
+// (cluster mode) only.
+func (s *Store) SetCursorFenced(ctx context.Context, name, value, lease string, token int64) error {
+	if s.pg == nil {
+		return fmt.Errorf("%w: a fenced cursor (%s) needs store.driver postgres", ErrInvalid, name)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		if _, err := q.ExecContext(ctx, "SELECT cluster_fence(?, ?)", lease, token); err != nil {
+			return err
+		}
+		return s.upsertCursor(ctx, q, name, value)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set cursor %s under lease %s: %w", name, lease, err)
+	}
+	return nil
+}
+
+func (s *Store) upsertCursor(ctx context.Context, q querier, name, value string) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		name, value, toDB(s.now()))
+	return err
 }
 
 // Enqueue adds a reply to the outbox (state pending; due now unless

@@ -19,7 +19,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -44,6 +46,7 @@ type clusterNode struct {
 	node      *cluster.Node
 	rollouts  *cluster.Rollouts
 	keeper    *cluster.Keeper
+	state     *nodeState       // the state_dir lock; nil without a state_dir
 	st        *store.Store     // set once the store is open
 	gw        *gateway.Gateway // set once the gateway is built
 
@@ -52,6 +55,8 @@ type clusterNode struct {
 	lost   map[string]cluster.Lease // lanes stepped down from: writes still carry the old token, so the database refuses them
 	laneMu map[string]*sync.Mutex   // serialises claims, recovery and shipping per lane
 	poller func()                   // ends the poller's context when its lease is lost
+	// superseded: a newer process joined as this node id; serve nothing.
+	superseded bool
 
 	wake chan struct{}
 	// answered is told the message id of every answer a node committed
@@ -69,10 +74,20 @@ type heldLease struct {
 
 // startCluster joins the cluster on dsn: migrations, a first heartbeat and
 // the lease keeper.
-func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.Duration, log *zap.Logger) (*clusterNode, error) {
+func startCluster(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl time.Duration, log *zap.Logger) (*clusterNode, error) {
 	db, pgcfg, err := openClusterDB(dsn)
 	if err != nil {
 		return nil, err
+	}
+	var (
+		state    *nodeState
+		previous string
+	)
+	if stateDir != "" {
+		if state, previous, err = lockNodeState(stateDir); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
@@ -83,14 +98,20 @@ func startCluster(ctx context.Context, dsn, nodeID, codexHome string, ttl time.D
 			Name: "ship_lag_seconds", Help: "From a turn's commit to its rollout tail committed in the database.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 	}
-	if err := c.join(ctx, nodeID); err != nil {
+	c.state = state
+	if err := c.join(ctx, nodeID, previous); err != nil {
+		state.close()
 		db.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *clusterNode) join(ctx context.Context, nodeID string) error {
+// join writes this process's first heartbeat as nodeID's incarnation: it
+// is refused while another live process runs as nodeID, and takes back at
+// once the leases of previous, the dead process that last ran on this
+// state_dir.
+func (c *clusterNode) join(ctx context.Context, nodeID, previous string) error {
 	if err := cluster.Migrate(ctx, c.db); err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}
@@ -99,14 +120,25 @@ func (c *clusterNode) join(ctx context.Context, nodeID string) error {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}
 	c.node = node
-	if err := node.Heartbeat(ctx); err != nil {
+	joined, err := c.joinOnce(ctx, previous)
+	if errors.Is(err, cluster.ErrNodeIDInUse) {
+		return &config.Error{Key: "cluster.node_id", Msg: fmt.Sprintf(
+			"%q is in use by another running gatewayd (%v); give every node its own cluster.node_id", nodeID, err)}
+	}
+	if err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
+	}
+	if c.state != nil {
+		if err := c.state.record(node.Incarnation()); err != nil {
+			return err
+		}
 	}
 	c.keeper, err = node.StartKeeper(cluster.KeeperOptions{TTL: c.ttl, OnLost: c.leaseLost, OnRenew: c.renewed})
 	if err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}
-	c.log.Info("cluster.joined", zap.String("node", nodeID), zap.Duration("lease_ttl", c.ttl))
+	c.log.Info("cluster.joined", zap.String("node", nodeID), zap.Duration("lease_ttl", c.ttl),
+		zap.Bool("reclaims_predecessor", joined.Reclaimed != ""))
 	return nil
 }
 
@@ -138,6 +170,7 @@ func (c *clusterNode) close() {
 		}
 	}
 	c.db.Close()
+	c.state.close()
 }
 
 // fence is the lease a lane's writes carry: the current one, or the one
@@ -285,42 +318,142 @@ func (c *clusterNode) poke() {
 
 // run heartbeats, takes the lanes placed here and claims their inbox rows
 // until ctx ends: at every wake (a row recorded here or NOTIFYed by another
-// node) and every ttl/4 (heartbeats, and takeovers of a dead node's lanes).
+// node), at most ttl/4 apart (heartbeats), and as soon as a takeover may
+// have become possible (nextRound), so a dead node's lanes move the moment
+// the database lets them rather than at the next ttl/4 tick.
 func (c *clusterNode) run(ctx context.Context) {
 	go c.listen(ctx)
-	tick := time.NewTicker(c.ttl / 4)
-	defer tick.Stop()
+	timer := time.NewTimer(c.ttl / 4)
+	defer timer.Stop()
 	for ctx.Err() == nil {
-		c.round(ctx)
+		blocked := c.round(ctx)
+		timer.Reset(c.nextRound(ctx, blocked))
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
+		case <-timer.C:
 		case <-c.wake:
 		}
 	}
 }
 
-func (c *clusterNode) round(ctx context.Context) {
-	if err := c.node.Heartbeat(ctx); err != nil {
+// Bounds of the wait between rounds: wakeSlack past the database's expiry
+// so the round finds it expired, minRoundGap so a clock quirk cannot make
+// the loop spin.
+const (
+	wakeSlack   = 5 * time.Millisecond
+	minRoundGap = 10 * time.Millisecond
+)
+
+// nextRound is how long to wait for the next round: until another node's
+// heartbeat goes stale or a lease that blocked a takeover here expires
+// (cluster.Node.NextChange), at most ttl/4.
+func (c *clusterNode) nextRound(ctx context.Context, blocked []string) time.Duration {
+	period := c.ttl / 4
+	d, ok, err := c.node.NextChange(ctx, c.ttl, blocked)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("cluster.next_change_failed", zap.Error(err))
+		}
+		return period
+	}
+	if !ok {
+		return period
+	}
+	return min(max(d+wakeSlack, minRoundGap), period)
+}
+
+// round heartbeats, serves the lanes with work and hands over the idle
+// ones placement now puts elsewhere. It returns the leases of lanes placed
+// here that another node still held.
+func (c *clusterNode) round(ctx context.Context) []string {
+	if c.isSuperseded() {
+		return nil
+	}
+	if err := c.node.Heartbeat(ctx); errors.Is(err, cluster.ErrSuperseded) {
+		c.supersede(err)
+		return nil
+	} else if err != nil {
 		c.log.Warn("cluster.heartbeat_failed", zap.Error(err))
 	}
 	live, err := c.node.LiveNodes(ctx, c.ttl)
 	if err != nil {
 		c.log.Warn("cluster.live_nodes_failed", zap.Error(err))
-		return
+		return nil
 	}
 	keys, err := c.st.LanesWithWork(ctx)
 	if err != nil {
 		c.log.Warn("cluster.lanes_failed", zap.Error(err))
-		return
+		return nil
 	}
+	var blocked []string
 	for _, key := range keys {
 		if ctx.Err() != nil {
-			return
+			return blocked
 		}
-		c.serve(ctx, key, live)
+		if held := c.serve(ctx, key, live); held != "" {
+			blocked = append(blocked, held)
+		}
 	}
 	c.handOver(ctx, keys, live)
+	return blocked
+}
+
+// joinOnce joins as the node's only live process. A fresh heartbeat under
+// the id from a process this state_dir does not know as its dead
+// predecessor may be a live twin or one that died just now (a crash with
+// the state_dir lost, or from a build that kept no record): it is watched
+// until it moves on (a twin: ErrNodeIDInUse) or goes stale (dead: join,
+// its leases left to expire), at most about one TTL.
+func (c *clusterNode) joinOnce(ctx context.Context, previous string) (cluster.Joined, error) {
+	var first *cluster.NodeIDInUseError
+	for {
+		joined, err := c.node.Join(ctx, c.ttl, previous)
+		var busy *cluster.NodeIDInUseError
+		if !errors.As(err, &busy) {
+			return joined, err
+		}
+		if first == nil {
+			first = busy
+			c.log.Warn("cluster.node_id_busy", zap.String("node", c.node.ID()), zap.Duration("heartbeat_age", busy.HeartbeatAge))
+		} else if busy.Incarnation != first.Incarnation || busy.HeartbeatAt.After(first.HeartbeatAt) {
+			return cluster.Joined{}, busy // it heartbeats: alive
+		}
+		select {
+		case <-ctx.Done():
+			return cluster.Joined{}, ctx.Err()
+		case <-time.After(c.ttl / 8):
+		}
+	}
+}
+
+// supersede makes this process inert: another process runs as this node
+// id now (this one was paused past its heartbeat and another joined). It
+// steps down from every lane and the poller and takes nothing more; its
+// writes carry tokens the database already refuses.
+func (c *clusterNode) supersede(err error) {
+	c.mu.Lock()
+	c.superseded = true
+	owned := make([]string, 0, len(c.owned))
+	for key := range c.owned {
+		owned = append(owned, key)
+	}
+	stop := c.poller
+	c.poller = nil
+	c.mu.Unlock()
+	c.log.Error("cluster.superseded", zap.Error(err))
+	if stop != nil {
+		stop()
+	}
+	c.keeper.Drop(pollerLease)
+	for _, key := range owned {
+		c.stepDown(key, "node id taken over by a newer process")
+	}
+}
+
+func (c *clusterNode) isSuperseded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.superseded
 }
 
 // handOver releases the idle lanes that placement now puts on another live
@@ -376,38 +509,36 @@ func (c *clusterNode) release(ctx context.Context, key string) {
 }
 
 // serve claims the lane's new rows if this node owns it, or takes the lane
-// if placement puts it here and its lease is free or expired.
-func (c *clusterNode) serve(ctx context.Context, key string, live []string) {
+// if placement puts it here and its lease is free or expired. It returns
+// the lease name when the lane is placed here but still held elsewhere.
+func (c *clusterNode) serve(ctx context.Context, key string, live []string) (blocked string) {
 	mu := c.laneLock(key)
 	mu.Lock()
 	defer mu.Unlock()
 	if c.Serves(key) {
 		c.claim(ctx, key)
-		return
+		return ""
 	}
 	if owner, err := cluster.Place(key, live); err != nil || owner != c.node.ID() {
-		return
+		return ""
 	}
 	l, ok, err := c.node.Acquire(ctx, cluster.LanePrefix+key, c.ttl)
 	if err != nil {
 		c.log.Warn("cluster.acquire_failed", zap.String("lane", key), zap.Error(err))
-		return
+		return ""
 	}
 	if !ok {
-		return // held by a live owner, or its lease has not run out yet
+		return cluster.LanePrefix + key // held by a live owner, or its lease has not run out yet
 	}
 	c.take(ctx, key, l)
+	return ""
 }
 
 // take starts serving a lane just acquired: its thread's rollout is
 // restored here, its received rows claimed, and the start-up recovery run
 // for it (unfinished rows in order, a cut-off turn told once).
 func (c *clusterNode) take(ctx context.Context, key string, l cluster.Lease) {
-	c.mu.Lock()
-	c.owned[key] = heldLease{lease: l, renewed: time.Now()}
-	delete(c.lost, key)
-	c.mu.Unlock()
-	c.keeper.Hold(l)
+	c.hold(key, l)
 	c.takeovers.Inc()
 	c.log.Info("cluster.lane_taken", zap.String("lane", key), zap.Int64("token", l.Token))
 	c.restore(ctx, key)
@@ -417,6 +548,15 @@ func (c *clusterNode) take(ctx context.Context, key string, l cluster.Lease) {
 	if err := c.gw.RecoverLane(ctx, key); err != nil {
 		c.log.Error("cluster.recover_failed", zap.String("lane", key), zap.Error(err))
 	}
+}
+
+// hold makes l the lease the lane's writes carry and keeps it renewed.
+func (c *clusterNode) hold(key string, l cluster.Lease) {
+	c.mu.Lock()
+	c.owned[key] = heldLease{lease: l, renewed: time.Now()}
+	delete(c.lost, key)
+	c.mu.Unlock()
+	c.keeper.Hold(l)
 }
 
 func (c *clusterNode) restore(ctx context.Context, key string) {
@@ -479,9 +619,13 @@ func (c *clusterNode) listenOnce(ctx context.Context) error {
 }
 
 // pollGate is Telegram's PollGate: wait to hold "telegram:poller", then
-// poll until it is lost.
-func (c *clusterNode) pollGate(ctx context.Context) (context.Context, error) {
+// poll until it is lost, writing the offset fenced by the lease.
+func (c *clusterNode) pollGate(ctx context.Context) (context.Context, telegram.CursorStore, error) {
 	for {
+		if c.isSuperseded() {
+			<-ctx.Done() // another process is this node now
+			return nil, nil, ctx.Err()
+		}
 		l, ok, err := c.node.Acquire(ctx, pollerLease, c.ttl)
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("cluster.poller_acquire_failed", zap.Error(err))
@@ -493,14 +637,35 @@ func (c *clusterNode) pollGate(ctx context.Context) (context.Context, error) {
 			c.mu.Unlock()
 			c.keeper.Hold(l)
 			c.log.Info("cluster.poller_elected", zap.Int64("token", l.Token))
-			return held, nil
+			return held, pollerCursor{st: c.st, lease: l}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(c.ttl / 4):
+			return nil, nil, ctx.Err()
+		case <-time.After(c.nextRound(ctx, []string{pollerLease})): // at the poller's expiry, not a tick later
 		}
 	}
+}
+
+// pollerCursor is the Telegram offset store of one poller election: every
+// write carries the election's lease, so after another node took the
+// lease (this one paused past it, say) the write is refused and the
+// poller stops instead of moving the new poller's offset.
+type pollerCursor struct {
+	st    *store.Store
+	lease cluster.Lease
+}
+
+func (p pollerCursor) Cursor(ctx context.Context, name string) (string, bool, error) {
+	return p.st.Cursor(ctx, name)
+}
+
+func (p pollerCursor) SetCursor(ctx context.Context, name, value string) error {
+	err := p.st.SetCursorFenced(ctx, name, value, p.lease.Name, p.lease.Token)
+	if errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("%w: %w", telegram.ErrNotPoller, err)
+	}
+	return err
 }
 
 // codexHomeOf is the CODEX_HOME the app-server uses: codex.home, else
@@ -521,7 +686,8 @@ func (d *daemon) joinCluster(ctx context.Context) error {
 	if !d.cfg.Store.Postgres() {
 		return nil
 	}
-	c, err := startCluster(ctx, d.cfg.Store.DSN, d.cfg.Cluster.NodeID, codexHomeOf(d.cfg.Codex.Home), d.cfg.Cluster.LeaseTTL, d.log)
+	c, err := startCluster(ctx, d.cfg.Store.DSN, d.cfg.Cluster.NodeID, codexHomeOf(d.cfg.Codex.Home), d.cfg.StateDir,
+		d.cfg.Cluster.LeaseTTL, d.log)
 	if err != nil {
 		return err
 	}
@@ -540,7 +706,7 @@ func (d *daemon) leaveCluster() {
 }
 
 // pollGate is Telegram's poller election in cluster mode, nil otherwise.
-func (d *daemon) pollGate() func(context.Context) (context.Context, error) {
+func (d *daemon) pollGate() func(context.Context) (context.Context, telegram.CursorStore, error) {
 	if d.cluster == nil {
 		return nil
 	}

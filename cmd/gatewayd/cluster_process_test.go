@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,11 +33,19 @@ const clusterTTL = 2 * time.Second
 type clusterProc struct {
 	id      string
 	cfgFile string
+	dir     string
 	api     *apiClient
 	*daemonProc
 }
 
 func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server, model *codextest.Model, users []string) *clusterProc {
+	t.Helper()
+	return writeClusterNode(t, dsn, id, clusterTTL, tg, model, users).start(t, bin)
+}
+
+// writeClusterNode writes a node's config in a new directory (its own
+// state_dir and CODEX_HOME); start runs it, again after a kill to restart.
+func writeClusterNode(t *testing.T, dsn, id string, ttl time.Duration, tg *telegramtest.Server, model *codextest.Model, users []string) *clusterProc {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -48,7 +57,7 @@ func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server
 		"state_dir": filepath.Join(dir, "state"),
 		"log":       map[string]any{"level": "debug", "format": "json"},
 		"store":     map[string]any{"driver": "postgres", "dsn_file": dsnFile},
-		"cluster":   map[string]any{"node_id": id, "lease_ttl": clusterTTL.String()},
+		"cluster":   map[string]any{"node_id": id, "lease_ttl": ttl.String()},
 		"codex": map[string]any{
 			"command": codextest.CodexBinary(t), "args": codextest.Args(model.URL), "home": codextest.Home(t),
 			"cwd": filepath.Join(dir, "work"), "sandbox": "danger-full-access", "start_timeout": "60s",
@@ -57,9 +66,15 @@ func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server
 			"poll_timeout": "1s"},
 		"api": map[string]any{"listen": addr, "token": "test-token"},
 	})
-	d := startDaemon(t, bin, cfgFile, dir, id, listenNotify(t).path)
-	return &clusterProc{id: id, cfgFile: cfgFile, daemonProc: d,
+	return &clusterProc{id: id, cfgFile: cfgFile, dir: dir,
 		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
+}
+
+// start runs the node's config as a new process.
+func (n *clusterProc) start(t *testing.T, bin string) *clusterProc {
+	t.Helper()
+	n.daemonProc = startDaemon(t, bin, n.cfgFile, n.dir, n.id, listenNotify(t).path)
+	return n
 }
 
 // dmKey is the session key of a private chat with the bot.
@@ -110,9 +125,10 @@ func texts(msgs []telegramtest.Message) []string {
 // Three gatewayd processes on one PostgreSQL, the fake Telegram and the
 // real codex app-server (each node its own CODEX_HOME and state_dir):
 //   - the lanes spread over the nodes, each answered once;
-//   - kill -9 of a node: within about the lease TTL its lanes are served by
-//     the others, whose model requests carry the earlier exchange (the
-//     rollout was shipped and restored); nothing is lost or answered twice;
+//   - kill -9 of a node: its lanes are taken by the others no later than
+//     one lease TTL after its leases expired (database clock), and their
+//     model requests carry the earlier exchange (the rollout was shipped
+//     and restored); nothing is lost or answered twice;
 //   - a node SIGSTOPped in the middle of a turn, past its lease: another
 //     node takes the lane and tells it once that the turn was cut off; the
 //     resumed node's commit is refused by the database, it steps down and
@@ -124,7 +140,7 @@ func TestProcessClusterFailover(t *testing.T) {
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	tg := telegramtest.New(t)
 	const slow = "SLOW-TURN"
-	model := slowModel(t, slow)
+	model := slowOnceModel(t, slow)
 	bin := buildDaemon(t)
 	ids := []string{"node-a", "node-b", "node-c"}
 	spread := spreadChats(t, ids, 2)
@@ -174,6 +190,11 @@ func TestProcessClusterFailover(t *testing.T) {
 	waitOutboxSent(t, dsn)
 	victim.kill9(t)
 	killed := time.Now()
+	var movedLeases []string
+	for _, c := range moved {
+		movedLeases = append(movedLeases, cluster.LanePrefix+dmKey(c))
+	}
+	deadLeases, deadBeat := readLeases(t, dsn, movedLeases), lastHeartbeat(t, dsn, victim.id)
 	for _, c := range moved {
 		say(c, fmt.Sprintf("what was my code? (chat %d)", c))
 	}
@@ -189,6 +210,7 @@ func TestProcessClusterFailover(t *testing.T) {
 			t.Errorf("chat %d: the new owner's model request lacks the earlier exchange:\n%s", c, in)
 		}
 	}
+	checkMovedWithinTTL(t, dsn, victim.id, deadLeases, deadBeat)
 	sort.Slice(takeovers, func(i, j int) bool { return takeovers[i] < takeovers[j] })
 	t.Logf("takeover (kill -9 → reply from the new owner), lease_ttl %v: first %v, last %v", clusterTTL,
 		takeovers[0].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond))
@@ -247,6 +269,21 @@ func TestProcessClusterFailover(t *testing.T) {
 		}
 	}
 
+	// 3b: the cut-off turn, told and kept for /retry, does not pin the
+	// lane: its owner hands it back to node-c (placement's choice, live
+	// again) once the notice is out, and /retry there reruns the cut-off
+	// request, read from the journal the new owner shares.
+	waitOutboxSent(t, dsn)
+	waitLeaseFree(t, dsn, cluster.LanePrefix+dmKey(chat), paused.id)
+	say(chat, "/retry")
+	waitMessages(t, tg, chat, 3, 60*time.Second)
+	if msgs := tg.Messages(chat, -1); !strings.Contains(msgs[2].Text, "ECHO: "+slow) {
+		t.Errorf("chat %d after /retry on the new owner: %q, want the cut-off request run again", chat, texts(msgs))
+	}
+	if got := logEvents(paused.daemonProc, "cluster.lane_taken", laneIs(dmKey(chat))); len(got) < 2 {
+		t.Errorf("%s took lane %s %d times, want it taken back for the /retry", paused.id, dmKey(chat), len(got))
+	}
+
 	// 4: a fourth node joins: the idle lanes placement now gives it are
 	// handed over by their owners and it serves them from their next
 	// message; every chat is still answered once.
@@ -258,7 +295,7 @@ func TestProcessClusterFailover(t *testing.T) {
 		for _, c := range chats {
 			all++
 			owner, _ := cluster.Place(dmKey(c), []string{"node-a", "node-c", "node-d"})
-			if owner == "node-d" && c != chat { // chat's cut-off turn stays journaled for /retry: never idle
+			if owner == "node-d" {
 				toJoiner = append(toJoiner, c)
 				waitLeaseFree(t, dsn, cluster.LanePrefix+dmKey(c), "node-d")
 			}
@@ -345,6 +382,87 @@ func TestProcessClusterFailover(t *testing.T) {
 	t.Logf("cluster status:\n%s", out)
 }
 
+// leaseRow is one cluster_leases row, its times by the database's clock.
+type leaseRow struct {
+	holder            string
+	token             int64
+	acquired, expires time.Time
+}
+
+// readLeases reads the rows of the leases names; a missing one fails t.
+func readLeases(t *testing.T, dsn string, names []string) map[string]leaseRow {
+	t.Helper()
+	db := openTestDB(t, dsn)
+	out := map[string]leaseRow{}
+	for _, name := range names {
+		var r leaseRow
+		if err := db.QueryRow(`SELECT holder, token, acquired_at, expires_at FROM cluster_leases WHERE name = $1`, name).
+			Scan(&r.holder, &r.token, &r.acquired, &r.expires); err != nil {
+			t.Fatalf("lease %s: %v", name, err)
+		}
+		out[name] = r
+	}
+	return out
+}
+
+// lastHeartbeat is node's heartbeat_at, by the database's clock.
+func lastHeartbeat(t *testing.T, dsn, node string) time.Time {
+	t.Helper()
+	var at time.Time
+	if err := openTestDB(t, dsn).QueryRow(`SELECT heartbeat_at FROM cluster_nodes WHERE node_id = $1`, node).Scan(&at); err != nil {
+		t.Fatalf("heartbeat of %s: %v", node, err)
+	}
+	return at
+}
+
+func openTestDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// checkMovedWithinTTL is "its lanes move within the lease TTL", in the
+// database's clock so a slow test machine cannot make it flaky: each lane
+// the dead node held was acquired by another node no later than one TTL
+// after the dead node's lease on it expired. A dead node's lane is free
+// once its lease has expired and its heartbeat is a TTL old (placement
+// then skips it); the time from the later of the two to the takeover is
+// the detection delay, logged.
+func checkMovedWithinTTL(t *testing.T, dsn, dead string, before map[string]leaseRow, beat time.Time) {
+	t.Helper()
+	names := make([]string, 0, len(before))
+	for name := range before {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	after := readLeases(t, dsn, names)
+	for _, name := range names {
+		old, cur := before[name], after[name]
+		if old.holder != dead {
+			t.Fatalf("lease %s was held by %q when %s died, want %s", name, old.holder, dead, dead)
+		}
+		if cur.holder == dead || cur.holder == "" {
+			t.Errorf("lease %s still held by %q after its lane was answered again", name, cur.holder)
+			continue
+		}
+		late := cur.acquired.Sub(old.expires)
+		if late > clusterTTL {
+			t.Errorf("lease %s taken by %s %v after the dead node's lease expired, want within the lease TTL %v",
+				name, cur.holder, late.Round(time.Millisecond), clusterTTL)
+		}
+		free := old.expires
+		if gone := beat.Add(clusterTTL); gone.After(free) {
+			free = gone
+		}
+		t.Logf("lease %s: taken by %s %v after the old lease expired, %v after the lane was free (lease expired, node no longer live)",
+			name, cur.holder, late.Round(time.Millisecond), cur.acquired.Sub(free).Round(time.Millisecond))
+	}
+}
+
 // clusterStatus runs `gatewayd cluster status` with a node's config.
 func clusterStatus(t *testing.T, bin string, n *clusterProc) string {
 	t.Helper()
@@ -420,6 +538,21 @@ func slowModel(t *testing.T, marker string) *codextest.Model {
 	model.Respond(func(r codextest.Request) codextest.Reply {
 		reply := codextest.DefaultReply(r)
 		if strings.Contains(r.LastUserText(), marker) {
+			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
+		}
+		return reply
+	})
+	return model
+}
+
+// slowOnceModel is slowModel whose slow turn is slow only the first time,
+// so its rerun (/retry) answers at once.
+func slowOnceModel(t *testing.T, marker string) *codextest.Model {
+	model := codextest.NewModel(t)
+	var slowed atomic.Bool
+	model.Respond(func(r codextest.Request) codextest.Reply {
+		reply := codextest.DefaultReply(r)
+		if strings.Contains(r.LastUserText(), marker) && slowed.CompareAndSwap(false, true) {
 			reply.Chunks, reply.ChunkDelay = 3, 2*clusterTTL
 		}
 		return reply

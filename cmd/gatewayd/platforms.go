@@ -23,7 +23,7 @@ func chatPlatforms(cfg *config.Config, st *store.Store, log *zap.Logger) ([]gate
 // chatPlatformsGated is chatPlatforms with Telegram's poller gate (cluster
 // mode: one elected poller).
 func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
-	pollGate func(context.Context) (context.Context, error)) ([]gateway.Platform, error) {
+	pollGate func(context.Context) (context.Context, telegram.CursorStore, error)) ([]gateway.Platform, error) {
 	var out []gateway.Platform
 	if cfg.Telegram.Enabled() {
 		p, err := newTelegram(cfg.Telegram, st, log, pollGate)
@@ -43,7 +43,7 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
 }
 
 func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger,
-	pollGate func(context.Context) (context.Context, error)) (gateway.Platform, error) {
+	pollGate func(context.Context) (context.Context, telegram.CursorStore, error)) (gateway.Platform, error) {
 	users, chats, err := telegramAllowlist(c)
 	if err != nil {
 		return nil, err

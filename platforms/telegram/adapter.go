@@ -65,9 +65,18 @@ type Config struct {
 
 	// PollGate, in cluster mode, blocks until this node is the one poller
 	// (Telegram allows one getUpdates consumer per token) and returns a
-	// context that ends when it no longer is. Nil: always the poller.
-	PollGate func(ctx context.Context) (context.Context, error)
+	// context that ends when it no longer is, and the cursor store the
+	// offset goes through meanwhile (nil: Cursor). That store's writes
+	// carry the election's lease, so once another node is the poller they
+	// fail with an error matching ErrNotPoller and the offset stays where
+	// the new poller put it. Nil PollGate: always the poller.
+	PollGate func(ctx context.Context) (context.Context, CursorStore, error)
 }
+
+// ErrNotPoller is what a PollGate's cursor store returns for a write made
+// after another node became the poller: this node stops polling and waits
+// for the gate again.
+var ErrNotPoller = errors.New("telegram: another node is the poller now")
 
 // Adapter is the Telegram platform. It implements gateway.Platform and the
 // Editor, Typer, ButtonSender, Authorizer and Readier capabilities.

@@ -38,6 +38,11 @@ type poller struct {
 	// saved is the offset last persisted and savedAt when (poll loop only).
 	saved   int64
 	savedAt time.Time
+	// cursor is where the offset goes: Config.Cursor, or the one the
+	// PollGate handed over for this election. deposed is set when it
+	// refused a write because another node polls now (ErrNotPoller).
+	cursor  CursorStore
+	deposed bool
 }
 
 // cursorSaveInterval spaces the cursor writes (each a durable commit):
@@ -66,15 +71,20 @@ var allowedUpdates = []string{"message", "callback_query"}
 func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 	gate := p.a.cfg.PollGate
 	if gate == nil {
+		p.cursor = p.a.cfg.Cursor
 		return p.poll(ctx, sink)
 	}
 	for ctx.Err() == nil {
-		held, err := gate(ctx)
+		held, cursor, err := gate(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("telegram: poller gate: %w", err)
+		}
+		p.cursor, p.deposed = cursor, false
+		if p.cursor == nil {
+			p.cursor = p.a.cfg.Cursor
 		}
 		p.a.log.Info("telegram: elected poller")
 		// The offset is read again on every election: the previous
@@ -98,7 +108,7 @@ func (p *poller) poll(ctx context.Context, sink gateway.Sink) error {
 	defer func() { p.flushOffset(ctx, offset) }()
 	pollDelays := backoff.New(p.a.cfg.RetryBackoff, maxRetryBackoff)
 	deliverDelays := backoff.New(p.a.cfg.RetryBackoff, maxRetryBackoff)
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !p.deposed {
 		updates, err := p.fetch(ctx, offset)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -158,7 +168,7 @@ func (p *poller) pause(ctx context.Context, msg string, err error, delays *backo
 func (p *poller) loadOffset(ctx context.Context) (int64, error) {
 	var offset int64
 	err := p.a.retry(ctx, "load cursor", func(ctx context.Context) error {
-		v, ok, err := p.a.cfg.Cursor.Cursor(ctx, CursorName)
+		v, ok, err := p.cursor.Cursor(ctx, CursorName)
 		if err != nil || !ok {
 			return err
 		}
@@ -176,7 +186,15 @@ func (p *poller) loadOffset(ctx context.Context) (int64, error) {
 
 func (p *poller) saveOffset(ctx context.Context, offset int64) {
 	p.savedAt = p.a.now()
-	if err := p.a.cfg.Cursor.SetCursor(ctx, CursorName, strconv.FormatInt(offset, 10)); err != nil && ctx.Err() == nil {
+	err := p.cursor.SetCursor(ctx, CursorName, strconv.FormatInt(offset, 10))
+	if errors.Is(err, ErrNotPoller) {
+		// Another node polls now and owns the offset: stop, and leave
+		// these updates to it (recorded ones are duplicates it drops).
+		p.deposed = true
+		p.a.log.Warn("telegram: offset write refused, no longer the poller", zap.Int64("offset", offset), zap.Error(err))
+		return
+	}
+	if err != nil && ctx.Err() == nil {
 		// Telegram still gets the offset with the next poll; after a restart
 		// the older cursor only causes duplicates, which the gateway drops.
 		p.a.log.Warn("telegram: could not persist update offset", zap.Int64("offset", offset), zap.Error(err))
@@ -191,7 +209,7 @@ const flushOffsetTimeout = 5 * time.Second
 // flushOffset persists the latest offset when the loop ends (usually on
 // shutdown, when ctx is already cancelled), if a save was skipped.
 func (p *poller) flushOffset(ctx context.Context, offset int64) {
-	if offset == p.saved {
+	if offset == p.saved || p.deposed {
 		return
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushOffsetTimeout)

@@ -229,15 +229,15 @@ func TestPollGateOnlyTheElectedNodePolls(t *testing.T) {
 	elect := make(chan struct{})
 	held := make(chan context.CancelFunc, 2)
 	cfg := h.config(t)
-	cfg.PollGate = func(ctx context.Context) (context.Context, error) {
+	cfg.PollGate = func(ctx context.Context) (context.Context, CursorStore, error) {
 		select {
 		case <-elect:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		c, cancel := context.WithCancel(ctx)
 		held <- cancel
-		return c, nil
+		return c, nil, nil
 	}
 	h.start(t, cfg, sink)
 	uid := h.srv.Queue(&models.Update{Message: &models.Message{ID: 1, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Text: "one"}})
@@ -261,6 +261,50 @@ func TestPollGateOnlyTheElectedNodePolls(t *testing.T) {
 	})
 	if offs := h.srv.Offsets(); slices.ContainsFunc(offs, func(o int64) bool { return o > uid+1 && o != uid+5 }) {
 		t.Errorf("offsets %v: after re-election the poller must start from the cursor's %d", offs, uid+5)
+	}
+}
+
+// stolenCursor is an election's cursor store after another node took the
+// poller lease: reads work, every write is refused.
+type stolenCursor struct{ CursorStore }
+
+func (stolenCursor) SetCursor(context.Context, string, string) error {
+	return fmt.Errorf("%w: lease telegram:poller taken by node-b", ErrNotPoller)
+}
+
+// A poller whose offset write is refused because another node polls now
+// (ErrNotPoller from the election's cursor store) stops polling and waits
+// at the gate again, without waiting for its held context to end (the
+// keeper notices a lost lease only at its next renewal); the offset is
+// written nowhere else meanwhile.
+func TestPollerStepsDownWhenItsOffsetWriteIsRefused(t *testing.T) {
+	h := newHarness(t)
+	sink := newSink()
+	entered := make(chan int, 4)
+	elections := 0
+	cfg := h.config(t)
+	cfg.PollGate = func(ctx context.Context) (context.Context, CursorStore, error) {
+		elections++ // only the poller's goroutine calls the gate
+		entered <- elections
+		if elections > 1 {
+			<-ctx.Done() // the other node keeps the lease
+			return nil, nil, ctx.Err()
+		}
+		return ctx, stolenCursor{h.cursor}, nil // held until shutdown
+	}
+	h.start(t, cfg, sink)
+	h.srv.Queue(&models.Update{Message: &models.Message{ID: 1, From: &alice, Chat: aliceDM, Date: int(time.Now().Unix()), Text: "one"}})
+	sink.waitN(t, 1)
+	if n := <-entered; n != 1 {
+		t.Fatalf("gate entry %d, want the first", n)
+	}
+	select {
+	case <-entered:
+	case <-time.After(waitLimit):
+		t.Fatal("the poller went on polling after its offset write was refused")
+	}
+	if c := h.cursor.get(CursorName); c != "" {
+		t.Errorf("cursor = %q, want it untouched by the deposed poller", c)
 	}
 }
 
