@@ -53,6 +53,8 @@ type clusterNode struct {
 	laneMu map[string]*sync.Mutex   // serialises claims, recovery and shipping per lane
 	poller func()                   // ends the poller's context when its lease is lost
 
+	discord *discordShards // Discord shards held; nil unless cluster.discord_shards > 1
+
 	wake chan struct{}
 	// answered is told the message id of every answer a node committed
 	// (the API platform's AnswerRecorded); set before run.
@@ -161,6 +163,9 @@ func (c *clusterNode) fenced(key string, err error) {
 }
 
 func (c *clusterNode) leaseLost(l cluster.Lease, err error) {
+	if c.shardLeaseLost(l, err) {
+		return
+	}
 	if l.Name == pollerLease {
 		c.mu.Lock()
 		stop := c.poller
@@ -321,6 +326,7 @@ func (c *clusterNode) round(ctx context.Context) {
 		c.serve(ctx, key, live)
 	}
 	c.handOver(ctx, keys, live)
+	c.balanceShards(ctx, live)
 }
 
 // handOver releases the idle lanes that placement now puts on another live

@@ -19,11 +19,17 @@ const historyPage = 100
 // For each tracked channel it fetches messages after the last one seen,
 // bounded by count and age, and handles them oldest first exactly like live
 // messages. Redelivery is harmless: the gateway's inbox drops duplicates.
-func (a *Adapter) backfill(ctx context.Context) {
+//
+// A shard's session (shard != allShards) backfills only the channels of
+// that shard; the other shards' sessions, maybe on other nodes, do theirs.
+func (a *Adapter) backfill(ctx context.Context, shard int) {
 	floor := snowflakeAt(a.cfg.Now().Add(-a.cfg.Backfill.MaxAge))
 	for _, channelID := range a.lanes.channelIDs() {
 		if ctx.Err() != nil {
 			return
+		}
+		if !a.onShard(ctx, channelID, shard) {
+			continue
 		}
 		last, ok, err := a.lanes.cursor(ctx, channelID)
 		if err != nil {

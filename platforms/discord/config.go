@@ -64,6 +64,11 @@ type Config struct {
 	// (guild_id >> 22) % Count == ID, and DMs only to shard 0. The zero
 	// value is one unsharded session.
 	Shard Shard
+	// ShardSets, when set, makes the adapter run the shards another part
+	// of the process holds (cluster mode): Run connects one session per
+	// shard id of Shard.Count in the latest set received, and closes the
+	// sessions of ids no longer in it. Shard.ID is then unused.
+	ShardSets <-chan []int
 
 	Backfill Backfill
 	// RetryBackoff is the first wait after a failed delivery of an inbound
@@ -99,6 +104,9 @@ func (c *Config) normalise() error {
 	if c.Shard.Count < 0 || c.Shard.ID < 0 || (c.Shard.Count > 1 && c.Shard.ID >= c.Shard.Count) ||
 		(c.Shard.Count <= 1 && c.Shard.ID != 0) {
 		return fmt.Errorf("%w: shard %d of %d: want 0 <= id < count", ErrConfig, c.Shard.ID, c.Shard.Count)
+	}
+	if c.ShardSets != nil && (c.Shard.Count < 2 || c.Shard.ID != 0) {
+		return fmt.Errorf("%w: shard sets need a shard count of 2 or more, got %d", ErrConfig, c.Shard.Count)
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -109,36 +109,74 @@ type laneIndex struct {
 	lanes map[string]laneRecord
 	last  map[string]uint64 // last message id handled per channel, this process
 	held  map[string]bool   // channels whose cursor must not move any more, this process
+	// forgotten are lanes this process dropped: merging the stored index
+	// must not bring them back.
+	forgotten map[string]bool
 }
 
 func newLaneIndex(store CursorStore) *laneIndex {
 	return &laneIndex{store: store, lanes: map[string]laneRecord{}, last: map[string]uint64{},
-		held: map[string]bool{}}
+		held: map[string]bool{}, forgotten: map[string]bool{}}
 }
 
+// load merges the stored index into this process's: several nodes share
+// it, each adding the lanes of its own shards.
 func (l *laneIndex) load(ctx context.Context) error {
-	if l.store == nil {
-		return nil
-	}
-	raw, ok, err := l.store.Cursor(ctx, lanesCursor)
-	if err != nil || !ok {
+	stored, err := l.stored(ctx)
+	if err != nil {
 		return err
 	}
-	m := map[string]laneRecord{}
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return fmt.Errorf("discord: decode %s: %w", lanesCursor, err)
-	}
 	l.mu.Lock()
-	l.lanes = m
+	l.mergeLocked(stored)
 	l.mu.Unlock()
 	return nil
 }
 
-// saveLocked writes the index; callers hold l.mu.
+func (l *laneIndex) stored(ctx context.Context) (map[string]laneRecord, error) {
+	if l.store == nil {
+		return nil, nil
+	}
+	raw, ok, err := l.store.Cursor(ctx, lanesCursor)
+	if err != nil || !ok {
+		return nil, err
+	}
+	m := map[string]laneRecord{}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, fmt.Errorf("discord: decode %s: %w", lanesCursor, err)
+	}
+	return m, nil
+}
+
+// mergeLocked adds the stored records, except the lanes this process
+// forgot; callers hold l.mu.
+func (l *laneIndex) mergeLocked(stored map[string]laneRecord) {
+	for id, rec := range stored {
+		if l.forgotten[id] {
+			continue
+		}
+		mine, ok := l.lanes[id]
+		if !ok {
+			l.lanes[id] = rec
+			continue
+		}
+		mine.Engaged = mine.Engaged || rec.Engaged
+		mine.Seen = max(mine.Seen, rec.Seen)
+		l.lanes[id] = mine
+	}
+}
+
+// saveLocked writes the index, merged with what other nodes stored since
+// (read, then write: two nodes saving at the same instant can still lose
+// one's new lane until it saves again); callers hold l.mu.
 func (l *laneIndex) saveLocked(ctx context.Context, now time.Time) error {
 	if l.store == nil {
 		return nil
 	}
+	stored, err := l.stored(ctx)
+	if err != nil {
+		return err
+	}
+	l.mergeLocked(stored)
 	if len(l.lanes) > maxIndexLanes {
 		ids := make([]string, 0, len(l.lanes))
 		for id := range l.lanes {
@@ -175,6 +213,7 @@ func (l *laneIndex) track(ctx context.Context, channelID string, engaged bool, n
 	rec.Engaged = rec.Engaged || engaged
 	rec.Seen = now.Unix()
 	l.lanes[channelID] = rec
+	delete(l.forgotten, channelID)
 	if !changed {
 		return nil
 	}
@@ -185,6 +224,7 @@ func (l *laneIndex) forget(ctx context.Context, channelID string, now time.Time)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.lanes, channelID)
+	l.forgotten[channelID] = true
 	return l.saveLocked(ctx, now)
 }
 

@@ -75,3 +75,76 @@ func TestShardConfigIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// One adapter driven by shard sets (cluster mode): it is ready with no
+// shard held, connects a session per shard given, hangs up the shards
+// taken away, and a shard's new session backfills only that shard's
+// channels (guild 2000 on shard 0, guild 4194304 on shard 1).
+func TestShardSetsConnectAndBackfillTheirShardsOnly(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, channel)
+	srv.AddGuildChannel("20", shardOneGuild)
+	sets := make(chan []int, 1)
+	cfg := baseConfig(t, srv)
+	cfg.Shard = discord.Shard{Count: 2}
+	cfg.ShardSets = sets
+	r := start(t, cfg) // ready before any shard is held
+
+	sets <- []int{0, 1}
+	for id := range 2 {
+		if !srv.WaitShard(id, true, waitFor) {
+			t.Fatalf("shard %d never connected", id)
+		}
+	}
+	zero := srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "zero", MentionBot: true})
+	waitDelivery(t, r, zero)
+	one := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "one", MentionBot: true})
+	waitDelivery(t, r, one)
+
+	// Both let go: what is posted now reaches no session.
+	sets <- nil
+	for id := range 2 {
+		if !srv.WaitShard(id, false, waitFor) {
+			t.Fatalf("shard %d still connected after being let go", id)
+		}
+	}
+	missedZero := srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "missed zero", MentionBot: true})
+	missedOne := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "missed one", MentionBot: true})
+
+	// Shard 1 again: its READY backfills channel 20 only; a live message
+	// after it marks that nothing of shard 0 came first.
+	sets <- []int{1}
+	if !srv.WaitShard(1, true, waitFor) {
+		t.Fatal("shard 1 never reconnected")
+	}
+	if in := r.sink.next(t); in.MessageID != missedOne {
+		t.Fatalf("first delivery after shard 1 came back = %q (%q), want the missed %q", in.MessageID, in.Text, missedOne)
+	}
+	live := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "live one", MentionBot: true})
+	if in := r.sink.next(t); in.MessageID != live {
+		t.Fatalf("delivery %q (%q), want the live %q: shard 1's backfill fetched another shard's channel", in.MessageID, in.Text, live)
+	}
+
+	sets <- []int{0, 1}
+	if in := r.sink.next(t); in.MessageID != missedZero {
+		t.Fatalf("first delivery after shard 0 came back = %q (%q), want the missed %q", in.MessageID, in.Text, missedZero)
+	}
+}
+
+func TestShardSetsNeedACount(t *testing.T) {
+	cfg := discord.Config{Token: discordtest.Token, ShardSets: make(chan []int)}
+	if _, err := discord.New(cfg); !errors.Is(err, discord.ErrConfig) {
+		t.Errorf("New with shard sets and no count: err = %v, want ErrConfig", err)
+	}
+}
+
+func TestShardOf(t *testing.T) {
+	for _, c := range []struct {
+		guild       string
+		count, want int
+	}{{"", 2, 0}, {"2000", 2, 0}, {shardOneGuild, 2, 1}, {shardOneGuild, 1, 0}, {"12582912", 4, 3}} {
+		if got := discord.ShardOf(c.guild, c.count); got != c.want {
+			t.Errorf("ShardOf(%q, %d) = %d, want %d", c.guild, c.count, got, c.want)
+		}
+	}
+}
