@@ -89,7 +89,7 @@ func New(cfg Config) (*Adapter, error) {
 		session:  s,
 		allow:    newAllowlist(cfg),
 		channels: newChannelCache(),
-		lanes:    newLaneIndex(cfg.Cursor),
+		lanes:    newLaneIndex(cfg.Cursor, cfg.Logger.Named("discord")),
 		buttons:  newButtonLanes(),
 		queue:    make(chan event, queueSize),
 		stop:     make(chan struct{}),
@@ -352,12 +352,6 @@ func (a *Adapter) work(ctx context.Context) {
 func (a *Adapter) onReady(ctx context.Context, shard int) {
 	a.log.Info("discord.ready", zap.Int("shard", shard))
 	a.registerCommands()
-	if shard != allShards {
-		// Other nodes add lanes to the shared index while they hold shards.
-		if err := a.lanes.load(ctx); err != nil {
-			a.log.Warn("discord.lanes.load_failed", zap.Error(err))
-		}
-	}
 	a.backfill(ctx, shard)
 	a.readyOnce.Do(func() { close(a.ready) })
 }

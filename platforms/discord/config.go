@@ -13,18 +13,26 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/store"
+
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // PlatformName is the platform name used in gateway addresses.
 const PlatformName = "discord"
 
-// CursorStore persists small named values across restarts; *store.Store
-// satisfies it. The adapter keeps the last message id seen per channel
-// ("discord.last.<channel>") and the list of active lanes ("discord.lanes").
+// CursorStore persists the adapter's channel index across restarts and
+// nodes: the channels with conversations, one row each, with the last
+// message id handled in each (what a READY backfills after). *store.Store
+// satisfies it. The named cursors are read only to import the index of
+// older versions ("discord.lanes", "discord.last.<channel>").
 type CursorStore interface {
 	Cursor(ctx context.Context, name string) (string, bool, error)
-	SetCursor(ctx context.Context, name, value string) error
+	DeleteCursor(ctx context.Context, name string) error
+	TrackChannel(ctx context.Context, platform, channelID string, engaged bool, lastMessageID int64, seenAt time.Time) error
+	AdvanceChannel(ctx context.Context, platform, channelID string, lastMessageID int64) error
+	ForgetChannel(ctx context.Context, platform, channelID string) error
+	Channels(ctx context.Context, platform string, limit int) ([]store.ChannelRecord, error)
 }
 
 // maxRetryBackoff caps the wait between attempts to deliver an inbound
