@@ -151,6 +151,7 @@ func TestProcessClusterDiscordShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { logChannelIndex(t, db) })
 	dc := discordtest.New(shardZeroChannel)
 	t.Cleanup(dc.Close)
 	ids := []string{"node-a", "node-b", "node-c"}
@@ -253,5 +254,29 @@ func TestProcessClusterDiscordShards(t *testing.T) {
 		if got := echoes(dc, ch); len(got) != 2 {
 			t.Errorf("channel %s: answers %q, want exactly 2", ch, got)
 		}
+	}
+}
+
+// logChannelIndex logs the Discord channel index when the test failed: a
+// message unanswered after a takeover is first a question of whether its
+// channel and cursor were there for the new holder's backfill.
+func logChannelIndex(t *testing.T, db *sql.DB) {
+	if !t.Failed() {
+		return
+	}
+	rows, err := db.Query(`SELECT channel_id, engaged, last_message_id, seen_at FROM channel_index WHERE platform = 'discord'`)
+	if err != nil {
+		t.Logf("channel index: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var channel string
+		var engaged, last, seen int64
+		if err := rows.Scan(&channel, &engaged, &last, &seen); err != nil {
+			t.Logf("channel index: %v", err)
+			return
+		}
+		t.Logf("channel index: %s engaged=%d last=%d seen=%d", channel, engaged, last, seen)
 	}
 }
