@@ -173,3 +173,37 @@ func channelIDs(recs []ChannelRecord) []string {
 	}
 	return ids
 }
+
+// BenchmarkChannelCursor is the index write each handled Discord message
+// costs: AdvanceChannel (the guarded UPDATE of the channel's row) next to
+// SetCursor (the plain upsert the per-lane cursor was before), one at a
+// time, with CPU time per operation reported from rusage.
+func BenchmarkChannelCursor(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		write func(ctx context.Context, s *Store, i int) error
+	}{
+		{"AdvanceChannel", func(ctx context.Context, s *Store, i int) error {
+			return s.AdvanceChannel(ctx, "discord", "22", int64(i+1))
+		}},
+		{"SetCursor", func(ctx context.Context, s *Store, i int) error {
+			return s.SetCursor(ctx, "discord.last.22", fmt.Sprint(i+1))
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			s := openAt(b, testDBPath(b), Options{})
+			if err := s.TrackChannel(ctx, "discord", "22", false, 0, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := processCPU()
+			for i := range b.N {
+				if err := c.write(ctx, s, i); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((processCPU() - cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
