@@ -203,7 +203,7 @@ func BenchmarkChannelCursor(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64((processCPU() - cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
 }
