@@ -264,6 +264,22 @@ CREATE INDEX messages_by_key ON messages(session_key, id);
 	`
 CREATE INDEX outbox_due ON outbox(id) WHERE state = 'pending';
 `,
+	// 15: a platform's channel index (issue 15): the channels the bot has
+	// a conversation in, one row each, with the newest message id handled
+	// there. Backfill after a reconnect reads it; on several nodes each
+	// writes only its own rows, so no node's channel is lost to another's
+	// read-modify-write, and the message id only grows.
+	`
+CREATE TABLE channel_index (
+	platform        TEXT    NOT NULL,
+	channel_id      TEXT    NOT NULL,
+	engaged         INTEGER NOT NULL DEFAULT 0 CHECK (engaged IN (0, 1)),
+	last_message_id INTEGER NOT NULL DEFAULT 0,
+	seen_at         INTEGER NOT NULL,
+	PRIMARY KEY (platform, channel_id)
+) WITHOUT ROWID;
+CREATE INDEX channel_index_by_seen ON channel_index(platform, seen_at DESC);
+`,
 }
 
 // migrate brings the schema to version target (normally len(migrations))

@@ -186,6 +186,18 @@ CREATE TABLE gateway_state (
 	`
 CREATE INDEX outbox_due ON outbox(id) WHERE state = 'pending';
 `,
+	// 3: SQLite's 15, a platform's channel index, one row per channel.
+	`
+CREATE TABLE channel_index (
+	platform        TEXT COLLATE "C" NOT NULL,
+	channel_id      TEXT COLLATE "C" NOT NULL,
+	engaged         BIGINT NOT NULL DEFAULT 0 CHECK (engaged IN (0, 1)),
+	last_message_id BIGINT NOT NULL DEFAULT 0,
+	seen_at         BIGINT NOT NULL,
+	PRIMARY KEY (platform, channel_id)
+);
+CREATE INDEX channel_index_by_seen ON channel_index(platform, seen_at DESC);
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

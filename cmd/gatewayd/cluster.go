@@ -58,6 +58,8 @@ type clusterNode struct {
 	// superseded: a newer process joined as this node id; serve nothing.
 	superseded bool
 
+	discord *discordShards // Discord shards held; nil unless cluster.discord_shards > 1
+
 	wake chan struct{}
 	// answered is told the message id of every answer a node committed
 	// (the API platform's AnswerRecorded); set before run.
@@ -194,6 +196,9 @@ func (c *clusterNode) fenced(key string, err error) {
 }
 
 func (c *clusterNode) leaseLost(l cluster.Lease, err error) {
+	if c.shardLeaseLost(l, err) {
+		return
+	}
 	if l.Name == pollerLease {
 		c.mu.Lock()
 		stop := c.poller
@@ -395,6 +400,7 @@ func (c *clusterNode) round(ctx context.Context) []string {
 		}
 	}
 	c.handOver(ctx, keys, live)
+	c.balanceShards(ctx, live)
 	return blocked
 }
 
@@ -445,6 +451,7 @@ func (c *clusterNode) supersede(err error) {
 		stop()
 	}
 	c.keeper.Drop(pollerLease)
+	c.dropShards()
 	for _, key := range owned {
 		c.stepDown(key, "node id taken over by a newer process")
 	}

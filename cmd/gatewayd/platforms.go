@@ -17,13 +17,13 @@ import (
 // chatPlatforms builds the Telegram and Discord adapters whose token is set.
 // The local API lane is built separately (it carries /healthz and /metrics).
 func chatPlatforms(cfg *config.Config, st *store.Store, log *zap.Logger) ([]gateway.Platform, error) {
-	return chatPlatformsGated(cfg, st, log, nil)
+	return chatPlatformsGated(cfg, st, log, nil, nil)
 }
 
 // chatPlatformsGated is chatPlatforms with Telegram's poller gate (cluster
-// mode: one elected poller).
+// mode: one elected poller) and Discord's shard sets (nil: unsharded).
 func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
-	pollGate func(context.Context) (context.Context, telegram.CursorStore, error)) ([]gateway.Platform, error) {
+	pollGate func(context.Context) (context.Context, telegram.CursorStore, error), shardSets <-chan []int) ([]gateway.Platform, error) {
 	var out []gateway.Platform
 	if cfg.Telegram.Enabled() {
 		p, err := newTelegram(cfg.Telegram, st, log, pollGate)
@@ -33,7 +33,7 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
 		out = append(out, p)
 	}
 	if cfg.Discord.Enabled() {
-		p, err := newDiscord(cfg.Discord, st, log)
+		p, err := newDiscord(cfg.Discord, st, log, cfg.Cluster.DiscordShards, shardSets)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +65,14 @@ func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger,
 	return a, nil
 }
 
-func newDiscord(c config.Discord, st *store.Store, log *zap.Logger) (gateway.Platform, error) {
+func newDiscord(c config.Discord, st *store.Store, log *zap.Logger, shards int, shardSets <-chan []int) (gateway.Platform, error) {
+	var shard discord.Shard
+	if shardSets != nil {
+		shard.Count = shards
+	}
 	a, err := discord.New(discord.Config{
+		Shard:                shard,
+		ShardSets:            shardSets,
 		Token:                c.Token,
 		APIURL:               c.APIURL,
 		AllowedUsers:         c.AllowedUsers,

@@ -39,6 +39,7 @@ const queueSize = 1024
 // event is one gateway dispatch handed from discordgo's reader to our worker.
 type event struct {
 	ready       bool
+	shard       int // of a ready: the shard whose session it is, or allShards
 	message     *discordgo.Message
 	interaction *discordgo.Interaction
 }
@@ -73,6 +74,37 @@ func New(cfg Config) (*Adapter, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, err
 	}
+	shard := cfg.Shard
+	if cfg.ShardSets != nil {
+		shard = Shard{} // this session only talks REST; each held shard gets its own
+	}
+	s, err := newSession(cfg, shard)
+	if err != nil {
+		return nil, err
+	}
+
+	a := &Adapter{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("discord"),
+		session:  s,
+		allow:    newAllowlist(cfg),
+		channels: newChannelCache(),
+		lanes:    newLaneIndex(cfg.Cursor, cfg.Logger.Named("discord")),
+		buttons:  newButtonLanes(),
+		queue:    make(chan event, queueSize),
+		stop:     make(chan struct{}),
+		ready:    make(chan struct{}),
+	}
+	if len(cfg.AllowedUsers) == 0 && len(cfg.AllowedRoles) == 0 {
+		a.log.Warn("discord.allowlist.empty: no allowed users or roles; every sender is refused")
+	}
+	a.addHandlers(s, allShards, a.stopped)
+	return a, nil
+}
+
+// newSession is one discordgo session: REST, and the gateway connection
+// of shard (the zero Shard: unsharded).
+func newSession(cfg Config, shard Shard) (*discordgo.Session, error) {
 	s, err := discordgo.New(botToken(cfg.Token))
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
@@ -82,8 +114,8 @@ func New(cfg Config) (*Adapter, error) {
 	// websocket.DefaultDialer, which must not be mutated.
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 45 * time.Second}
 	s.Identify.Intents = intents
-	if cfg.Shard.Count > 1 {
-		s.ShardID, s.ShardCount = cfg.Shard.ID, cfg.Shard.Count
+	if shard.Count > 1 {
+		s.ShardID, s.ShardCount = shard.ID, shard.Count
 	}
 	s.StateEnabled = false // we cache the few channel facts we need
 	// Handlers run on discordgo's reader goroutine, in gateway order; they
@@ -94,24 +126,7 @@ func New(cfg Config) (*Adapter, error) {
 	// blind sleep inside discordgo) decides when to try again.
 	s.ShouldRetryOnRateLimit = false
 	s.ShouldReconnectOnError = true
-
-	a := &Adapter{
-		cfg:      cfg,
-		log:      cfg.Logger.Named("discord"),
-		session:  s,
-		allow:    newAllowlist(cfg),
-		channels: newChannelCache(),
-		lanes:    newLaneIndex(cfg.Cursor),
-		buttons:  newButtonLanes(),
-		queue:    make(chan event, queueSize),
-		stop:     make(chan struct{}),
-		ready:    make(chan struct{}),
-	}
-	if len(cfg.AllowedUsers) == 0 && len(cfg.AllowedRoles) == 0 {
-		a.log.Warn("discord.allowlist.empty: no allowed users or roles; every sender is refused")
-	}
-	a.addHandlers()
-	return a, nil
+	return s, nil
 }
 
 // Name implements gateway.Platform.
@@ -143,7 +158,13 @@ func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
 		a.work(ctx)
 	}()
 
-	err := a.open(ctx)
+	if a.cfg.ShardSets != nil {
+		a.runShards(ctx)
+		a.stopOnce.Do(func() { close(a.stop) })
+		<-workerDone
+		return nil
+	}
+	err := a.open(ctx, a.session)
 	if err == nil {
 		<-ctx.Done()
 	}
@@ -164,10 +185,10 @@ func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
 
 // open connects, retrying transient failures with backoff until ctx ends.
 // An unauthorised token is returned at once: retrying cannot fix it.
-func (a *Adapter) open(ctx context.Context) error {
+func (a *Adapter) open(ctx context.Context, s *discordgo.Session) error {
 	delays := backoff.New(time.Second, time.Minute)
 	for {
-		err := a.session.Open()
+		err := s.Open()
 		if err == nil {
 			return nil
 		}
@@ -238,8 +259,9 @@ func fatalClose(err error) bool {
 	return false
 }
 
-func (a *Adapter) addHandlers() {
-	s := a.session
+// addHandlers feeds session s's events to the worker; shard is the shard
+// it connects (allShards: unsharded), stopped whether it must hang up.
+func (a *Adapter) addHandlers(s *discordgo.Session, shard int, stopped func() bool) {
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 		a.mu.Lock()
 		if r.User != nil {
@@ -250,7 +272,7 @@ func (a *Adapter) addHandlers() {
 			a.appID = r.Application.ID
 		}
 		a.mu.Unlock()
-		a.enqueue(event{ready: true})
+		a.enqueue(event{ready: true, shard: shard})
 	})
 	s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
 		a.channels.putGuild(g.Guild)
@@ -269,18 +291,18 @@ func (a *Adapter) addHandlers() {
 		// discordgo's reconnect loop cannot be stopped from outside; if it
 		// gets through after Run ended, hang up again. Close must not run
 		// here: Open holds the session lock while emitting Connect.
-		if a.stopped() {
+		if stopped() {
 			go func() { _ = s.Close() }()
 		}
 	})
 	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
-		if !a.stopped() {
-			a.log.Info("discord.disconnected")
+		if !stopped() {
+			a.log.Info("discord.disconnected", zap.Int("shard", shard))
 		}
 	})
 	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
-		if !a.stopped() {
-			a.log.Info("discord.resumed")
+		if !stopped() {
+			a.log.Info("discord.resumed", zap.Int("shard", shard))
 		}
 	})
 }
@@ -317,7 +339,7 @@ func (a *Adapter) work(ctx context.Context) {
 		case ev := <-a.queue:
 			switch {
 			case ev.ready:
-				a.onReady(ctx)
+				a.onReady(ctx, ev.shard)
 			case ev.message != nil:
 				a.handleMessage(ctx, ev.message, false)
 			case ev.interaction != nil:
@@ -327,10 +349,10 @@ func (a *Adapter) work(ctx context.Context) {
 	}
 }
 
-func (a *Adapter) onReady(ctx context.Context) {
-	a.log.Info("discord.ready")
+func (a *Adapter) onReady(ctx context.Context, shard int) {
+	a.log.Info("discord.ready", zap.Int("shard", shard))
 	a.registerCommands()
-	a.backfill(ctx)
+	a.backfill(ctx, shard)
 	a.readyOnce.Do(func() { close(a.ready) })
 }
 

@@ -19,21 +19,29 @@ const historyPage = 100
 // For each tracked channel it fetches messages after the last one seen,
 // bounded by count and age, and handles them oldest first exactly like live
 // messages. Redelivery is harmless: the gateway's inbox drops duplicates.
-func (a *Adapter) backfill(ctx context.Context) {
+//
+// The channels and their cursors are read from the database at this
+// READY, not from what this process loaded at start: on several nodes, the
+// node that held a shard before may have added lanes to it since. A
+// shard's session (shard != allShards) backfills only the channels of that
+// shard; the other shards' sessions, maybe on other nodes, do theirs.
+func (a *Adapter) backfill(ctx context.Context, shard int) {
+	recs, err := a.lanes.refresh(ctx)
+	if err != nil {
+		// Nothing to backfill from; the messages wait for the next READY.
+		a.log.Error("discord.backfill.index_failed", zap.Int("shard", shard), zap.Error(err))
+		return
+	}
 	floor := snowflakeAt(a.cfg.Now().Add(-a.cfg.Backfill.MaxAge))
-	for _, channelID := range a.lanes.channelIDs() {
+	for _, rec := range recs {
 		if ctx.Err() != nil {
 			return
 		}
-		last, ok, err := a.lanes.cursor(ctx, channelID)
-		if err != nil {
-			a.log.Warn("discord.backfill.cursor_failed", zap.String("channel_id", channelID), zap.Error(err))
-			continue
+		channelID := rec.ChannelID
+		if rec.LastMessageID == 0 || !a.onShard(ctx, channelID, shard) {
+			continue // no message handled there yet: nothing to fetch after
 		}
-		if !ok {
-			continue
-		}
-		after := max(parseSnowflake(last), floor)
+		after := max(uint64(rec.LastMessageID), floor)
 		msgs, err := a.history(ctx, channelID, strconv.FormatUint(after, 10))
 		if err != nil {
 			a.log.Warn("discord.backfill.fetch_failed", zap.String("channel_id", channelID), zap.Error(err))
@@ -75,7 +83,7 @@ func (a *Adapter) history(ctx context.Context, channelID, after string) ([]*disc
 }
 
 func (a *Adapter) forgetLane(ctx context.Context, channelID string) {
-	if err := a.lanes.forget(ctx, channelID, a.cfg.Now()); err != nil {
+	if err := a.lanes.forget(ctx, channelID); err != nil {
 		a.log.Warn("discord.lanes.save_failed", zap.Error(err))
 	}
 }

@@ -13,18 +13,26 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/store"
+
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // PlatformName is the platform name used in gateway addresses.
 const PlatformName = "discord"
 
-// CursorStore persists small named values across restarts; *store.Store
-// satisfies it. The adapter keeps the last message id seen per channel
-// ("discord.last.<channel>") and the list of active lanes ("discord.lanes").
+// CursorStore persists the adapter's channel index across restarts and
+// nodes: the channels with conversations, one row each, with the last
+// message id handled in each (what a READY backfills after). *store.Store
+// satisfies it. The named cursors are read only to import the index of
+// older versions ("discord.lanes", "discord.last.<channel>").
 type CursorStore interface {
 	Cursor(ctx context.Context, name string) (string, bool, error)
-	SetCursor(ctx context.Context, name, value string) error
+	DeleteCursor(ctx context.Context, name string) error
+	TrackChannel(ctx context.Context, platform, channelID string, engaged bool, lastMessageID int64, seenAt time.Time) error
+	AdvanceChannel(ctx context.Context, platform, channelID string, lastMessageID int64) error
+	ForgetChannel(ctx context.Context, platform, channelID string) error
+	Channels(ctx context.Context, platform string, limit int) ([]store.ChannelRecord, error)
 }
 
 // maxRetryBackoff caps the wait between attempts to deliver an inbound
@@ -64,6 +72,11 @@ type Config struct {
 	// (guild_id >> 22) % Count == ID, and DMs only to shard 0. The zero
 	// value is one unsharded session.
 	Shard Shard
+	// ShardSets, when set, makes the adapter run the shards another part
+	// of the process holds (cluster mode): Run connects one session per
+	// shard id of Shard.Count in the latest set received, and closes the
+	// sessions of ids no longer in it. Shard.ID is then unused.
+	ShardSets <-chan []int
 
 	Backfill Backfill
 	// RetryBackoff is the first wait after a failed delivery of an inbound
@@ -99,6 +112,9 @@ func (c *Config) normalise() error {
 	if c.Shard.Count < 0 || c.Shard.ID < 0 || (c.Shard.Count > 1 && c.Shard.ID >= c.Shard.Count) ||
 		(c.Shard.Count <= 1 && c.Shard.ID != 0) {
 		return fmt.Errorf("%w: shard %d of %d: want 0 <= id < count", ErrConfig, c.Shard.ID, c.Shard.Count)
+	}
+	if c.ShardSets != nil && (c.Shard.Count < 2 || c.Shard.ID != 0) {
+		return fmt.Errorf("%w: shard sets need a shard count of 2 or more, got %d", ErrConfig, c.Shard.Count)
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -379,9 +379,7 @@ func TestDowntimeMessagesDeliveredOnceAfterRestart(t *testing.T) {
 
 	// A cursor that lags (e.g. a crash before it was saved) delivers again;
 	// the ids are the same snowflakes, so the gateway's inbox drops them.
-	if err := cfg.Cursor.SetCursor(context.Background(), "discord.last.11", got[0].MessageID); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Cursor.(*memCursor).rewind("11", got[0].MessageID)
 	third := start(t, cfg)
 	if again := third.sink.next(t); again.MessageID != m2 {
 		t.Fatalf("redelivery %+v, want only %s again (same id)", again, m2)
@@ -569,5 +567,43 @@ func TestDelete(t *testing.T) {
 		if m.ID == id {
 			t.Errorf("message %s still in the channel", id)
 		}
+	}
+}
+
+// blockingSink takes no delivery: Deliver waits until its context ends, as
+// a node dying in the middle of it would never return.
+type blockingSink struct{ arrived chan string }
+
+func (s blockingSink) Deliver(ctx context.Context, in gateway.Inbound) error {
+	s.arrived <- in.MessageID
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The first message of a channel the bot never talked in, and the node
+// stops while delivering it: the channel is in the index already, with
+// its cursor before the message, so the next node's READY fetches it. A
+// lane indexed only once its first delivery returned is unknown to every
+// other node, and the message is lost.
+func TestNewLaneSurvivesANodeStoppedMidDelivery(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, channel)
+	cfg := baseConfig(t, srv)
+	arrived := make(chan string, 1)
+	first := startWithSink(t, cfg, func(*recSink) gateway.Sink { return blockingSink{arrived: arrived} })
+	id := srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "first words", MentionBot: true})
+	select {
+	case got := <-arrived:
+		if got != id {
+			t.Fatalf("delivery of %s, want %s", got, id)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the message never reached the sink")
+	}
+	first.stop()
+
+	second := start(t, cfg) // ready after its backfill
+	if got := second.sink.deliveries(); len(got) != 1 || got[0].MessageID != id {
+		t.Fatalf("the next node delivered %+v before ready, want the message %s", got, id)
 	}
 }

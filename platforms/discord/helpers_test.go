@@ -2,6 +2,9 @@ package discord_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
+	"github.com/gatewayd/gatewayd/store"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -20,13 +24,18 @@ const (
 	waitFor  = 15 * time.Second
 )
 
-// memCursor is an in-memory CursorStore shared across adapter restarts.
+// memCursor is an in-memory CursorStore shared across adapter restarts,
+// with the store's rules: one row per channel, engaged only turns on, the
+// message id and the time seen only grow.
 type memCursor struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu       sync.Mutex
+	m        map[string]string
+	channels map[string]store.ChannelRecord // by platform + "/" + channel id
 }
 
-func newMemCursor() *memCursor { return &memCursor{m: map[string]string{}} }
+func newMemCursor() *memCursor {
+	return &memCursor{m: map[string]string{}, channels: map[string]store.ChannelRecord{}}
+}
 
 func (c *memCursor) Cursor(_ context.Context, name string) (string, bool, error) {
 	c.mu.Lock()
@@ -35,11 +44,73 @@ func (c *memCursor) Cursor(_ context.Context, name string) (string, bool, error)
 	return v, ok, nil
 }
 
-func (c *memCursor) SetCursor(_ context.Context, name, value string) error {
+func (c *memCursor) DeleteCursor(_ context.Context, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[name] = value
+	delete(c.m, name)
 	return nil
+}
+
+func (c *memCursor) TrackChannel(_ context.Context, platform, channelID string, engaged bool, last int64, seenAt time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := platform + "/" + channelID
+	r, ok := c.channels[key]
+	if !ok {
+		r = store.ChannelRecord{ChannelID: channelID}
+	}
+	r.Engaged = r.Engaged || engaged
+	r.LastMessageID = max(r.LastMessageID, last)
+	if seenAt.After(r.SeenAt) {
+		r.SeenAt = seenAt
+	}
+	c.channels[key] = r
+	return nil
+}
+
+func (c *memCursor) AdvanceChannel(_ context.Context, platform, channelID string, last int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := platform + "/" + channelID
+	if r, ok := c.channels[key]; ok && last > r.LastMessageID {
+		r.LastMessageID = last
+		c.channels[key] = r
+	}
+	return nil
+}
+
+func (c *memCursor) ForgetChannel(_ context.Context, platform, channelID string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.channels, platform+"/"+channelID)
+	return nil
+}
+
+func (c *memCursor) Channels(_ context.Context, platform string, limit int) ([]store.ChannelRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []store.ChannelRecord
+	for key, r := range c.channels {
+		if strings.HasPrefix(key, platform+"/") {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.ChannelRecord) int { return b.SeenAt.Compare(a.SeenAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// rewind moves a channel's cursor back, as a crash before it was saved
+// leaves it; the store itself never moves one back.
+func (c *memCursor) rewind(channelID, messageID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := discord.PlatformName + "/" + channelID
+	r := c.channels[key]
+	r.LastMessageID, _ = strconv.ParseInt(messageID, 10, 64)
+	c.channels[key] = r
 }
 
 // recSink records every delivery, duplicates included, and signals each.

@@ -91,12 +91,14 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 		a.log.Error("discord.message.bad_address", zap.String("message_id", m.ID), zap.Error(err))
 		return true
 	}
+	if err := a.lanes.ingesting(ctx, m.ChannelID, m.ID, a.cfg.Now()); err != nil {
+		a.log.Warn("discord.lanes.save_failed", zap.Error(err))
+	}
 	sink := a.currentSink()
 	if err := a.retry(ctx, "deliver", m, func() error { return sink.Deliver(ctx, in) }); err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", m.ID), zap.String("session_key", addr.SessionKey()))
 		return a.skipUndelivered(m, err)
 	}
-	a.track(ctx, m.ChannelID, false)
 	a.advance(ctx, m)
 	return true
 }

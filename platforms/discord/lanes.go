@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // chanInfo is what routing needs to know about a channel.
@@ -89,105 +92,194 @@ func (a *Adapter) channel(ctx context.Context, id string) (chanInfo, error) {
 	return infoOf(ch), nil
 }
 
-// laneRecord is one channel the bot has answered in.
+// laneRecord is what this process knows of a channel in the index.
 type laneRecord struct {
-	Engaged bool  `json:"engaged,omitempty"` // a thread the bot was mentioned in
-	Seen    int64 `json:"seen"`              // unix seconds of the last delivery
+	engaged bool  // a thread the bot was addressed in
+	seen    int64 // unix seconds of the last delivery written to the index
 }
 
+// Legacy index names: before the channel index table (store migration 15)
+// the lanes were one JSON blob and each lane's last message id a cursor of
+// its own. load moves them into the table once.
 const (
-	lanesCursor   = "discord.lanes"
-	lastPrefix    = "discord.last."
-	maxIndexLanes = 500 // older lanes are not backfilled
+	legacyLanesCursor = "discord.lanes"
+	legacyLastPrefix  = "discord.last."
 )
 
-// laneIndex persists the channels with conversations (for backfill) and
-// the last message id seen in each, through the cursor store.
+const (
+	maxIndexLanes = 500       // older lanes are not backfilled
+	reseenAfter   = time.Hour // how stale a lane's seen time gets before it is written again
+)
+
+// laneIndex keeps the channels with conversations (for backfill) and the
+// last message id handled in each. The database holds the index, one row
+// per channel, written by the node that ingests the channel's messages;
+// nodes never read, merge and write back each other's rows, so none can
+// drop another's lane. This process keeps a cache of it for routing
+// (engaged threads, which channels' cursors to move), refreshed from the
+// database at every READY.
 type laneIndex struct {
 	store CursorStore
+	log   *zap.Logger
 	mu    sync.Mutex
 	lanes map[string]laneRecord
 	last  map[string]uint64 // last message id handled per channel, this process
 	held  map[string]bool   // channels whose cursor must not move any more, this process
 }
 
-func newLaneIndex(store CursorStore) *laneIndex {
-	return &laneIndex{store: store, lanes: map[string]laneRecord{}, last: map[string]uint64{},
+func newLaneIndex(store CursorStore, log *zap.Logger) *laneIndex {
+	return &laneIndex{store: store, log: log, lanes: map[string]laneRecord{}, last: map[string]uint64{},
 		held: map[string]bool{}}
 }
 
+// load moves a legacy index into the store, then reads the index.
 func (l *laneIndex) load(ctx context.Context) error {
 	if l.store == nil {
 		return nil
 	}
-	raw, ok, err := l.store.Cursor(ctx, lanesCursor)
+	if err := l.importLegacy(ctx); err != nil {
+		return err
+	}
+	_, err := l.refresh(ctx)
+	return err
+}
+
+// refresh reads the index as the database holds it now (other nodes add
+// the lanes of the shards they hold) into this process's cache, and
+// returns it, the most recently seen first.
+func (l *laneIndex) refresh(ctx context.Context) ([]store.ChannelRecord, error) {
+	if l.store == nil {
+		return nil, nil
+	}
+	recs, err := l.store.Channels(ctx, PlatformName, maxIndexLanes)
+	if err != nil {
+		return nil, fmt.Errorf("discord: read lanes: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range recs {
+		mine := l.lanes[r.ChannelID]
+		mine.engaged = mine.engaged || r.Engaged
+		mine.seen = max(mine.seen, r.SeenAt.Unix())
+		l.lanes[r.ChannelID] = mine
+	}
+	return recs, nil
+}
+
+// importLegacy writes the legacy blob's lanes, with their cursors, as
+// index rows, then deletes the legacy names. Rows only grow, so two nodes
+// importing at once, or an import cut short and run again, are harmless.
+func (l *laneIndex) importLegacy(ctx context.Context) error {
+	raw, ok, err := l.store.Cursor(ctx, legacyLanesCursor)
 	if err != nil || !ok {
 		return err
 	}
-	m := map[string]laneRecord{}
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return fmt.Errorf("discord: decode %s: %w", lanesCursor, err)
+	var legacy map[string]struct {
+		Engaged bool  `json:"engaged"`
+		Seen    int64 `json:"seen"`
 	}
-	l.mu.Lock()
-	l.lanes = m
-	l.mu.Unlock()
+	if err := json.Unmarshal([]byte(raw), &legacy); err != nil {
+		return fmt.Errorf("discord: decode legacy %s: %w", legacyLanesCursor, err)
+	}
+	for id, rec := range legacy {
+		last, err := l.legacyLast(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := l.store.TrackChannel(ctx, PlatformName, id, rec.Engaged, last, time.Unix(rec.Seen, 0)); err != nil {
+			return fmt.Errorf("discord: import lane %s: %w", id, err)
+		}
+		if err := l.store.DeleteCursor(ctx, legacyLastPrefix+id); err != nil {
+			return fmt.Errorf("discord: import lane %s: %w", id, err)
+		}
+	}
+	if err := l.store.DeleteCursor(ctx, legacyLanesCursor); err != nil {
+		return fmt.Errorf("discord: import lanes: %w", err)
+	}
+	l.log.Info("discord.lanes.imported", zap.Int("lanes", len(legacy)))
 	return nil
 }
 
-// saveLocked writes the index; callers hold l.mu.
-func (l *laneIndex) saveLocked(ctx context.Context, now time.Time) error {
-	if l.store == nil {
-		return nil
-	}
-	if len(l.lanes) > maxIndexLanes {
-		ids := make([]string, 0, len(l.lanes))
-		for id := range l.lanes {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { return l.lanes[ids[i]].Seen < l.lanes[ids[j]].Seen })
-		for _, id := range ids[:len(ids)-maxIndexLanes] {
-			delete(l.lanes, id)
-		}
-	}
-	raw, err := json.Marshal(l.lanes)
+// legacyLast is a legacy lane's cursor, 0 when it has none or it is not
+// a snowflake (the lane is then not backfilled until its next message).
+func (l *laneIndex) legacyLast(ctx context.Context, channelID string) (int64, error) {
+	v, ok, err := l.store.Cursor(ctx, legacyLastPrefix+channelID)
 	if err != nil {
-		return fmt.Errorf("discord: encode lanes: %w", err)
+		return 0, fmt.Errorf("discord: import lane %s: %w", channelID, err)
 	}
-	if err := l.store.SetCursor(ctx, lanesCursor, string(raw)); err != nil {
-		return fmt.Errorf("discord: save lanes: %w", err)
+	if !ok {
+		return 0, nil
 	}
-	return nil
+	n, err := snowflakeInt(v)
+	if err != nil {
+		l.log.Warn("discord.lanes.import_bad_cursor", zap.String("channel_id", channelID), zap.Error(err))
+		return 0, nil
+	}
+	return n, nil
 }
 
 func (l *laneIndex) engaged(channelID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lanes[channelID].Engaged
+	return l.lanes[channelID].engaged
 }
 
 // track adds the channel to the index (engaged marks a thread the bot was
-// mentioned in) and persists the index when it changed.
+// mentioned in). The row is written when it is new to this process, newly
+// engaged or last written an hour ago; its cursor is advance's.
 func (l *laneIndex) track(ctx context.Context, channelID string, engaged bool, now time.Time) error {
+	return l.trackAfter(ctx, channelID, engaged, 0, now)
+}
+
+// ingesting tracks the channel of message id before the message is
+// delivered, with the cursor just before it. Killed at any point after
+// this, the node leaves a row from which the shard's next holder fetches
+// the message again (the inbox drops it if it was committed); a lane
+// tracked only after the delivery would be lost to a crash in between.
+// The store never moves a cursor back, so a lane tracked already keeps
+// its own.
+func (l *laneIndex) ingesting(ctx context.Context, channelID, id string, now time.Time) error {
+	n, err := snowflakeInt(id)
+	if err != nil {
+		return err
+	}
+	return l.trackAfter(ctx, channelID, false, max(n-1, 0), now)
+}
+
+// trackAfter is track with the cursor at least after (0: unchanged).
+func (l *laneIndex) trackAfter(ctx context.Context, channelID string, engaged bool, after int64, now time.Time) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	rec, ok := l.lanes[channelID]
-	changed := !ok || (engaged && !rec.Engaged) || now.Unix()-rec.Seen > 3600
-	rec.Engaged = rec.Engaged || engaged
-	rec.Seen = now.Unix()
+	changed := !ok || (engaged && !rec.engaged) || now.Unix()-rec.seen > int64(reseenAfter/time.Second)
+	rec.engaged = rec.engaged || engaged
+	if changed {
+		rec.seen = now.Unix()
+	}
 	l.lanes[channelID] = rec
-	if !changed {
+	l.mu.Unlock()
+	if !changed || l.store == nil {
 		return nil
 	}
-	return l.saveLocked(ctx, now)
+	if err := l.store.TrackChannel(ctx, PlatformName, channelID, rec.engaged, after, now); err != nil {
+		return fmt.Errorf("discord: save lane: %w", err)
+	}
+	return nil
 }
 
-func (l *laneIndex) forget(ctx context.Context, channelID string, now time.Time) error {
+func (l *laneIndex) forget(ctx context.Context, channelID string) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	delete(l.lanes, channelID)
-	return l.saveLocked(ctx, now)
+	l.mu.Unlock()
+	if l.store == nil {
+		return nil
+	}
+	if err := l.store.ForgetChannel(ctx, PlatformName, channelID); err != nil {
+		return fmt.Errorf("discord: forget lane: %w", err)
+	}
+	return nil
 }
 
+// channelIDs are the channels of this process's cache of the index.
 func (l *laneIndex) channelIDs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -221,34 +313,39 @@ func (l *laneIndex) hold(channelID string) {
 }
 
 // advance records id as the last message seen in the channel; the cursor
-// is persisted only for tracked channels. A held channel does not move.
+// is persisted only for tracked channels, and the database keeps the
+// larger of its id and this one (another node may have handled a later
+// message around a handover). A held channel does not move.
 func (l *laneIndex) advance(ctx context.Context, channelID, id string) error {
-	n, err := strconv.ParseUint(id, 10, 64)
+	n, err := snowflakeInt(id)
 	if err != nil {
-		return fmt.Errorf("discord: message id %q: %w", id, err)
+		return err
 	}
 	l.mu.Lock()
-	if l.held[channelID] || n <= l.last[channelID] {
+	if l.held[channelID] || uint64(n) <= l.last[channelID] {
 		l.mu.Unlock()
 		return nil
 	}
-	l.last[channelID] = n
+	l.last[channelID] = uint64(n)
 	_, tracked := l.lanes[channelID]
 	l.mu.Unlock()
 	if !tracked || l.store == nil {
 		return nil
 	}
-	if err := l.store.SetCursor(ctx, lastPrefix+channelID, id); err != nil {
+	if err := l.store.AdvanceChannel(ctx, PlatformName, channelID, n); err != nil {
 		return fmt.Errorf("discord: save cursor: %w", err)
 	}
 	return nil
 }
 
-func (l *laneIndex) cursor(ctx context.Context, channelID string) (string, bool, error) {
-	if l.store == nil {
-		return "", false, nil
+// snowflakeInt is a message id as the store keeps it. Snowflakes fit in
+// 63 bits until 2084; a larger one is refused rather than wrapped.
+func snowflakeInt(id string) (int64, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("discord: message id %q is not a snowflake", id)
 	}
-	return l.store.Cursor(ctx, lastPrefix+channelID)
+	return n, nil
 }
 
 // discordEpochMS is the first millisecond of 2015, the snowflake epoch.

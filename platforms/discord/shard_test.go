@@ -1,12 +1,17 @@
 package discord_test
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // shardOneGuild is a guild id on shard 1 of 2: (1<<22 >> 22) % 2 == 1.
@@ -73,5 +78,156 @@ func TestShardConfigIsChecked(t *testing.T) {
 		if _, err := discord.New(cfg); !errors.Is(err, discord.ErrConfig) {
 			t.Errorf("New with shard %+v: err = %v, want ErrConfig", sh, err)
 		}
+	}
+}
+
+// One adapter driven by shard sets (cluster mode): it is ready with no
+// shard held, connects a session per shard given, hangs up the shards
+// taken away, and a shard's new session backfills only that shard's
+// channels (guild 2000 on shard 0, guild 4194304 on shard 1).
+func TestShardSetsConnectAndBackfillTheirShardsOnly(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, channel)
+	srv.AddGuildChannel("20", shardOneGuild)
+	sets := make(chan []int, 1)
+	cfg := baseConfig(t, srv)
+	cfg.Shard = discord.Shard{Count: 2}
+	cfg.ShardSets = sets
+	r := start(t, cfg) // ready before any shard is held
+
+	sets <- []int{0, 1}
+	for id := range 2 {
+		if !srv.WaitShard(id, true, waitFor) {
+			t.Fatalf("shard %d never connected", id)
+		}
+	}
+	zero := srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "zero", MentionBot: true})
+	waitDelivery(t, r, zero)
+	one := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "one", MentionBot: true})
+	waitDelivery(t, r, one)
+
+	// Both let go: what is posted now reaches no session.
+	sets <- nil
+	for id := range 2 {
+		if !srv.WaitShard(id, false, waitFor) {
+			t.Fatalf("shard %d still connected after being let go", id)
+		}
+	}
+	missedZero := srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "missed zero", MentionBot: true})
+	missedOne := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "missed one", MentionBot: true})
+
+	// Shard 1 again: its READY backfills channel 20 only; a live message
+	// after it marks that nothing of shard 0 came first.
+	sets <- []int{1}
+	if !srv.WaitShard(1, true, waitFor) {
+		t.Fatal("shard 1 never reconnected")
+	}
+	if in := r.sink.next(t); in.MessageID != missedOne {
+		t.Fatalf("first delivery after shard 1 came back = %q (%q), want the missed %q", in.MessageID, in.Text, missedOne)
+	}
+	live := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "live one", MentionBot: true})
+	if in := r.sink.next(t); in.MessageID != live {
+		t.Fatalf("delivery %q (%q), want the live %q: shard 1's backfill fetched another shard's channel", in.MessageID, in.Text, live)
+	}
+
+	sets <- []int{0, 1}
+	if in := r.sink.next(t); in.MessageID != missedZero {
+		t.Fatalf("first delivery after shard 0 came back = %q (%q), want the missed %q", in.MessageID, in.Text, missedZero)
+	}
+}
+
+func TestShardSetsNeedACount(t *testing.T) {
+	cfg := discord.Config{Token: discordtest.Token, ShardSets: make(chan []int)}
+	if _, err := discord.New(cfg); !errors.Is(err, discord.ErrConfig) {
+		t.Errorf("New with shard sets and no count: err = %v, want ErrConfig", err)
+	}
+}
+
+func TestShardOf(t *testing.T) {
+	for _, c := range []struct {
+		guild       string
+		count, want int
+	}{{"", 2, 0}, {"2000", 2, 0}, {shardOneGuild, 2, 1}, {shardOneGuild, 1, 0}, {"12582912", 4, 3}} {
+		if got := discord.ShardOf(c.guild, c.count); got != c.want {
+			t.Errorf("ShardOf(%q, %d) = %d, want %d", c.guild, c.count, got, c.want)
+		}
+	}
+}
+
+// Two nodes' adapters on one database, in cluster mode. Node X starts
+// holding shard 0; only then does node Y, holding shard 1, get the first
+// message of channel 20 (a lane X's start never saw). Y lets shard 1 go, a
+// message is posted while no session runs it, and X takes shard 1: its
+// READY reads the index from the database as it is now and backfills
+// channel 20, from Y's cursor on (Y's message is not delivered again).
+func TestShardTakenLaterBackfillsALaneAnotherNodeCreated(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	srv := newServer(t, channel)
+	srv.AddGuildChannel("20", shardOneGuild)
+	node := func(first []int) (*running, chan []int) {
+		sets := make(chan []int, 1)
+		cfg := baseConfig(t, srv)
+		cfg.Cursor = st
+		cfg.Shard = discord.Shard{Count: 2}
+		cfg.ShardSets = sets
+		r := start(t, cfg)
+		sets <- first
+		for _, id := range first {
+			if !srv.WaitShard(id, true, waitFor) {
+				t.Fatalf("shard %d never connected", id)
+			}
+		}
+		return r, sets
+	}
+	x, xSets := node([]int{0})
+	y, ySets := node([]int{1})
+
+	first := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "first, on Y", MentionBot: true})
+	waitDelivery(t, y, first)
+	waitCursor(t, st, "20", first)
+	ySets <- nil
+	if !srv.WaitShard(1, false, waitFor) {
+		t.Fatal("shard 1 still connected after Y let it go")
+	}
+	gap := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "in the gap", MentionBot: true})
+
+	xSets <- []int{0, 1}
+	if in := x.sink.next(t); in.MessageID != gap {
+		t.Fatalf("X's first delivery after taking shard 1 = %q (%q), want the gap message %q", in.MessageID, in.Text, gap)
+	}
+	live := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "live on X", MentionBot: true})
+	waitDelivery(t, x, live)
+	assertDeliveries(t, "X", x.sink.deliveries(), gap, live)
+}
+
+// waitCursor waits until the index's cursor of channel is messageID: the
+// adapter writes it after the sink accepted the message, with no event
+// that a test could wait on.
+func waitCursor(t *testing.T, st *store.Store, channel, messageID string) {
+	t.Helper()
+	want, err := strconv.ParseInt(messageID, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		recs, err := st.Channels(context.Background(), discord.PlatformName, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.ChannelID == channel && r.LastMessageID == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("channel %s: cursor never reached %s: %+v", channel, messageID, recs)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
