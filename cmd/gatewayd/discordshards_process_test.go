@@ -66,12 +66,10 @@ func echoes(dc *discordtest.Server, channelID string) []string {
 
 func waitEchoes(t *testing.T, dc *discordtest.Server, channelID string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for len(echoes(dc, channelID)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("channel %s: %d answers %q, want %d", channelID, len(echoes(dc, channelID)), echoes(dc, channelID), n)
-		}
-		time.Sleep(20 * time.Millisecond) // the answer comes from another process
+	// The answer is sent by another process, but to the fake in this one:
+	// WaitFor wakes on every message it receives.
+	if !dc.WaitFor(60*time.Second, func() bool { return len(echoes(dc, channelID)) >= n }) {
+		t.Fatalf("channel %s: %d answers %q, want %d", channelID, len(echoes(dc, channelID)), echoes(dc, channelID), n)
 	}
 }
 
