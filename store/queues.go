@@ -329,25 +329,7 @@ func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMess
 		return fmt.Errorf("%w: part %d", ErrInvalid, part)
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		var have int
-		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, id).Scan(&have); err != nil {
-			return err
-		}
-		if part < have {
-			return nil // recorded already
-		}
-		if part > have {
-			return fmt.Errorf("%w: part %d of outbox %d before part %d", ErrInvalid, part, id, have)
-		}
-		res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
-			SELECT id, ?, ?, ? FROM outbox WHERE id = ?`, part, platformMessageID, toDB(s.now()), id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: outbox message %d", ErrNotFound, id)
-		}
-		return nil
+		return recordPart(ctx, q, id, part, platformMessageID, toDB(s.now()))
 	})
 	if err != nil {
 		return fmt.Errorf("store: record part %d of outbox %d: %w", part, id, err)
@@ -355,11 +337,57 @@ func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMess
 	return nil
 }
 
+// recordPart adds part to the row's parts unless it is there already; a
+// part after a gap is refused.
+func recordPart(ctx context.Context, q querier, id int64, part int, platformMessageID string, now int64) error {
+	var have int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, id).Scan(&have); err != nil {
+		return err
+	}
+	if part < have {
+		return nil // recorded already
+	}
+	if part > have {
+		return fmt.Errorf("%w: part %d of outbox %d before part %d", ErrInvalid, part, id, have)
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
+		SELECT id, ?, ?, ? FROM outbox WHERE id = ?`, part, platformMessageID, now, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: outbox message %d", ErrNotFound, id)
+	}
+	return nil
+}
+
+// MarkSentWithPart is RecordPart of the delivery's last part and MarkSent
+// in one commit: the platform accepted the last part, nothing is left to
+// send, and one fsync'd commit replaces two. On error neither is applied.
+func (s *Store) MarkSentWithPart(ctx context.Context, id int64, part int, platformMessageID string) error {
+	if part < 0 {
+		return fmt.Errorf("%w: part %d", ErrInvalid, part)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		now := toDB(s.now())
+		if err := recordPart(ctx, q, id, part, platformMessageID, now); err != nil {
+			return err
+		}
+		return execOne(ctx, q, "outbox message", id, markSentSQL, platformMessageID, now, id)
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark outbox %d sent with part %d: %w", id, part, err)
+	}
+	return nil
+}
+
 // MarkSent records a delivered message and its platform message id.
 func (s *Store) MarkSent(ctx context.Context, id int64, platformMessageID string) error {
-	return s.markOutbox(ctx, "mark sent", id, `UPDATE outbox SET state = 'sent', attempts = attempts + 1,
-		platform_message_id = ?, last_error = '', updated_at = ? WHERE id = ?`, platformMessageID, toDB(s.now()), id)
+	return s.markOutbox(ctx, "mark sent", id, markSentSQL, platformMessageID, toDB(s.now()), id)
 }
+
+const markSentSQL = `UPDATE outbox SET state = 'sent', attempts = attempts + 1,
+		platform_message_id = ?, last_error = '', updated_at = ? WHERE id = ?`
 
 // MarkRetry records a failed attempt; the message is due again at next.
 func (s *Store) MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error {
