@@ -176,6 +176,13 @@ func (c *conn) eofCause() error {
 }
 
 func (c *conn) handleLine(line []byte) {
+	if method, ok := notificationMethod(line); ok && unreadNotifications[string(method)] {
+		// Nothing reads it: not decoding it is the cheapest way to drop it.
+		if ce := c.log.Check(zap.DebugLevel, "codex.notification"); ce != nil {
+			ce.Write(zap.ByteString("method", method))
+		}
+		return
+	}
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
@@ -200,6 +207,23 @@ func (c *conn) handleLine(line []byte) {
 		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
 			zap.ByteString("head", head(line, 200)), zap.String("why", "neither id nor method"))
 	}
+}
+
+// notificationMethod returns the method of a line that opens with it, the
+// way the app-server writes notifications: {"method":"…","params":…}. ok
+// is false for any other shape (a response, a request that starts with its
+// id, a method with escapes), which the caller decodes in full.
+func notificationMethod(line []byte) ([]byte, bool) {
+	const open = `{"method":"`
+	if !bytes.HasPrefix(line, []byte(open)) {
+		return nil, false
+	}
+	rest := line[len(open):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:end], true
 }
 
 // trackRequest registers a server request; its context ends on

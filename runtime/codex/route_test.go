@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -76,6 +77,54 @@ func TestRouteHandsOnOnlyWhatTheTurnReads(t *testing.T) {
 	}
 	if res.Usage.TotalTokens != 30 {
 		t.Errorf("usage total %d, want 30", res.Usage.TotalTokens)
+	}
+}
+
+// TestReaderDropsUnreadNotificationsUndecoded: the notifications nothing
+// reads never reach the client's router (they are dropped by method before
+// the line is decoded); every other line of the turn still does.
+func TestReaderDropsUnreadNotificationsUndecoded(t *testing.T) {
+	cn := newConn(strings.NewReader(""), nopWriter{}, zap.NewNop())
+	var routed []string
+	cn.onNotify = func(_ *conn, method string, _ json.RawMessage) { routed = append(routed, method) }
+	for _, line := range oneTurnLines {
+		cn.handleLine([]byte(line))
+	}
+	want := []string{"turn/started", "item/started", "item/completed", "item/started",
+		"item/agentMessage/delta", "item/agentMessage/delta", "item/completed",
+		"thread/tokenUsage/updated", "account/rateLimits/updated", "turn/completed"}
+	if strings.Join(routed, " ") != strings.Join(want, " ") {
+		t.Fatalf("routed\n got %v\nwant %v", routed, want)
+	}
+}
+
+// Only a line that opens with a plain method is read by its method; the
+// rest are decoded in full.
+func TestNotificationMethod(t *testing.T) {
+	tests := []struct {
+		line, method string
+		ok           bool
+	}{
+		{line: `{"method":"thread/status/changed","params":{}}`, method: "thread/status/changed", ok: true},
+		{line: `{"id":3,"method":"thread/status/changed","params":{}}`},
+		{line: `{"method":"thread\/status/changed","params":{}}`},
+		{line: `{"method":"unterminated`},
+		{line: ` {"method":"x"}`},
+	}
+	for _, tt := range tests {
+		m, ok := notificationMethod([]byte(tt.line))
+		if string(m) != tt.method || ok != tt.ok {
+			t.Errorf("notificationMethod(%s) = %q, %v; want %q, %v", tt.line, m, ok, tt.method, tt.ok)
+		}
+	}
+}
+
+// The methods dropped unread are none that the router reads.
+func TestUnreadNotificationsAreNotRouted(t *testing.T) {
+	for m := range unreadNotifications {
+		if turnNotifications[m] || accountMethod(m) {
+			t.Errorf("%s is dropped unread but routed", m)
+		}
 	}
 }
 

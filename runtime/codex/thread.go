@@ -229,6 +229,17 @@ var turnNotifications = map[string]bool{
 	"serverRequest/resolved":    true,
 }
 
+// unreadNotifications are notifications the app-server sends on every turn
+// (doc §3) that nothing here reads: the reader drops them by their method
+// before decoding the line. Only notification methods belong here, never
+// a server request's, which must be answered.
+var unreadNotifications = map[string]bool{
+	"thread/status/changed":        true,
+	"thread/readState/changed":     true,
+	"warning":                      true,
+	"remoteControl/status/changed": true,
+}
+
 // agentDelta is item/agentMessage/delta's params: the most frequent
 // notification of a turn, decoded without the other turnEvent fields.
 type agentDelta struct {
