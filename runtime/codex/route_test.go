@@ -31,7 +31,7 @@ var oneTurnLines = []string{
 func routedClient() (*Client, *conn, *turnSub) {
 	cn := newConn(strings.NewReader(""), nopWriter{}, zap.NewNop())
 	c := &Client{log: zap.NewNop(), threads: map[string]*threadState{}}
-	cn.onNotify = c.route
+	cn.onNotify, cn.onEvent = c.route, c.routeEvent
 	sub := newTurnSub(cn)
 	c.threadFor("T").turn = sub
 	return c, cn, sub
@@ -95,6 +95,27 @@ func TestReaderDropsUnreadNotificationsUndecoded(t *testing.T) {
 		"thread/tokenUsage/updated", "account/rateLimits/updated", "turn/completed"}
 	if strings.Join(routed, " ") != strings.Join(want, " ") {
 		t.Fatalf("routed\n got %v\nwant %v", routed, want)
+	}
+}
+
+// The notifications a turn reads go to onEvent decoded from their line in
+// one pass; a line whose fast decode fails goes the full way, to onNotify.
+func TestReaderDecodesTurnNotificationsInOnePass(t *testing.T) {
+	cn := newConn(strings.NewReader(""), nopWriter{}, zap.NewNop())
+	var full, fast []string
+	cn.onNotify = func(_ *conn, method string, _ json.RawMessage) { full = append(full, method) }
+	cn.onEvent = func(_ *conn, method string, e *turnEvent) { fast = append(fast, method+"@"+e.ThreadID) }
+	for _, line := range oneTurnLines {
+		cn.handleLine([]byte(line))
+	}
+	cn.handleLine([]byte(`{"method":"turn/completed","params":"not an object"}`))
+	wantFast := "turn/started@T item/started@T item/completed@T item/started@T item/agentMessage/delta@T " +
+		"item/agentMessage/delta@T item/completed@T thread/tokenUsage/updated@T turn/completed@T"
+	if got := strings.Join(fast, " "); got != wantFast {
+		t.Errorf("decoded in one pass\n got %s\nwant %s", got, wantFast)
+	}
+	if got, want := strings.Join(full, " "), "account/rateLimits/updated turn/completed"; got != want {
+		t.Errorf("decoded in full %q, want %q (not a turn notification, and the malformed one)", got, want)
 	}
 }
 

@@ -198,6 +198,11 @@ func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 		cn.log.Debug("codex.notification", zap.String("method", method))
 		return
 	}
+	c.routeEvent(cn, method, e)
+}
+
+// routeEvent hands a decoded turn notification to the thread it names.
+func (c *Client) routeEvent(cn *conn, method string, e *turnEvent) {
 	switch {
 	case method == "serverRequest/resolved" && len(e.RequestID) > 0:
 		cn.resolveRequest(e.RequestID)
@@ -247,6 +252,35 @@ type agentDelta struct {
 	TurnID   string `json:"turnId"`
 	Delta    string `json:"delta"`
 }
+
+// decodeTurnLine decodes the params of a whole notification line in one
+// pass, which is what decodeTurnEvent does after the envelope's decode.
+func decodeTurnLine(method string, line []byte) (*turnEvent, error) {
+	if method == "item/agentMessage/delta" {
+		var l struct {
+			Params *agentDelta `json:"params"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, err
+		}
+		if l.Params == nil {
+			return nil, errNoParams
+		}
+		return &turnEvent{ThreadID: l.Params.ThreadID, TurnID: l.Params.TurnID, Delta: l.Params.Delta}, nil
+	}
+	var l struct {
+		Params *turnEvent `json:"params"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return nil, err
+	}
+	if l.Params == nil {
+		return nil, errNoParams
+	}
+	return l.Params, nil
+}
+
+var errNoParams = errors.New("codex: notification without params")
 
 func decodeTurnEvent(method string, params json.RawMessage) (*turnEvent, error) {
 	if method == "item/agentMessage/delta" {
