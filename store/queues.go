@@ -252,7 +252,8 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 const dueOutboxSQL = `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
 	o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
 	o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
-	o.file_path, o.file_name, o.file_mime, o.file_size
+	o.file_path, o.file_name, o.file_mime, o.file_size,
+	EXISTS (SELECT 1 FROM outbox_parts p WHERE p.outbox_id = o.id)
 	FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
 		AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
@@ -273,31 +274,41 @@ func (s *Store) scanDue(ctx context.Context, query string, args ...any) ([]Outbo
 	for rows.Next() {
 		var m OutboxMessage
 		var next, created int64
+		var hasParts bool
 		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Platform, &m.Kind, &m.ChatID, &m.TopicID, &m.UserID, &m.Text,
 			&m.ReplyTo, &m.EditID, &m.OutKind, &m.ThreadID, &m.TurnID, &m.TurnStatus, &m.State, &m.Attempts,
 			&next, &m.PlatformMessageID, &m.LastError, &created,
-			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize); err != nil {
+			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize, &hasParts); err != nil {
 			return nil, err
 		}
 		m.NextAttemptAt, m.CreatedAt = fromDB(next), fromDB(created)
 		if m.FilePath != "" {
 			m.OutKind = OutboxFile // stored as 'reply' (migration 9)
 		}
+		if hasParts {
+			// Filled by attachParts; non-nil marks the rows it must read.
+			m.SentParts = []string{}
+		}
 		out = append(out, m)
 	}
 	return out, classify(rows.Err())
 }
 
-// attachParts fills SentParts of the rows (ordered by id) in one query.
+// attachParts fills SentParts of the rows (ordered by id) that have parts
+// recorded, in one query. Most due rows have none (a first attempt), and
+// then there is no query at all: the due read runs after every commit.
 func (s *Store) attachParts(ctx context.Context, out []OutboxMessage) error {
-	if len(out) == 0 {
-		return nil
-	}
-	byID := make(map[int64]*OutboxMessage, len(out))
-	ids := make([]any, len(out))
+	byID := make(map[int64]*OutboxMessage)
+	var ids []any
 	for i := range out {
+		if out[i].SentParts == nil {
+			continue
+		}
 		byID[out[i].ID] = &out[i]
-		ids[i] = out[i].ID
+		ids = append(ids, out[i].ID)
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	// The rows' own ids, not an id range: an old row retried beside new
 	// ones would make a range span every part sent in between.
