@@ -117,26 +117,38 @@ func (d *deliverer) deliverDue(ctx context.Context) int {
 			d.log.Error("outbox.read_failed", zap.Error(err))
 			return total
 		}
-		byPlatform := make(map[string][]store.OutboxMessage)
-		for _, m := range rows {
-			byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
-		}
-		var wg sync.WaitGroup
-		var sent atomic.Int64
-		for _, group := range byPlatform {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sent.Add(int64(d.deliverRows(ctx, group)))
-			}()
-		}
-		wg.Wait()
+		sent := d.deliverByPlatform(ctx, rows)
 		total += len(rows)
-		if len(rows) < outboxBatch || sent.Load() == 0 {
+		if len(rows) < outboxBatch || sent == 0 {
 			return total
 		}
 	}
 	return total
+}
+
+// deliverByPlatform sends the rows of each platform in parallel and
+// returns how many left the pending state. Rows of one platform (nearly
+// every pass: one reply) are sent on this goroutine: a new one would grow
+// its stack again through the HTTP client and the store for each reply.
+func (d *deliverer) deliverByPlatform(ctx context.Context, rows []store.OutboxMessage) int {
+	byPlatform := make(map[string][]store.OutboxMessage)
+	for _, m := range rows {
+		byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
+	}
+	if len(byPlatform) == 1 {
+		return d.deliverRows(ctx, rows)
+	}
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for _, group := range byPlatform {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent.Add(int64(d.deliverRows(ctx, group)))
+		}()
+	}
+	wg.Wait()
+	return int(sent.Load())
 }
 
 // deliverRows sends one platform's due rows in order and returns how many
