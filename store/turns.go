@@ -216,11 +216,13 @@ func fileFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
 // a generation the lane has left is refused.
 func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
 	err := s.writeLane(ctx, e.SessionKey, func(ctx context.Context, q querier) error {
-		lane, err := loadLane(ctx, q, e.SessionKey)
+		// Only the generation: the whole lane (its session, its meta's
+		// JSON) is more than this write of every turn needs.
+		gen, err := laneGeneration(ctx, q, e.SessionKey)
 		if err != nil {
 			return err
 		}
-		if err := checkGeneration(lane, e.Generation); err != nil {
+		if err := checkGeneration(Lane{SessionKey: e.SessionKey, Generation: gen}, e.Generation); err != nil {
 			return err
 		}
 		started := e.StartedAt
