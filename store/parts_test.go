@@ -186,3 +186,26 @@ func TestMarkSentWithPart(t *testing.T) {
 		t.Fatalf("MarkSentWithPart on a missing row err = %v, want ErrNotFound", err)
 	}
 }
+
+// Statements counts what a write costs the database: the one-commit sent
+// mark with its last part is the two writes' statements less one
+// transaction's BEGIN and COMMIT.
+func TestStatementsPerSentMark(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	a, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "one part"})
+	b, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "b", Platform: "telegram", ChatID: "2", Text: "one part"})
+	cost := func(write func() error) int64 {
+		t.Helper()
+		before := s.Statements()
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		return s.Statements() - before
+	}
+	apart := cost(func() error { return s.RecordPart(ctx, a, 0, "1:1") }) + cost(func() error { return s.MarkSent(ctx, a, "1:1") })
+	together := cost(func() error { return s.MarkSentWithPart(ctx, b, 0, "2:1") })
+	if apart != 7 || together != 5 {
+		t.Errorf("statements: record then mark %d, together %d; want 7 (BEGIN, COUNT, INSERT, COMMIT; BEGIN, UPDATE, COMMIT) and 5", apart, together)
+	}
+}
