@@ -48,7 +48,7 @@ func BenchmarkMessageOverheadSQLite(b *testing.B) {
 	addr := apiAddr("bench")
 	toStart := make([]time.Duration, 0, b.N)
 	toSend := make([]time.Duration, 0, b.N)
-	commits := st.Commits()
+	commits, statements := st.Commits(), st.Statements()
 	cpu := processCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -67,6 +67,7 @@ func BenchmarkMessageOverheadSQLite(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/msg")
 	b.ReportMetric(float64(st.Commits()-commits)/float64(b.N), "commits/msg")
+	b.ReportMetric(float64(st.Statements()-statements)/float64(b.N), "statements/msg")
 	b.ReportMetric(medianMicros(toStart), "in-to-start-µs")
 	b.ReportMetric(medianMicros(toSend), "end-to-send-µs")
 }

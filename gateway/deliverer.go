@@ -34,6 +34,7 @@ type outboxStore interface {
 	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error
 	MarkFailed(ctx context.Context, id int64, errText string) error
 	RecordPart(ctx context.Context, id int64, part int, platformMessageID string) error
+	MarkSentWithPart(ctx context.Context, id int64, part int, platformMessageID string) error
 	HoldOutbox(ctx context.Context, id int64) error
 	UnholdLane(ctx context.Context, sessionKey string) (int, error)
 	UnholdAll(ctx context.Context) (int, error)
@@ -116,26 +117,38 @@ func (d *deliverer) deliverDue(ctx context.Context) int {
 			d.log.Error("outbox.read_failed", zap.Error(err))
 			return total
 		}
-		byPlatform := make(map[string][]store.OutboxMessage)
-		for _, m := range rows {
-			byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
-		}
-		var wg sync.WaitGroup
-		var sent atomic.Int64
-		for _, group := range byPlatform {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sent.Add(int64(d.deliverRows(ctx, group)))
-			}()
-		}
-		wg.Wait()
+		sent := d.deliverByPlatform(ctx, rows)
 		total += len(rows)
-		if len(rows) < outboxBatch || sent.Load() == 0 {
+		if len(rows) < outboxBatch || sent == 0 {
 			return total
 		}
 	}
 	return total
+}
+
+// deliverByPlatform sends the rows of each platform in parallel and
+// returns how many left the pending state. Rows of one platform (nearly
+// every pass: one reply) are sent on this goroutine: a new one would grow
+// its stack again through the HTTP client and the store for each reply.
+func (d *deliverer) deliverByPlatform(ctx context.Context, rows []store.OutboxMessage) int {
+	byPlatform := make(map[string][]store.OutboxMessage)
+	for _, m := range rows {
+		byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
+	}
+	if len(byPlatform) == 1 {
+		return d.deliverRows(ctx, rows)
+	}
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for _, group := range byPlatform {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent.Add(int64(d.deliverRows(ctx, group)))
+		}()
+	}
+	wg.Wait()
+	return int(sent.Load())
 }
 
 // deliverRows sends one platform's due rows in order and returns how many
@@ -184,7 +197,8 @@ func (d *deliverer) deliverOne(ctx context.Context, m store.OutboxMessage) bool 
 		d.markFailed(ctx, m, fmt.Sprintf("no platform %q", m.Platform))
 		return true
 	}
-	out := d.outboundOf(m)
+	parts := &rowParts{st: d.st, id: m.ID}
+	out := d.outboundOf(m, parts)
 	redelivers := d.deferred.redeliveries()
 	// A send that has started is finished, and its outcome recorded, even
 	// when the deliverer is stopping: cancelling it midway could leave a
@@ -200,9 +214,7 @@ func (d *deliverer) deliverOne(ctx context.Context, m store.OutboxMessage) bool 
 	}
 	d.obs.Outbound(m.Platform, err)
 	if err == nil {
-		if err := d.st.MarkSent(ctx, m.ID, id); err != nil {
-			d.log.Error("outbox.mark_sent_failed", zap.Int64("outbox", m.ID), zap.Error(err))
-		}
+		d.markSent(ctx, m.ID, id, parts)
 		return true
 	}
 	var ra *RetryAfterError
@@ -221,13 +233,34 @@ func (d *deliverer) deliverOne(ctx context.Context, m store.OutboxMessage) bool 
 	return false
 }
 
+// markSent records a delivered row, with its last part when the adapter
+// left that part's record to the sent mark (one commit). Should that
+// commit fail, the part is recorded on its own before the mark: a part the
+// platform has must not be sent again because the mark failed.
+func (d *deliverer) markSent(ctx context.Context, id int64, platformMessageID string, parts *rowParts) {
+	part, deferred := parts.deferred(platformMessageID)
+	if deferred {
+		err := d.st.MarkSentWithPart(ctx, id, part, platformMessageID)
+		if err == nil {
+			return
+		}
+		d.log.Error("outbox.mark_sent_failed", zap.Int64("outbox", id), zap.Error(err))
+		if err := parts.RecordPart(ctx, part, platformMessageID); err != nil {
+			d.log.Error("outbox.record_part_failed", zap.Int64("outbox", id), zap.Error(err))
+		}
+	}
+	if err := d.st.MarkSent(ctx, id, platformMessageID); err != nil {
+		d.log.Error("outbox.mark_sent_failed", zap.Int64("outbox", id), zap.Error(err))
+	}
+}
+
 // outboundOf rebuilds the platform message from an outbox row: its kind
 // and turn as stored, the parts an earlier attempt sent, and the row's
 // part log, so every attempt (after a restart too) is the same delivery.
-func (d *deliverer) outboundOf(m store.OutboxMessage) Outbound {
+func (d *deliverer) outboundOf(m store.OutboxMessage, parts *rowParts) Outbound {
 	out := Outbound{ID: m.ID, Address: addressOf(m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID),
 		Kind: OutNotice, Text: m.Text, ReplyTo: m.ReplyTo, InReplyTo: m.ReplyTo, EditID: m.EditID,
-		SentParts: m.SentParts, Parts: rowParts{st: d.st, id: m.ID}}
+		SentParts: m.SentParts, Parts: parts}
 	switch m.OutKind {
 	case store.OutboxReply:
 		out.Kind = OutReply
@@ -255,10 +288,30 @@ func sendOutbound(ctx context.Context, p Platform, out Outbound) (string, error)
 	return p.Send(ctx, out)
 }
 
-// rowParts is the PartLog of one outbox row: its parts go to the store.
+// rowParts is the PartLog of one outbox row, for one attempt: its parts go
+// to the store, the last one with the sent mark when the adapter defers it.
 type rowParts struct {
 	st outboxStore
 	id int64
+
+	mu     sync.Mutex
+	last   int    // the deferred last part's index
+	lastID string // its platform message id; "" when none is deferred
+}
+
+// DeferLastPart implements lastPartLog: the part is recorded by markSent.
+func (r *rowParts) DeferLastPart(part int, platformMessageID string) {
+	r.mu.Lock()
+	r.last, r.lastID = part, platformMessageID
+	r.mu.Unlock()
+}
+
+// deferred returns the deferred last part when it is the one Send
+// returned, the delivery's last.
+func (r *rowParts) deferred(platformMessageID string) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last, r.lastID != "" && r.lastID == platformMessageID
 }
 
 // partRecordTimeout bounds recording one part. The record is made on its
@@ -267,7 +320,7 @@ type rowParts struct {
 // would send it again.
 const partRecordTimeout = 5 * time.Second
 
-func (r rowParts) RecordPart(ctx context.Context, part int, platformMessageID string) error {
+func (r *rowParts) RecordPart(ctx context.Context, part int, platformMessageID string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), partRecordTimeout)
 	defer cancel()
 	return r.st.RecordPart(ctx, r.id, part, platformMessageID)

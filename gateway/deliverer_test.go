@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -183,6 +185,9 @@ type splitPlatform struct {
 	*fakePlatform
 	failAfter int
 	posted    []string // every part sent to the "platform", in order
+	// deferLast records the last part with Outbound.RecordLastPart, as
+	// the Telegram adapter does.
+	deferLast bool
 }
 
 func (p *splitPlatform) Send(ctx context.Context, out Outbound) (string, error) {
@@ -194,7 +199,11 @@ func (p *splitPlatform) Send(ctx context.Context, out Outbound) (string, error) 
 		}
 		p.failAfter--
 		p.posted = append(p.posted, parts[i])
-		if err := out.RecordPart(ctx, i, "pm-"+parts[i]); err != nil {
+		record := out.RecordPart
+		if p.deferLast && i == len(parts)-1 {
+			record = out.RecordLastPart
+		}
+		if err := record(ctx, i, "pm-"+parts[i]); err != nil {
 			return "", err
 		}
 	}
@@ -205,19 +214,22 @@ func (p *splitPlatform) Send(ctx context.Context, out Outbound) (string, error) 
 // by a process that crashed, gets only the remaining parts.
 func TestDelivererSendsOnlyTheRemainingParts(t *testing.T) {
 	tests := []struct {
-		name     string
-		recorded []string // parts recorded before the deliverer runs (an earlier process)
-		want     []string
+		name      string
+		recorded  []string // parts recorded before the deliverer runs (an earlier process)
+		want      []string
+		deferLast bool
 	}{
 		{name: "fresh row, first attempt fails after two parts", want: []string{"a", "b", "c", "d"}},
 		{name: "two parts recorded by an earlier process", recorded: []string{"a", "b"}, want: []string{"c", "d"}},
 		{name: "every part recorded, not yet marked sent", recorded: []string{"a", "b", "c", "d"}, want: nil},
+		{name: "last part recorded with the sent mark", want: []string{"a", "b", "c", "d"}, deferLast: true},
+		{name: "last part deferred after an earlier process", recorded: []string{"a"}, want: []string{"b", "c", "d"}, deferLast: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			ctx := context.Background()
-			p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: 2}
+			p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: 2, deferLast: tt.deferLast}
 			p.name = "split"
 			h.g.AddPlatform(p)
 			id, _ := h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:split:x", Platform: "split", Kind: "api",
@@ -247,6 +259,61 @@ func TestDelivererSendsOnlyTheRemainingParts(t *testing.T) {
 	}
 }
 
+// A one-part reply whose adapter defers the last part's record costs one
+// commit for the part and the sent mark, not two, and both are on disk.
+func TestOnePartReplyIsMarkedSentInOneCommit(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.EnsureLane(ctx, store.LaneKey{SessionKey: "v1:split:x", Platform: "split", Kind: "api", ChatID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:split:x", Platform: "split", Kind: "api", ChatID: "x", Text: "only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: -1, deferLast: true}
+	p.name = "split"
+	d := newDeliverer(st, map[string]Platform{"split": p}, zap.NewNop(), NopObserver{}, time.Now)
+	commits := st.Commits()
+	d.deliverDue(ctx)
+	if got := st.Commits() - commits; got != 1 {
+		t.Errorf("commits for a one-part delivery = %d, want 1", got)
+	}
+	rows, err := st.DueOutbox(ctx, time.Now().Add(time.Hour), 10)
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("due rows %+v, %v; want none: the row is sent", rows, err)
+	}
+	if err := st.RecordPart(ctx, id, 1, "pm-next"); err != nil {
+		t.Fatalf("recording part 1 after the delivery: %v (part 0 must be recorded)", err)
+	}
+}
+
+// When the commit of the last part with the sent mark fails, the part is
+// still recorded on its own before the row is marked sent, so the
+// platform's message is never sent again because of the failed mark.
+func TestDeferredLastPartIsRecordedWhenTheCombinedMarkFails(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: -1, deferLast: true}
+	p.name = "split"
+	h.g.AddPlatform(p)
+	id, _ := h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:split:x", Platform: "split", Kind: "api", ChatID: "x", Text: "a|b"})
+	h.st.mu.Lock()
+	h.st.fail["MarkSentWithPart"] = errors.New("disk hiccup")
+	h.st.mu.Unlock()
+	h.g.out.deliverDue(ctx)
+	h.st.mu.Lock()
+	row := h.st.outbox[id-1]
+	h.st.mu.Unlock()
+	if row.State != store.OutboxSent || fmt.Sprint(row.SentParts) != "[pm-a pm-b]" {
+		t.Fatalf("row %s parts %v; want sent with both parts recorded", row.State, row.SentParts)
+	}
+}
+
 // A part the platform accepted in the send's grace period, after the
 // send's own deadline, is still recorded: else the retry sends it again.
 func TestPartIsRecordedAfterTheSendDeadline(t *testing.T) {
@@ -265,7 +332,7 @@ func TestPartIsRecordedAfterTheSendDeadline(t *testing.T) {
 	}
 	expired, cancel := context.WithCancel(ctx)
 	cancel() // the send's deadline passed while part 0 was on the wire
-	if err := (rowParts{st: st, id: id}).RecordPart(expired, 0, "m1"); err != nil {
+	if err := (&rowParts{st: st, id: id}).RecordPart(expired, 0, "m1"); err != nil {
 		t.Fatalf("RecordPart after the send deadline: %v", err)
 	}
 	rows, err := st.DueOutbox(ctx, time.Now().Add(time.Minute), 10)

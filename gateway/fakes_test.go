@@ -386,6 +386,28 @@ func (s *fakeStore) RecordPart(_ context.Context, id int64, part int, pid string
 	return nil
 }
 
+// MarkSentWithPart is RecordPart and MarkSent in one write, like the real
+// store's: on error neither is applied.
+func (s *fakeStore) MarkSentWithPart(ctx context.Context, id int64, part int, pid string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("MarkSentWithPart"); err != nil {
+		return err
+	}
+	m := &s.outbox[id-1]
+	switch {
+	case part > len(m.SentParts):
+		return fmt.Errorf("part %d before part %d: %w", part, len(m.SentParts), store.ErrInvalid)
+	case part == len(m.SentParts):
+		m.SentParts = append(m.SentParts, pid)
+	}
+	m.State, m.PlatformMessageID = store.OutboxSent, pid
+	return nil
+}
+
 func (s *fakeStore) MarkRetry(_ context.Context, id int64, next time.Time, errText string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

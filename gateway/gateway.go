@@ -233,6 +233,11 @@ type Gateway struct {
 	// made on a platform's delivery goroutine.
 	callTimeout time.Duration
 
+	// titled holds the session keys of lanes known to have a title
+	// (titleOnce): a title once set is kept, so their messages ask the
+	// store for none.
+	titled titleOnce
+
 	platforms map[string]Platform
 	sem       chan struct{} // MaxConcurrentTurns slots
 

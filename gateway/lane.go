@@ -155,16 +155,18 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.
 	saved, notices := g.storeAttachments(ctx, in)
+	title := g.titled.of(key, in)
 	// The lane row is ensured with the inbound row: one commit per message.
 	id, dup, err := g.st.RecordInbound(ctx, store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
-		Attachments: saved, Lane: laneKey(in.Address), LaneTitle: laneTitle(in),
+		Attachments: saved, Lane: laneKey(in.Address), LaneTitle: title,
 	})
 	if err != nil {
 		discardAttachments(in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
 	}
+	g.titled.recorded(key, title)
 	if dup {
 		discardAttachments(in, saved)
 		g.obs.Duplicate(in.Address.Platform)

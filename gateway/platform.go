@@ -213,9 +213,10 @@ type Outbound struct {
 // PartLog is the durable record of one outbox row's parts. An adapter
 // calls RecordPart (through Outbound.RecordPart) as soon as the platform
 // accepted a part, before it sends the next, so after any crash the
-// remaining parts are sent and none twice. The outbox row id and the part
-// index are the delivery's identity: adapters may derive idempotency keys
-// (Discord's nonce) from them.
+// remaining parts are sent and none twice. For the last part it may call
+// Outbound.RecordLastPart instead, and return that part's id from Send.
+// The outbox row id and the part index are the delivery's identity:
+// adapters may derive idempotency keys (Discord's nonce) from them.
 type PartLog interface {
 	RecordPart(ctx context.Context, part int, platformMessageID string) error
 }
@@ -227,6 +228,28 @@ func (o Outbound) RecordPart(ctx context.Context, part int, platformMessageID st
 		return nil
 	}
 	return o.Parts.RecordPart(ctx, part, platformMessageID)
+}
+
+// lastPartLog is a PartLog that records the delivery's last part together
+// with the row's sent mark, in one commit instead of two: the outbox's.
+type lastPartLog interface {
+	PartLog
+	// DeferLastPart keeps the last part's record for the sent mark.
+	DeferLastPart(part int, platformMessageID string)
+}
+
+// RecordLastPart is RecordPart for the delivery's last part, the one whose
+// id Send returns. Nothing is sent after it, so nothing depends on its
+// record before Send returns: the outbox writes it with the sent mark (a
+// one-part reply costs one commit, not two). The window in which a crash
+// sends that part again is the same one RecordPart has, from the
+// platform's acceptance to the commit. Other PartLogs record it now.
+func (o Outbound) RecordLastPart(ctx context.Context, part int, platformMessageID string) error {
+	if l, ok := o.Parts.(lastPartLog); ok {
+		l.DeferLastPart(part, platformMessageID)
+		return nil
+	}
+	return o.RecordPart(ctx, part, platformMessageID)
 }
 
 // Platform is what every adapter implements.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -12,6 +13,28 @@ import (
 // a command. A title once set is kept, so a rename on the platform or a
 // later message does not cost a write per message. The store sets it in
 // the same commit that records the message (store.Inbound.LaneTitle).
+
+// titleOnce remembers the lanes this process saw named. Their next
+// messages pass no title, which spares the store reading and decoding the
+// lane's meta on every message only to find the title there.
+type titleOnce struct{ keys sync.Map }
+
+// of is the title to record with a message of lane key: "" once the lane
+// is known to have one.
+func (o *titleOnce) of(key string, in Inbound) string {
+	if _, ok := o.keys.Load(key); ok {
+		return ""
+	}
+	return laneTitle(in)
+}
+
+// recorded notes that the message of lane key carrying title was recorded:
+// the lane has a title now, this one or an earlier one.
+func (o *titleOnce) recorded(key, title string) {
+	if title != "" {
+		o.keys.Store(key, struct{}{})
+	}
+}
 
 // maxTitleRunes is how much of a first line a title keeps.
 const maxTitleRunes = 60

@@ -58,3 +58,24 @@ func TestDeliverNamesTheLaneOnce(t *testing.T) {
 		t.Errorf("title = %q, want the platform's name", title)
 	}
 }
+
+// Once a lane has a title, its later messages ask the store for none: the
+// store would read the lane's meta only to keep the title it has.
+func TestNamedLanePassesNoTitleAgain(t *testing.T) {
+	h := newHarness(t)
+	h.start(t)
+	h.ask(t, "m1", "Deploy the site")
+	h.ask(t, "m2", "and then the docs")
+	h.st.mu.Lock()
+	var titles []string
+	for _, row := range h.st.inbound {
+		titles = append(titles, row.LaneTitle)
+	}
+	h.st.mu.Unlock()
+	if strings.Join(titles, "|") != "Deploy the site|" {
+		t.Errorf("titles passed with the messages %q, want the first message's, then none", titles)
+	}
+	if title := h.st.lane(laneA).Meta["title"]; title != "Deploy the site" {
+		t.Errorf("title = %q, want the first message's", title)
+	}
+}

@@ -44,6 +44,16 @@ func loadLane(ctx context.Context, q querier, sessionKey string) (Lane, error) {
 	return l, err
 }
 
+// laneGeneration is the lane's generation, or ErrNotFound.
+func laneGeneration(ctx context.Context, q querier, sessionKey string) (int64, error) {
+	var gen int64
+	err := q.QueryRowContext(ctx, "SELECT generation FROM gateway_routing WHERE session_key = ?", sessionKey).Scan(&gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: lane %q", ErrNotFound, sessionKey)
+	}
+	return gen, err
+}
+
 // Lane returns the routing row of one lane, or ErrNotFound.
 func (s *Store) Lane(ctx context.Context, sessionKey string) (Lane, error) {
 	l, err := loadLane(ctx, s.rq, sessionKey)

@@ -149,3 +149,63 @@ func TestLaneKeepsItsUser(t *testing.T) {
 		t.Fatalf("reply addressed from the lane has user %q, want 42", got.UserID)
 	}
 }
+
+// MarkSentWithPart records the last part and the sent mark in one commit;
+// when the part cannot be recorded, the row is not marked sent either.
+func TestMarkSentWithPart(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	row, err := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "two parts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordPart(ctx, row, 0, "1:10"); err != nil {
+		t.Fatal(err)
+	}
+	gap, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "b", Platform: "telegram", ChatID: "2", Text: "gap"})
+	if err := s.MarkSentWithPart(ctx, gap, 1, "2:11"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("MarkSentWithPart after a gap err = %v, want ErrInvalid", err)
+	}
+	if got := dueRow(t, s, gap).SentParts; got != nil {
+		t.Fatalf("refused row's SentParts = %v, want none (nothing applied)", got)
+	}
+	commits := s.Commits()
+	if err := s.MarkSentWithPart(ctx, row, 1, "1:11"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Commits() - commits; got != 1 {
+		t.Errorf("commits = %d, want 1", got)
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM outbox WHERE id = ? AND state = 'sent' AND platform_message_id = '1:11'`, row); n != 1 {
+		t.Errorf("row not marked sent with the last part's id")
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, row); n != 2 {
+		t.Errorf("%d parts recorded, want 2", n)
+	}
+	if err := s.MarkSentWithPart(ctx, 999, 0, "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("MarkSentWithPart on a missing row err = %v, want ErrNotFound", err)
+	}
+}
+
+// Statements counts what a write costs the database: the one-commit sent
+// mark with its last part is the two writes' statements less one
+// transaction's BEGIN and COMMIT.
+func TestStatementsPerSentMark(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	a, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "one part"})
+	b, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "b", Platform: "telegram", ChatID: "2", Text: "one part"})
+	cost := func(write func() error) int64 {
+		t.Helper()
+		before := s.Statements()
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		return s.Statements() - before
+	}
+	apart := cost(func() error { return s.RecordPart(ctx, a, 0, "1:1") }) + cost(func() error { return s.MarkSent(ctx, a, "1:1") })
+	together := cost(func() error { return s.MarkSentWithPart(ctx, b, 0, "2:1") })
+	if apart != 7 || together != 5 {
+		t.Errorf("statements: record then mark %d, together %d; want 7 (BEGIN, COUNT, INSERT, COMMIT; BEGIN, UPDATE, COMMIT) and 5", apart, together)
+	}
+}

@@ -277,7 +277,8 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 const dueOutboxSQL = `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
 	o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
 	o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
-	o.file_path, o.file_name, o.file_mime, o.file_size
+	o.file_path, o.file_name, o.file_mime, o.file_size,
+	EXISTS (SELECT 1 FROM outbox_parts p WHERE p.outbox_id = o.id)
 	FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
 		AND e.held = 0 AND e.id < o.id AND e.next_attempt_at > ?1)
@@ -298,31 +299,41 @@ func (s *Store) scanDue(ctx context.Context, query string, args ...any) ([]Outbo
 	for rows.Next() {
 		var m OutboxMessage
 		var next, created int64
+		var hasParts bool
 		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Platform, &m.Kind, &m.ChatID, &m.TopicID, &m.UserID, &m.Text,
 			&m.ReplyTo, &m.EditID, &m.OutKind, &m.ThreadID, &m.TurnID, &m.TurnStatus, &m.State, &m.Attempts,
 			&next, &m.PlatformMessageID, &m.LastError, &created,
-			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize); err != nil {
+			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize, &hasParts); err != nil {
 			return nil, err
 		}
 		m.NextAttemptAt, m.CreatedAt = fromDB(next), fromDB(created)
 		if m.FilePath != "" {
 			m.OutKind = OutboxFile // stored as 'reply' (migration 9)
 		}
+		if hasParts {
+			// Filled by attachParts; non-nil marks the rows it must read.
+			m.SentParts = []string{}
+		}
 		out = append(out, m)
 	}
 	return out, classify(rows.Err())
 }
 
-// attachParts fills SentParts of the rows (ordered by id) in one query.
+// attachParts fills SentParts of the rows (ordered by id) that have parts
+// recorded, in one query. Most due rows have none (a first attempt), and
+// then there is no query at all: the due read runs after every commit.
 func (s *Store) attachParts(ctx context.Context, out []OutboxMessage) error {
-	if len(out) == 0 {
-		return nil
-	}
-	byID := make(map[int64]*OutboxMessage, len(out))
-	ids := make([]any, len(out))
+	byID := make(map[int64]*OutboxMessage)
+	var ids []any
 	for i := range out {
+		if out[i].SentParts == nil {
+			continue
+		}
 		byID[out[i].ID] = &out[i]
-		ids[i] = out[i].ID
+		ids = append(ids, out[i].ID)
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	// The rows' own ids, not an id range: an old row retried beside new
 	// ones would make a range span every part sent in between.
@@ -354,25 +365,7 @@ func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMess
 		return fmt.Errorf("%w: part %d", ErrInvalid, part)
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		var have int
-		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, id).Scan(&have); err != nil {
-			return err
-		}
-		if part < have {
-			return nil // recorded already
-		}
-		if part > have {
-			return fmt.Errorf("%w: part %d of outbox %d before part %d", ErrInvalid, part, id, have)
-		}
-		res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
-			SELECT id, ?, ?, ? FROM outbox WHERE id = ?`, part, platformMessageID, toDB(s.now()), id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: outbox message %d", ErrNotFound, id)
-		}
-		return nil
+		return recordPart(ctx, q, id, part, platformMessageID, toDB(s.now()))
 	})
 	if err != nil {
 		return fmt.Errorf("store: record part %d of outbox %d: %w", part, id, err)
@@ -380,11 +373,57 @@ func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMess
 	return nil
 }
 
+// recordPart adds part to the row's parts unless it is there already; a
+// part after a gap is refused.
+func recordPart(ctx context.Context, q querier, id int64, part int, platformMessageID string, now int64) error {
+	var have int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, id).Scan(&have); err != nil {
+		return err
+	}
+	if part < have {
+		return nil // recorded already
+	}
+	if part > have {
+		return fmt.Errorf("%w: part %d of outbox %d before part %d", ErrInvalid, part, id, have)
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
+		SELECT id, ?, ?, ? FROM outbox WHERE id = ?`, part, platformMessageID, now, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: outbox message %d", ErrNotFound, id)
+	}
+	return nil
+}
+
+// MarkSentWithPart is RecordPart of the delivery's last part and MarkSent
+// in one commit: the platform accepted the last part, nothing is left to
+// send, and one fsync'd commit replaces two. On error neither is applied.
+func (s *Store) MarkSentWithPart(ctx context.Context, id int64, part int, platformMessageID string) error {
+	if part < 0 {
+		return fmt.Errorf("%w: part %d", ErrInvalid, part)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		now := toDB(s.now())
+		if err := recordPart(ctx, q, id, part, platformMessageID, now); err != nil {
+			return err
+		}
+		return execOne(ctx, q, "outbox message", id, markSentSQL, platformMessageID, now, id)
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark outbox %d sent with part %d: %w", id, part, err)
+	}
+	return nil
+}
+
 // MarkSent records a delivered message and its platform message id.
 func (s *Store) MarkSent(ctx context.Context, id int64, platformMessageID string) error {
-	return s.markOutbox(ctx, "mark sent", id, `UPDATE outbox SET state = 'sent', attempts = attempts + 1,
-		platform_message_id = ?, last_error = '', updated_at = ? WHERE id = ?`, platformMessageID, toDB(s.now()), id)
+	return s.markOutbox(ctx, "mark sent", id, markSentSQL, platformMessageID, toDB(s.now()), id)
 }
+
+const markSentSQL = `UPDATE outbox SET state = 'sent', attempts = attempts + 1,
+		platform_message_id = ?, last_error = '', updated_at = ? WHERE id = ?`
 
 // MarkRetry records a failed attempt; the message is due again at next.
 func (s *Store) MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error {

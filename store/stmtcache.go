@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
 
 // maxCachedStatements bounds the statement caches. The store's SQL is a
@@ -23,6 +24,8 @@ type stmtCache struct {
 	d     *dialect
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// ran counts the statements run through the cache (Store.Statements).
+	ran atomic.Int64
 }
 
 func newStmtCache(db interface {
@@ -64,6 +67,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	c.ran.Add(1)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -71,6 +75,7 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 }
 
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	c.ran.Add(1)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -78,6 +83,7 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	c.ran.Add(1)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -356,6 +356,19 @@ func (s *Store) QueueDepth() int { return len(s.queue) }
 // QueueDepth it shows how well group commit is batching.
 func (s *Store) Commits() int64 { return s.commits.Load() }
 
+// Statements is the number of SQL statements run so far, reads and writes,
+// transaction control included: with Commits, what a message costs the
+// database (benchmarks report it per message).
+func (s *Store) Statements() int64 {
+	var n int64
+	for _, c := range []*stmtCache{s.wq, s.rq} {
+		if c != nil {
+			n += c.ran.Load()
+		}
+	}
+	return n
+}
+
 // Path is the absolute path of the database file; on PostgreSQL the
 // server and database, host:port/db, without credentials.
 func (s *Store) Path() string { return s.path }

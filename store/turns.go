@@ -79,6 +79,9 @@ func turnSession(ctx context.Context, q querier, lane Lane, t CompletedTurn, sta
 		}
 		return sessionOfGeneration(ctx, q, lane.SessionKey, t.Generation)
 	}
+	if t.SessionID == lane.SessionID {
+		return t.SessionID, nil // the lane's current session: its own
+	}
 	var owner string
 	err := q.QueryRowContext(ctx, "SELECT session_key FROM sessions WHERE id = ?", t.SessionID).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != lane.SessionKey) {
@@ -143,8 +146,13 @@ func finishTurn(ctx context.Context, q querier, t CompletedTurn, now int64) erro
 func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t CompletedTurn, sessionID, now int64, res *CommitResult) error {
 	if t.Confirm && t.ThreadID != "" && lane.ThreadID == t.ThreadID &&
 		(lane.Binding == BindingPending || lane.Binding == BindingConfirmed) {
-		if err := setBinding(ctx, q, lane.SessionKey, t.ThreadID, BindingConfirmed, "", now); err != nil {
-			return err
+		// Confirmed already (every turn after the first): nothing to write,
+		// a confirmed binding has no reason and the turns update below
+		// sets updated_at.
+		if lane.Binding == BindingPending {
+			if err := setBinding(ctx, q, lane.SessionKey, t.ThreadID, BindingConfirmed, "", now); err != nil {
+				return err
+			}
 		}
 		res.Confirmed = true
 	}
@@ -208,11 +216,13 @@ func fileFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
 // a generation the lane has left is refused.
 func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
 	err := s.writeLane(ctx, e.SessionKey, func(ctx context.Context, q querier) error {
-		lane, err := loadLane(ctx, q, e.SessionKey)
+		// Only the generation: the whole lane (its session, its meta's
+		// JSON) is more than this write of every turn needs.
+		gen, err := laneGeneration(ctx, q, e.SessionKey)
 		if err != nil {
 			return err
 		}
-		if err := checkGeneration(lane, e.Generation); err != nil {
+		if err := checkGeneration(Lane{SessionKey: e.SessionKey, Generation: gen}, e.Generation); err != nil {
 			return err
 		}
 		started := e.StartedAt

@@ -57,6 +57,7 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 		defer undo()
 	}
 
+	defer limitProcs(log)()
 	stopProfile, err := startCPUProfile(log)
 	if err != nil {
 		return err

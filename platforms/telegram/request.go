@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 )
 
 // The text methods of every reply (sendMessage, editMessageText,
@@ -100,12 +99,18 @@ func replyError(method string, r *apiReply) error {
 	}
 }
 
-func (a *Adapter) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*models.Message, error) {
-	var m models.Message
+// sentMessage is the part of sendMessage's result the adapter reads: the
+// whole models.Message (chat, sender, entities) is decoded for nothing.
+type sentMessage struct {
+	ID int `json:"message_id"`
+}
+
+func (a *Adapter) sendMessage(ctx context.Context, p *bot.SendMessageParams) (sentMessage, error) {
+	var m sentMessage
 	if err := a.callJSON(ctx, "sendMessage", p, &m); err != nil {
-		return nil, err
+		return sentMessage{}, err
 	}
-	return &m, nil
+	return m, nil
 }
 
 func (a *Adapter) editMessageText(ctx context.Context, p *bot.EditMessageTextParams) error {

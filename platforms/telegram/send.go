@@ -120,12 +120,21 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.Inl
 			return "", a.classify(err, out.Address)
 		}
 		pid := messageID(t.chat, id)
-		if err := out.RecordPart(ctx, i, pid); err != nil {
+		if err := recordChunk(ctx, out, i, len(chunks), pid); err != nil {
 			return "", fmt.Errorf("telegram: record chunk %d of outbox %d: %w", i, out.ID, err)
 		}
 		sent = append(sent, pid)
 	}
 	return sent[len(sent)-1], nil
+}
+
+// recordChunk records chunk i of n once Telegram accepted it. The last is
+// returned by Send, and the outbox may record it with the sent mark.
+func recordChunk(ctx context.Context, out gateway.Outbound, i, n int, pid string) error {
+	if i == n-1 {
+		return out.RecordLastPart(ctx, i, pid)
+	}
+	return out.RecordPart(ctx, i, pid)
 }
 
 // sendOrEditChunk sends chunk i; the first chunk replaces out.EditID when

@@ -358,3 +358,45 @@ func TestDelete(t *testing.T) {
 		t.Errorf("Delete(bad id) = %v, want ErrPermanent", err)
 	}
 }
+
+// deferringParts is a PartLog that, like the outbox's, takes the last
+// part's record for the sent mark.
+type deferringParts struct {
+	gatewaytest.Parts
+	last   int
+	lastID string
+}
+
+func (p *deferringParts) DeferLastPart(part int, platformMessageID string) {
+	p.last, p.lastID = part, platformMessageID
+}
+
+// Every chunk but the last is recorded at once; the last, whose id Send
+// returns, is left to the outbox's sent mark.
+func TestSendDefersTheLastChunksRecord(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+	}{
+		{name: "one chunk", text: "short"},
+		{name: "several chunks", text: longReply()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, a := sendHarness(t)
+			parts := &deferringParts{}
+			out := gateway.Outbound{Address: topic42, Kind: gateway.OutReply, Text: tt.text, ID: 7, Parts: parts}
+			last, err := a.Send(context.Background(), out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(SplitMessage(tt.text, MaxMessageUnits))
+			if got := len(parts.Sent()); got != n-1 {
+				t.Errorf("%d chunks recorded at once, want %d", got, n-1)
+			}
+			if parts.last != n-1 || parts.lastID != last {
+				t.Errorf("deferred part %d %q, want part %d %q (Send's result)", parts.last, parts.lastID, n-1, last)
+			}
+		})
+	}
+}

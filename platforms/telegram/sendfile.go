@@ -63,7 +63,7 @@ func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, e
 		return "", a.classify(err, out.Address)
 	}
 	pid := messageID(t.chat, m.ID)
-	if err := out.RecordPart(ctx, 0, pid); err != nil {
+	if err := out.RecordLastPart(ctx, 0, pid); err != nil {
 		return "", fmt.Errorf("telegram: record upload of outbox %d: %w", out.ID, err)
 	}
 	return pid, nil

@@ -101,7 +101,7 @@ func BenchmarkRouting1000Threads(b *testing.B) {
 	cn := newConn(pr, io.Discard, zap.NewNop())
 	c, consumers, ids, stop := floodClient(cn)
 	defer stop()
-	cn.onNotify = c.route
+	cn.onNotify, cn.onEvent = c.route, c.routeEvent
 	go cn.readLoop()
 	defer pw.Close()
 

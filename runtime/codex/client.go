@@ -107,7 +107,7 @@ func (c *Client) connect(ctx context.Context, epoch int64) (*conn, error) {
 	}
 	cn := newConn(stdout, stdin, c.log.With(zap.Int64("epoch", epoch), zap.Int("pid", proc.pid)))
 	cn.proc, cn.epoch = proc, epoch
-	cn.onNotify, cn.onRequest = c.route, c.serveRequest
+	cn.onNotify, cn.onEvent, cn.onRequest = c.route, c.routeEvent, c.serveRequest
 	go cn.readLoop()
 	go func() {
 		<-proc.exited

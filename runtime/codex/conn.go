@@ -48,7 +48,11 @@ type conn struct {
 	smu   sync.Mutex
 	sreqs map[string]*serverReq // server→client requests being handled, by raw id
 
-	onNotify  func(cn *conn, method string, params json.RawMessage)
+	onNotify func(cn *conn, method string, params json.RawMessage)
+	// onEvent, when set, takes the notifications a turn reads decoded
+	// straight from their line (one decode, not the envelope's then the
+	// params'); onNotify gets them when the fast decode fails.
+	onEvent   func(cn *conn, method string, e *turnEvent)
 	onRequest func(ctx context.Context, cn *conn, id json.RawMessage, method string, params json.RawMessage)
 }
 
@@ -176,6 +180,21 @@ func (c *conn) eofCause() error {
 }
 
 func (c *conn) handleLine(line []byte) {
+	method, ok := notificationMethod(line)
+	switch {
+	case ok && unreadNotifications[string(method)]:
+		// Nothing reads it: not decoding it is the cheapest way to drop it.
+		if ce := c.log.Check(zap.DebugLevel, "codex.notification"); ce != nil {
+			ce.Write(zap.ByteString("method", method))
+		}
+		return
+	case ok && c.onEvent != nil && turnNotifications[string(method)]:
+		if e, err := decodeTurnLine(string(method), line); err == nil {
+			c.onEvent(c, string(method), e)
+			return
+		}
+		// Decoded in full below, which logs what is wrong with it.
+	}
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
@@ -200,6 +219,23 @@ func (c *conn) handleLine(line []byte) {
 		c.log.Warn("codex.malformed_line", zap.Int("bytes", len(line)),
 			zap.ByteString("head", head(line, 200)), zap.String("why", "neither id nor method"))
 	}
+}
+
+// notificationMethod returns the method of a line that opens with it, the
+// way the app-server writes notifications: {"method":"…","params":…}. ok
+// is false for any other shape (a response, a request that starts with its
+// id, a method with escapes), which the caller decodes in full.
+func notificationMethod(line []byte) ([]byte, bool) {
+	const open = `{"method":"`
+	if !bytes.HasPrefix(line, []byte(open)) {
+		return nil, false
+	}
+	rest := line[len(open):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:end], true
 }
 
 // trackRequest registers a server request; its context ends on

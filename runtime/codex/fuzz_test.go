@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +173,8 @@ func FuzzNotification(f *testing.F) {
 			ended = col.handle(n) || ended
 		}
 
+		checkLineMatchesRoute(t, method, params, len(queued), deltas)
+
 		var e turnEvent
 		decodes := json.Unmarshal(params, &e) == nil
 		// Only the methods a turn reads are handed on (turnNotifications);
@@ -197,6 +200,28 @@ func FuzzNotification(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkLineMatchesRoute feeds the notification as the line the app-server
+// writes through the reader, whose one-pass decode must hand the turn what
+// route did from the params: as many notifications, the same deltas.
+func checkLineMatchesRoute(t *testing.T, method string, params []byte, routed int, routedDeltas []string) {
+	t.Helper()
+	if !json.Valid(params) {
+		return // as a line it may parse as something else entirely
+	}
+	var deltas []string
+	c, sub, col := fuzzTurn(func(d string) { deltas = append(deltas, d) })
+	cn := sub.cn
+	cn.onNotify, cn.onEvent = c.route, c.routeEvent
+	cn.handleLine([]byte(`{"method":"` + method + `","params":` + string(params) + `}`))
+	queued := sub.take()
+	for _, n := range queued {
+		col.handle(n)
+	}
+	if len(queued) != routed || strings.Join(deltas, "|") != strings.Join(routedDeltas, "|") {
+		t.Fatalf("%s %s as a line: %d notifications, deltas %q; route: %d, %q", method, params, len(queued), deltas, routed, routedDeltas)
+	}
 }
 
 func accountMethod(m string) bool {

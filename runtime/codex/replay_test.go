@@ -80,7 +80,7 @@ func replayTranscript(t *testing.T, name string) *replay {
 		mu      sync.Mutex
 		handled = make(chan struct{}, 64)
 	)
-	cn.onNotify = c.route
+	cn.onNotify, cn.onEvent = c.route, c.routeEvent
 	cn.onRequest = func(_ context.Context, _ *conn, _ json.RawMessage, method string, params json.RawMessage) {
 		mu.Lock()
 		rp.requests = append(rp.requests, method)

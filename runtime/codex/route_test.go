@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ var oneTurnLines = []string{
 func routedClient() (*Client, *conn, *turnSub) {
 	cn := newConn(strings.NewReader(""), nopWriter{}, zap.NewNop())
 	c := &Client{log: zap.NewNop(), threads: map[string]*threadState{}}
-	cn.onNotify = c.route
+	cn.onNotify, cn.onEvent = c.route, c.routeEvent
 	sub := newTurnSub(cn)
 	c.threadFor("T").turn = sub
 	return c, cn, sub
@@ -76,6 +77,75 @@ func TestRouteHandsOnOnlyWhatTheTurnReads(t *testing.T) {
 	}
 	if res.Usage.TotalTokens != 30 {
 		t.Errorf("usage total %d, want 30", res.Usage.TotalTokens)
+	}
+}
+
+// TestReaderDropsUnreadNotificationsUndecoded: the notifications nothing
+// reads never reach the client's router (they are dropped by method before
+// the line is decoded); every other line of the turn still does.
+func TestReaderDropsUnreadNotificationsUndecoded(t *testing.T) {
+	cn := newConn(strings.NewReader(""), nopWriter{}, zap.NewNop())
+	var routed []string
+	cn.onNotify = func(_ *conn, method string, _ json.RawMessage) { routed = append(routed, method) }
+	for _, line := range oneTurnLines {
+		cn.handleLine([]byte(line))
+	}
+	want := []string{"turn/started", "item/started", "item/completed", "item/started",
+		"item/agentMessage/delta", "item/agentMessage/delta", "item/completed",
+		"thread/tokenUsage/updated", "account/rateLimits/updated", "turn/completed"}
+	if strings.Join(routed, " ") != strings.Join(want, " ") {
+		t.Fatalf("routed\n got %v\nwant %v", routed, want)
+	}
+}
+
+// The notifications a turn reads go to onEvent decoded from their line in
+// one pass; a line whose fast decode fails goes the full way, to onNotify.
+func TestReaderDecodesTurnNotificationsInOnePass(t *testing.T) {
+	cn := newConn(strings.NewReader(""), nopWriter{}, zap.NewNop())
+	var full, fast []string
+	cn.onNotify = func(_ *conn, method string, _ json.RawMessage) { full = append(full, method) }
+	cn.onEvent = func(_ *conn, method string, e *turnEvent) { fast = append(fast, method+"@"+e.ThreadID) }
+	for _, line := range oneTurnLines {
+		cn.handleLine([]byte(line))
+	}
+	cn.handleLine([]byte(`{"method":"turn/completed","params":"not an object"}`))
+	wantFast := "turn/started@T item/started@T item/completed@T item/started@T item/agentMessage/delta@T " +
+		"item/agentMessage/delta@T item/completed@T thread/tokenUsage/updated@T turn/completed@T"
+	if got := strings.Join(fast, " "); got != wantFast {
+		t.Errorf("decoded in one pass\n got %s\nwant %s", got, wantFast)
+	}
+	if got, want := strings.Join(full, " "), "account/rateLimits/updated turn/completed"; got != want {
+		t.Errorf("decoded in full %q, want %q (not a turn notification, and the malformed one)", got, want)
+	}
+}
+
+// Only a line that opens with a plain method is read by its method; the
+// rest are decoded in full.
+func TestNotificationMethod(t *testing.T) {
+	tests := []struct {
+		line, method string
+		ok           bool
+	}{
+		{line: `{"method":"thread/status/changed","params":{}}`, method: "thread/status/changed", ok: true},
+		{line: `{"id":3,"method":"thread/status/changed","params":{}}`},
+		{line: `{"method":"thread\/status/changed","params":{}}`},
+		{line: `{"method":"unterminated`},
+		{line: ` {"method":"x"}`},
+	}
+	for _, tt := range tests {
+		m, ok := notificationMethod([]byte(tt.line))
+		if string(m) != tt.method || ok != tt.ok {
+			t.Errorf("notificationMethod(%s) = %q, %v; want %q, %v", tt.line, m, ok, tt.method, tt.ok)
+		}
+	}
+}
+
+// The methods dropped unread are none that the router reads.
+func TestUnreadNotificationsAreNotRouted(t *testing.T) {
+	for m := range unreadNotifications {
+		if turnNotifications[m] || accountMethod(m) {
+			t.Errorf("%s is dropped unread but routed", m)
+		}
 	}
 }
 

@@ -198,6 +198,11 @@ func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 		cn.log.Debug("codex.notification", zap.String("method", method))
 		return
 	}
+	c.routeEvent(cn, method, e)
+}
+
+// routeEvent hands a decoded turn notification to the thread it names.
+func (c *Client) routeEvent(cn *conn, method string, e *turnEvent) {
 	switch {
 	case method == "serverRequest/resolved" && len(e.RequestID) > 0:
 		cn.resolveRequest(e.RequestID)
@@ -229,6 +234,17 @@ var turnNotifications = map[string]bool{
 	"serverRequest/resolved":    true,
 }
 
+// unreadNotifications are notifications the app-server sends on every turn
+// (doc §3) that nothing here reads: the reader drops them by their method
+// before decoding the line. Only notification methods belong here, never
+// a server request's, which must be answered.
+var unreadNotifications = map[string]bool{
+	"thread/status/changed":        true,
+	"thread/readState/changed":     true,
+	"warning":                      true,
+	"remoteControl/status/changed": true,
+}
+
 // agentDelta is item/agentMessage/delta's params: the most frequent
 // notification of a turn, decoded without the other turnEvent fields.
 type agentDelta struct {
@@ -236,6 +252,35 @@ type agentDelta struct {
 	TurnID   string `json:"turnId"`
 	Delta    string `json:"delta"`
 }
+
+// decodeTurnLine decodes the params of a whole notification line in one
+// pass, which is what decodeTurnEvent does after the envelope's decode.
+func decodeTurnLine(method string, line []byte) (*turnEvent, error) {
+	if method == "item/agentMessage/delta" {
+		var l struct {
+			Params *agentDelta `json:"params"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, err
+		}
+		if l.Params == nil {
+			return nil, errNoParams
+		}
+		return &turnEvent{ThreadID: l.Params.ThreadID, TurnID: l.Params.TurnID, Delta: l.Params.Delta}, nil
+	}
+	var l struct {
+		Params *turnEvent `json:"params"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return nil, err
+	}
+	if l.Params == nil {
+		return nil, errNoParams
+	}
+	return l.Params, nil
+}
+
+var errNoParams = errors.New("codex: notification without params")
 
 func decodeTurnEvent(method string, params json.RawMessage) (*turnEvent, error) {
 	if method == "item/agentMessage/delta" {

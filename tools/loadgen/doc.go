@@ -5,8 +5,10 @@
 // (runtime/codex/codextest), then drives N private chats closed-loop (each
 // lane sends its next message when the reply to the last one arrived) and
 // reports messages per second, latency percentiles from the platform
-// message to the reply seen by the fake, and the CPU time and RSS of
-// gatewayd and of its app-server tree read from /proc.
+// message to the reply seen by the fake, and the CPU time (with its system
+// share) and RSS of gatewayd and of its app-server tree read from /proc.
+// -idle-after measures gatewayd's idle CPU with every lane still live, the
+// background share of the per-message figure.
 //
 //	go test ./tools/loadgen -run 'TestLoad$' -v -load -lanes=200 -messages=5
 //

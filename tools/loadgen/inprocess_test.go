@@ -38,8 +38,8 @@ func BenchmarkTelegramTurnInProcess(b *testing.B) {
 		return []gateway.Platform{tg}
 	})
 	dm, alice := models.Chat{ID: 1001, Type: models.ChatTypePrivate}, models.User{ID: 1001, FirstName: "Alice"}
-	// Commits (each an fsync) and Bot API calls per message do not depend
-	// on how busy the machine is, unlike the time figures.
+	// Commits (each an fsync), statements and Bot API calls per message do
+	// not depend on how busy the machine is, unlike the time figures.
 	botCalls := func() int {
 		n := 0
 		for _, m := range []string{"sendMessage", "editMessageText", "sendChatAction", "getUpdates"} {
@@ -47,10 +47,11 @@ func BenchmarkTelegramTurnInProcess(b *testing.B) {
 		}
 		return n
 	}
-	commits, calls := db.Commits(), botCalls()
+	commits, statements, calls := db.Commits(), db.Statements(), botCalls()
 	b.ResetTimer()
 	defer func() {
 		b.ReportMetric(float64(db.Commits()-commits)/float64(b.N), "commits/msg")
+		b.ReportMetric(float64(db.Statements()-statements)/float64(b.N), "statements/msg")
 		b.ReportMetric(float64(botCalls()-calls)/float64(b.N), "botapi-calls/msg")
 	}()
 	for i := range b.N {

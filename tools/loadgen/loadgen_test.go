@@ -34,6 +34,7 @@ var (
 	known      = flag.Int("known", 10_000, "TestKnownLanes: lanes in the database before start")
 	active     = flag.Int("active", 1_000, "TestKnownLanes: of them, active within the last hour")
 	daemonProf = flag.String("daemon-cpuprofile", "", "TestLoad: write gatewayd's CPU profile of the run to this file")
+	idleAfter  = flag.Duration("idle-after", 0, "TestLoad: after the load, measure gatewayd's idle CPU with every lane live for this long")
 )
 
 // TestLoad drives -lanes chats with -messages each and logs the figures.
@@ -47,6 +48,9 @@ func TestLoad(t *testing.T) {
 	}
 	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, maxLive: *maxLive,
 		logLevel: *logLevel, limit: *limit, env: env})
+	if *idleAfter > 0 {
+		r.measureIdleAfter(t, *idleAfter)
+	}
 	r.log(t)
 	if *settle > 0 {
 		// thread/unsubscribe does not unload a thread at once (doc §2):
@@ -96,6 +100,8 @@ type result struct {
 	latencies     []time.Duration
 	before, after Usage
 	idle          time.Duration // gatewayd's CPU over idleWindow before the load
+	idleAfter     time.Duration // gatewayd's CPU over idleAfterFor after the load, every lane live
+	idleAfterFor  time.Duration
 	self          time.Duration // this process's CPU during the load: the fakes and the driver
 	calls         []string      // Bot API requests gatewayd made, by method
 }
@@ -320,6 +326,22 @@ func cutEq(kv string) (string, string, bool) {
 	return kv, "", false
 }
 
+// measureIdleAfter reads gatewayd's CPU over d with nothing to do but
+// every lane of the load still live: the background cost (timers, polling,
+// leases) that the per-message figure includes for as long as a run lasts.
+func (r *result) measureIdleAfter(t *testing.T, d time.Duration) {
+	from, err := Measure(r.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d) // a measurement window, not synchronisation
+	to, err := Measure(r.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.idleAfter, r.idleAfterFor = to.GatewayCPU-from.GatewayCPU, d
+}
+
 func (r *result) log(t *testing.T) {
 	n := len(r.latencies)
 	lat := slices.Clone(r.latencies)
@@ -331,11 +353,19 @@ func (r *result) log(t *testing.T) {
 		r.opts.lanes, r.opts.messages, n, r.wall.Round(time.Millisecond), float64(n)/r.wall.Seconds())
 	t.Logf("loadgen: latency p50=%v p95=%v p99=%v max=%v", pct(0.50).Round(10*time.Microsecond),
 		pct(0.95).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[n-1].Round(10*time.Microsecond))
-	t.Logf("loadgen: cpu gatewayd=%v (%.2f ms/msg) app-server=%v (%.2f ms/msg)",
-		gw, ms(gw)/float64(n), cx, ms(cx)/float64(n))
+	sys := r.after.GatewaySys - r.before.GatewaySys
+	t.Logf("loadgen: cpu gatewayd=%v (%.2f ms/msg, of it system %.2f ms/msg) app-server=%v (%.2f ms/msg)",
+		gw, ms(gw)/float64(n), ms(sys)/float64(n), cx, ms(cx)/float64(n))
 	t.Logf("loadgen: cpu of the fakes and driver (this process)=%v (%.2f ms/msg)", r.self, ms(r.self)/float64(n))
 	t.Logf("loadgen: bot api calls %s", strings.Join(r.calls, " "))
 	t.Logf("loadgen: idle gatewayd cpu=%v per %v", r.idle, idleWindow)
+	if r.idleAfterFor > 0 {
+		// What the run would have cost had gatewayd burnt its idle rate
+		// all along; the rest is the messages' own work.
+		background := time.Duration(float64(r.idleAfter) * r.wall.Seconds() / r.idleAfterFor.Seconds())
+		t.Logf("loadgen: idle gatewayd cpu with %d lanes live=%v per %v; cpu per message without that background=%.2f ms",
+			r.opts.lanes, r.idleAfter, r.idleAfterFor, ms(gw-background)/float64(n))
+	}
 	t.Logf("loadgen: rss gatewayd=%.1f MB app-server tree=%.1f MB", mb(r.after.GatewayRSS), mb(r.after.ChildRSS))
 }
 

@@ -18,6 +18,7 @@ type ProcStat struct {
 	PID  int
 	PPID int
 	CPU  time.Duration // user + system, its reaped children's included
+	Sys  time.Duration // of CPU, the process's own system time (stime): syscalls such as fdatasync, writes, polling
 	RSS  int64         // resident bytes
 }
 
@@ -39,19 +40,22 @@ func parseStat(pid int, raw []byte) (ProcStat, error) {
 	}
 	f := bytes.Fields(raw[end+1:])
 	// f[0] is field 3 (state): field n is f[n-3].
-	const ppid, utime, cstime, rss = 4 - 3, 14 - 3, 17 - 3, 24 - 3
+	const ppid, utime, stime, cstime, rss = 4 - 3, 14 - 3, 15 - 3, 17 - 3, 24 - 3
 	if len(f) <= rss {
 		return ProcStat{}, fmt.Errorf("loadgen: /proc/%d/stat: %d fields", pid, len(f)+2)
 	}
 	num := func(i int) (int64, error) { return strconv.ParseInt(string(f[i]), 10, 64) }
 	st := ProcStat{PID: pid}
-	var ticks int64
+	var ticks, sysTicks int64
 	for i := utime; i <= cstime; i++ {
 		v, err := num(i)
 		if err != nil {
 			return ProcStat{}, fmt.Errorf("loadgen: /proc/%d/stat field %d: %w", pid, i+3, err)
 		}
 		ticks += v
+		if i == stime {
+			sysTicks = v
+		}
 	}
 	pp, err := num(ppid)
 	if err != nil {
@@ -63,6 +67,7 @@ func parseStat(pid int, raw []byte) (ProcStat, error) {
 	}
 	st.PPID = int(pp)
 	st.CPU = time.Duration(ticks) * clockTick
+	st.Sys = time.Duration(sysTicks) * clockTick
 	st.RSS = pages * int64(os.Getpagesize())
 	return st, nil
 }
@@ -102,6 +107,7 @@ func Descendants(pid int) ([]ProcStat, error) {
 // Usage is gatewayd's own use and that of its children (the app-server).
 type Usage struct {
 	GatewayCPU, ChildCPU time.Duration
+	GatewaySys           time.Duration // of GatewayCPU, system time
 	GatewayRSS, ChildRSS int64
 }
 
@@ -117,7 +123,7 @@ func Measure(pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	u := Usage{GatewayCPU: self.CPU, GatewayRSS: self.RSS}
+	u := Usage{GatewayCPU: self.CPU, GatewaySys: self.Sys, GatewayRSS: self.RSS}
 	for _, k := range kids {
 		u.ChildCPU += k.CPU
 		u.ChildRSS += k.RSS

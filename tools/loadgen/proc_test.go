@@ -19,6 +19,9 @@ func TestParseStatOddCommandName(t *testing.T) {
 	if want := 310 * clockTick; st.CPU != want {
 		t.Errorf("cpu %v, want %v", st.CPU, want)
 	}
+	if want := 50 * clockTick; st.Sys != want {
+		t.Errorf("sys %v, want %v", st.Sys, want)
+	}
 	if want := int64(512 * os.Getpagesize()); st.RSS != want {
 		t.Errorf("rss %d, want %d", st.RSS, want)
 	}
