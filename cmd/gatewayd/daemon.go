@@ -57,7 +57,9 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 		defer undo()
 	}
 
-	defer limitProcs(log)()
+	if tuneProcs {
+		defer limitProcs(log)()
+	}
 	stopProfile, err := startCPUProfile(log)
 	if err != nil {
 		return err

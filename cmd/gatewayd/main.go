@@ -29,5 +29,6 @@ import (
 )
 
 func main() {
+	tuneProcs = true
 	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

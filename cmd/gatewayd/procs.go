@@ -18,6 +18,11 @@ import (
 // quarter of gatewayd's CPU per message.
 func daemonProcs(cpus int) int { return max(1, (cpus+7)/8) }
 
+// tuneProcs is set by main: only the real process sizes the runtime. Tests
+// that call Run in-process, several at once, must not change GOMAXPROCS
+// for the whole test binary under each other.
+var tuneProcs bool
+
 // limitProcs applies daemonProcs for the daemon's run unless GOMAXPROCS is
 // set (the Go runtime has applied that already), and returns the function
 // that restores the previous value, so an in-process run leaves its
