@@ -57,6 +57,8 @@ type clusterNode struct {
 	poller func()                   // ends the poller's context when its lease is lost
 	// superseded: a newer process joined as this node id; serve nothing.
 	superseded bool
+	// gone is closed when this process is superseded: the daemon stops.
+	gone chan struct{}
 
 	discord *discordShards // Discord shards held; nil unless cluster.discord_shards > 1
 
@@ -93,7 +95,7 @@ func startCluster(ctx context.Context, dsn, nodeID, codexHome, stateDir string, 
 	}
 	c := &clusterNode{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
-		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1),
+		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",
@@ -435,10 +437,17 @@ func (c *clusterNode) joinOnce(ctx context.Context, previous string) (cluster.Jo
 // supersede makes this process inert: another process runs as this node
 // id now (this one was paused past its heartbeat and another joined). It
 // steps down from every lane and the poller and takes nothing more; its
-// writes carry tokens the database already refuses.
+// writes carry tokens the database already refuses. Closing gone then
+// stops the daemon: an inert process left running would only hide from
+// the operator that two machines share a node id.
 func (c *clusterNode) supersede(err error) {
 	c.mu.Lock()
+	if c.superseded {
+		c.mu.Unlock()
+		return
+	}
 	c.superseded = true
+	defer close(c.gone)
 	owned := make([]string, 0, len(c.owned))
 	for key := range c.owned {
 		owned = append(owned, key)
@@ -456,6 +465,20 @@ func (c *clusterNode) supersede(err error) {
 		c.stepDown(key, "node id taken over by a newer process")
 	}
 }
+
+// superseded is closed once another process took over this node id; nil
+// (never ready) outside cluster mode.
+func (d *daemon) superseded() <-chan struct{} {
+	if d.cluster == nil {
+		return nil
+	}
+	return d.cluster.gone
+}
+
+// errSuperseded is the daemon's exit when another process took over its
+// node id: a configuration error (exit 2), as at start.
+var errSuperseded = &config.Error{Key: "cluster.node_id",
+	Msg: "another gatewayd process joined the cluster with this node id while this one was paused or cut off; this one stopped (give every node its own id)"}
 
 func (c *clusterNode) isSuperseded() bool {
 	c.mu.Lock()

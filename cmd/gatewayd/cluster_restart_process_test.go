@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,4 +92,48 @@ func runToExit(t *testing.T, bin, cfgFile string) (int, string) {
 		t.Fatal(fmt.Errorf("run %s: %w", bin, err))
 	}
 	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// TestProcessClusterSupersededNodeExits: a node paused past its heartbeat
+// while another process joins under its node id (a second machine given
+// the same id) stops when it resumes, with exit 2 naming cluster.node_id,
+// instead of lingering inert; the newer process keeps serving the lane.
+func TestProcessClusterSupersededNodeExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs daemons")
+	}
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	tg := telegramtest.New(t)
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	const chat = int64(7201)
+	users := []string{strconv.FormatInt(chat, 10)}
+	say := func(text string) {
+		tg.Text(models.Chat{ID: chat, Type: models.ChatTypePrivate}, models.User{ID: chat, FirstName: "u"}, 0, text, nil)
+	}
+	old := writeClusterNode(t, dsn, "node-a", clusterTTL, tg, model, users).start(t, bin)
+	waitHealthy(t, old.api, old.daemonProc)
+	say("first")
+	waitMessages(t, tg, chat, 1, 60*time.Second)
+
+	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Its own state_dir is locked by the paused process, so the newer one
+	// runs elsewhere: it joins once the paused heartbeat is a TTL old.
+	newer := writeClusterNode(t, dsn, "node-a", clusterTTL, tg, model, users).start(t, bin)
+	waitHealthy(t, newer.api, newer.daemonProc)
+	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-old.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the superseded process is still running:\n%s", old.logs())
+	}
+	if code := old.cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(old.logs(), "cluster.node_id") {
+		t.Errorf("superseded process: exit %d, want 2 with an error naming cluster.node_id:\n%s", code, old.logs())
+	}
+	say("second")
+	waitMessages(t, tg, chat, 2, 60*time.Second)
 }

@@ -450,8 +450,12 @@ func (d *daemon) probe(ctx context.Context) error {
 
 // run drives the gateway: readiness, watchdog, SIGHUP, and the stop.
 func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct{}) error {
+	ctx, stopGateway := context.WithCancel(ctx)
+	defer stopGateway()
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.gateway.Run(ctx) }()
+	superseded := d.superseded()
+	var exitErr error
 	d.runCluster(ctx)
 	wd := &watchdog{}
 	defer wd.stop()
@@ -468,6 +472,13 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 		case <-hup:
 			d.log.Info("config.reload", zap.String("signal", "SIGHUP"))
 			reloadAllowlists(opts, d.chats, d.log)
+		case <-superseded:
+			superseded, exitErr = nil, errSuperseded
+			if stopping != nil {
+				stopping, ready = nil, nil
+				d.beginStop("superseded", wd)
+			}
+			stopGateway()
 		case <-stopping:
 			stopping = nil
 			// A platform connecting during the drain must not announce a
@@ -475,6 +486,9 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 			ready = nil
 			d.beginStop("signal", wd)
 		case err := <-runErr:
+			if exitErr != nil {
+				return exitErr
+			}
 			if stopping != nil { // the gateway stopped on its own: a failure
 				ready = nil
 				d.beginStop("gateway stopped", wd)
