@@ -14,15 +14,7 @@ func TestMarkCutOffAnnouncesOnceAndKeepsText(t *testing.T) {
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})
 	ctx := context.Background()
-	l := mustEnsure(t, s, "a")
-	in, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: "build it"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, InboundID: in, Text: "build it"}
-	if err := s.JournalTurn(ctx, e); err != nil {
-		t.Fatal(err)
-	}
+	l, _, e := journaledTurn(t, s, "build it")
 	if _, ok, _ := s.CutOffTurn(ctx, l.SessionKey); ok {
 		t.Fatal("a running turn is reported as cut off")
 	}
@@ -106,15 +98,7 @@ func TestResetClosesTheJournaledTurnsInbound(t *testing.T) {
 func TestToldCutOffTurnIsNotWork(t *testing.T) {
 	s := openAt(t, testDBPath(t), Options{})
 	ctx := context.Background()
-	l := mustEnsure(t, s, "a")
-	in, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: "build it"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, InboundID: in, Text: "build it"}
-	if err := s.JournalTurn(ctx, e); err != nil {
-		t.Fatal(err)
-	}
+	l, in, e := journaledTurn(t, s, "build it")
 	if err := s.SetInboundState(ctx, in, InboundDone); err != nil {
 		t.Fatal(err)
 	}
@@ -145,4 +129,20 @@ func TestToldCutOffTurnIsNotWork(t *testing.T) {
 	if got, ok, err := s.CutOffTurn(ctx, l.SessionKey); err != nil || !ok || got.Text != "build it" {
 		t.Fatalf("CutOffTurn = %+v, %v, %v; want it kept for /retry", got, ok, err)
 	}
+}
+
+// journaledTurn records an inbound message in a new lane "a" and journals
+// its turn as running.
+func journaledTurn(t *testing.T, s *Store, text string) (Lane, int64, JournalEntry) {
+	t.Helper()
+	l := mustEnsure(t, s, "a")
+	in, _, err := s.RecordInbound(context.Background(), Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, InboundID: in, Text: text}
+	if err := s.JournalTurn(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	return l, in, e
 }

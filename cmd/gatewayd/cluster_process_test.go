@@ -51,26 +51,38 @@ func startClusterNode(t *testing.T, bin, dsn, id string, tg *telegramtest.Server
 // state_dir and CODEX_HOME); start runs it, again after a kill to restart.
 func writeClusterNode(t *testing.T, dsn, id string, ttl time.Duration, tg *telegramtest.Server, model *codextest.Model, users []string) *clusterProc {
 	t.Helper()
+	return writeClusterNodeWith(t, dsn, id, model, map[string]any{
+		"cluster": map[string]any{"node_id": id, "lease_ttl": ttl.String()},
+		"telegram": map[string]any{"token": telegramtest.Token, "api_url": tg.URL, "allowed_users": users,
+			"poll_timeout": "1s"},
+	})
+}
+
+// writeClusterNodeWith writes a cluster node's config on PostgreSQL (DSN in
+// a file), the real codex and the API lane, plus the given top-level
+// sections (the cluster's and the platforms').
+func writeClusterNodeWith(t *testing.T, dsn, id string, model *codextest.Model, sections map[string]any) *clusterProc {
+	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	dsnFile := filepath.Join(dir, "dsn")
 	if err := os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfgFile := writeProcessConfig(t, dir, map[string]any{
+	cfg := map[string]any{
 		"state_dir": filepath.Join(dir, "state"),
 		"log":       map[string]any{"level": "debug", "format": "json"},
 		"store":     map[string]any{"driver": "postgres", "dsn_file": dsnFile},
-		"cluster":   map[string]any{"node_id": id, "lease_ttl": ttl.String()},
 		"codex": map[string]any{
 			"command": codextest.CodexBinary(t), "args": codextest.Args(model.URL), "home": codextest.Home(t),
 			"cwd": filepath.Join(dir, "work"), "sandbox": "danger-full-access", "start_timeout": "60s",
 		},
-		"telegram": map[string]any{"token": telegramtest.Token, "api_url": tg.URL, "allowed_users": users,
-			"poll_timeout": "1s"},
 		"api": map[string]any{"listen": addr, "token": "test-token"},
-	})
-	return &clusterProc{id: id, cfgFile: cfgFile, dir: dir,
+	}
+	for k, v := range sections {
+		cfg[k] = v
+	}
+	return &clusterProc{id: id, cfgFile: writeProcessConfig(t, dir, cfg), dir: dir,
 		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
 }
 

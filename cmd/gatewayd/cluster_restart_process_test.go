@@ -30,15 +30,10 @@ func TestProcessClusterRestartTakesBackItsLeases(t *testing.T) {
 		t.Skip("builds and runs daemons")
 	}
 	const ttl = 30 * time.Second // far longer than a restart takes
-	dsn := pgtest.Shared(t).NewDatabase(t)
-	tg := telegramtest.New(t)
-	model := codextest.NewModel(t)
-	bin := buildDaemon(t)
 	const chat = int64(7101)
-	users := []string{strconv.FormatInt(chat, 10)}
-	say := func(text string) {
-		tg.Text(models.Chat{ID: chat, Type: models.ChatTypePrivate}, models.User{ID: chat, FirstName: "u"}, 0, text, nil)
-	}
+	w := newOneChatCluster(t, chat)
+	dsn, tg, model, bin, say := w.dsn, w.tg, w.model, w.bin, w.say
+	users := w.users
 	node := writeClusterNode(t, dsn, "node-a", ttl, tg, model, users).start(t, bin)
 	waitHealthy(t, node.api, node.daemonProc)
 	say("remember code R-77")
@@ -102,16 +97,11 @@ func TestProcessClusterSupersededNodeExits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs daemons")
 	}
-	dsn := pgtest.Shared(t).NewDatabase(t)
-	tg := telegramtest.New(t)
-	model := codextest.NewModel(t)
-	bin := buildDaemon(t)
 	const chat = int64(7201)
-	users := []string{strconv.FormatInt(chat, 10)}
-	say := func(text string) {
-		tg.Text(models.Chat{ID: chat, Type: models.ChatTypePrivate}, models.User{ID: chat, FirstName: "u"}, 0, text, nil)
-	}
-	old := writeClusterNode(t, dsn, "node-a", clusterTTL, tg, model, users).start(t, bin)
+	w := newOneChatCluster(t, chat)
+	tg, say := w.tg, w.say
+	node := func() *clusterProc { return writeClusterNode(t, w.dsn, "node-a", clusterTTL, tg, w.model, w.users) }
+	old := node().start(t, w.bin)
 	waitHealthy(t, old.api, old.daemonProc)
 	say("first")
 	waitMessages(t, tg, chat, 1, 60*time.Second)
@@ -121,7 +111,7 @@ func TestProcessClusterSupersededNodeExits(t *testing.T) {
 	}
 	// Its own state_dir is locked by the paused process, so the newer one
 	// runs elsewhere: it joins once the paused heartbeat is a TTL old.
-	newer := writeClusterNode(t, dsn, "node-a", clusterTTL, tg, model, users).start(t, bin)
+	newer := node().start(t, w.bin)
 	waitHealthy(t, newer.api, newer.daemonProc)
 	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -136,4 +126,25 @@ func TestProcessClusterSupersededNodeExits(t *testing.T) {
 	}
 	say("second")
 	waitMessages(t, tg, chat, 2, 60*time.Second)
+}
+
+// oneChatCluster is what the single-chat cluster process tests share: a
+// database, the fake Telegram and model, the built daemon, and one private
+// chat whose user is allowed.
+type oneChatCluster struct {
+	dsn, bin string
+	tg       *telegramtest.Server
+	model    *codextest.Model
+	users    []string
+	say      func(text string)
+}
+
+func newOneChatCluster(t *testing.T, chat int64) oneChatCluster {
+	t.Helper()
+	w := oneChatCluster{dsn: pgtest.Shared(t).NewDatabase(t), tg: telegramtest.New(t), model: codextest.NewModel(t),
+		bin: buildDaemon(t), users: []string{strconv.FormatInt(chat, 10)}}
+	w.say = func(text string) {
+		w.tg.Text(models.Chat{ID: chat, Type: models.ChatTypePrivate}, models.User{ID: chat, FirstName: "u"}, 0, text, nil)
+	}
+	return w
 }

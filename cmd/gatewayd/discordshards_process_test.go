@@ -4,9 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,27 +23,10 @@ const (
 
 func startDiscordShardNode(t *testing.T, bin, dsn, id string, dc *discordtest.Server, model *codextest.Model) *clusterProc {
 	t.Helper()
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	dsnFile := filepath.Join(dir, "dsn")
-	if err := os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgFile := writeProcessConfig(t, dir, map[string]any{
-		"state_dir": filepath.Join(dir, "state"),
-		"log":       map[string]any{"level": "debug", "format": "json"},
-		"store":     map[string]any{"driver": "postgres", "dsn_file": dsnFile},
-		"cluster":   map[string]any{"node_id": id, "lease_ttl": clusterTTL.String(), "discord_shards": 2},
-		"codex": map[string]any{
-			"command": codextest.CodexBinary(t), "args": codextest.Args(model.URL), "home": codextest.Home(t),
-			"cwd": filepath.Join(dir, "work"), "sandbox": "danger-full-access", "start_timeout": "60s",
-		},
+	return writeClusterNodeWith(t, dsn, id, model, map[string]any{
+		"cluster": map[string]any{"node_id": id, "lease_ttl": clusterTTL.String(), "discord_shards": 2},
 		"discord": map[string]any{"token": discordtest.Token, "api_url": dc.URL(), "allowed_users": []string{discordUser}},
-		"api":     map[string]any{"listen": addr, "token": "test-token"},
-	})
-	d := startDaemon(t, bin, cfgFile, dir, id, listenNotify(t).path)
-	return &clusterProc{id: id, cfgFile: cfgFile, daemonProc: d,
-		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
+	}).start(t, bin)
 }
 
 func channelKey(channelID string) string {
