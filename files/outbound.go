@@ -115,6 +115,24 @@ func within(root, path string) bool {
 	return strings.HasPrefix(path, root)
 }
 
+// rootOf finds the allowed root, resolved, that holds path, and path
+// relative to it.
+func rootOf(path string, roots []string) (root, rel string, ok bool) {
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		real, err := realPath(r)
+		if err != nil || !within(real, path) {
+			continue
+		}
+		if rel, err = filepath.Rel(real, path); err == nil {
+			return real, rel, true
+		}
+	}
+	return "", "", false
+}
+
 // refuseLookup words a failure to find or read a path for the agent.
 func refuseLookup(err error) *RefusedError {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -134,15 +152,16 @@ func tooLargeToSend(limit, size int64) *RefusedError {
 // is held to maxBytes (DefaultMaxBytes when zero or less) while it is
 // copied, in case the file grew since it was checked.
 //
-// The source's last element is opened without following a symlink out of
-// its directory and must still be a regular file. A directory above it
-// swapped for a symlink since ResolveOutbound is not caught here; the
-// caller resolves and copies at once to keep that window small.
-func CopyOut(resolved, outDir string, maxBytes int64) (string, error) {
+// The file is opened again through an os.Root of the allowed root that
+// holds it (allowedRoots as given to ResolveOutbound), so whatever was
+// swapped in since the check, a symlink in place of the file or of any
+// directory above it, cannot lead out of that root; and it must still be a
+// regular file.
+func CopyOut(resolved string, allowedRoots []string, outDir string, maxBytes int64) (string, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	src, err := openRegular(resolved)
+	src, err := openRegular(resolved, allowedRoots)
 	if err != nil {
 		return "", err
 	}
@@ -170,16 +189,20 @@ func CopyOut(resolved, outDir string, maxBytes int64) (string, error) {
 }
 
 // openRegular opens a regular file for reading, refusing anything else.
-// The open goes through an os.Root of the file's directory, so a symlink
-// put in its place cannot lead out of that directory, and is non-blocking,
-// so a FIFO put in its place cannot stall the caller.
-func openRegular(path string) (*os.File, error) {
-	root, err := os.OpenRoot(filepath.Dir(path))
+// The open goes through an os.Root of the allowed root holding path, so no
+// symlink can lead out of it, and is non-blocking, so a FIFO put in the
+// file's place cannot stall the caller.
+func openRegular(path string, allowedRoots []string) (*os.File, error) {
+	rootDir, rel, ok := rootOf(path, allowedRoots)
+	if !ok {
+		return nil, refuse(ErrOutside)
+	}
+	root, err := os.OpenRoot(rootDir)
 	if err != nil {
 		return nil, refuseLookup(err)
 	}
 	defer root.Close()
-	f, err := root.OpenFile(filepath.Base(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, refuseLookup(err)
 	}

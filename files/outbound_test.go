@@ -42,6 +42,9 @@ func newSandbox(t *testing.T) sandbox {
 	return sb
 }
 
+// roots are the sandbox's allowed roots: the project and the lane's files.
+func (sb sandbox) roots() []string { return []string{sb.project, sb.laneFiles} }
+
 func mustMkdir(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -106,7 +109,7 @@ func TestResolveOutbound(t *testing.T) {
 				workDir = sb.project
 			}
 			if roots == nil {
-				roots = []string{sb.project, sb.laneFiles}
+				roots = sb.roots()
 			}
 			got, err := ResolveOutbound(tt.path, workDir, roots, 100)
 			if tt.reason == "" {
@@ -146,11 +149,11 @@ func TestCopyOut(t *testing.T) {
 	src := filepath.Join(sb.project, "src", "main.go")
 	outDir := filepath.Join(sb.laneFiles, outName)
 
-	first, err := CopyOut(src, outDir, 100)
+	first, err := CopyOut(src, sb.roots(), outDir, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := CopyOut(src, outDir, 100)
+	second, err := CopyOut(src, sb.roots(), outDir, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,13 +186,20 @@ func TestCopyOutRefusals(t *testing.T) {
 			var refused *RefusedError
 			return errors.As(err, &refused)
 		}},
+		// A directory above the file swapped for a symlink out of the
+		// project after ResolveOutbound said yes.
+		{"a directory above became a symlink out", filepath.Join(sb.project, "dir-out", "secret.txt"), func(err error) bool {
+			var refused *RefusedError
+			return errors.As(err, &refused)
+		}},
+		{"outside every root", sb.secret, func(err error) bool { return errors.Is(err, ErrOutside) }},
 		{"became a fifo", filepath.Join(sb.project, "fifo"), func(err error) bool { return errors.Is(err, ErrNotRegular) }},
 		{"vanished", filepath.Join(sb.project, "gone.txt"), func(err error) bool { return errors.Is(err, ErrNotFound) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			outDir := filepath.Join(t.TempDir(), outName)
-			if _, err := CopyOut(tt.src, outDir, 100); !tt.wantErr(err) {
+			if _, err := CopyOut(tt.src, sb.roots(), outDir, 100); !tt.wantErr(err) {
 				t.Fatalf("CopyOut error = %v", err)
 			}
 			if got := entries(t, outDir); len(got) != 0 {

@@ -123,7 +123,7 @@ func (g *Gateway) snapshotFile(key, path, dir string, roots []string) (store.Out
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
-	copied, err := files.CopyOut(resolved, g.cfg.Files.OutDir(key), maxBytes)
+	copied, err := files.CopyOut(resolved, roots, g.cfg.Files.OutDir(key), maxBytes)
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
