@@ -51,8 +51,43 @@ type accountState struct {
 
 // loginWaiter is the chat that asked for a login.
 type loginWaiter struct {
-	addr  Address
-	msgID string
+	addr    Address
+	msgID   string
+	started time.Time
+}
+
+// Bounds of the logins kept waiting for account/login/completed: codex may
+// never send it (an app-server restart forgets the login), so a waiter is
+// dropped once it is older than any device code lives (15 minutes), and at
+// most maxPendingLogins are kept, the newest, whatever chats keep asking.
+const (
+	loginWaitLimit   = 30 * time.Minute
+	maxPendingLogins = 16
+)
+
+// remember keeps w waiting for login id, dropping waiters past
+// loginWaitLimit and, beyond maxPendingLogins, the oldest.
+func (a *accountState) remember(id string, w loginWaiter) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.logins == nil {
+		a.logins = make(map[string]loginWaiter)
+	}
+	for old, ow := range a.logins {
+		if w.started.Sub(ow.started) > loginWaitLimit {
+			delete(a.logins, old)
+		}
+	}
+	for len(a.logins) >= maxPendingLogins {
+		oldest := ""
+		for old, ow := range a.logins {
+			if oldest == "" || ow.started.Before(a.logins[oldest].started) {
+				oldest = old
+			}
+		}
+		delete(a.logins, oldest)
+	}
+	a.logins[id] = w
 }
 
 // CodexUnavailable returns why codex cannot answer ("" when it can), for
@@ -144,12 +179,7 @@ func (g *Gateway) startLogin(ctx context.Context, addr Address, msgID string) st
 		g.log.Warn("codex.login_start_failed", zap.Error(err))
 		return "Could not start the Codex login: " + brief(codex.RPCMessage(err))
 	}
-	g.account.mu.Lock()
-	if g.account.logins == nil {
-		g.account.logins = make(map[string]loginWaiter)
-	}
-	g.account.logins[login.ID] = loginWaiter{addr: addr, msgID: msgID}
-	g.account.mu.Unlock()
+	g.account.remember(login.ID, loginWaiter{addr: addr, msgID: msgID, started: g.now()})
 	g.log.Info("codex.login_started", zap.String("lane", addr.SessionKey()), zap.String("login_id", login.ID))
 	return fmt.Sprintf("To log Codex in, open %s and enter the code %s. I'll tell you here when it is done.",
 		login.VerificationURL, login.UserCode)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -237,5 +238,32 @@ func TestNoAccountRefusesRecoveredMessages(t *testing.T) {
 	waitFor(t, "the recovered row closed", func() bool { return h.st.inboundState(id) == store.InboundFailed })
 	if n := h.cx.turnCount(); n != 0 {
 		t.Errorf("%d turns started", n)
+	}
+}
+
+// Logins waiting for account/login/completed are bounded: codex may never
+// send it (an app-server restart forgets a login), so old waiters go and
+// no more than maxPendingLogins stay, the newest.
+func TestPendingLoginsAreBounded(t *testing.T) {
+	var a accountState
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	waiter := func(i int) loginWaiter {
+		return loginWaiter{msgID: fmt.Sprint(i), started: start.Add(time.Duration(i) * time.Second)}
+	}
+	for i := range maxPendingLogins + 5 {
+		a.remember(fmt.Sprint("login-", i), waiter(i))
+	}
+	if len(a.logins) != maxPendingLogins {
+		t.Fatalf("%d logins kept, want %d", len(a.logins), maxPendingLogins)
+	}
+	for i := range 5 {
+		if _, ok := a.logins[fmt.Sprint("login-", i)]; ok {
+			t.Errorf("login-%d, among the oldest, was kept", i)
+		}
+	}
+	late := loginWaiter{msgID: "late", started: start.Add(loginWaitLimit + time.Hour)}
+	a.remember("late", late)
+	if len(a.logins) != 1 || a.logins["late"] != late {
+		t.Errorf("after a login past the wait limit of all others: %v, want only the new one", a.logins)
 	}
 }
