@@ -28,7 +28,8 @@ import (
 //     row before the ack, journal entry before turn/start, the turn with
 //     its outbox row, the sent mark), each a minimal row in a transaction
 //     of its own on a real file opened as the store opens it (WAL,
-//     synchronous=FULL, fdatasync), on one connection, no worker;
+//     synchronous=FULL, fdatasync), on one connection with prepared
+//     statements, no worker;
 //   - worker-4-commits: the same four transactions submitted one after the
 //     other through the store's group-commit worker;
 //   - write-fdatasync-4: four appends of one WAL frame (24-byte header and
@@ -99,23 +100,31 @@ func benchFloorSQLite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
 	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
 	for _, stmt := range append([]string{"PRAGMA journal_mode = WAL"}, append(writePragmas, floorSchema...)...) {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			b.Fatalf("%s: %v", stmt, err)
 		}
 	}
+	// Prepared once, as the worker's statements are: parsing is not part
+	// of the floor.
+	q := newStmtCache(conn, sqliteDialect)
+	defer q.Close()
 	commit := func(fn writeFunc) error {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
+		if _, err := q.ExecContext(ctx, sqliteDialect.begin); err != nil {
 			return err
 		}
-		if err := fn(ctx, tx); err != nil {
-			_ = tx.Rollback()
+		if err := fn(ctx, q); err != nil {
+			_, _ = q.ExecContext(ctx, "ROLLBACK")
 			return err
 		}
-		return tx.Commit()
+		_, err := q.ExecContext(ctx, "COMMIT")
+		return err
 	}
 	runFloor(b, func(i int) error {
 		for _, fn := range floorMessage(i) {
