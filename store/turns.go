@@ -34,7 +34,7 @@ func (s *Store) CommitTurn(ctx context.Context, t CompletedTurn) (CommitResult, 
 }
 
 func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res *CommitResult) error {
-	lane, err := loadLane(ctx, q, t.SessionKey)
+	lane, err := loadLaneRoute(ctx, q, t.SessionKey)
 	if err != nil {
 		return err
 	}
