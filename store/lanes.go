@@ -44,6 +44,23 @@ func loadLane(ctx context.Context, q querier, sessionKey string) (Lane, error) {
 	return l, err
 }
 
+// loadLaneRoute reads what committing a turn needs of its lane: address,
+// session, thread, binding and generation. Not the whole lane: the join
+// with its session and the decoding of its meta's JSON are work the
+// writer would do on every turn for nothing.
+func loadLaneRoute(ctx context.Context, q querier, sessionKey string) (Lane, error) {
+	var l Lane
+	var binding string
+	err := q.QueryRowContext(ctx, `SELECT session_key, platform, kind, chat_id, topic_id, user_id, session_id,
+		codex_thread_id, binding, generation FROM gateway_routing WHERE session_key = ?`, sessionKey).Scan(
+		&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.UserID, &l.SessionID, &l.ThreadID, &binding, &l.Generation)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lane{}, fmt.Errorf("%w: lane %q", ErrNotFound, sessionKey)
+	}
+	l.Binding = Binding(binding)
+	return l, err
+}
+
 // laneGeneration is the lane's generation, or ErrNotFound.
 func laneGeneration(ctx context.Context, q querier, sessionKey string) (int64, error) {
 	var gen int64

@@ -374,27 +374,31 @@ func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMess
 }
 
 // recordPart adds part to the row's parts unless it is there already; a
-// part after a gap is refused.
+// part after a gap is refused. The common case, the next part of a row
+// that exists, is one statement; only when it writes nothing are the parts
+// counted, to tell a repeat from a gap or a missing row.
 func recordPart(ctx context.Context, q querier, id int64, part int, platformMessageID string, now int64) error {
+	res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
+		SELECT id, ?, ?, ? FROM outbox WHERE id = ?
+		AND (SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?) = ?`, part, platformMessageID, now, id, id, part)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
 	var have int
 	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_parts WHERE outbox_id = ?`, id).Scan(&have); err != nil {
 		return err
 	}
-	if part < have {
+	switch {
+	case part < have:
 		return nil // recorded already
-	}
-	if part > have {
+	case part > have:
 		return fmt.Errorf("%w: part %d of outbox %d before part %d", ErrInvalid, part, id, have)
-	}
-	res, err := q.ExecContext(ctx, `INSERT INTO outbox_parts (outbox_id, part, platform_message_id, sent_at)
-		SELECT id, ?, ?, ? FROM outbox WHERE id = ?`, part, platformMessageID, now, id)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	default:
 		return fmt.Errorf("%w: outbox message %d", ErrNotFound, id)
 	}
-	return nil
 }
 
 // MarkSentWithPart is RecordPart of the delivery's last part and MarkSent

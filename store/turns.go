@@ -34,7 +34,7 @@ func (s *Store) CommitTurn(ctx context.Context, t CompletedTurn) (CommitResult, 
 }
 
 func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res *CommitResult) error {
-	lane, err := loadLane(ctx, q, t.SessionKey)
+	lane, err := loadLaneRoute(ctx, q, t.SessionKey)
 	if err != nil {
 		return err
 	}
@@ -44,13 +44,9 @@ func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res 
 	if err != nil {
 		return err
 	}
-	if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", t.UserText, t.TurnID, t.UserMessageID, now, t); err != nil {
-		return err
-	}
-	if err := insertSteered(ctx, q, sessionID, t, now); err != nil {
-		return err
-	}
-	added, err := insertMessage(ctx, q, sessionID, t.SessionKey, "assistant", t.AssistantText, t.TurnID, "", now, t)
+	// The user row decides whether the turn was committed already: it and
+	// the assistant row are only ever written together, here.
+	added, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", t.UserText, t.TurnID, t.UserMessageID, now, t, 0)
 	if err != nil {
 		return err
 	}
@@ -59,14 +55,27 @@ func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res 
 		return q.QueryRowContext(ctx, `SELECT outbox_id FROM messages
 			WHERE session_key = ? AND turn_id = ? AND role = 'assistant'`, t.SessionKey, t.TurnID).Scan(&res.OutboxID)
 	}
+	if err := insertSteered(ctx, q, sessionID, t, now); err != nil {
+		return err
+	}
 	if err := finishTurn(ctx, q, t, now); err != nil {
+		return err
+	}
+	if !stale {
+		// Queued before the assistant row is written, so the row is
+		// written with its outbox id instead of updated after.
+		if res.OutboxID, err = s.queueTurnOutput(ctx, q, lane, t); err != nil {
+			return err
+		}
+	}
+	if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "assistant", t.AssistantText, t.TurnID, "", now, t, res.OutboxID); err != nil {
 		return err
 	}
 	if stale {
 		res.Stale = true
 		return nil
 	}
-	return s.applyTurn(ctx, q, lane, t, sessionID, now, res)
+	return applyTurn(ctx, q, lane, t, sessionID, now, res)
 }
 
 // turnSession picks the session the turn's rows belong to: the one the
@@ -92,7 +101,7 @@ func turnSession(ctx context.Context, q querier, lane Lane, t CompletedTurn, sta
 
 // insertMessage adds one transcript row; false means the row of this
 // (session_key, turn_id, role) already exists.
-func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, text, turnID, platformID string, now int64, t CompletedTurn) (bool, error) {
+func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, text, turnID, platformID string, now int64, t CompletedTurn, outboxID int64) (bool, error) {
 	var status string
 	var u UsageRecord // only the assistant row carries the turn's usage
 	if role == "assistant" {
@@ -100,11 +109,11 @@ func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, t
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO messages
 		(session_id, session_key, role, text, turn_id, platform_message_id, status, total_tokens, context_window,
-		 turn_tokens, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, context_tokens, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 turn_tokens, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, context_tokens, created_at, outbox_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_key, turn_id, role) DO NOTHING`,
 		sessionID, key, role, text, turnID, platformID, status, u.TotalTokens, u.ContextWindow,
-		u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens, u.ContextTokens, now)
+		u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens, u.ContextTokens, now, outboxID)
 	if err != nil {
 		return false, fmt.Errorf("insert %s row: %w", role, err)
 	}
@@ -116,7 +125,7 @@ func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, t
 // order after the turn's own user row, and marks their inbound rows done.
 func insertSteered(ctx context.Context, q querier, sessionID int64, t CompletedTurn, now int64) error {
 	for i, in := range t.Steered {
-		if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", in.Text, SteerTurnID(t.TurnID, i+1), in.MessageID, now, t); err != nil {
+		if _, err := insertMessage(ctx, q, sessionID, t.SessionKey, "user", in.Text, SteerTurnID(t.TurnID, i+1), in.MessageID, now, t, 0); err != nil {
 			return err
 		}
 		if in.InboundID == 0 {
@@ -143,7 +152,23 @@ func finishTurn(ctx context.Context, q querier, t CompletedTurn, now int64) erro
 	return err
 }
 
-func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t CompletedTurn, sessionID, now int64, res *CommitResult) error {
+// queueTurnOutput queues the turn's files and then its reply; the id is
+// the reply's (0 without one).
+func (s *Store) queueTurnOutput(ctx context.Context, q querier, lane Lane, t CompletedTurn) (int64, error) {
+	for _, f := range t.Files {
+		f.OutKind = OutboxFile
+		if _, err := s.enqueueTx(ctx, q, fileFor(lane, t, f)); err != nil {
+			return 0, err
+		}
+	}
+	if t.Reply == nil {
+		return 0, nil
+	}
+	return s.enqueueTx(ctx, q, replyFor(lane, t, *t.Reply))
+}
+
+// applyTurn confirms the binding the turn proved and counts the turn.
+func applyTurn(ctx context.Context, q querier, lane Lane, t CompletedTurn, sessionID, now int64, res *CommitResult) error {
 	if t.Confirm && t.ThreadID != "" && lane.ThreadID == t.ThreadID &&
 		(lane.Binding == BindingPending || lane.Binding == BindingConfirmed) {
 		// Confirmed already (every turn after the first): nothing to write,
@@ -155,23 +180,6 @@ func (s *Store) applyTurn(ctx context.Context, q querier, lane Lane, t Completed
 			}
 		}
 		res.Confirmed = true
-	}
-	for _, f := range t.Files {
-		f.OutKind = OutboxFile
-		if _, err := s.enqueueTx(ctx, q, fileFor(lane, t, f)); err != nil {
-			return err
-		}
-	}
-	if t.Reply != nil {
-		id, err := s.enqueueTx(ctx, q, replyFor(lane, t, *t.Reply))
-		if err != nil {
-			return err
-		}
-		res.OutboxID = id
-		if _, err := q.ExecContext(ctx, `UPDATE messages SET outbox_id = ?
-			WHERE session_key = ? AND turn_id = ? AND role = 'assistant'`, id, t.SessionKey, t.TurnID); err != nil {
-			return err
-		}
 	}
 	var inCurrent int64
 	if sessionID == lane.SessionID {
@@ -215,9 +223,22 @@ func fileFor(lane Lane, t CompletedTurn, m OutboxMessage) OutboxMessage {
 // it replaces a cut-off entry, the lane has moved on). A journal write from
 // a generation the lane has left is refused.
 func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
+	started := e.StartedAt
+	if started.IsZero() {
+		started = s.now()
+	}
 	err := s.writeLane(ctx, e.SessionKey, func(ctx context.Context, q querier) error {
-		// Only the generation: the whole lane (its session, its meta's
-		// JSON) is more than this write of every turn needs.
+		// One statement on every turn: the row is written only while the
+		// lane is at the entry's generation, and only when it is not is
+		// the lane read, to say why.
+		res, err := q.ExecContext(ctx, journalTurnSQL,
+			e.InboundID, e.ThreadID, e.TurnID, e.Text, toDB(started), e.SessionKey, e.Generation)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
 		gen, err := laneGeneration(ctx, q, e.SessionKey)
 		if err != nil {
 			return err
@@ -225,23 +246,23 @@ func (s *Store) JournalTurn(ctx context.Context, e JournalEntry) error {
 		if err := checkGeneration(Lane{SessionKey: e.SessionKey, Generation: gen}, e.Generation); err != nil {
 			return err
 		}
-		started := e.StartedAt
-		if started.IsZero() {
-			started = s.now()
-		}
-		_, err = q.ExecContext(ctx, `INSERT INTO turn_journal
-			(session_key, generation, inbound_id, thread_id, turn_id, text, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (session_key) DO UPDATE SET generation = excluded.generation, inbound_id = excluded.inbound_id,
-			thread_id = excluded.thread_id, turn_id = excluded.turn_id, text = excluded.text, started_at = excluded.started_at,
-			cut_off = 0`,
-			e.SessionKey, e.Generation, e.InboundID, e.ThreadID, e.TurnID, e.Text, toDB(started))
-		return err
+		return fmt.Errorf("journal entry of generation %d not written", e.Generation)
 	})
 	if err != nil {
 		return fmt.Errorf("store: journal turn on %q: %w", e.SessionKey, err)
 	}
 	return nil
 }
+
+// journalTurnSQL upserts the lane's journal entry if the lane is at the
+// entry's generation. The WHERE clause also keeps SQLite from reading ON
+// CONFLICT as a join constraint of the SELECT.
+const journalTurnSQL = `INSERT INTO turn_journal
+	(session_key, generation, inbound_id, thread_id, turn_id, text, started_at)
+	SELECT session_key, generation, ?, ?, ?, ?, ? FROM gateway_routing WHERE session_key = ? AND generation = ?
+	ON CONFLICT (session_key) DO UPDATE SET generation = excluded.generation, inbound_id = excluded.inbound_id,
+	thread_id = excluded.thread_id, turn_id = excluded.turn_id, text = excluded.text, started_at = excluded.started_at,
+	cut_off = 0`
 
 // ClearJournal drops the lane's journal entry.
 func (s *Store) ClearJournal(ctx context.Context, sessionKey string) error {

@@ -8,7 +8,9 @@
 // message to the reply seen by the fake, and the CPU time (with its system
 // share) and RSS of gatewayd and of its app-server tree read from /proc.
 // -idle-after measures gatewayd's idle CPU with every lane still live, the
-// background share of the per-message figure.
+// background share of the per-message figure. -gatewayd-bin runs a
+// prebuilt binary instead of building this tree, so that before and after
+// builds can be run alternately on a machine whose load moves.
 //
 //	go test ./tools/loadgen -run 'TestLoad$' -v -load -lanes=200 -messages=5
 //

@@ -34,6 +34,7 @@ var (
 	known      = flag.Int("known", 10_000, "TestKnownLanes: lanes in the database before start")
 	active     = flag.Int("active", 1_000, "TestKnownLanes: of them, active within the last hour")
 	daemonProf = flag.String("daemon-cpuprofile", "", "TestLoad: write gatewayd's CPU profile of the run to this file")
+	daemonBin  = flag.String("gatewayd-bin", "", "TestLoad: run this gatewayd binary instead of building one from this tree (to alternate before/after builds)")
 	idleAfter  = flag.Duration("idle-after", 0, "TestLoad: after the load, measure gatewayd's idle CPU with every lane live for this long")
 )
 
@@ -260,8 +261,12 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 	return cmd
 }
 
-// buildGateway builds gatewayd once per test binary run.
+// buildGateway builds gatewayd once per test binary run, unless
+// -gatewayd-bin names one.
 func buildGateway(t *testing.T) string {
+	if *daemonBin != "" {
+		return *daemonBin
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "loadgen-bin-")
 		if err != nil {
