@@ -476,8 +476,9 @@ func TestNonKeyEnvIsAccepted(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv("GATEWAYD_CODEX_BIN", "/somewhere/codex")
 	t.Setenv("GATEWAYD_CPUPROFILE", "/somewhere/cpu.prof")
+	t.Setenv("GATEWAYD_TRACE", "/somewhere/run.trace")
 	if _, err := Load(Options{File: writeFile(t, dir, "e.yaml", "")}); err != nil {
-		t.Fatalf("GATEWAYD_CODEX_BIN or GATEWAYD_CPUPROFILE rejected: %v", err)
+		t.Fatalf("GATEWAYD_CODEX_BIN, GATEWAYD_CPUPROFILE or GATEWAYD_TRACE rejected: %v", err)
 	}
 }
 

@@ -65,6 +65,11 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	defer stopProfile()
+	stopTrace, err := startTrace(log)
+	if err != nil {
+		return err
+	}
+	defer stopTrace()
 	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
 	defer sig.stop()
 	err = runDaemon(sig.ctx, cfg, opts, sig.hup, log)

@@ -34,6 +34,7 @@ var (
 	known      = flag.Int("known", 10_000, "TestKnownLanes: lanes in the database before start")
 	active     = flag.Int("active", 1_000, "TestKnownLanes: of them, active within the last hour")
 	daemonProf = flag.String("daemon-cpuprofile", "", "TestLoad: write gatewayd's CPU profile of the run to this file")
+	traceOut   = flag.String("daemon-trace", "", "TestLoad: write a Go execution trace of gatewayd's run to this file (go tool trace)")
 	daemonBin  = flag.String("gatewayd-bin", "", "TestLoad: run this gatewayd binary instead of building one from this tree (to alternate before/after builds)")
 	idleAfter  = flag.Duration("idle-after", 0, "TestLoad: after the load, measure gatewayd's idle CPU with every lane live for this long")
 )
@@ -46,6 +47,9 @@ func TestLoad(t *testing.T) {
 	var env []string
 	if *daemonProf != "" {
 		env = append(env, "GATEWAYD_CPUPROFILE="+*daemonProf)
+	}
+	if *traceOut != "" {
+		env = append(env, "GATEWAYD_TRACE="+*traceOut)
 	}
 	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, maxLive: *maxLive,
 		logLevel: *logLevel, limit: *limit, env: env})
