@@ -139,7 +139,14 @@ func (c *Client) handshake(ctx context.Context, cn *conn) error {
 		"clientInfo": map[string]any{
 			"name": c.opts.ClientName, "title": nil, "version": c.opts.ClientVersion,
 		},
-		"capabilities": map[string]any{"experimentalApi": true},
+		"capabilities": map[string]any{
+			"experimentalApi": true,
+			// Every line the app-server writes wakes gatewayd (netpoll, a
+			// read, the runtime's sysmon): a notification nothing reads is
+			// cheapest when codex never sends it. The reader still drops
+			// them by method, for an app-server that ignores the opt-out.
+			"optOutNotificationMethods": optedOutNotifications(),
+		},
 	}
 	var out struct {
 		UserAgent string `json:"userAgent"`

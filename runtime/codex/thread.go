@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -243,6 +245,12 @@ var unreadNotifications = map[string]bool{
 	"thread/readState/changed":     true,
 	"warning":                      true,
 	"remoteControl/status/changed": true,
+}
+
+// optedOutNotifications lists unreadNotifications, sorted, for initialize's
+// capabilities.optOutNotificationMethods (doc §1).
+func optedOutNotifications() []string {
+	return slices.Sorted(maps.Keys(unreadNotifications))
 }
 
 // agentDelta is item/agentMessage/delta's params: the most frequent
