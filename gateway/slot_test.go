@@ -38,16 +38,7 @@ func (p *typingPlatform) waitTyping(t *testing.T, lanes ...string) {
 // A turn that waits for a concurrency slot shows typing at once, while the
 // turns holding the slots still run, and it runs when a slot frees.
 func TestTurnWaitingForASlotShowsTypingAtOnce(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxConcurrentTurns = 1; c.TypingInterval = time.Hour })
-	tp := &typingPlatform{fakePlatform: h.p, typing: make(chan string, 64)}
-	h.g.AddPlatform(tp)
-	gt := newGate()
-	h.cx.run = gt.run
-	h.start(t)
-	h.send(t, "a", "a1", "a-one")
-	if got := <-gt.entered; got != "a-one" {
-		t.Fatalf("first turn %q, want a-one", got)
-	}
+	h, tp, gt := oneSlotTaken(t)
 	h.send(t, "b", "b1", "b-one")
 	h.send(t, "c", "c1", "c-one")
 	tp.waitTyping(t, "b", "c")
@@ -77,16 +68,7 @@ func TestTurnWaitingForASlotShowsTypingAtOnce(t *testing.T) {
 // TypingInterval after the waiting typing (an hour here), so a burst costs
 // one typing call per message, not two.
 func TestTurnThatWaitedDoesNotRepeatTypingAtStart(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxConcurrentTurns = 1; c.TypingInterval = time.Hour })
-	tp := &typingPlatform{fakePlatform: h.p, typing: make(chan string, 64)}
-	h.g.AddPlatform(tp)
-	gt := newGate()
-	h.cx.run = gt.run
-	h.start(t)
-	h.send(t, "a", "a1", "a-one")
-	if got := <-gt.entered; got != "a-one" {
-		t.Fatalf("first turn %q, want a-one", got)
-	}
+	h, tp, gt := oneSlotTaken(t)
 	tp.waitTyping(t, "a") // the first turn's streamer: it did not wait
 	h.send(t, "b", "b1", "b-one")
 	tp.waitTyping(t, "b") // waiting for the slot
@@ -109,4 +91,22 @@ func TestTurnThatWaitedDoesNotRepeatTypingAtStart(t *testing.T) {
 			return
 		}
 	}
+}
+
+// oneSlotTaken starts a gateway with a single turn slot, typing refreshed
+// only hourly and turns held at a gate, and lane a's turn "a-one" holding
+// the slot.
+func oneSlotTaken(t *testing.T) (*harness, *typingPlatform, *gate) {
+	t.Helper()
+	h := newHarness(t, func(c *Config) { c.MaxConcurrentTurns = 1; c.TypingInterval = time.Hour })
+	tp := &typingPlatform{fakePlatform: h.p, typing: make(chan string, 64)}
+	h.g.AddPlatform(tp)
+	gt := newGate()
+	h.cx.run = gt.run
+	h.start(t)
+	h.send(t, "a", "a1", "a-one")
+	if got := <-gt.entered; got != "a-one" {
+		t.Fatalf("first turn %q, want a-one", got)
+	}
+	return h, tp, gt
 }

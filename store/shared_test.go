@@ -87,15 +87,7 @@ func BenchmarkDueOutboxFor(b *testing.B) {
 		b.Run(fmt.Sprintf("sent=%d", n), func(b *testing.B) {
 			s := openAt(b, testDBPath(b), Options{})
 			ctx := context.Background()
-			err := s.write(ctx, func(ctx context.Context, q querier) error {
-				_, err := q.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-					INSERT INTO outbox (session_key, platform, kind, chat_id, text, state, created_at, updated_at, next_attempt_at)
-					SELECT 'v1:bench:' || (i % 100), 'bench', 'dm', 'c', 'hello', 'sent', i, i, i FROM n`, n)
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			fillSentOutbox(b, s, n)
 			keys := make([]string, 100)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("v1:bench:%d", i)
