@@ -100,7 +100,7 @@ func (c *Client) connect(ctx context.Context, epoch int64) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var stdout io.Reader = proc.stdout
+	var stdout io.Reader = pipeReader(proc.stdout)
 	var stdin io.Writer = proc.stdin
 	if tapConn != nil {
 		stdout, stdin = tapConn(stdout, stdin)
