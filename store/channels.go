@@ -48,12 +48,14 @@ func (s *Store) TrackChannel(ctx context.Context, platform, channelID string, en
 
 // AdvanceChannel moves the channel's last message id forward to
 // lastMessageID; never back, and not at all for a channel the index does
-// not hold (the bot has no conversation there to backfill).
+// not hold (the bot has no conversation there to backfill). A cursor, so a
+// lazy commit (see SetCursor): one set back by a power cut backfills
+// messages the inbox already holds.
 func (s *Store) AdvanceChannel(ctx context.Context, platform, channelID string, lastMessageID int64) error {
 	if err := validChannel(platform, channelID, lastMessageID); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLazy(ctx, func(ctx context.Context, q querier) error {
 		_, err := q.ExecContext(ctx, `UPDATE channel_index SET last_message_id = ?1
 			WHERE platform = ?2 AND channel_id = ?3 AND last_message_id < ?1`,
 			lastMessageID, platform, channelID)

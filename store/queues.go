@@ -160,9 +160,12 @@ func (s *Store) Cursor(ctx context.Context, name string) (string, bool, error) {
 	return v, true, nil
 }
 
-// SetCursor stores a named cursor.
+// SetCursor stores a named cursor: a platform's read position, which the
+// inbox's duplicate check makes safe to find older than it was. So it is a
+// lazy commit (writeLazy): a power cut within lazySyncDelay can set it back
+// and the platform's updates since are read again and dropped.
 func (s *Store) SetCursor(ctx context.Context, name, value string) error {
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLazy(ctx, func(ctx context.Context, q querier) error {
 		return s.upsertCursor(ctx, q, name, value)
 	})
 	if err != nil {
@@ -360,11 +363,14 @@ func (s *Store) attachParts(ctx context.Context, out []OutboxMessage) error {
 // row id as platformMessageID. Recording a part again is a no-op (the
 // first id stays). Parts are recorded in order: part n needs part n-1, so
 // the recorded parts are always the first len(SentParts) of the message.
+// Like every record of a delivery it is a lazy commit (writeLazy): it
+// survives a crash of gatewayd at once; a power cut within
+// lazySyncDelay can lose it, and the part is sent again.
 func (s *Store) RecordPart(ctx context.Context, id int64, part int, platformMessageID string) error {
 	if part < 0 {
 		return fmt.Errorf("%w: part %d", ErrInvalid, part)
 	}
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLazy(ctx, func(ctx context.Context, q querier) error {
 		return recordPart(ctx, q, id, part, platformMessageID, toDB(s.now()))
 	})
 	if err != nil {
@@ -403,12 +409,13 @@ func recordPart(ctx context.Context, q querier, id int64, part int, platformMess
 
 // MarkSentWithPart is RecordPart of the delivery's last part and MarkSent
 // in one commit: the platform accepted the last part, nothing is left to
-// send, and one fsync'd commit replaces two. On error neither is applied.
+// send, and one commit replaces two. On error neither is applied. A lazy
+// commit, like RecordPart.
 func (s *Store) MarkSentWithPart(ctx context.Context, id int64, part int, platformMessageID string) error {
 	if part < 0 {
 		return fmt.Errorf("%w: part %d", ErrInvalid, part)
 	}
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLazy(ctx, func(ctx context.Context, q querier) error {
 		now := toDB(s.now())
 		if err := recordPart(ctx, q, id, part, platformMessageID, now); err != nil {
 			return err
@@ -421,9 +428,16 @@ func (s *Store) MarkSentWithPart(ctx context.Context, id int64, part int, platfo
 	return nil
 }
 
-// MarkSent records a delivered message and its platform message id.
+// MarkSent records a delivered message and its platform message id. A
+// lazy commit, like RecordPart.
 func (s *Store) MarkSent(ctx context.Context, id int64, platformMessageID string) error {
-	return s.markOutbox(ctx, "mark sent", id, markSentSQL, platformMessageID, toDB(s.now()), id)
+	err := s.writeLazy(ctx, func(ctx context.Context, q querier) error {
+		return execOne(ctx, q, "outbox message", id, markSentSQL, platformMessageID, toDB(s.now()), id)
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark sent %d: %w", id, err)
+	}
+	return nil
 }
 
 const markSentSQL = `UPDATE outbox SET state = 'sent', attempts = attempts + 1,

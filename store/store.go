@@ -57,6 +57,10 @@ type Options struct {
 	// pgBatchTimeout replaces pgBatchTimeout, for benchmarks that load
 	// millions of rows in one operation.
 	pgBatchTimeout time.Duration
+	// lazySyncDelay replaces defaultLazySyncDelay; lazySynced is called
+	// after each fsync of lazy commits, so tests wait on it.
+	lazySyncDelay time.Duration
+	lazySynced    func()
 }
 
 const (
@@ -90,6 +94,8 @@ type Store struct {
 	commits  atomic.Int64 // committed batches, for tests and Commits
 
 	pg *pgState // PostgreSQL only: what reconnecting the writer needs
+
+	lazy lazySync // SQLite only: commits of writeLazy waiting for an fsync
 }
 
 // Driver is the backend: "sqlite" or "postgres" (store.driver).
@@ -111,6 +117,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.openConnections(ctx, opts); err != nil {
 		return nil, errors.Join(err, s.closeConnections())
 	}
+	s.lazy = newLazySync(abs, opts.lazySyncDelay, opts.lazySynced)
 	go s.run()
 	s.log.Info("store.opened", zap.String("path", abs), zap.Int("schema_version", len(migrations)))
 	return s, nil
@@ -181,7 +188,10 @@ func readLockHolder(f *os.File) string {
 //     syncs the WAL at checkpoints: a commit acknowledged under NORMAL stays
 //     safe across a process crash but can be rolled back by a power cut, and
 //     the promise here is "acknowledged = durable" (a thread id we told the
-//     user about must never vanish). Group commit pays for the fsync.
+//     user about must never vanish). Group commit pays for the fsync. The
+//     exception is writeLazy's records (a delivery sent, a cursor), whose
+//     loss costs a repeat: a batch of only those commits under NORMAL and
+//     is synced by the next durable commit or lazySyncDelay later.
 //   - busy_timeout=5000: the read pool and the checkpointer can briefly hold
 //     locks; wait for them rather than failing with SQLITE_BUSY.
 //   - foreign_keys=ON: SQLite leaves it off by default per connection; the

@@ -39,6 +39,9 @@ type op struct {
 	fn    writeFunc
 	done  chan error // buffered: the worker never blocks on a caller
 	state atomic.Int32
+	// lazy: the caller needs the write to survive a crash of this process
+	// at once, and a power cut only within lazySyncDelay (see writeLazy).
+	lazy bool
 }
 
 // write submits fn and waits until its transaction committed. Any error
@@ -46,7 +49,23 @@ type op struct {
 // savepoint was rolled back), the batch failed to commit, or the caller's
 // context ended before the worker took the operation.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
-	o := &op{fn: fn, done: make(chan error, 1)}
+	return s.submit(ctx, &op{fn: fn, done: make(chan error, 1)})
+}
+
+// writeLazy is write for records whose loss in a power cut costs a repeat,
+// not a loss: that a delivery was sent, a platform cursor. On SQLite a
+// batch of only such operations commits without an fsync (synchronous =
+// NORMAL: the commit is in the WAL, so it survives a crash of this process
+// at once), and becomes durable with the next durable commit, which fsyncs
+// the WAL with everything before it, or at the latest lazySyncDelay later.
+// A power cut in between can roll it back: the delivery is sent again, the
+// cursor re-reads what the inbox already holds. The writer stays one FIFO,
+// so a lazy write never overtakes a durable one. On PostgreSQL it is write.
+func (s *Store) writeLazy(ctx context.Context, fn writeFunc) error {
+	return s.submit(ctx, &op{fn: fn, done: make(chan error, 1), lazy: true})
+}
+
+func (s *Store) submit(ctx context.Context, o *op) error {
 	if err := s.enqueue(ctx, o); err != nil {
 		return err
 	}
@@ -84,8 +103,13 @@ func (s *Store) enqueue(ctx context.Context, o *op) error {
 // operations of one session key commit in submission order.
 func (s *Store) run() {
 	defer close(s.stopped)
+	defer s.lazy.flush(s.log) // lazy commits still waiting for an fsync
 	batch := make([]*op, 0, s.maxBatch)
-	for first := range s.queue {
+	for {
+		first, ok := s.next()
+		if !ok {
+			return
+		}
 		if len(batch) > 1 {
 			// The last batch had concurrent submitters, woken by its
 			// acknowledgements; let them queue their next operation so it
@@ -109,6 +133,34 @@ func (s *Store) run() {
 	}
 }
 
+// next waits for the next submission, syncing lazy commits when nothing
+// durable has come to sync them within lazySyncDelay. False once the queue
+// is closed and drained.
+func (s *Store) next() (*op, bool) {
+	for {
+		due := s.lazy.due()
+		if due == nil {
+			o, ok := <-s.queue
+			return o, ok
+		}
+		select {
+		case o, ok := <-s.queue:
+			return o, ok
+		case <-due:
+			s.lazy.flush(s.log)
+		}
+	}
+}
+
+func allLazy(batch []*op) bool {
+	for _, o := range batch {
+		if !o.lazy {
+			return false
+		}
+	}
+	return true
+}
+
 // takeLive drops operations whose caller gave up before the worker took them.
 func takeLive(batch []*op) []*op {
 	live := batch[:0]
@@ -128,6 +180,12 @@ func (s *Store) commitBatch(batch []*op) {
 	defer cancel()
 	if err := s.ensureWriter(ctx); err != nil {
 		failAll(batch, err)
+		return
+	}
+	durable := !allLazy(batch)
+	if err := s.lazy.prepare(ctx, s.wq, durable); err != nil {
+		s.writerFailed(err)
+		failAll(batch, fmt.Errorf("store: set synchronous: %w", classify(err)))
 		return
 	}
 	if _, err := s.wq.ExecContext(ctx, s.d.begin); err != nil {
@@ -164,6 +222,7 @@ func (s *Store) commitBatch(batch []*op) {
 		return
 	}
 	s.commits.Add(1)
+	s.lazy.committed(durable)
 	for i, o := range batch {
 		o.done <- results[i]
 	}
@@ -193,6 +252,7 @@ func (s *Store) commitAlone(ctx context.Context, o *op) {
 		return
 	}
 	s.commits.Add(1)
+	s.lazy.committed(!o.lazy)
 	o.done <- nil
 }
 

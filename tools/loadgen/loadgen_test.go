@@ -363,8 +363,9 @@ func (r *result) log(t *testing.T) {
 	t.Logf("loadgen: latency p50=%v p95=%v p99=%v max=%v", pct(0.50).Round(10*time.Microsecond),
 		pct(0.95).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[n-1].Round(10*time.Microsecond))
 	sys := r.after.GatewaySys - r.before.GatewaySys
-	t.Logf("loadgen: cpu gatewayd=%v (%.2f ms/msg, of it system %.2f ms/msg) app-server=%v (%.2f ms/msg)",
-		gw, ms(gw)/float64(n), ms(sys)/float64(n), cx, ms(cx)/float64(n))
+	sysmon := r.after.GatewaySysmon - r.before.GatewaySysmon
+	t.Logf("loadgen: cpu gatewayd=%v (%.2f ms/msg, of it system %.2f ms/msg, the runtime's sysmon thread %.2f ms/msg) app-server=%v (%.2f ms/msg)",
+		gw, ms(gw)/float64(n), ms(sys)/float64(n), ms(sysmon)/float64(n), cx, ms(cx)/float64(n))
 	t.Logf("loadgen: cpu of the fakes and driver (this process)=%v (%.2f ms/msg)", r.self, ms(r.self)/float64(n))
 	t.Logf("loadgen: bot api calls %s", strings.Join(r.calls, " "))
 	t.Logf("loadgen: idle gatewayd cpu=%v per %v", r.idle, idleWindow)
