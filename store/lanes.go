@@ -73,7 +73,7 @@ func laneGeneration(ctx context.Context, q querier, sessionKey string) (int64, e
 
 // Lane returns the routing row of one lane, or ErrNotFound.
 func (s *Store) Lane(ctx context.Context, sessionKey string) (Lane, error) {
-	l, err := loadLane(ctx, s.rq, sessionKey)
+	l, err := loadLane(s.shortRead(ctx), s.rq, sessionKey)
 	if err != nil {
 		return Lane{}, fmt.Errorf("store: lane: %w", classify(err))
 	}

@@ -293,6 +293,7 @@ func (s *Store) dueRows(ctx context.Context, now time.Time, limit int) ([]Outbox
 
 // scanDue runs a due-rows query (dueOutboxSQL's columns).
 func (s *Store) scanDue(ctx context.Context, query string, args ...any) ([]OutboxMessage, error) {
+	ctx = s.shortRead(ctx) // and the parts read after it
 	rows, err := s.rq.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, classify(err)

@@ -283,6 +283,20 @@ func useFdatasync(log *zap.Logger) {
 	}
 }
 
+// shortRead detaches an indexed read of a few rows on SQLite, the kind
+// every message makes (its lane, the due outbox), from its caller's
+// cancellation: under a cancellable context each statement starts two
+// goroutines (database/sql's watcher of its rows and the driver's
+// interrupter) and runs a progress callback, about 6 µs of a 20 µs read,
+// to be able to stop a read that takes microseconds. On PostgreSQL, over
+// the network, reads keep their caller's context.
+func (s *Store) shortRead(ctx context.Context) context.Context {
+	if s.pg != nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
 func fileURI(path, mode string) string {
 	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=" + mode}
 	return u.String()
