@@ -37,6 +37,8 @@ var nonKeyEnv = map[string]bool{
 	"GATEWAYD_TEST_STORE": true, // the store suite's backend (store/helpers_test.go)
 	"GATEWAYD_CPUPROFILE": true, // a developer's profiling hook (cmd/gatewayd/profile.go)
 	"GATEWAYD_TRACE":      true, // a developer's execution-trace hook (cmd/gatewayd/trace.go)
+	// marks the one re-execution that raises the timer slack (cmd/gatewayd/timerslack.go)
+	"GATEWAYD_TIMER_SLACK_RAISED": true,
 }
 
 // Redacted replaces a secret that is set whenever the config is printed.

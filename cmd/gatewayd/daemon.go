@@ -59,6 +59,7 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 
 	if tuneProcs {
 		defer limitProcs(log)()
+		logTimerSlack(log)
 	}
 	stopProfile, err := startCPUProfile(log)
 	if err != nil {

@@ -30,5 +30,6 @@ import (
 
 func main() {
 	tuneProcs = true
+	raiseTimerSlack(os.Args[1:])
 	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

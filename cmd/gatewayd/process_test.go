@@ -223,6 +223,12 @@ func (d *daemonProc) logs() string {
 
 func startDaemon(t testing.TB, bin, cfgFile, dir, name, notifySocket string) *daemonProc {
 	t.Helper()
+	return startDaemonWith(t, bin, cfgFile, dir, name, notifySocket, (*exec.Cmd).Start)
+}
+
+// startDaemonWith is startDaemon with its own way to start the process.
+func startDaemonWith(t testing.TB, bin, cfgFile, dir, name, notifySocket string, start func(*exec.Cmd) error) *daemonProc {
+	t.Helper()
 	d := &daemonProc{done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "run", "--config", cfgFile)
 	d.cmd.Dir = dir
@@ -230,7 +236,7 @@ func startDaemon(t testing.TB, bin, cfgFile, dir, name, notifySocket string) *da
 	// A 2s watchdog: pings every second while the probe passes.
 	d.cmd.Env = append(d.cmd.Env, "NOTIFY_SOCKET="+notifySocket, "WATCHDOG_USEC=2000000")
 	d.cmd.Stdout, d.cmd.Stderr = d, d
-	if err := d.cmd.Start(); err != nil {
+	if err := start(d.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = d.cmd.Wait(); close(d.done) }()

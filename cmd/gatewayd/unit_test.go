@@ -55,6 +55,8 @@ func TestUnitStopTimeoutCoversTheDrain(t *testing.T) {
 		// Go exits 2 on a panic or SIGABRT; only a crash traceback keeps
 		// that apart from the configuration error RestartPreventExitStatus=2.
 		"Environment": "GOTRACEBACK=crash",
+		// daemonTimerSlack, so the daemon need not re-execute to get it.
+		"TimerSlackNSec": "1ms",
 	} {
 		if u[k] != want {
 			t.Errorf("%s=%q, want %q", k, u[k], want)

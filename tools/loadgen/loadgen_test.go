@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/gatewayd/gatewayd/internal/timerslack"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -36,6 +37,7 @@ var (
 	daemonProf = flag.String("daemon-cpuprofile", "", "TestLoad: write gatewayd's CPU profile of the run to this file")
 	traceOut   = flag.String("daemon-trace", "", "TestLoad: write a Go execution trace of gatewayd's run to this file (go tool trace)")
 	daemonBin  = flag.String("gatewayd-bin", "", "TestLoad: run this gatewayd binary instead of building one from this tree (to alternate before/after builds)")
+	timerSlack = flag.Duration("timer-slack", 0, "TestLoad: start gatewayd with this timer slack, as systemd's TimerSlackNSec= does (0: inherit this process's; gatewayd raises the kernel's default 50µs to 1ms itself)")
 	idleAfter  = flag.Duration("idle-after", 0, "TestLoad: after the load, measure gatewayd's idle CPU with every lane live for this long")
 )
 
@@ -238,7 +240,11 @@ func startGateway(t *testing.T, tg *telegramtest.Server, model *codextest.Model,
 	cmd.Dir = dir
 	cmd.Env = append(append(cleanEnv(), codextest.Env()...), o.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if *timerSlack > 0 {
+		start = func() error { return timerslack.Start(cmd, *timerSlack) }
+	}
+	if err := start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
