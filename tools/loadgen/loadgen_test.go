@@ -38,6 +38,7 @@ var (
 	traceOut   = flag.String("daemon-trace", "", "TestLoad: write a Go execution trace of gatewayd's run to this file (go tool trace)")
 	daemonBin  = flag.String("gatewayd-bin", "", "TestLoad: run this gatewayd binary instead of building one from this tree (to alternate before/after builds)")
 	timerSlack = flag.Duration("timer-slack", 0, "TestLoad: start gatewayd with this timer slack, as systemd's TimerSlackNSec= does (0: inherit this process's; gatewayd raises the kernel's default 50µs to 1ms itself)")
+	replyWords = flag.Int("reply-words", 0, "TestLoad: the fake model adds this many words to each echo and streams the reply one delta per word, as a real model does (0: the echo in one delta)")
 	idleAfter  = flag.Duration("idle-after", 0, "TestLoad: after the load, measure gatewayd's idle CPU with every lane live for this long")
 )
 
@@ -54,7 +55,7 @@ func TestLoad(t *testing.T) {
 		env = append(env, "GATEWAYD_TRACE="+*traceOut)
 	}
 	r := runLoad(t, options{lanes: *lanes, messages: *messages, concurrent: *concurrent, maxLive: *maxLive,
-		logLevel: *logLevel, limit: *limit, env: env})
+		logLevel: *logLevel, limit: *limit, env: env, replyWords: *replyWords})
 	if *idleAfter > 0 {
 		r.measureIdleAfter(t, *idleAfter)
 	}
@@ -97,6 +98,7 @@ type options struct {
 	logLevel                    string
 	limit                       time.Duration
 	env                         []string // extra environment for gatewayd
+	replyWords                  int      // words after the echo, one streamed delta each
 }
 
 // result is one load's figures.
@@ -127,6 +129,14 @@ type laneState struct {
 func runLoad(t *testing.T, o options) *result {
 	tg := telegramtest.New(t)
 	model := codextest.NewModel(t)
+	if o.replyWords > 0 {
+		model.Respond(func(req codextest.Request) codextest.Reply {
+			r := codextest.DefaultReply(req)
+			r.Text += filler(o.replyWords)
+			r.Chunks = 1 + o.replyWords
+			return r
+		})
+	}
 	d := startGateway(t, tg, model, o, t.TempDir())
 	tg.WaitFor(2*time.Minute, "gatewayd polling getUpdates", func() bool { return tg.Calls("getUpdates") > 0 })
 	idleFrom, err := Measure(d.Process.Pid)
@@ -152,7 +162,7 @@ func runLoad(t *testing.T, o options) *result {
 		l := &laneState{chat: models.Chat{ID: id, Type: models.ChatTypePrivate},
 			user: models.User{ID: id, FirstName: "load" + strconv.Itoa(i)}}
 		ls[id] = l
-		sendNext(tg, l)
+		sendNext(tg, l, o.replyWords)
 	}
 	pending := o.lanes
 	tg.WaitFor(o.limit, "every reply", func() bool {
@@ -168,7 +178,7 @@ func runLoad(t *testing.T, o options) *result {
 				pending--
 				continue
 			}
-			sendNext(tg, l)
+			sendNext(tg, l, o.replyWords)
 		}
 		return pending == 0
 	})
@@ -187,13 +197,21 @@ func runLoad(t *testing.T, o options) *result {
 	return r
 }
 
-// sendNext queues the lane's next message; the default fake model echoes it.
-func sendNext(tg *telegramtest.Server, l *laneState) {
+// sendNext queues the lane's next message; the fake model echoes it,
+// followed by replyWords words.
+func sendNext(tg *telegramtest.Server, l *laneState, replyWords int) {
 	l.sent++
 	text := fmt.Sprintf("m%d-%d", l.chat.ID, l.sent)
-	l.want = "ECHO: " + text
+	l.want = "ECHO: " + text + filler(replyWords)
 	l.sentAt = time.Now()
 	tg.Text(l.chat, l.user, 0, text, nil)
+}
+
+// filler is what the fake model adds to an echo for -reply-words: n words
+// of a few letters each, so the model splits the reply into one delta per
+// word.
+func filler(n int) string {
+	return strings.Repeat(" word", n)
 }
 
 // startGateway builds gatewayd and runs it against the fakes; its output
