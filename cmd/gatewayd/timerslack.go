@@ -57,10 +57,15 @@ func raiseTimerSlack(args []string) {
 	if err := timerslack.Set(daemonTimerSlack); err != nil {
 		return
 	}
-	env := append(os.Environ(), envTimerSlackRaised+"=1")
-	// Exec returns only when it failed; the daemon then runs on as it is
-	// (its start-up log line says which slack it has).
-	_ = syscall.Exec("/proc/self/exe", os.Args, env)
+	// The binary by its path, not /proc/self/exe: the process's name (ps,
+	// pgrep, the journal's _COMM) is the file's name it was executed as.
+	exe, err := os.Executable()
+	if err == nil {
+		env := append(os.Environ(), envTimerSlackRaised+"=1")
+		// Exec returns only when it failed; the daemon then runs on as it
+		// is (its start-up log line says which slack it has).
+		_ = syscall.Exec(exe, os.Args, env)
+	}
 	_ = timerslack.Set(timerslack.KernelDefault)
 }
 

@@ -56,6 +56,11 @@ func TestProcessTimerSlack(t *testing.T) {
 			if got := slackOf(t, d.cmd.Process.Pid); got != tc.want {
 				t.Errorf("daemon's timer slack = %v, want %v", got, tc.want)
 			}
+			// Re-executed or not, it keeps its name (ps, pgrep, the journal).
+			comm, err := os.ReadFile("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/comm")
+			if want := filepath.Base(bin); err != nil || strings.TrimSpace(string(comm)) != want[:min(len(want), 15)] {
+				t.Errorf("daemon's process name = %q (%v), want %q", strings.TrimSpace(string(comm)), err, want)
+			}
 			marked := processesWithEnv(envTimerSlackRaised + "=1")
 			if got := slices.Contains(marked, d.cmd.Process.Pid); got != tc.reexecuted {
 				t.Errorf("daemon re-executed = %v, want %v", got, tc.reexecuted)
