@@ -126,3 +126,54 @@ func TestLazyCommitsAreSyncedWithinTheDelay(t *testing.T) {
 		t.Fatal("Close returned with a lazy commit not fsynced")
 	}
 }
+
+// BenchmarkSentMark is the cost of recording a delivery as the deliverer
+// does (MarkSent, a lazy commit) against the same write made durable (an
+// fsync per commit), one submitter, so no group commit shares the fsync.
+func BenchmarkSentMark(b *testing.B) {
+	sqliteOnly(b, "lazy commits are SQLite's")
+	for _, lazy := range []bool{false, true} {
+		name := "durable"
+		if lazy {
+			name = "lazy"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := openAt(b, testDBPath(b), Options{})
+			ctx := context.Background()
+			ids := make([]int64, 0, 1024)
+			var latencies []time.Duration
+			var cpu time.Duration
+			for b.Loop() {
+				if len(ids) == 0 {
+					b.StopTimer()
+					for range cap(ids) {
+						id, err := s.Enqueue(ctx, OutboxMessage{SessionKey: "v1:bench:1", Platform: "bench", ChatID: "c", Text: "hi"})
+						if err != nil {
+							b.Fatal(err)
+						}
+						ids = append(ids, id)
+					}
+					b.StartTimer()
+				}
+				id := ids[len(ids)-1]
+				ids = ids[:len(ids)-1]
+				c0, t0 := processCPU(), time.Now()
+				var err error
+				if lazy {
+					err = s.MarkSent(ctx, id, "x")
+				} else {
+					err = s.write(ctx, func(ctx context.Context, q querier) error {
+						return execOne(ctx, q, "outbox message", id, markSentSQL, "x", toDB(s.now()), id)
+					})
+				}
+				latencies = append(latencies, time.Since(t0))
+				cpu += processCPU() - c0
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/mark")
+			reportPercentiles(b, latencies, "ack")
+		})
+	}
+}
