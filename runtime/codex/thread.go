@@ -265,6 +265,9 @@ type agentDelta struct {
 // pass, which is what decodeTurnEvent does after the envelope's decode.
 func decodeTurnLine(method string, line []byte) (*turnEvent, error) {
 	if method == "item/agentMessage/delta" {
+		if e, ok := decodeDeltaLine(line); ok {
+			return e, nil
+		}
 		var l struct {
 			Params *agentDelta `json:"params"`
 		}
