@@ -36,6 +36,8 @@ var deltaLines = []string{
 	` { "method" : "item/agentMessage/delta" , "params" : { "threadId" : "T" , "delta" : "a" } } `,
 	`{"method":"item/agentMessage/delta","params":{"threadId":"T","delta":"unterminated}}`,
 	`{"method":"item/agentMessage/delta","params":{}}`,
+	`{"method":"item/agentMessage/delta","params":{"\"threadId\"":"x","thre\/adId":"y","threadId":"T","delta":"a"}}`,
+	`{"method":"item/agentMessage/delta","params":{"thread\u0049d":"x","delta":"a"}}`,
 	`{"method":"item/agentMessage/delta"}`,
 }
 
