@@ -149,6 +149,7 @@ func (g *Gateway) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 		return false
 	}
 	g.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
+	g.dropInboundJournal(l, it)
 	g.setInbound(ctx, it.inboundID, store.InboundFailed)
 	g.notify(ctx, l.addr, replyTarget(it), reason)
 	return true

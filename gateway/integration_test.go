@@ -72,6 +72,9 @@ type world struct {
 	args  []string // extra app-server arguments
 	// turnTimeout is the client's turn watchdog (0: its default).
 	turnTimeout time.Duration
+	// storeAs, when set, is the store as the gateway sees it (a test
+	// hides one of its methods).
+	storeAs func(*store.Store) gateway.Store
 }
 
 func newWorld(t *testing.T) *world {
@@ -128,7 +131,11 @@ func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
 	cfg.Thread.Cwd = w.dir
 	cfg.TurnTimeout = w.turnTimeout
 	rec := &recordingCodex{Client: cx}
-	g, err := gateway.New(cfg, st, rec)
+	var gst gateway.Store = st
+	if w.storeAs != nil {
+		gst = w.storeAs(st)
+	}
+	g, err := gateway.New(cfg, gst, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

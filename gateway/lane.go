@@ -44,6 +44,16 @@ type lane struct {
 	// goroutine touches it.
 	typedAt time.Time
 
+	// intakeMu serialises the lane's deliveries from recording to queueing
+	// when the store can journal a turn with its inbound row (turnInbound).
+	// Without it a message recorded after another's check that the lane is
+	// idle, but queued before it, would run first and its journal entry
+	// would replace the other's, which would then run without one. intake
+	// counts the deliveries holding it (guarded by mu): a lane with one is
+	// not idle, so it is not forgotten under them.
+	intakeMu sync.Mutex
+	intake   int
+
 	prev, next *lane // LRU links, guarded by laneTable.mu
 	inLRU      bool
 }
@@ -66,6 +76,10 @@ type item struct {
 	// images are the message's image files (text already names every
 	// file), handed to codex as localImage items.
 	images []string
+	// journal is the lane's journal entry written with the inbound row
+	// (turnInbound); the turn then writes none of its own while the lane
+	// is still at its generation and thread.
+	journal *store.JournalEntry
 }
 
 // turnState is the item being processed; commands use it to stop the turn.
@@ -96,7 +110,7 @@ type turnState struct {
 }
 
 // idle reports whether the lane has no work; l.mu must be held.
-func (l *lane) idle() bool { return !l.worker && l.queue.len() == 0 && l.cur == nil }
+func (l *lane) idle() bool { return !l.worker && l.queue.len() == 0 && l.cur == nil && l.intake == 0 }
 
 // tellAudioOnce reports whether the lane is yet to be told that audio is
 // not transcribed, and marks it told.
@@ -156,12 +170,13 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 	// on disk, and the row lists them for a restart.
 	saved, notices := g.storeAttachments(ctx, in)
 	title := g.titled.of(key, in)
-	// The lane row is ensured with the inbound row: one commit per message.
-	id, dup, err := g.st.RecordInbound(ctx, store.Inbound{
+	rec := store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
 		Attachments: saved, Lane: laneKey(in.Address), LaneTitle: title,
-	})
+	}
+	id, dup, journal, release, err := g.record(ctx, in.Address, rec)
+	defer release()
 	if err != nil {
 		discardAttachments(in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
@@ -187,8 +202,87 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		g.gate.Recorded(key)
 		return false, nil
 	}
-	g.dispatch(g.baseCtx, in.Address, id, in.MessageID, in.Text, saved)
+	g.dispatchJournaled(g.baseCtx, in.Address, id, in.MessageID, in.Text, saved, journal)
 	return false, nil
+}
+
+// record commits the inbound row, ensuring its lane row in the same
+// commit, and on an idle lane its turn's journal entry too (turnInbound):
+// one commit per message. Then the lane's intake lock is held until
+// release, which the caller calls once the message is queued. In cluster
+// mode the lane's owner, maybe another node, journals the turn.
+func (g *Gateway) record(ctx context.Context, addr Address, rec store.Inbound) (
+	id int64, dup bool, journal *store.JournalEntry, release func(), err error) {
+	ti, ok := g.st.(turnInbound)
+	if !ok || g.gate != nil {
+		id, dup, err = g.st.RecordInbound(ctx, rec)
+		return id, dup, nil, func() {}, err
+	}
+	l := g.enterIntake(addr)
+	release = func() { g.leaveIntake(l) }
+	if !runsAsTurn(rec.Text, rec.Attachments) || !g.idleForTurn(l) {
+		id, dup, err = g.st.RecordInbound(ctx, rec)
+		return id, dup, nil, release, err
+	}
+	id, dup, journal, err = ti.RecordInboundTurn(ctx, rec, withFiles(rec.Text, rec.Attachments))
+	return id, dup, journal, release, err
+}
+
+// turnInbound is the store's RecordInboundTurn: the inbound row and the
+// turn's journal entry in one commit.
+type turnInbound interface {
+	RecordInboundTurn(ctx context.Context, in store.Inbound, text string) (id int64, duplicate bool, entry *store.JournalEntry, err error)
+}
+
+// runsAsTurn says whether a message will be a turn (not a command, not
+// empty), as dispatch decides.
+func runsAsTurn(text string, att []store.Attachment) bool {
+	if len(att) > 0 {
+		return true
+	}
+	if text == "" {
+		return false
+	}
+	_, isCommand := parseCommand(text)
+	return !isCommand
+}
+
+// enterIntake takes the lane's intake lock (see lane.intakeMu).
+func (g *Gateway) enterIntake(addr Address) *lane {
+	for {
+		l := g.laneFor(addr)
+		l.intakeMu.Lock()
+		l.mu.Lock()
+		if !l.dead {
+			l.intake++
+			l.mu.Unlock()
+			return l
+		}
+		l.mu.Unlock()
+		l.intakeMu.Unlock()
+	}
+}
+
+func (g *Gateway) leaveIntake(l *lane) {
+	l.mu.Lock()
+	l.intake--
+	l.mu.Unlock()
+	l.intakeMu.Unlock()
+	g.forget(l) // a duplicate or refused message leaves nothing to keep
+}
+
+// idleForTurn says whether a message recorded now would start its turn at
+// once: nothing running or queued on the lane, a turn slot free, no usage
+// pause, no shutdown. Only then is its journal entry written with its
+// inbound row; a turn that waits keeps the old order (journaled when it
+// starts), so a restart runs it instead of telling it cut off.
+func (g *Gateway) idleForTurn(l *lane) bool {
+	if g.stopping.Load() || len(g.sem) >= cap(g.sem) || g.usagePaused() {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur == nil && l.queue.len() == 0 && !l.stale
 }
 
 // callback routes a button press by its id's prefix.
@@ -220,6 +314,13 @@ func laneKey(a Address) store.LaneKey {
 // dispatch runs a recorded message: commands act at once or queue work;
 // other text queues a turn.
 func (g *Gateway) dispatch(ctx context.Context, addr Address, inboundID int64, msgID, text string, att []store.Attachment) {
+	g.dispatchJournaled(ctx, addr, inboundID, msgID, text, att, nil)
+}
+
+// dispatchJournaled is dispatch of a message whose turn's journal entry
+// was written with its inbound row (journal, nil if none).
+func (g *Gateway) dispatchJournaled(ctx context.Context, addr Address, inboundID int64, msgID, text string,
+	att []store.Attachment, journal *store.JournalEntry) {
 	l := g.laneFor(addr)
 	if len(att) == 0 {
 		if cmd, ok := parseCommand(text); ok {
@@ -230,7 +331,8 @@ func (g *Gateway) dispatch(ctx context.Context, addr Address, inboundID int64, m
 	if hasAudio(att) && l.tellAudioOnce() {
 		g.notify(ctx, addr, msgID, audioNotice)
 	}
-	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att)}
+	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),
+		journal: journal}
 	if g.busyInput(ctx, l, it) {
 		return
 	}
@@ -267,7 +369,14 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 	if !l.worker {
 		g.startWorker(l)
 	}
+	// No worker when shutdown began: the message stays received in the
+	// inbox and the next start runs it, unless a journal entry says it was
+	// cut off.
+	orphan := !l.worker && it.journal != nil
 	l.mu.Unlock()
+	if orphan {
+		g.clearJournal(ctx, l.key)
+	}
 	if tell {
 		g.notify(ctx, l.addr, "", g.queuedNotice())
 	}
@@ -311,12 +420,14 @@ func (g *Gateway) work(l *lane) {
 			return // resumed when the usage limit resets
 		}
 		if !g.takeSlot(l, it) { // only after drain set stopping: next retires
+			g.dropInboundJournal(l, it)
 			g.finishItem(l)
 			continue
 		}
 		if g.stopping.Load() {
 			// Shutdown began while this waited for a slot: leave it in
 			// the inbox (state received); the next start runs it.
+			g.dropInboundJournal(l, it)
 			<-g.sem
 			g.finishItem(l)
 			continue
@@ -396,6 +507,16 @@ func (g *Gateway) next(l *lane) (item, bool) {
 	}
 	l.cur = &turnState{kind: it.kind, retry: it.retry}
 	return it, true
+}
+
+// dropInboundJournal clears the journal entry written with an item's
+// inbound row when the item will not start now: left in the inbox as
+// received, the next start runs it, which a journal entry would turn into
+// a cut-off notice.
+func (g *Gateway) dropInboundJournal(l *lane, it item) {
+	if it.journal != nil {
+		g.clearJournal(g.baseCtx, l.key)
+	}
 }
 
 func (g *Gateway) finishItem(l *lane) {

@@ -157,6 +157,15 @@ func (g *Gateway) windowsReached() {
 // (resumeLanes restarts it). It reports whether the item was parked. The
 // lane is told once per pause; that notice also stands for the "queued"
 // notice of the burst.
+// usagePaused says whether new turns wait for a usage limit to reset.
+func (g *Gateway) usagePaused() bool {
+	now := g.now()
+	u := g.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return !u.until.IsZero() && now.Before(u.until)
+}
+
 func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 	g.windowsReached()
 	now := g.now()
@@ -170,7 +179,12 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 		u.told[l.key] = true
 	}
 	u.mu.Unlock()
+	dropJournal := paused && it.journal != nil
 	if paused {
+		// A parked message waits, maybe for hours: it is journaled when it
+		// starts, so a restart meanwhile runs it instead of telling it cut
+		// off.
+		it.journal = nil
 		l.queue.prepend([]item{it})
 		g.queued.Add(1)
 		l.cur = nil
@@ -179,6 +193,9 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 		g.active.Add(-1)
 	}
 	l.mu.Unlock()
+	if dropJournal {
+		g.clearJournal(g.baseCtx, l.key)
+	}
 	if tell {
 		g.saveUsagePause() // before the notice: a restart must not tell again
 		g.notify(g.baseCtx, l.addr, "", g.usageLimitNotice(until))

@@ -88,9 +88,14 @@ func (g *Gateway) process(ctx context.Context, l *lane, it item) {
 // The inbound message was recorded before it was queued.
 func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	t := &turn{l: l, it: it, started: g.now()}
+	// The entry written with the inbound row is this run's alone: an item
+	// requeued from here (a usage limit) is journaled again when it runs.
+	inboundJournal := it.journal
+	t.it.journal = nil
 	sl, err := g.st.Lane(ctx, l.key)
 	if err != nil {
 		g.log.Error("turn.lane_read_failed", zap.String("lane", l.key), zap.Error(err))
+		g.dropInboundJournal(l, it)
 		g.failTurn(ctx, t, storeErrorNotice)
 		return
 	}
@@ -107,12 +112,14 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		l.cur.dir = t.dir
 	}
 	l.mu.Unlock()
-	err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
-		InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
-	if err != nil {
-		g.log.Error("turn.journal_failed", zap.String("lane", l.key), zap.Error(err))
-		g.failTurn(ctx, t, storeErrorNotice)
-		return
+	if !journaledAs(inboundJournal, sl) {
+		err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
+			InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
+		if err != nil {
+			g.log.Error("turn.journal_failed", zap.String("lane", l.key), zap.Error(err))
+			g.failTurn(ctx, t, storeErrorNotice)
+			return
+		}
 	}
 	// Typing shows while a long thread resumes, too.
 	t.stream = g.newStreamerTyped(l.addr, it.msgID, l.typedAt)
@@ -168,6 +175,13 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	t.turnID = res.TurnID
 	g.addGeneratedImages(t, res.Items)
 	g.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
+}
+
+// journaledAs says whether the journal entry written with the inbound row
+// still describes the turn about to run: the lane is at its generation and
+// thread (a /new or a rotation since then journals the turn again).
+func journaledAs(e *store.JournalEntry, sl store.Lane) bool {
+	return e != nil && e.Generation == sl.Generation && e.ThreadID == sl.ThreadID
 }
 
 // addGeneratedImages adds the images codex generated in the turn to the

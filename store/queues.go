@@ -16,18 +16,48 @@ import (
 // is returned with duplicate=true and nothing changes. A message without a
 // platform id is stored but can never be recognised as a duplicate.
 func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplicate bool, err error) {
+	id, duplicate, _, err = s.recordInbound(ctx, in, nil)
+	return id, duplicate, err
+}
+
+// RecordInboundTurn is RecordInbound for a message its lane runs as a turn
+// at once (the lane is idle): the same commit writes the lane's journal
+// entry for it (as JournalTurn would, text being the turn's text), with
+// the lane's generation and thread as they are in that commit, so the turn
+// needs no journal commit of its own: one fsync fewer per message. The
+// entry is returned; nil for a duplicate, which writes none. Like any
+// journal entry, one whose turn never starts because gatewayd died first
+// is told to its lane as cut off after the restart, not run again.
+func (s *Store) RecordInboundTurn(ctx context.Context, in Inbound, text string) (id int64, duplicate bool, entry *JournalEntry, err error) {
+	if in.Lane.SessionKey == "" {
+		return 0, false, nil, fmt.Errorf("%w: RecordInboundTurn needs the message's lane", ErrInvalid)
+	}
+	return s.recordInbound(ctx, in, &text)
+}
+
+// inboundJournalSQL is journalTurnSQL at the generation the lane has in
+// the commit, returning it and the lane's thread.
+const inboundJournalSQL = `INSERT INTO turn_journal
+	(session_key, generation, inbound_id, thread_id, turn_id, text, started_at)
+	SELECT session_key, generation, ?, COALESCE(codex_thread_id, ''), '', ?, ? FROM gateway_routing WHERE session_key = ?
+	ON CONFLICT (session_key) DO UPDATE SET generation = excluded.generation, inbound_id = excluded.inbound_id,
+	thread_id = excluded.thread_id, turn_id = excluded.turn_id, text = excluded.text, started_at = excluded.started_at,
+	cut_off = 0
+	RETURNING generation, thread_id`
+
+func (s *Store) recordInbound(ctx context.Context, in Inbound, turnText *string) (id int64, duplicate bool, entry *JournalEntry, err error) {
 	if in.Platform == "" || in.SessionKey == "" {
-		return 0, false, fmt.Errorf("%w: RecordInbound needs a platform and a session key", ErrInvalid)
+		return 0, false, nil, fmt.Errorf("%w: RecordInbound needs a platform and a session key", ErrInvalid)
 	}
 	if in.Lane.SessionKey != "" && (in.Lane.SessionKey != in.SessionKey || in.Lane.Platform == "") {
-		return 0, false, fmt.Errorf("%w: RecordInbound's lane must be the message's session key, with a platform", ErrInvalid)
+		return 0, false, nil, fmt.Errorf("%w: RecordInbound's lane must be the message's session key, with a platform", ErrInvalid)
 	}
 	attachments, err := encodeAttachments(in.Attachments)
 	if err != nil {
-		return 0, false, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
+		return 0, false, nil, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
 	}
 	err = s.write(ctx, func(ctx context.Context, q querier) error {
-		id, duplicate = 0, false
+		id, duplicate, entry = 0, false, nil
 		var messageID any
 		if in.MessageID != "" {
 			messageID = in.MessageID
@@ -49,17 +79,26 @@ func (s *Store) RecordInbound(ctx context.Context, in Inbound) (id int64, duplic
 			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING RETURNING id`,
 			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments).Scan(&id)
-		if !errors.Is(err, sql.ErrNoRows) {
+		if errors.Is(err, sql.ErrNoRows) {
+			duplicate = true
+			return q.QueryRowContext(ctx, "SELECT id FROM inbox WHERE platform = ? AND message_id = ?",
+				in.Platform, in.MessageID).Scan(&id)
+		}
+		if err != nil || turnText == nil {
 			return err
 		}
-		duplicate = true
-		return q.QueryRowContext(ctx, "SELECT id FROM inbox WHERE platform = ? AND message_id = ?",
-			in.Platform, in.MessageID).Scan(&id)
+		e := JournalEntry{SessionKey: in.SessionKey, InboundID: id, Text: *turnText, StartedAt: fromDB(toDB(received))}
+		if err := q.QueryRowContext(ctx, inboundJournalSQL, id, e.Text, toDB(received), in.SessionKey).
+			Scan(&e.Generation, &e.ThreadID); err != nil {
+			return fmt.Errorf("journal turn: %w", err)
+		}
+		entry = &e
+		return nil
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
+		return 0, false, nil, fmt.Errorf("store: record inbound %s/%s: %w", in.Platform, in.MessageID, err)
 	}
-	return id, duplicate, nil
+	return id, duplicate, entry, nil
 }
 
 var inboundStates = map[string]bool{
