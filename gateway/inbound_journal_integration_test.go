@@ -22,9 +22,6 @@ func TestJournaledWithInboundButNeverStartedIsToldCutOff(t *testing.T) {
 	if r := in.ask(t, "j", "first"); !strings.Contains(r.Reply, "first") {
 		t.Fatalf("first reply %q", r.Reply)
 	}
-	if commits := in.st.Commits(); commits == 0 {
-		t.Fatal("no commits counted")
-	}
 	lanes, err := in.st.Lanes(ctx, 0)
 	if err != nil || len(lanes) != 1 {
 		t.Fatalf("lanes = %+v, %v", lanes, err)
