@@ -36,7 +36,7 @@ var nonKeyEnv = map[string]bool{
 	"GATEWAYD_CODEX_BIN":  true, // the test suites' codex binary (codextest)
 	"GATEWAYD_TEST_STORE": true, // the store suite's backend (store/helpers_test.go)
 	"GATEWAYD_CPUPROFILE": true, // a developer's profiling hook (cmd/gatewayd/profile.go)
-	"GATEWAYD_TRACE":      true, // a developer's execution-trace hook (cmd/gatewayd/trace.go)
+	"GATEWAYD_TRACE":      true, // a developer's execution-trace hook (cmd/gatewayd/profile.go)
 	// marks the one re-execution that raises the timer slack (cmd/gatewayd/timerslack.go)
 	"GATEWAYD_TIMER_SLACK_RAISED": true,
 }
