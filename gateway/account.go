@@ -151,7 +151,7 @@ func (g *Gateway) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 	g.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
 	g.dropInboundJournal(l, it)
 	g.setInbound(ctx, it.inboundID, store.InboundFailed)
-	g.notify(ctx, l.addr, replyTarget(it), reason)
+	g.out.notify(ctx, l.addr, replyTarget(it), reason)
 	return true
 }
 
@@ -159,7 +159,7 @@ func (g *Gateway) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 // go to this chat. Only a private chat or the API lane may ask: whoever
 // reads the code can sign this server in to their account.
 func (g *Gateway) loginCommand(ctx context.Context, l *lane, msgID string) {
-	g.notify(ctx, l.addr, msgID, g.startLogin(ctx, l.addr, msgID))
+	g.out.notify(ctx, l.addr, msgID, g.startLogin(ctx, l.addr, msgID))
 }
 
 func (g *Gateway) startLogin(ctx context.Context, addr Address, msgID string) string {
@@ -243,5 +243,15 @@ func (g *Gateway) LoginCompleted(r codex.LoginResult) {
 		}
 		text += ". Send /login to try again."
 	}
-	g.notify(context.Background(), w.addr, w.msgID, text)
+	g.out.notify(context.Background(), w.addr, w.msgID, text)
+}
+
+// accountModule registers /login.
+func accountModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.command("login", func(ctx context.Context, c commandCall) bool {
+			g.loginCommand(ctx, c.lane, c.msgID)
+			return true
+		})
+	})
 }

@@ -142,7 +142,7 @@ func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.
 	}
 	if req.Kind != "command" && req.Kind != "fileChange" {
 		g.log.Warn("approval.declined", zap.String("why", "unsupported kind"), zap.String("kind", req.Kind))
-		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
+		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
 		return codex.DecisionDecline
 	}
 	p := g.approvals.add(PendingApproval{SessionKey: l.key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
@@ -160,7 +160,7 @@ func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.
 			return <-p.answer // answered just now
 		}
 		g.log.Info("approval.timed_out", zap.String("lane", l.key), zap.String("approval", id))
-		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, g.cfg.ApprovalTimeout))
+		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, g.cfg.ApprovalTimeout))
 		return codex.DecisionDecline
 	case <-ctx.Done():
 		// codex withdrew the request (the turn ended or was interrupted):
@@ -170,7 +170,7 @@ func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.
 			return <-p.answer
 		}
 		g.log.Info("approval.withdrawn", zap.String("lane", l.key), zap.String("approval", id))
-		g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
+		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
 		return codex.DecisionDecline
 	}
 }
@@ -216,7 +216,7 @@ func (g *Gateway) askApproval(ctx context.Context, l *lane, info PendingApproval
 		// open): the outbox keeps the question for the lane's next
 		// request, and GET .../approvals lists it meanwhile.
 		g.log.Info("approval.ask_deferred", zap.String("lane", l.key), zap.String("approval", info.ID))
-		g.notify(g.baseCtx, l.addr, "", text)
+		g.out.notify(g.baseCtx, l.addr, "", text)
 		return
 	}
 	g.obs.Outbound(l.addr.Platform, err)
@@ -224,7 +224,7 @@ func (g *Gateway) askApproval(ctx context.Context, l *lane, info PendingApproval
 		return
 	}
 	g.log.Warn("approval.ask_failed", zap.String("lane", l.key), zap.Error(err))
-	g.notify(g.baseCtx, l.addr, "", text)
+	g.out.notify(g.baseCtx, l.addr, "", text)
 }
 
 func approvalQuestion(info PendingApproval, timeout time.Duration) string {
@@ -327,7 +327,7 @@ func (g *Gateway) approvalCallback(ctx context.Context, in Inbound) {
 // reply to replyTo), the acknowledgement first.
 func (g *Gateway) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string) {
 	answer, err := g.claimApproval(addr.SessionKey(), id, decision, sender)
-	g.notify(ctx, addr, replyTo, decisionText(id, decision, err))
+	g.out.notify(ctx, addr, replyTo, decisionText(id, decision, err))
 	if err == nil {
 		answer()
 	}
@@ -370,12 +370,12 @@ func (g *Gateway) approvalCommand(ctx context.Context, l *lane, msgID, args stri
 		pending := g.approvals.lane(l.key)
 		switch len(pending) {
 		case 0:
-			g.notify(ctx, l.addr, msgID, "No approval is pending here.")
+			g.out.notify(ctx, l.addr, msgID, "No approval is pending here.")
 			return
 		case 1:
 			id = pending[0].info.ID
 		default:
-			g.notify(ctx, l.addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
+			g.out.notify(ctx, l.addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
 				len(pending), pending[0].info.ID))
 			return
 		}
@@ -403,7 +403,7 @@ func (g *Gateway) Unsupported(threadID, method string) {
 		return
 	}
 	g.log.Info("request.refused", zap.String("lane", l.key), zap.String("method", method))
-	g.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
+	g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
 		requestWhat(method), method))
 }
 
@@ -422,4 +422,17 @@ func requestWhat(method string) string {
 		return "an approval in the old protocol"
 	}
 	return "something"
+}
+
+// approvalsModule registers /approve, /deny and the approval buttons.
+func approvalsModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		decide := func(ctx context.Context, c commandCall) bool {
+			g.approvalCommand(ctx, c.lane, c.msgID, c.args, c.name == "approve")
+			return true
+		}
+		h.command("approve", decide)
+		h.command("deny", decide)
+		h.callback(callbackPrefix, g.approvalCallback)
+	})
 }

@@ -154,7 +154,7 @@ func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
 	switch {
 	case err == nil:
 		g.log.Info("busy.steered", zap.String("lane", l.key), zap.String("thread", thread))
-		g.notify(ctx, l.addr, it.msgID, steeredNotice)
+		g.out.notify(ctx, l.addr, it.msgID, steeredNotice)
 		return true
 	case errors.Is(err, codex.ErrNoActiveTurn):
 		g.log.Info("busy.steer_no_turn_queued", zap.String("lane", l.key))

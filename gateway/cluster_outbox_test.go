@@ -62,7 +62,7 @@ func TestOwnedLanesOutboxIsNotStarvedByOtherNodesRows(t *testing.T) {
 	}
 	enqueue(mine, "to mine")
 	h.start(t)
-	h.g.wakeOutbox()
+	h.g.out.poke()
 	if got := h.p.next(t); got.Text != "to mine" {
 		t.Fatalf("delivered %q, want the owned lane's row", got.Text)
 	}

@@ -92,7 +92,7 @@ func TestLaneGateDeliversOnlyServedLanes(t *testing.T) {
 			Kind: string(a.Kind), ChatID: a.ChatID, Text: text, OutKind: store.OutboxReply}); err != nil {
 			t.Fatal(err)
 		}
-		h.g.wakeOutbox()
+		h.g.out.poke()
 	}
 	enqueue("theirs", "to theirs")
 	enqueue("mine", "to mine")

@@ -74,47 +74,47 @@ func parseCommand(text string) (command, bool) {
 	return command{name: word, args: strings.TrimSpace(args)}, true
 }
 
-// command runs a gateway command. Commands that act on the lane's state act
-// at once (they must not wait behind the turn they control); /retry and
-// /compact queue like messages.
-func (g *Gateway) command(ctx context.Context, l *lane, cmd command, inboundID int64, msgID string) {
-	g.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
-	switch cmd.name {
-	case "new", "reset":
-		if err := g.resetLane(ctx, l, "/"+cmd.name, msgID); err != nil {
-			g.setInbound(ctx, inboundID, store.InboundFailed)
-			return
+// laneCommands registers the commands of the lane itself: a fresh
+// conversation, stopping and rerunning a turn, its status and the list of
+// commands. Commands that act on the lane's state act at once (they must
+// not wait behind the turn they control); /retry queues like a message.
+func laneCommands(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		reset := func(ctx context.Context, c commandCall) bool {
+			if err := g.resetLane(ctx, c.lane, "/"+c.name, c.msgID); err != nil {
+				g.setInbound(ctx, c.inboundID, store.InboundFailed)
+				return false
+			}
+			return true
 		}
-	case "stop":
-		g.notify(ctx, l.addr, msgID, g.stop(ctx, l))
-	case "retry":
-		if g.retryAfterLimit(ctx, l, inboundID, msgID) {
-			return
-		}
-		g.retry(ctx, l, inboundID, msgID)
-		return // the queued turn marks the inbound done
-	case "compact":
-		g.enqueue(ctx, l, item{kind: itemCompact, inboundID: inboundID, msgID: msgID})
-		return
-	case "status":
-		g.notify(ctx, l.addr, msgID, g.status(ctx, l))
-	case "project":
-		g.projectCommand(ctx, l, msgID, cmd.args)
-	case "verbose":
-		g.notify(ctx, l.addr, msgID, g.verboseCommand(ctx, l, cmd.args))
-	case "model":
-		g.modelCommand(ctx, l, msgID, cmd.args)
-	case "effort":
-		g.effortCommand(ctx, l, msgID, cmd.args)
-	case "login":
-		g.loginCommand(ctx, l, msgID)
-	case "help":
-		g.notify(ctx, l.addr, msgID, helpText())
-	case "approve", "deny":
-		g.approvalCommand(ctx, l, msgID, cmd.args, cmd.name == "approve")
-	}
-	g.setInbound(ctx, inboundID, store.InboundDone)
+		h.command("new", reset)
+		h.command("reset", reset)
+		h.command("stop", func(ctx context.Context, c commandCall) bool {
+			g.out.notify(ctx, c.lane.addr, c.msgID, g.stop(ctx, c.lane))
+			return true
+		})
+		h.command("retry", func(ctx context.Context, c commandCall) bool {
+			if g.retryAfterLimit(ctx, c.lane, c.inboundID, c.msgID) {
+				return false
+			}
+			g.retry(ctx, c.lane, c.inboundID, c.msgID)
+			return false // the queued turn marks the inbound done
+		})
+		h.command("status", func(ctx context.Context, c commandCall) bool {
+			g.out.notify(ctx, c.lane.addr, c.msgID, g.status(ctx, c.lane))
+			return true
+		})
+		h.command("help", func(ctx context.Context, c commandCall) bool {
+			g.out.notify(ctx, c.lane.addr, c.msgID, helpText())
+			return true
+		})
+	})
 }
+
+// moduleFunc is a module written as its registration alone.
+type moduleFunc func(h *host)
+
+func (f moduleFunc) register(h *host) { f(h) }
 
 // ResetLane does what /reset does in the lane: a new generation and session,
 // the binding cleared, the queue dropped, a running turn interrupted (its
@@ -157,7 +157,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		l.mu.Unlock()
 		g.requeueFront(l, dropped)
 		g.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
+		g.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
 	g.ignoreItems(ctx, dropped)
@@ -178,13 +178,13 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	}
 	g.log.Info("lane.reset", zap.String("lane", l.key), zap.String("reason", reason), zap.Int("dropped", len(dropped)))
 	for _, it := range dropped {
-		g.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
+		g.out.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
 	}
 	started := "Started a new conversation: the next message goes to a fresh Codex thread."
 	if sl.Project != "" {
 		started += " It works in project " + g.projects.describe(sl.Project) + "."
 	}
-	g.notify(ctx, l.addr, replyTo, started)
+	g.out.notify(ctx, l.addr, replyTo, started)
 	return nil
 }
 
@@ -227,7 +227,7 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 	cut, ok, err := g.st.CutOffTurn(ctx, l.key)
 	if err != nil {
 		g.log.Warn("retry.journal_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
+		g.out.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
 		g.setInbound(ctx, inboundID, store.InboundFailed)
 		return
 	}
@@ -235,12 +235,12 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 	if !ok {
 		text = g.lastUserText(ctx, l.key)
 	} else if g.retryQueued(l) {
-		g.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
+		g.out.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
 		g.setInbound(ctx, inboundID, store.InboundDone)
 		return
 	}
 	if text == "" {
-		g.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
+		g.out.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
 		g.setInbound(ctx, inboundID, store.InboundDone)
 		return
 	}

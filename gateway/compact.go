@@ -56,11 +56,11 @@ func (g *Gateway) autoCompact(ctx context.Context, t *turn) {
 	before, after, err := g.runCompaction(ctx, l, t.thread)
 	setCompacting(l, false)
 	if err != nil {
-		g.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
+		g.out.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
 			"); continuing in the same Codex thread.")
 		return
 	}
-	g.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
+	g.out.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
 }
 
 func setCompacting(l *lane, on bool) {
@@ -108,19 +108,19 @@ func (g *Gateway) compact(ctx context.Context, l *lane, it item) {
 	thread, err := g.loadForCompact(ctx, l)
 	switch {
 	case errors.Is(err, ErrNothingToCompact):
-		g.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
+		g.out.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
 		return
 	case err != nil:
 		g.log.Warn("thread.compact_load_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
+		g.out.notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
 		return
 	}
 	before, after, err := g.runCompaction(ctx, l, thread)
 	if err != nil {
-		g.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
+		g.out.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
 		return
 	}
-	g.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
+	g.out.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
 }
 
 // loadForCompact ensures the lane's bound thread is loaded. A lane without
@@ -169,4 +169,14 @@ func (g *Gateway) compactionStatus(sl store.Lane) string {
 	}
 	return fmt.Sprintf("Compaction: %s; last %s ago, %s → %s tokens\n", policy, roundAge(g.now().Sub(at)),
 		sl.Meta[metaCompactBefore], sl.Meta[metaCompactAfter])
+}
+
+// compactionModule registers /compact, which queues like a message.
+func compactionModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.command("compact", func(ctx context.Context, c commandCall) bool {
+			g.enqueue(ctx, c.lane, item{kind: itemCompact, inboundID: c.inboundID, msgID: c.msgID})
+			return false // the queued compaction marks the inbound done
+		})
+	})
 }

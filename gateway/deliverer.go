@@ -29,6 +29,7 @@ const (
 
 // outboxStore is the part of the Store the deliverer uses.
 type outboxStore interface {
+	Enqueue(ctx context.Context, m store.OutboxMessage) (int64, error)
 	DueOutbox(ctx context.Context, now time.Time, limit int) ([]store.OutboxMessage, error)
 	MarkSent(ctx context.Context, id int64, platformMessageID string) error
 	MarkRetry(ctx context.Context, id int64, next time.Time, errText string) error

@@ -45,7 +45,6 @@ type Store interface {
 	MarkCutOff(ctx context.Context, e store.JournalEntry, notice store.OutboxMessage) (int64, error)
 	CutOffTurn(ctx context.Context, sessionKey string) (store.JournalEntry, bool, error)
 	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
-	Enqueue(ctx context.Context, m store.OutboxMessage) (int64, error)
 	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
@@ -264,6 +263,8 @@ type Gateway struct {
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 	account   accountState // whether codex can answer; logins from chats
 	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
+
+	host *host // what the modules registered: commands, buttons, hooks
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -276,7 +277,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	}
 	log := cfg.Logger.Named("gateway")
 	platforms := make(map[string]Platform)
-	return &Gateway{
+	g := &Gateway{
 		cfg:         cfg,
 		log:         log,
 		st:          st,
@@ -295,7 +296,28 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
 		models:      newModelCache(cfg.Now),
 		usage:       newUsageGate(),
-	}, nil
+		host:        newHost(),
+	}
+	for _, m := range g.modules() {
+		m.register(g.host)
+	}
+	if err := g.host.check(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// modules are the features, in the order their hooks run.
+func (g *Gateway) modules() []module {
+	return []module{
+		laneCommands(g),
+		projectsModule(g),
+		modelsModule(g),
+		compactionModule(g),
+		workViewModule(g),
+		accountModule(g),
+		approvalsModule(g),
+	}
 }
 
 // AddPlatform registers an adapter. Call it before Run.

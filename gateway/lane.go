@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -154,7 +153,7 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		return false, nil
 	}
 	if in.Callback != "" && in.Text == "" {
-		g.callback(ctx, in)
+		g.host.routeCallback(ctx, in, g.log)
 		return false, nil
 	}
 	if in.Text == "" && len(in.Attachments) == 0 {
@@ -192,7 +191,7 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 	// Recorded: from here on the work must not depend on the adapter's
 	// context (an HTTP client may hang up).
 	for _, n := range notices {
-		g.notify(g.baseCtx, in.Address, in.MessageID, n)
+		g.out.notify(g.baseCtx, in.Address, in.MessageID, n)
 	}
 	if in.Text == "" && len(saved) == 0 { // every file refused: nothing to run
 		g.setInbound(g.baseCtx, id, store.InboundIgnored)
@@ -285,18 +284,6 @@ func (g *Gateway) idleForTurn(l *lane) bool {
 	return l.cur == nil && l.queue.len() == 0 && !l.stale
 }
 
-// callback routes a button press by its id's prefix.
-func (g *Gateway) callback(ctx context.Context, in Inbound) {
-	if strings.HasPrefix(in.Callback, projectPrefix) {
-		g.projectCallback(ctx, in)
-		return
-	}
-	if g.modelCallback(ctx, in) {
-		return
-	}
-	g.approvalCallback(ctx, in)
-}
-
 func (g *Gateway) authorized(in Inbound) bool {
 	p, ok := g.platforms[in.Address.Platform]
 	if !ok {
@@ -324,12 +311,14 @@ func (g *Gateway) dispatchJournaled(ctx context.Context, addr Address, inboundID
 	l := g.laneFor(addr)
 	if len(att) == 0 {
 		if cmd, ok := parseCommand(text); ok {
-			g.command(ctx, l, cmd, inboundID, msgID)
+			g.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
+			g.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID},
+				func(ctx context.Context, id int64) { g.setInbound(ctx, id, store.InboundDone) })
 			return
 		}
 	}
 	if hasAudio(att) && l.tellAudioOnce() {
-		g.notify(ctx, addr, msgID, audioNotice)
+		g.out.notify(ctx, addr, msgID, audioNotice)
 	}
 	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),
 		journal: journal}
@@ -352,7 +341,7 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 	if l.queue.len() >= g.cfg.QueueLimit {
 		l.mu.Unlock()
 		g.setInbound(ctx, it.inboundID, store.InboundIgnored)
-		g.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
+		g.out.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
 			"Too many messages are waiting here (limit %d); this one was not queued. Send it again when the current reply is done.",
 			g.cfg.QueueLimit))
 		return
@@ -378,7 +367,7 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 		g.clearJournal(ctx, l.key)
 	}
 	if tell {
-		g.notify(ctx, l.addr, "", g.queuedNotice())
+		g.out.notify(ctx, l.addr, "", g.queuedNotice())
 	}
 }
 

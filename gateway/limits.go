@@ -198,7 +198,7 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 	}
 	if tell {
 		g.saveUsagePause() // before the notice: a restart must not tell again
-		g.notify(g.baseCtx, l.addr, "", g.usageLimitNotice(until))
+		g.out.notify(g.baseCtx, l.addr, "", g.usageLimitNotice(until))
 	}
 	return paused
 }
@@ -229,7 +229,7 @@ func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResul
 		// A lane notice, not an answer to the message: the message's answer
 		// is the reply that comes after the reset (the API lane ends a
 		// request at the first answer to it).
-		g.notify(ctx, t.l.addr, "", g.usageLimitNotice(until))
+		g.out.notify(ctx, t.l.addr, "", g.usageLimitNotice(until))
 	}
 	return true
 }
@@ -298,7 +298,7 @@ func (g *Gateway) retryAfterLimit(ctx context.Context, l *lane, inboundID int64,
 	if !parked && !waiting {
 		return false // nothing of this lane waited: retry its last message as usual
 	}
-	g.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
+	g.out.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
 	g.setInbound(ctx, inboundID, store.InboundDone)
 	return true
 }

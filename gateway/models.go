@@ -307,7 +307,7 @@ func (g *Gateway) modelCommand(ctx context.Context, l *lane, msgID, args string)
 		g.showModels(ctx, l, msgID)
 		return
 	}
-	g.notify(ctx, l.addr, msgID, g.setModel(ctx, l.addr, args))
+	g.out.notify(ctx, l.addr, msgID, g.setModel(ctx, l.addr, args))
 }
 
 // effortCommand is /effort (show and list) and /effort LEVEL|default (set).
@@ -316,7 +316,7 @@ func (g *Gateway) effortCommand(ctx context.Context, l *lane, msgID, args string
 		g.showEfforts(ctx, l, msgID)
 		return
 	}
-	g.notify(ctx, l.addr, msgID, g.setEffort(ctx, l.addr, args))
+	g.out.notify(ctx, l.addr, msgID, g.setEffort(ctx, l.addr, args))
 }
 
 func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
@@ -334,7 +334,7 @@ func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
 		}
 	}
 	b.WriteString("Choose with /model NAME; /model default goes back to the default.")
-	g.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
+	g.out.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
 }
 
 // modelChoices loads what /model and /effort show: a line on the lane's
@@ -345,7 +345,7 @@ func (g *Gateway) modelChoices(ctx context.Context, l *lane, msgID, what string)
 	sl, err := g.st.Lane(ctx, l.key)
 	if err != nil {
 		g.log.Warn(what+".lane_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
+		g.out.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
 		return "", "", nil, false
 	}
 	cctx, cancel := g.modelCall(ctx)
@@ -354,7 +354,7 @@ func (g *Gateway) modelChoices(ctx context.Context, l *lane, msgID, what string)
 	models, err = g.models.list(cctx, g.cx)
 	if err != nil {
 		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		g.out.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
 		return current, "", nil, false
 	}
 	return current, g.modelOf(cctx, sl), models, true
@@ -406,7 +406,7 @@ func (g *Gateway) showEfforts(ctx context.Context, l *lane, msgID string) {
 	}
 	text := fmt.Sprintf("%s\nEfforts: %s\nChoose with /effort LEVEL; /effort default goes back to the default.",
 		current, strings.Join(efforts, ", "))
-	g.sendWithButtons(ctx, l.addr, msgID, text, buttons)
+	g.out.sendWithButtons(ctx, l.addr, msgID, text, buttons)
 }
 
 // setModel stores the model named name (or clears it for "default") as
@@ -525,9 +525,26 @@ func (g *Gateway) modelCallback(ctx context.Context, in Inbound) bool {
 	}
 	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
 		g.log.Error("model.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		g.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
+		g.out.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
 		return true
 	}
-	g.notify(ctx, in.Address, "", set(ctx, in.Address, value))
+	g.out.notify(ctx, in.Address, "", set(ctx, in.Address, value))
 	return true
+}
+
+// modelsModule registers /model, /effort and their buttons.
+func modelsModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.command("model", func(ctx context.Context, c commandCall) bool {
+			g.modelCommand(ctx, c.lane, c.msgID, c.args)
+			return true
+		})
+		h.command("effort", func(ctx context.Context, c commandCall) bool {
+			g.effortCommand(ctx, c.lane, c.msgID, c.args)
+			return true
+		})
+		pressed := func(ctx context.Context, in Inbound) { g.modelCallback(ctx, in) }
+		h.callback(modelPrefix, pressed)
+		h.callback(effortPrefix, pressed)
+	})
 }

@@ -8,16 +8,20 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
+// The deliverer is also how the core and its modules speak to a lane:
+// notices go through the store's outbox (durable, in lane order); one that
+// cannot be written is sent straight to the platform as a last resort.
+
 // notify enqueues a gateway notice for a lane. inReplyTo names the inbound
 // message it answers ("" for notices about the lane in general).
-func (g *Gateway) notify(ctx context.Context, addr Address, inReplyTo, text string) {
-	_, err := g.st.Enqueue(ctx, noticeFor(addr, inReplyTo, text))
+func (d *deliverer) notify(ctx context.Context, addr Address, inReplyTo, text string) {
+	_, err := d.st.Enqueue(ctx, noticeFor(addr, inReplyTo, text))
 	if err != nil {
-		g.log.Error("outbox.enqueue_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
-		g.sendDirect(ctx, addr, inReplyTo, "", text)
+		d.log.Error("outbox.enqueue_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
+		d.sendDirect(ctx, addr, inReplyTo, "", text)
 		return
 	}
-	g.wakeOutbox()
+	d.poke()
 }
 
 // noticeFor is the outbox row of a gateway notice for a lane.
@@ -29,28 +33,45 @@ func noticeFor(addr Address, inReplyTo, text string) store.OutboxMessage {
 
 // sendDirect is the last resort when the outbox cannot be written: one
 // attempt straight to the platform, logged if it fails.
-func (g *Gateway) sendDirect(ctx context.Context, addr Address, inReplyTo, editID, text string) {
-	if !g.serves(addr.SessionKey()) {
-		g.log.Warn("outbox.direct_not_owner", zap.String("lane", addr.SessionKey()))
+func (d *deliverer) sendDirect(ctx context.Context, addr Address, inReplyTo, editID, text string) {
+	if d.serves != nil && !d.serves(addr.SessionKey()) {
+		d.log.Warn("outbox.direct_not_owner", zap.String("lane", addr.SessionKey()))
 		return
 	}
-	p, ok := g.platforms[addr.Platform]
+	p, ok := d.platforms[addr.Platform]
 	if !ok {
-		g.log.Error("outbox.direct_no_platform", zap.String("platform", addr.Platform))
+		d.log.Error("outbox.direct_no_platform", zap.String("platform", addr.Platform))
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	_, err := p.Send(sctx, Outbound{Address: addr, Kind: OutNotice, Text: text, ReplyTo: inReplyTo,
 		InReplyTo: inReplyTo, EditID: editID})
-	g.obs.Outbound(addr.Platform, err)
+	d.obs.Outbound(addr.Platform, err)
 	if err != nil {
-		g.log.Error("outbox.direct_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
+		d.log.Error("outbox.direct_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
 	}
 }
 
-// wakeOutbox tells the deliverer that rows were added.
-func (g *Gateway) wakeOutbox() { g.out.poke() }
+// sendWithButtons shows text with buttons where the platform has them, and
+// as a plain notice (through the outbox) elsewhere or if that fails. The
+// buttons are sent directly, as approval questions are: the outbox keeps
+// no buttons, and the text alone still answers.
+func (d *deliverer) sendWithButtons(ctx context.Context, addr Address, replyTo, text string, buttons []Button) {
+	bs, ok := d.platforms[addr.Platform].(ButtonSender)
+	if !ok || len(buttons) == 0 {
+		d.notify(ctx, addr, replyTo, text)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	_, err := bs.SendButtons(sctx, Outbound{Address: addr, Kind: OutNotice, Text: text, ReplyTo: replyTo, InReplyTo: replyTo}, buttons)
+	d.obs.Outbound(addr.Platform, err)
+	if err != nil {
+		d.log.Warn("project.buttons_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
+		d.notify(ctx, addr, replyTo, text)
+	}
+}
 
 // addressOf rebuilds a lane address from stored routing fields.
 func addressOf(platform, kind, chatID, topicID, userID string) Address {

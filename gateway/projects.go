@@ -134,43 +134,23 @@ func (g *Gateway) projectCommand(ctx context.Context, l *lane, msgID, args strin
 		g.showProjects(ctx, l, msgID)
 		return
 	}
-	g.notify(ctx, l.addr, msgID, g.switchProject(ctx, l.addr, args))
+	g.out.notify(ctx, l.addr, msgID, g.switchProject(ctx, l.addr, args))
 }
 
 func (g *Gateway) showProjects(ctx context.Context, l *lane, msgID string) {
 	sl, err := g.st.Lane(ctx, l.key)
 	if err != nil {
 		g.log.Warn("project.lane_failed", zap.String("lane", l.key), zap.Error(err))
-		g.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
+		g.out.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
 		return
 	}
 	text := "Project: " + g.projects.describe(sl.Project)
 	if len(g.projects.names) == 0 {
-		g.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
+		g.out.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
 		return
 	}
 	text += "\nChoices:\n" + g.projects.choices() + "Switch with /project NAME."
-	g.sendWithButtons(ctx, l.addr, msgID, text, g.projects.buttons())
-}
-
-// sendWithButtons shows text with buttons where the platform has them, and
-// as a plain notice (through the outbox) elsewhere or if that fails. The
-// buttons are sent directly, as approval questions are: the outbox keeps
-// no buttons, and the text alone still answers.
-func (g *Gateway) sendWithButtons(ctx context.Context, addr Address, replyTo, text string, buttons []Button) {
-	bs, ok := g.platforms[addr.Platform].(ButtonSender)
-	if !ok || len(buttons) == 0 {
-		g.notify(ctx, addr, replyTo, text)
-		return
-	}
-	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	_, err := bs.SendButtons(sctx, Outbound{Address: addr, Kind: OutNotice, Text: text, ReplyTo: replyTo, InReplyTo: replyTo}, buttons)
-	g.obs.Outbound(addr.Platform, err)
-	if err != nil {
-		g.log.Warn("project.buttons_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
-		g.notify(ctx, addr, replyTo, text)
-	}
+	g.out.sendWithButtons(ctx, l.addr, msgID, text, g.projects.buttons())
 }
 
 // switchProject moves the lane at addr to the project named name and says
@@ -199,10 +179,10 @@ func (g *Gateway) projectCallback(ctx context.Context, in Inbound) {
 	name := strings.TrimPrefix(in.Callback, projectPrefix)
 	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
 		g.log.Error("project.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		g.notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
+		g.out.notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
 		return
 	}
-	g.notify(ctx, in.Address, "", g.switchProject(ctx, in.Address, name))
+	g.out.notify(ctx, in.Address, "", g.switchProject(ctx, in.Address, name))
 }
 
 // turnDir is the directory the turn's lane works in. A stored project that
@@ -222,7 +202,7 @@ func (g *Gateway) turnDir(ctx context.Context, t *turn) string {
 	}
 	if cleared {
 		g.log.Warn("project.unconfigured", zap.String("lane", t.l.key), zap.String("project", stale))
-		g.notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
+		g.out.notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
 			stale, orUnset(dir)))
 	}
 	return dir
@@ -233,4 +213,15 @@ func (g *Gateway) turnDir(ctx context.Context, t *turn) string {
 func (g *Gateway) laneDir(sl store.Lane) string {
 	dir, _ := g.projects.dir(sl.Project)
 	return dir
+}
+
+// projectsModule registers /project and its buttons.
+func projectsModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.command("project", func(ctx context.Context, c commandCall) bool {
+			g.projectCommand(ctx, c.lane, c.msgID, c.args)
+			return true
+		})
+		h.callback(projectPrefix, g.projectCallback)
+	})
 }

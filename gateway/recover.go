@@ -93,7 +93,7 @@ func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID
 		g.log.Error("recover.cut_off_mark_failed", zap.String("lane", e.SessionKey), zap.Error(err))
 		return false
 	}
-	g.wakeOutbox()
+	g.out.poke()
 	g.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
 		zap.Bool("auto_retry", autoRetry))
 	if autoRetry {

@@ -61,7 +61,7 @@ func (g *Gateway) maybeRotate(ctx context.Context, t *turn) {
 		t.l.mu.Unlock()
 	}
 	g.log.Info("lane.rotated", zap.String("lane", t.l.key), zap.String("why", why), zap.Bool("kept_thread", keep))
-	g.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
+	g.out.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
 }
 
 // lastActivity is the time of the last transcript row of the lane's current

@@ -248,7 +248,7 @@ func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
 		if t.sl.Binding == store.BindingLost {
 			// A replacement marked the old thread lost but stopped (crash)
 			// before binding a new one and telling the lane: tell it now.
-			g.notify(ctx, t.l.addr, "", ReplacedNotice)
+			g.out.notify(ctx, t.l.addr, "", ReplacedNotice)
 		}
 	case codex.OutcomeReplaced:
 		if err := g.st.MarkBindingLost(ctx, key, gen, en.PreviousID, en.Reason); err != nil {
@@ -259,7 +259,7 @@ func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
 		if err := g.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
 			return err
 		}
-		g.notify(ctx, t.l.addr, "", ReplacedNotice)
+		g.out.notify(ctx, t.l.addr, "", ReplacedNotice)
 	}
 	return nil
 }
@@ -333,12 +333,12 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		g.log.Warn("turn.commit_fenced", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 	case err != nil:
 		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
-		g.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, g.unsavedReply(ctx, t, text, steered))
+		g.out.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, g.unsavedReply(ctx, t, text, steered))
 	case res.Stale:
 		// CommitTurn cleared this turn's own journal entry; clearing the
 		// lane's would risk the entry of a turn of the new generation.
 		g.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
-		g.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+		g.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	default:
 		if res.Duplicate {
 			g.log.Warn("turn.commit_duplicate", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
@@ -346,7 +346,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 		g.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
 		g.dropPreview(ctx, t.l.addr, stalePreview)
-		g.wakeOutbox()
+		g.out.poke()
 		if g.gate != nil {
 			g.gate.TurnCommitted(t.l.key, t.thread)
 		}
@@ -384,7 +384,7 @@ func (g *Gateway) abandon(ctx context.Context, t *turn) {
 	g.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
 	g.setInbound(ctx, t.it.inboundID, store.InboundIgnored)
 	g.clearJournal(ctx, t.l.key)
-	g.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+	g.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	t.l.mu.Lock()
 	t.l.stale = true
 	t.l.mu.Unlock()

@@ -604,3 +604,13 @@ func verboseMeaning(mode string) string {
 	}
 	return "(plan and one line per action)"
 }
+
+// workViewModule registers /verbose.
+func workViewModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.command("verbose", func(ctx context.Context, c commandCall) bool {
+			g.out.notify(ctx, c.lane.addr, c.msgID, g.verboseCommand(ctx, c.lane, c.args))
+			return true
+		})
+	})
+}

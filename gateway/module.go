@@ -1,0 +1,136 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// Features plug into the core as modules. A module is built with what it
+// needs (its own narrow store and codex interfaces, the outbox, the clock)
+// and, once, registers with the host what it adds: commands, button
+// prefixes and hooks around a turn. The core runs the hooks at fixed points
+// of a lane's life and names no feature, so a new feature is a new file and
+// one line in Gateway.modules. The shape is tailscale's ipn/ipnext: an
+// extension gets a host and registers hooks; it is not a method set on the
+// core.
+type module interface {
+	register(h *host)
+}
+
+// host is what modules register with. It is filled in New, before Run, and
+// read-only afterwards, so the core reads it without locks.
+type host struct {
+	commands  map[string]commandFunc
+	callbacks []callbackRoute
+	hooks     turnHooks
+}
+
+func newHost() *host { return &host{commands: make(map[string]commandFunc)} }
+
+// commandCall is one gateway command as the lane received it.
+type commandCall struct {
+	lane      *lane
+	name      string // lower case, without the slash
+	args      string
+	inboundID int64
+	msgID     string
+}
+
+// A commandFunc runs a command. It reports whether the command is answered
+// and its inbound row can be closed as done; false when it queued work that
+// closes the row, or closed the row itself.
+type commandFunc func(ctx context.Context, c commandCall) (done bool)
+
+// command registers the handler of the named command. Every command listed
+// in Commands has exactly one (New checks).
+func (h *host) command(name string, fn commandFunc) {
+	h.commands[name] = fn
+}
+
+// callbackRoute sends button presses whose id starts with prefix to handle.
+type callbackRoute struct {
+	prefix string
+	handle func(ctx context.Context, in Inbound)
+}
+
+// callback registers the handler of buttons whose id starts with prefix.
+func (h *host) callback(prefix string, fn func(ctx context.Context, in Inbound)) {
+	h.callbacks = append(h.callbacks, callbackRoute{prefix: prefix, handle: fn})
+}
+
+// check reports a command in Commands that no module handles, or a handler
+// for a command Commands does not list (it would never be parsed).
+func (h *host) check() error {
+	for _, c := range Commands {
+		if h.commands[c.Name] == nil {
+			return fmt.Errorf("gateway: command /%s has no handler", c.Name)
+		}
+	}
+	for name := range h.commands {
+		if !isCommand(name) {
+			return fmt.Errorf("gateway: handler for /%s, which is not in Commands", name)
+		}
+	}
+	return nil
+}
+
+// runCommand runs a parsed command's handler and closes its inbound row
+// when the handler says it is answered.
+func (h *host) runCommand(ctx context.Context, c commandCall, closeDone func(ctx context.Context, id int64)) {
+	fn := h.commands[c.name]
+	if fn == nil { // parseCommand accepts only listed commands and check covers them
+		return
+	}
+	if fn(ctx, c) {
+		closeDone(ctx, c.inboundID)
+	}
+}
+
+// routeCallback hands a button press to the module owning its prefix and
+// reports whether one did.
+func (h *host) routeCallback(ctx context.Context, in Inbound, log *zap.Logger) {
+	for _, r := range h.callbacks {
+		if strings.HasPrefix(in.Callback, r.prefix) {
+			r.handle(ctx, in)
+			return
+		}
+	}
+	log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
+}
+
+// turnHooks are the points of a lane's life where modules take part, in
+// the order the core reaches them. Hooks of one point run in registration
+// order.
+type turnHooks struct {
+	// refuse runs before a queued item is processed; a hook returning
+	// true has answered the item and closed it, and it does not run.
+	refuse []func(ctx context.Context, l *lane, it item) bool
+	// prepare runs once the turn's lane row is read, before its thread
+	// is loaded: it may start a new session (t.sl changes) or choose the
+	// turn's working directory (t.dir).
+	prepare []func(ctx context.Context, t *turn)
+	// thread adjusts the config a lane's thread is started or resumed
+	// with (sl is the lane's row, dir its working directory).
+	thread []func(sl store.Lane, dir string, cfg *codex.ThreadConfig)
+	// ready runs once the thread is loaded, before turn/start.
+	ready []func(ctx context.Context, t *turn)
+	// input adjusts what turn/start sends.
+	input []func(ctx context.Context, t *turn, in *codex.TurnInput)
+	// result sees the turn's outcome before it is committed; a hook
+	// returning true has taken the turn over (it answered or requeued
+	// it) and the core commits nothing.
+	result []func(ctx context.Context, t *turn, res codex.TurnResult, err error) bool
+	// finished sees a turn that ran to an answer, before its commit.
+	finished []func(t *turn, res codex.TurnResult)
+	// stopped runs when a lane's turn is stopped or its conversation
+	// reset (/stop, /new, /reset, an operator's reset).
+	stopped []func(sessionKey string)
+	// status adds lines to /status for a lane whose row could be read.
+	status []func(ctx context.Context, sl store.Lane, b *strings.Builder)
+}
