@@ -249,6 +249,7 @@ func (g *Gateway) LoginCompleted(r codex.LoginResult) {
 // accountModule registers /login.
 func accountModule(g *Gateway) module {
 	return moduleFunc(func(h *host) {
+		h.hooks.refuse = append(h.hooks.refuse, g.refuseUnavailable)
 		h.command("login", func(ctx context.Context, c commandCall) bool {
 			g.loginCommand(ctx, c.lane, c.msgID)
 			return true

@@ -434,5 +434,6 @@ func approvalsModule(g *Gateway) module {
 		h.command("approve", decide)
 		h.command("deny", decide)
 		h.callback(callbackPrefix, g.approvalCallback)
+		h.hooks.stopped = append(h.hooks.stopped, func(key string) { g.cancelApprovals(key) })
 	})
 }

@@ -104,6 +104,9 @@ func laneCommands(g *Gateway) module {
 			g.out.notify(ctx, c.lane.addr, c.msgID, g.status(ctx, c.lane))
 			return true
 		})
+		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+			fmt.Fprintf(b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
+		})
 		h.command("help", func(ctx context.Context, c commandCall) bool {
 			g.out.notify(ctx, c.lane.addr, c.msgID, helpText())
 			return true
@@ -161,7 +164,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
 	g.ignoreItems(ctx, dropped)
-	g.cancelApprovals(l.key)
+	g.host.stopped(l.key)
 	if running != "" {
 		if err := g.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			g.log.Warn("lane.reset_interrupt_failed", zap.String("lane", l.key), zap.Error(err))
@@ -205,7 +208,7 @@ func (g *Gateway) stop(ctx context.Context, l *lane) string {
 		thread = l.cur.threadID
 	}
 	l.mu.Unlock()
-	g.cancelApprovals(l.key)
+	g.host.stopped(l.key)
 	if thread == "" {
 		return "Nothing is running."
 	}
@@ -284,17 +287,9 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 		} else {
 			fmt.Fprintf(&b, "Thread: %s (%s)\n", sl.ThreadID, bindingName(sl.Binding))
 		}
-		fmt.Fprintf(&b, "Project: %s\n", g.projects.describe(sl.Project))
-		b.WriteString(g.modelStatus(sl))
-		fmt.Fprintf(&b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
-		u, live := g.cx.Usage(sl.ThreadID)
-		if live = live && sl.ThreadID != ""; live {
-			b.WriteString(usageLine(u))
+		for _, line := range g.host.hooks.status {
+			line(ctx, sl, &b)
 		}
-		b.WriteString(g.storedUsageLines(ctx, l.key, live))
-		b.WriteString(g.rateLimitLines(ctx))
-		b.WriteString(g.compactionStatus(sl))
-		b.WriteString(g.rotationStatus())
 	}
 	l.mu.Lock()
 	waiting, running, live := l.queue.len(), l.cur != nil, l.thread != ""

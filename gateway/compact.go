@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -141,7 +142,7 @@ func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	g.releaseStale(ctx, l)
-	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.threadConfig(g.laneDir(sl)))
+	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.host.threadConfig(sl, g.laneDir(sl), g.cfg.Thread))
 	if err != nil {
 		return "", err
 	}
@@ -174,6 +175,10 @@ func (g *Gateway) compactionStatus(sl store.Lane) string {
 // compactionModule registers /compact, which queues like a message.
 func compactionModule(g *Gateway) module {
 	return moduleFunc(func(h *host) {
+		h.hooks.ready = append(h.hooks.ready, g.autoCompact)
+		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+			b.WriteString(g.compactionStatus(sl))
+		})
 		h.command("compact", func(ctx context.Context, c commandCall) bool {
 			g.enqueue(ctx, c.lane, item{kind: itemCompact, inboundID: c.inboundID, msgID: c.msgID})
 			return false // the queued compaction marks the inbound done

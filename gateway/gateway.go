@@ -310,12 +310,18 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 // modules are the features, in the order their hooks run.
 func (g *Gateway) modules() []module {
 	return []module{
-		laneCommands(g),
+		// The order of /status's lines.
 		projectsModule(g),
 		modelsModule(g),
+		laneCommands(g),
+		usageModule(g),
 		compactionModule(g),
-		workViewModule(g),
+		rotationModule(g),
+		// No order among these.
 		accountModule(g),
+		usageLimitModule(g),
+		sendFileModule(g),
+		workViewModule(g),
 		approvalsModule(g),
 	}
 }

@@ -311,3 +311,11 @@ func (g *Gateway) usagePauseStatus() string {
 	}
 	return "Paused: Codex usage limit reached; continuing at " + clockTime(until, g.now()) + "\n"
 }
+
+// usageLimitModule pauses turns while Codex's usage limit is reached and
+// requeues a turn that failed on it.
+func usageLimitModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.hooks.result = append(h.hooks.result, g.usageLimited)
+	})
+}

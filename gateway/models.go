@@ -543,6 +543,12 @@ func modelsModule(g *Gateway) module {
 			g.effortCommand(ctx, c.lane, c.msgID, c.args)
 			return true
 		})
+		h.hooks.input = append(h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) {
+			*in = g.withLaneModel(ctx, t.sl, *in)
+		})
+		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+			b.WriteString(g.modelStatus(sl))
+		})
 		pressed := func(ctx context.Context, in Inbound) { g.modelCallback(ctx, in) }
 		h.callback(modelPrefix, pressed)
 		h.callback(effortPrefix, pressed)

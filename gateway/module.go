@@ -111,8 +111,10 @@ type turnHooks struct {
 	// refuse runs before a queued item is processed; a hook returning
 	// true has answered the item and closed it, and it does not run.
 	refuse []func(ctx context.Context, l *lane, it item) bool
-	// prepare runs once the turn's lane row is read, before its thread
-	// is loaded: it may start a new session (t.sl changes) or choose the
+	// session runs once the turn's lane row is read: it may start a new
+	// session (t.sl changes).
+	session []func(ctx context.Context, t *turn)
+	// prepare runs next, before the thread is loaded: it may choose the
 	// turn's working directory (t.dir).
 	prepare []func(ctx context.Context, t *turn)
 	// thread adjusts the config a lane's thread is started or resumed
@@ -133,4 +135,72 @@ type turnHooks struct {
 	stopped []func(sessionKey string)
 	// status adds lines to /status for a lane whose row could be read.
 	status []func(ctx context.Context, sl store.Lane, b *strings.Builder)
+}
+
+// refused runs the refuse hooks and reports whether one answered the item.
+func (h *host) refused(ctx context.Context, l *lane, it item) bool {
+	for _, fn := range h.hooks.refuse {
+		if fn(ctx, l, it) {
+			return true
+		}
+	}
+	return false
+}
+
+// prepare runs the session and prepare hooks of a turn whose lane row was
+// read; dir is the working directory of a lane no module moved.
+func (h *host) prepare(ctx context.Context, t *turn, dir string) {
+	for _, fn := range h.hooks.session {
+		fn(ctx, t)
+	}
+	t.dir = dir
+	for _, fn := range h.hooks.prepare {
+		fn(ctx, t)
+	}
+}
+
+// threadConfig is base as the modules adjust it for a lane working in dir.
+func (h *host) threadConfig(sl store.Lane, dir string, base codex.ThreadConfig) codex.ThreadConfig {
+	cfg := base
+	for _, fn := range h.hooks.thread {
+		fn(sl, dir, &cfg)
+	}
+	return cfg
+}
+
+func (h *host) ready(ctx context.Context, t *turn) {
+	for _, fn := range h.hooks.ready {
+		fn(ctx, t)
+	}
+}
+
+func (h *host) input(ctx context.Context, t *turn, in *codex.TurnInput) {
+	for _, fn := range h.hooks.input {
+		fn(ctx, t, in)
+	}
+}
+
+// takenOver runs the result hooks and reports whether one took the turn
+// over.
+func (h *host) takenOver(ctx context.Context, t *turn, res codex.TurnResult, err error) bool {
+	for _, fn := range h.hooks.result {
+		if fn(ctx, t, res, err) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *host) finished(t *turn, res codex.TurnResult) {
+	for _, fn := range h.hooks.finished {
+		fn(t, res)
+	}
+}
+
+// stopped tells the modules that the lane's turn was stopped or its
+// conversation reset.
+func (h *host) stopped(sessionKey string) {
+	for _, fn := range h.hooks.stopped {
+		fn(sessionKey)
+	}
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -115,18 +114,6 @@ func orUnset(dir string) string {
 	return dir
 }
 
-// threadConfig is the thread config for a lane working in dir.
-func (g *Gateway) threadConfig(dir string) codex.ThreadConfig {
-	cfg := g.cfg.Thread
-	if dir != "" {
-		cfg.Cwd = dir
-	}
-	if g.cfg.Files != nil {
-		cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
-	}
-	return cfg
-}
-
 // projectCommand is /project (show the lane's project and the choices) and
 // /project NAME (switch to it).
 func (g *Gateway) projectCommand(ctx context.Context, l *lane, msgID, args string) {
@@ -223,5 +210,14 @@ func projectsModule(g *Gateway) module {
 			return true
 		})
 		h.callback(projectPrefix, g.projectCallback)
+		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+			fmt.Fprintf(b, "Project: %s\n", g.projects.describe(sl.Project))
+		})
+		h.hooks.prepare = append(h.hooks.prepare, func(ctx context.Context, t *turn) { t.dir = g.turnDir(ctx, t) })
+		h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
+			if dir != "" {
+				cfg.Cwd = dir
+			}
+		})
 	})
 }

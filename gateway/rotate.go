@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -106,4 +107,15 @@ func (g *Gateway) rotationStatus() string {
 		return fmt.Sprintf("Rotation: after %s idle\n", r.Every)
 	}
 	return "Rotation: off\n"
+}
+
+// rotationModule starts a new session before a turn when the lane was idle
+// past the rotation policy.
+func rotationModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.hooks.session = append(h.hooks.session, g.maybeRotate)
+		h.hooks.status = append(h.hooks.status, func(_ context.Context, _ store.Lane, b *strings.Builder) {
+			b.WriteString(g.rotationStatus())
+		})
+	})
 }

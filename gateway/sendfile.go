@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -223,4 +224,33 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
+}
+
+// addGeneratedImages adds the images codex generated in the turn to the
+// files it sends.
+func (g *Gateway) addGeneratedImages(t *turn, items []codex.Item) {
+	images := g.generatedImages(t.l.key, items)
+	if len(images) == 0 {
+		return
+	}
+	t.l.mu.Lock()
+	if t.l.cur != nil {
+		t.l.cur.files = append(t.l.cur.files, images...)
+	}
+	t.l.mu.Unlock()
+}
+
+// sendFileModule offers the send_file tool on every thread and sends the
+// images codex generated with the turn.
+func sendFileModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		if g.cfg.Files != nil {
+			h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
+				cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
+			})
+		}
+		h.hooks.finished = append(h.hooks.finished, func(t *turn, res codex.TurnResult) {
+			g.addGeneratedImages(t, res.Items)
+		})
+	})
 }

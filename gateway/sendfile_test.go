@@ -52,7 +52,7 @@ func TestToolCallRefusedWithoutARunningTurn(t *testing.T) {
 // The tool is offered only with a files store.
 func TestSendFileToolRegisteredWithFilesOnly(t *testing.T) {
 	h := newHarness(t)
-	if tools := h.g.threadConfig("/w").DynamicTools; len(tools) != 0 {
+	if tools := h.g.host.threadConfig(store.Lane{}, "/w", h.g.cfg.Thread).DynamicTools; len(tools) != 0 {
 		t.Errorf("without files: tools %v, want none", tools)
 	}
 }
@@ -83,7 +83,7 @@ func TestGeneratedImagesAreSnapshotted(t *testing.T) {
 		filepath.Dir(f.FilePath) != fs.OutDir(laneA) {
 		t.Errorf("row = %+v, want ig_1.png as image/png under %s", f, fs.OutDir(laneA))
 	}
-	if h.g.threadConfig("/w").DynamicTools[0].Name != SendFileTool {
+	if h.g.host.threadConfig(store.Lane{}, "/w", h.g.cfg.Thread).DynamicTools[0].Name != SendFileTool {
 		t.Errorf("with files: send_file not registered")
 	}
 }

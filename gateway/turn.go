@@ -69,7 +69,7 @@ const (
 
 // process runs one queued item.
 func (g *Gateway) process(ctx context.Context, l *lane, it item) {
-	if g.refuseUnavailable(ctx, l, it) {
+	if g.host.refused(ctx, l, it) {
 		return
 	}
 	if it.kind == itemCompact {
@@ -104,9 +104,8 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		g.abandon(ctx, t)
 		return
 	}
-	g.maybeRotate(ctx, t)
+	g.host.prepare(ctx, t, g.cfg.Thread.Cwd)
 	sl = t.sl
-	t.dir = g.turnDir(ctx, t)
 	l.mu.Lock()
 	if l.cur != nil {
 		l.cur.dir = t.dir
@@ -141,7 +140,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	if g.isCutOff(l) {
 		return // shutdown: stays journaled, not started
 	}
-	g.autoCompact(ctx, t)
+	g.host.ready(ctx, t)
 	if g.isCutOff(l) {
 		return // shutdown interrupted the compaction: stays journaled, not started
 	}
@@ -157,7 +156,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		g.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
 		return // stays journaled: the next start tells the lane
 	}
-	if errors.Is(err, errHandled) || g.usageLimited(ctx, t, res, err) {
+	if errors.Is(err, errHandled) || g.host.takenOver(ctx, t, res, err) {
 		return
 	}
 	if res.WatchdogFired && res.Status != codex.TurnCompleted {
@@ -173,7 +172,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 		return
 	}
 	t.turnID = res.TurnID
-	g.addGeneratedImages(t, res.Items)
+	g.host.finished(t, res)
 	g.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
 }
 
@@ -182,20 +181,6 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 // thread (a /new or a rotation since then journals the turn again).
 func journaledAs(e *store.JournalEntry, sl store.Lane) bool {
 	return e != nil && e.Generation == sl.Generation && e.ThreadID == sl.ThreadID
-}
-
-// addGeneratedImages adds the images codex generated in the turn to the
-// files it sends.
-func (g *Gateway) addGeneratedImages(t *turn, items []codex.Item) {
-	images := g.generatedImages(t.l.key, items)
-	if len(images) == 0 {
-		return
-	}
-	t.l.mu.Lock()
-	if t.l.cur != nil {
-		t.l.cur.files = append(t.l.cur.files, images...)
-	}
-	t.l.mu.Unlock()
 }
 
 // ensure loads the lane's thread (step 3). It binds a new thread as pending
@@ -210,7 +195,7 @@ func (g *Gateway) ensure(ctx context.Context, t *turn, stored string, binding st
 	if binding == store.BindingLost {
 		stored = ""
 	}
-	en, err := g.cx.EnsureThread(ctx, stored, g.threadConfig(t.dir))
+	en, err := g.cx.EnsureThread(ctx, stored, g.host.threadConfig(t.sl, t.dir, g.cfg.Thread))
 	if err != nil {
 		g.log.Warn("thread.ensure_failed", zap.String("lane", l.key), zap.String("thread", stored), zap.Error(err))
 		if errors.Is(err, codex.ErrStaleWriter) {
@@ -272,7 +257,8 @@ func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error
 		Delta:   t.stream.delta,
 	}
 	ev.Progress = t.work.progress
-	in := g.withLaneModel(ctx, t.sl, codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images})
+	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
+	g.host.input(ctx, t, &in)
 	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
 		g.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))

@@ -139,3 +139,18 @@ func windowName(w codex.RateLimitWindow) string {
 	}
 	return w.Name + " window"
 }
+
+// usageModule adds the lane's context, last turn and the account's limits
+// to /status.
+func usageModule(g *Gateway) module {
+	return moduleFunc(func(h *host) {
+		h.hooks.status = append(h.hooks.status, func(ctx context.Context, sl store.Lane, b *strings.Builder) {
+			u, live := g.cx.Usage(sl.ThreadID)
+			if live = live && sl.ThreadID != ""; live {
+				b.WriteString(usageLine(u))
+			}
+			b.WriteString(g.storedUsageLines(ctx, sl.SessionKey, live))
+			b.WriteString(g.rateLimitLines(ctx))
+		})
+	})
+}
