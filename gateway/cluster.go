@@ -91,7 +91,7 @@ func (g *Gateway) DispatchClaimed(ctx context.Context, rows []store.InboundRow) 
 		sl, err := g.st.Lane(ctx, row.SessionKey)
 		if err != nil {
 			g.log.Error("cluster.claimed_lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
-			g.setInbound(ctx, row.ID, store.InboundFailed)
+			g.inbox.set(ctx, row.ID, store.InboundFailed)
 			continue
 		}
 		g.dispatch(g.baseCtx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)

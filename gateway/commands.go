@@ -82,7 +82,7 @@ func laneCommands(g *Gateway) module {
 	return moduleFunc(func(h *host) {
 		reset := func(ctx context.Context, c commandCall) bool {
 			if err := g.resetLane(ctx, c.lane, "/"+c.name, c.msgID); err != nil {
-				g.setInbound(ctx, c.inboundID, store.InboundFailed)
+				g.inbox.set(ctx, c.inboundID, store.InboundFailed)
 				return false
 			}
 			return true
@@ -163,7 +163,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		g.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
-	g.ignoreItems(ctx, dropped)
+	g.inbox.ignore(ctx, dropped)
 	g.host.stopped(l.key)
 	if running != "" {
 		if err := g.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
@@ -231,7 +231,7 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 	if err != nil {
 		g.log.Warn("retry.journal_failed", zap.String("lane", l.key), zap.Error(err))
 		g.out.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
-		g.setInbound(ctx, inboundID, store.InboundFailed)
+		g.inbox.set(ctx, inboundID, store.InboundFailed)
 		return
 	}
 	text := cut.Text
@@ -239,12 +239,12 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 		text = g.lastUserText(ctx, l.key)
 	} else if g.retryQueued(l) {
 		g.out.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
-		g.setInbound(ctx, inboundID, store.InboundDone)
+		g.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
 	if text == "" {
 		g.out.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
-		g.setInbound(ctx, inboundID, store.InboundDone)
+		g.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
 	g.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})

@@ -105,7 +105,7 @@ func (g *Gateway) runCompaction(ctx context.Context, l *lane, thread string) (be
 // compact is /compact: load the lane's thread (resuming it if it is not
 // loaded) and compact it now, whatever the usage.
 func (g *Gateway) compact(ctx context.Context, l *lane, it item) {
-	defer g.setInbound(ctx, it.inboundID, store.InboundDone)
+	defer g.inbox.set(ctx, it.inboundID, store.InboundDone)
 	thread, err := g.loadForCompact(ctx, l)
 	switch {
 	case errors.Is(err, ErrNothingToCompact):

@@ -250,11 +250,15 @@ type Gateway struct {
 	startMu  sync.Mutex // orders worker starts before drain's Wait
 	workers  sync.WaitGroup
 
-	baseCtx   context.Context // store/codex work; outlives intake until drained
-	cancelRun context.CancelFunc
-	runDone   chan struct{}
-	started   atomic.Bool
-	ready     chan struct{}
+	// baseCtx is the context of store and codex work: it outlives intake
+	// until the drain is over and ends when Run returns. Made in New, so
+	// every part can hold it from the start.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	cancelRun  context.CancelFunc
+	runDone    chan struct{}
+	started    atomic.Bool
+	ready      chan struct{}
 
 	out       *deliverer   // the outbox's sender
 	approvals approvalBook // pending chat approvals
@@ -264,7 +268,9 @@ type Gateway struct {
 	account   accountState // whether codex can answer; logins from chats
 	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
 
-	host *host // what the modules registered: commands, buttons, hooks
+	host    *host // what the modules registered: commands, buttons, hooks
+	inbox   inbox
+	journal journal
 }
 
 // New builds a gateway. Platforms are added with AddPlatform before Run.
@@ -277,7 +283,10 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	}
 	log := cfg.Logger.Named("gateway")
 	platforms := make(map[string]Platform)
+	base, cancelBase := context.WithCancel(context.Background())
 	g := &Gateway{
+		baseCtx:     base,
+		cancelBase:  cancelBase,
 		cfg:         cfg,
 		log:         log,
 		st:          st,
@@ -289,7 +298,6 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		platforms:   platforms,
 		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
 		lanes:       newLaneTable(),
-		baseCtx:     context.Background(),
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
@@ -297,6 +305,8 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		models:      newModelCache(cfg.Now),
 		usage:       newUsageGate(),
 		host:        newHost(),
+		inbox:       inbox{st: st, log: log},
+		journal:     journal{st: st, log: log},
 	}
 	for _, m := range g.modules() {
 		m.register(g.host)
@@ -359,9 +369,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return errors.New("gateway: Run called twice")
 	}
 	defer close(g.runDone)
-	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelBase()
-	g.baseCtx = base
+	base := g.baseCtx
+	defer g.cancelBase()
 	ctx, cancel := context.WithCancel(ctx)
 	g.mu.Lock()
 	g.cancelRun = cancel

@@ -194,7 +194,7 @@ func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) 
 		g.out.notify(g.baseCtx, in.Address, in.MessageID, n)
 	}
 	if in.Text == "" && len(saved) == 0 { // every file refused: nothing to run
-		g.setInbound(g.baseCtx, id, store.InboundIgnored)
+		g.inbox.set(g.baseCtx, id, store.InboundIgnored)
 		return false, nil
 	}
 	if g.gate != nil { // the lane's owner, maybe another node, claims it
@@ -313,7 +313,7 @@ func (g *Gateway) dispatchJournaled(ctx context.Context, addr Address, inboundID
 		if cmd, ok := parseCommand(text); ok {
 			g.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
 			g.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID},
-				func(ctx context.Context, id int64) { g.setInbound(ctx, id, store.InboundDone) })
+				func(ctx context.Context, id int64) { g.inbox.set(ctx, id, store.InboundDone) })
 			return
 		}
 	}
@@ -340,7 +340,7 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 	}
 	if l.queue.len() >= g.cfg.QueueLimit {
 		l.mu.Unlock()
-		g.setInbound(ctx, it.inboundID, store.InboundIgnored)
+		g.inbox.set(ctx, it.inboundID, store.InboundIgnored)
 		g.out.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
 			"Too many messages are waiting here (limit %d); this one was not queued. Send it again when the current reply is done.",
 			g.cfg.QueueLimit))
@@ -364,7 +364,7 @@ func (g *Gateway) enqueue(ctx context.Context, l *lane, it item) {
 	orphan := !l.worker && it.journal != nil
 	l.mu.Unlock()
 	if orphan {
-		g.clearJournal(ctx, l.key)
+		g.journal.clear(ctx, l.key)
 	}
 	if tell {
 		g.out.notify(ctx, l.addr, "", g.queuedNotice())
@@ -504,7 +504,7 @@ func (g *Gateway) next(l *lane) (item, bool) {
 // a cut-off notice.
 func (g *Gateway) dropInboundJournal(l *lane, it item) {
 	if it.journal != nil {
-		g.clearJournal(g.baseCtx, l.key)
+		g.journal.clear(g.baseCtx, l.key)
 	}
 }
 
@@ -536,29 +536,4 @@ func (g *Gateway) requeueFront(l *lane, taken []item) {
 	if !l.worker {
 		g.startWorker(l)
 	}
-}
-
-// ignoreItems marks dropped items' inbox rows ignored, so restart recovery
-// does not run them.
-func (g *Gateway) ignoreItems(ctx context.Context, items []item) {
-	for _, it := range items {
-		g.setInbound(ctx, it.inboundID, store.InboundIgnored)
-	}
-}
-
-func (g *Gateway) setInbound(ctx context.Context, id int64, state string) {
-	g.closeInbound(ctx, id, state)
-}
-
-// closeInbound moves an inbound row to state and reports whether it is
-// recorded (true for no row).
-func (g *Gateway) closeInbound(ctx context.Context, id int64, state string) bool {
-	if id == 0 {
-		return true
-	}
-	if err := g.st.SetInboundState(ctx, id, state); err != nil {
-		g.log.Error("inbound.state_failed", zap.Int64("inbound", id), zap.String("state", state), zap.Error(err))
-		return false
-	}
-	return true
 }

@@ -194,7 +194,7 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 	}
 	l.mu.Unlock()
 	if dropJournal {
-		g.clearJournal(g.baseCtx, l.key)
+		g.journal.clear(g.baseCtx, l.key)
 	}
 	if tell {
 		g.saveUsagePause() // before the notice: a restart must not tell again
@@ -217,7 +217,7 @@ func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResul
 	g.log.Warn("turn.usage_limited", zap.String("lane", t.l.key), zap.String("thread", t.thread),
 		zap.String("turn", res.TurnID), zap.Time("until", until))
 	g.obs.TurnFinished("usage_limited", g.now().Sub(t.started))
-	g.clearJournal(ctx, t.l.key)
+	g.journal.clear(ctx, t.l.key)
 	g.requeueForReset(t.l, t.it)
 	u := g.usage
 	u.mu.Lock()
@@ -299,7 +299,7 @@ func (g *Gateway) retryAfterLimit(ctx context.Context, l *lane, inboundID int64,
 		return false // nothing of this lane waited: retry its last message as usual
 	}
 	g.out.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
-	g.setInbound(ctx, inboundID, store.InboundDone)
+	g.inbox.set(ctx, inboundID, store.InboundDone)
 	return true
 }
 

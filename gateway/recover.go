@@ -56,7 +56,7 @@ func (g *Gateway) recoverFrom(ctx context.Context, entries []store.JournalEntry,
 		sl, err := g.st.Lane(ctx, row.SessionKey)
 		if err != nil {
 			g.log.Error("recover.lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
-			g.setInbound(ctx, row.ID, store.InboundFailed)
+			g.inbox.set(ctx, row.ID, store.InboundFailed)
 			continue
 		}
 		g.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
@@ -78,8 +78,8 @@ func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID
 	if err != nil || sl.Generation != e.Generation {
 		g.log.Info("recover.cut_off_dropped", zap.String("lane", e.SessionKey),
 			zap.Bool("lane_found", err == nil), zap.Error(err))
-		g.setInbound(ctx, e.InboundID, store.InboundFailed)
-		g.clearJournal(ctx, e.SessionKey)
+		g.inbox.set(ctx, e.InboundID, store.InboundFailed)
+		g.journal.clear(ctx, e.SessionKey)
 		return false
 	}
 	l := g.laneFor(addressOfLane(sl))

@@ -346,11 +346,11 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 // either stays received, and the next start runs it, so the user must not
 // be told to send it again.
 func (g *Gateway) unsavedReply(ctx context.Context, t *turn, text string, steered []store.SteeredInput) string {
-	closed := g.closeInbound(ctx, t.it.inboundID, store.InboundFailed)
+	closed := g.inbox.close(ctx, t.it.inboundID, store.InboundFailed)
 	for _, s := range steered {
-		closed = g.closeInbound(ctx, s.InboundID, store.InboundFailed) && closed
+		closed = g.inbox.close(ctx, s.InboundID, store.InboundFailed) && closed
 	}
-	g.clearJournal(ctx, t.l.key)
+	g.journal.clear(ctx, t.l.key)
 	switch {
 	case !closed:
 		return storeStillPendingNotice
@@ -368,18 +368,12 @@ func (g *Gateway) failTurn(ctx context.Context, t *turn, msg string) {
 // abandon drops a turn whose lane was reset while it started.
 func (g *Gateway) abandon(ctx context.Context, t *turn) {
 	g.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
-	g.setInbound(ctx, t.it.inboundID, store.InboundIgnored)
-	g.clearJournal(ctx, t.l.key)
+	g.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
+	g.journal.clear(ctx, t.l.key)
 	g.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	t.l.mu.Lock()
 	t.l.stale = true
 	t.l.mu.Unlock()
-}
-
-func (g *Gateway) clearJournal(ctx context.Context, key string) {
-	if err := g.st.ClearJournal(ctx, key); err != nil {
-		g.log.Error("journal.clear_failed", zap.String("lane", key), zap.Error(err))
-	}
 }
 
 func syntheticTurnID(t *turn) string {
