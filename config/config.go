@@ -7,6 +7,9 @@
 // GATEWAYD_ prefix, upper case, dots as underscores
 // (codex.turn_timeout → GATEWAYD_CODEX_TURN_TIMEOUT); list values are
 // comma-separated there.
+//
+// Every default lives once, in defaults.go, which also states the one
+// convention for "never": a zero value, as the keys document it.
 package config
 
 import (

@@ -37,11 +37,11 @@ var keys = []key{
 	strKey("codex.effort", "", func(c *Config) *string { return &c.Codex.Effort }, optional(effortName)),
 	strKey("codex.sandbox", "workspace-write", func(c *Config) *string { return &c.Codex.Sandbox },
 		oneOf("read-only", "workspace-write", "danger-full-access")),
-	strKey("codex.approvals", "never", func(c *Config) *string { return &c.Codex.Approvals }, oneOf("never", "chat")),
+	strKey("codex.approvals", DefaultApprovals, func(c *Config) *string { return &c.Codex.Approvals }, oneOf(ApprovalModes...)),
 	durKey("codex.approval_timeout", DefaultApprovalTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
 	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
-	durKey("codex.resume_timeout", "10m", func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
-	durKey("codex.start_timeout", "30s", func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),
+	durKey("codex.resume_timeout", DefaultResumeTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
+	durKey("codex.start_timeout", DefaultStartTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),
 	dirMapKey("projects", func(c *Config) *map[string]string { return &c.Projects }),
 
 	strKey("api.listen", "127.0.0.1:8787", func(c *Config) *string { return &c.API.Listen }, hostPort),
@@ -75,14 +75,14 @@ var keys = []key{
 
 	intKey("lanes.max_live", DefaultMaxLive, func(c *Config) *int { return &c.Lanes.MaxLive }, 1),
 	durKey("lanes.idle_evict", DefaultIdleEvict.String(), func(c *Config) *time.Duration { return &c.Lanes.IdleEvict }, nonNegative),
-	strKey("lanes.busy_mode", "queue", func(c *Config) *string { return &c.Lanes.BusyMode }, oneOf("queue", "interrupt", "steer")),
+	strKey("lanes.busy_mode", DefaultBusyMode, func(c *Config) *string { return &c.Lanes.BusyMode }, oneOf(BusyModes...)),
 	rotateKey("lanes.rotate", func(c *Config) *Rotate { return &c.Lanes.Rotate }),
 	fracKey("lanes.compact_at", func(c *Config) *float64 { return &c.Lanes.CompactAt }),
 	intKey("lanes.queue_limit", DefaultQueueLimit, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
 	// Default: 4 per CPU, at least 4, at most 64 (DefaultMaxConcurrentTurns).
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
-	strKey("lanes.verbose", "summary", func(c *Config) *string { return &c.Lanes.Verbose }, oneOf("off", "summary", "full")),
+	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
 
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),
 	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -92,7 +93,7 @@ func TestFailedCompactionKeepsLaneWorking(t *testing.T) {
 }
 
 func TestForcedCompactResumesUnloadedThread(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(c *Config) { c.IdleEvict = config.DefaultIdleEvict }) // the daemon's default
 	h.start(t)
 	h.send(t, "a", "c0", "/compact")
 	if o := h.p.replyTo(t, "c0"); !strings.Contains(o.Text, "Nothing to compact") {

@@ -42,7 +42,7 @@ func (g *Gateway) trimLive(ctx context.Context, keep *lane) {
 // returns how many it released. The eviction loop calls it periodically;
 // tests call it after moving the injected clock.
 func (g *Gateway) EvictIdle(ctx context.Context) int {
-	if g.cfg.IdleEvict < 0 {
+	if g.cfg.IdleEvict <= 0 { // never, as lanes.idle_evict: 0
 		return 0
 	}
 	cutoff := g.now().Add(-g.cfg.IdleEvict).UnixNano()
@@ -104,7 +104,7 @@ func (g *Gateway) releaseStale(ctx context.Context, l *lane) {
 // evictLoop runs EvictIdle every quarter of IdleEvict (at most once a
 // minute, at least once a second).
 func (g *Gateway) evictLoop(ctx context.Context) {
-	if g.cfg.IdleEvict < 0 {
+	if g.cfg.IdleEvict <= 0 { // never, as lanes.idle_evict: 0
 		return
 	}
 	every := min(max(g.cfg.IdleEvict/4, time.Second), time.Minute)

@@ -39,6 +39,22 @@ func TestLRUEvictionThenResume(t *testing.T) {
 	}
 }
 
+// IdleEvict 0 means never, as lanes.idle_evict: 0 does.
+func TestZeroIdleEvictNeverEvicts(t *testing.T) {
+	h := newHarness(t)
+	h.start(t)
+	h.send(t, "a", "a1", "quick")
+	h.p.replyTo(t, "a1")
+	waitFor(t, "lane a worker exits", func() bool { return h.laneIdle(laneA) })
+	h.clock.Advance(1000 * time.Hour)
+	if n := h.g.EvictIdle(context.Background()); n != 0 {
+		t.Errorf("EvictIdle with IdleEvict 0 released %d lanes, want none", n)
+	}
+	if s := h.g.Stats(); s.LiveLanes != 1 {
+		t.Errorf("live lanes %d, want lane a's thread still loaded", s.LiveLanes)
+	}
+}
+
 func TestIdleEvictionSkipsBusyLanes(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.IdleEvict = time.Hour })
 	gt := newGate()

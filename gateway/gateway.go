@@ -76,18 +76,20 @@ func (NopObserver) PlatformError(string, string)       {}
 
 // Busy modes: what a message arriving while the lane's turn runs does.
 const (
-	BusyQueue     = "queue"     // it waits in the lane's queue
-	BusyInterrupt = "interrupt" // it interrupts the running turn and runs next
-	BusySteer     = "steer"     // it is added to the running turn (turn/steer)
+	BusyQueue     = config.BusyQueue     // it waits in the lane's queue
+	BusyInterrupt = config.BusyInterrupt // it interrupts the running turn and runs next
+	BusySteer     = config.BusySteer     // it is added to the running turn (turn/steer)
 )
 
-// Config tunes the gateway. Zero values take the defaults noted.
+// Config tunes the gateway. Zero values take the defaults noted, except
+// where zero means never or off, as it does for the config key the field
+// mirrors (IdleEvict, Rotate, CompactAt); see package config's defaults.
 type Config struct {
 	MaxLive            int           // live Codex threads kept loaded (default config.DefaultMaxLive)
-	IdleEvict          time.Duration // release a thread idle this long (default config.DefaultIdleEvict; <0 disables)
+	IdleEvict          time.Duration // release a thread idle this long (0 = never, as lanes.idle_evict)
 	QueueLimit         int           // messages waiting per lane (default config.DefaultQueueLimit)
 	MaxConcurrentTurns int           // turns running at once over all lanes (default config.DefaultMaxConcurrentTurns)
-	BusyMode           string        // "queue" (default) | "interrupt" | "steer"
+	BusyMode           string        // "queue" (default config.DefaultBusyMode) | "interrupt" | "steer"
 	// Rotate starts a new transcript session when a message arrives after
 	// the lane was idle for Rotate.Every, or after a daily boundary passed
 	// since its last turn. Zero: never.
@@ -96,11 +98,12 @@ type Config struct {
 	// above which the thread is compacted before the next turn; 0 = off.
 	CompactAt float64
 	// CompactCooldownTurns is how many turns must run after a compaction
-	// attempt before another automatic one (default 3).
+	// attempt before another automatic one (default
+	// config.DefaultCompactCooldownTurns).
 	CompactCooldownTurns int
-	// Approvals: "chat" asks the lane (Approve); "never" (default) lets the
-	// sandbox decide. ApprovalTimeout declines an unanswered request
-	// (default config.DefaultApprovalTimeout).
+	// Approvals: "chat" asks the lane (Approve); "never" (default
+	// config.DefaultApprovals) lets the sandbox decide. ApprovalTimeout
+	// declines an unanswered request (default config.DefaultApprovalTimeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
 	Thread          codex.ThreadConfig
@@ -119,66 +122,41 @@ type Config struct {
 	TurnTimeout     time.Duration
 	AutoRetryCutOff bool          // rerun a turn cut off by a restart once, instead of asking
 	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default config.DefaultDrainTimeout)
-	PreviewInterval time.Duration // minimum time between streamed preview edits (default 1s)
-	TypingInterval  time.Duration // typing indicator refresh (default 4s)
+	PreviewInterval time.Duration // minimum time between streamed preview edits (default config.DefaultPreviewInterval)
+	TypingInterval  time.Duration // typing indicator refresh (default config.DefaultTypingInterval)
 	Logger          *zap.Logger
 	Now             func() time.Time
 	Observer        Observer
 
 	// Verbose is the work view mode of lanes that chose none with /verbose:
-	// off | summary (default) | full (lanes.verbose).
+	// off | summary (default config.DefaultVerbose) | full (lanes.verbose).
 	Verbose string
 }
 
+// applyDefaults fills the fields left zero that have a default and checks
+// the enumerated ones with config's rules (Load has already checked the
+// daemon's values; this catches a caller's own).
 func (c *Config) applyDefaults() error {
-	if c.MaxLive <= 0 {
-		c.MaxLive = config.DefaultMaxLive
-	}
-	if c.IdleEvict == 0 {
-		c.IdleEvict = config.DefaultIdleEvict
-	}
-	if c.QueueLimit <= 0 {
-		c.QueueLimit = config.DefaultQueueLimit
-	}
-	if c.MaxConcurrentTurns <= 0 {
-		c.MaxConcurrentTurns = config.DefaultMaxConcurrentTurns
-	}
-	if err := c.applyVerbose(); err != nil {
-		return err
-	}
-	if c.BusyMode == "" {
-		c.BusyMode = BusyQueue
-	}
-	switch c.BusyMode {
-	case BusyQueue, BusyInterrupt, BusySteer:
-	default:
-		return fmt.Errorf("gateway: busy mode %q is not supported (use %q, %q or %q)",
-			c.BusyMode, BusyQueue, BusyInterrupt, BusySteer)
-	}
-	if c.CompactAt < 0 || c.CompactAt >= 1 {
-		return fmt.Errorf("gateway: compact_at %v must be in [0, 1)", c.CompactAt)
-	}
-	if c.CompactCooldownTurns <= 0 {
-		c.CompactCooldownTurns = 3
-	}
-	switch c.Approvals {
-	case "":
-		c.Approvals = ApprovalsNever
-	case ApprovalsNever, ApprovalsChat:
-	default:
-		return fmt.Errorf("gateway: approvals %q is not supported (use %q or %q)", c.Approvals, ApprovalsNever, ApprovalsChat)
-	}
-	if c.ApprovalTimeout <= 0 {
-		c.ApprovalTimeout = config.DefaultApprovalTimeout
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = config.DefaultDrainTimeout
-	}
-	if c.PreviewInterval <= 0 {
-		c.PreviewInterval = time.Second
-	}
-	if c.TypingInterval <= 0 {
-		c.TypingInterval = 4 * time.Second
+	setDefault(&c.MaxLive, config.DefaultMaxLive)
+	setDefault(&c.QueueLimit, config.DefaultQueueLimit)
+	setDefault(&c.MaxConcurrentTurns, config.DefaultMaxConcurrentTurns)
+	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
+	setDefault(&c.ApprovalTimeout, config.DefaultApprovalTimeout)
+	setDefault(&c.DrainTimeout, config.DefaultDrainTimeout)
+	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
+	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
+	setDefault(&c.BusyMode, config.DefaultBusyMode)
+	setDefault(&c.Approvals, config.DefaultApprovals)
+	setDefault(&c.Verbose, config.DefaultVerbose)
+	for _, err := range []error{
+		config.CheckVerbose(c.Verbose),
+		config.CheckBusyMode(c.BusyMode),
+		config.CheckCompactAt(c.CompactAt),
+		config.CheckApprovals(c.Approvals),
+	} {
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -190,6 +168,14 @@ func (c *Config) applyDefaults() error {
 		c.Observer = NopObserver{}
 	}
 	return nil
+}
+
+// setDefault sets a field left unset (empty, zero or negative) to def.
+func setDefault[T int | time.Duration | string](field *T, def T) {
+	var unset T
+	if *field <= unset {
+		*field = def
+	}
 }
 
 // ErrShuttingDown is returned by Deliver once the gateway stops taking
@@ -482,9 +468,10 @@ func (g *Gateway) drain(ctx context.Context) {
 		}
 		l.mu.Unlock()
 	})
-	// Interrupts go out together, so the whole step takes at most 5s
-	// however many turns run (the unit's stop timeout counts on it).
-	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Interrupts go out together, so the whole step takes at most
+	// DrainInterruptTimeout however many turns run (the unit's stop
+	// timeout counts on it).
+	ictx, cancel := context.WithTimeout(ctx, config.DrainInterruptTimeout)
 	var sent sync.WaitGroup
 	for _, th := range threads {
 		sent.Go(func() {
@@ -497,7 +484,7 @@ func (g *Gateway) drain(ctx context.Context) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(config.DrainInterruptedWait):
 		g.log.Error("shutdown.turns_still_running")
 	}
 }

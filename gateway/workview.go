@@ -157,17 +157,6 @@ func (g *Gateway) newWorkView(addr Address, replyTo, mode string, started time.T
 	return w
 }
 
-// applyVerbose defaults and checks Config.Verbose.
-func (c *Config) applyVerbose() error {
-	if c.Verbose == "" {
-		c.Verbose = VerboseSummary
-	}
-	if !validVerbose(c.Verbose) {
-		return fmt.Errorf("gateway: verbose mode %q is not supported (use %s)", c.Verbose, strings.Join(VerboseModes, ", "))
-	}
-	return nil
-}
-
 // verboseOf is the lane's work view mode: its own choice, else the default.
 func (g *Gateway) verboseOf(sl store.Lane) string {
 	if validVerbose(sl.Verbose) {

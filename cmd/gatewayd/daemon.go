@@ -196,16 +196,10 @@ func (d *daemon) preflight() error {
 	return nil
 }
 
-// checkRuntime validates what depends on this build and this machine
-// rather than on the file alone; check-config runs it too.
+// checkRuntime validates what depends on this machine rather than on the
+// file alone; check-config runs it too. (The enumerated keys, such as
+// lanes.busy_mode, are config.Load's to check.)
 func checkRuntime(cfg *config.Config) error {
-	switch cfg.Lanes.BusyMode {
-	case gateway.BusyQueue, gateway.BusyInterrupt, gateway.BusySteer:
-	default:
-		return &config.Error{Key: "lanes.busy_mode",
-			Msg: fmt.Sprintf("%q is not supported (use %q, %q or %q)", cfg.Lanes.BusyMode,
-				gateway.BusyQueue, gateway.BusyInterrupt, gateway.BusySteer)}
-	}
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
 		if _, err := exec.LookPath(cfg.Codex.Command); err != nil {
 			return &config.Error{Key: "codex.command",
@@ -345,13 +339,9 @@ func (d *daemon) threadConfig() codex.ThreadConfig {
 
 func (d *daemon) buildGateway() error {
 	lanes := d.cfg.Lanes
-	idle := lanes.IdleEvict
-	if idle == 0 {
-		idle = -1 // config: 0 = never; gateway: <0 = never
-	}
 	fstore := d.filesStore()
 	gw, err := gateway.New(gateway.Config{
-		MaxLive: lanes.MaxLive, IdleEvict: idle, QueueLimit: lanes.QueueLimit,
+		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout, Effort: d.cfg.Codex.Effort,

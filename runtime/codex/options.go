@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/config"
 )
 
 // ApprovalRequest is a server→client approval request, flattened.
@@ -70,9 +72,9 @@ type Options struct {
 	Home          string          // CODEX_HOME for the process
 	Env           []string        // extra environment ("K=V")
 	Dir           string          // process working directory
-	StartTimeout  time.Duration   // initialize and thread/start (default 30s)
-	ResumeTimeout time.Duration   // thread/resume (default 10m; generous on purpose; ctx can cancel)
-	TurnTimeout   time.Duration   // per-turn watchdog → turn/interrupt (default 30m)
+	StartTimeout  time.Duration   // initialize and thread/start (default config.DefaultStartTimeout)
+	ResumeTimeout time.Duration   // thread/resume (default config.DefaultResumeTimeout)
+	TurnTimeout   time.Duration   // per-turn watchdog → turn/interrupt (default config.DefaultTurnTimeout)
 	Approvals     ApprovalHandler // nil → "decline"
 	Logger        *zap.Logger
 	ClientName    string // default "gatewayd"
@@ -108,9 +110,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	setDefault(&o.StartTimeout, 30*time.Second)
-	setDefault(&o.ResumeTimeout, 10*time.Minute)
-	setDefault(&o.TurnTimeout, 30*time.Minute)
+	setDefault(&o.StartTimeout, config.DefaultStartTimeout)
+	setDefault(&o.ResumeTimeout, config.DefaultResumeTimeout)
+	setDefault(&o.TurnTimeout, config.DefaultTurnTimeout)
 	setDefault(&o.InterruptGrace, 30*time.Second)
 	setDefault(&o.HealthInterval, 30*time.Second)
 	setDefault(&o.HealthTimeout, 60*time.Second)
