@@ -149,7 +149,7 @@ func (g *Gateway) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 		return false
 	}
 	g.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
-	g.dropInboundJournal(l, it)
+	g.sched.dropInboundJournal(l, it)
 	g.inbox.set(ctx, it.inboundID, store.InboundFailed)
 	g.out.notify(ctx, l.addr, replyTarget(it), reason)
 	return true

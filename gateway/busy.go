@@ -46,13 +46,6 @@ func (s *steerLog) close() []store.SteeredInput {
 	return s.inputs
 }
 
-func (g *Gateway) queuedNotice() string {
-	if g.cfg.BusyMode == BusyInterrupt {
-		return interruptedNotice
-	}
-	return queuedNotice
-}
-
 // busyInput applies the busy mode to a message for a lane whose turn runs.
 // It reports true when the message was handled (steered); otherwise the
 // caller queues it.

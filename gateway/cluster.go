@@ -116,7 +116,7 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 	if l.thread != "" {
 		l.stale = true
 	}
-	g.takeQueueLocked(l)
+	g.sched.takeQueueLocked(l)
 	l.mu.Unlock()
 	g.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
 	if running != "" {

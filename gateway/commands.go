@@ -148,7 +148,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	// The queue is taken now, before the store moves the generation on:
 	// were the running turn to end meanwhile, the worker would otherwise
 	// run a message sent before /new in the fresh conversation.
-	dropped := g.takeQueueLocked(l)
+	dropped := g.sched.takeQueueLocked(l)
 	l.mu.Unlock()
 	sl, err := g.st.ResetLane(ctx, l.key, reason)
 	if err != nil {
@@ -158,7 +158,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		}
 		l.stale = wasStale
 		l.mu.Unlock()
-		g.requeueFront(l, dropped)
+		g.sched.requeueFront(l, dropped)
 		g.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
 		g.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
@@ -247,7 +247,7 @@ func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID str
 		g.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
-	g.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})
+	g.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})
 }
 
 // retryQueued reports whether a rerun of the cut-off turn already waits in

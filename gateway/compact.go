@@ -180,7 +180,7 @@ func compactionModule(g *Gateway) module {
 			b.WriteString(g.compactionStatus(sl))
 		})
 		h.command("compact", func(ctx context.Context, c commandCall) bool {
-			g.enqueue(ctx, c.lane, item{kind: itemCompact, inboundID: c.inboundID, msgID: c.msgID})
+			g.sched.enqueue(ctx, c.lane, item{kind: itemCompact, inboundID: c.inboundID, msgID: c.msgID})
 			return false // the queued compaction marks the inbound done
 		})
 	})

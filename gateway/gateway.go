@@ -224,17 +224,10 @@ type Gateway struct {
 	titled titleOnce
 
 	platforms map[string]Platform
-	sem       chan struct{} // MaxConcurrentTurns slots
 
 	mu    sync.Mutex // guards cancelRun
 	lanes *laneTable
-
-	queued   atomic.Int64
-	running  atomic.Int64
-	active   atomic.Int64
-	stopping atomic.Bool
-	startMu  sync.Mutex // orders worker starts before drain's Wait
-	workers  sync.WaitGroup
+	sched *scheduler // the lanes' workers, turn slots and drain
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -282,7 +275,6 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		newTicker:   realTicker,
 		callTimeout: steerTimeout,
 		platforms:   platforms,
-		sem:         make(chan struct{}, cfg.MaxConcurrentTurns),
 		lanes:       newLaneTable(),
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),
@@ -294,6 +286,11 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		inbox:       inbox{st: st, log: log},
 		journal:     journal{st: st, log: log},
 	}
+	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: platforms, cx: cx, out: g.out,
+		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
+		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
+		process: g.process, park: g.parkIfPaused, trimLive: g.trimLive,
+		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	for _, m := range g.modules() {
 		m.register(g.host)
 	}
@@ -339,9 +336,9 @@ func (g *Gateway) Ready() <-chan struct{} { return g.ready }
 func (g *Gateway) Stats() Stats {
 	return Stats{
 		LiveLanes:      g.lanes.live(),
-		QueuedMessages: int(g.queued.Load()),
-		RunningTurns:   int(g.running.Load()),
-		ActiveLanes:    int(g.active.Load()),
+		QueuedMessages: int(g.sched.queued.Load()),
+		RunningTurns:   int(g.sched.running.Load()),
+		ActiveLanes:    int(g.sched.active.Load()),
 	}
 }
 
@@ -400,7 +397,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-platErr:
 	}
-	g.drain(base)
+	g.sched.drain(base)
 	stopLoops()
 	loops.Wait()
 	g.out.flush(base)
@@ -439,52 +436,4 @@ func (g *Gateway) awaitReady(ctx context.Context) {
 		}
 	}
 	close(g.ready)
-}
-
-// drain stops intake, lets running turns finish for DrainTimeout, then
-// interrupts what still runs and waits for the workers to return.
-func (g *Gateway) drain(ctx context.Context) {
-	g.startMu.Lock()
-	g.stopping.Store(true)
-	g.startMu.Unlock()
-	done := make(chan struct{})
-	go func() { g.workers.Wait(); close(done) }()
-	timer := time.NewTimer(g.cfg.DrainTimeout)
-	defer timer.Stop()
-	select {
-	case <-done:
-		return
-	case <-timer.C:
-	}
-	g.log.Warn("shutdown.interrupting", zap.Int64("running", g.running.Load()))
-	var threads []string
-	g.lanes.each(func(l *lane) {
-		l.mu.Lock()
-		if l.cur != nil {
-			l.cur.cutOff = true
-			if l.cur.threadID != "" {
-				threads = append(threads, l.cur.threadID)
-			}
-		}
-		l.mu.Unlock()
-	})
-	// Interrupts go out together, so the whole step takes at most
-	// DrainInterruptTimeout however many turns run (the unit's stop
-	// timeout counts on it).
-	ictx, cancel := context.WithTimeout(ctx, config.DrainInterruptTimeout)
-	var sent sync.WaitGroup
-	for _, th := range threads {
-		sent.Go(func() {
-			if err := g.cx.Interrupt(ictx, th); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
-				g.log.Warn("shutdown.interrupt_failed", zap.String("thread", th), zap.Error(err))
-			}
-		})
-	}
-	sent.Wait()
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(config.DrainInterruptedWait):
-		g.log.Error("shutdown.turns_still_running")
-	}
 }

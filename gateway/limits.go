@@ -87,7 +87,7 @@ func (g *Gateway) pauseForUsage(until time.Time) {
 // resumeAtReset runs when the pause's timer fires; a pause extended since
 // then re-arms instead.
 func (g *Gateway) resumeAtReset() {
-	if g.stopping.Load() {
+	if g.sched.stopping.Load() {
 		return // shut down: the inbox keeps the waiting messages for the next start
 	}
 	u := g.usage
@@ -125,7 +125,7 @@ func (g *Gateway) resumeLanes(why string) bool {
 	for _, l := range parked {
 		l.mu.Lock()
 		if !l.dead && !l.worker && l.queue.len() > 0 {
-			g.startWorker(l)
+			g.sched.startWorker(l)
 		}
 		l.mu.Unlock()
 	}
@@ -186,11 +186,11 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 		// off.
 		it.journal = nil
 		l.queue.prepend([]item{it})
-		g.queued.Add(1)
+		g.sched.queued.Add(1)
 		l.cur = nil
 		l.worker = false
 		l.notified = true
-		g.active.Add(-1)
+		g.sched.active.Add(-1)
 	}
 	l.mu.Unlock()
 	if dropJournal {
@@ -250,7 +250,7 @@ func (g *Gateway) requeueForReset(l *lane, it item) {
 	}
 	l.mu.Lock()
 	l.queue.prepend(items)
-	g.queued.Add(int64(len(items)))
+	g.sched.queued.Add(int64(len(items)))
 	l.mu.Unlock()
 }
 

@@ -97,7 +97,7 @@ func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID
 	g.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
 		zap.Bool("auto_retry", autoRetry))
 	if autoRetry {
-		g.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: msgID, text: e.Text, retry: true})
+		g.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: msgID, text: e.Text, retry: true})
 	}
 	return true
 }

@@ -95,7 +95,7 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	sl, err := g.st.Lane(ctx, l.key)
 	if err != nil {
 		g.log.Error("turn.lane_read_failed", zap.String("lane", l.key), zap.Error(err))
-		g.dropInboundJournal(l, it)
+		g.sched.dropInboundJournal(l, it)
 		g.failTurn(ctx, t, storeErrorNotice)
 		return
 	}
