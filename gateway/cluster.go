@@ -129,7 +129,7 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 		free := !l.worker
 		l.mu.Unlock()
 		if free {
-			g.releaseStale(ctx, l)
+			g.threads.releaseStale(ctx, l)
 			g.forget(l)
 		}
 		l.opMu.Unlock()

@@ -175,7 +175,7 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		free := !l.worker
 		l.mu.Unlock()
 		if free {
-			g.releaseStale(ctx, l)
+			g.threads.releaseStale(ctx, l)
 		}
 		l.opMu.Unlock()
 	}

@@ -141,14 +141,14 @@ func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
 	}
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	g.releaseStale(ctx, l)
+	g.threads.releaseStale(ctx, l)
 	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.host.threadConfig(sl, g.laneDir(sl), g.cfg.Thread))
 	if err != nil {
 		return "", err
 	}
 	g.obs.Resume(en.Outcome.String())
 	g.setCurThread(l, en.ThreadID)
-	g.markLive(ctx, l, en.ThreadID)
+	g.threads.markLive(ctx, l, en.ThreadID)
 	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
 		if err := g.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
 			return "", err

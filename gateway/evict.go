@@ -13,26 +13,40 @@ import (
 // same thread. A lane with a running turn or queued messages is never
 // evicted.
 
+// threadCache keeps the lanes' threads loaded in the app-server: at most
+// maxLive, the least recently used idle ones released first, and any idle
+// for idleEvict released (0: never).
+type threadCache struct {
+	lanes *laneTable
+	cx    interface {
+		Release(ctx context.Context, threadID string) error
+	}
+	log       *zap.Logger
+	now       func() time.Time
+	maxLive   int
+	idleEvict time.Duration
+}
+
 // markLive records that the lane's thread is loaded and most recently used,
 // then evicts the least recently used idle lanes beyond MaxLive.
-func (g *Gateway) markLive(ctx context.Context, l *lane, threadID string) {
+func (c *threadCache) markLive(ctx context.Context, l *lane, threadID string) {
 	l.mu.Lock()
 	l.thread = threadID
-	l.lastUsed = g.now().UnixNano()
+	l.lastUsed = c.now().UnixNano()
 	l.mu.Unlock()
-	g.lanes.touch(l)
-	g.trimLive(ctx, l)
+	c.lanes.touch(l)
+	c.trimLive(ctx, l)
 }
 
 // trimLive evicts the least recently used idle lanes beyond MaxLive, never
 // keep. Busy lanes are skipped; trimLive runs again when their worker exits.
-func (g *Gateway) trimLive(ctx context.Context, keep *lane) {
-	excess, candidates := g.lanes.overLimit(g.cfg.MaxLive, keep)
+func (c *threadCache) trimLive(ctx context.Context, keep *lane) {
+	excess, candidates := c.lanes.overLimit(c.maxLive, keep)
 	for _, v := range candidates {
 		if excess <= 0 {
 			return
 		}
-		if g.evict(ctx, v, "lru") {
+		if c.evict(ctx, v, "lru") {
 			excess--
 		}
 	}
@@ -41,15 +55,15 @@ func (g *Gateway) trimLive(ctx context.Context, keep *lane) {
 // EvictIdle releases the threads of lanes idle for IdleEvict or longer and
 // returns how many it released. The eviction loop calls it periodically;
 // tests call it after moving the injected clock.
-func (g *Gateway) EvictIdle(ctx context.Context) int {
-	if g.cfg.IdleEvict <= 0 { // never, as lanes.idle_evict: 0
+func (c *threadCache) evictIdle(ctx context.Context) int {
+	if c.idleEvict <= 0 { // never, as lanes.idle_evict: 0
 		return 0
 	}
-	cutoff := g.now().Add(-g.cfg.IdleEvict).UnixNano()
-	victims := g.lanes.usedBefore(cutoff)
+	cutoff := c.now().Add(-c.idleEvict).UnixNano()
+	victims := c.lanes.usedBefore(cutoff)
 	n := 0
 	for _, v := range victims {
-		if g.evict(ctx, v, "idle") {
+		if c.evict(ctx, v, "idle") {
 			n++
 		}
 	}
@@ -58,7 +72,7 @@ func (g *Gateway) EvictIdle(ctx context.Context) int {
 
 // evict releases the lane's thread if the lane is idle. It skips a lane
 // whose worker is loading its thread right now.
-func (g *Gateway) evict(ctx context.Context, l *lane, why string) bool {
+func (c *threadCache) evict(ctx context.Context, l *lane, why string) bool {
 	if !l.opMu.TryLock() {
 		return false
 	}
@@ -71,23 +85,23 @@ func (g *Gateway) evict(ctx context.Context, l *lane, why string) bool {
 	thread := l.thread
 	l.thread, l.stale = "", false
 	l.mu.Unlock()
-	g.lanes.unlive(l)
-	g.release(ctx, l.key, thread, why)
-	g.forget(l)
+	c.lanes.unlive(l)
+	c.release(ctx, l.key, thread, why)
+	c.lanes.forget(l)
 	return true
 }
 
-func (g *Gateway) release(ctx context.Context, key, thread, why string) {
-	if err := g.cx.Release(ctx, thread); err != nil {
-		g.log.Warn("thread.release_failed", zap.String("lane", key), zap.String("thread", thread), zap.Error(err))
+func (c *threadCache) release(ctx context.Context, key, thread, why string) {
+	if err := c.cx.Release(ctx, thread); err != nil {
+		c.log.Warn("thread.release_failed", zap.String("lane", key), zap.String("thread", thread), zap.Error(err))
 		return
 	}
-	g.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", why))
+	c.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", why))
 }
 
 // releaseStale releases a thread left loaded by a reset generation. The
 // caller holds l.opMu.
-func (g *Gateway) releaseStale(ctx context.Context, l *lane) {
+func (c *threadCache) releaseStale(ctx context.Context, l *lane) {
 	l.mu.Lock()
 	if !l.stale || l.thread == "" {
 		l.stale = false
@@ -97,25 +111,25 @@ func (g *Gateway) releaseStale(ctx context.Context, l *lane) {
 	thread := l.thread
 	l.thread, l.stale = "", false
 	l.mu.Unlock()
-	g.lanes.unlive(l)
-	g.release(ctx, l.key, thread, "reset")
+	c.lanes.unlive(l)
+	c.release(ctx, l.key, thread, "reset")
 }
 
 // evictLoop runs EvictIdle every quarter of IdleEvict (at most once a
 // minute, at least once a second).
-func (g *Gateway) evictLoop(ctx context.Context) {
-	if g.cfg.IdleEvict <= 0 { // never, as lanes.idle_evict: 0
+func (c *threadCache) loop(ctx context.Context, newTicker tickerFunc) {
+	if c.idleEvict <= 0 { // never, as lanes.idle_evict: 0
 		return
 	}
-	every := min(max(g.cfg.IdleEvict/4, time.Second), time.Minute)
-	tick, stop := g.newTicker(every)
+	every := min(max(c.idleEvict/4, time.Second), time.Minute)
+	tick, stop := newTicker(every)
 	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
-			g.EvictIdle(ctx)
+			c.evictIdle(ctx)
 		}
 	}
 }

@@ -225,9 +225,10 @@ type Gateway struct {
 
 	platforms map[string]Platform
 
-	mu    sync.Mutex // guards cancelRun
-	lanes *laneTable
-	sched *scheduler // the lanes' workers, turn slots and drain
+	mu      sync.Mutex // guards cancelRun
+	lanes   *laneTable
+	sched   *scheduler   // the lanes' workers, turn slots and drain
+	threads *threadCache // which lanes' threads are loaded; eviction
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -286,10 +287,11 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		inbox:       inbox{st: st, log: log},
 		journal:     journal{st: st, log: log},
 	}
+	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
-		process: g.process, park: g.parkIfPaused, trimLive: g.trimLive,
+		process: g.process, park: g.parkIfPaused, trimLive: g.threads.trimLive,
 		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	for _, m := range g.modules() {
 		m.register(g.host)
@@ -390,7 +392,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	tick, stopTick := g.newTicker(time.Second) // retries that come due
 	defer stopTick()
 	go func() { defer loops.Done(); g.out.loop(loopCtx, tick) }()
-	go func() { defer loops.Done(); g.evictLoop(loopCtx) }()
+	go func() { defer loops.Done(); g.threads.loop(loopCtx, g.newTicker) }()
 
 	var runErr error
 	select {
@@ -437,3 +439,8 @@ func (g *Gateway) awaitReady(ctx context.Context) {
 	}
 	close(g.ready)
 }
+
+// EvictIdle releases the threads of lanes idle for IdleEvict or longer and
+// returns how many it released. The eviction loop calls it periodically;
+// tests call it after moving the injected clock.
+func (g *Gateway) EvictIdle(ctx context.Context) int { return g.threads.evictIdle(ctx) }

@@ -79,7 +79,7 @@ func (g *Gateway) process(ctx context.Context, l *lane, it item) {
 	g.runTurn(ctx, l, it)
 	// A /new during the turn left its thread loaded; release it now.
 	l.opMu.Lock()
-	g.releaseStale(ctx, l)
+	g.threads.releaseStale(ctx, l)
 	l.opMu.Unlock()
 }
 
@@ -191,7 +191,7 @@ func (g *Gateway) ensure(ctx context.Context, t *turn, stored string, binding st
 	l := t.l
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	g.releaseStale(ctx, l)
+	g.threads.releaseStale(ctx, l)
 	if binding == store.BindingLost {
 		stored = ""
 	}
@@ -208,7 +208,7 @@ func (g *Gateway) ensure(ctx context.Context, t *turn, stored string, binding st
 	g.obs.Resume(en.Outcome.String())
 	t.thread = en.ThreadID
 	g.setCurThread(l, en.ThreadID)
-	g.markLive(ctx, l, en.ThreadID)
+	g.threads.markLive(ctx, l, en.ThreadID)
 	if err := g.bind(ctx, t, en); err != nil {
 		if errors.Is(err, store.ErrStaleGeneration) {
 			g.abandon(ctx, t)
