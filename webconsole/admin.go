@@ -2,7 +2,6 @@ package webconsole
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -143,7 +142,7 @@ func NewAdmin(backend SessionsBackend, token string, dirs Workdirs) *Admin {
 }
 
 func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(r) {
+	if !bearerMatches(r, h.token) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 		return
 	}
@@ -165,14 +164,6 @@ func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.show(w, r, strings.TrimPrefix(rest, "/"), limit)
 	}
-}
-
-func (h *Admin) authorized(r *http.Request) bool {
-	if h.token == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
 }
 
 func (h *Admin) list(w http.ResponseWriter, r *http.Request, limit int) {

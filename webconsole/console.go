@@ -116,6 +116,8 @@ func (c *Console) guard(next http.HandlerFunc) http.Handler {
 	})
 }
 
+// bearerMatches says whether r carries token as its bearer token; with no
+// token set every request does. The console and admin routes share it.
 func bearerMatches(r *http.Request, token string) bool {
 	if token == "" {
 		return true
