@@ -3,6 +3,12 @@
 // nothing at run time. The page talks to the JSON routes of the API
 // listener it is served from (same origin, so it passes the Host and
 // Origin guard of platforms/api).
+//
+// Those JSON routes live here too: the console's lanes, transcripts and
+// search (console.go), its status, models and projects (status.go), and the
+// operator routes under /api/admin/ that `gatewayd sessions` uses
+// (admin.go). Each handler names the small interface it reads; the daemon
+// wires the store, the gateway and codex into them.
 package webconsole
 
 import (

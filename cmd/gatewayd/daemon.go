@@ -376,13 +376,15 @@ func (d *daemon) buildGateway() error {
 	if d.cluster != nil {
 		d.health.SetCluster(d.cluster.health)
 	}
+	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{
-		"/healthz":  d.health,
-		"/metrics":  d.metrics.Handler(),
-		adminPrefix: &adminHandler{backend: daemonBackend{st: d.store, gw: gw}, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg)},
+		"/healthz":             d.health,
+		"/metrics":             d.metrics.Handler(),
+		webconsole.AdminPrefix: webconsole.NewAdmin(daemonBackend{st: d.store, gw: gw}, d.cfg.API.Token, dirs),
 	}
-	maps.Copy(handlers, (&console{st: d.store, live: gw, token: d.cfg.API.Token, dirs: newWorkdirs(d.cfg),
-		statusSrc: d.statusSources(), modelSrc: gw}).routes())
+	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
+		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: gw,
+	}).Routes())
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
@@ -551,6 +553,15 @@ func (b daemonBackend) Search(ctx context.Context, query string, limit int) ([]s
 	return b.st.Search(ctx, query, limit)
 }
 func (b daemonBackend) Reset(ctx context.Context, key string) error { return b.gw.ResetLane(ctx, key) }
+
+// statusSources binds the status page to the running daemon.
+func (d *daemon) statusSources() *webconsole.StatusSources {
+	return &webconsole.StatusSources{
+		Health: d.health.Check, Codex: d.codex, Stats: d.gateway.Stats, Store: d.store,
+		Metrics: d.metrics.Registry(), Version: Version(), PinnedCodexVersion: pinnedCodexVersion,
+		Started: time.Now(), Now: time.Now,
+	}
+}
 
 // timedStore measures commit latency for the metrics without the store
 // knowing about them.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 // errDaemonDown means nothing listens on api.listen: the CLI may open the
@@ -69,7 +70,7 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
 	defer st.Close()
-	return runSessionsOffline(ctx, offlineBackend{st}, newWorkdirs(cfg), sub, rest, *limit, std.out)
+	return runSessionsOffline(ctx, offlineBackend{st}, webconsole.NewWorkdirs(cfg), sub, rest, *limit, std.out)
 }
 
 // offlineBackend serves the sessions commands from the store when the
@@ -103,20 +104,20 @@ func (b offlineBackend) Reset(ctx context.Context, key string) error {
 	return err
 }
 
-func runSessionsOffline(ctx context.Context, b sessionsBackend, dirs workdirs, sub string, args []string, limit int, out io.Writer) error {
+func runSessionsOffline(ctx context.Context, b webconsole.SessionsBackend, dirs webconsole.Workdirs, sub string, args []string, limit int, out io.Writer) error {
 	switch sub {
 	case "list":
 		lanes, err := b.Lanes(ctx, limit)
 		if err != nil {
 			return fmt.Errorf("gatewayd: sessions list: %w", err)
 		}
-		views := make([]laneView, 0, len(lanes))
+		views := make([]webconsole.LaneView, 0, len(lanes))
 		for _, l := range lanes {
-			views = append(views, viewLane(l, dirs))
+			views = append(views, webconsole.ViewLane(l, dirs))
 		}
 		return printLanes(out, views)
 	case "show":
-		v, err := loadSession(ctx, b, dirs, args[0], limit)
+		v, err := webconsole.LoadSession(ctx, b, dirs, args[0], limit)
 		if err != nil {
 			return fmt.Errorf("gatewayd: sessions show %s: %w", args[0], err)
 		}
@@ -126,7 +127,7 @@ func runSessionsOffline(ctx context.Context, b sessionsBackend, dirs workdirs, s
 		if err != nil {
 			return fmt.Errorf("gatewayd: sessions search: %w", err)
 		}
-		return printFound(out, viewFound(msgs))
+		return printFound(out, webconsole.ViewFound(msgs))
 	}
 	if err := b.Reset(ctx, args[0]); err != nil {
 		return fmt.Errorf("gatewayd: sessions reset %s: %w", args[0], err)
@@ -139,34 +140,34 @@ func runSessionsOffline(ctx context.Context, b sessionsBackend, dirs workdirs, s
 func runSessions(ctx context.Context, c *apiClient, sub string, args []string, limit int, out io.Writer) error {
 	switch sub {
 	case "list":
-		var views []laneView
-		if err := c.do(ctx, http.MethodGet, adminPrefix+"sessions?limit="+strconv.Itoa(limit), nil, &views); err != nil {
+		var views []webconsole.LaneView
+		if err := c.do(ctx, http.MethodGet, webconsole.AdminPrefix+"sessions?limit="+strconv.Itoa(limit), nil, &views); err != nil {
 			return err
 		}
 		return printLanes(out, views)
 	case "show":
-		var v sessionView
-		path := adminPrefix + "sessions/" + url.PathEscape(args[0]) + "?limit=" + strconv.Itoa(limit)
+		var v webconsole.SessionView
+		path := webconsole.AdminPrefix + "sessions/" + url.PathEscape(args[0]) + "?limit=" + strconv.Itoa(limit)
 		if err := c.do(ctx, http.MethodGet, path, nil, &v); err != nil {
 			return err
 		}
 		return printSession(out, v)
 	case "search":
-		var found []messageView
+		var found []webconsole.MessageView
 		q := url.Values{"q": {strings.Join(args, " ")}, "limit": {strconv.Itoa(limit)}}
-		if err := c.do(ctx, http.MethodGet, adminPrefix+"search?"+q.Encode(), nil, &found); err != nil {
+		if err := c.do(ctx, http.MethodGet, webconsole.AdminPrefix+"search?"+q.Encode(), nil, &found); err != nil {
 			return err
 		}
 		return printFound(out, found)
 	}
-	if err := c.do(ctx, http.MethodPost, adminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", nil, nil); err != nil {
+	if err := c.do(ctx, http.MethodPost, webconsole.AdminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", nil, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "reset %s\n", args[0])
 	return nil
 }
 
-func printLanes(out io.Writer, views []laneView) error {
+func printLanes(out io.Writer, views []webconsole.LaneView) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tBINDING\tTHREAD\tTURNS\tLAST ACTIVE")
 	for _, v := range views {
@@ -176,7 +177,7 @@ func printLanes(out io.Writer, views []laneView) error {
 }
 
 // printFound lists search results, one line each, the text on one line.
-func printFound(out io.Writer, found []messageView) error {
+func printFound(out io.Writer, found []webconsole.MessageView) error {
 	if len(found) == 0 {
 		_, err := fmt.Fprintln(out, "no messages found")
 		return err
@@ -199,7 +200,7 @@ func oneLine(text string, n int) string {
 	return s
 }
 
-func printSession(out io.Writer, v sessionView) error {
+func printSession(out io.Writer, v webconsole.SessionView) error {
 	l := v.Lane
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	rows := [][2]string{
@@ -233,7 +234,7 @@ func orDefault(choice string) string {
 }
 
 // projectText is the lane's project as sessions show prints it.
-func projectText(l laneView) string {
+func projectText(l webconsole.LaneView) string {
 	switch {
 	case l.Project == "":
 		return "- (codex.cwd)"

@@ -6,12 +6,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 // sessions show names the lane's project and the directory it works in,
 // from the daemon (admin API) and from the store when the daemon is down.
 func TestSessionsShowProject(t *testing.T) {
-	dirs := workdirs{projects: map[string]string{"site": "/srv/src/site"}, fallback: "/var/lib/gatewayd/workspace"}
+	dirs := webconsole.Workdirs{Projects: map[string]string{"site": "/srv/src/site"}, Fallback: "/var/lib/gatewayd/workspace"}
 	tests := []struct {
 		name, project string
 		want          []string
@@ -28,7 +30,7 @@ func TestSessionsShowProject(t *testing.T) {
 			if err := st.SetProject(ctx, "v1:api:default", tc.project); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(&adminHandler{backend: offlineBackend{st}, dirs: dirs})
+			srv := httptest.NewServer(webconsole.NewAdmin(offlineBackend{st}, "", dirs))
 			defer srv.Close()
 			client := &apiClient{base: srv.URL, http: srv.Client()}
 			ways := map[string]func(out *bytes.Buffer) error{

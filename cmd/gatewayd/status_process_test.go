@@ -101,6 +101,49 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	}
 }
 
+// statusBody is /api/status as a client decodes it (the webconsole tests
+// decode it the same way).
+type statusBody struct {
+	Health   struct{ State, Reason string }
+	Gatewayd struct {
+		Version       string
+		UptimeSeconds int64 `json:"uptime_seconds"`
+	}
+	Codex struct {
+		Version       string
+		PinnedVersion string `json:"pinned_version"`
+		UserAgent     string `json:"user_agent"`
+		Account       *struct {
+			Type, Plan         string
+			RequiresOpenAIAuth bool `json:"requires_openai_auth"`
+			Usable             bool
+			Email              string
+		}
+		AccountError string `json:"account_error"`
+	}
+	RateLimits *struct {
+		LimitID string `json:"limit_id"`
+		Windows []struct {
+			Name          string
+			UsedPercent   float64    `json:"used_percent"`
+			WindowMinutes int64      `json:"window_minutes"`
+			ResetsAt      *time.Time `json:"resets_at"`
+		}
+	} `json:"rate_limits"`
+	Turns struct{ Running, Queued int }
+	Lanes struct{ Live, Known int }
+	Store struct {
+		DatabaseBytes int64 `json:"database_bytes"`
+		TotalBytes    int64 `json:"total_bytes"`
+		Error         string
+	}
+	Metrics []struct {
+		Name, Help string
+		Labels     map[string]string
+		Value      float64
+	}
+}
+
 // waitStatus polls /api/status until ok holds: codex reports rate limits
 // on its own notification, after the reply may already be delivered.
 func waitStatus(t *testing.T, api *apiClient, ok func(statusBody) bool) statusBody {

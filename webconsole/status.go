@@ -1,4 +1,4 @@
-package main
+package webconsole
 
 import (
 	"context"
@@ -26,35 +26,38 @@ import (
 // (account/read): the page polls, and a hung codex must not pile them up.
 const statusCallTimeout = 5 * time.Second
 
-// codexStatus is what the status page asks of codex; *codex.Client has it.
-type codexStatus interface {
+// CodexStatus is what the status page asks of codex; *codex.Client has it.
+type CodexStatus interface {
 	ServerVersion() string
 	UserAgent() string
 	LastRateLimits() (codex.RateLimits, bool)
 	Account(ctx context.Context) (codex.Account, error)
 }
 
-// storeStatus is what the status page asks of the store; *store.Store has it.
-type storeStatus interface {
+// StoreStatus is what the status page asks of the store; *store.Store has it.
+type StoreStatus interface {
 	Size(context.Context) (store.Size, error)
 	CountLanes(ctx context.Context) (int, error)
 }
 
-// modelSource lists codex's models; *gateway.Gateway is one.
-type modelSource interface {
+// ModelSource lists codex's models; *gateway.Gateway is one.
+type ModelSource interface {
 	Models(ctx context.Context) ([]codex.Model, string, error)
 }
 
-// statusSources are what GET /api/status reads; the daemon fills them.
-type statusSources struct {
-	health  func(ctx context.Context) error // as /healthz decides
-	codex   codexStatus
-	stats   func() gateway.Stats
-	store   storeStatus
-	metrics prometheus.Gatherer
-	version string    // gatewayd's
-	started time.Time // of the daemon, for the uptime
-	now     func() time.Time
+// StatusSources are what GET /api/status reads; the daemon fills them.
+type StatusSources struct {
+	Health  func(ctx context.Context) error // as /healthz decides
+	Codex   CodexStatus
+	Stats   func() gateway.Stats
+	Store   StoreStatus
+	Metrics prometheus.Gatherer
+	Version string // gatewayd's
+	// PinnedCodexVersion is the codex release this gatewayd was verified
+	// with (what doctor checks), shown beside the running one.
+	PinnedCodexVersion string
+	Started            time.Time // of the daemon, for the uptime
+	Now                func() time.Time
 }
 
 type statusReport struct {
@@ -142,35 +145,35 @@ var shownRuntimeMetrics = []string{
 	"process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds", "go_goroutines",
 }
 
-func (c *console) status(w http.ResponseWriter, r *http.Request) {
+func (c *Console) status(w http.ResponseWriter, r *http.Request) {
 	s := c.statusSrc
 	if s == nil {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("status is not available in this process"))
 		return
 	}
 	ctx := r.Context()
-	now := s.now()
-	st := s.stats()
+	now := s.Now()
+	st := s.Stats()
 	rep := statusReport{
-		Health:   healthOf(s.health(ctx)),
-		Gatewayd: gatewaydView{Version: s.version, StartedAt: s.started, UptimeSeconds: int64(now.Sub(s.started).Seconds())},
-		Codex:    codexOf(ctx, s.codex),
+		Health:   healthOf(s.Health(ctx)),
+		Gatewayd: gatewaydView{Version: s.Version, StartedAt: s.Started, UptimeSeconds: int64(now.Sub(s.Started).Seconds())},
+		Codex:    codexOf(ctx, s.Codex, s.PinnedCodexVersion),
 		Turns:    turnsView{Running: st.RunningTurns, Queued: st.QueuedMessages, ActiveLanes: st.ActiveLanes},
 		Lanes:    lanesView{Live: st.LiveLanes},
-		Store:    storeOf(ctx, s.store),
+		Store:    storeOf(ctx, s.Store),
 		Metrics:  []metricView{},
 	}
-	if limits, ok := s.codex.LastRateLimits(); ok {
+	if limits, ok := s.Codex.LastRateLimits(); ok {
 		rep.RateLimits = rateLimitsOf(limits)
 	}
-	known, err := s.store.CountLanes(ctx)
+	known, err := s.Store.CountLanes(ctx)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	rep.Lanes.Known = known
-	if s.metrics != nil {
-		families, err := s.metrics.Gather()
+	if s.Metrics != nil {
+		families, err := s.Metrics.Gather()
 		if err != nil {
 			writeError(w, err)
 			return
@@ -187,8 +190,8 @@ func healthOf(err error) healthView {
 	return healthView{State: "ok"}
 }
 
-func codexOf(ctx context.Context, cx codexStatus) codexView {
-	v := codexView{Version: cx.ServerVersion(), PinnedVersion: pinnedCodexVersion, UserAgent: cx.UserAgent()}
+func codexOf(ctx context.Context, cx CodexStatus, pinned string) codexView {
+	v := codexView{Version: cx.ServerVersion(), PinnedVersion: pinned, UserAgent: cx.UserAgent()}
 	ctx, cancel := context.WithTimeout(ctx, statusCallTimeout)
 	defer cancel()
 	a, err := cx.Account(ctx)
@@ -215,7 +218,7 @@ func rateLimitsOf(r codex.RateLimits) *rateLimitsView {
 
 // storeOf reports a size it cannot read as an error in the answer: the
 // rest of the page is still worth showing.
-func storeOf(ctx context.Context, st storeStatus) storeView {
+func storeOf(ctx context.Context, st StoreStatus) storeView {
 	z, err := st.Size(ctx)
 	if err != nil {
 		return storeView{Error: err.Error()}
@@ -275,7 +278,7 @@ type modelView struct {
 // models answers codex's model list. The codex client already drops the
 // models codex marks hidden; a source that does not is filtered here too,
 // so the page never offers one.
-func (c *console) models(w http.ResponseWriter, r *http.Request) {
+func (c *Console) models(w http.ResponseWriter, r *http.Request) {
 	if c.modelSrc == nil {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("models are not available in this process"))
 		return
@@ -307,19 +310,11 @@ type projectView struct {
 
 // projects answers the configured projects, sorted by name, and where a
 // lane without one works.
-func (c *console) projects(w http.ResponseWriter, r *http.Request) {
-	views := make([]projectView, 0, len(c.dirs.projects))
-	for name, dir := range c.dirs.projects {
+func (c *Console) projects(w http.ResponseWriter, r *http.Request) {
+	views := make([]projectView, 0, len(c.dirs.Projects))
+	for name, dir := range c.dirs.Projects {
 		views = append(views, projectView{Name: name, Directory: dir})
 	}
 	sort.Slice(views, func(i, j int) bool { return views[i].Name < views[j].Name })
-	writeJSON(w, http.StatusOK, map[string]any{"projects": views, "default_directory": c.dirs.fallback})
-}
-
-// statusSources binds the status page to the running daemon.
-func (d *daemon) statusSources() *statusSources {
-	return &statusSources{
-		health: d.health.Check, codex: d.codex, stats: d.gateway.Stats, store: d.store,
-		metrics: d.metrics.Registry(), version: Version(), started: time.Now(), now: time.Now,
-	}
+	writeJSON(w, http.StatusOK, map[string]any{"projects": views, "default_directory": c.dirs.Fallback})
 }

@@ -1,4 +1,4 @@
-package main
+package webconsole
 
 import (
 	"context"
@@ -40,8 +40,8 @@ const (
 	maxSessionKeyBytes     = 1024
 )
 
-// consoleStore is what the console reads; *store.Store implements it.
-type consoleStore interface {
+// ConsoleStore is what the console reads; *store.Store implements it.
+type ConsoleStore interface {
 	FindLanes(ctx context.Context, f store.LaneFilter) ([]store.Lane, error)
 	Lane(ctx context.Context, key string) (store.Lane, error)
 	TranscriptPage(ctx context.Context, key string, before int64, limit int) ([]store.Message, error)
@@ -49,25 +49,45 @@ type consoleStore interface {
 	LastTurnUsage(ctx context.Context, key string) (store.TurnUsage, bool, error)
 }
 
-// laneStater tells a lane's live work; *gateway.Gateway implements it.
-type laneStater interface {
+// LaneStater tells a lane's live work; *gateway.Gateway implements it.
+type LaneStater interface {
 	LaneState(key string) gateway.LaneState
 }
 
-type console struct {
-	st    consoleStore
-	live  laneStater
+// Console serves the console's JSON routes: lanes, transcripts and search
+// from the store with each lane's live work, and the status, model and
+// project routes (status.go).
+type Console struct {
+	st    ConsoleStore
+	live  LaneStater
 	token string
-	dirs  workdirs
+	dirs  Workdirs
 	// statusSrc and modelSrc serve /api/status and /api/models (status.go);
 	// without them those routes answer 503.
-	statusSrc *statusSources
-	modelSrc  modelSource
+	statusSrc *StatusSources
+	modelSrc  ModelSource
 }
 
-// routes returns the console's patterns for api.Config.Handlers. They take
+// ConsoleConfig is what a Console reads. Status and Models may be nil:
+// /api/status and /api/models then answer 503.
+type ConsoleConfig struct {
+	Store  ConsoleStore
+	Live   LaneStater
+	Token  string // api.token; "" admits every request
+	Dirs   Workdirs
+	Status *StatusSources
+	Models ModelSource
+}
+
+// NewConsole returns the console's handlers over cfg's sources.
+func NewConsole(cfg ConsoleConfig) *Console {
+	return &Console{st: cfg.Store, live: cfg.Live, token: cfg.Token, dirs: cfg.Dirs,
+		statusSrc: cfg.Status, modelSrc: cfg.Models}
+}
+
+// Routes returns the console's patterns for api.Config.Handlers. They take
 // every method so that a wrong one is answered 405 in JSON, not by the mux.
-func (c *console) routes() map[string]http.Handler {
+func (c *Console) Routes() map[string]http.Handler {
 	return map[string]http.Handler{
 		"/api/lanes":                   c.guard(c.listLanes),
 		"/api/lanes/{lane}":            c.guard(c.showLane),
@@ -80,7 +100,7 @@ func (c *console) routes() map[string]http.Handler {
 }
 
 // guard admits GET requests that carry the token (when one is set).
-func (c *console) guard(next http.HandlerFunc) http.Handler {
+func (c *Console) guard(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !bearerMatches(r, c.token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
@@ -96,6 +116,8 @@ func (c *console) guard(next http.HandlerFunc) http.Handler {
 	})
 }
 
+// bearerMatches says whether r carries token as its bearer token; with no
+// token set every request does. The console and admin routes share it.
 func bearerMatches(r *http.Request, token string) bool {
 	if token == "" {
 		return true
@@ -109,7 +131,7 @@ func errorBody(msg string) map[string]string { return map[string]string{"error":
 // consoleLane is a lane as the console shows it: the admin view plus the
 // lane's live work.
 type consoleLane struct {
-	laneView
+	LaneView
 	Title   string `json:"title,omitempty"`
 	Queued  int    `json:"queued"`
 	Running bool   `json:"running"`
@@ -162,15 +184,15 @@ type searchResult struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func (c *console) viewLane(l store.Lane) consoleLane {
+func (c *Console) viewLane(l store.Lane) consoleLane {
 	live := c.live.LaneState(l.SessionKey)
 	return consoleLane{
-		laneView: viewLane(l, c.dirs), Title: l.Meta["title"],
+		LaneView: ViewLane(l, c.dirs), Title: l.Meta["title"],
 		Queued: live.Queued, Running: live.Running,
 	}
 }
 
-func (c *console) listLanes(w http.ResponseWriter, r *http.Request) {
+func (c *Console) listLanes(w http.ResponseWriter, r *http.Request) {
 	limit, err := limitParam(r, lanesDefaultLimit, lanesMaxLimit)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
@@ -191,7 +213,7 @@ func (c *console) listLanes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"lanes": views})
 }
 
-func (c *console) showLane(w http.ResponseWriter, r *http.Request) {
+func (c *Console) showLane(w http.ResponseWriter, r *http.Request) {
 	key, ok := laneParam(w, r)
 	if !ok {
 		return
@@ -223,7 +245,7 @@ func viewTurnUsage(tu store.TurnUsage) *turnUsageView {
 	}
 }
 
-func (c *console) transcript(w http.ResponseWriter, r *http.Request) {
+func (c *Console) transcript(w http.ResponseWriter, r *http.Request) {
 	key, ok := laneParam(w, r)
 	if !ok {
 		return
@@ -243,7 +265,7 @@ func (c *console) transcript(w http.ResponseWriter, r *http.Request) {
 
 // writeTranscriptPage asks for one message more than the page holds, so
 // next_before is null exactly when no older message exists.
-func (c *console) writeTranscriptPage(w http.ResponseWriter, r *http.Request, key string, before int64, limit int) {
+func (c *Console) writeTranscriptPage(w http.ResponseWriter, r *http.Request, key string, before int64, limit int) {
 	msgs, err := c.st.TranscriptPage(r.Context(), key, before, limit+1)
 	if err != nil {
 		writeLaneError(w, key, err)
@@ -263,7 +285,7 @@ func (c *console) writeTranscriptPage(w http.ResponseWriter, r *http.Request, ke
 	writeJSON(w, http.StatusOK, page)
 }
 
-func (c *console) search(w http.ResponseWriter, r *http.Request) {
+func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query().Get("q")
 	if strings.TrimSpace(q) == "" {
 		writeJSON(w, http.StatusBadRequest, errorBody("search needs q: the words to find"))

@@ -1,8 +1,7 @@
-package main
+package webconsole
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -15,7 +14,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// adminPrefix is where the operator routes are mounted on the API listener.
+// AdminPrefix is where the operator routes are mounted on the API listener.
 // The running daemon owns the store's lock, so `gatewayd sessions` goes
 // through these routes while it runs:
 //
@@ -23,11 +22,11 @@ import (
 //	GET  /api/admin/sessions/{key}?limit=N      one lane and its current transcript
 //	POST /api/admin/sessions/{key}/reset        the same as /reset in the lane
 //	GET  /api/admin/search?q=TEXT&limit=N       transcript messages of every lane, best match first
-const adminPrefix = "/api/admin/"
+const AdminPrefix = "/api/admin/"
 
-// sessionsBackend is what the sessions commands need; the daemon serves it
+// SessionsBackend is what the sessions commands need; the daemon serves it
 // from the store plus Gateway.ResetLane, the offline CLI from the store alone.
-type sessionsBackend interface {
+type SessionsBackend interface {
 	Lanes(ctx context.Context, limit int) ([]store.Lane, error)
 	Lane(ctx context.Context, key string) (store.Lane, error)
 	Transcript(ctx context.Context, key string, limit int) ([]store.Message, error)
@@ -35,8 +34,8 @@ type sessionsBackend interface {
 	Reset(ctx context.Context, key string) error
 }
 
-// laneView is the JSON form of a lane, shared by the admin API and the CLI.
-type laneView struct {
+// LaneView is the JSON form of a lane, shared by the admin API and the CLI.
+type LaneView struct {
 	Key            string            `json:"key"`
 	Platform       string            `json:"platform"`
 	Kind           string            `json:"kind"`
@@ -64,30 +63,32 @@ type laneView struct {
 	Verbose string `json:"verbose"`
 }
 
-// workdirs says where lanes work, from the configuration: a project's
+// Workdirs says where lanes work, from the configuration: a project's
 // directory, else codex.cwd (the gateway's rule, for the operator's view).
-type workdirs struct {
-	projects map[string]string
-	fallback string
+type Workdirs struct {
+	Projects map[string]string
+	Fallback string
 }
 
-func newWorkdirs(cfg *config.Config) workdirs {
-	return workdirs{projects: cfg.Projects, fallback: cfg.Codex.Cwd}
+// NewWorkdirs reads the projects and codex.cwd of cfg.
+func NewWorkdirs(cfg *config.Config) Workdirs {
+	return Workdirs{Projects: cfg.Projects, Fallback: cfg.Codex.Cwd}
 }
 
 // of returns the directory of a lane whose project is name, and whether
 // name is configured (or empty).
-func (w workdirs) of(name string) (dir string, known bool) {
+func (w Workdirs) of(name string) (dir string, known bool) {
 	if name == "" {
-		return w.fallback, true
+		return w.Fallback, true
 	}
-	if dir, ok := w.projects[name]; ok {
+	if dir, ok := w.Projects[name]; ok {
 		return dir, true
 	}
-	return w.fallback, false
+	return w.Fallback, false
 }
 
-type messageView struct {
+// MessageView is the JSON form of a transcript message.
+type MessageView struct {
 	Lane      string    `json:"lane,omitempty"` // search results only
 	Role      string    `json:"role"`
 	Text      string    `json:"text"`
@@ -95,18 +96,20 @@ type messageView struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-type sessionView struct {
-	Lane       laneView      `json:"lane"`
-	Transcript []messageView `json:"transcript"`
+// SessionView is one lane and its current transcript.
+type SessionView struct {
+	Lane       LaneView      `json:"lane"`
+	Transcript []MessageView `json:"transcript"`
 }
 
-func viewLane(l store.Lane, dirs workdirs) laneView {
+// ViewLane is l as the operator sees it, with where it works per dirs.
+func ViewLane(l store.Lane, dirs Workdirs) LaneView {
 	binding := string(l.Binding)
 	if binding == "" {
 		binding = "none"
 	}
 	dir, known := dirs.of(l.Project)
-	return laneView{
+	return LaneView{
 		Project: l.Project, Directory: dir, Unconfigured: !known,
 		Key: l.SessionKey, Platform: l.Platform, Kind: l.Kind, ChatID: l.ChatID, TopicID: l.TopicID,
 		SessionID: l.SessionID, ThreadID: l.ThreadID, Binding: binding, Generation: l.Generation,
@@ -116,32 +119,38 @@ func viewLane(l store.Lane, dirs workdirs) laneView {
 	}
 }
 
-func viewMessages(msgs []store.Message) []messageView {
-	out := make([]messageView, 0, len(msgs))
+func viewMessages(msgs []store.Message) []MessageView {
+	out := make([]MessageView, 0, len(msgs))
 	for _, m := range msgs {
-		out = append(out, messageView{Role: m.Role, Text: m.Text, TurnID: m.TurnID, CreatedAt: m.CreatedAt})
+		out = append(out, MessageView{Role: m.Role, Text: m.Text, TurnID: m.TurnID, CreatedAt: m.CreatedAt})
 	}
 	return out
 }
 
-// adminHandler serves the admin routes. token, when set, is required as a
+// Admin serves the admin routes. token, when set, is required as a
 // bearer token (the API lane's token).
-type adminHandler struct {
-	backend sessionsBackend
+type Admin struct {
+	backend SessionsBackend
 	token   string
-	dirs    workdirs
+	dirs    Workdirs
 }
 
-func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(r) {
+// NewAdmin returns the admin routes over backend; token, when set, is
+// required as a bearer token.
+func NewAdmin(backend SessionsBackend, token string, dirs Workdirs) *Admin {
+	return &Admin{backend: backend, token: token, dirs: dirs}
+}
+
+func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !bearerMatches(r, h.token) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 		return
 	}
-	if r.URL.EscapedPath() == adminPrefix+"search" {
+	if r.URL.EscapedPath() == AdminPrefix+"search" {
 		h.search(w, r, queryLimit(r, 50))
 		return
 	}
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), adminPrefix+"sessions")
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), AdminPrefix+"sessions")
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 		return
@@ -157,15 +166,7 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *adminHandler) authorized(r *http.Request) bool {
-	if h.token == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
-}
-
-func (h *adminHandler) list(w http.ResponseWriter, r *http.Request, limit int) {
+func (h *Admin) list(w http.ResponseWriter, r *http.Request, limit int) {
 	if r.Method != http.MethodGet {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
 		return
@@ -175,14 +176,14 @@ func (h *adminHandler) list(w http.ResponseWriter, r *http.Request, limit int) {
 		writeError(w, err)
 		return
 	}
-	views := make([]laneView, 0, len(lanes))
+	views := make([]LaneView, 0, len(lanes))
 	for _, l := range lanes {
-		views = append(views, viewLane(l, h.dirs))
+		views = append(views, ViewLane(l, h.dirs))
 	}
 	writeJSON(w, http.StatusOK, views)
 }
 
-func (h *adminHandler) show(w http.ResponseWriter, r *http.Request, escapedKey string, limit int) {
+func (h *Admin) show(w http.ResponseWriter, r *http.Request, escapedKey string, limit int) {
 	if r.Method != http.MethodGet {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
 		return
@@ -191,7 +192,7 @@ func (h *adminHandler) show(w http.ResponseWriter, r *http.Request, escapedKey s
 	if !ok {
 		return
 	}
-	v, err := loadSession(r.Context(), h.backend, h.dirs, key, limit)
+	v, err := LoadSession(r.Context(), h.backend, h.dirs, key, limit)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -199,7 +200,7 @@ func (h *adminHandler) show(w http.ResponseWriter, r *http.Request, escapedKey s
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (h *adminHandler) search(w http.ResponseWriter, r *http.Request, limit int) {
+func (h *Admin) search(w http.ResponseWriter, r *http.Request, limit int) {
 	if r.Method != http.MethodGet {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET"})
 		return
@@ -214,11 +215,11 @@ func (h *adminHandler) search(w http.ResponseWriter, r *http.Request, limit int)
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewFound(msgs))
+	writeJSON(w, http.StatusOK, ViewFound(msgs))
 }
 
-// viewFound is search results: messages that name their lane.
-func viewFound(msgs []store.Message) []messageView {
+// ViewFound is search results: messages that name their lane.
+func ViewFound(msgs []store.Message) []MessageView {
 	views := viewMessages(msgs)
 	for i, m := range msgs {
 		views[i].Lane = m.SessionKey
@@ -226,7 +227,7 @@ func viewFound(msgs []store.Message) []messageView {
 	return views
 }
 
-func (h *adminHandler) reset(w http.ResponseWriter, r *http.Request, escapedKey string) {
+func (h *Admin) reset(w http.ResponseWriter, r *http.Request, escapedKey string) {
 	if r.Method != http.MethodPost {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use POST"})
 		return
@@ -242,16 +243,18 @@ func (h *adminHandler) reset(w http.ResponseWriter, r *http.Request, escapedKey 
 	writeJSON(w, http.StatusOK, map[string]string{"reset": key})
 }
 
-func loadSession(ctx context.Context, b sessionsBackend, dirs workdirs, key string, limit int) (sessionView, error) {
+// LoadSession reads the lane key and the last limit messages of its
+// current transcript.
+func LoadSession(ctx context.Context, b SessionsBackend, dirs Workdirs, key string, limit int) (SessionView, error) {
 	l, err := b.Lane(ctx, key)
 	if err != nil {
-		return sessionView{}, err
+		return SessionView{}, err
 	}
 	msgs, err := b.Transcript(ctx, key, limit)
 	if err != nil {
-		return sessionView{}, err
+		return SessionView{}, err
 	}
-	return sessionView{Lane: viewLane(l, dirs), Transcript: viewMessages(msgs)}, nil
+	return SessionView{Lane: ViewLane(l, dirs), Transcript: viewMessages(msgs)}, nil
 }
 
 func unescapeKey(w http.ResponseWriter, escaped string) (string, bool) {

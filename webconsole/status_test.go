@@ -1,4 +1,4 @@
-package main
+package webconsole_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 // fakeCodexStatus is codex as the status page sees it.
@@ -83,6 +84,10 @@ type statusBody struct {
 	}
 }
 
+// pinnedCodexVersion stands for the daemon's pinned codex release, which
+// the status answer repeats as given.
+const pinnedCodexVersion = "0.169.0"
+
 // statusWorld is newConsoleWorld with the status and model sources bound
 // to fakes over its real store and a real metrics registry.
 func newStatusWorld(t testing.TB, token string, cx *fakeCodexStatus, health error, models fakeModels) *consoleWorld {
@@ -94,16 +99,17 @@ func newStatusWorld(t testing.TB, token string, cx *fakeCodexStatus, health erro
 	m.Bind(metrics.Sources{RunningTurns: func() int { return stats.RunningTurns }})
 	m.TurnFinished("completed", 1500*time.Millisecond)
 	started := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	c := &console{st: w.st, live: w.live, token: token, dirs: workdirs{
-		projects: map[string]string{"web": "/srv/web", "api": "/srv/api"}, fallback: "/srv/work"},
-		statusSrc: &statusSources{
-			health: func(context.Context) error { return health }, codex: cx,
-			stats: func() gateway.Stats { return stats }, store: w.st, metrics: m.Registry(),
-			version: "1.2.3", started: started, now: func() time.Time { return started.Add(90 * time.Minute) },
+	c := webconsole.NewConsole(webconsole.ConsoleConfig{Store: w.st, Live: w.live, Token: token, Dirs: webconsole.Workdirs{
+		Projects: map[string]string{"web": "/srv/web", "api": "/srv/api"}, Fallback: "/srv/work"},
+		Status: &webconsole.StatusSources{
+			Health: func(context.Context) error { return health }, Codex: cx,
+			Stats: func() gateway.Stats { return stats }, Store: w.st, Metrics: m.Registry(),
+			Version: "1.2.3", PinnedCodexVersion: pinnedCodexVersion,
+			Started: started, Now: func() time.Time { return started.Add(90 * time.Minute) },
 		},
-		modelSrc: models,
-	}
-	p := api.New(api.Config{Listen: "127.0.0.1:0", Token: token, Answers: w.st, Handlers: c.routes()})
+		Models: models,
+	})
+	p := api.New(api.Config{Listen: "127.0.0.1:0", Token: token, Answers: w.st, Handlers: c.Routes()})
 	w.srv.Config.Handler = p.Handler()
 	return w
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 // openTestStore opens a real store with two lanes and one committed turn.
@@ -63,7 +64,7 @@ func (b *recordingBackend) Reset(ctx context.Context, key string) error {
 func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 	st := openTestStore(t)
 	backend := &recordingBackend{offlineBackend: offlineBackend{st}}
-	srv := httptest.NewServer(http.StripPrefix("", &adminHandler{backend: backend, token: "tok"}))
+	srv := httptest.NewServer(http.StripPrefix("", webconsole.NewAdmin(backend, "tok", webconsole.Workdirs{})))
 	defer srv.Close()
 	client := &apiClient{base: srv.URL, token: "tok", http: srv.Client()}
 	ctx := context.Background()
@@ -120,47 +121,11 @@ func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 	}
 }
 
-func TestAdminHandlerAuthAndMethods(t *testing.T) {
-	st := openTestStore(t)
-	h := &adminHandler{backend: offlineBackend{st}, token: "tok"}
-	tests := []struct {
-		name, method, path, auth string
-		want                     int
-	}{
-		{"no token", "GET", "/api/admin/sessions", "", 401},
-		{"wrong token", "GET", "/api/admin/sessions", "Bearer nope", 401},
-		{"list", "GET", "/api/admin/sessions", "Bearer tok", 200},
-		{"list POST", "POST", "/api/admin/sessions", "Bearer tok", 405},
-		{"reset GET", "GET", "/api/admin/sessions/v1:api:default/reset", "Bearer tok", 405},
-		{"reset missing", "POST", "/api/admin/sessions/v1:api:nope/reset", "Bearer tok", 404},
-		{"reset", "POST", "/api/admin/sessions/v1:api:default/reset", "Bearer tok", 200},
-		{"other route", "GET", "/api/admin/other", "Bearer tok", 404},
-		{"slash in key", "GET", "/api/admin/sessions/a%2Fb", "Bearer tok", 400},
-		{"search", "GET", "/api/admin/search?q=remember", "Bearer tok", 200},
-		{"search without words", "GET", "/api/admin/search?q=+", "Bearer tok", 400},
-		{"search POST", "POST", "/api/admin/search?q=x", "Bearer tok", 405},
-		{"search no token", "GET", "/api/admin/search?q=x", "", 401},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, tc.path, nil)
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != tc.want {
-				t.Errorf("%s %s = %d, want %d (%s)", tc.method, tc.path, rec.Code, tc.want, rec.Body.String())
-			}
-		})
-	}
-}
-
 func TestSessionsOfflineFallback(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
 	var out bytes.Buffer
-	if err := runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "reset", []string{"v1:api:default"}, 10, &out); err != nil {
+	if err := runSessionsOffline(ctx, offlineBackend{st}, webconsole.Workdirs{}, "reset", []string{"v1:api:default"}, 10, &out); err != nil {
 		t.Fatal(err)
 	}
 	if got := out.String(); got != "reset v1:api:default\n" {
@@ -173,7 +138,7 @@ func TestSessionsOfflineFallback(t *testing.T) {
 	if len(msgs) != 0 {
 		t.Errorf("after reset the current session has %d messages, want a fresh one", len(msgs))
 	}
-	err = runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "reset", []string{"v1:api:missing"}, 10, &out)
+	err = runSessionsOffline(ctx, offlineBackend{st}, webconsole.Workdirs{}, "reset", []string{"v1:api:missing"}, 10, &out)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reset of a missing lane: %v, want ErrNotFound", err)
 	}
@@ -194,7 +159,7 @@ func TestSessionsSearchOffline(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var out bytes.Buffer
-		if err := runSessionsOffline(ctx, offlineBackend{st}, workdirs{}, "search", tc.words, 10, &out); err != nil {
+		if err := runSessionsOffline(ctx, offlineBackend{st}, webconsole.Workdirs{}, "search", tc.words, 10, &out); err != nil {
 			t.Fatalf("search %q: %v", tc.words, err)
 		}
 		if !strings.Contains(out.String(), tc.want) {

@@ -1,4 +1,4 @@
-package main
+package webconsole_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 // fakeLive is the gateway's live lane state, set by the test.
@@ -54,8 +55,8 @@ func newConsoleWorld(t testing.TB, token string) *consoleWorld {
 		}
 	}
 	w := &consoleWorld{st: st, live: fakeLive{}}
-	c := &console{st: st, live: w.live, token: token, dirs: workdirs{fallback: "/srv/work"}}
-	p := api.New(api.Config{Listen: "127.0.0.1:0", Token: token, Answers: st, Handlers: c.routes()})
+	c := webconsole.NewConsole(webconsole.ConsoleConfig{Store: st, Live: w.live, Token: token, Dirs: webconsole.Workdirs{Fallback: "/srv/work"}})
+	p := api.New(api.Config{Listen: "127.0.0.1:0", Token: token, Answers: st, Handlers: c.Routes()})
 	w.srv = httptest.NewServer(p.Handler())
 	t.Cleanup(w.srv.Close)
 	return w
