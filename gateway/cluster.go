@@ -31,6 +31,7 @@ type LaneGate interface {
 // recovery then runs per lane, as each is taken (RecoverLane), not for all.
 func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.gate = lg
+	g.turns.gate = lg
 	g.out.serves = lg.Serves
 	if ol, ok := lg.(OwnedLanes); ok {
 		g.out.owned = ol.OwnedLanes

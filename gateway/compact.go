@@ -147,10 +147,10 @@ func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
 		return "", err
 	}
 	g.obs.Resume(en.Outcome.String())
-	g.setCurThread(l, en.ThreadID)
+	l.setCurThread(en.ThreadID)
 	g.threads.markLive(ctx, l, en.ThreadID)
 	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
-		if err := g.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
+		if err := g.turns.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
 			return "", err
 		}
 		return "", ErrNothingToCompact

@@ -229,6 +229,7 @@ type Gateway struct {
 	lanes   *laneTable
 	sched   *scheduler   // the lanes' workers, turn slots and drain
 	threads *threadCache // which lanes' threads are loaded; eviction
+	turns   *turnRunner  // what a worker does with an item
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -288,10 +289,17 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		journal:     journal{st: st, log: log},
 	}
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
+	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
+		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
+		stream: g.newStreamerTyped, superseded: g.interruptIfSuperseded, compact: g.compact,
+		countTokens: g.countTokens, dropPreview: g.dropPreview,
+		workView: func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
+			return g.newWorkView(addr, replyTo, g.verboseOf(sl), started)
+		}}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
-		process: g.process, park: g.parkIfPaused, trimLive: g.threads.trimLive,
+		process: g.turns.process, park: g.parkIfPaused, trimLive: g.threads.trimLive,
 		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	for _, m := range g.modules() {
 		m.register(g.host)

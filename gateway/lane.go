@@ -327,3 +327,26 @@ func (g *Gateway) dispatchJournaled(ctx context.Context, addr Address, inboundID
 	}
 	g.sched.enqueue(ctx, l, it)
 }
+
+// discarded: the lane was reset while its item ran.
+func (l *lane) discarded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur != nil && l.cur.discard
+}
+
+// cutOff: shutdown interrupted the lane's item; it stays journaled.
+func (l *lane) cutOff() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur != nil && l.cur.cutOff
+}
+
+// setCurThread records the thread the lane's current item runs on.
+func (l *lane) setCurThread(thread string) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.threadID = thread
+	}
+	l.mu.Unlock()
+}

@@ -27,6 +27,65 @@ const (
 	cancelledNotice         = "Cancelled: the conversation was reset before this was answered."
 )
 
+// turnRunner runs one queued item: a turn through its lifecycle (journal,
+// ensure the thread, run, commit) with the modules' hooks at each step, or
+// a compaction. It holds no state of its own between items; a lane's
+// belongs to the lane, a turn's to the turn.
+type turnRunner struct {
+	base        context.Context // the gateway's
+	st          turnStore
+	cx          turnRuntime
+	host        *host
+	out         *deliverer
+	threads     *threadCache
+	inbox       inbox
+	journal     journal
+	log         *zap.Logger
+	obs         Observer
+	now         func() time.Time
+	thread      codex.ThreadConfig // the base config of every lane's thread
+	turnTimeout time.Duration      // codex.turn_timeout, named in a timed-out turn's notice
+	gate        LaneGate           // cluster mode (SetLaneGate), else nil
+
+	// Parts still built by the gateway: the turn's typing and preview,
+	// its work view, busy mode's interrupt of a superseded turn, the
+	// compaction item, token metrics and deleting a stale preview.
+	stream      func(addr Address, replyTo string, typedAt time.Time) *streamer
+	workView    func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView
+	superseded  func(l *lane, thread string)
+	compact     func(ctx context.Context, l *lane, it item)
+	countTokens func(platform string, u codex.Usage)
+	dropPreview func(ctx context.Context, addr Address, id string)
+}
+
+// turnStore is the part of the store a turn writes.
+type turnStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	JournalTurn(ctx context.Context, e store.JournalEntry) error
+	BindThread(ctx context.Context, sessionKey string, gen int64, threadID string) error
+	MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error
+	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
+}
+
+// turnRuntime is the part of codex a turn drives.
+type turnRuntime interface {
+	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
+	RunTurn(ctx context.Context, threadID string, in codex.TurnInput, ev codex.TurnEvents) (codex.TurnResult, error)
+}
+
+var (
+	_ turnStore   = (*store.Store)(nil)
+	_ turnRuntime = (*codex.Client)(nil)
+)
+
+// dropInboundJournal clears the journal entry written with an item's
+// inbound row when the item will not start now (see scheduler's).
+func (r *turnRunner) dropInboundJournal(l *lane, it item) {
+	if it.journal != nil {
+		r.journal.clear(r.base, l.key)
+	}
+}
+
 // turn carries one turn through the lifecycle.
 type turn struct {
 	l       *lane
@@ -68,43 +127,43 @@ const (
 )
 
 // process runs one queued item.
-func (g *Gateway) process(ctx context.Context, l *lane, it item) {
-	if g.host.refused(ctx, l, it) {
+func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
+	if r.host.refused(ctx, l, it) {
 		return
 	}
 	if it.kind == itemCompact {
-		g.compact(ctx, l, it)
+		r.compact(ctx, l, it)
 		return
 	}
-	g.runTurn(ctx, l, it)
+	r.runTurn(ctx, l, it)
 	// A /new during the turn left its thread loaded; release it now.
 	l.opMu.Lock()
-	g.threads.releaseStale(ctx, l)
+	r.threads.releaseStale(ctx, l)
 	l.opMu.Unlock()
 }
 
 // runTurn is the turn lifecycle: journal, ensure the thread, run, commit
 // (which confirms the binding, enqueues the reply and clears the journal).
 // The inbound message was recorded before it was queued.
-func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
-	t := &turn{l: l, it: it, started: g.now()}
+func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
+	t := &turn{l: l, it: it, started: r.now()}
 	// The entry written with the inbound row is this run's alone: an item
 	// requeued from here (a usage limit) is journaled again when it runs.
 	inboundJournal := it.journal
 	t.it.journal = nil
-	sl, err := g.st.Lane(ctx, l.key)
+	sl, err := r.st.Lane(ctx, l.key)
 	if err != nil {
-		g.log.Error("turn.lane_read_failed", zap.String("lane", l.key), zap.Error(err))
-		g.sched.dropInboundJournal(l, it)
-		g.failTurn(ctx, t, storeErrorNotice)
+		r.log.Error("turn.lane_read_failed", zap.String("lane", l.key), zap.Error(err))
+		r.dropInboundJournal(l, it)
+		r.failTurn(ctx, t, storeErrorNotice)
 		return
 	}
 	t.sl = sl
-	if g.isDiscarded(l) {
-		g.abandon(ctx, t)
+	if l.discarded() {
+		r.abandon(ctx, t)
 		return
 	}
-	g.host.prepare(ctx, t, g.cfg.Thread.Cwd)
+	r.host.prepare(ctx, t, r.thread.Cwd)
 	sl = t.sl
 	l.mu.Lock()
 	if l.cur != nil {
@@ -112,68 +171,68 @@ func (g *Gateway) runTurn(ctx context.Context, l *lane, it item) {
 	}
 	l.mu.Unlock()
 	if !journaledAs(inboundJournal, sl) {
-		err = g.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
+		err = r.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
 			InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
 		if err != nil {
-			g.log.Error("turn.journal_failed", zap.String("lane", l.key), zap.Error(err))
-			g.failTurn(ctx, t, storeErrorNotice)
+			r.log.Error("turn.journal_failed", zap.String("lane", l.key), zap.Error(err))
+			r.failTurn(ctx, t, storeErrorNotice)
 			return
 		}
 	}
 	// Typing shows while a long thread resumes, too.
-	t.stream = g.newStreamerTyped(l.addr, it.msgID, l.typedAt)
+	t.stream = r.stream(l.addr, it.msgID, l.typedAt)
 	defer t.stopStream()
 	l.mu.Lock()
 	if l.cur != nil {
 		l.cur.stream = t.stream
 	}
 	l.mu.Unlock()
-	t.work = g.newWorkView(l.addr, it.msgID, g.verboseOf(sl), t.started)
-	defer func() { t.work.stop(g.now()) }()
-	if !g.ensure(ctx, t, sl.ThreadID, sl.Binding) {
+	t.work = r.workView(l.addr, it.msgID, sl, t.started)
+	defer func() { t.work.stop(r.now()) }()
+	if !r.ensure(ctx, t, sl.ThreadID, sl.Binding) {
 		return
 	}
-	if g.isDiscarded(l) {
-		g.abandon(ctx, t)
+	if l.discarded() {
+		r.abandon(ctx, t)
 		return
 	}
-	if g.isCutOff(l) {
+	if l.cutOff() {
 		return // shutdown: stays journaled, not started
 	}
-	g.host.ready(ctx, t)
-	if g.isCutOff(l) {
+	r.host.ready(ctx, t)
+	if l.cutOff() {
 		return // shutdown interrupted the compaction: stays journaled, not started
 	}
 	if isSuperseded(l) {
 		// busy mode interrupt: a newer message arrived before this turn began.
-		g.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
+		r.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
 		return
 	}
-	res, err := g.execute(ctx, t)
+	res, err := r.execute(ctx, t)
 	// A turn that completed while shutdown was cutting it off is kept: the
 	// thread has it, so asking the user to /retry would run it twice.
-	if g.isCutOff(l) && (err != nil || res.Status != codex.TurnCompleted) {
-		g.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
+	if l.cutOff() && (err != nil || res.Status != codex.TurnCompleted) {
+		r.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
 		return // stays journaled: the next start tells the lane
 	}
-	if errors.Is(err, errHandled) || g.host.takenOver(ctx, t, res, err) {
+	if errors.Is(err, errHandled) || r.host.takenOver(ctx, t, res, err) {
 		return
 	}
 	if res.WatchdogFired && res.Status != codex.TurnCompleted {
 		// codex.turn_timeout stopped it, not the user: say so, and that
 		// /retry (which reruns the last user message, this one) can run it.
 		t.turnID = res.TurnID
-		g.finish(ctx, t, statusTimedOut, timedOutText(res.Text, g.cfg.TurnTimeout), res.Usage)
+		r.finish(ctx, t, statusTimedOut, timedOutText(res.Text, r.turnTimeout), res.Usage)
 		return
 	}
 	if err != nil {
-		g.log.Warn("turn.error", zap.String("lane", l.key), zap.String("thread", t.thread), zap.Error(err))
-		g.finish(ctx, t, statusFailed, "Codex turn failed: "+briefError(err), codex.Usage{})
+		r.log.Warn("turn.error", zap.String("lane", l.key), zap.String("thread", t.thread), zap.Error(err))
+		r.finish(ctx, t, statusFailed, "Codex turn failed: "+briefError(err), codex.Usage{})
 		return
 	}
 	t.turnID = res.TurnID
-	g.host.finished(t, res)
-	g.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
+	r.host.finished(t, res)
+	r.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
 }
 
 // journaledAs says whether the journal entry written with the inbound row
@@ -187,85 +246,85 @@ func journaledAs(e *store.JournalEntry, sl store.Lane) bool {
 // and, when the stored thread was refused, marks the old binding lost and
 // tells the lane once. It reports false when the turn cannot go on (the
 // failure is already handled).
-func (g *Gateway) ensure(ctx context.Context, t *turn, stored string, binding store.Binding) bool {
+func (r *turnRunner) ensure(ctx context.Context, t *turn, stored string, binding store.Binding) bool {
 	l := t.l
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	g.threads.releaseStale(ctx, l)
+	r.threads.releaseStale(ctx, l)
 	if binding == store.BindingLost {
 		stored = ""
 	}
-	en, err := g.cx.EnsureThread(ctx, stored, g.host.threadConfig(t.sl, t.dir, g.cfg.Thread))
+	en, err := r.cx.EnsureThread(ctx, stored, r.host.threadConfig(t.sl, t.dir, r.thread))
 	if err != nil {
-		g.log.Warn("thread.ensure_failed", zap.String("lane", l.key), zap.String("thread", stored), zap.Error(err))
+		r.log.Warn("thread.ensure_failed", zap.String("lane", l.key), zap.String("thread", stored), zap.Error(err))
 		if errors.Is(err, codex.ErrStaleWriter) {
-			g.failTurn(ctx, t, staleWriterNotice)
+			r.failTurn(ctx, t, staleWriterNotice)
 		} else {
-			g.failTurn(ctx, t, "Codex could not open this conversation: "+briefError(err))
+			r.failTurn(ctx, t, "Codex could not open this conversation: "+briefError(err))
 		}
 		return false
 	}
-	g.obs.Resume(en.Outcome.String())
+	r.obs.Resume(en.Outcome.String())
 	t.thread = en.ThreadID
-	g.setCurThread(l, en.ThreadID)
-	g.threads.markLive(ctx, l, en.ThreadID)
-	if err := g.bind(ctx, t, en); err != nil {
+	l.setCurThread(en.ThreadID)
+	r.threads.markLive(ctx, l, en.ThreadID)
+	if err := r.bind(ctx, t, en); err != nil {
 		if errors.Is(err, store.ErrStaleGeneration) {
-			g.abandon(ctx, t)
+			r.abandon(ctx, t)
 			return false
 		}
-		g.log.Error("binding.store_failed", zap.String("lane", l.key), zap.Error(err))
-		g.failTurn(ctx, t, storeErrorNotice)
+		r.log.Error("binding.store_failed", zap.String("lane", l.key), zap.Error(err))
+		r.failTurn(ctx, t, storeErrorNotice)
 		return false
 	}
 	return true
 }
 
 // bind records the binding for a new or replacement thread.
-func (g *Gateway) bind(ctx context.Context, t *turn, en codex.Ensured) error {
+func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error {
 	key, gen := t.l.key, t.sl.Generation
 	switch en.Outcome {
 	case codex.OutcomeStarted:
-		g.log.Info("binding.pending", zap.String("lane", key), zap.String("thread", en.ThreadID))
-		if err := g.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
+		r.log.Info("binding.pending", zap.String("lane", key), zap.String("thread", en.ThreadID))
+		if err := r.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
 			return err
 		}
 		if t.sl.Binding == store.BindingLost {
 			// A replacement marked the old thread lost but stopped (crash)
 			// before binding a new one and telling the lane: tell it now.
-			g.out.notify(ctx, t.l.addr, "", ReplacedNotice)
+			r.out.notify(ctx, t.l.addr, "", ReplacedNotice)
 		}
 	case codex.OutcomeReplaced:
-		if err := g.st.MarkBindingLost(ctx, key, gen, en.PreviousID, en.Reason); err != nil {
+		if err := r.st.MarkBindingLost(ctx, key, gen, en.PreviousID, en.Reason); err != nil {
 			return err
 		}
-		g.log.Warn("binding.lost", zap.String("lane", key), zap.String("previous", en.PreviousID),
+		r.log.Warn("binding.lost", zap.String("lane", key), zap.String("previous", en.PreviousID),
 			zap.String("thread", en.ThreadID), zap.String("reason", en.Reason))
-		if err := g.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
+		if err := r.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
 			return err
 		}
-		g.out.notify(ctx, t.l.addr, "", ReplacedNotice)
+		r.out.notify(ctx, t.l.addr, "", ReplacedNotice)
 	}
 	return nil
 }
 
 // execute runs the turn (step 4) with typing and a streamed preview. A
 // thread the app-server forgot (it restarted) is ensured again once.
-func (g *Gateway) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
+func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
 	ev := codex.TurnEvents{
-		Started: func(id string) { t.turnID = id; g.interruptIfSuperseded(t.l, t.thread) },
+		Started: func(id string) { t.turnID = id; r.superseded(t.l, t.thread) },
 		Delta:   t.stream.delta,
 	}
 	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
-	g.host.input(ctx, t, &in)
-	res, err := g.cx.RunTurn(ctx, t.thread, in, ev)
+	r.host.input(ctx, t, &in)
+	res, err := r.cx.RunTurn(ctx, t.thread, in, ev)
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
-		g.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))
-		if !g.ensure(ctx, t, t.thread, store.BindingPending) {
+		r.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))
+		if !r.ensure(ctx, t, t.thread, store.BindingPending) {
 			return res, errHandled
 		}
-		res, err = g.cx.RunTurn(ctx, t.thread, in, ev)
+		res, err = r.cx.RunTurn(ctx, t.thread, in, ev)
 	}
 	return res, err
 }
@@ -275,11 +334,11 @@ var errHandled = errors.New("gateway: handled")
 
 // finish commits the turn (step 5-6): transcript rows, binding confirmation
 // when completed, the reply in the outbox, journal cleared, inbound done.
-func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
+func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
 	t.stopStream()
-	t.work.stop(g.now()) // collapsed before the reply goes out
-	g.obs.TurnFinished(status, g.now().Sub(t.started))
-	g.countTokens(t.l.addr.Platform, u)
+	t.work.stop(r.now()) // collapsed before the reply goes out
+	r.obs.TurnFinished(status, r.now().Sub(t.started))
+	r.countTokens(t.l.addr.Platform, u)
 	if t.turnID == "" {
 		t.turnID = syntheticTurnID(t)
 	}
@@ -304,7 +363,7 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	if cur != nil {
 		steered = cur.steer.close()
 	}
-	res, err := g.st.CommitTurn(ctx, store.CompletedTurn{
+	res, err := r.st.CommitTurn(ctx, store.CompletedTurn{
 		SessionKey: t.l.key, Generation: t.sl.Generation, SessionID: t.sl.SessionID,
 		ThreadID: t.thread, TurnID: t.turnID, InboundID: t.it.inboundID,
 		UserText: t.it.text, UserMessageID: t.it.msgID, AssistantText: text, Status: status,
@@ -316,25 +375,25 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 	case errors.Is(err, store.ErrFenced):
 		// Another node serves the lane now and answers it; saying
 		// anything here would answer twice.
-		g.log.Warn("turn.commit_fenced", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
+		r.log.Warn("turn.commit_fenced", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 	case err != nil:
-		g.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
-		g.out.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, g.unsavedReply(ctx, t, text, steered))
+		r.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
+		r.out.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, r.unsavedReply(ctx, t, text, steered))
 	case res.Stale:
 		// CommitTurn cleared this turn's own journal entry; clearing the
 		// lane's would risk the entry of a turn of the new generation.
-		g.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
-		g.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+		r.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
+		r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	default:
 		if res.Duplicate {
-			g.log.Warn("turn.commit_duplicate", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
+			r.log.Warn("turn.commit_duplicate", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
 		}
-		g.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
+		r.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
-		g.dropPreview(ctx, t.l.addr, stalePreview)
-		g.out.poke()
-		if g.gate != nil {
-			g.gate.TurnCommitted(t.l.key, t.thread)
+		r.dropPreview(ctx, t.l.addr, stalePreview)
+		r.out.poke()
+		if r.gate != nil {
+			r.gate.TurnCommitted(t.l.key, t.thread)
 		}
 	}
 }
@@ -345,12 +404,12 @@ func (g *Gateway) finish(ctx context.Context, t *turn, status, text string, u co
 // may be called lost ("try again"); one whose row could not be marked
 // either stays received, and the next start runs it, so the user must not
 // be told to send it again.
-func (g *Gateway) unsavedReply(ctx context.Context, t *turn, text string, steered []store.SteeredInput) string {
-	closed := g.inbox.close(ctx, t.it.inboundID, store.InboundFailed)
+func (r *turnRunner) unsavedReply(ctx context.Context, t *turn, text string, steered []store.SteeredInput) string {
+	closed := r.inbox.close(ctx, t.it.inboundID, store.InboundFailed)
 	for _, s := range steered {
-		closed = g.inbox.close(ctx, s.InboundID, store.InboundFailed) && closed
+		closed = r.inbox.close(ctx, s.InboundID, store.InboundFailed) && closed
 	}
-	g.journal.clear(ctx, t.l.key)
+	r.journal.clear(ctx, t.l.key)
 	switch {
 	case !closed:
 		return storeStillPendingNotice
@@ -361,16 +420,16 @@ func (g *Gateway) unsavedReply(ctx context.Context, t *turn, text string, steere
 }
 
 // failTurn answers a turn that could not run and records it as failed.
-func (g *Gateway) failTurn(ctx context.Context, t *turn, msg string) {
-	g.finish(ctx, t, statusFailed, msg, codex.Usage{})
+func (r *turnRunner) failTurn(ctx context.Context, t *turn, msg string) {
+	r.finish(ctx, t, statusFailed, msg, codex.Usage{})
 }
 
 // abandon drops a turn whose lane was reset while it started.
-func (g *Gateway) abandon(ctx context.Context, t *turn) {
-	g.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
-	g.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
-	g.journal.clear(ctx, t.l.key)
-	g.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+func (r *turnRunner) abandon(ctx context.Context, t *turn) {
+	r.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
+	r.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
+	r.journal.clear(ctx, t.l.key)
+	r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	t.l.mu.Lock()
 	t.l.stale = true
 	t.l.mu.Unlock()
@@ -456,24 +515,4 @@ func brief(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
-}
-
-func (g *Gateway) isDiscarded(l *lane) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.discard
-}
-
-func (g *Gateway) isCutOff(l *lane) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.cutOff
-}
-
-func (g *Gateway) setCurThread(l *lane, thread string) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.threadID = thread
-	}
-	l.mu.Unlock()
 }
