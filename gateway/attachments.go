@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -60,50 +58,6 @@ func isTooLarge(err error) (*files.TooLargeError, bool) {
 // storeAttachments saves the message's files and returns what was stored
 // and the notices for the ones that were not. Without a files store every
 // file is refused.
-func (g *Gateway) storeAttachments(ctx context.Context, in Inbound) ([]store.Attachment, []string) {
-	var saved []store.Attachment
-	var notices []string
-	for _, a := range in.Attachments {
-		s, err := g.storeAttachment(ctx, in, a)
-		if err != nil {
-			g.log.Warn("inbound.file_refused", zap.String("platform", in.Address.Platform),
-				zap.String("message", in.MessageID), zap.String("name", files.SanitizeName(a.Name)), zap.Error(err))
-			if tl, ok := isTooLarge(err); ok {
-				notices = append(notices, tooLargeNotice(files.SanitizeName(a.Name), tl.Limit))
-			} else {
-				notices = append(notices, failedNotice(files.SanitizeName(a.Name)))
-			}
-			continue
-		}
-		saved = append(saved, store.Attachment{Path: s.Path, Name: s.Name, MIME: s.MIME, Size: s.Size, IsImage: s.IsImage})
-	}
-	return saved, notices
-}
-
-func (g *Gateway) storeAttachment(ctx context.Context, in Inbound, a Attachment) (files.Saved, error) {
-	switch {
-	case a.Stored != nil:
-		return *a.Stored, nil
-	case a.Err != nil:
-		return files.Saved{}, a.Err
-	case g.cfg.Files == nil:
-		return files.Saved{}, errors.New("gateway: no files store configured")
-	case a.Open == nil:
-		return files.Saved{}, errors.New("gateway: attachment has nothing to read")
-	}
-	if limit := g.cfg.Files.Limits().MaxBytes; a.Size > limit {
-		return files.Saved{}, &files.TooLargeError{Limit: limit, Got: a.Size}
-	}
-	r, err := a.Open(ctx)
-	if err != nil {
-		return files.Saved{}, fmt.Errorf("gateway: fetch attachment: %w", err)
-	}
-	defer r.Close()
-	return g.cfg.Files.Save(ctx, in.Address.SessionKey(), in.MessageID, a.Name, r)
-}
-
-// discardAttachments removes files stored for a message that turned out to
-// be a redelivery: the first delivery's files are the ones it runs with.
 func discardAttachments(in Inbound, saved []store.Attachment) {
 	stored := map[string]bool{}
 	for _, a := range in.Attachments {

@@ -46,7 +46,7 @@ func BenchmarkLiveLaneMemory(b *testing.B) {
 		before := heapInUse()
 		for i := range lanes {
 			addr := Address{Platform: "telegram", Kind: LaneTopic, ChatID: "-1001234567890", TopicID: keys[i]}
-			l := g.laneFor(addr)
+			l := g.lanes.get(addr)
 			g.threads.markLive(ctx, l, "019ea688-7067-7461-a6a6-4237815e"+keys[i][6:])
 		}
 		after := heapInUse()

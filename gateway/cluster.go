@@ -32,6 +32,7 @@ type LaneGate interface {
 func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.gate = lg
 	g.turns.gate = lg
+	g.in.gate = lg
 	g.out.serves = lg.Serves
 	if ol, ok := lg.(OwnedLanes); ok {
 		g.out.owned = ol.OwnedLanes
@@ -95,7 +96,7 @@ func (g *Gateway) DispatchClaimed(ctx context.Context, rows []store.InboundRow) 
 			g.inbox.set(ctx, row.ID, store.InboundFailed)
 			continue
 		}
-		g.dispatch(g.baseCtx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
+		g.in.dispatch(g.baseCtx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
 	}
 }
 
@@ -131,7 +132,7 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 		l.mu.Unlock()
 		if free {
 			g.threads.releaseStale(ctx, l)
-			g.forget(l)
+			g.lanes.forget(l)
 		}
 		l.opMu.Unlock()
 	}

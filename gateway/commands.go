@@ -129,7 +129,7 @@ func (g *Gateway) ResetLane(ctx context.Context, sessionKey string) error {
 		if err != nil {
 			return fmt.Errorf("gateway: reset %s: %w", sessionKey, err)
 		}
-		l = g.laneFor(addressOfLane(sl))
+		l = g.lanes.get(addressOfLane(sl))
 	}
 	return g.resetLane(ctx, l, "reset by operator", "")
 }

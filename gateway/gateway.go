@@ -230,6 +230,7 @@ type Gateway struct {
 	sched   *scheduler   // the lanes' workers, turn slots and drain
 	threads *threadCache // which lanes' threads are loaded; eviction
 	turns   *turnRunner  // what a worker does with an item
+	in      *intake      // a platform's message from Deliver to its lane
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -301,6 +302,9 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
 		process: g.turns.process, park: g.parkIfPaused, trimLive: g.threads.trimLive,
 		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
+	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
+		files: cfg.Files, platforms: platforms, log: log, obs: cfg.Observer, now: cfg.Now,
+		paused: g.usagePaused, busy: g.busyInput}
 	for _, m := range g.modules() {
 		m.register(g.host)
 	}
@@ -452,3 +456,16 @@ func (g *Gateway) awaitReady(ctx context.Context) {
 // returns how many it released. The eviction loop calls it periodically;
 // tests call it after moving the injected clock.
 func (g *Gateway) EvictIdle(ctx context.Context) int { return g.threads.evictIdle(ctx) }
+
+// Deliver records an inbound message and queues it on its lane. It returns
+// once the message is durably recorded or recognised as a duplicate.
+func (g *Gateway) Deliver(ctx context.Context, in Inbound) error {
+	_, err := g.DeliverChecked(ctx, in)
+	return err
+}
+
+// DeliverChecked is Deliver that also reports a duplicate message (one
+// already recorded; it is answered once, by its first delivery).
+func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) {
+	return g.in.deliver(ctx, in)
+}

@@ -60,7 +60,7 @@ func (g *Gateway) recoverFrom(ctx context.Context, entries []store.JournalEntry,
 			continue
 		}
 		g.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
-		g.dispatch(ctx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
+		g.in.dispatch(ctx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
 	}
 	g.log.Info("recover.done", zap.Int("cut_off", told), zap.Int("pending", len(pending)))
 	return nil
@@ -82,7 +82,7 @@ func (g *Gateway) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID
 		g.journal.clear(ctx, e.SessionKey)
 		return false
 	}
-	l := g.laneFor(addressOfLane(sl))
+	l := g.lanes.get(addressOfLane(sl))
 	text := CutOffNotice
 	if autoRetry {
 		text = autoRetryNotice

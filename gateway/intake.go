@@ -1,0 +1,285 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// intake takes a platform's message in: it checks the sender, stores the
+// message's files, records it (its lane row in the same commit, and on an
+// idle lane its turn's journal entry), then hands it to a command, a
+// button's module or the lane's queue. A message is recorded before
+// deliver returns, so an adapter acknowledges only what is durable.
+type intake struct {
+	base      context.Context // the gateway's: work after recording outlives the adapter's request
+	st        intakeStore
+	lanes     *laneTable
+	sched     *scheduler
+	host      *host
+	out       *deliverer
+	inbox     inbox
+	files     *files.Store // nil refuses every file with a reply
+	platforms map[string]Platform
+	log       *zap.Logger
+	obs       Observer
+	now       func() time.Time
+	titled    titleOnce
+	gate      LaneGate // cluster mode (SetLaneGate), else nil
+
+	paused func() bool                                      // usage pause in force
+	busy   func(ctx context.Context, l *lane, it item) bool // busy mode: true when it handled the message
+}
+
+// intakeStore is the part of the store intake writes.
+type intakeStore interface {
+	RecordInbound(ctx context.Context, in store.Inbound) (id int64, duplicate bool, err error)
+}
+
+var _ intakeStore = (*store.Store)(nil)
+
+// deliver records an inbound message and routes it: a button press to its
+// module, a command to its handler, anything else to the lane's queue. It
+// reports a duplicate (already recorded) message.
+func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
+	if k.sched.stopping.Load() {
+		return false, ErrShuttingDown
+	}
+	if err := in.Address.Validate(); err != nil {
+		return false, err
+	}
+	if in.MessageID == "" {
+		return false, errors.New("gateway: inbound has no message id")
+	}
+	if !k.authorized(in) {
+		k.log.Info("inbound.unauthorized", zap.String("platform", in.Address.Platform),
+			zap.String("sender", in.SenderID))
+		k.obs.PlatformError(in.Address.Platform, "unauthorized")
+		return false, nil
+	}
+	if in.Callback != "" && in.Text == "" {
+		k.host.routeCallback(ctx, in, k.log)
+		return false, nil
+	}
+	if in.Text == "" && len(in.Attachments) == 0 {
+		k.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
+		return false, nil
+	}
+	if in.ReceivedAt.IsZero() {
+		in.ReceivedAt = k.now()
+	}
+	key := in.Address.SessionKey()
+	// The files are part of accepting the message: stored before its row
+	// is, so an adapter acknowledging the message after Deliver has them
+	// on disk, and the row lists them for a restart.
+	saved, notices := k.storeAttachments(ctx, in)
+	title := k.titled.of(key, in)
+	rec := store.Inbound{
+		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
+		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
+		Attachments: saved, Lane: laneKey(in.Address), LaneTitle: title,
+	}
+	id, dup, journal, release, err := k.record(ctx, in.Address, rec)
+	defer release()
+	if err != nil {
+		discardAttachments(in, saved)
+		return false, fmt.Errorf("gateway: record inbound: %w", err)
+	}
+	k.titled.recorded(key, title)
+	if dup {
+		discardAttachments(in, saved)
+		k.obs.Duplicate(in.Address.Platform)
+		k.log.Info("inbound.duplicate", zap.String("lane", key), zap.String("message", in.MessageID))
+		return true, nil
+	}
+	k.obs.Inbound(in.Address.Platform)
+	// Recorded: from here on the work must not depend on the adapter's
+	// context (an HTTP client may hang up).
+	for _, n := range notices {
+		k.out.notify(k.base, in.Address, in.MessageID, n)
+	}
+	if in.Text == "" && len(saved) == 0 { // every file refused: nothing to run
+		k.inbox.set(k.base, id, store.InboundIgnored)
+		return false, nil
+	}
+	if k.gate != nil { // the lane's owner, maybe another node, claims it
+		k.gate.Recorded(key)
+		return false, nil
+	}
+	k.dispatchJournaled(k.base, in.Address, id, in.MessageID, in.Text, saved, journal)
+	return false, nil
+}
+
+// record commits the inbound row, ensuring its lane row in the same
+// commit, and on an idle lane its turn's journal entry too (turnInbound):
+// one commit per message. Then the lane's intake lock is held until
+// release, which the caller calls once the message is queued. In cluster
+// mode the lane's owner, maybe another node, journals the turn.
+func (k *intake) record(ctx context.Context, addr Address, rec store.Inbound) (
+	id int64, dup bool, journal *store.JournalEntry, release func(), err error) {
+	ti, ok := k.st.(turnInbound)
+	if !ok || k.gate != nil {
+		id, dup, err = k.st.RecordInbound(ctx, rec)
+		return id, dup, nil, func() {}, err
+	}
+	l := k.enterIntake(addr)
+	release = func() { k.leaveIntake(l) }
+	if !runsAsTurn(rec.Text, rec.Attachments) || !k.idleForTurn(l) {
+		id, dup, err = k.st.RecordInbound(ctx, rec)
+		return id, dup, nil, release, err
+	}
+	id, dup, journal, err = ti.RecordInboundTurn(ctx, rec, withFiles(rec.Text, rec.Attachments))
+	return id, dup, journal, release, err
+}
+
+// turnInbound is the store's RecordInboundTurn: the inbound row and the
+// turn's journal entry in one commit.
+type turnInbound interface {
+	RecordInboundTurn(ctx context.Context, in store.Inbound, text string) (id int64, duplicate bool, entry *store.JournalEntry, err error)
+}
+
+// runsAsTurn says whether a message will be a turn (not a command, not
+// empty), as dispatch decides.
+func runsAsTurn(text string, att []store.Attachment) bool {
+	if len(att) > 0 {
+		return true
+	}
+	if text == "" {
+		return false
+	}
+	_, isCommand := parseCommand(text)
+	return !isCommand
+}
+
+// enterIntake takes the lane's intake lock (see lane.intakeMu).
+func (k *intake) enterIntake(addr Address) *lane {
+	for {
+		l := k.lanes.get(addr)
+		l.intakeMu.Lock()
+		l.mu.Lock()
+		if !l.dead {
+			l.intake++
+			l.mu.Unlock()
+			return l
+		}
+		l.mu.Unlock()
+		l.intakeMu.Unlock()
+	}
+}
+
+func (k *intake) leaveIntake(l *lane) {
+	l.mu.Lock()
+	l.intake--
+	l.mu.Unlock()
+	l.intakeMu.Unlock()
+	k.lanes.forget(l) // a duplicate or refused message leaves nothing to keep
+}
+
+// idleForTurn says whether a message recorded now would start its turn at
+// once: nothing running or queued on the lane, a turn slot free, no usage
+// pause, no shutdown. Only then is its journal entry written with its
+// inbound row; a turn that waits keeps the old order (journaled when it
+// starts), so a restart runs it instead of telling it cut off.
+func (k *intake) idleForTurn(l *lane) bool {
+	if k.sched.stopping.Load() || !k.sched.slotFree() || k.paused() {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur == nil && l.queue.len() == 0 && !l.stale
+}
+
+func (k *intake) authorized(in Inbound) bool {
+	p, ok := k.platforms[in.Address.Platform]
+	if !ok {
+		return true
+	}
+	a, ok := p.(Authorizer)
+	return !ok || a.Authorize(in)
+}
+
+func laneKey(a Address) store.LaneKey {
+	return store.LaneKey{SessionKey: a.SessionKey(), Platform: a.Platform, Kind: string(a.Kind),
+		ChatID: a.ChatID, TopicID: a.TopicID, UserID: a.UserID}
+}
+
+// dispatch runs a recorded message: commands act at once or queue work;
+// other text queues a turn.
+func (k *intake) dispatch(ctx context.Context, addr Address, inboundID int64, msgID, text string, att []store.Attachment) {
+	k.dispatchJournaled(ctx, addr, inboundID, msgID, text, att, nil)
+}
+
+// dispatchJournaled is dispatch of a message whose turn's journal entry
+// was written with its inbound row (journal, nil if none).
+func (k *intake) dispatchJournaled(ctx context.Context, addr Address, inboundID int64, msgID, text string,
+	att []store.Attachment, journal *store.JournalEntry) {
+	l := k.lanes.get(addr)
+	if len(att) == 0 {
+		if cmd, ok := parseCommand(text); ok {
+			k.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
+			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID},
+				func(ctx context.Context, id int64) { k.inbox.set(ctx, id, store.InboundDone) })
+			return
+		}
+	}
+	if hasAudio(att) && l.tellAudioOnce() {
+		k.out.notify(ctx, addr, msgID, audioNotice)
+	}
+	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),
+		journal: journal}
+	if k.busy(ctx, l, it) {
+		return
+	}
+	k.sched.enqueue(ctx, l, it)
+}
+
+func (k *intake) storeAttachments(ctx context.Context, in Inbound) ([]store.Attachment, []string) {
+	var saved []store.Attachment
+	var notices []string
+	for _, a := range in.Attachments {
+		s, err := k.storeAttachment(ctx, in, a)
+		if err != nil {
+			k.log.Warn("inbound.file_refused", zap.String("platform", in.Address.Platform),
+				zap.String("message", in.MessageID), zap.String("name", files.SanitizeName(a.Name)), zap.Error(err))
+			if tl, ok := isTooLarge(err); ok {
+				notices = append(notices, tooLargeNotice(files.SanitizeName(a.Name), tl.Limit))
+			} else {
+				notices = append(notices, failedNotice(files.SanitizeName(a.Name)))
+			}
+			continue
+		}
+		saved = append(saved, store.Attachment{Path: s.Path, Name: s.Name, MIME: s.MIME, Size: s.Size, IsImage: s.IsImage})
+	}
+	return saved, notices
+}
+
+func (k *intake) storeAttachment(ctx context.Context, in Inbound, a Attachment) (files.Saved, error) {
+	switch {
+	case a.Stored != nil:
+		return *a.Stored, nil
+	case a.Err != nil:
+		return files.Saved{}, a.Err
+	case k.files == nil:
+		return files.Saved{}, errors.New("gateway: no files store configured")
+	case a.Open == nil:
+		return files.Saved{}, errors.New("gateway: attachment has nothing to read")
+	}
+	if limit := k.files.Limits().MaxBytes; a.Size > limit {
+		return files.Saved{}, &files.TooLargeError{Limit: limit, Got: a.Size}
+	}
+	r, err := a.Open(ctx)
+	if err != nil {
+		return files.Saved{}, fmt.Errorf("gateway: fetch attachment: %w", err)
+	}
+	defer r.Close()
+	return k.files.Save(ctx, in.Address.SessionKey(), in.MessageID, a.Name, r)
+}
+
+// discardAttachments removes files stored for a message that turned out to
+// be a redelivery: the first delivery's files are the ones it runs with.
