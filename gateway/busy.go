@@ -46,16 +46,30 @@ func (s *steerLog) close() []store.SteeredInput {
 	return s.inputs
 }
 
-// busyInput applies the busy mode to a message for a lane whose turn runs.
+// busyPolicy applies lanes.busy_mode to a message that arrives while its
+// lane's turn runs.
+type busyPolicy struct {
+	mode string
+	cx   interface {
+		Interrupt(ctx context.Context, threadID string) error
+		Steer(ctx context.Context, threadID, text string) error
+	}
+	out         *deliverer
+	log         *zap.Logger
+	base        context.Context
+	callTimeout time.Duration // bounds one interrupt or steer call
+}
+
+// input applies the busy mode to a message for a lane whose turn runs.
 // It reports true when the message was handled (steered); otherwise the
 // caller queues it.
-func (g *Gateway) busyInput(ctx context.Context, l *lane, it item) bool {
-	switch g.cfg.BusyMode {
+func (b *busyPolicy) input(ctx context.Context, l *lane, it item) bool {
+	switch b.mode {
 	case BusyInterrupt:
-		g.supersede(ctx, l)
+		b.supersede(ctx, l)
 		return false
 	case BusySteer:
-		return g.steer(ctx, l, it)
+		return b.steer(ctx, l, it)
 	}
 	return false
 }
@@ -77,7 +91,7 @@ func steerTarget(l *lane) (*turnState, string) {
 // supersede interrupts the lane's running turn (busy mode interrupt). A
 // turn whose codex turn has not begun yet is marked so it never starts or is
 // interrupted as soon as it does.
-func (g *Gateway) supersede(ctx context.Context, l *lane) {
+func (b *busyPolicy) supersede(ctx context.Context, l *lane) {
 	l.mu.Lock()
 	cur := l.cur
 	if cur == nil || cur.kind != itemTurn || cur.answered {
@@ -90,14 +104,14 @@ func (g *Gateway) supersede(ctx context.Context, l *lane) {
 		thread = "" // let the compaction finish; the turn then does not start
 	}
 	l.mu.Unlock()
-	g.log.Info("busy.interrupt", zap.String("lane", l.key), zap.String("thread", thread))
+	b.log.Info("busy.interrupt", zap.String("lane", l.key), zap.String("thread", thread))
 	if thread == "" {
 		return
 	}
-	ictx, cancel := context.WithTimeout(ctx, g.callTimeout)
+	ictx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	if err := g.cx.Interrupt(ictx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
-		g.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+	if err := b.cx.Interrupt(ictx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+		b.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
 	}
 }
 
@@ -112,22 +126,22 @@ func isSuperseded(l *lane) bool {
 // before codex knew the turn (so its Interrupt found nothing) takes effect
 // now. It runs on its own goroutine: Interrupt waits for the turn id, which
 // the client publishes around this callback.
-func (g *Gateway) interruptIfSuperseded(l *lane, thread string) {
+func (b *busyPolicy) interruptIfSuperseded(l *lane, thread string) {
 	if !isSuperseded(l) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(g.baseCtx, g.callTimeout)
+		ctx, cancel := context.WithTimeout(b.base, b.callTimeout)
 		defer cancel()
-		if err := g.cx.Interrupt(ctx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
-			g.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+		if err := b.cx.Interrupt(ctx, thread); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			b.log.Warn("busy.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
 		}
 	}()
 }
 
 // steer adds the message to the lane's running turn. It reports false when
 // there is no turn to steer (the caller queues the message).
-func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
+func (b *busyPolicy) steer(ctx context.Context, l *lane, it item) bool {
 	cur, thread := steerTarget(l)
 	if cur == nil || len(it.images) > 0 { // a steer carries text only: images wait for their own turn
 		return false
@@ -137,8 +151,8 @@ func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
 		cur.steer.mu.Unlock()
 		return false
 	}
-	sctx, cancel := context.WithTimeout(ctx, g.callTimeout)
-	err := g.cx.Steer(sctx, thread, it.text)
+	sctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	err := b.cx.Steer(sctx, thread, it.text)
 	cancel()
 	if err == nil {
 		cur.steer.inputs = append(cur.steer.inputs, store.SteeredInput{Text: it.text, MessageID: it.msgID, InboundID: it.inboundID})
@@ -146,13 +160,13 @@ func (g *Gateway) steer(ctx context.Context, l *lane, it item) bool {
 	cur.steer.mu.Unlock()
 	switch {
 	case err == nil:
-		g.log.Info("busy.steered", zap.String("lane", l.key), zap.String("thread", thread))
-		g.out.notify(ctx, l.addr, it.msgID, steeredNotice)
+		b.log.Info("busy.steered", zap.String("lane", l.key), zap.String("thread", thread))
+		b.out.notify(ctx, l.addr, it.msgID, steeredNotice)
 		return true
 	case errors.Is(err, codex.ErrNoActiveTurn):
-		g.log.Info("busy.steer_no_turn_queued", zap.String("lane", l.key))
+		b.log.Info("busy.steer_no_turn_queued", zap.String("lane", l.key))
 	default:
-		g.log.Warn("busy.steer_failed_queued", zap.String("lane", l.key), zap.Error(err))
+		b.log.Warn("busy.steer_failed_queued", zap.String("lane", l.key), zap.Error(err))
 	}
 	return false
 }

@@ -60,7 +60,7 @@ func (g *Gateway) RecoverLane(ctx context.Context, sessionKey string) error {
 	if err != nil {
 		return fmt.Errorf("gateway: read pending inbound: %w", err)
 	}
-	return g.recoverFrom(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
+	return g.recovery.recoverFrom(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
 }
 
 func onlyLane(entries []store.JournalEntry, key string) []store.JournalEntry {
@@ -122,7 +122,7 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 	l.mu.Unlock()
 	g.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
 	if running != "" {
-		if err := g.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+		if err := g.controls.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			g.log.Warn("cluster.stepdown_interrupt_failed", zap.String("lane", sessionKey), zap.Error(err))
 		}
 	}

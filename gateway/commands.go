@@ -74,67 +74,98 @@ func parseCommand(text string) (command, bool) {
 	return command{name: word, args: strings.TrimSpace(args)}, true
 }
 
-// laneCommands registers the commands of the lane itself: a fresh
-// conversation, stopping and rerunning a turn, its status and the list of
-// commands. Commands that act on the lane's state act at once (they must
-// not wait behind the turn they control); /retry queues like a message.
-func laneCommands(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		reset := func(ctx context.Context, c commandCall) bool {
-			if err := g.resetLane(ctx, c.lane, "/"+c.name, c.msgID); err != nil {
-				g.inbox.set(ctx, c.inboundID, store.InboundFailed)
-				return false
-			}
-			return true
+// register adds the commands of the lane itself: a fresh conversation,
+// stopping and rerunning a turn, its status and the list of commands.
+// Commands that act on the lane's state act at once (they must not wait
+// behind the turn they control); /retry queues like a message.
+func (c *controls) register(h *host) {
+	reset := func(ctx context.Context, call commandCall) bool {
+		if err := c.resetLane(ctx, call.lane, "/"+call.name, call.msgID); err != nil {
+			c.inbox.set(ctx, call.inboundID, store.InboundFailed)
+			return false
 		}
-		h.command("new", reset)
-		h.command("reset", reset)
-		h.command("stop", func(ctx context.Context, c commandCall) bool {
-			g.out.notify(ctx, c.lane.addr, c.msgID, g.stop(ctx, c.lane))
-			return true
-		})
-		h.command("retry", func(ctx context.Context, c commandCall) bool {
-			if g.retryAfterLimit(ctx, c.lane, c.inboundID, c.msgID) {
-				return false
-			}
-			g.retry(ctx, c.lane, c.inboundID, c.msgID)
-			return false // the queued turn marks the inbound done
-		})
-		h.command("status", func(ctx context.Context, c commandCall) bool {
-			g.out.notify(ctx, c.lane.addr, c.msgID, g.status(ctx, c.lane))
-			return true
-		})
-		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
-			fmt.Fprintf(b, "Session: started %s ago, %d turns\n", roundAge(g.now().Sub(sl.SessionStartedAt)), sl.Turns)
-		})
-		h.command("help", func(ctx context.Context, c commandCall) bool {
-			g.out.notify(ctx, c.lane.addr, c.msgID, helpText())
-			return true
-		})
+		return true
+	}
+	h.command("new", reset)
+	h.command("reset", reset)
+	h.command("stop", func(ctx context.Context, call commandCall) bool {
+		c.out.notify(ctx, call.lane.addr, call.msgID, c.stop(ctx, call.lane))
+		return true
+	})
+	h.command("retry", func(ctx context.Context, call commandCall) bool {
+		if c.retryAfterLimit(ctx, call.lane, call.inboundID, call.msgID) {
+			return false
+		}
+		c.retry(ctx, call.lane, call.inboundID, call.msgID)
+		return false // the queued turn marks the inbound done
+	})
+	h.command("status", func(ctx context.Context, call commandCall) bool {
+		c.out.notify(ctx, call.lane.addr, call.msgID, c.status(ctx, call.lane))
+		return true
+	})
+	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+		fmt.Fprintf(b, "Session: started %s ago, %d turns\n", roundAge(c.now().Sub(sl.SessionStartedAt)), sl.Turns)
+	})
+	h.command("help", func(ctx context.Context, call commandCall) bool {
+		c.out.notify(ctx, call.lane.addr, call.msgID, helpText())
+		return true
 	})
 }
+
+// controls are the lane's own commands (register) and what they do to it.
+type controls struct {
+	st controlStore
+	cx interface {
+		Interrupt(ctx context.Context, threadID string) error
+	}
+	lanes       *laneTable
+	sched       *scheduler
+	threads     *threadCache
+	host        *host
+	out         *deliverer
+	inbox       inbox
+	log         *zap.Logger
+	now         func() time.Time
+	callTimeout time.Duration // bounds an interrupt made on a platform's delivery goroutine
+
+	// Parts of modules the commands use: the words for a lane's project
+	// (projects) and /retry during a usage pause (usage limits).
+	describeProject func(name string) string
+	retryAfterLimit func(ctx context.Context, l *lane, inboundID int64, msgID string) bool
+}
+
+// controlStore is the part of the store the lane's commands use.
+type controlStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	ResetLane(ctx context.Context, sessionKey, reason string) (store.Lane, error)
+	CutOffTurn(ctx context.Context, sessionKey string) (store.JournalEntry, bool, error)
+	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
+}
+
+var _ controlStore = (*store.Store)(nil)
 
 // moduleFunc is a module written as its registration alone.
 type moduleFunc func(h *host)
 
 func (f moduleFunc) register(h *host) { f(h) }
 
-// ResetLane does what /reset does in the lane: a new generation and session,
-// the binding cleared, the queue dropped, a running turn interrupted (its
-// late result is discarded) and the old thread released.
-func (g *Gateway) ResetLane(ctx context.Context, sessionKey string) error {
-	l := g.lanes.lookup(sessionKey)
+// resetByKey resets the lane of sessionKey as an operator asked.
+func (c *controls) resetByKey(ctx context.Context, sessionKey string) error {
+	l := c.lanes.lookup(sessionKey)
 	if l == nil {
-		sl, err := g.st.Lane(ctx, sessionKey)
+		sl, err := c.st.Lane(ctx, sessionKey)
 		if err != nil {
 			return fmt.Errorf("gateway: reset %s: %w", sessionKey, err)
 		}
-		l = g.lanes.get(addressOfLane(sl))
+		l = c.lanes.get(addressOfLane(sl))
 	}
-	return g.resetLane(ctx, l, "reset by operator", "")
+	return c.resetLane(ctx, l, "reset by operator", "")
 }
 
-func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string) error {
+// resetLane is /new and /reset: a new generation and session, the binding
+// cleared, the queue dropped, a running turn interrupted (its late result
+// is discarded) and the old thread released.
+func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo string) error {
 	l.mu.Lock()
 	var running string
 	cur, wasStale := l.cur, l.stale
@@ -148,9 +179,9 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 	// The queue is taken now, before the store moves the generation on:
 	// were the running turn to end meanwhile, the worker would otherwise
 	// run a message sent before /new in the fresh conversation.
-	dropped := g.sched.takeQueueLocked(l)
+	dropped := c.sched.takeQueueLocked(l)
 	l.mu.Unlock()
-	sl, err := g.st.ResetLane(ctx, l.key, reason)
+	sl, err := c.st.ResetLane(ctx, l.key, reason)
 	if err != nil {
 		l.mu.Lock() // nothing was reset: the running turn stays valid
 		if cur != nil && l.cur == cur {
@@ -158,16 +189,16 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		}
 		l.stale = wasStale
 		l.mu.Unlock()
-		g.sched.requeueFront(l, dropped)
-		g.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
-		g.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
+		c.sched.requeueFront(l, dropped)
+		c.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
+		c.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
-	g.inbox.ignore(ctx, dropped)
-	g.host.stopped(l.key)
+	c.inbox.ignore(ctx, dropped)
+	c.host.stopped(l.key)
 	if running != "" {
-		if err := g.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
-			g.log.Warn("lane.reset_interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+		if err := c.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			c.log.Warn("lane.reset_interrupt_failed", zap.String("lane", l.key), zap.Error(err))
 		}
 	}
 	if l.opMu.TryLock() {
@@ -175,49 +206,49 @@ func (g *Gateway) resetLane(ctx context.Context, l *lane, reason, replyTo string
 		free := !l.worker
 		l.mu.Unlock()
 		if free {
-			g.threads.releaseStale(ctx, l)
+			c.threads.releaseStale(ctx, l)
 		}
 		l.opMu.Unlock()
 	}
-	g.log.Info("lane.reset", zap.String("lane", l.key), zap.String("reason", reason), zap.Int("dropped", len(dropped)))
+	c.log.Info("lane.reset", zap.String("lane", l.key), zap.String("reason", reason), zap.Int("dropped", len(dropped)))
 	for _, it := range dropped {
-		g.out.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
+		c.out.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
 	}
 	started := "Started a new conversation: the next message goes to a fresh Codex thread."
 	if sl.Project != "" {
-		started += " It works in project " + g.projects.describe(sl.Project) + "."
+		started += " It works in project " + c.describeProject(sl.Project) + "."
 	}
-	g.out.notify(ctx, l.addr, replyTo, started)
+	c.out.notify(ctx, l.addr, replyTo, started)
 	return nil
 }
 
 // interrupt asks codex to interrupt a thread's turn, bounded: commands run
 // on the platform's delivery goroutine, so a hung app-server must not stall
 // every lane of the platform (a stuck Codex is when users send /stop).
-func (g *Gateway) interrupt(ctx context.Context, thread string) error {
-	ictx, cancel := context.WithTimeout(ctx, g.callTimeout)
+func (c *controls) interrupt(ctx context.Context, thread string) error {
+	ictx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
-	return g.cx.Interrupt(ictx, thread)
+	return c.cx.Interrupt(ictx, thread)
 }
 
 // stop interrupts the lane's running turn and says what happened.
-func (g *Gateway) stop(ctx context.Context, l *lane) string {
+func (c *controls) stop(ctx context.Context, l *lane) string {
 	l.mu.Lock()
 	thread := ""
 	if l.cur != nil {
 		thread = l.cur.threadID
 	}
 	l.mu.Unlock()
-	g.host.stopped(l.key)
+	c.host.stopped(l.key)
 	if thread == "" {
 		return "Nothing is running."
 	}
-	err := g.interrupt(ctx, thread)
+	err := c.interrupt(ctx, thread)
 	switch {
 	case errors.Is(err, codex.ErrNoActiveTurn):
 		return "Nothing is running."
 	case err != nil:
-		g.log.Warn("turn.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
+		c.log.Warn("turn.interrupt_failed", zap.String("lane", l.key), zap.Error(err))
 		return "Could not stop the reply: " + briefError(err)
 	}
 	return "Stopping the current reply."
@@ -226,43 +257,43 @@ func (g *Gateway) stop(ctx context.Context, l *lane) string {
 // retry queues the lane's last request again: the turn cut off by a restart
 // if there is one (its text is journaled until it runs), else the last user
 // message of the session.
-func (g *Gateway) retry(ctx context.Context, l *lane, inboundID int64, msgID string) {
-	cut, ok, err := g.st.CutOffTurn(ctx, l.key)
+func (c *controls) retry(ctx context.Context, l *lane, inboundID int64, msgID string) {
+	cut, ok, err := c.st.CutOffTurn(ctx, l.key)
 	if err != nil {
-		g.log.Warn("retry.journal_failed", zap.String("lane", l.key), zap.Error(err))
-		g.out.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
-		g.inbox.set(ctx, inboundID, store.InboundFailed)
+		c.log.Warn("retry.journal_failed", zap.String("lane", l.key), zap.Error(err))
+		c.out.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
+		c.inbox.set(ctx, inboundID, store.InboundFailed)
 		return
 	}
 	text := cut.Text
 	if !ok {
-		text = g.lastUserText(ctx, l.key)
-	} else if g.retryQueued(l) {
-		g.out.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
-		g.inbox.set(ctx, inboundID, store.InboundDone)
+		text = c.lastUserText(ctx, l.key)
+	} else if c.retryQueued(l) {
+		c.out.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
+		c.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
 	if text == "" {
-		g.out.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
-		g.inbox.set(ctx, inboundID, store.InboundDone)
+		c.out.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
+		c.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
-	g.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})
+	c.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})
 }
 
 // retryQueued reports whether a rerun of the cut-off turn already waits in
 // the lane's queue or is starting (its journal entry stays until the rerun
 // journals itself).
-func (g *Gateway) retryQueued(l *lane) bool {
+func (c *controls) retryQueued(l *lane) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
 }
 
-func (g *Gateway) lastUserText(ctx context.Context, key string) string {
-	msgs, err := g.st.Transcript(ctx, key, 20)
+func (c *controls) lastUserText(ctx context.Context, key string) string {
+	msgs, err := c.st.Transcript(ctx, key, 20)
 	if err != nil {
-		g.log.Warn("retry.transcript_failed", zap.String("lane", key), zap.Error(err))
+		c.log.Warn("retry.transcript_failed", zap.String("lane", key), zap.Error(err))
 		return ""
 	}
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -274,12 +305,12 @@ func (g *Gateway) lastUserText(ctx context.Context, key string) string {
 }
 
 // status describes the lane for /status.
-func (g *Gateway) status(ctx context.Context, l *lane) string {
+func (c *controls) status(ctx context.Context, l *lane) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Lane: %s\n", l.key)
-	sl, err := g.st.Lane(ctx, l.key)
+	sl, err := c.st.Lane(ctx, l.key)
 	if err != nil {
-		g.log.Warn("status.lane_failed", zap.String("lane", l.key), zap.Error(err))
+		c.log.Warn("status.lane_failed", zap.String("lane", l.key), zap.Error(err))
 		b.WriteString("Thread: unknown (storage error)\n")
 	} else {
 		if sl.ThreadID == "" {
@@ -287,7 +318,7 @@ func (g *Gateway) status(ctx context.Context, l *lane) string {
 		} else {
 			fmt.Fprintf(&b, "Thread: %s (%s)\n", sl.ThreadID, bindingName(sl.Binding))
 		}
-		for _, line := range g.host.hooks.status {
+		for _, line := range c.host.hooks.status {
 			line(ctx, sl, &b)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // every other lane of the platform) forever.
 func TestStopAndNewReturnWhenTheAppServerHangs(t *testing.T) {
 	h := newHarness(t)
-	h.g.callTimeout = 50 * time.Millisecond
+	h.g.controls.callTimeout = 50 * time.Millisecond
 	release := make(chan struct{})
 	h.cx.run = func(ctx context.Context, _, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
 		<-release

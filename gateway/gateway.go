@@ -225,12 +225,14 @@ type Gateway struct {
 
 	platforms map[string]Platform
 
-	mu      sync.Mutex // guards cancelRun
-	lanes   *laneTable
-	sched   *scheduler   // the lanes' workers, turn slots and drain
-	threads *threadCache // which lanes' threads are loaded; eviction
-	turns   *turnRunner  // what a worker does with an item
-	in      *intake      // a platform's message from Deliver to its lane
+	mu       sync.Mutex // guards cancelRun
+	lanes    *laneTable
+	sched    *scheduler   // the lanes' workers, turn slots and drain
+	threads  *threadCache // which lanes' threads are loaded; eviction
+	turns    *turnRunner  // what a worker does with an item
+	in       *intake      // a platform's message from Deliver to its lane
+	controls *controls    // the lane's own commands
+	recovery *recovery    // what the last stop cut short
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -289,10 +291,11 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		inbox:       inbox{st: st, log: log},
 		journal:     journal{st: st, log: log},
 	}
+	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
-		stream: g.newStreamerTyped, superseded: g.interruptIfSuperseded, compact: g.compact,
+		stream: g.newStreamerTyped, superseded: busy.interruptIfSuperseded, compact: g.compact,
 		countTokens: g.countTokens, dropPreview: g.dropPreview,
 		workView: func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
 			return g.newWorkView(addr, replyTo, g.verboseOf(sl), started)
@@ -304,7 +307,12 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: platforms, log: log, obs: cfg.Observer, now: cfg.Now,
-		paused: g.usagePaused, busy: g.busyInput}
+		paused: g.usagePaused, busy: busy.input}
+	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
+		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
+		describeProject: g.projects.describe, retryAfterLimit: g.retryAfterLimit}
+	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
+		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
 	for _, m := range g.modules() {
 		m.register(g.host)
 	}
@@ -320,7 +328,7 @@ func (g *Gateway) modules() []module {
 		// The order of /status's lines.
 		projectsModule(g),
 		modelsModule(g),
-		laneCommands(g),
+		g.controls,
 		usageModule(g),
 		compactionModule(g),
 		rotationModule(g),
@@ -379,7 +387,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	g.restoreUsagePause(base) // before recovery queues the waiting messages
 	if g.gate == nil {        // in cluster mode each lane recovers as it is taken
-		if err := g.recover(base); err != nil {
+		if err := g.recovery.all(base); err != nil {
 			return err
 		}
 	}
@@ -468,4 +476,11 @@ func (g *Gateway) Deliver(ctx context.Context, in Inbound) error {
 // already recorded; it is answered once, by its first delivery).
 func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) {
 	return g.in.deliver(ctx, in)
+}
+
+// ResetLane does what /reset does in the lane: a new generation and session,
+// the binding cleared, the queue dropped, a running turn interrupted (its
+// late result is discarded) and the old thread released.
+func (g *Gateway) ResetLane(ctx context.Context, sessionKey string) error {
+	return g.controls.resetByKey(ctx, sessionKey)
 }

@@ -200,7 +200,7 @@ func TestUsageLimitPausesTellsOnceAndResumes(t *testing.T) {
 	if j, _ := h.st.Journal(context.Background()); len(j) != 0 {
 		t.Errorf("journal during the pause = %+v, want empty (nothing was cut off)", j)
 	}
-	if st := h.g.status(context.Background(), h.g.lanes.get(apiAddr("a"))); !strings.Contains(st, "Paused: Codex usage limit reached") {
+	if st := h.g.controls.status(context.Background(), h.g.lanes.get(apiAddr("a"))); !strings.Contains(st, "Paused: Codex usage limit reached") {
 		t.Errorf("/status during the pause:\n%s\nwant the pause named", st)
 	}
 
@@ -286,7 +286,7 @@ func TestUsagePauseFromRateLimitWindows(t *testing.T) {
 	if n := h.notices(a, limitPrefix); len(n) != 1 || !strings.HasPrefix(n[0], want) {
 		t.Fatalf("notices = %q, want one starting %q", n, want)
 	}
-	st := h.g.status(context.Background(), h.g.lanes.get(apiAddr("a")))
+	st := h.g.controls.status(context.Background(), h.g.lanes.get(apiAddr("a")))
 	for _, line := range []string{"Codex limits: 5h window 100% used, resets " + clockTime(reset, h.clock.Now()),
 		"weekly window 42% used, resets " + clockTime(reset.Add(48*time.Hour), h.clock.Now())} {
 		if !strings.Contains(st, line) {
