@@ -33,10 +33,46 @@ const (
 // ErrNothingToCompact is returned when a lane has no thread to compact.
 var ErrNothingToCompact = errors.New("gateway: no Codex thread to compact")
 
-// autoCompact compacts the turn's thread first when codex reports its
+// compaction is /compact and the automatic compaction above lanes.compact_at.
+type compaction struct {
+	st       compactionStore
+	cx       compactionRuntime
+	sched    *scheduler
+	threads  *threadCache
+	turns    *turnRunner // binds a thread the load had to replace
+	host     *host       // the thread config the modules make
+	out      *deliverer
+	inbox    inbox
+	log      *zap.Logger
+	obs      Observer
+	now      func() time.Time
+	at       float64            // lanes.compact_at; 0: no automatic compaction
+	cooldown int                // turns between automatic attempts
+	thread   codex.ThreadConfig // the base config of every lane's thread
+	laneDir  func(sl store.Lane) string
+}
+
+type compactionStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
+	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
+}
+
+type compactionRuntime interface {
+	Usage(threadID string) (codex.Usage, bool)
+	Compact(ctx context.Context, threadID string) (before, after codex.Usage, err error)
+	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
+}
+
+var (
+	_ compactionStore   = (*store.Store)(nil)
+	_ compactionRuntime = (*codex.Client)(nil)
+)
+
+// auto compacts the turn's thread first when codex reports its
 // context above the threshold and the cooldown allows it.
-func (g *Gateway) autoCompact(ctx context.Context, t *turn) {
-	if g.cfg.CompactAt <= 0 || t.thread == "" {
+func (c *compaction) auto(ctx context.Context, t *turn) {
+	if c.at <= 0 || t.thread == "" {
 		return
 	}
 	l := t.l
@@ -47,21 +83,21 @@ func (g *Gateway) autoCompact(ctx context.Context, t *turn) {
 		return
 	}
 	l.mu.Unlock()
-	u, ok := g.cx.Usage(t.thread)
-	if !ok || u.ContextWindow <= 0 || float64(u.LastTotalTokens) < g.cfg.CompactAt*float64(u.ContextWindow) {
+	u, ok := c.cx.Usage(t.thread)
+	if !ok || u.ContextWindow <= 0 || float64(u.LastTotalTokens) < c.at*float64(u.ContextWindow) {
 		return
 	}
-	g.log.Info("thread.compact_auto", zap.String("lane", l.key), zap.String("thread", t.thread),
+	c.log.Info("thread.compact_auto", zap.String("lane", l.key), zap.String("thread", t.thread),
 		zap.Int64("tokens", u.LastTotalTokens), zap.Int64("window", u.ContextWindow))
 	setCompacting(l, true)
-	before, after, err := g.runCompaction(ctx, l, t.thread)
+	before, after, err := c.run(ctx, l, t.thread)
 	setCompacting(l, false)
 	if err != nil {
-		g.out.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
+		c.out.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
 			"); continuing in the same Codex thread.")
 		return
 	}
-	g.out.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
+	c.out.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
 }
 
 func setCompacting(l *lane, on bool) {
@@ -74,62 +110,62 @@ func setCompacting(l *lane, on bool) {
 
 // runCompaction runs native compaction on a loaded thread, records it and
 // starts the cooldown. It never releases, retires or replaces the thread.
-func (g *Gateway) runCompaction(ctx context.Context, l *lane, thread string) (before, after int64, err error) {
+func (c *compaction) run(ctx context.Context, l *lane, thread string) (before, after int64, err error) {
 	defer func() {
 		l.mu.Lock()
-		l.compactHold = g.cfg.CompactCooldownTurns
+		l.compactHold = c.cooldown
 		l.mu.Unlock()
 	}()
-	b, a, err := g.cx.Compact(ctx, thread)
+	b, a, err := c.cx.Compact(ctx, thread)
 	if err != nil {
-		g.log.Warn("thread.compact_failed", zap.String("lane", l.key), zap.String("thread", thread), zap.Error(err))
+		c.log.Warn("thread.compact_failed", zap.String("lane", l.key), zap.String("thread", thread), zap.Error(err))
 		return 0, 0, err
 	}
 	before, after = b.LastTotalTokens, a.LastTotalTokens
 	if before > 0 && after >= before {
-		g.log.Warn("thread.compact_shrank_nothing", zap.String("lane", l.key), zap.Int64("before", before), zap.Int64("after", after))
+		c.log.Warn("thread.compact_shrank_nothing", zap.String("lane", l.key), zap.Int64("before", before), zap.Int64("after", after))
 	}
-	if err := g.st.RecordCompaction(ctx, l.key, thread, before, after); err != nil {
-		g.log.Error("thread.compaction_record_failed", zap.String("lane", l.key), zap.Error(err))
+	if err := c.st.RecordCompaction(ctx, l.key, thread, before, after); err != nil {
+		c.log.Error("thread.compaction_record_failed", zap.String("lane", l.key), zap.Error(err))
 	}
-	meta := map[string]string{metaCompactAt: g.now().UTC().Format(time.RFC3339),
+	meta := map[string]string{metaCompactAt: c.now().UTC().Format(time.RFC3339),
 		metaCompactBefore: strconv.FormatInt(before, 10), metaCompactAfter: strconv.FormatInt(after, 10)}
-	if err := g.st.SetMeta(ctx, l.key, meta); err != nil {
-		g.log.Error("thread.compaction_meta_failed", zap.String("lane", l.key), zap.Error(err))
+	if err := c.st.SetMeta(ctx, l.key, meta); err != nil {
+		c.log.Error("thread.compaction_meta_failed", zap.String("lane", l.key), zap.Error(err))
 	}
-	g.log.Info("thread.compacted", zap.String("lane", l.key), zap.String("thread", thread),
+	c.log.Info("thread.compacted", zap.String("lane", l.key), zap.String("thread", thread),
 		zap.Int64("before", before), zap.Int64("after", after))
 	return before, after, nil
 }
 
 // compact is /compact: load the lane's thread (resuming it if it is not
 // loaded) and compact it now, whatever the usage.
-func (g *Gateway) compact(ctx context.Context, l *lane, it item) {
-	defer g.inbox.set(ctx, it.inboundID, store.InboundDone)
-	thread, err := g.loadForCompact(ctx, l)
+func (c *compaction) item(ctx context.Context, l *lane, it item) {
+	defer c.inbox.set(ctx, it.inboundID, store.InboundDone)
+	thread, err := c.load(ctx, l)
 	switch {
 	case errors.Is(err, ErrNothingToCompact):
-		g.out.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
+		c.out.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
 		return
 	case err != nil:
-		g.log.Warn("thread.compact_load_failed", zap.String("lane", l.key), zap.Error(err))
-		g.out.notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
+		c.log.Warn("thread.compact_load_failed", zap.String("lane", l.key), zap.Error(err))
+		c.out.notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
 		return
 	}
-	before, after, err := g.runCompaction(ctx, l, thread)
+	before, after, err := c.run(ctx, l, thread)
 	if err != nil {
-		g.out.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
+		c.out.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
 		return
 	}
-	g.out.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
+	c.out.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
 }
 
 // loadForCompact ensures the lane's bound thread is loaded. A lane without
 // a usable thread has nothing to compact; a stored thread codex refuses is
 // replaced exactly as a turn would (bound, the lane told once), and then
 // there is nothing to compact either.
-func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
-	sl, err := g.st.Lane(ctx, l.key)
+func (c *compaction) load(ctx context.Context, l *lane) (string, error) {
+	sl, err := c.st.Lane(ctx, l.key)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", ErrNothingToCompact
 	}
@@ -141,16 +177,16 @@ func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
 	}
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	g.threads.releaseStale(ctx, l)
-	en, err := g.cx.EnsureThread(ctx, sl.ThreadID, g.host.threadConfig(sl, g.laneDir(sl), g.cfg.Thread))
+	c.threads.releaseStale(ctx, l)
+	en, err := c.cx.EnsureThread(ctx, sl.ThreadID, c.host.threadConfig(sl, c.laneDir(sl), c.thread))
 	if err != nil {
 		return "", err
 	}
-	g.obs.Resume(en.Outcome.String())
+	c.obs.Resume(en.Outcome.String())
 	l.setCurThread(en.ThreadID)
-	g.threads.markLive(ctx, l, en.ThreadID)
+	c.threads.markLive(ctx, l, en.ThreadID)
 	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
-		if err := g.turns.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
+		if err := c.turns.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
 			return "", err
 		}
 		return "", ErrNothingToCompact
@@ -159,29 +195,28 @@ func (g *Gateway) loadForCompact(ctx context.Context, l *lane) (string, error) {
 }
 
 // compactionStatus is the /status line about compaction.
-func (g *Gateway) compactionStatus(sl store.Lane) string {
+func (c *compaction) status(sl store.Lane) string {
 	policy := "automatic compaction off"
-	if g.cfg.CompactAt > 0 {
-		policy = fmt.Sprintf("automatic above %.0f%% of the window", g.cfg.CompactAt*100)
+	if c.at > 0 {
+		policy = fmt.Sprintf("automatic above %.0f%% of the window", c.at*100)
 	}
 	at, err := time.Parse(time.RFC3339, sl.Meta[metaCompactAt])
 	if err != nil {
 		return "Compaction: " + policy + "; none yet\n"
 	}
-	return fmt.Sprintf("Compaction: %s; last %s ago, %s → %s tokens\n", policy, roundAge(g.now().Sub(at)),
+	return fmt.Sprintf("Compaction: %s; last %s ago, %s → %s tokens\n", policy, roundAge(c.now().Sub(at)),
 		sl.Meta[metaCompactBefore], sl.Meta[metaCompactAfter])
 }
 
-// compactionModule registers /compact, which queues like a message.
-func compactionModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.hooks.ready = append(h.hooks.ready, g.autoCompact)
-		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
-			b.WriteString(g.compactionStatus(sl))
-		})
-		h.command("compact", func(ctx context.Context, c commandCall) bool {
-			g.sched.enqueue(ctx, c.lane, item{kind: itemCompact, inboundID: c.inboundID, msgID: c.msgID})
-			return false // the queued compaction marks the inbound done
-		})
+// register adds /compact, which queues like a message, the automatic
+// compaction before a turn and the /status line.
+func (c *compaction) register(h *host) {
+	h.hooks.ready = append(h.hooks.ready, c.auto)
+	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+		b.WriteString(c.status(sl))
+	})
+	h.command("compact", func(ctx context.Context, call commandCall) bool {
+		c.sched.enqueue(ctx, call.lane, item{kind: itemCompact, inboundID: call.inboundID, msgID: call.msgID})
+		return false // the queued compaction marks the inbound done
 	})
 }

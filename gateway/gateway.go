@@ -225,14 +225,15 @@ type Gateway struct {
 
 	platforms map[string]Platform
 
-	mu       sync.Mutex // guards cancelRun
-	lanes    *laneTable
-	sched    *scheduler   // the lanes' workers, turn slots and drain
-	threads  *threadCache // which lanes' threads are loaded; eviction
-	turns    *turnRunner  // what a worker does with an item
-	in       *intake      // a platform's message from Deliver to its lane
-	controls *controls    // the lane's own commands
-	recovery *recovery    // what the last stop cut short
+	mu         sync.Mutex // guards cancelRun
+	lanes      *laneTable
+	sched      *scheduler   // the lanes' workers, turn slots and drain
+	threads    *threadCache // which lanes' threads are loaded; eviction
+	turns      *turnRunner  // what a worker does with an item
+	in         *intake      // a platform's message from Deliver to its lane
+	controls   *controls    // the lane's own commands
+	compaction *compaction  // /compact and automatic compaction
+	recovery   *recovery    // what the last stop cut short
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -295,7 +296,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
-		stream: g.newStreamerTyped, superseded: busy.interruptIfSuperseded, compact: g.compact,
+		stream: g.newStreamerTyped, superseded: busy.interruptIfSuperseded,
 		countTokens: g.countTokens, dropPreview: g.dropPreview,
 		workView: func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
 			return g.newWorkView(addr, replyTo, g.verboseOf(sl), started)
@@ -308,6 +309,10 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usagePaused, busy: busy.input}
+	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, threads: g.threads, turns: g.turns, host: g.host,
+		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
+		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.laneDir}
+	g.turns.compact = g.compaction.item
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.retryAfterLimit}
@@ -330,7 +335,7 @@ func (g *Gateway) modules() []module {
 		modelsModule(g),
 		g.controls,
 		usageModule(g),
-		compactionModule(g),
+		g.compaction,
 		rotationModule(g),
 		// No order among these.
 		accountModule(g),
