@@ -22,16 +22,6 @@ import (
 // themselves would surprise more than a resend. The cut-off journal of a
 // refused /retry stays, so /retry works again after the login.
 
-// accountReader and loginStarter are the account calls of *codex.Client;
-// a Codex without them is taken as always able to answer.
-type accountReader interface {
-	Account(ctx context.Context) (codex.Account, error)
-}
-
-type loginStarter interface {
-	StartLogin(ctx context.Context) (codex.Login, error)
-}
-
 // AccountMissingReason is what a lane, /healthz and the log say while codex
 // has no account and its provider needs an OpenAI login.
 const AccountMissingReason = "Codex is not logged in: run `codex login --device-auth` as the service user " +
@@ -102,13 +92,9 @@ func (g *Gateway) CodexUnavailable() string {
 // daemon calls it at start and on account/updated. The first time the
 // account is found missing, one error event names the fix.
 func (g *Gateway) CheckAccount(ctx context.Context) error {
-	ar, ok := g.cx.(accountReader)
-	if !ok {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
-	a, err := ar.Account(ctx)
+	a, err := g.cx.Account(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway: read codex account: %w", err)
 	}
@@ -166,16 +152,12 @@ func (g *Gateway) startLogin(ctx context.Context, addr Address, msgID string) st
 	if addr.Kind != LaneDM && addr.Kind != LaneAPI {
 		return "/login works only in a private chat with the bot or on the API lane: whoever sees the login code can sign this server in."
 	}
-	ls, ok := g.cx.(loginStarter)
-	if !ok {
-		return "This Codex runtime cannot log in from chat; run `codex login --device-auth` as the service user."
-	}
 	if done := g.alreadyLoggedIn(ctx); done != "" {
 		return done
 	}
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
-	login, err := ls.StartLogin(ctx)
+	login, err := g.cx.StartLogin(ctx)
 	if err != nil {
 		g.log.Warn("codex.login_start_failed", zap.Error(err))
 		return "Could not start the Codex login: " + brief(codex.RPCMessage(err))
@@ -190,13 +172,9 @@ func (g *Gateway) startLogin(ctx context.Context, addr Address, msgID string) st
 // account, or its provider needs none. An unreadable account is no reason
 // to refuse.
 func (g *Gateway) alreadyLoggedIn(ctx context.Context) string {
-	ar, ok := g.cx.(accountReader)
-	if !ok {
-		return ""
-	}
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
-	a, err := ar.Account(ctx)
+	a, err := g.cx.Account(ctx)
 	switch {
 	case err != nil:
 		return ""

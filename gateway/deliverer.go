@@ -39,6 +39,8 @@ type outboxStore interface {
 	HoldOutbox(ctx context.Context, id int64) error
 	UnholdLane(ctx context.Context, sessionKey string) (int, error)
 	UnholdAll(ctx context.Context) (int, error)
+	// DueOutboxFor is DueOutbox restricted to some lanes.
+	DueOutboxFor(ctx context.Context, now time.Time, sessionKeys []string, limit int) ([]store.OutboxMessage, error)
 }
 
 // deliverer sends the outbox: due rows in lane order, each platform in
@@ -58,21 +60,16 @@ type deliverer struct {
 	deferred *deferrals           // rows platforms took but nobody received yet
 	// serves, in cluster mode, says which lanes' rows this node delivers.
 	serves func(sessionKey string) bool
-	// owned, in cluster mode with a store that reads by lane, lists the
+	// owned, in cluster mode with a gate that lists its lanes, lists the
 	// lanes this node owns: only their rows are read (SetLaneGate).
 	owned func() []string
-}
-
-// laneOutboxStore is the store's due read restricted to some lanes.
-type laneOutboxStore interface {
-	DueOutboxFor(ctx context.Context, now time.Time, sessionKeys []string, limit int) ([]store.OutboxMessage, error)
 }
 
 // due reads the next batch of due rows: the owned lanes' in cluster mode,
 // so other nodes' rows never fill the batch, else every lane's.
 func (d *deliverer) due(ctx context.Context) ([]store.OutboxMessage, error) {
-	if ls, ok := d.st.(laneOutboxStore); ok && d.owned != nil {
-		return ls.DueOutboxFor(ctx, d.now(), d.owned(), outboxBatch)
+	if d.owned != nil {
+		return d.st.DueOutboxFor(ctx, d.now(), d.owned(), outboxBatch)
 	}
 	return d.st.DueOutbox(ctx, d.now(), outboxBatch)
 }

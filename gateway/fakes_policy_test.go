@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -126,3 +127,32 @@ func (s *fakeStore) SetLaneOption(_ context.Context, key string, opt store.LaneO
 	}
 	return nil
 }
+
+// Account is a configured model provider's: usable, no login needed.
+func (c *fakeCodex) Account(context.Context) (codex.Account, error) {
+	return codex.Account{RequiresOpenAIAuth: false}, nil
+}
+
+// StartLogin is refused, as a provider that needs no login would.
+func (c *fakeCodex) StartLogin(context.Context) (codex.Login, error) {
+	return codex.Login{}, &codex.RPCError{Method: "account/login/start", Code: -32600, Message: "fake: no login needed"}
+}
+
+// ListModels is an app-server's without model/list: method not found.
+func (c *fakeCodex) ListModels(context.Context) ([]codex.Model, error) {
+	return nil, fmt.Errorf("codex: model/list: %w", &codex.RPCError{Method: "model/list", Code: -32601, Message: "method not found"})
+}
+
+// ModelDefaults is a codex with no model or effort configured.
+func (c *fakeCodex) ModelDefaults(context.Context) (codex.ModelDefaults, error) {
+	return codex.ModelDefaults{}, nil
+}
+
+// RateLimits is refused, as for an account that is not ChatGPT's.
+func (c *fakeCodex) RateLimits(context.Context) (codex.RateLimits, error) {
+	return codex.RateLimits{}, fmt.Errorf("codex: read rate limits: %w", &codex.RPCError{Method: "account/rateLimits/read",
+		Code: -32600, Message: "codex account authentication required to read rate limits"})
+}
+
+// LastRateLimits: codex reported no windows.
+func (c *fakeCodex) LastRateLimits() (codex.RateLimits, bool) { return codex.RateLimits{}, false }

@@ -37,11 +37,21 @@ type fakeStore struct {
 	// ("<reason>:<keep>") recorded, in order.
 	compactions []string
 	rotations   []string
+	state       map[string]string // SetState's values
+	usage       []fakeTurnUsage   // the usage committed with each turn, in order
+}
+
+// fakeTurnUsage is a committed turn's usage and the session it is of.
+type fakeTurnUsage struct {
+	sessionKey string
+	sessionID  int64
+	store.TurnUsage
 }
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{lanes: map[string]*store.Lane{}, journal: map[string]store.JournalEntry{},
-		held: map[int64]bool{}, fail: map[string]error{}, inIdx: map[string]int64{}, turnIdx: map[string]bool{}, now: time.Now}
+		held: map[int64]bool{}, fail: map[string]error{}, inIdx: map[string]int64{}, turnIdx: map[string]bool{},
+		state: map[string]string{}, now: time.Now}
 }
 
 func (s *fakeStore) failOn(method string, err error) {
@@ -161,6 +171,36 @@ func (s *fakeStore) ResetLane(_ context.Context, key, _ string) (store.Lane, err
 func (s *fakeStore) RecordInbound(_ context.Context, in store.Inbound) (int64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.recordInboundLocked(in)
+}
+
+// RecordInboundTurn is RecordInbound and JournalTurn in one commit, as the
+// real store's: a failure of either writes nothing, and a duplicate
+// journals nothing.
+func (s *fakeStore) RecordInboundTurn(_ context.Context, in store.Inbound, text string) (int64, bool, *store.JournalEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in.Lane.SessionKey == "" {
+		return 0, false, nil, fmt.Errorf("%w: RecordInboundTurn needs the message's lane", store.ErrInvalid)
+	}
+	if err := s.check("JournalTurn"); err != nil {
+		return 0, false, nil, err
+	}
+	id, dup, err := s.recordInboundLocked(in)
+	if err != nil || dup {
+		return id, dup, nil, err
+	}
+	l := s.lanes[in.SessionKey]
+	e := store.JournalEntry{SessionKey: in.SessionKey, Generation: l.Generation, InboundID: id,
+		ThreadID: l.ThreadID, Text: text, StartedAt: in.ReceivedAt}
+	if e.StartedAt.IsZero() {
+		e.StartedAt = s.now()
+	}
+	s.journal[in.SessionKey] = e
+	return id, false, &e, nil
+}
+
+func (s *fakeStore) recordInboundLocked(in store.Inbound) (int64, bool, error) {
 	if err := s.check("RecordInbound"); err != nil {
 		return 0, false, err
 	}
@@ -300,6 +340,13 @@ func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.
 	}
 	s.messages = append(s.messages,
 		store.Message{SessionID: sid, SessionKey: t.SessionKey, Role: "assistant", Text: t.AssistantText, TurnID: t.TurnID, CreatedAt: now})
+	if t.Usage.TurnTokens > 0 || t.Usage.ContextTokens > 0 {
+		if sid == 0 { // the session of that generation
+			sid = l.SessionID
+		}
+		s.usage = append(s.usage, fakeTurnUsage{sessionKey: t.SessionKey, sessionID: sid,
+			TurnUsage: store.TurnUsage{TurnID: t.TurnID, Status: t.Status, At: now, Usage: t.Usage}})
+	}
 	if t.InboundID > 0 && int(t.InboundID) <= len(s.inbound) {
 		s.inbound[t.InboundID-1].State = store.InboundDone
 	}
@@ -459,6 +506,45 @@ func (s *fakeStore) RecordCompaction(_ context.Context, _, thread string, before
 	defer s.mu.Unlock()
 	s.compactions = append(s.compactions, fmt.Sprintf("%s:%d:%d", thread, before, after))
 	return nil
+}
+
+// LastTurnUsage is the usage of the latest turn of the lane's current
+// session that reported any, as the real store's.
+func (s *fakeStore) LastTurnUsage(_ context.Context, key string) (store.TurnUsage, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[key]
+	if l == nil {
+		return store.TurnUsage{}, false, fmt.Errorf("fake: last turn usage: %w", store.ErrNotFound)
+	}
+	for i := len(s.usage) - 1; i >= 0; i-- {
+		if u := s.usage[i]; u.sessionKey == key && u.sessionID == l.SessionID {
+			return u.TurnUsage, true, nil
+		}
+	}
+	return store.TurnUsage{}, false, nil
+}
+
+// SetState records a gateway-wide value; "" deletes it.
+func (s *fakeStore) SetState(_ context.Context, name, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("SetState"); err != nil {
+		return err
+	}
+	if value == "" {
+		delete(s.state, name)
+	} else {
+		s.state[name] = value
+	}
+	return nil
+}
+
+// State returns the value of name, "" when none is recorded.
+func (s *fakeStore) State(_ context.Context, name string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state[name], nil
 }
 
 // rows counts transcript rows by role for a lane (all sessions).

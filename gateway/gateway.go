@@ -16,41 +16,24 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Codex is the part of *codex.Client the gateway uses.
+// Codex is the part of *codex.Client the gateway uses (deps.go).
 type Codex interface {
-	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
-	RunTurn(ctx context.Context, threadID string, in codex.TurnInput, ev codex.TurnEvents) (codex.TurnResult, error)
-	Interrupt(ctx context.Context, threadID string) error
-	Steer(ctx context.Context, threadID, text string) error
-	Compact(ctx context.Context, threadID string) (before, after codex.Usage, err error)
-	Release(ctx context.Context, threadID string) error
-	Usage(threadID string) (codex.Usage, bool)
+	threadRuntime
+	accountRuntime
+	modelRuntime
+	limitRuntime
 }
 
-// Store is the part of *store.Store the gateway uses.
+// Store is the part of *store.Store the gateway uses (deps.go).
 type Store interface {
+	laneStore
+	laneSettingsStore
+	inboxStore
+	journalStore
+	transcriptStore
 	outboxStore
-	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
-	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
-	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
-	BindThread(ctx context.Context, sessionKey string, gen int64, threadID string) error
-	MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error
-	ResetLane(ctx context.Context, sessionKey, reason string) (store.Lane, error)
-	RecordInbound(ctx context.Context, in store.Inbound) (id int64, duplicate bool, err error)
-	SetInboundState(ctx context.Context, id int64, state string) error
-	PendingInbound(ctx context.Context) ([]store.InboundRow, error)
-	JournalTurn(ctx context.Context, e store.JournalEntry) error
-	ClearJournal(ctx context.Context, sessionKey string) error
-	Journal(ctx context.Context) ([]store.JournalEntry, error)
-	MarkCutOff(ctx context.Context, e store.JournalEntry, notice store.OutboxMessage) (int64, error)
-	CutOffTurn(ctx context.Context, sessionKey string) (store.JournalEntry, bool, error)
-	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
-	RecordCompaction(ctx context.Context, sessionKey, threadID string, before, after int64) error
-	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
-	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
-	SetProject(ctx context.Context, sessionKey, name string) error
-	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
-	ForgetProject(ctx context.Context, sessionKey, name string) (bool, error)
+	stateStore
+	usageStore
 }
 
 // Observer receives metrics events. Implementations must be fast and safe

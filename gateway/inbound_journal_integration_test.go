@@ -69,7 +69,7 @@ func TestJournaledWithInboundButNeverStartedIsToldCutOff(t *testing.T) {
 
 // A message on an idle lane needs no journal commit of its own: its entry
 // comes with its inbound row. Against the same messages through a store
-// that cannot journal with the inbound row. Real codex, real SQLite.
+// that journals them in a commit of its own. Real codex, real SQLite.
 func TestIdleLaneTurnJournalsWithItsInboundRow(t *testing.T) {
 	journalCommits := func(separate bool) int32 {
 		w := newWorld(t)
@@ -77,8 +77,7 @@ func TestIdleLaneTurnJournalsWithItsInboundRow(t *testing.T) {
 		w.storeAs = func(st *store.Store) gateway.Store {
 			counted := &countedJournal{Store: st, n: &n}
 			if separate {
-				// Through the interface alone: no RecordInboundTurn.
-				return struct{ gateway.Store }{counted}
+				return separateJournal{counted}
 			}
 			return counted
 		}
@@ -108,4 +107,26 @@ type countedJournal struct {
 func (c *countedJournal) JournalTurn(ctx context.Context, e store.JournalEntry) error {
 	c.n.Add(1)
 	return c.Store.JournalTurn(ctx, e)
+}
+
+// separateJournal is the counted store whose RecordInboundTurn writes the
+// inbound row and then the turn's journal entry in a commit of its own.
+type separateJournal struct{ *countedJournal }
+
+func (s separateJournal) RecordInboundTurn(ctx context.Context, in store.Inbound, text string) (
+	id int64, duplicate bool, entry *store.JournalEntry, err error) {
+	id, duplicate, err = s.RecordInbound(ctx, in)
+	if err != nil || duplicate {
+		return id, duplicate, nil, err
+	}
+	l, err := s.Lane(ctx, in.SessionKey)
+	if err != nil {
+		return 0, false, nil, err
+	}
+	e := store.JournalEntry{SessionKey: in.SessionKey, Generation: l.Generation, InboundID: id,
+		ThreadID: l.ThreadID, Text: text, StartedAt: in.ReceivedAt}
+	if err := s.JournalTurn(ctx, e); err != nil {
+		return 0, false, nil, err
+	}
+	return id, false, &e, nil
 }

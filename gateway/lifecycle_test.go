@@ -56,7 +56,8 @@ func TestStoreFailures(t *testing.T) {
 	}{
 		{name: "inbox", method: "RecordInbound", wantErr: true},
 		{name: "lane row", method: "EnsureLane", wantErr: true},
-		{name: "journal", method: "JournalTurn", wantReply: "could not save", wantTurns: 0},
+		// On an idle lane the journal entry is written with the inbox row.
+		{name: "journal", method: "JournalTurn", wantErr: true},
 		{name: "binding", method: "BindThread", wantReply: "could not save", wantTurns: 0},
 		{name: "commit", method: "CommitTurn", wantReply: "not saved", wantTurns: 1},
 	}
@@ -90,6 +91,40 @@ func TestStoreFailures(t *testing.T) {
 				t.Errorf("after recovery reply = %q", o.Text)
 			}
 		})
+	}
+}
+
+// A message that waited behind a running turn is journaled when its own
+// turn starts; a failure there answers "could not save" and runs nothing.
+func TestQueuedTurnJournalFailure(t *testing.T) {
+	h := newHarness(t)
+	entered, release := make(chan string, 4), make(chan struct{})
+	h.cx.run = func(_ context.Context, _, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
+		entered <- text
+		if text == "slow" {
+			<-release
+		}
+		return codex.TurnResult{Status: codex.TurnCompleted, Text: "re: " + text}, nil
+	}
+	h.start(t)
+	h.send(t, "a", "m1", "slow")
+	<-entered
+	h.send(t, "a", "m2", "hi") // queued: recorded without a journal entry
+	h.st.failOn("JournalTurn", errInjected)
+	close(release)
+	if o := h.p.replyTo(t, "m1"); o.Text != "re: slow" {
+		t.Errorf("first reply %q", o.Text)
+	}
+	if o := h.p.replyTo(t, "m2"); !strings.Contains(o.Text, "could not save") {
+		t.Errorf("reply %q, want it to contain %q", o.Text, "could not save")
+	}
+	if _, _, turns := h.cx.snapshot(); len(turns) != 1 {
+		t.Errorf("codex turns = %v, want only the first", turns)
+	}
+	h.st.failOn("JournalTurn", nil)
+	h.send(t, "a", "m3", "again")
+	if o := h.p.replyTo(t, "m3"); o.Text != "re: again" {
+		t.Errorf("after recovery reply = %q", o.Text)
 	}
 }
 

@@ -30,12 +30,6 @@ import (
 // saying when the limit resets (its error message names only a clock time).
 const usageLimitFallback = 15 * time.Minute
 
-// rateLimitSource is the part of *codex.Client that knows the account's
-// last rate-limit windows; fakes without it never pause proactively.
-type rateLimitSource interface {
-	LastRateLimits() (codex.RateLimits, bool)
-}
-
 // usageGate is the gateway-wide "paused until" state.
 type usageGate struct {
 	saveMu  sync.Mutex // serialises saveUsagePause (pausestate.go)
@@ -135,11 +129,7 @@ func (g *Gateway) resumeLanes(why string) bool {
 // windowsReached pauses the gateway when codex's last rate-limit windows
 // say the limit is used up, before a turn is even tried.
 func (g *Gateway) windowsReached() {
-	src, ok := g.cx.(rateLimitSource)
-	if !ok {
-		return
-	}
-	snap, ok := src.LastRateLimits()
+	snap, ok := g.cx.LastRateLimits()
 	if !ok {
 		return
 	}
@@ -258,11 +248,9 @@ func (g *Gateway) requeueForReset(l *lane, it item) {
 // the used-up windows codex reported, else a fixed wait.
 func (g *Gateway) usageResetTime() time.Time {
 	now := g.now()
-	if src, ok := g.cx.(rateLimitSource); ok {
-		if snap, ok := src.LastRateLimits(); ok {
-			if until, reached := snap.ReachedUntil(now); reached {
-				return until
-			}
+	if snap, ok := g.cx.LastRateLimits(); ok {
+		if until, reached := snap.ReachedUntil(now); reached {
+			return until
 		}
 	}
 	return now.Add(usageLimitFallback)

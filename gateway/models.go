@@ -31,17 +31,6 @@ import (
 // listed model supports is kept: the lane chose it on purpose). Choosing a
 // model that does not support the lane's effort clears the effort likewise.
 
-// modelLister is the optional part of the Codex that lists its models.
-type modelLister interface {
-	ListModels(ctx context.Context) ([]codex.Model, error)
-}
-
-// modelDefaulter is the optional part of the Codex that reports the model
-// and effort it runs a thread with when turn/start names none.
-type modelDefaulter interface {
-	ModelDefaults(ctx context.Context) (codex.ModelDefaults, error)
-}
-
 // Button id prefixes of /model's and /effort's buttons.
 const (
 	modelPrefix  = "model:"
@@ -112,26 +101,15 @@ type modelCache struct {
 
 func newModelCache(now func() time.Time) *modelCache { return &modelCache{now: now} }
 
-// list returns codex's models, cached. Without a lister it reports
-// errNoModelList.
+// list returns codex's models, cached.
 func (c *modelCache) list(ctx context.Context, cx Codex) ([]codex.Model, error) {
-	ml, ok := cx.(modelLister)
-	if !ok {
-		return nil, errNoModelList
-	}
-	return c.models.get(c.now, func() ([]codex.Model, error) { return ml.ListModels(ctx) })
+	return c.models.get(c.now, func() ([]codex.Model, error) { return cx.ListModels(ctx) })
 }
 
 // codexDefaults returns codex's own defaults, cached; zero when unknown.
 func (c *modelCache) codexDefaults(ctx context.Context, cx Codex) (codex.ModelDefaults, error) {
-	md, ok := cx.(modelDefaulter)
-	if !ok {
-		return codex.ModelDefaults{}, nil
-	}
-	return c.defaults.get(c.now, func() (codex.ModelDefaults, error) { return md.ModelDefaults(ctx) })
+	return c.defaults.get(c.now, func() (codex.ModelDefaults, error) { return cx.ModelDefaults(ctx) })
 }
-
-var errNoModelList = fmt.Errorf("gateway: this Codex cannot list models")
 
 // findModel returns the listed model name means: the same id, else the
 // only one whose id, slug or display name equals it ignoring case.
@@ -267,22 +245,8 @@ func (g *Gateway) laneModel(ctx context.Context, sl store.Lane) (model, effort s
 
 // withLaneModel sets the turn's model and effort in in.
 func (g *Gateway) withLaneModel(ctx context.Context, sl store.Lane, in codex.TurnInput) codex.TurnInput {
-	if g.canNameModel(sl) {
-		in.Model, in.Effort = g.laneModel(ctx, sl)
-	}
+	in.Model, in.Effort = g.laneModel(ctx, sl)
 	return in
-}
-
-// canNameModel reports whether a turn of sl could name a model or effort
-// at all; when not, the turn path does no model work (a Codex without
-// model/list and nothing chosen or configured).
-func (g *Gateway) canNameModel(sl store.Lane) bool {
-	if sl.Model != "" || sl.Effort != "" || g.cfg.Thread.Model != "" || g.cfg.Effort != "" {
-		return true
-	}
-	_, lists := g.cx.(modelLister)
-	_, defaults := g.cx.(modelDefaulter)
-	return lists || defaults
 }
 
 // modelStatus is /status's line about the lane's model and effort.

@@ -312,8 +312,9 @@ func TestModelAndEffortButtons(t *testing.T) {
 	}
 }
 
-// A codex without model/list (the plain fake) sends no model or effort of
-// its own and answers /model with the reason.
+// A codex without model/list (an older app-server: the plain fake answers
+// method not found) sends no model or effort of its own and answers
+// /model with the reason.
 func TestWithoutAModelListNothingIsNamed(t *testing.T) {
 	h := newHarness(t)
 	h.start(t)

@@ -16,13 +16,6 @@ import (
 // usagePauseState is the store's name for the pause.
 const usagePauseState = "usage_pause"
 
-// stateStore is the part of *store.Store that keeps gateway-wide values;
-// a Store without it (the tests' fakes) keeps the pause in memory only.
-type stateStore interface {
-	SetState(ctx context.Context, name, value string) error
-	State(ctx context.Context, name string) (string, error)
-}
-
 type savedPause struct {
 	Until time.Time `json:"until"`
 	Told  []string  `json:"told,omitempty"`
@@ -33,10 +26,6 @@ type savedPause struct {
 // failed save is logged: it costs at most a repeated notice after a
 // restart, never a message.
 func (g *Gateway) saveUsagePause() {
-	ss, ok := g.st.(stateStore)
-	if !ok {
-		return
-	}
 	u := g.usage
 	u.saveMu.Lock()
 	defer u.saveMu.Unlock()
@@ -52,7 +41,7 @@ func (g *Gateway) saveUsagePause() {
 		b, _ := json.Marshal(p)
 		value = string(b)
 	}
-	if err := ss.SetState(g.baseCtx, usagePauseState, value); err != nil {
+	if err := g.st.SetState(g.baseCtx, usagePauseState, value); err != nil {
 		g.log.Warn("usage.pause_save_failed", zap.Error(err))
 	}
 }
@@ -60,11 +49,7 @@ func (g *Gateway) saveUsagePause() {
 // restoreUsagePause takes up a pause recorded before a restart, if it is
 // still in force; one that ended meanwhile is cleared.
 func (g *Gateway) restoreUsagePause(ctx context.Context) {
-	ss, ok := g.st.(stateStore)
-	if !ok {
-		return
-	}
-	raw, err := ss.State(ctx, usagePauseState)
+	raw, err := g.st.State(ctx, usagePauseState)
 	if err != nil || raw == "" {
 		if err != nil {
 			g.log.Warn("usage.pause_read_failed", zap.Error(err))
@@ -76,7 +61,7 @@ func (g *Gateway) restoreUsagePause(ctx context.Context) {
 		if err != nil {
 			g.log.Warn("usage.pause_unreadable", zap.Error(err))
 		}
-		if err := ss.SetState(ctx, usagePauseState, ""); err != nil {
+		if err := g.st.SetState(ctx, usagePauseState, ""); err != nil {
 			g.log.Warn("usage.pause_save_failed", zap.Error(err))
 		}
 		return

@@ -110,11 +110,12 @@ func TestDoubleCrashTellsOnceAndRetryRunsCutOffText(t *testing.T) {
 }
 
 // TestRefusedMessageNeverRunsLater: a message answered "could not save"
-// (disk full) is never run after a restart; when even marking it refused
-// fails, the answer does not ask the user to send it again, and it is
-// answered once after the restart.
+// (the disk full once it was recorded: its thread's binding and the turn
+// cannot be written) is never run after a restart; when even marking it
+// refused fails, the answer does not ask the user to send it again, and it
+// is answered once after the restart.
 func TestRefusedMessageNeverRunsLater(t *testing.T) {
-	full := fmt.Errorf("journal: %w", store.ErrDiskFull)
+	full := fmt.Errorf("binding: %w", store.ErrDiskFull)
 	tests := []struct {
 		name        string
 		failMarking bool
@@ -129,7 +130,7 @@ func TestRefusedMessageNeverRunsLater(t *testing.T) {
 			st := newFakeStore()
 			first := newHarnessOn(t, st)
 			first.start(t)
-			st.failOn("JournalTurn", full)
+			st.failOn("BindThread", full)
 			st.failOn("CommitTurn", full)
 			if tt.failMarking {
 				st.failOn("SetInboundState", full)
@@ -139,7 +140,7 @@ func TestRefusedMessageNeverRunsLater(t *testing.T) {
 				t.Errorf("answer %q, want %q", o.Text, tt.wantReply)
 			}
 			first.stop()
-			for _, m := range []string{"JournalTurn", "CommitTurn", "SetInboundState"} {
+			for _, m := range []string{"BindThread", "CommitTurn", "SetInboundState"} {
 				st.failOn(m, nil) // the disk has room again
 			}
 

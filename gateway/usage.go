@@ -18,18 +18,6 @@ type usageObserver interface {
 	Tokens(platform, kind string, n int64)
 }
 
-// usageStore is the optional part of a Store that reads the usage recorded
-// with the last turn (*store.Store implements it).
-type usageStore interface {
-	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
-}
-
-// rateLimitReader reads the account's rate limits afresh
-// (account/rateLimits/read; only a ChatGPT account has them).
-type rateLimitReader interface {
-	RateLimits(ctx context.Context) (codex.RateLimits, error)
-}
-
 // usageRecord is what the store keeps of a turn's usage.
 func usageRecord(u codex.Usage) store.UsageRecord {
 	return store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow,
@@ -58,14 +46,7 @@ func (g *Gateway) countTokens(platform string, u codex.Usage) {
 // lane's last turn; live says codex reported the context itself already.
 func (g *Gateway) storedUsageLines(ctx context.Context, key string, live bool) string {
 	var b strings.Builder
-	us, ok := g.st.(usageStore)
-	if !ok {
-		if !live {
-			b.WriteString("Context: no usage reported yet\n")
-		}
-		return b.String()
-	}
-	tu, found, err := us.LastTurnUsage(ctx, key)
+	tu, found, err := g.st.LastTurnUsage(ctx, key)
 	if err != nil {
 		g.log.Warn("status.usage_failed", zap.String("lane", key), zap.Error(err))
 	}
@@ -109,20 +90,15 @@ func (g *Gateway) rateLimitLines(ctx context.Context) string {
 }
 
 func (g *Gateway) currentRateLimits(ctx context.Context) (codex.RateLimits, bool) {
-	if r, ok := g.cx.(rateLimitReader); ok {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		snap, err := r.RateLimits(rctx)
-		cancel()
-		if err == nil {
-			return snap, true
-		}
-		// An API-key provider has no account limits: expected, not news.
-		g.log.Debug("status.rate_limits_unread", zap.Error(err))
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	snap, err := g.cx.RateLimits(rctx)
+	cancel()
+	if err == nil {
+		return snap, true
 	}
-	if src, ok := g.cx.(rateLimitSource); ok {
-		return src.LastRateLimits()
-	}
-	return codex.RateLimits{}, false
+	// An API-key provider has no account limits: expected, not news.
+	g.log.Debug("status.rate_limits_unread", zap.Error(err))
+	return g.cx.LastRateLimits()
 }
 
 // windowName names a window by its length, as ChatGPT plans do.
