@@ -40,6 +40,9 @@ type intake struct {
 // intakeStore is the part of the store intake writes.
 type intakeStore interface {
 	RecordInbound(ctx context.Context, in store.Inbound) (id int64, duplicate bool, err error)
+	// RecordInboundTurn is RecordInbound with the turn's journal entry in
+	// the same commit, for a message that starts at once.
+	RecordInboundTurn(ctx context.Context, in store.Inbound, text string) (id int64, duplicate bool, entry *store.JournalEntry, err error)
 }
 
 var _ intakeStore = (*store.Store)(nil)
@@ -117,14 +120,13 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 }
 
 // record commits the inbound row, ensuring its lane row in the same
-// commit, and on an idle lane its turn's journal entry too (turnInbound):
+// commit, and on an idle lane its turn's journal entry too:
 // one commit per message. Then the lane's intake lock is held until
 // release, which the caller calls once the message is queued. In cluster
 // mode the lane's owner, maybe another node, journals the turn.
 func (k *intake) record(ctx context.Context, addr Address, rec store.Inbound) (
 	id int64, dup bool, journal *store.JournalEntry, release func(), err error) {
-	ti, ok := k.st.(turnInbound)
-	if !ok || k.gate != nil {
+	if k.gate != nil {
 		id, dup, err = k.st.RecordInbound(ctx, rec)
 		return id, dup, nil, func() {}, err
 	}
@@ -134,14 +136,8 @@ func (k *intake) record(ctx context.Context, addr Address, rec store.Inbound) (
 		id, dup, err = k.st.RecordInbound(ctx, rec)
 		return id, dup, nil, release, err
 	}
-	id, dup, journal, err = ti.RecordInboundTurn(ctx, rec, withFiles(rec.Text, rec.Attachments))
+	id, dup, journal, err = k.st.RecordInboundTurn(ctx, rec, withFiles(rec.Text, rec.Attachments))
 	return id, dup, journal, release, err
-}
-
-// turnInbound is the store's RecordInboundTurn: the inbound row and the
-// turn's journal entry in one commit.
-type turnInbound interface {
-	RecordInboundTurn(ctx context.Context, in store.Inbound, text string) (id int64, duplicate bool, entry *store.JournalEntry, err error)
 }
 
 // runsAsTurn says whether a message will be a turn (not a command, not

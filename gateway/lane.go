@@ -39,7 +39,7 @@ type lane struct {
 	typedAt time.Time
 
 	// intakeMu serialises the lane's deliveries from recording to queueing
-	// when the store can journal a turn with its inbound row (turnInbound).
+	// when its turn's journal entry may be written with its inbound row.
 	// Without it a message recorded after another's check that the lane is
 	// idle, but queued before it, would run first and its journal entry
 	// would replace the other's, which would then run without one. intake
@@ -71,7 +71,7 @@ type item struct {
 	// file), handed to codex as localImage items.
 	images []string
 	// journal is the lane's journal entry written with the inbound row
-	// (turnInbound); the turn then writes none of its own while the lane
+	// (intake.record); the turn then writes none of its own while the lane
 	// is still at its generation and thread.
 	journal *store.JournalEntry
 }
