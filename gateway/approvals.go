@@ -135,7 +135,7 @@ func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.
 		g.log.Warn("approval.declined", zap.String("why", "approvals are not chat"), zap.String("thread", req.ThreadID))
 		return codex.DecisionDecline
 	}
-	l := g.laneOfThread(req.ThreadID)
+	l := g.lanes.ofThread(req.ThreadID)
 	if l == nil {
 		g.log.Warn("approval.declined", zap.String("why", "no lane owns the thread"), zap.String("thread", req.ThreadID))
 		return codex.DecisionDecline
@@ -173,22 +173,6 @@ func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.
 		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
 		return codex.DecisionDecline
 	}
-}
-
-// laneOfThread finds the lane whose thread (loaded or running) is threadID.
-func (g *Gateway) laneOfThread(threadID string) *lane {
-	if threadID == "" {
-		return nil
-	}
-	var found *lane
-	g.lanes.each(func(l *lane) {
-		l.mu.Lock()
-		if found == nil && (l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)) {
-			found = l
-		}
-		l.mu.Unlock()
-	})
-	return found
 }
 
 // askApproval shows the question: with buttons where the platform can,
@@ -397,7 +381,7 @@ func (g *Gateway) approvalCommand(ctx context.Context, l *lane, msgID, args stri
 // the agent's sudden change of course is never a mystery. It is called for
 // every refused request, whatever Config.Approvals says.
 func (g *Gateway) Unsupported(threadID, method string) {
-	l := g.laneOfThread(threadID)
+	l := g.lanes.ofThread(threadID)
 	if l == nil {
 		g.log.Warn("request.refused_unrouted", zap.String("thread", threadID), zap.String("method", method))
 		return

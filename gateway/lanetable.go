@@ -58,6 +58,22 @@ func (t *laneTable) each(fn func(l *lane)) {
 	}
 }
 
+// ofThread finds the lane whose thread (loaded or running) is threadID.
+func (t *laneTable) ofThread(threadID string) *lane {
+	if threadID == "" {
+		return nil
+	}
+	var found *lane
+	t.each(func(l *lane) {
+		l.mu.Lock()
+		if found == nil && (l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)) {
+			found = l
+		}
+		l.mu.Unlock()
+	})
+	return found
+}
+
 // touch makes the lane the most recently used live lane.
 func (t *laneTable) touch(l *lane) {
 	t.mu.Lock()
