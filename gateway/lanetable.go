@@ -74,6 +74,14 @@ func (t *laneTable) ofThread(threadID string) *lane {
 	return found
 }
 
+// addressOfThread is the address of the lane whose thread is threadID.
+func (t *laneTable) addressOfThread(threadID string) (Address, bool) {
+	if l := t.ofThread(threadID); l != nil {
+		return l.addr, true
+	}
+	return Address{}, false
+}
+
 // touch makes the lane the most recently used live lane.
 func (t *laneTable) touch(l *lane) {
 	t.mu.Lock()
