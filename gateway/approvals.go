@@ -118,94 +118,144 @@ func approvalSeq(id string) int64 {
 	return n
 }
 
+// approvals is chat approvals and the notices about server requests
+// gatewayd refuses: it owns the book of pending requests, asks the lane
+// owning a request's thread, and takes the lane's decision from a button,
+// /approve and /deny, or an adapter (Decide).
+type approvals struct {
+	mode    string        // Config.Approvals
+	timeout time.Duration // Config.ApprovalTimeout
+	book    approvalBook
+
+	// laneOf returns the address of the lane whose thread is threadID
+	// (laneTable.addressOfThread).
+	laneOf func(threadID string) (Address, bool)
+	// base is the gateway's base context: notices about a request outlive
+	// the request's own context (it ends when codex withdraws it).
+	base context.Context
+	out  *deliverer // notices through the outbox
+	// platforms and obs send questions directly (ask): a question is only
+	// worth showing while its request waits.
+	platforms map[string]Platform
+	obs       Observer
+	log       *zap.Logger
+	now       func() time.Time
+}
+
+// newApprovals builds the approvals module. platforms is the gateway's
+// platform map, which AddPlatform still fills after New.
+func newApprovals(cfg Config, laneOf func(threadID string) (Address, bool), base context.Context,
+	out *deliverer, platforms map[string]Platform, log *zap.Logger) *approvals {
+	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: laneOf, base: base,
+		out: out, platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
+}
+
+// register adds /approve, /deny, the approval buttons, and cancels a lane's
+// pending requests when its turn is stopped or its conversation reset.
+func (a *approvals) register(h *host) {
+	decide := func(ctx context.Context, c commandCall) bool {
+		a.command(ctx, c.lane.addr, c.msgID, c.args, c.name == "approve")
+		return true
+	}
+	h.command("approve", decide)
+	h.command("deny", decide)
+	h.callback(callbackPrefix, a.pressed)
+	h.hooks.stopped = append(h.hooks.stopped, func(key string) { a.cancel(key) })
+}
+
 // PendingApprovals lists the lane's requests waiting for a decision.
 func (g *Gateway) PendingApprovals(sessionKey string) []PendingApproval {
+	return g.approvals.pending(sessionKey)
+}
+
+// Approve is the codex approval handler for Config.Approvals "chat" (see
+// approvals.approve).
+func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
+	return g.approvals.approve(ctx, req)
+}
+
+// Decide answers a pending approval for the lane sessionKey. A decision
+// for another lane's request is refused and logged.
+func (g *Gateway) Decide(sessionKey, id, decision, senderID string) error {
+	return g.approvals.decide(sessionKey, id, decision, senderID)
+}
+
+// Unsupported is the codex.Options.Unsupported hook (see
+// approvals.unsupported).
+func (g *Gateway) Unsupported(threadID, method string) { g.approvals.unsupported(threadID, method) }
+
+// pending lists the lane's requests waiting for a decision.
+func (a *approvals) pending(sessionKey string) []PendingApproval {
 	var out []PendingApproval
-	for _, p := range g.approvals.lane(sessionKey) {
+	for _, p := range a.book.lane(sessionKey) {
 		out = append(out, p.info)
 	}
 	return out
 }
 
-// Approve is the codex approval handler for Config.Approvals "chat". It asks
-// the lane owning req.ThreadID and waits for its decision, the timeout or
-// ctx (the app-server went away).
-func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
-	if g.cfg.Approvals != ApprovalsChat {
-		g.log.Warn("approval.declined", zap.String("why", "approvals are not chat"), zap.String("thread", req.ThreadID))
+// approve asks the lane owning req.ThreadID and waits for its decision,
+// the timeout or ctx (the app-server went away).
+func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
+	if a.mode != ApprovalsChat {
+		a.log.Warn("approval.declined", zap.String("why", "approvals are not chat"), zap.String("thread", req.ThreadID))
 		return codex.DecisionDecline
 	}
-	l := g.laneOfThread(req.ThreadID)
-	if l == nil {
-		g.log.Warn("approval.declined", zap.String("why", "no lane owns the thread"), zap.String("thread", req.ThreadID))
+	addr, ok := a.laneOf(req.ThreadID)
+	if !ok {
+		a.log.Warn("approval.declined", zap.String("why", "no lane owns the thread"), zap.String("thread", req.ThreadID))
 		return codex.DecisionDecline
 	}
+	key := addr.SessionKey()
 	if req.Kind != "command" && req.Kind != "fileChange" {
-		g.log.Warn("approval.declined", zap.String("why", "unsupported kind"), zap.String("kind", req.Kind))
-		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
+		a.log.Warn("approval.declined", zap.String("why", "unsupported kind"), zap.String("kind", req.Kind))
+		a.out.notify(a.base, addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
 		return codex.DecisionDecline
 	}
-	p := g.approvals.add(PendingApproval{SessionKey: l.key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
-		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: g.now()})
+	p := a.book.add(PendingApproval{SessionKey: key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
+		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: a.now()})
 	id := p.info.ID
-	g.log.Info("approval.asked", zap.String("lane", l.key), zap.String("approval", id), zap.String("kind", req.Kind))
-	g.askApproval(ctx, l, p.info)
-	timer := time.NewTimer(g.cfg.ApprovalTimeout)
+	a.log.Info("approval.asked", zap.String("lane", key), zap.String("approval", id), zap.String("kind", req.Kind))
+	a.ask(ctx, addr, p.info)
+	timer := time.NewTimer(a.timeout)
 	defer timer.Stop()
 	select {
 	case d := <-p.answer:
 		return d
 	case <-timer.C:
-		if g.approvals.take(id) == nil {
+		if a.book.take(id) == nil {
 			return <-p.answer // answered just now
 		}
-		g.log.Info("approval.timed_out", zap.String("lane", l.key), zap.String("approval", id))
-		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, g.cfg.ApprovalTimeout))
+		a.log.Info("approval.timed_out", zap.String("lane", key), zap.String("approval", id))
+		a.out.notify(a.base, addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, a.timeout))
 		return codex.DecisionDecline
 	case <-ctx.Done():
 		// codex withdrew the request (the turn ended or was interrupted):
 		// the question in the lane is moot, so say so instead of leaving
 		// buttons that would only answer "no longer pending".
-		if g.approvals.take(id) == nil {
+		if a.book.take(id) == nil {
 			return <-p.answer
 		}
-		g.log.Info("approval.withdrawn", zap.String("lane", l.key), zap.String("approval", id))
-		g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
+		a.log.Info("approval.withdrawn", zap.String("lane", key), zap.String("approval", id))
+		a.out.notify(a.base, addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
 		return codex.DecisionDecline
 	}
 }
 
-// laneOfThread finds the lane whose thread (loaded or running) is threadID.
-func (g *Gateway) laneOfThread(threadID string) *lane {
-	if threadID == "" {
-		return nil
-	}
-	var found *lane
-	g.lanes.each(func(l *lane) {
-		l.mu.Lock()
-		if found == nil && (l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)) {
-			found = l
-		}
-		l.mu.Unlock()
-	})
-	return found
-}
-
-// askApproval shows the question: with buttons where the platform can,
+// ask shows the question: with buttons where the platform can,
 // else as text naming the commands.
 //
 // The question is sent directly, not through the outbox: it is only worth
 // showing while the request waits (a restart ends it). If the platform
 // refuses, the outbox takes the plain text.
-func (g *Gateway) askApproval(ctx context.Context, l *lane, info PendingApproval) {
-	text := approvalQuestion(info, g.cfg.ApprovalTimeout)
-	out := Outbound{Address: l.addr, Kind: OutNotice, Text: text, Approval: &info}
+func (a *approvals) ask(ctx context.Context, addr Address, info PendingApproval) {
+	text := approvalQuestion(info, a.timeout)
+	out := Outbound{Address: addr, Kind: OutNotice, Text: text, Approval: &info}
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	var err error
-	switch p := g.platforms[l.addr.Platform].(type) {
+	switch p := a.platforms[addr.Platform].(type) {
 	case nil:
-		err = fmt.Errorf("gateway: no platform %q", l.addr.Platform)
+		err = fmt.Errorf("gateway: no platform %q", addr.Platform)
 	case ButtonSender:
 		_, err = p.SendButtons(sctx, out, approvalButtons(info.ID))
 	default:
@@ -215,16 +265,16 @@ func (g *Gateway) askApproval(ctx context.Context, l *lane, info PendingApproval
 		// Nobody is there to see it now (the API lane with no request
 		// open): the outbox keeps the question for the lane's next
 		// request, and GET .../approvals lists it meanwhile.
-		g.log.Info("approval.ask_deferred", zap.String("lane", l.key), zap.String("approval", info.ID))
-		g.out.notify(g.baseCtx, l.addr, "", text)
+		a.log.Info("approval.ask_deferred", zap.String("lane", info.SessionKey), zap.String("approval", info.ID))
+		a.out.notify(a.base, addr, "", text)
 		return
 	}
-	g.obs.Outbound(l.addr.Platform, err)
+	a.obs.Outbound(addr.Platform, err)
 	if err == nil {
 		return
 	}
-	g.log.Warn("approval.ask_failed", zap.String("lane", l.key), zap.Error(err))
-	g.out.notify(g.baseCtx, l.addr, "", text)
+	a.log.Warn("approval.ask_failed", zap.String("lane", info.SessionKey), zap.Error(err))
+	a.out.notify(a.base, addr, "", text)
 }
 
 func approvalQuestion(info PendingApproval, timeout time.Duration) string {
@@ -255,10 +305,9 @@ func approvalButtons(id string) []Button {
 	}
 }
 
-// Decide answers a pending approval for the lane sessionKey. A decision
-// for another lane's request is refused and logged.
-func (g *Gateway) Decide(sessionKey, id, decision, senderID string) error {
-	answer, err := g.claimApproval(sessionKey, id, decision, senderID)
+// decide answers a pending approval for the lane sessionKey.
+func (a *approvals) decide(sessionKey, id, decision, senderID string) error {
+	answer, err := a.claim(sessionKey, id, decision, senderID)
 	if err != nil {
 		return err
 	}
@@ -266,68 +315,68 @@ func (g *Gateway) Decide(sessionKey, id, decision, senderID string) error {
 	return nil
 }
 
-// claimApproval checks a decision and takes the request off the pending
+// claim checks a decision and takes the request off the pending
 // list; the returned func hands the decision to codex. Splitting the two
 // lets a caller acknowledge the decision in the lane first, so the lane
 // reads the acknowledgement before the reply the decision unblocks.
-func (g *Gateway) claimApproval(sessionKey, id, decision, senderID string) (answer func(), err error) {
+func (a *approvals) claim(sessionKey, id, decision, senderID string) (answer func(), err error) {
 	d := codex.Decision(decision)
 	switch d {
 	case codex.DecisionAccept, codex.DecisionAcceptForSession, codex.DecisionDecline, codex.DecisionCancel:
 	default:
 		return nil, ErrBadDecision
 	}
-	p := g.approvals.get(id)
+	p := a.book.get(id)
 	if p == nil {
 		return nil, ErrApprovalNotFound
 	}
 	if p.info.SessionKey != sessionKey {
-		g.log.Warn("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
+		a.log.Warn("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
 			zap.String("owner", p.info.SessionKey), zap.String("sender", senderID))
 		return nil, ErrApprovalWrongLane
 	}
-	if g.approvals.take(id) == nil {
+	if a.book.take(id) == nil {
 		return nil, ErrApprovalNotFound
 	}
 	return func() {
 		p.answer <- d
-		g.log.Info("approval.decided", zap.String("lane", sessionKey), zap.String("approval", id),
+		a.log.Info("approval.decided", zap.String("lane", sessionKey), zap.String("approval", id),
 			zap.String("decision", decision), zap.String("sender", senderID))
 	}, nil
 }
 
-// cancelApprovals answers every pending request of the lane with cancel
+// cancel answers every pending request of the lane with cancel
 // (codex then ends the turn as interrupted). It returns how many.
-func (g *Gateway) cancelApprovals(key string) int {
+func (a *approvals) cancel(key string) int {
 	n := 0
-	for _, p := range g.approvals.lane(key) {
-		if g.approvals.take(p.info.ID) != nil {
+	for _, p := range a.book.lane(key) {
+		if a.book.take(p.info.ID) != nil {
 			p.answer <- codex.DecisionCancel
 			n++
 		}
 	}
 	if n > 0 {
-		g.log.Info("approval.cancelled", zap.String("lane", key), zap.Int("count", n))
+		a.log.Info("approval.cancelled", zap.String("lane", key), zap.Int("count", n))
 	}
 	return n
 }
 
-// approvalCallback handles an approval button: "approval:<id>:<decision>".
-func (g *Gateway) approvalCallback(ctx context.Context, in Inbound) {
+// pressed handles an approval button: "approval:<id>:<decision>".
+func (a *approvals) pressed(ctx context.Context, in Inbound) {
 	rest, ok := strings.CutPrefix(in.Callback, callbackPrefix)
 	id, decision, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 {
-		g.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
+		a.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
 		return
 	}
-	g.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID)
+	a.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID)
 }
 
 // decideAndSay applies a decision and tells the lane what happened (as a
 // reply to replyTo), the acknowledgement first.
-func (g *Gateway) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string) {
-	answer, err := g.claimApproval(addr.SessionKey(), id, decision, sender)
-	g.out.notify(ctx, addr, replyTo, decisionText(id, decision, err))
+func (a *approvals) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string) {
+	answer, err := a.claim(addr.SessionKey(), id, decision, sender)
+	a.out.notify(ctx, addr, replyTo, decisionText(id, decision, err))
 	if err == nil {
 		answer()
 	}
@@ -357,25 +406,25 @@ func decisionWords(d codex.Decision) string {
 	return "cancelled (the reply stops)"
 }
 
-// approvalCommand is /approve [id] [session] and /deny [id]. Without an id
-// it answers the lane's only pending request. The answer goes to the lane
-// as a reply to msgID.
-func (g *Gateway) approvalCommand(ctx context.Context, l *lane, msgID, args string, approve bool) {
+// command is /approve [id] [session] and /deny [id] in the lane at addr.
+// Without an id it answers the lane's only pending request. The answer
+// goes to the lane as a reply to msgID.
+func (a *approvals) command(ctx context.Context, addr Address, msgID, args string, approve bool) {
 	fields := strings.Fields(args)
 	id := ""
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "a") {
 		id, fields = fields[0], fields[1:]
 	}
 	if id == "" {
-		pending := g.approvals.lane(l.key)
+		pending := a.book.lane(addr.SessionKey())
 		switch len(pending) {
 		case 0:
-			g.out.notify(ctx, l.addr, msgID, "No approval is pending here.")
+			a.out.notify(ctx, addr, msgID, "No approval is pending here.")
 			return
 		case 1:
 			id = pending[0].info.ID
 		default:
-			g.out.notify(ctx, l.addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
+			a.out.notify(ctx, addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
 				len(pending), pending[0].info.ID))
 			return
 		}
@@ -387,23 +436,23 @@ func (g *Gateway) approvalCommand(ctx context.Context, l *lane, msgID, args stri
 			decision = codex.DecisionAcceptForSession
 		}
 	}
-	g.decideAndSay(ctx, l.addr, msgID, id, string(decision), "")
+	a.decideAndSay(ctx, addr, msgID, id, string(decision), "")
 }
 
-// Unsupported is the codex.Options.Unsupported hook: the app-server asked
+// unsupported is the codex.Options.Unsupported hook: the app-server asked
 // for something gatewayd cannot grant (a permission profile, user input, an
 // MCP elicitation, a dynamic tool call) and the request was refused with a
 // JSON-RPC error. The lane owning the thread is told once per request, so
 // the agent's sudden change of course is never a mystery. It is called for
 // every refused request, whatever Config.Approvals says.
-func (g *Gateway) Unsupported(threadID, method string) {
-	l := g.laneOfThread(threadID)
-	if l == nil {
-		g.log.Warn("request.refused_unrouted", zap.String("thread", threadID), zap.String("method", method))
+func (a *approvals) unsupported(threadID, method string) {
+	addr, ok := a.laneOf(threadID)
+	if !ok {
+		a.log.Warn("request.refused_unrouted", zap.String("thread", threadID), zap.String("method", method))
 		return
 	}
-	g.log.Info("request.refused", zap.String("lane", l.key), zap.String("method", method))
-	g.out.notify(g.baseCtx, l.addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
+	a.log.Info("request.refused", zap.String("lane", addr.SessionKey()), zap.String("method", method))
+	a.out.notify(a.base, addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
 		requestWhat(method), method))
 }
 
@@ -422,18 +471,4 @@ func requestWhat(method string) string {
 		return "an approval in the old protocol"
 	}
 	return "something"
-}
-
-// approvalsModule registers /approve, /deny and the approval buttons.
-func approvalsModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		decide := func(ctx context.Context, c commandCall) bool {
-			g.approvalCommand(ctx, c.lane, c.msgID, c.args, c.name == "approve")
-			return true
-		}
-		h.command("approve", decide)
-		h.command("deny", decide)
-		h.callback(callbackPrefix, g.approvalCallback)
-		h.hooks.stopped = append(h.hooks.stopped, func(key string) { g.cancelApprovals(key) })
-	})
 }

@@ -229,7 +229,7 @@ type Gateway struct {
 	ready      chan struct{}
 
 	out       *deliverer   // the outbox's sender
-	approvals approvalBook // pending chat approvals
+	approvals *approvals   // chat approvals: the pending requests and their decisions
 	projects  projectSet   // the directories lanes may work in
 	models    *modelCache  // codex's models and defaults, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
@@ -301,6 +301,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		describeProject: g.projects.describe, retryAfterLimit: g.retryAfterLimit}
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
+	g.approvals = newApprovals(cfg, g.lanes.addressOfThread, base, g.out, platforms, log)
 	for _, m := range g.modules() {
 		m.register(g.host)
 	}
@@ -325,7 +326,7 @@ func (g *Gateway) modules() []module {
 		usageLimitModule(g),
 		sendFileModule(g),
 		workViewModule(g),
-		approvalsModule(g),
+		g.approvals,
 	}
 }
 

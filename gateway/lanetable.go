@@ -58,6 +58,30 @@ func (t *laneTable) each(fn func(l *lane)) {
 	}
 }
 
+// ofThread finds the lane whose thread (loaded or running) is threadID.
+func (t *laneTable) ofThread(threadID string) *lane {
+	if threadID == "" {
+		return nil
+	}
+	var found *lane
+	t.each(func(l *lane) {
+		l.mu.Lock()
+		if found == nil && (l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)) {
+			found = l
+		}
+		l.mu.Unlock()
+	})
+	return found
+}
+
+// addressOfThread is the address of the lane whose thread is threadID.
+func (t *laneTable) addressOfThread(threadID string) (Address, bool) {
+	if l := t.ofThread(threadID); l != nil {
+		return l.addr, true
+	}
+	return Address{}, false
+}
+
 // touch makes the lane the most recently used live lane.
 func (t *laneTable) touch(l *lane) {
 	t.mu.Lock()

@@ -73,7 +73,7 @@ func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolRes
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
 		return codex.ToolResult{Text: "send_file: arguments must be {\"path\": string, \"caption\"?: string}"}
 	}
-	l := g.laneOfThread(call.ThreadID)
+	l := g.lanes.ofThread(call.ThreadID)
 	if l == nil || g.cfg.Files == nil {
 		return codex.ToolResult{Text: "send_file is not available here: files cannot be sent from this conversation."}
 	}
