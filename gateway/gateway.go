@@ -230,7 +230,7 @@ type Gateway struct {
 
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
-	projects  projectSet   // the directories lanes may work in
+	projects  *projects    // /project: the directories lanes may work in
 	models    *modelCache  // codex's models and defaults, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 	account   accountState // whether codex can answer; logins from chats
@@ -268,7 +268,6 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
-		projects:    newProjectSet(cfg.Projects, cfg.Thread.Cwd),
 		models:      newModelCache(cfg.Now),
 		usage:       newUsageGate(),
 		host:        newHost(),
@@ -276,6 +275,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		journal:     journal{st: st, log: log},
 	}
 	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
+	g.projects = newProjects(cfg, st, g.out, log)
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
@@ -294,7 +294,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		paused: g.usagePaused, busy: busy.input}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, threads: g.threads, turns: g.turns, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
-		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.laneDir}
+		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.projects.dirOf}
 	g.turns.compact = g.compaction.item
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
@@ -315,7 +315,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 func (g *Gateway) modules() []module {
 	return []module{
 		// The order of /status's lines.
-		projectsModule(g),
+		g.projects,
 		modelsModule(g),
 		g.controls,
 		usageModule(g),

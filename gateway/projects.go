@@ -114,110 +114,139 @@ func orUnset(dir string) string {
 	return dir
 }
 
-// projectCommand is /project (show the lane's project and the choices) and
+// projects is /project: the configured project directories a lane may
+// work in, the lane's choice (stored with its routing) and the working
+// directory of each turn and thread.
+type projects struct {
+	set projectSet
+	st  projectStore
+	out *deliverer
+	log *zap.Logger
+}
+
+// projectStore is the part of the store /project uses.
+type projectStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
+	SetProject(ctx context.Context, sessionKey, name string) error
+	ForgetProject(ctx context.Context, sessionKey, name string) (bool, error)
+}
+
+var _ projectStore = (*store.Store)(nil)
+
+// newProjects offers cfg.Projects, with cfg.Thread.Cwd the directory of a
+// lane without a project.
+func newProjects(cfg Config, st projectStore, out *deliverer, log *zap.Logger) *projects {
+	return &projects{set: newProjectSet(cfg.Projects, cfg.Thread.Cwd), st: st, out: out, log: log}
+}
+
+// register adds /project and its buttons, the /status line, the turn's
+// working directory and the thread's cwd.
+func (p *projects) register(h *host) {
+	h.command("project", func(ctx context.Context, c commandCall) bool {
+		p.command(ctx, c.lane, c.msgID, c.args)
+		return true
+	})
+	h.callback(projectPrefix, p.pressed)
+	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+		fmt.Fprintf(b, "Project: %s\n", p.describe(sl.Project))
+	})
+	h.hooks.prepare = append(h.hooks.prepare, func(ctx context.Context, t *turn) { t.dir = p.turnDir(ctx, t) })
+	h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
+		if dir != "" {
+			cfg.Cwd = dir
+		}
+	})
+}
+
+// describe says where a lane with stored project name works (/project,
+// /status, /new's notice).
+func (p *projects) describe(name string) string { return p.set.describe(name) }
+
+// dirOf is where a stored lane works, without side effects (compaction
+// loads a thread with it).
+func (p *projects) dirOf(sl store.Lane) string {
+	dir, _ := p.set.dir(sl.Project)
+	return dir
+}
+
+// command is /project (show the lane's project and the choices) and
 // /project NAME (switch to it).
-func (g *Gateway) projectCommand(ctx context.Context, l *lane, msgID, args string) {
+func (p *projects) command(ctx context.Context, l *lane, msgID, args string) {
 	if args == "" {
-		g.showProjects(ctx, l, msgID)
+		p.show(ctx, l, msgID)
 		return
 	}
-	g.out.notify(ctx, l.addr, msgID, g.switchProject(ctx, l.addr, args))
+	p.out.notify(ctx, l.addr, msgID, p.switchTo(ctx, l.addr, args))
 }
 
-func (g *Gateway) showProjects(ctx context.Context, l *lane, msgID string) {
-	sl, err := g.st.Lane(ctx, l.key)
+func (p *projects) show(ctx context.Context, l *lane, msgID string) {
+	sl, err := p.st.Lane(ctx, l.key)
 	if err != nil {
-		g.log.Warn("project.lane_failed", zap.String("lane", l.key), zap.Error(err))
-		g.out.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
+		p.log.Warn("project.lane_failed", zap.String("lane", l.key), zap.Error(err))
+		p.out.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
 		return
 	}
-	text := "Project: " + g.projects.describe(sl.Project)
-	if len(g.projects.names) == 0 {
-		g.out.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
+	text := "Project: " + p.set.describe(sl.Project)
+	if len(p.set.names) == 0 {
+		p.out.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
 		return
 	}
-	text += "\nChoices:\n" + g.projects.choices() + "Switch with /project NAME."
-	g.out.sendWithButtons(ctx, l.addr, msgID, text, g.projects.buttons())
+	text += "\nChoices:\n" + p.set.choices() + "Switch with /project NAME."
+	p.out.sendWithButtons(ctx, l.addr, msgID, text, p.set.buttons())
 }
 
-// switchProject moves the lane at addr to the project named name and says
+// switchTo moves the lane at addr to the project named name and says
 // what happened. The thread is kept: the next turn carries the new cwd.
-func (g *Gateway) switchProject(ctx context.Context, addr Address, name string) string {
-	if len(g.projects.names) == 0 {
+func (p *projects) switchTo(ctx context.Context, addr Address, name string) string {
+	if len(p.set.names) == 0 {
 		return "No projects are configured (configuration key projects); this conversation works in " +
-			orUnset(g.projects.fallback) + "."
+			orUnset(p.set.fallback) + "."
 	}
-	found, ok := g.projects.find(name)
+	found, ok := p.set.find(name)
 	if !ok {
-		return fmt.Sprintf("Unknown project %q. Choose one of: %s.", name, strings.Join(g.projects.names, ", "))
+		return fmt.Sprintf("Unknown project %q. Choose one of: %s.", name, strings.Join(p.set.names, ", "))
 	}
 	key := addr.SessionKey()
-	if err := g.st.SetProject(ctx, key, found); err != nil {
-		g.log.Error("project.store_failed", zap.String("lane", key), zap.String("project", found), zap.Error(err))
+	if err := p.st.SetProject(ctx, key, found); err != nil {
+		p.log.Error("project.store_failed", zap.String("lane", key), zap.String("project", found), zap.Error(err))
 		return "Could not switch the project (storage error). Please try again."
 	}
-	dir, _ := g.projects.dir(found)
-	g.log.Info("project.switched", zap.String("lane", key), zap.String("project", found))
+	dir, _ := p.set.dir(found)
+	p.log.Info("project.switched", zap.String("lane", key), zap.String("project", found))
 	return fmt.Sprintf("Project: %s. This conversation now works in %s; the Codex thread is kept.", found, dir)
 }
 
-// projectCallback handles a press of a /project button: "project:<name>".
-func (g *Gateway) projectCallback(ctx context.Context, in Inbound) {
+// pressed handles a press of a /project button: "project:<name>".
+func (p *projects) pressed(ctx context.Context, in Inbound) {
 	name := strings.TrimPrefix(in.Callback, projectPrefix)
-	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
-		g.log.Error("project.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		g.out.notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
+	if _, err := p.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
+		p.log.Error("project.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
+		p.out.notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
 		return
 	}
-	g.out.notify(ctx, in.Address, "", g.switchProject(ctx, in.Address, name))
+	p.out.notify(ctx, in.Address, "", p.switchTo(ctx, in.Address, name))
 }
 
 // turnDir is the directory the turn's lane works in. A stored project that
 // is no longer configured is forgotten, and the lane told once, so that it
 // works in the default directory from now on rather than failing.
-func (g *Gateway) turnDir(ctx context.Context, t *turn) string {
-	dir, known := g.projects.dir(t.sl.Project)
+func (p *projects) turnDir(ctx context.Context, t *turn) string {
+	dir, known := p.set.dir(t.sl.Project)
 	if known {
 		return dir
 	}
 	stale := t.sl.Project
-	cleared, err := g.st.ForgetProject(ctx, t.l.key, stale)
+	cleared, err := p.st.ForgetProject(ctx, t.l.key, stale)
 	if err != nil {
 		// Told again on the next message, which tries again.
-		g.log.Warn("project.forget_failed", zap.String("lane", t.l.key), zap.String("project", stale), zap.Error(err))
+		p.log.Warn("project.forget_failed", zap.String("lane", t.l.key), zap.String("project", stale), zap.Error(err))
 		return dir
 	}
 	if cleared {
-		g.log.Warn("project.unconfigured", zap.String("lane", t.l.key), zap.String("project", stale))
-		g.out.notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
+		p.log.Warn("project.unconfigured", zap.String("lane", t.l.key), zap.String("project", stale))
+		p.out.notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
 			stale, orUnset(dir)))
 	}
 	return dir
-}
-
-// laneDir is where a stored lane works, without side effects (compaction
-// and status use it).
-func (g *Gateway) laneDir(sl store.Lane) string {
-	dir, _ := g.projects.dir(sl.Project)
-	return dir
-}
-
-// projectsModule registers /project and its buttons.
-func projectsModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.command("project", func(ctx context.Context, c commandCall) bool {
-			g.projectCommand(ctx, c.lane, c.msgID, c.args)
-			return true
-		})
-		h.callback(projectPrefix, g.projectCallback)
-		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
-			fmt.Fprintf(b, "Project: %s\n", g.projects.describe(sl.Project))
-		})
-		h.hooks.prepare = append(h.hooks.prepare, func(ctx context.Context, t *turn) { t.dir = g.turnDir(ctx, t) })
-		h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
-			if dir != "" {
-				cfg.Cwd = dir
-			}
-		})
-	})
 }
