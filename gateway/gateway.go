@@ -231,6 +231,7 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	projects  *projects    // /project: the directories lanes may work in
+	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
 	models    *modelCache  // codex's models and defaults, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 	account   accountState // whether codex can answer; logins from chats
@@ -276,6 +277,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	}
 	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
 	g.projects = newProjects(cfg, st, g.out, log)
+	g.rotation = newRotation(cfg, st, g.out, log)
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
@@ -320,7 +322,7 @@ func (g *Gateway) modules() []module {
 		g.controls,
 		usageModule(g),
 		g.compaction,
-		rotationModule(g),
+		g.rotation,
 		// No order among these.
 		accountModule(g),
 		usageLimitModule(g),

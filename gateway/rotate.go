@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -22,35 +23,67 @@ import (
 // keepsThread reports whether rotation keeps the lane's Codex thread.
 func keepsThread(k LaneKind) bool { return k != LaneDM }
 
+// rotation is Config.Rotate: it starts a new transcript session before a
+// turn when the lane was idle past the rotation policy.
+type rotation struct {
+	policy config.Rotate
+	st     rotationStore
+	out    *deliverer
+	log    *zap.Logger
+	now    func() time.Time
+}
+
+// rotationStore is the part of the store rotation uses.
+type rotationStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
+	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
+}
+
+var _ rotationStore = (*store.Store)(nil)
+
+func newRotation(cfg Config, st rotationStore, out *deliverer, log *zap.Logger) *rotation {
+	return &rotation{policy: cfg.Rotate, st: st, out: out, log: log, now: cfg.Now}
+}
+
+// register checks the policy when a turn's session is read and adds the
+// /status line.
+func (r *rotation) register(h *host) {
+	h.hooks.session = append(h.hooks.session, r.maybeRotate)
+	h.hooks.status = append(h.hooks.status, func(_ context.Context, _ store.Lane, b *strings.Builder) {
+		b.WriteString(r.status())
+	})
+}
+
 // maybeRotate rotates the lane's session when the rotation boundary passed
 // since its last turn, and tells the lane once. t.sl is updated to the lane
 // after rotation. A failure to rotate is logged and the turn goes on in the
 // old session: the message is never lost over it.
-func (g *Gateway) maybeRotate(ctx context.Context, t *turn) {
-	if g.cfg.Rotate.Off() {
+func (r *rotation) maybeRotate(ctx context.Context, t *turn) {
+	if r.policy.Off() {
 		return
 	}
-	now := g.now()
-	last, ok := g.lastActivity(ctx, t.l.key)
+	now := r.now()
+	last, ok := r.lastActivity(ctx, t.l.key)
 	if !ok {
 		return // an empty session has nothing to archive
 	}
-	boundary := g.cfg.Rotate.Next(last.In(now.Location()))
+	boundary := r.policy.Next(last.In(now.Location()))
 	if boundary.IsZero() || now.Before(boundary) {
 		return
 	}
 	keep := keepsThread(t.l.addr.Kind)
-	why := g.rotateWhy(now.Sub(last))
-	nl, err := g.st.RotateSession(ctx, t.l.key, t.sl.Generation, "rotate: "+why, keep)
+	why := r.why(now.Sub(last))
+	nl, err := r.st.RotateSession(ctx, t.l.key, t.sl.Generation, "rotate: "+why, keep)
 	if errors.Is(err, store.ErrStaleGeneration) {
 		// Reset meanwhile: the lane already has a fresh session.
-		if sl, err := g.st.Lane(ctx, t.l.key); err == nil {
+		if sl, err := r.st.Lane(ctx, t.l.key); err == nil {
 			t.sl = sl
 		}
 		return
 	}
 	if err != nil {
-		g.log.Error("lane.rotate_failed", zap.String("lane", t.l.key), zap.Error(err))
+		r.log.Error("lane.rotate_failed", zap.String("lane", t.l.key), zap.Error(err))
 		return
 	}
 	t.sl = nl
@@ -61,16 +94,16 @@ func (g *Gateway) maybeRotate(ctx context.Context, t *turn) {
 		}
 		t.l.mu.Unlock()
 	}
-	g.log.Info("lane.rotated", zap.String("lane", t.l.key), zap.String("why", why), zap.Bool("kept_thread", keep))
-	g.out.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
+	r.log.Info("lane.rotated", zap.String("lane", t.l.key), zap.String("why", why), zap.Bool("kept_thread", keep))
+	r.out.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
 }
 
 // lastActivity is the time of the last transcript row of the lane's current
 // session (its last turn).
-func (g *Gateway) lastActivity(ctx context.Context, key string) (time.Time, bool) {
-	msgs, err := g.st.Transcript(ctx, key, 1)
+func (r *rotation) lastActivity(ctx context.Context, key string) (time.Time, bool) {
+	msgs, err := r.st.Transcript(ctx, key, 1)
 	if err != nil {
-		g.log.Warn("lane.rotate_transcript_failed", zap.String("lane", key), zap.Error(err))
+		r.log.Warn("lane.rotate_transcript_failed", zap.String("lane", key), zap.Error(err))
 		return time.Time{}, false
 	}
 	if len(msgs) == 0 || msgs[0].CreatedAt.IsZero() {
@@ -79,12 +112,13 @@ func (g *Gateway) lastActivity(ctx context.Context, key string) (time.Time, bool
 	return msgs[0].CreatedAt, true
 }
 
-func (g *Gateway) rotateWhy(idle time.Duration) string {
-	r := g.cfg.Rotate
-	if r.Daily {
-		return fmt.Sprintf("the daily rotation time %02d:%02d passed since the last message", r.Hour, r.Minute)
+// why says which boundary passed, for the notice and the log.
+func (r *rotation) why(idle time.Duration) string {
+	p := r.policy
+	if p.Daily {
+		return fmt.Sprintf("the daily rotation time %02d:%02d passed since the last message", p.Hour, p.Minute)
 	}
-	return fmt.Sprintf("this conversation was idle for %s (rotation after %s)", roundAge(idle), r.Every)
+	return fmt.Sprintf("this conversation was idle for %s (rotation after %s)", roundAge(idle), p.Every)
 }
 
 // rotationNotice says what rotation did, in the words that match it.
@@ -97,25 +131,14 @@ func rotationNotice(why string, keptThread bool) string {
 		"earlier messages; the earlier transcript is archived."
 }
 
-// rotationStatus is the /status line about rotation.
-func (g *Gateway) rotationStatus() string {
-	r := g.cfg.Rotate
+// status is the /status line about rotation.
+func (r *rotation) status() string {
+	p := r.policy
 	switch {
-	case r.Daily:
-		return fmt.Sprintf("Rotation: daily at %02d:%02d (at the first message after it)\n", r.Hour, r.Minute)
-	case r.Every > 0:
-		return fmt.Sprintf("Rotation: after %s idle\n", r.Every)
+	case p.Daily:
+		return fmt.Sprintf("Rotation: daily at %02d:%02d (at the first message after it)\n", p.Hour, p.Minute)
+	case p.Every > 0:
+		return fmt.Sprintf("Rotation: after %s idle\n", p.Every)
 	}
 	return "Rotation: off\n"
-}
-
-// rotationModule starts a new session before a turn when the lane was idle
-// past the rotation policy.
-func rotationModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.hooks.session = append(h.hooks.session, g.maybeRotate)
-		h.hooks.status = append(h.hooks.status, func(_ context.Context, _ store.Lane, b *strings.Builder) {
-			b.WriteString(g.rotationStatus())
-		})
-	})
 }
