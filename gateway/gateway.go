@@ -232,6 +232,7 @@ type Gateway struct {
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	projects  *projects    // /project: the directories lanes may work in
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
+	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *modelCache  // codex's models and defaults, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 	account   accountState // whether codex can answer; logins from chats
@@ -278,11 +279,12 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.rotation = newRotation(cfg, st, g.out, log)
+	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, platforms, log)
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
 		stream: g.newStreamerTyped, superseded: busy.interruptIfSuperseded,
-		countTokens: g.countTokens, dropPreview: g.dropPreview,
+		countTokens: g.countTokens, dropPreview: g.sendFiles.dropPreview,
 		workView: func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
 			return g.newWorkView(addr, replyTo, g.verboseOf(sl), started)
 		}}
@@ -326,7 +328,7 @@ func (g *Gateway) modules() []module {
 		// No order among these.
 		accountModule(g),
 		usageLimitModule(g),
-		sendFileModule(g),
+		g.sendFiles,
 		workViewModule(g),
 		g.approvals,
 	}

@@ -62,10 +62,43 @@ type sendFileArgs struct {
 	Caption string `json:"caption"`
 }
 
+// sendFiles is the files a turn sends: the send_file tool, offered on
+// every thread while a files store is configured, and the images codex
+// generated in the turn; both committed with the turn's reply.
+type sendFiles struct {
+	files *files.Store // nil: no files are sent
+	// laneOf finds the lane whose thread is threadID (nil if none).
+	laneOf    func(threadID string) *lane
+	platforms map[string]Platform // filled by AddPlatform before Run
+	obs       Observer
+	log       *zap.Logger
+}
+
+func newSendFiles(cfg Config, laneOf func(threadID string) *lane, platforms map[string]Platform, log *zap.Logger) *sendFiles {
+	return &sendFiles{files: cfg.Files, laneOf: laneOf, platforms: platforms, obs: cfg.Observer, log: log}
+}
+
+// register offers the send_file tool on every thread and sends the images
+// codex generated with the turn.
+func (s *sendFiles) register(h *host) {
+	if s.files != nil {
+		h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
+			cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
+		})
+	}
+	h.hooks.finished = append(h.hooks.finished, func(t *turn, res codex.TurnResult) {
+		s.addGeneratedImages(t, res.Items)
+	})
+}
+
 // ToolCall serves the gateway's dynamic tools (codex.Options.ToolCall).
 // A call is answered for the lane running the thread's turn; anything
 // else is refused with a reason the agent reads.
-func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolResult {
+func (g *Gateway) ToolCall(ctx context.Context, call codex.ToolCall) codex.ToolResult {
+	return g.sendFiles.toolCall(ctx, call)
+}
+
+func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolResult {
 	if call.Tool != SendFileTool {
 		return codex.ToolResult{Text: fmt.Sprintf("unknown tool %q", call.Tool)}
 	}
@@ -73,8 +106,8 @@ func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolRes
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
 		return codex.ToolResult{Text: "send_file: arguments must be {\"path\": string, \"caption\"?: string}"}
 	}
-	l := g.lanes.ofThread(call.ThreadID)
-	if l == nil || g.cfg.Files == nil {
+	l := s.laneOf(call.ThreadID)
+	if l == nil || s.files == nil {
 		return codex.ToolResult{Text: "send_file is not available here: files cannot be sent from this conversation."}
 	}
 	l.mu.Lock()
@@ -87,14 +120,14 @@ func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolRes
 	if cur == nil {
 		return codex.ToolResult{Text: "send_file: no turn of this conversation is running."}
 	}
-	f, err := g.snapshotFile(l.key, args.Path, dir, []string{dir, g.cfg.Files.LaneDir(l.key)})
+	f, err := s.snapshot(l.key, args.Path, dir, []string{dir, s.files.LaneDir(l.key)})
 	if err != nil {
 		reason := "the file could not be copied"
 		var r *files.RefusedError
 		if errors.As(err, &r) {
 			reason = r.Reason
 		}
-		g.log.Info("sendfile.refused", zap.String("lane", l.key), zap.String("reason", reason), zap.Error(err))
+		s.log.Info("sendfile.refused", zap.String("lane", l.key), zap.String("reason", reason), zap.Error(err))
 		return codex.ToolResult{Text: "send_file refused: " + reason + ". Nothing was sent."}
 	}
 	f.Text = truncateRunes(args.Caption, maxCaption)
@@ -111,20 +144,20 @@ func (g *Gateway) ToolCall(_ context.Context, call codex.ToolCall) codex.ToolRes
 		_ = os.Remove(f.FilePath)
 		return codex.ToolResult{Text: "send_file: the turn already ended; nothing was sent."}
 	}
-	g.log.Info("sendfile.accepted", zap.String("lane", l.key), zap.String("name", f.FileName), zap.Int64("size", f.FileSize))
+	s.log.Info("sendfile.accepted", zap.String("lane", l.key), zap.String("name", f.FileName), zap.Int64("size", f.FileSize))
 	return codex.ToolResult{Success: true,
 		Text: fmt.Sprintf("%s (%s) will be sent to the user with your reply.", f.FileName, files.FormatSize(f.FileSize))}
 }
 
-// snapshotFile checks path and copies it into the lane's out directory; the
+// snapshot checks path and copies it into the lane's out directory; the
 // row is the file's outbox row without its address.
-func (g *Gateway) snapshotFile(key, path, dir string, roots []string) (store.OutboxMessage, error) {
-	maxBytes := g.cfg.Files.Limits().MaxBytes
+func (s *sendFiles) snapshot(key, path, dir string, roots []string) (store.OutboxMessage, error) {
+	maxBytes := s.files.Limits().MaxBytes
 	resolved, err := files.ResolveOutbound(path, dir, roots, maxBytes)
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
-	copied, err := files.CopyOut(resolved, roots, g.cfg.Files.OutDir(key), maxBytes)
+	copied, err := files.CopyOut(resolved, roots, s.files.OutDir(key), maxBytes)
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
@@ -153,8 +186,8 @@ func detectFile(path string) (string, bool) {
 // (imageGeneration items with a saved path) as file rows. The path is
 // codex's own, so the only roots are its directory; size and type are
 // checked as for send_file.
-func (g *Gateway) generatedImages(key string, items []codex.Item) []store.OutboxMessage {
-	if g.cfg.Files == nil {
+func (s *sendFiles) generatedImages(key string, items []codex.Item) []store.OutboxMessage {
+	if s.files == nil {
 		return nil
 	}
 	var out []store.OutboxMessage
@@ -163,9 +196,9 @@ func (g *Gateway) generatedImages(key string, items []codex.Item) []store.Outbox
 		if path == "" {
 			continue
 		}
-		f, err := g.snapshotFile(key, path, filepath.Dir(path), []string{filepath.Dir(path)})
+		f, err := s.snapshot(key, path, filepath.Dir(path), []string{filepath.Dir(path)})
 		if err != nil {
-			g.log.Warn("sendfile.image_skipped", zap.String("lane", key), zap.String("item", it.ID), zap.Error(err))
+			s.log.Warn("sendfile.image_skipped", zap.String("lane", key), zap.String("item", it.ID), zap.Error(err))
 			continue
 		}
 		out = append(out, f)
@@ -173,20 +206,35 @@ func (g *Gateway) generatedImages(key string, items []codex.Item) []store.Outbox
 	return out
 }
 
-// dropPreview deletes a streamed preview the reply does not replace,
-// where the platform can; elsewhere it stays, an earlier draft of the
-// reply that follows.
-func (g *Gateway) dropPreview(ctx context.Context, addr Address, id string) {
+// addGeneratedImages adds the images codex generated in the turn to the
+// files it sends.
+func (s *sendFiles) addGeneratedImages(t *turn, items []codex.Item) {
+	images := s.generatedImages(t.l.key, items)
+	if len(images) == 0 {
+		return
+	}
+	t.l.mu.Lock()
+	if t.l.cur != nil {
+		t.l.cur.files = append(t.l.cur.files, images...)
+	}
+	t.l.mu.Unlock()
+}
+
+// dropPreview deletes a streamed preview the reply does not replace (the
+// turn's files went out after it, so the reply is a new message), where
+// the platform can; elsewhere it stays, an earlier draft of the reply that
+// follows.
+func (s *sendFiles) dropPreview(ctx context.Context, addr Address, id string) {
 	if id == "" {
 		return
 	}
-	d, ok := g.platforms[addr.Platform].(Deleter)
+	d, ok := s.platforms[addr.Platform].(Deleter)
 	if !ok {
 		return
 	}
 	if err := d.Delete(ctx, addr, id); err != nil {
-		g.obs.PlatformError(addr.Platform, "delete")
-		g.log.Info("preview.delete_failed", zap.String("platform", addr.Platform), zap.Error(err))
+		s.obs.PlatformError(addr.Platform, "delete")
+		s.log.Info("preview.delete_failed", zap.String("platform", addr.Platform), zap.Error(err))
 	}
 }
 
@@ -224,33 +272,4 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
-}
-
-// addGeneratedImages adds the images codex generated in the turn to the
-// files it sends.
-func (g *Gateway) addGeneratedImages(t *turn, items []codex.Item) {
-	images := g.generatedImages(t.l.key, items)
-	if len(images) == 0 {
-		return
-	}
-	t.l.mu.Lock()
-	if t.l.cur != nil {
-		t.l.cur.files = append(t.l.cur.files, images...)
-	}
-	t.l.mu.Unlock()
-}
-
-// sendFileModule offers the send_file tool on every thread and sends the
-// images codex generated with the turn.
-func sendFileModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		if g.cfg.Files != nil {
-			h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
-				cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
-			})
-		}
-		h.hooks.finished = append(h.hooks.finished, func(t *turn, res codex.TurnResult) {
-			g.addGeneratedImages(t, res.Items)
-		})
-	})
 }

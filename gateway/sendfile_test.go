@@ -74,7 +74,7 @@ func TestGeneratedImagesAreSnapshotted(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"type": "imageGeneration", "id": "ig_1", "savedPath": img})
 	items := []codex.Item{{Type: codex.ItemAgentMessage, Text: "hi"}, {Type: codex.ItemImageGeneration, ID: "ig_1", Raw: raw},
 		{Type: codex.ItemImageGeneration, ID: "ig_2", Raw: json.RawMessage(`{"savedPath":null}`)}}
-	got := h.g.generatedImages(laneA, items)
+	got := h.g.sendFiles.generatedImages(laneA, items)
 	if len(got) != 1 {
 		t.Fatalf("rows = %+v, want one", got)
 	}
