@@ -233,7 +233,7 @@ type Gateway struct {
 	projects  *projects    // /project: the directories lanes may work in
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
-	models    *modelCache  // codex's models and defaults, briefly cached
+	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
 	account   accountState // whether codex can answer; logins from chats
 	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
@@ -270,12 +270,12 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		runDone:     make(chan struct{}),
 		ready:       make(chan struct{}),
 		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
-		models:      newModelCache(cfg.Now),
 		usage:       newUsageGate(),
 		host:        newHost(),
 		inbox:       inbox{st: st, log: log},
 		journal:     journal{st: st, log: log},
 	}
+	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.rotation = newRotation(cfg, st, g.out, log)
@@ -320,7 +320,7 @@ func (g *Gateway) modules() []module {
 	return []module{
 		// The order of /status's lines.
 		g.projects,
-		modelsModule(g),
+		g.models,
 		g.controls,
 		usageModule(g),
 		g.compaction,

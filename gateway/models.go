@@ -50,6 +50,48 @@ const (
 // defaultWord is the argument that clears a lane's choice.
 const defaultWord = "default"
 
+// laneModels is /model and /effort: the model and reasoning effort
+// each lane runs with, checked against codex's list, sent with every
+// turn and shown by /status. It owns the cache of codex's answers.
+type laneModels struct {
+	st          modelStore
+	cx          modelRuntime
+	cache       *modelCache
+	out         *deliverer // answers and the choice buttons
+	log         *zap.Logger
+	model       string        // codex.model: the model of lanes that chose none ("" = codex's)
+	effort      string        // codex.effort: the effort of lanes that chose none ("" = the model's)
+	callTimeout time.Duration // bounds the model/list and config/read calls
+}
+
+// modelStore is the lane's row, where its model and effort are stored.
+type modelStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
+	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
+}
+
+var (
+	_ modelStore   = (*store.Store)(nil)
+	_ modelRuntime = (*codex.Client)(nil)
+)
+
+func newLaneModels(cfg Config, st modelStore, cx modelRuntime, out *deliverer, log *zap.Logger) *laneModels {
+	return &laneModels{st: st, cx: cx, cache: newModelCache(cfg.Now), out: out, log: log,
+		model: cfg.Thread.Model, effort: cfg.Effort, callTimeout: steerTimeout}
+}
+
+// register adds /model, /effort and their buttons, the turn's model and
+// effort, and the /status line.
+func (lm *laneModels) register(h *host) {
+	h.command("model", lm.modelCommand)
+	h.command("effort", lm.effortCommand)
+	h.hooks.input = append(h.hooks.input, lm.input)
+	h.hooks.status = append(h.hooks.status, lm.status)
+	h.callback(modelPrefix, lm.pressed)
+	h.callback(effortPrefix, lm.pressed)
+}
+
 // cachedAnswer is one codex answer, reused until it is stale. A failed
 // refresh keeps the last good answer.
 type cachedAnswer[T any] struct {
@@ -102,12 +144,12 @@ type modelCache struct {
 func newModelCache(now func() time.Time) *modelCache { return &modelCache{now: now} }
 
 // list returns codex's models, cached.
-func (c *modelCache) list(ctx context.Context, cx Codex) ([]codex.Model, error) {
+func (c *modelCache) list(ctx context.Context, cx modelRuntime) ([]codex.Model, error) {
 	return c.models.get(c.now, func() ([]codex.Model, error) { return cx.ListModels(ctx) })
 }
 
 // codexDefaults returns codex's own defaults, cached; zero when unknown.
-func (c *modelCache) codexDefaults(ctx context.Context, cx Codex) (codex.ModelDefaults, error) {
+func (c *modelCache) codexDefaults(ctx context.Context, cx modelRuntime) (codex.ModelDefaults, error) {
 	return c.defaults.get(c.now, func() (codex.ModelDefaults, error) { return cx.ModelDefaults(ctx) })
 }
 
@@ -169,37 +211,43 @@ func effortsFor(models []codex.Model, model string) []string {
 	return knownEfforts(models)
 }
 
-// modelCall bounds a model/list or config/read made for a command: commands
+// call bounds a model/list or config/read made for a command: commands
 // run on the platform's delivery goroutine.
-func (g *Gateway) modelCall(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, g.callTimeout)
+func (lm *laneModels) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, lm.callTimeout)
 }
 
-// Models is codex's model list (model/list, cached) and the model a lane
+// catalog is codex's model list (model/list, cached) and the model a lane
 // that chose none runs ("" when unknown), for the console's choices.
-func (g *Gateway) Models(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
-	ctx, cancel := g.modelCall(ctx)
+func (lm *laneModels) catalog(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
+	ctx, cancel := lm.call(ctx)
 	defer cancel()
-	models, err = g.models.list(ctx, g.cx)
+	models, err = lm.cache.list(ctx, lm.cx)
 	if err != nil {
 		return nil, "", err
 	}
-	return models, g.defaultModel(ctx), nil
+	return models, lm.defaultModel(ctx), nil
+}
+
+// Models is codex's model list (model/list, cached) and the model a lane
+// that chose none runs ("" when unknown): the console's ModelSource.
+func (g *Gateway) Models(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
+	return g.models.catalog(ctx)
 }
 
 // defaultModel is the model of a lane that chose none ("" when unknown).
-func (g *Gateway) defaultModel(ctx context.Context) string {
-	if g.cfg.Thread.Model != "" {
-		return g.cfg.Thread.Model
+func (lm *laneModels) defaultModel(ctx context.Context) string {
+	if lm.model != "" {
+		return lm.model
 	}
-	d, err := g.models.codexDefaults(ctx, g.cx)
+	d, err := lm.cache.codexDefaults(ctx, lm.cx)
 	if err != nil {
-		g.log.Debug("model.defaults_failed", zap.Error(err))
+		lm.log.Debug("model.defaults_failed", zap.Error(err))
 	}
 	if d.Model != "" {
 		return d.Model
 	}
-	if models, err := g.models.list(ctx, g.cx); err == nil {
+	if models, err := lm.cache.list(ctx, lm.cx); err == nil {
 		for _, m := range models {
 			if m.IsDefault {
 				return m.ID
@@ -210,14 +258,14 @@ func (g *Gateway) defaultModel(ctx context.Context) string {
 }
 
 // defaultEffort is the effort of a lane running model that chose none.
-func (g *Gateway) defaultEffort(ctx context.Context, model string) string {
-	if g.cfg.Effort != "" {
-		return g.cfg.Effort
+func (lm *laneModels) defaultEffort(ctx context.Context, model string) string {
+	if lm.effort != "" {
+		return lm.effort
 	}
-	if d, _ := g.models.codexDefaults(ctx, g.cx); d.Effort != "" {
+	if d, _ := lm.cache.codexDefaults(ctx, lm.cx); d.Effort != "" {
 		return d.Effort
 	}
-	models, err := g.models.list(ctx, g.cx)
+	models, err := lm.cache.list(ctx, lm.cx)
 	if err != nil {
 		return ""
 	}
@@ -227,31 +275,31 @@ func (g *Gateway) defaultEffort(ctx context.Context, model string) string {
 	return ""
 }
 
-// laneModel is the model and effort a turn of the stored lane sl runs
+// ofLane is the model and effort a turn of the stored lane sl runs
 // with; "" where nothing is known (the thread keeps what it has).
-func (g *Gateway) laneModel(ctx context.Context, sl store.Lane) (model, effort string) {
-	ctx, cancel := g.modelCall(ctx)
+func (lm *laneModels) ofLane(ctx context.Context, sl store.Lane) (model, effort string) {
+	ctx, cancel := lm.call(ctx)
 	defer cancel()
 	model = sl.Model
 	if model == "" {
-		model = g.defaultModel(ctx)
+		model = lm.defaultModel(ctx)
 	}
 	effort = sl.Effort
 	if effort == "" {
-		effort = g.defaultEffort(ctx, model)
+		effort = lm.defaultEffort(ctx, model)
 	}
 	return model, effort
 }
 
-// withLaneModel sets the turn's model and effort in in.
-func (g *Gateway) withLaneModel(ctx context.Context, sl store.Lane, in codex.TurnInput) codex.TurnInput {
-	in.Model, in.Effort = g.laneModel(ctx, sl)
-	return in
+// input is the input hook: it sets the turn's model and effort.
+func (lm *laneModels) input(ctx context.Context, t *turn, in *codex.TurnInput) {
+	in.Model, in.Effort = lm.ofLane(ctx, t.sl)
 }
 
-// modelStatus is /status's line about the lane's model and effort.
-func (g *Gateway) modelStatus(sl store.Lane) string {
-	return fmt.Sprintf("Model: %s, effort %s\n", choiceOr(sl.Model, g.cfg.Thread.Model), choiceOr(sl.Effort, g.cfg.Effort))
+// status is the status hook: /status's line about the lane's model and
+// effort.
+func (lm *laneModels) status(_ context.Context, sl store.Lane, b *strings.Builder) {
+	fmt.Fprintf(b, "Model: %s, effort %s\n", choiceOr(sl.Model, lm.model), choiceOr(sl.Effort, lm.effort))
 }
 
 // choiceOr describes a lane's choice, or the default it falls back to.
@@ -266,25 +314,27 @@ func choiceOr(choice, configured string) string {
 }
 
 // modelCommand is /model (show and list) and /model NAME|default (set).
-func (g *Gateway) modelCommand(ctx context.Context, l *lane, msgID, args string) {
-	if args == "" {
-		g.showModels(ctx, l, msgID)
-		return
+func (lm *laneModels) modelCommand(ctx context.Context, c commandCall) bool {
+	if c.args == "" {
+		lm.showModels(ctx, c.lane, c.msgID)
+		return true
 	}
-	g.out.notify(ctx, l.addr, msgID, g.setModel(ctx, l.addr, args))
+	lm.out.notify(ctx, c.lane.addr, c.msgID, lm.setModel(ctx, c.lane.addr, c.args))
+	return true
 }
 
 // effortCommand is /effort (show and list) and /effort LEVEL|default (set).
-func (g *Gateway) effortCommand(ctx context.Context, l *lane, msgID, args string) {
-	if args == "" {
-		g.showEfforts(ctx, l, msgID)
-		return
+func (lm *laneModels) effortCommand(ctx context.Context, c commandCall) bool {
+	if c.args == "" {
+		lm.showEfforts(ctx, c.lane, c.msgID)
+		return true
 	}
-	g.out.notify(ctx, l.addr, msgID, g.setEffort(ctx, l.addr, args))
+	lm.out.notify(ctx, c.lane.addr, c.msgID, lm.setEffort(ctx, c.lane.addr, c.args))
+	return true
 }
 
-func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
-	current, _, models, ok := g.modelChoices(ctx, l, msgID, "model")
+func (lm *laneModels) showModels(ctx context.Context, l *lane, msgID string) {
+	current, _, models, ok := lm.choices(ctx, l, msgID, "model")
 	if !ok {
 		return
 	}
@@ -298,38 +348,38 @@ func (g *Gateway) showModels(ctx context.Context, l *lane, msgID string) {
 		}
 	}
 	b.WriteString("Choose with /model NAME; /model default goes back to the default.")
-	g.out.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
+	lm.out.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
 }
 
-// modelChoices loads what /model and /effort show: a line on the lane's
+// choices loads what /model and /effort show: a line on the lane's
 // model and effort, the model it runs with, and codex's models. A
 // failure is answered here (what names the setting) and ok is false.
-func (g *Gateway) modelChoices(ctx context.Context, l *lane, msgID, what string) (
+func (lm *laneModels) choices(ctx context.Context, l *lane, msgID, what string) (
 	current, model string, models []codex.Model, ok bool) {
-	sl, err := g.st.Lane(ctx, l.key)
+	sl, err := lm.st.Lane(ctx, l.key)
 	if err != nil {
-		g.log.Warn(what+".lane_failed", zap.String("lane", l.key), zap.Error(err))
-		g.out.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
+		lm.log.Warn(what+".lane_failed", zap.String("lane", l.key), zap.Error(err))
+		lm.out.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
 		return "", "", nil, false
 	}
-	cctx, cancel := g.modelCall(ctx)
+	cctx, cancel := lm.call(ctx)
 	defer cancel()
-	current = g.describeModel(cctx, sl)
-	models, err = g.models.list(cctx, g.cx)
+	current = lm.describe(cctx, sl)
+	models, err = lm.cache.list(cctx, lm.cx)
 	if err != nil {
-		g.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
-		g.out.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		lm.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
+		lm.out.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
 		return current, "", nil, false
 	}
-	return current, g.modelOf(cctx, sl), models, true
+	return current, lm.modelOf(cctx, sl), models, true
 }
 
-// describeModel says which model and effort the lane runs with.
-func (g *Gateway) describeModel(ctx context.Context, sl store.Lane) string {
-	model := g.modelOf(ctx, sl)
+// describe says which model and effort the lane runs with.
+func (lm *laneModels) describe(ctx context.Context, sl store.Lane) string {
+	model := lm.modelOf(ctx, sl)
 	effort := sl.Effort
 	if effort == "" {
-		effort = g.defaultEffort(ctx, model)
+		effort = lm.defaultEffort(ctx, model)
 	}
 	return fmt.Sprintf("Model: %s\nEffort: %s", chosenOr(sl.Model, model), chosenOr(sl.Effort, effort))
 }
@@ -351,15 +401,15 @@ func orCodexDefault(s string) string {
 }
 
 // modelOf is the model the lane runs with: its choice or the default.
-func (g *Gateway) modelOf(ctx context.Context, sl store.Lane) string {
+func (lm *laneModels) modelOf(ctx context.Context, sl store.Lane) string {
 	if sl.Model != "" {
 		return sl.Model
 	}
-	return g.defaultModel(ctx)
+	return lm.defaultModel(ctx)
 }
 
-func (g *Gateway) showEfforts(ctx context.Context, l *lane, msgID string) {
-	current, model, models, ok := g.modelChoices(ctx, l, msgID, "effort")
+func (lm *laneModels) showEfforts(ctx context.Context, l *lane, msgID string) {
+	current, model, models, ok := lm.choices(ctx, l, msgID, "effort")
 	if !ok {
 		return
 	}
@@ -370,151 +420,127 @@ func (g *Gateway) showEfforts(ctx context.Context, l *lane, msgID string) {
 	}
 	text := fmt.Sprintf("%s\nEfforts: %s\nChoose with /effort LEVEL; /effort default goes back to the default.",
 		current, strings.Join(efforts, ", "))
-	g.out.sendWithButtons(ctx, l.addr, msgID, text, buttons)
+	lm.out.sendWithButtons(ctx, l.addr, msgID, text, buttons)
 }
 
 // setModel stores the model named name (or clears it for "default") as
 // the lane's at addr and says what happened. Nothing is stored for a name
 // model/list does not know.
-func (g *Gateway) setModel(ctx context.Context, addr Address, name string) string {
+func (lm *laneModels) setModel(ctx context.Context, addr Address, name string) string {
 	key := addr.SessionKey()
-	sl, err := g.st.Lane(ctx, key)
+	sl, err := lm.st.Lane(ctx, key)
 	if err != nil {
-		g.log.Warn("model.lane_failed", zap.String("lane", key), zap.Error(err))
+		lm.log.Warn("model.lane_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not change the model (storage error). Please try again."
 	}
-	cctx, cancel := g.modelCall(ctx)
+	cctx, cancel := lm.call(ctx)
 	defer cancel()
-	models, err := g.models.list(cctx, g.cx)
+	models, err := lm.cache.list(cctx, lm.cx)
 	if err != nil {
-		g.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
+		lm.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not check the model against Codex's list: " + strings.TrimSuffix(briefError(err), ".") + ". Nothing changed."
 	}
 	if strings.EqualFold(name, defaultWord) {
-		return g.clearModel(cctx, key, sl, models)
+		return lm.clearModel(cctx, key, sl, models)
 	}
 	m, ok := findModel(models, name)
 	if !ok {
 		return fmt.Sprintf("Unknown model %q. Choose one of: %s (or default). Nothing changed.", name, listed(modelIDs(models)))
 	}
-	if err := g.st.SetLaneOption(ctx, key, store.OptionModel, m.ID); err != nil {
-		g.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
+	if err := lm.st.SetLaneOption(ctx, key, store.OptionModel, m.ID); err != nil {
+		lm.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not change the model (storage error). Please try again."
 	}
-	g.log.Info("model.set", zap.String("lane", key), zap.String("model", m.ID))
+	lm.log.Info("model.set", zap.String("lane", key), zap.String("model", m.ID))
 	reply := fmt.Sprintf("Model: %s. The next turn uses it; the Codex thread is kept.", m.ID)
-	return reply + g.dropUnsupportedEffort(ctx, key, sl.Effort, m)
+	return reply + lm.dropUnsupportedEffort(ctx, key, sl.Effort, m)
 }
 
 // clearModel is /model default.
-func (g *Gateway) clearModel(ctx context.Context, key string, sl store.Lane, models []codex.Model) string {
-	if err := g.st.SetLaneOption(ctx, key, store.OptionModel, ""); err != nil {
-		g.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
+func (lm *laneModels) clearModel(ctx context.Context, key string, sl store.Lane, models []codex.Model) string {
+	if err := lm.st.SetLaneOption(ctx, key, store.OptionModel, ""); err != nil {
+		lm.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not change the model (storage error). Please try again."
 	}
-	g.log.Info("model.cleared", zap.String("lane", key))
-	def := g.defaultModel(ctx)
+	lm.log.Info("model.cleared", zap.String("lane", key))
+	def := lm.defaultModel(ctx)
 	reply := fmt.Sprintf("Model: the default (%s) from the next turn.", orCodexDefault(def))
 	if m, ok := findModel(models, def); ok {
-		reply += g.dropUnsupportedEffort(ctx, key, sl.Effort, m)
+		reply += lm.dropUnsupportedEffort(ctx, key, sl.Effort, m)
 	}
 	return reply
 }
 
 // dropUnsupportedEffort clears the lane's effort when m does not support
 // it and says so ("" when nothing changed).
-func (g *Gateway) dropUnsupportedEffort(ctx context.Context, key, effort string, m codex.Model) string {
+func (lm *laneModels) dropUnsupportedEffort(ctx context.Context, key, effort string, m codex.Model) string {
 	if effort == "" || m.SupportsEffort(effort) {
 		return ""
 	}
-	if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
-		g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
+	if err := lm.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
+		lm.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
 		return fmt.Sprintf(" Its efforts are %s; the effort %s could not be cleared (storage error): send /effort default.",
 			strings.Join(m.Efforts, ", "), effort)
 	}
-	g.log.Info("effort.cleared", zap.String("lane", key), zap.String("reason", "unsupported by "+m.ID))
+	lm.log.Info("effort.cleared", zap.String("lane", key), zap.String("reason", "unsupported by "+m.ID))
 	return fmt.Sprintf(" It does not support the effort %s, so the effort is back to its default (%s).", effort, orCodexDefault(m.DefaultEffort))
 }
 
 // setEffort stores level (or clears it for "default") as the lane's
 // effort at addr. Nothing is stored for a level the lane's model does not
 // support.
-func (g *Gateway) setEffort(ctx context.Context, addr Address, level string) string {
+func (lm *laneModels) setEffort(ctx context.Context, addr Address, level string) string {
 	key := addr.SessionKey()
 	if strings.EqualFold(level, defaultWord) {
-		if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
-			g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
+		if err := lm.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
+			lm.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
 			return "Could not change the effort (storage error). Please try again."
 		}
-		g.log.Info("effort.cleared", zap.String("lane", key))
+		lm.log.Info("effort.cleared", zap.String("lane", key))
 		return "Effort: the model's default from the next turn."
 	}
-	sl, err := g.st.Lane(ctx, key)
+	sl, err := lm.st.Lane(ctx, key)
 	if err != nil {
-		g.log.Warn("effort.lane_failed", zap.String("lane", key), zap.Error(err))
+		lm.log.Warn("effort.lane_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not change the effort (storage error). Please try again."
 	}
-	cctx, cancel := g.modelCall(ctx)
+	cctx, cancel := lm.call(ctx)
 	defer cancel()
-	models, err := g.models.list(cctx, g.cx)
+	models, err := lm.cache.list(cctx, lm.cx)
 	if err != nil {
-		g.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
+		lm.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not check the effort against Codex's models: " + strings.TrimSuffix(briefError(err), ".") + ". Nothing changed."
 	}
-	model := g.modelOf(cctx, sl)
+	model := lm.modelOf(cctx, sl)
 	efforts := effortsFor(models, model)
 	level = strings.ToLower(level)
 	if !slices.Contains(efforts, level) {
 		return fmt.Sprintf("The model %s does not support the effort %q. Choose one of: %s (or default). Nothing changed.",
 			orCodexDefault(model), level, listed(efforts))
 	}
-	if err := g.st.SetLaneOption(ctx, key, store.OptionEffort, level); err != nil {
-		g.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
+	if err := lm.st.SetLaneOption(ctx, key, store.OptionEffort, level); err != nil {
+		lm.log.Error("effort.store_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not change the effort (storage error). Please try again."
 	}
-	g.log.Info("effort.set", zap.String("lane", key), zap.String("effort", level))
+	lm.log.Info("effort.set", zap.String("lane", key), zap.String("effort", level))
 	return fmt.Sprintf("Effort: %s. The next turn uses it.", level)
 }
 
-// modelCallback handles a press of a /model or /effort button; it reports
-// false for other buttons.
-func (g *Gateway) modelCallback(ctx context.Context, in Inbound) bool {
-	set := g.setModel
+// pressed handles a press of a /model or /effort button; the host routes
+// only those prefixes here.
+func (lm *laneModels) pressed(ctx context.Context, in Inbound) {
+	set := lm.setModel
 	value, ok := strings.CutPrefix(in.Callback, modelPrefix)
 	if !ok {
 		if value, ok = strings.CutPrefix(in.Callback, effortPrefix); !ok {
-			return false
+			return
 		}
-		set = g.setEffort
+		set = lm.setEffort
 	}
-	if _, err := g.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
-		g.log.Error("model.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		g.out.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
-		return true
+	if _, err := lm.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
+		lm.log.Error("model.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
+		lm.out.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
+		return
 	}
-	g.out.notify(ctx, in.Address, "", set(ctx, in.Address, value))
-	return true
-}
-
-// modelsModule registers /model, /effort and their buttons.
-func modelsModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.command("model", func(ctx context.Context, c commandCall) bool {
-			g.modelCommand(ctx, c.lane, c.msgID, c.args)
-			return true
-		})
-		h.command("effort", func(ctx context.Context, c commandCall) bool {
-			g.effortCommand(ctx, c.lane, c.msgID, c.args)
-			return true
-		})
-		h.hooks.input = append(h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) {
-			*in = g.withLaneModel(ctx, t.sl, *in)
-		})
-		h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
-			b.WriteString(g.modelStatus(sl))
-		})
-		pressed := func(ctx context.Context, in Inbound) { g.modelCallback(ctx, in) }
-		h.callback(modelPrefix, pressed)
-		h.callback(effortPrefix, pressed)
-	})
+	lm.out.notify(ctx, in.Address, "", set(ctx, in.Address, value))
 }
