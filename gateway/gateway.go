@@ -197,9 +197,6 @@ type Gateway struct {
 	obs       Observer
 	now       func() time.Time
 	newTicker tickerFunc
-	// callTimeout bounds short control calls to codex (interrupt, steer)
-	// made on a platform's delivery goroutine.
-	callTimeout time.Duration
 
 	// titled holds the session keys of lanes known to have a title
 	// (titleOnce): a title once set is kept, so their messages ask the
@@ -255,25 +252,24 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	platforms := make(map[string]Platform)
 	base, cancelBase := context.WithCancel(context.Background())
 	g := &Gateway{
-		baseCtx:     base,
-		cancelBase:  cancelBase,
-		cfg:         cfg,
-		log:         log,
-		st:          st,
-		cx:          cx,
-		obs:         cfg.Observer,
-		now:         cfg.Now,
-		newTicker:   realTicker,
-		callTimeout: steerTimeout,
-		platforms:   platforms,
-		lanes:       newLaneTable(),
-		runDone:     make(chan struct{}),
-		ready:       make(chan struct{}),
-		out:         newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
-		usage:       newUsageGate(),
-		host:        newHost(),
-		inbox:       inbox{st: st, log: log},
-		journal:     journal{st: st, log: log},
+		baseCtx:    base,
+		cancelBase: cancelBase,
+		cfg:        cfg,
+		log:        log,
+		st:         st,
+		cx:         cx,
+		obs:        cfg.Observer,
+		now:        cfg.Now,
+		newTicker:  realTicker,
+		platforms:  platforms,
+		lanes:      newLaneTable(),
+		runDone:    make(chan struct{}),
+		ready:      make(chan struct{}),
+		out:        newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
+		usage:      newUsageGate(),
+		host:       newHost(),
+		inbox:      inbox{st: st, log: log},
+		journal:    journal{st: st, log: log},
 	}
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
