@@ -24,18 +24,12 @@ import (
 
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/config"
-	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/store"
 )
 
 const (
 	inboxChannel  = "gatewayd_inbox" // NOTIFY payload: the session key of a recorded row
 	clusterCallTO = 10 * time.Second
-)
-
-var (
-	_ gateway.LaneGate   = (*Coordinator)(nil)
-	_ gateway.OwnedLanes = (*Coordinator)(nil)
 )
 
 // Coordinator is this process's part in the cluster. It implements
@@ -49,9 +43,10 @@ type Coordinator struct {
 	node      *cluster.Node
 	rollouts  *cluster.Rollouts
 	keeper    *cluster.Keeper
-	state     *nodeState       // the state_dir lock; nil without a state_dir
-	st        *store.Store     // set once the store is open
-	gw        *gateway.Gateway // set once the gateway is built
+	state     *nodeState // the state_dir lock; nil without a state_dir
+	now       Clock
+	st        Store   // set once the store is open
+	gw        Gateway // set once the gateway is built
 
 	mu     sync.Mutex
 	owned  map[string]heldLease     // lanes served now
@@ -87,13 +82,18 @@ type Config struct {
 	StateDir  string        // state_dir, where the predecessor is recorded; "" records none
 	LeaseTTL  time.Duration // cluster.lease_ttl
 	Log       *zap.Logger
+	Now       Clock // nil: time.Now
 }
 
 // Start joins the cluster: migrations, a first heartbeat and the lease
 // keeper. A node id another live process runs as is a *config.Error on
 // cluster.node_id.
 func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
-	return start(ctx, cfg.DSN, cfg.NodeID, cfg.CodexHome, cfg.StateDir, cfg.LeaseTTL, cfg.Log)
+	c, err := start(ctx, cfg.DSN, cfg.NodeID, cfg.CodexHome, cfg.StateDir, cfg.LeaseTTL, cfg.Log)
+	if err == nil && cfg.Now != nil {
+		c.now = cfg.Now
+	}
+	return c, err
 }
 
 func start(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl time.Duration, log *zap.Logger) (*Coordinator, error) {
@@ -113,7 +113,7 @@ func start(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl tim
 	}
 	c := &Coordinator{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
-		laneMu: map[string]*sync.Mutex{}, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		laneMu: map[string]*sync.Mutex{}, now: time.Now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",
@@ -217,7 +217,7 @@ func (c *Coordinator) StoreOptions() store.ClusterOptions {
 // Attach gives the node the store and the gateway it serves lanes of, once
 // both are built (the store is opened with StoreOptions). Call it before
 // Run and before the gateway runs.
-func (c *Coordinator) Attach(st *store.Store, gw *gateway.Gateway) {
+func (c *Coordinator) Attach(st Store, gw Gateway) {
 	c.st, c.gw = st, gw
 }
 

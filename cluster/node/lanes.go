@@ -59,7 +59,7 @@ func (c *Coordinator) renewed(l cluster.Lease) {
 	defer c.mu.Unlock()
 	key := strings.TrimPrefix(l.Name, cluster.LanePrefix)
 	if h, ok := c.owned[key]; ok && h.lease == l {
-		c.owned[key] = heldLease{lease: l, renewed: time.Now()}
+		c.owned[key] = heldLease{lease: l, renewed: c.now()}
 	}
 }
 
@@ -90,7 +90,7 @@ func (c *Coordinator) Serves(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h, ok := c.owned[key]
-	return ok && time.Since(h.renewed) < c.ttl
+	return ok && c.now().Sub(h.renewed) < c.ttl
 }
 
 // Recorded is gateway.LaneGate: wake this node's loop and, through
@@ -249,7 +249,7 @@ func (c *Coordinator) take(ctx context.Context, key string, l cluster.Lease) {
 // hold makes l the lease the lane's writes carry and keeps it renewed.
 func (c *Coordinator) hold(key string, l cluster.Lease) {
 	c.mu.Lock()
-	c.owned[key] = heldLease{lease: l, renewed: time.Now()}
+	c.owned[key] = heldLease{lease: l, renewed: c.now()}
 	delete(c.lost, key)
 	c.mu.Unlock()
 	c.keeper.Hold(l)

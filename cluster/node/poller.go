@@ -47,7 +47,7 @@ func (c *Coordinator) PollGate(ctx context.Context) (context.Context, telegram.C
 // lease (this one paused past it, say) the write is refused and the
 // poller stops instead of moving the new poller's offset.
 type pollerCursor struct {
-	st    *store.Store
+	st    Store
 	lease cluster.Lease
 }
 

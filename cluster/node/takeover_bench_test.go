@@ -91,6 +91,7 @@ func benchTakeover(b *testing.B, turns int) {
 // and node-a (the owner whose lease expires), one thread of turns shipped.
 type takeoverFixture struct {
 	node         *Coordinator
+	st           *store.Store // node-b's store, which node.st is
 	a            *cluster.Node
 	clock        *dbClock
 	cxB          *codex.Client
@@ -119,7 +120,7 @@ func newTakeoverFixture(b *testing.B, ctx context.Context, ttl time.Duration, ke
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &takeoverFixture{node: c, a: a, clock: installDBClock(b, c.db), key: key, homeB: homeB, ttl: ttl,
+	f := &takeoverFixture{node: c, st: st, a: a, clock: installDBClock(b, c.db), key: key, homeB: homeB, ttl: ttl,
 		cxB: startBenchCodex(b, ctx, model, homeB)}
 	f.thread, f.rolloutBytes = shipTurns(b, ctx, c, a, model, key, turns)
 	lane, err := st.EnsureLane(ctx, store.LaneKey{SessionKey: key, Platform: "telegram", Kind: "dm", ChatID: "7001"})
@@ -171,7 +172,7 @@ func (f *takeoverFixture) expireWithA(b *testing.B, ctx context.Context, i int) 
 	if _, ok, err := f.a.Acquire(ctx, cluster.LanePrefix+f.key, f.ttl); err != nil || !ok {
 		b.Fatalf("node-a Acquire: ok=%v err=%v", ok, err)
 	}
-	if _, _, err := f.node.st.RecordInbound(ctx, store.Inbound{Platform: "telegram", MessageID: fmt.Sprintf("m%d", i),
+	if _, _, err := f.st.RecordInbound(ctx, store.Inbound{Platform: "telegram", MessageID: fmt.Sprintf("m%d", i),
 		SessionKey: f.key, SenderID: "7001", Text: "next", ReceivedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func (f *takeoverFixture) letGo(b *testing.B, ctx context.Context, l cluster.Lea
 	if _, err := cluster.FindRollout(f.homeB, f.thread); err != nil {
 		b.Fatalf("after the takeover: %v", err)
 	}
-	if err := f.node.st.SetInboundState(ctx, inbound, store.InboundDone); err != nil {
+	if err := f.st.SetInboundState(ctx, inbound, store.InboundDone); err != nil {
 		b.Fatal(err)
 	}
 	c := f.node
