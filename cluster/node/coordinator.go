@@ -62,7 +62,7 @@ type Coordinator struct {
 
 	wake chan struct{}
 	// answered is told the message id of every answer a node committed
-	// (the API platform's AnswerRecorded); set before run.
+	// (the API platform's AnswerRecorded); set before Run.
 	answered func(messageID string)
 
 	takeovers prometheus.Counter   // lanes taken by this node
@@ -89,15 +89,11 @@ type Config struct {
 // keeper. A node id another live process runs as is a *config.Error on
 // cluster.node_id.
 func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
-	c, err := start(ctx, cfg.DSN, cfg.NodeID, cfg.CodexHome, cfg.StateDir, cfg.LeaseTTL, cfg.Log)
-	if err == nil && cfg.Now != nil {
-		c.now = cfg.Now
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
 	}
-	return c, err
-}
-
-func start(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl time.Duration, log *zap.Logger) (*Coordinator, error) {
-	db, pgcfg, err := openDB(dsn)
+	db, pgcfg, err := openDB(cfg.DSN)
 	if err != nil {
 		return nil, err
 	}
@@ -105,15 +101,15 @@ func start(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl tim
 		state    *nodeState
 		previous string
 	)
-	if stateDir != "" {
-		if state, previous, err = lockNodeState(stateDir); err != nil {
+	if cfg.StateDir != "" {
+		if state, previous, err = lockNodeState(cfg.StateDir); err != nil {
 			db.Close()
 			return nil, err
 		}
 	}
-	c := &Coordinator{log: log.Named("cluster"), ttl: ttl, pgcfg: pgcfg, codexHome: codexHome, db: db,
+	c := &Coordinator{log: cfg.Log.Named("cluster"), ttl: cfg.LeaseTTL, pgcfg: pgcfg, codexHome: cfg.CodexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
-		laneMu: map[string]*sync.Mutex{}, now: time.Now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		laneMu: map[string]*sync.Mutex{}, now: now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",
@@ -121,7 +117,7 @@ func start(ctx context.Context, dsn, nodeID, codexHome, stateDir string, ttl tim
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 	}
 	c.state = state
-	if err := c.join(ctx, nodeID, previous); err != nil {
+	if err := c.join(ctx, cfg.NodeID, previous); err != nil {
 		state.close()
 		db.Close()
 		return nil, err

@@ -40,14 +40,14 @@ func TestJoinTellsALiveTwinFromADeadPredecessor(t *testing.T) {
 			}
 		}
 	}()
-	_, err := start(ctx, dsn, "node-live", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
+	_, err := startNode(ctx, dsn, "node-live", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	var ce *config.Error
 	if !errors.As(err, &ce) || ce.Key != "cluster.node_id" {
 		t.Fatalf("joining as a live node's id: err = %v, want a config error on cluster.node_id", err)
 	}
 
 	dead := startTestClusterNode(t, ctx, dsn, "node-dead", ttl) // no rounds: its heartbeat goes stale
-	next, err := start(ctx, dsn, "node-dead", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
+	next, err := startNode(ctx, dsn, "node-dead", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatalf("joining after the predecessor died: %v", err)
 	}

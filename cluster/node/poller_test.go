@@ -17,7 +17,7 @@ import (
 // own store, as a daemon's, without a gateway.
 func startTestClusterNode(t *testing.T, ctx context.Context, dsn, id string, ttl time.Duration) *Coordinator {
 	t.Helper()
-	c, err := start(ctx, dsn, id, t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
+	c, err := startNode(ctx, dsn, id, t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

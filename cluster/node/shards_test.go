@@ -19,7 +19,7 @@ const shardTestTTL = time.Second
 // gatewayd on PostgreSQL, without a gateway.
 func shardNode(t *testing.T, dsn, id string, count int) *Coordinator {
 	t.Helper()
-	c, err := start(context.Background(), dsn, id, t.TempDir(), t.TempDir(), shardTestTTL, zaptest.NewLogger(t))
+	c, err := startNode(context.Background(), dsn, id, t.TempDir(), t.TempDir(), shardTestTTL, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func newTakeoverFixture(b *testing.B, ctx context.Context, ttl time.Duration, ke
 	dsn := pgtest.Shared(b).NewDatabase(b)
 	model := codextest.NewModel(b)
 	homeB := codextest.Home(b)
-	c, err := start(ctx, dsn, "node-b", homeB, "", ttl, zap.NewNop())
+	c, err := startNode(ctx, dsn, "node-b", homeB, "", ttl, zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
