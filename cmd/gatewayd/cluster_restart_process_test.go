@@ -50,7 +50,7 @@ func TestProcessClusterRestartTakesBackItsLeases(t *testing.T) {
 
 	waitOutboxSent(t, dsn)
 	node.kill9(t)
-	names := []string{cluster.LanePrefix + dmKey(chat), pollerLease}
+	names := []string{cluster.LanePrefix + dmKey(chat), cluster.PollerLease}
 	dead := readLeases(t, dsn, names)
 	node.start(t, bin)
 	waitHealthy(t, node.api, node.daemonProc)

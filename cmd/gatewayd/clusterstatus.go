@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/config"
 )
 
@@ -29,7 +30,7 @@ func cmdCluster(ctx context.Context, args []string, std stdio) error {
 	if !cfg.Store.Postgres() {
 		return usagef("cluster status needs store.driver postgres (a SQLite store is one node)")
 	}
-	db, _, err := openClusterDB(cfg.Store.DSN)
+	db, err := node.OpenDB(cfg.Store.DSN)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func printClusterStatus(w io.Writer, st cluster.Status) {
 	}
 	poller := "none"
 	for _, l := range st.Leases {
-		if l.Name == pollerLease && l.ExpiresIn > 0 {
+		if l.Name == cluster.PollerLease && l.ExpiresIn > 0 {
 			poller = fmt.Sprintf("%s (token %d)", l.Holder, l.Token)
 		}
 	}
@@ -76,7 +77,7 @@ func ago(d time.Duration) string { return d.Round(100 * time.Millisecond).String
 // nodes and the leases this node (cluster.node_id) holds. A database no
 // node has joined yet passes: the first start creates the tables.
 func (d *doctor) checkCluster(ctx context.Context, cfg *config.Config) {
-	db, _, err := openClusterDB(cfg.Store.DSN)
+	db, err := node.OpenDB(cfg.Store.DSN)
 	if err != nil {
 		d.fail(err.Error(), "check store.dsn")
 		return
@@ -102,7 +103,7 @@ func (d *doctor) checkCluster(ctx context.Context, cfg *config.Config) {
 			lanes = n.LanesHeld
 		}
 		for _, o := range n.OtherLeases {
-			if o == pollerLease {
+			if o == cluster.PollerLease {
 				poller = n.ID
 			}
 		}

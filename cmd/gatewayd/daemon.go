@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/lifecycle"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
@@ -137,7 +138,7 @@ type daemon struct {
 	log      *zap.Logger
 	metrics  *metrics.Metrics
 	store    *store.Store
-	cluster  *clusterNode // cluster mode (store.driver postgres); nil on SQLite
+	cluster  *node.Coordinator // cluster mode (store.driver postgres); nil on SQLite
 	codex    *codex.Client
 	gateway  *gateway.Gateway
 	api      *api.Platform
@@ -214,7 +215,7 @@ func checkRuntime(cfg *config.Config) error {
 func (d *daemon) openStore(ctx context.Context) error {
 	opts := store.Options{Logger: d.log.Named("store")}
 	if d.cluster != nil {
-		opts.Cluster = d.cluster.storeOptions()
+		opts.Cluster = d.cluster.StoreOptions()
 	}
 	st, err := openConfiguredStore(ctx, d.cfg, opts)
 	if err != nil {
@@ -357,7 +358,7 @@ func (d *daemon) buildGateway() error {
 	}
 	d.gateway = gw
 	if d.cluster != nil {
-		d.cluster.st, d.cluster.gw = d.store, gw
+		d.cluster.Attach(d.store, gw)
 		gw.SetLaneGate(d.cluster)
 	}
 	refused := codex.UnsupportedHandler(gw.Unsupported)
@@ -374,7 +375,7 @@ func (d *daemon) buildGateway() error {
 	}
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
 	if d.cluster != nil {
-		d.health.SetCluster(d.cluster.health)
+		d.health.SetCluster(d.cluster.Health)
 	}
 	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{

@@ -74,7 +74,7 @@ func waitShardHolders(t *testing.T, db *sql.DB, dc *discordtest.Server, live []s
 	deadline := time.Now().Add(60 * time.Second)
 	holders := map[int]string{}
 	for i := range 2 {
-		name := shardLeaseName(i, 2)
+		name := cluster.ShardLeaseName(i, 2)
 		want, err := cluster.Place(name, live)
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func waitShardHolders(t *testing.T, db *sql.DB, dc *discordtest.Server, live []s
 // after the kill needs the backfill and the shipped rollout.
 func laneWithShard(t *testing.T, nodes []string) string {
 	t.Helper()
-	holder, err := cluster.Place(shardLeaseName(1, 2), nodes)
+	holder, err := cluster.Place(cluster.ShardLeaseName(1, 2), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +215,12 @@ func TestProcessClusterDiscordShards(t *testing.T) {
 	for i, holder := range after {
 		found := false
 		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(line); len(f) > 0 && f[0] == holder && strings.Contains(line, shardLeaseName(i, 2)) {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == holder && strings.Contains(line, cluster.ShardLeaseName(i, 2)) {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("cluster status does not show %s holding %s:\n%s", holder, shardLeaseName(i, 2), out)
+			t.Errorf("cluster status does not show %s holding %s:\n%s", holder, cluster.ShardLeaseName(i, 2), out)
 		}
 	}
 

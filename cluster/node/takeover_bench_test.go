@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -41,7 +42,7 @@ func benchTakeover(b *testing.B, turns int) {
 	ctx, cancel := context.WithTimeout(b.Context(), 20*time.Minute)
 	defer cancel()
 	const ttl = time.Minute
-	key := dmKey(7001)
+	key := gateway.Address{Platform: "telegram", Kind: gateway.LaneDM, ChatID: "7001"}.SessionKey()
 	f := newTakeoverFixture(b, ctx, ttl, key, turns)
 	c := f.node
 
@@ -86,10 +87,11 @@ func benchTakeover(b *testing.B, turns int) {
 	b.ReportMetric(float64(f.rolloutBytes), "rollout-B")
 }
 
-// takeoverFixture is node-b (the taker, a real clusterNode on its store)
+// takeoverFixture is node-b (the taker, a real Coordinator on its store)
 // and node-a (the owner whose lease expires), one thread of turns shipped.
 type takeoverFixture struct {
-	node         *clusterNode
+	node         *Coordinator
+	st           *store.Store // node-b's store, which node.st is
 	a            *cluster.Node
 	clock        *dbClock
 	cxB          *codex.Client
@@ -103,12 +105,12 @@ func newTakeoverFixture(b *testing.B, ctx context.Context, ttl time.Duration, ke
 	dsn := pgtest.Shared(b).NewDatabase(b)
 	model := codextest.NewModel(b)
 	homeB := codextest.Home(b)
-	c, err := startCluster(ctx, dsn, "node-b", homeB, "", ttl, zap.NewNop())
+	c, err := startNode(ctx, dsn, "node-b", homeB, "", ttl, zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(c.close)
-	st, err := store.OpenPostgres(ctx, dsn, store.Options{Logger: zap.NewNop(), Cluster: c.storeOptions()})
+	b.Cleanup(c.Close)
+	st, err := store.OpenPostgres(ctx, dsn, store.Options{Logger: zap.NewNop(), Cluster: c.StoreOptions()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func newTakeoverFixture(b *testing.B, ctx context.Context, ttl time.Duration, ke
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &takeoverFixture{node: c, a: a, clock: installDBClock(b, c.db), key: key, homeB: homeB, ttl: ttl,
+	f := &takeoverFixture{node: c, st: st, a: a, clock: installDBClock(b, c.db), key: key, homeB: homeB, ttl: ttl,
 		cxB: startBenchCodex(b, ctx, model, homeB)}
 	f.thread, f.rolloutBytes = shipTurns(b, ctx, c, a, model, key, turns)
 	lane, err := st.EnsureLane(ctx, store.LaneKey{SessionKey: key, Platform: "telegram", Kind: "dm", ChatID: "7001"})
@@ -133,7 +135,7 @@ func newTakeoverFixture(b *testing.B, ctx context.Context, ttl time.Duration, ke
 
 // shipTurns runs turns real turns on node-a's own app-server and CODEX_HOME,
 // shipping the rollout after each under node-a's lease.
-func shipTurns(b *testing.B, ctx context.Context, c *clusterNode, a *cluster.Node, model *codextest.Model, key string, turns int) (string, int64) {
+func shipTurns(b *testing.B, ctx context.Context, c *Coordinator, a *cluster.Node, model *codextest.Model, key string, turns int) (string, int64) {
 	homeA := codextest.Home(b)
 	cx := startBenchCodex(b, ctx, model, homeA)
 	th, err := cx.EnsureThread(ctx, "", codex.ThreadConfig{})
@@ -170,7 +172,7 @@ func (f *takeoverFixture) expireWithA(b *testing.B, ctx context.Context, i int) 
 	if _, ok, err := f.a.Acquire(ctx, cluster.LanePrefix+f.key, f.ttl); err != nil || !ok {
 		b.Fatalf("node-a Acquire: ok=%v err=%v", ok, err)
 	}
-	if _, _, err := f.node.st.RecordInbound(ctx, store.Inbound{Platform: "telegram", MessageID: fmt.Sprintf("m%d", i),
+	if _, _, err := f.st.RecordInbound(ctx, store.Inbound{Platform: "telegram", MessageID: fmt.Sprintf("m%d", i),
 		SessionKey: f.key, SenderID: "7001", Text: "next", ReceivedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func (f *takeoverFixture) letGo(b *testing.B, ctx context.Context, l cluster.Lea
 	if _, err := cluster.FindRollout(f.homeB, f.thread); err != nil {
 		b.Fatalf("after the takeover: %v", err)
 	}
-	if err := f.node.st.SetInboundState(ctx, inbound, store.InboundDone); err != nil {
+	if err := f.st.SetInboundState(ctx, inbound, store.InboundDone); err != nil {
 		b.Fatal(err)
 	}
 	c := f.node

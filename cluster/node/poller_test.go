@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 
 // startTestClusterNode is a cluster node of this process on dsn with its
 // own store, as a daemon's, without a gateway.
-func startTestClusterNode(t *testing.T, ctx context.Context, dsn, id string, ttl time.Duration) *clusterNode {
+func startTestClusterNode(t *testing.T, ctx context.Context, dsn, id string, ttl time.Duration) *Coordinator {
 	t.Helper()
-	c, err := startCluster(ctx, dsn, id, t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
+	c, err := startNode(ctx, dsn, id, t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.close)
-	st, err := store.OpenPostgres(ctx, dsn, store.Options{Logger: zaptest.NewLogger(t), Cluster: c.storeOptions()})
+	t.Cleanup(c.Close)
+	st, err := store.OpenPostgres(ctx, dsn, store.Options{Logger: zaptest.NewLogger(t), Cluster: c.StoreOptions()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestPollerOffsetIsFencedByTheElection(t *testing.T) {
 	b := startTestClusterNode(t, ctx, dsn, "node-b", ttl)
 	clock := installDBClock(t, a.db)
 
-	_, curA, err := a.pollGate(ctx)
+	_, curA, err := a.PollGate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestPollerOffsetIsFencedByTheElection(t *testing.T) {
 		t.Fatalf("the elected poller's offset write: %v", err)
 	}
 	clock.Advance(t, 2*ttl) // node-a paused past its lease
-	_, curB, err := b.pollGate(ctx)
+	_, curB, err := b.PollGate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

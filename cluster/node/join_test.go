@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -40,18 +40,18 @@ func TestJoinTellsALiveTwinFromADeadPredecessor(t *testing.T) {
 			}
 		}
 	}()
-	_, err := startCluster(ctx, dsn, "node-live", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
+	_, err := startNode(ctx, dsn, "node-live", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	var ce *config.Error
 	if !errors.As(err, &ce) || ce.Key != "cluster.node_id" {
 		t.Fatalf("joining as a live node's id: err = %v, want a config error on cluster.node_id", err)
 	}
 
 	dead := startTestClusterNode(t, ctx, dsn, "node-dead", ttl) // no rounds: its heartbeat goes stale
-	next, err := startCluster(ctx, dsn, "node-dead", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
+	next, err := startNode(ctx, dsn, "node-dead", t.TempDir(), t.TempDir(), ttl, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatalf("joining after the predecessor died: %v", err)
 	}
-	t.Cleanup(next.close)
+	t.Cleanup(next.Close)
 	if err := dead.node.Heartbeat(ctx); !errors.Is(err, cluster.ErrSuperseded) {
 		t.Fatalf("the predecessor's heartbeat: err = %v, want ErrSuperseded", err)
 	}
@@ -78,10 +78,10 @@ func TestSupersededNodeGoesInert(t *testing.T) {
 	}
 	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer stop()
-	if _, _, err := old.pollGate(short); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := old.PollGate(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("superseded pollGate: err = %v, want it to wait, not be elected", err)
 	}
-	if _, ok, err := newer.Acquire(ctx, pollerLease, time.Minute); err != nil || !ok {
+	if _, ok, err := newer.Acquire(ctx, cluster.PollerLease, time.Minute); err != nil || !ok {
 		t.Fatalf("poller lease after the superseded gate: ok=%v err=%v, want it still free", ok, err)
 	}
 }

@@ -1,8 +1,7 @@
-package main
+package node
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -13,13 +12,6 @@ import (
 	"github.com/gatewayd/gatewayd/cluster"
 )
 
-// shardLeasePrefix names the leases of Discord's gateway shards:
-// "discord:shard:<i>/<n>". The holder runs shard i of n; the count is in
-// the name so nodes configured with different counts never share a lease.
-const shardLeasePrefix = "discord:shard:"
-
-func shardLeaseName(i, n int) string { return fmt.Sprintf("%s%d/%d", shardLeasePrefix, i, n) }
-
 // discordShards is the set of shards this node holds, published to the
 // Discord adapter (Config.ShardSets) at every change.
 type discordShards struct {
@@ -27,6 +19,15 @@ type discordShards struct {
 	mu    sync.Mutex
 	held  map[int]cluster.Lease
 	sets  chan []int // capacity 1: the adapter reads the latest set
+}
+
+// DiscordShardSets makes the node run for the leases of count Discord
+// shards (cluster.discord_shards) and returns the adapter's shard source
+// (Config.ShardSets): the shards this node holds, at every change. Call it
+// before Run.
+func (c *Coordinator) DiscordShardSets(count int) <-chan []int {
+	c.discord = newDiscordShards(count)
+	return c.discord.sets
 }
 
 func newDiscordShards(count int) *discordShards {
@@ -93,13 +94,13 @@ func (d *discordShards) publishLocked() {
 // live node (one that joined). A node that does not see itself live hands
 // nothing over. Discord reconnects are cheap next to lanes: a shard has no
 // turn to finish, and its new holder's READY backfills what the gap missed.
-func (c *clusterNode) balanceShards(ctx context.Context, live []string) {
+func (c *Coordinator) balanceShards(ctx context.Context, live []string) {
 	if c.discord == nil {
 		return
 	}
 	me := c.node.ID()
 	for i := range c.discord.count {
-		name := shardLeaseName(i, c.discord.count)
+		name := cluster.ShardLeaseName(i, c.discord.count)
 		owner, err := cluster.Place(name, live)
 		if err != nil {
 			continue // no live node, not even this one: wait for the heartbeat
@@ -114,7 +115,7 @@ func (c *clusterNode) balanceShards(ctx context.Context, live []string) {
 	}
 }
 
-func (c *clusterNode) takeShard(ctx context.Context, i int, name string) {
+func (c *Coordinator) takeShard(ctx context.Context, i int, name string) {
 	l, ok, err := c.node.Acquire(ctx, name, c.ttl)
 	if err != nil {
 		c.log.Warn("cluster.acquire_failed", zap.String("lease", name), zap.Error(err))
@@ -128,7 +129,7 @@ func (c *clusterNode) takeShard(ctx context.Context, i int, name string) {
 	c.log.Info("cluster.discord_shard_taken", zap.Int("shard", i), zap.Int("count", c.discord.count), zap.Int64("token", l.Token))
 }
 
-func (c *clusterNode) releaseShard(ctx context.Context, i int, l cluster.Lease) {
+func (c *Coordinator) releaseShard(ctx context.Context, i int, l cluster.Lease) {
 	c.keeper.Drop(l.Name)
 	c.discord.remove(l)
 	if err := c.node.Release(ctx, l); err != nil {
@@ -141,7 +142,7 @@ func (c *clusterNode) releaseShard(ctx context.Context, i int, l cluster.Lease) 
 // dropShards stops every shard session this node runs, for a process that
 // must serve nothing more (superseded by a newer one under its node id);
 // their leases are left to expire, as the newer process may hold them.
-func (c *clusterNode) dropShards() {
+func (c *Coordinator) dropShards() {
 	if c.discord == nil {
 		return
 	}
@@ -155,8 +156,8 @@ func (c *clusterNode) dropShards() {
 
 // shardLeaseLost stops the session of a shard whose lease was lost (another
 // node may run it now); false if l is not a shard lease.
-func (c *clusterNode) shardLeaseLost(l cluster.Lease, err error) bool {
-	if !strings.HasPrefix(l.Name, shardLeasePrefix) {
+func (c *Coordinator) shardLeaseLost(l cluster.Lease, err error) bool {
+	if !strings.HasPrefix(l.Name, cluster.ShardLeasePrefix) {
 		return false
 	}
 	// The keeper has dropped it already.
@@ -164,26 +165,4 @@ func (c *clusterNode) shardLeaseLost(l cluster.Lease, err error) bool {
 		c.log.Warn("cluster.discord_shard_lost", zap.String("lease", l.Name), zap.Error(err))
 	}
 	return true
-}
-
-// discordShardSets is the adapter's shard source when cluster.discord_shards
-// is more than 1: in cluster mode the shards this node holds by lease; on
-// a single node every shard, each its own session. Nil (one unsharded
-// session) otherwise.
-func (d *daemon) discordShardSets() <-chan []int {
-	n := d.cfg.Cluster.DiscordShards
-	if n < 2 || !d.cfg.Discord.Enabled() {
-		return nil
-	}
-	if d.cluster == nil {
-		all := make(chan []int, 1)
-		ids := make([]int, n)
-		for i := range ids {
-			ids[i] = i
-		}
-		all <- ids
-		return all
-	}
-	d.cluster.discord = newDiscordShards(n)
-	return d.cluster.discord.sets
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 // The API lane on every node: a request sent to a node that does not own
 // its lane waits there for the answer the owner records (platforms/api
@@ -6,7 +6,7 @@ package main
 // message id; every node's LISTEN connection hands it to its API platform.
 
 // notified routes one notification of the LISTEN connection.
-func (c *clusterNode) notified(channel, payload string) {
+func (c *Coordinator) notified(channel, payload string) {
 	if channel == inboxChannel {
 		c.poke()
 		return
@@ -16,16 +16,15 @@ func (c *clusterNode) notified(channel, payload string) {
 	}
 }
 
-// shareAnswers tells the API platform of the answers other nodes commit.
-func (d *daemon) shareAnswers() {
-	if d.cluster != nil {
-		d.cluster.answered = d.api.AnswerRecorded
-	}
+// SetAnswered makes answered (the API platform's AnswerRecorded) hear of
+// every answer a node commits. Call it before Run.
+func (c *Coordinator) SetAnswered(answered func(messageID string)) {
+	c.answered = answered
 }
 
 // OwnedLanes is gateway.OwnedLanes: the lanes whose outbox this node reads
 // (Serves still checks each row's lease before it is sent).
-func (c *clusterNode) OwnedLanes() []string {
+func (c *Coordinator) OwnedLanes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keys := make([]string, 0, len(c.owned))
