@@ -104,7 +104,7 @@ type ProgressEditor interface {
 // update the state under mu; every platform call happens on the view's own
 // goroutine, so event delivery never waits for a platform.
 type workView struct {
-	g       *Gateway
+	p       *presenter
 	addr    Address
 	replyTo string
 	full    bool
@@ -141,16 +141,16 @@ type workState struct {
 // newWorkView starts the work view of a turn, or returns nil when the mode
 // is off or the platform cannot edit (a new message per step is what the
 // view exists to avoid).
-func (g *Gateway) newWorkView(addr Address, replyTo, mode string, started time.Time) *workView {
+func (p *presenter) newWorkView(addr Address, replyTo, mode string, started time.Time) *workView {
 	if mode == VerboseOff {
 		return nil
 	}
-	plat := g.platforms[addr.Platform]
+	plat := p.platforms[addr.Platform]
 	ed, ok := plat.(Editor)
 	if !ok {
 		return nil
 	}
-	w := &workView{g: g, addr: addr, replyTo: replyTo, full: mode == VerboseFull, started: started,
+	w := &workView{p: p, addr: addr, replyTo: replyTo, full: mode == VerboseFull, started: started,
 		plat: plat, ed: ed, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	w.state.index, w.state.files = map[string]int{}, map[string]bool{}
 	go w.loop()
@@ -300,9 +300,9 @@ func (w *workView) stop(end time.Time) {
 
 func (w *workView) loop() {
 	defer close(w.done)
-	tick, stopTick := w.g.newTicker(max(w.g.cfg.PreviewInterval/4, 10*time.Millisecond))
+	tick, stopTick := w.p.newTicker(max(w.p.previewInterval/4, 10*time.Millisecond))
 	defer stopTick()
-	ctx, cancel := context.WithCancel(w.g.baseCtx)
+	ctx, cancel := context.WithCancel(w.p.base)
 	defer cancel()
 	for {
 		select {
@@ -311,9 +311,9 @@ func (w *workView) loop() {
 			w.collapse()
 			return
 		case <-w.wake:
-			w.flush(ctx, w.g.now())
+			w.flush(ctx, w.p.now())
 		case <-tick:
-			w.flush(ctx, w.g.now())
+			w.flush(ctx, w.p.now())
 		}
 	}
 }
@@ -321,7 +321,7 @@ func (w *workView) loop() {
 // flush shows the latest state when the platform's edit rate allows: the
 // first version at once, later ones PreviewInterval apart.
 func (w *workView) flush(ctx context.Context, now time.Time) {
-	if w.msgID != "" && now.Sub(w.lastEdit) < w.g.cfg.PreviewInterval {
+	if w.msgID != "" && now.Sub(w.lastEdit) < w.p.previewInterval {
 		return
 	}
 	w.mu.Lock()
@@ -352,7 +352,7 @@ func (w *workView) collapse() {
 	if w.msgID == "" && !shown {
 		return
 	}
-	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
+	ctx, cancel := context.WithTimeout(w.p.base, workFinalTimeout)
 	defer cancel()
 	var ra *RetryAfterError
 	if err := w.show(ctx, v.Summary, v); errors.As(err, &ra) && ra.After <= workFinalTimeout {
@@ -369,10 +369,10 @@ func (w *workView) collapseLater(after time.Duration, v WorkView) {
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-w.g.baseCtx.Done():
+	case <-w.p.base.Done():
 		return
 	}
-	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
+	ctx, cancel := context.WithTimeout(w.p.base, workFinalTimeout)
 	defer cancel()
 	_ = w.show(ctx, v.Summary, v)
 }
@@ -408,8 +408,8 @@ func (w *workView) failed(ctx context.Context, kind string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	w.g.obs.PlatformError(w.addr.Platform, kind)
-	w.g.log.Debug("workview."+kind+"_failed", zap.String("platform", w.addr.Platform), zap.Error(err))
+	w.p.obs.PlatformError(w.addr.Platform, kind)
+	w.p.log.Debug("workview."+kind+"_failed", zap.String("platform", w.addr.Platform), zap.Error(err))
 }
 
 // summaryLine is the one line a finished turn's status message keeps:
