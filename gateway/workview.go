@@ -157,14 +157,6 @@ func (p *presenter) newWorkView(addr Address, replyTo, mode string, started time
 	return w
 }
 
-// verboseOf is the lane's work view mode: its own choice, else the default.
-func (g *Gateway) verboseOf(sl store.Lane) string {
-	if validVerbose(sl.Verbose) {
-		return sl.Verbose
-	}
-	return g.cfg.Verbose
-}
-
 // progress folds one codex event into the view; it never blocks on the
 // platform. Safe on a nil view (mode off).
 func (w *workView) progress(p codex.Progress) {
@@ -557,33 +549,6 @@ func clip(s string, n int) string {
 	return s
 }
 
-// verboseCommand shows the lane's work view mode (no argument) or sets it;
-// an unknown mode is refused with the valid ones and nothing is stored.
-func (g *Gateway) verboseCommand(ctx context.Context, l *lane, arg string) string {
-	mode := strings.ToLower(strings.TrimSpace(arg))
-	if mode == "" {
-		sl, err := g.st.Lane(ctx, l.key)
-		if err != nil {
-			g.log.Warn("verbose.lane_failed", zap.String("lane", l.key), zap.Error(err))
-			return "Could not read this conversation's work view setting (storage error)."
-		}
-		current := g.verboseOf(sl)
-		if !validVerbose(sl.Verbose) {
-			current += " (the default)"
-		}
-		return "Work view: " + current + ". Set it with /verbose " + strings.Join(VerboseModes, "|") + "."
-	}
-	if !validVerbose(mode) {
-		return fmt.Sprintf("Unknown work view mode %q: use one of %s.", arg, strings.Join(VerboseModes, ", "))
-	}
-	if err := g.st.SetLaneOption(ctx, l.key, store.OptionVerbose, mode); err != nil {
-		g.log.Warn("verbose.store_failed", zap.String("lane", l.key), zap.Error(err))
-		return "Could not save the work view setting (storage error). Please try again."
-	}
-	g.log.Info("lane.verbose_set", zap.String("lane", l.key), zap.String("mode", mode))
-	return "Work view: " + mode + " " + verboseMeaning(mode) + ", from the next message on."
-}
-
 func verboseMeaning(mode string) string {
 	switch mode {
 	case VerboseOff:
@@ -594,12 +559,73 @@ func verboseMeaning(mode string) string {
 	return "(plan and one line per action)"
 }
 
-// workViewModule registers /verbose.
-func workViewModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.command("verbose", func(ctx context.Context, c commandCall) bool {
-			g.out.notify(ctx, c.lane.addr, c.msgID, g.verboseCommand(ctx, c.lane, c.args))
-			return true
-		})
+// workViews is the work view feature: each lane's mode (/verbose, else
+// lanes.verbose) and the status message of its turns in that mode.
+type workViews struct {
+	defaultMode string // cfg.Verbose: the mode of lanes that chose none
+	st          verboseStore
+	present     *presenter
+	out         *deliverer // /verbose's answers
+	log         *zap.Logger
+}
+
+// verboseStore is the part of the store /verbose uses.
+type verboseStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
+}
+
+var _ verboseStore = (*store.Store)(nil)
+
+func newWorkViews(defaultMode string, st verboseStore, present *presenter, out *deliverer, log *zap.Logger) *workViews {
+	return &workViews{defaultMode: defaultMode, st: st, present: present, out: out, log: log}
+}
+
+// register adds /verbose.
+func (v *workViews) register(h *host) {
+	h.command("verbose", func(ctx context.Context, c commandCall) bool {
+		v.out.notify(ctx, c.lane.addr, c.msgID, v.command(ctx, c.lane, c.args))
+		return true
 	})
+}
+
+// start starts the work view of a turn of the lane sl in the lane's mode;
+// nil when there is none (see presenter.newWorkView).
+func (v *workViews) start(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
+	return v.present.newWorkView(addr, replyTo, v.modeOf(sl), started)
+}
+
+// modeOf is the lane's work view mode: its own choice, else the default.
+func (v *workViews) modeOf(sl store.Lane) string {
+	if validVerbose(sl.Verbose) {
+		return sl.Verbose
+	}
+	return v.defaultMode
+}
+
+// command shows the lane's work view mode (no argument) or sets it; an
+// unknown mode is refused with the valid ones and nothing is stored.
+func (v *workViews) command(ctx context.Context, l *lane, arg string) string {
+	mode := strings.ToLower(strings.TrimSpace(arg))
+	if mode == "" {
+		sl, err := v.st.Lane(ctx, l.key)
+		if err != nil {
+			v.log.Warn("verbose.lane_failed", zap.String("lane", l.key), zap.Error(err))
+			return "Could not read this conversation's work view setting (storage error)."
+		}
+		current := v.modeOf(sl)
+		if !validVerbose(sl.Verbose) {
+			current += " (the default)"
+		}
+		return "Work view: " + current + ". Set it with /verbose " + strings.Join(VerboseModes, "|") + "."
+	}
+	if !validVerbose(mode) {
+		return fmt.Sprintf("Unknown work view mode %q: use one of %s.", arg, strings.Join(VerboseModes, ", "))
+	}
+	if err := v.st.SetLaneOption(ctx, l.key, store.OptionVerbose, mode); err != nil {
+		v.log.Warn("verbose.store_failed", zap.String("lane", l.key), zap.Error(err))
+		return "Could not save the work view setting (storage error). Please try again."
+	}
+	v.log.Info("lane.verbose_set", zap.String("lane", l.key), zap.String("mode", mode))
+	return "Work view: " + mode + " " + verboseMeaning(mode) + ", from the next message on."
 }
