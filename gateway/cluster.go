@@ -34,6 +34,7 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.turns.gate = lg
 	g.in.gate = lg
 	g.out.serves = lg.Serves
+	g.present.serves = lg.Serves
 	if ol, ok := lg.(OwnedLanes); ok {
 		g.out.owned = ol.OwnedLanes
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/runtime/codex"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // Codex is the part of *codex.Client the gateway uses (deps.go).
@@ -214,6 +213,8 @@ type Gateway struct {
 	controls   *controls    // the lane's own commands
 	compaction *compaction  // /compact and automatic compaction
 	recovery   *recovery    // what the last stop cut short
+	present    *presenter   // the running turns' streamers and work views
+	views      *workViews   // /verbose and the lanes' work view modes
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -273,17 +274,17 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	}
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
+	g.present = &presenter{platforms: platforms, base: base, previewInterval: cfg.PreviewInterval,
+		typingInterval: cfg.TypingInterval, ticker: &g.newTicker, obs: cfg.Observer, log: log, now: cfg.Now}
+	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.rotation = newRotation(cfg, st, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, platforms, log)
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
-		stream: g.newStreamerTyped, superseded: busy.interruptIfSuperseded,
-		countTokens: g.countTokens, dropPreview: g.sendFiles.dropPreview,
-		workView: func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
-			return g.newWorkView(addr, replyTo, g.verboseOf(sl), started)
-		}}
+		stream: g.present.newStreamerTyped, superseded: busy.interruptIfSuperseded,
+		countTokens: g.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
@@ -325,7 +326,7 @@ func (g *Gateway) modules() []module {
 		accountModule(g),
 		usageLimitModule(g),
 		g.sendFiles,
-		workViewModule(g),
+		g.views,
 		g.approvals,
 	}
 }

@@ -9,13 +9,43 @@ import (
 	"go.uber.org/zap"
 )
 
+// presenter makes what a running turn shows on its platform: the streamer
+// (typing and the preview) and the work view (the status message). It
+// holds exactly what those need, so they do not reach into the Gateway.
+type presenter struct {
+	platforms map[string]Platform
+	// base is the context of their platform calls: it outlives intake
+	// until the drain is over.
+	base            context.Context
+	previewInterval time.Duration
+	typingInterval  time.Duration
+	// serves, in cluster mode, says which lanes this node may still show
+	// previews for (set by SetLaneGate); nil serves every lane.
+	serves func(sessionKey string) bool
+	// ticker points at the Gateway's ticker func, read when a streamer or
+	// view starts, so a test that swaps the Gateway's after New drives
+	// them too.
+	ticker *tickerFunc
+	obs    Observer
+	log    *zap.Logger
+	now    func() time.Time
+}
+
+// servesLane is serves, true without a gate.
+func (p *presenter) servesLane(sessionKey string) bool {
+	return p.serves == nil || p.serves(sessionKey)
+}
+
+// newTicker starts a ticker with the current ticker func.
+func (p *presenter) newTicker(d time.Duration) (<-chan time.Time, func()) { return (*p.ticker)(d) }
+
 // streamer shows a running turn on its platform: the typing indicator,
 // refreshed every TypingInterval, and (where the platform can edit) a
 // preview of the reply, edited at most once per PreviewInterval. All
 // platform calls happen on the streamer's own goroutine, so codex's event
 // delivery never waits for a platform.
 type streamer struct {
-	g       *Gateway
+	p       *presenter
 	addr    Address
 	replyTo string
 	plat    Platform
@@ -41,18 +71,18 @@ type streamer struct {
 
 // newStreamer starts a streamer for a turn answering replyTo. It does
 // nothing visible on a platform with neither capability.
-func (g *Gateway) newStreamer(addr Address, replyTo string) *streamer {
-	return g.newStreamerTyped(addr, replyTo, time.Time{})
+func (p *presenter) newStreamer(addr Address, replyTo string) *streamer {
+	return p.newStreamerTyped(addr, replyTo, time.Time{})
 }
 
 // newStreamerTyped is newStreamer for a turn whose typing was already shown
 // at typedAt (while it waited for its slot): the first refresh is due a
 // TypingInterval after that, not at once, so a short wait costs one Bot
 // API call per message instead of two.
-func (g *Gateway) newStreamerTyped(addr Address, replyTo string, typedAt time.Time) *streamer {
-	s := &streamer{g: g, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{}),
+func (p *presenter) newStreamerTyped(addr Address, replyTo string, typedAt time.Time) *streamer {
+	s := &streamer{p: p, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{}),
 		lastTyping: typedAt}
-	s.plat = g.platforms[addr.Platform]
+	s.plat = p.platforms[addr.Platform]
 	s.ed, _ = s.plat.(Editor)
 	s.ty, _ = s.plat.(Typer)
 	if s.ed == nil && s.ty == nil {
@@ -94,10 +124,10 @@ func (s *streamer) stop() string {
 
 func (s *streamer) loop() {
 	defer close(s.done)
-	every := min(s.g.cfg.PreviewInterval, s.g.cfg.TypingInterval) / 4
-	tick, stopTick := s.g.newTicker(max(every, 10*time.Millisecond))
+	every := min(s.p.previewInterval, s.p.typingInterval) / 4
+	tick, stopTick := s.p.newTicker(max(every, 10*time.Millisecond))
 	defer stopTick()
-	ctx, cancel := context.WithCancel(s.g.baseCtx)
+	ctx, cancel := context.WithCancel(s.p.base)
 	defer cancel()
 	go func() {
 		select {
@@ -106,27 +136,27 @@ func (s *streamer) loop() {
 		case <-ctx.Done():
 		}
 	}()
-	s.tick(ctx, s.g.now())
+	s.tick(ctx, s.p.now())
 	for {
 		select {
 		case <-s.quit:
 			return
 		case <-tick:
-			s.tick(ctx, s.g.now())
+			s.tick(ctx, s.p.now())
 		}
 	}
 }
 
 // tick refreshes typing and pushes the preview when they are due.
 func (s *streamer) tick(ctx context.Context, now time.Time) {
-	if s.ty != nil && (s.lastTyping.IsZero() || now.Sub(s.lastTyping) >= s.g.cfg.TypingInterval) {
+	if s.ty != nil && (s.lastTyping.IsZero() || now.Sub(s.lastTyping) >= s.p.typingInterval) {
 		s.lastTyping = now
 		if err := s.ty.Typing(ctx, s.addr); err != nil && ctx.Err() == nil {
-			s.g.obs.PlatformError(s.addr.Platform, "typing")
-			s.g.log.Debug("typing.failed", zap.String("platform", s.addr.Platform), zap.Error(err))
+			s.p.obs.PlatformError(s.addr.Platform, "typing")
+			s.p.log.Debug("typing.failed", zap.String("platform", s.addr.Platform), zap.Error(err))
 		}
 	}
-	if s.ed == nil || (!s.lastEdit.IsZero() && now.Sub(s.lastEdit) < s.g.cfg.PreviewInterval) {
+	if s.ed == nil || (!s.lastEdit.IsZero() && now.Sub(s.lastEdit) < s.p.previewInterval) {
 		return
 	}
 	s.mu.Lock()
@@ -145,7 +175,7 @@ func (s *streamer) tick(ctx context.Context, now time.Time) {
 }
 
 func (s *streamer) push(ctx context.Context, text string) {
-	if !s.g.serves(s.addr.SessionKey()) {
+	if !s.p.servesLane(s.addr.SessionKey()) {
 		return // the lane moved to another node
 	}
 	preview := text
@@ -153,15 +183,15 @@ func (s *streamer) push(ctx context.Context, text string) {
 		id, err := s.plat.Send(ctx, Outbound{Address: s.addr, Kind: OutPreview, Text: preview,
 			ReplyTo: s.replyTo, InReplyTo: s.replyTo})
 		if err != nil {
-			s.g.obs.PlatformError(s.addr.Platform, "preview")
-			s.g.log.Debug("preview.send_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
+			s.p.obs.PlatformError(s.addr.Platform, "preview")
+			s.p.log.Debug("preview.send_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
 			return
 		}
 		s.previewID = id
 		return
 	}
 	if err := s.ed.Edit(ctx, s.addr, s.previewID, preview); err != nil {
-		s.g.obs.PlatformError(s.addr.Platform, "edit")
-		s.g.log.Debug("preview.edit_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
+		s.p.obs.PlatformError(s.addr.Platform, "edit")
+		s.p.log.Debug("preview.edit_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
 	}
 }

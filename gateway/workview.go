@@ -104,7 +104,7 @@ type ProgressEditor interface {
 // update the state under mu; every platform call happens on the view's own
 // goroutine, so event delivery never waits for a platform.
 type workView struct {
-	g       *Gateway
+	p       *presenter
 	addr    Address
 	replyTo string
 	full    bool
@@ -141,28 +141,20 @@ type workState struct {
 // newWorkView starts the work view of a turn, or returns nil when the mode
 // is off or the platform cannot edit (a new message per step is what the
 // view exists to avoid).
-func (g *Gateway) newWorkView(addr Address, replyTo, mode string, started time.Time) *workView {
+func (p *presenter) newWorkView(addr Address, replyTo, mode string, started time.Time) *workView {
 	if mode == VerboseOff {
 		return nil
 	}
-	plat := g.platforms[addr.Platform]
+	plat := p.platforms[addr.Platform]
 	ed, ok := plat.(Editor)
 	if !ok {
 		return nil
 	}
-	w := &workView{g: g, addr: addr, replyTo: replyTo, full: mode == VerboseFull, started: started,
+	w := &workView{p: p, addr: addr, replyTo: replyTo, full: mode == VerboseFull, started: started,
 		plat: plat, ed: ed, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	w.state.index, w.state.files = map[string]int{}, map[string]bool{}
 	go w.loop()
 	return w
-}
-
-// verboseOf is the lane's work view mode: its own choice, else the default.
-func (g *Gateway) verboseOf(sl store.Lane) string {
-	if validVerbose(sl.Verbose) {
-		return sl.Verbose
-	}
-	return g.cfg.Verbose
 }
 
 // progress folds one codex event into the view; it never blocks on the
@@ -300,9 +292,9 @@ func (w *workView) stop(end time.Time) {
 
 func (w *workView) loop() {
 	defer close(w.done)
-	tick, stopTick := w.g.newTicker(max(w.g.cfg.PreviewInterval/4, 10*time.Millisecond))
+	tick, stopTick := w.p.newTicker(max(w.p.previewInterval/4, 10*time.Millisecond))
 	defer stopTick()
-	ctx, cancel := context.WithCancel(w.g.baseCtx)
+	ctx, cancel := context.WithCancel(w.p.base)
 	defer cancel()
 	for {
 		select {
@@ -311,9 +303,9 @@ func (w *workView) loop() {
 			w.collapse()
 			return
 		case <-w.wake:
-			w.flush(ctx, w.g.now())
+			w.flush(ctx, w.p.now())
 		case <-tick:
-			w.flush(ctx, w.g.now())
+			w.flush(ctx, w.p.now())
 		}
 	}
 }
@@ -321,7 +313,7 @@ func (w *workView) loop() {
 // flush shows the latest state when the platform's edit rate allows: the
 // first version at once, later ones PreviewInterval apart.
 func (w *workView) flush(ctx context.Context, now time.Time) {
-	if w.msgID != "" && now.Sub(w.lastEdit) < w.g.cfg.PreviewInterval {
+	if w.msgID != "" && now.Sub(w.lastEdit) < w.p.previewInterval {
 		return
 	}
 	w.mu.Lock()
@@ -352,7 +344,7 @@ func (w *workView) collapse() {
 	if w.msgID == "" && !shown {
 		return
 	}
-	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
+	ctx, cancel := context.WithTimeout(w.p.base, workFinalTimeout)
 	defer cancel()
 	var ra *RetryAfterError
 	if err := w.show(ctx, v.Summary, v); errors.As(err, &ra) && ra.After <= workFinalTimeout {
@@ -369,10 +361,10 @@ func (w *workView) collapseLater(after time.Duration, v WorkView) {
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-w.g.baseCtx.Done():
+	case <-w.p.base.Done():
 		return
 	}
-	ctx, cancel := context.WithTimeout(w.g.baseCtx, workFinalTimeout)
+	ctx, cancel := context.WithTimeout(w.p.base, workFinalTimeout)
 	defer cancel()
 	_ = w.show(ctx, v.Summary, v)
 }
@@ -408,8 +400,8 @@ func (w *workView) failed(ctx context.Context, kind string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	w.g.obs.PlatformError(w.addr.Platform, kind)
-	w.g.log.Debug("workview."+kind+"_failed", zap.String("platform", w.addr.Platform), zap.Error(err))
+	w.p.obs.PlatformError(w.addr.Platform, kind)
+	w.p.log.Debug("workview."+kind+"_failed", zap.String("platform", w.addr.Platform), zap.Error(err))
 }
 
 // summaryLine is the one line a finished turn's status message keeps:
@@ -557,33 +549,6 @@ func clip(s string, n int) string {
 	return s
 }
 
-// verboseCommand shows the lane's work view mode (no argument) or sets it;
-// an unknown mode is refused with the valid ones and nothing is stored.
-func (g *Gateway) verboseCommand(ctx context.Context, l *lane, arg string) string {
-	mode := strings.ToLower(strings.TrimSpace(arg))
-	if mode == "" {
-		sl, err := g.st.Lane(ctx, l.key)
-		if err != nil {
-			g.log.Warn("verbose.lane_failed", zap.String("lane", l.key), zap.Error(err))
-			return "Could not read this conversation's work view setting (storage error)."
-		}
-		current := g.verboseOf(sl)
-		if !validVerbose(sl.Verbose) {
-			current += " (the default)"
-		}
-		return "Work view: " + current + ". Set it with /verbose " + strings.Join(VerboseModes, "|") + "."
-	}
-	if !validVerbose(mode) {
-		return fmt.Sprintf("Unknown work view mode %q: use one of %s.", arg, strings.Join(VerboseModes, ", "))
-	}
-	if err := g.st.SetLaneOption(ctx, l.key, store.OptionVerbose, mode); err != nil {
-		g.log.Warn("verbose.store_failed", zap.String("lane", l.key), zap.Error(err))
-		return "Could not save the work view setting (storage error). Please try again."
-	}
-	g.log.Info("lane.verbose_set", zap.String("lane", l.key), zap.String("mode", mode))
-	return "Work view: " + mode + " " + verboseMeaning(mode) + ", from the next message on."
-}
-
 func verboseMeaning(mode string) string {
 	switch mode {
 	case VerboseOff:
@@ -594,12 +559,73 @@ func verboseMeaning(mode string) string {
 	return "(plan and one line per action)"
 }
 
-// workViewModule registers /verbose.
-func workViewModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.command("verbose", func(ctx context.Context, c commandCall) bool {
-			g.out.notify(ctx, c.lane.addr, c.msgID, g.verboseCommand(ctx, c.lane, c.args))
-			return true
-		})
+// workViews is the work view feature: each lane's mode (/verbose, else
+// lanes.verbose) and the status message of its turns in that mode.
+type workViews struct {
+	defaultMode string // cfg.Verbose: the mode of lanes that chose none
+	st          verboseStore
+	present     *presenter
+	out         *deliverer // /verbose's answers
+	log         *zap.Logger
+}
+
+// verboseStore is the part of the store /verbose uses.
+type verboseStore interface {
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
+}
+
+var _ verboseStore = (*store.Store)(nil)
+
+func newWorkViews(defaultMode string, st verboseStore, present *presenter, out *deliverer, log *zap.Logger) *workViews {
+	return &workViews{defaultMode: defaultMode, st: st, present: present, out: out, log: log}
+}
+
+// register adds /verbose.
+func (v *workViews) register(h *host) {
+	h.command("verbose", func(ctx context.Context, c commandCall) bool {
+		v.out.notify(ctx, c.lane.addr, c.msgID, v.command(ctx, c.lane, c.args))
+		return true
 	})
+}
+
+// start starts the work view of a turn of the lane sl in the lane's mode;
+// nil when there is none (see presenter.newWorkView).
+func (v *workViews) start(addr Address, replyTo string, sl store.Lane, started time.Time) *workView {
+	return v.present.newWorkView(addr, replyTo, v.modeOf(sl), started)
+}
+
+// modeOf is the lane's work view mode: its own choice, else the default.
+func (v *workViews) modeOf(sl store.Lane) string {
+	if validVerbose(sl.Verbose) {
+		return sl.Verbose
+	}
+	return v.defaultMode
+}
+
+// command shows the lane's work view mode (no argument) or sets it; an
+// unknown mode is refused with the valid ones and nothing is stored.
+func (v *workViews) command(ctx context.Context, l *lane, arg string) string {
+	mode := strings.ToLower(strings.TrimSpace(arg))
+	if mode == "" {
+		sl, err := v.st.Lane(ctx, l.key)
+		if err != nil {
+			v.log.Warn("verbose.lane_failed", zap.String("lane", l.key), zap.Error(err))
+			return "Could not read this conversation's work view setting (storage error)."
+		}
+		current := v.modeOf(sl)
+		if !validVerbose(sl.Verbose) {
+			current += " (the default)"
+		}
+		return "Work view: " + current + ". Set it with /verbose " + strings.Join(VerboseModes, "|") + "."
+	}
+	if !validVerbose(mode) {
+		return fmt.Sprintf("Unknown work view mode %q: use one of %s.", arg, strings.Join(VerboseModes, ", "))
+	}
+	if err := v.st.SetLaneOption(ctx, l.key, store.OptionVerbose, mode); err != nil {
+		v.log.Warn("verbose.store_failed", zap.String("lane", l.key), zap.Error(err))
+		return "Could not save the work view setting (storage error). Please try again."
+	}
+	v.log.Info("lane.verbose_set", zap.String("lane", l.key), zap.String("mode", mode))
+	return "Work view: " + mode + " " + verboseMeaning(mode) + ", from the next message on."
 }

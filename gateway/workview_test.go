@@ -105,7 +105,7 @@ func TestWorkViewEditsInPlaceThrottledAndCollapses(t *testing.T) {
 	g.AddPlatform(p)
 	ticks := make(chan time.Time)
 	g.newTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
-	w := g.newWorkView(apiAddr("a"), "m1", VerboseSummary, clock.Now())
+	w := g.present.newWorkView(apiAddr("a"), "m1", VerboseSummary, clock.Now())
 	w.progress(codex.Progress{Kind: codex.ProgressPlan, Plan: []codex.PlanStep{
 		{Step: "look", Status: codex.StepInProgress}, {Step: "fix", Status: codex.StepPending}}})
 	p.expect(t, "send:", "▶️ look", "⬜ fix")
@@ -142,11 +142,11 @@ func TestWorkViewNothingToShowSendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.AddPlatform(p)
-	w := g.newWorkView(apiAddr("a"), "m1", VerboseSummary, time.Now())
+	w := g.present.newWorkView(apiAddr("a"), "m1", VerboseSummary, time.Now())
 	w.progress(codex.Progress{Kind: codex.ProgressReasoning, Text: "thinking"}) // summary mode ignores it
 	w.stop(time.Now())
 	p.expectNone(t)
-	if g.newWorkView(apiAddr("a"), "m1", VerboseOff, time.Now()) != nil {
+	if g.present.newWorkView(apiAddr("a"), "m1", VerboseOff, time.Now()) != nil {
 		t.Error("mode off made a work view")
 	}
 }
@@ -311,7 +311,7 @@ func TestWorkViewSummaryRetriedAfterRateLimit(t *testing.T) {
 	}
 	g.AddPlatform(p)
 	start := time.Now()
-	w := g.newWorkView(apiAddr("a"), "m1", VerboseSummary, start)
+	w := g.present.newWorkView(apiAddr("a"), "m1", VerboseSummary, start)
 	w.progress(commandProgress("c1", "true", exitCode(0)))
 	p.expect(t, "send:", "$ true")
 	p.mu.Lock()
