@@ -40,28 +40,53 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	}
 }
 
+// Cluster is the face the node coordinator (cluster/node) drives: the
+// lanes it takes over, the rows it claimed, the lanes it lost.
+func (g *Gateway) Cluster() *ClusterLanes { return g.cluster }
+
+// ClusterLanes runs a node's side of lane ownership: recovering a lane
+// taken over, running the rows claimed for it, dropping a lane lost.
+type ClusterLanes struct {
+	base      context.Context
+	st        clusterStore
+	lanes     *laneTable
+	sched     *scheduler
+	threads   *threadCache
+	in        *intake
+	recovery  *recovery
+	inbox     inbox
+	log       *zap.Logger
+	interrupt func(ctx context.Context, threadID string) error
+}
+
+// clusterStore is the part of the store a takeover reads.
+type clusterStore interface {
+	Journal(ctx context.Context) ([]store.JournalEntry, error)
+	PendingInbound(ctx context.Context) ([]store.InboundRow, error)
+	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+}
+
+var _ clusterStore = (*store.Store)(nil)
+
 // OwnedLanes is a LaneGate that can list the lanes it owns, so the outbox
 // is read for those lanes only instead of filtered after the read.
 type OwnedLanes interface {
 	OwnedLanes() []string
 }
 
-// serves is LaneGate.Serves, true without a gate.
-func (g *Gateway) serves(sessionKey string) bool { return g.gate == nil || g.gate.Serves(sessionKey) }
-
 // RecoverLane is start-up recovery for one lane this node just took over:
 // its cut-off turn is told once (or rerun), its unfinished inbox rows run
 // again in order. The caller serialises it with the lane's claims.
-func (g *Gateway) RecoverLane(ctx context.Context, sessionKey string) error {
-	entries, err := g.st.Journal(ctx)
+func (c *ClusterLanes) RecoverLane(ctx context.Context, sessionKey string) error {
+	entries, err := c.st.Journal(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway: read journal: %w", err)
 	}
-	pending, err := g.st.PendingInbound(ctx)
+	pending, err := c.st.PendingInbound(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway: read pending inbound: %w", err)
 	}
-	return g.recovery.recoverFrom(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
+	return c.recovery.recoverFrom(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
 }
 
 func onlyLane(entries []store.JournalEntry, key string) []store.JournalEntry {
@@ -89,15 +114,15 @@ func claimedRows(rows []store.InboundRow, key string) []store.InboundRow {
 
 // DispatchClaimed runs inbox rows this node claimed for a lane it owns, in
 // the order given.
-func (g *Gateway) DispatchClaimed(ctx context.Context, rows []store.InboundRow) {
+func (c *ClusterLanes) DispatchClaimed(ctx context.Context, rows []store.InboundRow) {
 	for _, row := range rows {
-		sl, err := g.st.Lane(ctx, row.SessionKey)
+		sl, err := c.st.Lane(ctx, row.SessionKey)
 		if err != nil {
-			g.log.Error("cluster.claimed_lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
-			g.inbox.set(ctx, row.ID, store.InboundFailed)
+			c.log.Error("cluster.claimed_lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
+			c.inbox.set(ctx, row.ID, store.InboundFailed)
 			continue
 		}
-		g.in.dispatch(g.baseCtx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
+		c.in.dispatch(c.base, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
 	}
 }
 
@@ -105,8 +130,8 @@ func (g *Gateway) DispatchClaimed(ctx context.Context, rows []store.InboundRow) 
 // here (their inbox rows stay for the new owner), a running turn is
 // discarded and interrupted, and its thread is released from the
 // app-server. Writes the lane still attempts are refused by the database.
-func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
-	l := g.lanes.lookup(sessionKey)
+func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
+	l := c.lanes.lookup(sessionKey)
 	if l == nil {
 		return
 	}
@@ -119,12 +144,12 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 	if l.thread != "" {
 		l.stale = true
 	}
-	g.sched.takeQueueLocked(l)
+	c.sched.takeQueueLocked(l)
 	l.mu.Unlock()
-	g.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
+	c.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
 	if running != "" {
-		if err := g.controls.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
-			g.log.Warn("cluster.stepdown_interrupt_failed", zap.String("lane", sessionKey), zap.Error(err))
+		if err := c.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			c.log.Warn("cluster.stepdown_interrupt_failed", zap.String("lane", sessionKey), zap.Error(err))
 		}
 	}
 	if l.opMu.TryLock() {
@@ -132,8 +157,8 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 		free := !l.worker
 		l.mu.Unlock()
 		if free {
-			g.threads.releaseStale(ctx, l)
-			g.lanes.forget(l)
+			c.threads.releaseStale(ctx, l)
+			c.lanes.forget(l)
 		}
 		l.opMu.Unlock()
 	}
@@ -141,8 +166,8 @@ func (g *Gateway) StepDown(ctx context.Context, sessionKey string) {
 
 // LaneIdle reports whether the lane has nothing running or queued on this
 // node, so its lease can be handed to the node placement now prefers.
-func (g *Gateway) LaneIdle(sessionKey string) bool {
-	l := g.lanes.lookup(sessionKey)
+func (c *ClusterLanes) LaneIdle(sessionKey string) bool {
+	l := c.lanes.lookup(sessionKey)
 	if l == nil {
 		return true
 	}

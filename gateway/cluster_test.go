@@ -67,7 +67,7 @@ func TestLaneGateRecordsThenRunsOnlyClaimedRows(t *testing.T) {
 	gate.mu.Lock()
 	gate.serving[key] = true
 	gate.mu.Unlock()
-	h.g.DispatchClaimed(context.Background(), rows)
+	h.g.Cluster().DispatchClaimed(context.Background(), rows)
 	if got := h.p.replyTo(t, "m1"); got.Text == "" {
 		t.Fatalf("empty reply %+v", got)
 	}

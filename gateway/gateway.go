@@ -206,15 +206,16 @@ type Gateway struct {
 
 	mu         sync.Mutex // guards cancelRun
 	lanes      *laneTable
-	sched      *scheduler   // the lanes' workers, turn slots and drain
-	threads    *threadCache // which lanes' threads are loaded; eviction
-	turns      *turnRunner  // what a worker does with an item
-	in         *intake      // a platform's message from Deliver to its lane
-	controls   *controls    // the lane's own commands
-	compaction *compaction  // /compact and automatic compaction
-	recovery   *recovery    // what the last stop cut short
-	present    *presenter   // the running turns' streamers and work views
-	views      *workViews   // /verbose and the lanes' work view modes
+	sched      *scheduler    // the lanes' workers, turn slots and drain
+	threads    *threadCache  // which lanes' threads are loaded; eviction
+	turns      *turnRunner   // what a worker does with an item
+	in         *intake       // a platform's message from Deliver to its lane
+	controls   *controls     // the lane's own commands
+	compaction *compaction   // /compact and automatic compaction
+	recovery   *recovery     // what the last stop cut short
+	cluster    *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs
+	present    *presenter    // the running turns' streamers and work views
+	views      *workViews    // /verbose and the lanes' work view modes
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -302,6 +303,8 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		describeProject: g.projects.describe, retryAfterLimit: g.retryAfterLimit}
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
+	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
+		recovery: g.recovery, inbox: g.inbox, log: log, interrupt: g.controls.interrupt}
 	g.approvals = newApprovals(cfg, g.lanes.addressOfThread, base, g.out, platforms, log)
 	for _, m := range g.modules() {
 		m.register(g.host)

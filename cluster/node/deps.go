@@ -31,7 +31,7 @@ type Gateway interface {
 
 var (
 	_ Store   = (*store.Store)(nil)
-	_ Gateway = (*gateway.Gateway)(nil)
+	_ Gateway = (*gateway.ClusterLanes)(nil)
 
 	_ gateway.LaneGate   = (*Coordinator)(nil)
 	_ gateway.OwnedLanes = (*Coordinator)(nil)

@@ -358,7 +358,7 @@ func (d *daemon) buildGateway() error {
 	}
 	d.gateway = gw
 	if d.cluster != nil {
-		d.cluster.Attach(d.store, gw)
+		d.cluster.Attach(d.store, gw.Cluster())
 		gw.SetLaneGate(d.cluster)
 	}
 	refused := codex.UnsupportedHandler(gw.Unsupported)
