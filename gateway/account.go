@@ -80,90 +80,116 @@ func (a *accountState) remember(id string, w loginWaiter) {
 	a.logins[id] = w
 }
 
+// Account is /login and whether codex can answer: it reads codex's
+// account (at start and on account/updated), refuses queued work while
+// there is none, and tells the chat that started a device-code login how
+// it ended. The daemon reaches it through Gateway.Account to wire codex's
+// account notifications and /healthz.
+type Account struct {
+	cx    accountRuntime
+	sched journalDropper // the scheduler: a refused item's journal entry goes
+	out   *deliverer
+	inbox inbox
+	log   *zap.Logger
+	now   func() time.Time
+	state accountState
+}
+
+// journalDropper clears the journal entry written with an item that will
+// not start (scheduler.dropInboundJournal).
+type journalDropper interface {
+	dropInboundJournal(l *lane, it item)
+}
+
+func newAccount(cx accountRuntime, sched journalDropper, out *deliverer, in inbox, log *zap.Logger, now func() time.Time) *Account {
+	return &Account{cx: cx, sched: sched, out: out, inbox: in, log: log, now: now}
+}
+
 // CodexUnavailable returns why codex cannot answer ("" when it can), for
 // /healthz.
-func (g *Gateway) CodexUnavailable() string {
-	g.account.mu.Lock()
-	defer g.account.mu.Unlock()
-	return g.account.reason
+func (a *Account) CodexUnavailable() string {
+	a.state.mu.Lock()
+	defer a.state.mu.Unlock()
+	return a.state.reason
 }
 
 // CheckAccount reads codex's account and sets whether lanes' turns run. The
 // daemon calls it at start and on account/updated. The first time the
 // account is found missing, one error event names the fix.
-func (g *Gateway) CheckAccount(ctx context.Context) error {
+func (a *Account) CheckAccount(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
-	a, err := g.cx.Account(ctx)
+	acc, err := a.cx.Account(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway: read codex account: %w", err)
 	}
 	reason := ""
-	if !a.Usable() {
+	if !acc.Usable() {
 		reason = AccountMissingReason
 	}
-	g.account.mu.Lock()
-	was := g.account.reason
-	g.account.reason = reason
-	g.account.mu.Unlock()
+	a.state.mu.Lock()
+	was := a.state.reason
+	a.state.reason = reason
+	a.state.mu.Unlock()
 	switch {
 	case reason != "" && was == "":
-		g.log.Error("codex.account_missing", zap.String("fix",
+		a.log.Error("codex.account_missing", zap.String("fix",
 			"run `codex login --device-auth` as the service user (or /login in a private chat), or configure a model provider in CODEX_HOME/config.toml"))
 	case reason == "" && was != "":
-		g.log.Info("codex.account_ready", zap.String("type", a.Type), zap.String("plan", a.PlanType))
+		a.log.Info("codex.account_ready", zap.String("type", acc.Type), zap.String("plan", acc.PlanType))
 	}
 	return nil
 }
 
 // AccountUpdated is the handler of codex's account/updated: the account is
 // read again (the notification carries no requiresOpenaiAuth).
-func (g *Gateway) AccountUpdated(u codex.AccountUpdate) {
-	g.log.Info("codex.account_updated", zap.String("auth_mode", u.AuthMode), zap.String("plan", u.PlanType))
-	// Not g.baseCtx: Run sets it, and codex may call this while Run starts.
-	if err := g.CheckAccount(context.Background()); err != nil {
-		g.log.Warn("codex.account_read_failed", zap.Error(err))
+func (a *Account) AccountUpdated(u codex.AccountUpdate) {
+	a.log.Info("codex.account_updated", zap.String("auth_mode", u.AuthMode), zap.String("plan", u.PlanType))
+	// A context of its own: codex calls this outside any turn, and also
+	// before Run starts.
+	if err := a.CheckAccount(context.Background()); err != nil {
+		a.log.Warn("codex.account_read_failed", zap.Error(err))
 	}
 }
 
 // refuseUnavailable answers a queued item with the reason codex cannot
 // answer and closes its inbox row, instead of starting it. It reports
 // whether the item was refused.
-func (g *Gateway) refuseUnavailable(ctx context.Context, l *lane, it item) bool {
-	reason := g.CodexUnavailable()
+func (a *Account) refuseUnavailable(ctx context.Context, l *lane, it item) bool {
+	reason := a.CodexUnavailable()
 	if reason == "" {
 		return false
 	}
-	g.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
-	g.sched.dropInboundJournal(l, it)
-	g.inbox.set(ctx, it.inboundID, store.InboundFailed)
-	g.out.notify(ctx, l.addr, replyTarget(it), reason)
+	a.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
+	a.sched.dropInboundJournal(l, it)
+	a.inbox.set(ctx, it.inboundID, store.InboundFailed)
+	a.out.notify(ctx, l.addr, replyTarget(it), reason)
 	return true
 }
 
 // loginCommand runs /login: a ChatGPT device-code login whose URL and code
 // go to this chat. Only a private chat or the API lane may ask: whoever
 // reads the code can sign this server in to their account.
-func (g *Gateway) loginCommand(ctx context.Context, l *lane, msgID string) {
-	g.out.notify(ctx, l.addr, msgID, g.startLogin(ctx, l.addr, msgID))
+func (a *Account) loginCommand(ctx context.Context, l *lane, msgID string) {
+	a.out.notify(ctx, l.addr, msgID, a.startLogin(ctx, l.addr, msgID))
 }
 
-func (g *Gateway) startLogin(ctx context.Context, addr Address, msgID string) string {
+func (a *Account) startLogin(ctx context.Context, addr Address, msgID string) string {
 	if addr.Kind != LaneDM && addr.Kind != LaneAPI {
 		return "/login works only in a private chat with the bot or on the API lane: whoever sees the login code can sign this server in."
 	}
-	if done := g.alreadyLoggedIn(ctx); done != "" {
+	if done := a.alreadyLoggedIn(ctx); done != "" {
 		return done
 	}
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
-	login, err := g.cx.StartLogin(ctx)
+	login, err := a.cx.StartLogin(ctx)
 	if err != nil {
-		g.log.Warn("codex.login_start_failed", zap.Error(err))
+		a.log.Warn("codex.login_start_failed", zap.Error(err))
 		return "Could not start the Codex login: " + brief(codex.RPCMessage(err))
 	}
-	g.account.remember(login.ID, loginWaiter{addr: addr, msgID: msgID, started: g.now()})
-	g.log.Info("codex.login_started", zap.String("lane", addr.SessionKey()), zap.String("login_id", login.ID))
+	a.state.remember(login.ID, loginWaiter{addr: addr, msgID: msgID, started: a.now()})
+	a.log.Info("codex.login_started", zap.String("lane", addr.SessionKey()), zap.String("login_id", login.ID))
 	return fmt.Sprintf("To log Codex in, open %s and enter the code %s. I'll tell you here when it is done.",
 		login.VerificationURL, login.UserCode)
 }
@@ -171,16 +197,16 @@ func (g *Gateway) startLogin(ctx context.Context, addr Address, msgID string) st
 // alreadyLoggedIn returns a reply when a login is pointless: codex has an
 // account, or its provider needs none. An unreadable account is no reason
 // to refuse.
-func (g *Gateway) alreadyLoggedIn(ctx context.Context) string {
+func (a *Account) alreadyLoggedIn(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
-	a, err := g.cx.Account(ctx)
+	acc, err := a.cx.Account(ctx)
 	switch {
 	case err != nil:
 		return ""
-	case a.Type != "":
-		return "Codex is already logged in (" + accountName(a) + ")."
-	case !a.RequiresOpenAIAuth:
+	case acc.Type != "":
+		return "Codex is already logged in (" + accountName(acc) + ")."
+	case !acc.RequiresOpenAIAuth:
 		return "Codex uses a configured model provider that needs no login."
 	}
 	return ""
@@ -196,18 +222,18 @@ func accountName(a codex.Account) string {
 // LoginCompleted is the handler of codex's account/login/completed: the
 // chat that started the login is told how it ended. A login started
 // elsewhere (the codex CLI) has no chat to tell.
-func (g *Gateway) LoginCompleted(r codex.LoginResult) {
-	g.account.mu.Lock()
-	w, ok := g.account.logins[r.LoginID]
-	delete(g.account.logins, r.LoginID)
-	g.account.mu.Unlock()
-	g.log.Info("codex.login_completed", zap.String("login_id", r.LoginID), zap.Bool("success", r.Success),
+func (a *Account) LoginCompleted(r codex.LoginResult) {
+	a.state.mu.Lock()
+	w, ok := a.state.logins[r.LoginID]
+	delete(a.state.logins, r.LoginID)
+	a.state.mu.Unlock()
+	a.log.Info("codex.login_completed", zap.String("login_id", r.LoginID), zap.Bool("success", r.Success),
 		zap.Bool("asked_here", ok))
 	if r.Success {
 		// account/updated follows too; reading now lets the next message run
 		// without waiting for it.
-		if err := g.CheckAccount(context.Background()); err != nil {
-			g.log.Warn("codex.account_read_failed", zap.Error(err))
+		if err := a.CheckAccount(context.Background()); err != nil {
+			a.log.Warn("codex.account_read_failed", zap.Error(err))
 		}
 	}
 	if !ok {
@@ -221,16 +247,15 @@ func (g *Gateway) LoginCompleted(r codex.LoginResult) {
 		}
 		text += ". Send /login to try again."
 	}
-	g.out.notify(context.Background(), w.addr, w.msgID, text)
+	a.out.notify(context.Background(), w.addr, w.msgID, text)
 }
 
-// accountModule registers /login.
-func accountModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.hooks.refuse = append(h.hooks.refuse, g.refuseUnavailable)
-		h.command("login", func(ctx context.Context, c commandCall) bool {
-			g.loginCommand(ctx, c.lane, c.msgID)
-			return true
-		})
+// register adds /login and the refusal of queued work while codex cannot
+// answer.
+func (a *Account) register(h *host) {
+	h.hooks.refuse = append(h.hooks.refuse, a.refuseUnavailable)
+	h.command("login", func(ctx context.Context, c commandCall) bool {
+		a.loginCommand(ctx, c.lane, c.msgID)
+		return true
 	})
 }

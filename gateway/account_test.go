@@ -68,7 +68,7 @@ func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)
 	}
 	g.AddPlatform(h.p)
 	h.g = g
-	if err := g.CheckAccount(context.Background()); err != nil {
+	if err := g.Account().CheckAccount(context.Background()); err != nil {
 		t.Fatalf("CheckAccount: %v", err)
 	}
 	for _, f := range before {
@@ -97,7 +97,7 @@ func (c *fakeCodex) turnCount() int {
 // read. Once codex reports an account, messages run again.
 func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 	h, ac, logs := newAccountHarness(t, noAccount)
-	if got := h.g.CodexUnavailable(); got != AccountMissingReason {
+	if got := h.g.Account().CodexUnavailable(); got != AccountMissingReason {
 		t.Fatalf("CodexUnavailable = %q", got)
 	}
 	h.send(t, "a", "m1", "hello")
@@ -114,7 +114,7 @@ func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 	if st := h.st.inboundState(1); st != store.InboundFailed {
 		t.Errorf("inbox row state %q, want %q", st, store.InboundFailed)
 	}
-	h.g.AccountUpdated(codex.AccountUpdate{}) // still none: no second error event
+	h.g.Account().AccountUpdated(codex.AccountUpdate{}) // still none: no second error event
 	if n := logs.FilterMessage("codex.account_missing").Len(); n != 1 {
 		t.Errorf("codex.account_missing logged %d times, want 1", n)
 	}
@@ -124,8 +124,8 @@ func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 	}
 
 	ac.setAccount(chatgpt)
-	h.g.AccountUpdated(codex.AccountUpdate{AuthMode: "chatgpt", PlanType: "plus"})
-	if got := h.g.CodexUnavailable(); got != "" {
+	h.g.Account().AccountUpdated(codex.AccountUpdate{AuthMode: "chatgpt", PlanType: "plus"})
+	if got := h.g.Account().CodexUnavailable(); got != "" {
 		t.Fatalf("CodexUnavailable after login = %q", got)
 	}
 	h.send(t, "a", "m3", "again")
@@ -141,16 +141,16 @@ func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 // account/read that fails leaves the state as it was.
 func TestAccountCheckEdgeCases(t *testing.T) {
 	h, ac, _ := newAccountHarness(t, codex.Account{RequiresOpenAIAuth: false})
-	if got := h.g.CodexUnavailable(); got != "" {
+	if got := h.g.Account().CodexUnavailable(); got != "" {
 		t.Errorf("custom provider: CodexUnavailable = %q", got)
 	}
 	ac.amu.Lock()
 	ac.readErr = errors.New("boom")
 	ac.amu.Unlock()
-	if err := h.g.CheckAccount(context.Background()); err == nil {
+	if err := h.g.Account().CheckAccount(context.Background()); err == nil {
 		t.Error("CheckAccount hid a read error")
 	}
-	if got := h.g.CodexUnavailable(); got != "" {
+	if got := h.g.Account().CodexUnavailable(); got != "" {
 		t.Errorf("a read error changed the state: %q", got)
 	}
 }
@@ -179,11 +179,11 @@ func TestLoginCommand(t *testing.T) {
 		t.Errorf("DM /login reply %q lacks the URL and code", out.Text)
 	}
 	ac.setAccount(chatgpt)
-	h.g.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: true})
+	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: true})
 	if out := h.p.replyTo(t, "d-1"); !strings.Contains(out.Text, "logged in") {
 		t.Errorf("login completed notice %q", out.Text)
 	}
-	if got := h.g.CodexUnavailable(); got != "" {
+	if got := h.g.Account().CodexUnavailable(); got != "" {
 		t.Errorf("CodexUnavailable after a successful login = %q", got)
 	}
 
@@ -208,15 +208,15 @@ func TestLoginFailures(t *testing.T) {
 	ac.amu.Unlock()
 	h.send(t, "api", "a-2", "/login")
 	h.p.replyTo(t, "a-2")
-	h.g.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
+	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
 	if out := h.p.replyTo(t, "a-2"); !strings.Contains(out.Text, "login failed: device code expired") {
 		t.Errorf("failed login notice %q", out.Text)
 	}
-	if got := h.g.CodexUnavailable(); got == "" {
+	if got := h.g.Account().CodexUnavailable(); got == "" {
 		t.Error("a failed login cleared the missing account")
 	}
 	// A login started elsewhere (the codex CLI) has no chat to tell.
-	h.g.LoginCompleted(codex.LoginResult{LoginID: "cli-login", Success: false})
+	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "cli-login", Success: false})
 	h.send(t, "api", "a-3", "/help")
 	if out := h.p.next(t); out.InReplyTo != "a-3" {
 		t.Errorf("next message %+v, want the /help reply", out)

@@ -234,7 +234,7 @@ type Gateway struct {
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
-	account   accountState // whether codex can answer; logins from chats
+	account   *Account     // whether codex can answer; logins from chats
 	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
 
 	host    *host // what the modules registered: commands, buttons, hooks
@@ -301,6 +301,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.retryAfterLimit}
+	g.account = newAccount(cx, g.sched, g.out, g.inbox, log, cfg.Now)
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
 	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
@@ -326,13 +327,17 @@ func (g *Gateway) modules() []module {
 		g.compaction,
 		g.rotation,
 		// No order among these.
-		accountModule(g),
+		g.account,
 		usageLimitModule(g),
 		g.sendFiles,
 		g.views,
 		g.approvals,
 	}
 }
+
+// Account is whether codex can answer, and its logins: the daemon wires
+// codex's account notifications to it and asks it for /healthz.
+func (g *Gateway) Account() *Account { return g.account }
 
 // AddPlatform registers an adapter. Call it before Run.
 func (g *Gateway) AddPlatform(p Platform) {

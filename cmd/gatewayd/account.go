@@ -17,13 +17,13 @@ import (
 
 func (d *daemon) accountUpdated(u codex.AccountUpdate) {
 	if gw := d.accountGW.Load(); gw != nil {
-		gw.AccountUpdated(u)
+		gw.Account().AccountUpdated(u)
 	}
 }
 
 func (d *daemon) loginCompleted(r codex.LoginResult) {
 	if gw := d.accountGW.Load(); gw != nil {
-		gw.LoginCompleted(r)
+		gw.Account().LoginCompleted(r)
 	}
 }
 
@@ -32,7 +32,7 @@ func (d *daemon) loginCompleted(r codex.LoginResult) {
 // cannot say (an older app-server) is taken as able to.
 func (d *daemon) checkAccount(ctx context.Context, gw *gateway.Gateway) {
 	d.accountGW.Store(gw)
-	if err := gw.CheckAccount(ctx); err != nil {
+	if err := gw.Account().CheckAccount(ctx); err != nil {
 		d.log.Warn("codex.account_read_failed", zap.Error(err))
 	}
 }
@@ -44,7 +44,7 @@ func (d *daemon) healthProbe(ctx context.Context) error {
 	if err := d.probe(ctx); err != nil {
 		return err
 	}
-	if reason := d.gateway.CodexUnavailable(); reason != "" {
+	if reason := d.gateway.Account().CodexUnavailable(); reason != "" {
 		return errors.New(reason)
 	}
 	return nil
