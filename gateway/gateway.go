@@ -233,7 +233,7 @@ type Gateway struct {
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
-	usage     *usageGate   // paused while Codex's usage limit is reached (limits.go)
+	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
 	account   *Account     // whether codex can answer; logins from chats
 	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
 
@@ -268,7 +268,6 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 		runDone:    make(chan struct{}),
 		ready:      make(chan struct{}),
 		out:        newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
-		usage:      newUsageGate(),
 		host:       newHost(),
 		inbox:      inbox{st: st, log: log},
 		journal:    journal{st: st, log: log},
@@ -281,26 +280,28 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.rotation = newRotation(cfg, st, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, platforms, log)
+	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, base, log, cfg.Observer, cfg.Now)
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
 		stream: g.present.newStreamerTyped, superseded: busy.interruptIfSuperseded,
-		countTokens: g.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
+		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
-		process: g.turns.process, park: g.parkIfPaused, trimLive: g.threads.trimLive,
+		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
 		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
+	g.usage.sched = g.sched
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: platforms, log: log, obs: cfg.Observer, now: cfg.Now,
-		paused: g.usagePaused, busy: busy.input}
+		paused: g.usage.usagePaused, busy: busy.input}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, threads: g.threads, turns: g.turns, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.projects.dirOf}
 	g.turns.compact = g.compaction.item
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
-		describeProject: g.projects.describe, retryAfterLimit: g.retryAfterLimit}
+		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
 	g.account = newAccount(cx, g.sched, g.out, g.inbox, log, cfg.Now)
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
@@ -323,12 +324,11 @@ func (g *Gateway) modules() []module {
 		g.projects,
 		g.models,
 		g.controls,
-		usageModule(g),
+		g.usage,
 		g.compaction,
 		g.rotation,
 		// No order among these.
 		g.account,
-		usageLimitModule(g),
 		g.sendFiles,
 		g.views,
 		g.approvals,
@@ -383,8 +383,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.out.releaseHeld(base); err != nil {
 		return err
 	}
-	g.restoreUsagePause(base) // before recovery queues the waiting messages
-	if g.gate == nil {        // in cluster mode each lane recovers as it is taken
+	g.usage.restoreUsagePause(base) // before recovery queues the waiting messages
+	if g.gate == nil {              // in cluster mode each lane recovers as it is taken
 		if err := g.recovery.all(base); err != nil {
 			return err
 		}

@@ -30,6 +30,61 @@ import (
 // saying when the limit resets (its error message names only a clock time).
 const usageLimitFallback = 15 * time.Minute
 
+// usageLimits is the usage-limit pause and the /status lines of usage: it
+// owns the gateway-wide gate, keeps it in the store across a restart
+// (pausestate.go), parks the lanes' workers while it is closed, requeues a
+// turn that failed on the limit, lifts the pause on /retry, and counts
+// tokens (usage.go).
+type usageLimits struct {
+	gate    *usageGate
+	st      usageLimitStore
+	cx      usageRuntime
+	sched   parkingLot // the lanes' workers, parked and resumed; set by New once it exists
+	out     *deliverer
+	inbox   inbox
+	journal journal
+	base    context.Context // the gateway's: saves and lane notices outlive a turn
+	log     *zap.Logger
+	obs     Observer
+	now     func() time.Time
+}
+
+// usageLimitStore is the part of the store usage limits use: the saved
+// pause and the usage recorded with a lane's last turn.
+type usageLimitStore interface {
+	stateStore
+	usageStore
+}
+
+// usageRuntime is the part of codex usage limits read: the account's
+// rate-limit windows and a loaded thread's usage.
+type usageRuntime interface {
+	limitRuntime
+	Usage(threadID string) (codex.Usage, bool)
+}
+
+var (
+	_ usageLimitStore = (*store.Store)(nil)
+	_ usageRuntime    = (*codex.Client)(nil)
+)
+
+// parkingLot is what the pause asks of the scheduler (scheduler.go): park
+// a worker's next item and retire the worker, put items back at the head
+// of a lane's queue, restart a parked lane's worker, and whether the
+// gateway is shutting down.
+type parkingLot interface {
+	park(l *lane, it item, wait func() bool) bool
+	requeue(l *lane, items []item)
+	resume(l *lane)
+	draining() bool
+}
+
+func newUsageLimits(st usageLimitStore, cx usageRuntime, out *deliverer, in inbox, j journal,
+	base context.Context, log *zap.Logger, obs Observer, now func() time.Time) *usageLimits {
+	return &usageLimits{gate: newUsageGate(), st: st, cx: cx, out: out, inbox: in, journal: j,
+		base: base, log: log, obs: obs, now: now}
+}
+
 // usageGate is the gateway-wide "paused until" state.
 type usageGate struct {
 	saveMu  sync.Mutex // serialises saveUsagePause (pausestate.go)
@@ -57,48 +112,48 @@ func (u *usageGate) pausedUntil(now time.Time) (time.Time, bool) {
 
 // pauseForUsage pauses new turns until until (a later pause extends it) and
 // arms the resume timer.
-func (g *Gateway) pauseForUsage(until time.Time) {
-	u := g.usage
+func (m *usageLimits) pauseForUsage(until time.Time) {
+	u := m.gate
 	u.mu.Lock()
 	if !until.After(u.until) {
 		u.mu.Unlock()
 		return
 	}
 	if u.until.IsZero() {
-		g.log.Warn("usage.limit_reached", zap.Time("until", until))
+		m.log.Warn("usage.limit_reached", zap.Time("until", until))
 	} else {
-		g.log.Warn("usage.limit_extended", zap.Time("until", until))
+		m.log.Warn("usage.limit_extended", zap.Time("until", until))
 	}
 	u.until = until
 	if u.stop != nil {
 		u.stop()
 	}
-	u.stop = u.after(until.Sub(g.now()), g.resumeAtReset)
+	u.stop = u.after(until.Sub(m.now()), m.resumeAtReset)
 	u.mu.Unlock()
-	g.saveUsagePause()
+	m.saveUsagePause()
 }
 
 // resumeAtReset runs when the pause's timer fires; a pause extended since
 // then re-arms instead.
-func (g *Gateway) resumeAtReset() {
-	if g.sched.stopping.Load() {
+func (m *usageLimits) resumeAtReset() {
+	if m.sched.draining() {
 		return // shut down: the inbox keeps the waiting messages for the next start
 	}
-	u := g.usage
+	u := m.gate
 	u.mu.Lock()
-	if left := u.until.Sub(g.now()); left > 0 {
-		u.stop = u.after(left, g.resumeAtReset)
+	if left := u.until.Sub(m.now()); left > 0 {
+		u.stop = u.after(left, m.resumeAtReset)
 		u.mu.Unlock()
 		return
 	}
 	u.mu.Unlock()
-	g.resumeLanes("reset")
+	m.resumeLanes("reset")
 }
 
 // resumeLanes ends the pause and restarts the parked lanes' workers; it
 // reports whether a pause was in force.
-func (g *Gateway) resumeLanes(why string) bool {
-	u := g.usage
+func (m *usageLimits) resumeLanes(why string) bool {
+	u := m.gate
 	u.mu.Lock()
 	was := !u.until.IsZero()
 	if was && why == "retry" {
@@ -113,33 +168,35 @@ func (g *Gateway) resumeLanes(why string) bool {
 	u.waiting, u.told = map[string]*lane{}, map[string]bool{}
 	u.mu.Unlock()
 	if was {
-		g.log.Info("usage.resumed", zap.String("by", why), zap.Int("lanes", len(parked)))
-		g.saveUsagePause()
+		m.log.Info("usage.resumed", zap.String("by", why), zap.Int("lanes", len(parked)))
+		m.saveUsagePause()
 	}
 	for _, l := range parked {
-		l.mu.Lock()
-		if !l.dead && !l.worker && l.queue.len() > 0 {
-			g.sched.startWorker(l)
-		}
-		l.mu.Unlock()
+		m.sched.resume(l)
 	}
 	return was
 }
 
 // windowsReached pauses the gateway when codex's last rate-limit windows
 // say the limit is used up, before a turn is even tried.
-func (g *Gateway) windowsReached() {
-	snap, ok := g.cx.LastRateLimits()
+func (m *usageLimits) windowsReached() {
+	snap, ok := m.cx.LastRateLimits()
 	if !ok {
 		return
 	}
-	until, reached := snap.ReachedUntil(g.now())
-	g.usage.mu.Lock()
-	ignored := !until.After(g.usage.lifted)
-	g.usage.mu.Unlock()
+	until, reached := snap.ReachedUntil(m.now())
+	m.gate.mu.Lock()
+	ignored := !until.After(m.gate.lifted)
+	m.gate.mu.Unlock()
 	if reached && !ignored {
-		g.pauseForUsage(until)
+		m.pauseForUsage(until)
 	}
+}
+
+// usagePaused says whether new turns wait for a usage limit to reset.
+func (m *usageLimits) usagePaused() bool {
+	_, paused := m.gate.pausedUntil(m.now())
+	return paused
 }
 
 // parkIfPaused is the worker's check before it starts it: while paused the
@@ -147,48 +204,30 @@ func (g *Gateway) windowsReached() {
 // (resumeLanes restarts it). It reports whether the item was parked. The
 // lane is told once per pause; that notice also stands for the "queued"
 // notice of the burst.
-// usagePaused says whether new turns wait for a usage limit to reset.
-func (g *Gateway) usagePaused() bool {
-	now := g.now()
-	u := g.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return !u.until.IsZero() && now.Before(u.until)
-}
-
-func (g *Gateway) parkIfPaused(l *lane, it item) bool {
-	g.windowsReached()
-	now := g.now()
-	l.mu.Lock()
-	u := g.usage
-	u.mu.Lock()
-	until, paused := u.until, !u.until.IsZero() && now.Before(u.until)
-	tell := paused && !u.told[l.key]
-	if paused {
-		u.waiting[l.key] = l
-		u.told[l.key] = true
-	}
-	u.mu.Unlock()
-	dropJournal := paused && it.journal != nil
-	if paused {
-		// A parked message waits, maybe for hours: it is journaled when it
-		// starts, so a restart meanwhile runs it instead of telling it cut
-		// off.
-		it.journal = nil
-		l.queue.prepend([]item{it})
-		g.sched.queued.Add(1)
-		l.cur = nil
-		l.worker = false
-		l.notified = true
-		g.sched.active.Add(-1)
-	}
-	l.mu.Unlock()
-	if dropJournal {
-		g.journal.clear(g.baseCtx, l.key)
-	}
+func (m *usageLimits) parkIfPaused(l *lane, it item) bool {
+	m.windowsReached()
+	now := m.now()
+	var until time.Time
+	var tell bool
+	// Decided under the lane's lock (park holds it): resumeLanes, which
+	// restarts a parked lane under the same lock, cannot run between the
+	// lane joining the waiting ones and its worker retiring.
+	paused := m.sched.park(l, it, func() bool {
+		u := m.gate
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		var paused bool
+		until, paused = u.until, !u.until.IsZero() && now.Before(u.until)
+		tell = paused && !u.told[l.key]
+		if paused {
+			u.waiting[l.key] = l
+			u.told[l.key] = true
+		}
+		return paused
+	})
 	if tell {
-		g.saveUsagePause() // before the notice: a restart must not tell again
-		g.out.notify(g.baseCtx, l.addr, "", g.usageLimitNotice(until))
+		m.saveUsagePause() // before the notice: a restart must not tell again
+		m.out.notify(m.base, l.addr, "", m.usageLimitNotice(until))
 	}
 	return paused
 }
@@ -197,29 +236,29 @@ func (g *Gateway) parkIfPaused(l *lane, it item) bool {
 // the gateway, puts the message back at the head of its lane's queue
 // (uncommitted, so it stays received in the inbox) and tells the lane,
 // once, when it continues. It reports whether it handled the turn.
-func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResult, err error) bool {
+func (m *usageLimits) usageLimited(ctx context.Context, t *turn, res codex.TurnResult, err error) bool {
 	if err != nil || res.Status != codex.TurnFailed || !res.Error.IsUsageLimit() {
 		return false
 	}
 	t.stopStream()
-	until := g.usageResetTime()
-	g.pauseForUsage(until)
-	g.log.Warn("turn.usage_limited", zap.String("lane", t.l.key), zap.String("thread", t.thread),
+	until := m.usageResetTime()
+	m.pauseForUsage(until)
+	m.log.Warn("turn.usage_limited", zap.String("lane", t.l.key), zap.String("thread", t.thread),
 		zap.String("turn", res.TurnID), zap.Time("until", until))
-	g.obs.TurnFinished("usage_limited", g.now().Sub(t.started))
-	g.journal.clear(ctx, t.l.key)
-	g.requeueForReset(t.l, t.it)
-	u := g.usage
+	m.obs.TurnFinished("usage_limited", m.now().Sub(t.started))
+	m.journal.clear(ctx, t.l.key)
+	m.requeueForReset(t.l, t.it)
+	u := m.gate
 	u.mu.Lock()
 	tell := !u.told[t.l.key]
 	u.told[t.l.key] = true
 	u.mu.Unlock()
 	if tell {
-		g.saveUsagePause()
+		m.saveUsagePause()
 		// A lane notice, not an answer to the message: the message's answer
 		// is the reply that comes after the reset (the API lane ends a
 		// request at the first answer to it).
-		g.out.notify(ctx, t.l.addr, "", g.usageLimitNotice(until))
+		m.out.notify(ctx, t.l.addr, "", m.usageLimitNotice(until))
 	}
 	return true
 }
@@ -228,7 +267,7 @@ func (g *Gateway) usageLimited(ctx context.Context, t *turn, res codex.TurnResul
 // followed by the messages steered into the refused turn (uncommitted too,
 // so each runs as its own turn); the worker running it parks them at its
 // next step (the gate is paused).
-func (g *Gateway) requeueForReset(l *lane, it item) {
+func (m *usageLimits) requeueForReset(l *lane, it item) {
 	l.mu.Lock()
 	cur := l.cur
 	l.mu.Unlock()
@@ -238,17 +277,14 @@ func (g *Gateway) requeueForReset(l *lane, it item) {
 			items = append(items, item{kind: itemTurn, inboundID: s.InboundID, msgID: s.MessageID, text: s.Text})
 		}
 	}
-	l.mu.Lock()
-	l.queue.prepend(items)
-	g.sched.queued.Add(int64(len(items)))
-	l.mu.Unlock()
+	m.sched.requeue(l, items)
 }
 
 // usageResetTime is when the reached limit resets: the latest reset of
 // the used-up windows codex reported, else a fixed wait.
-func (g *Gateway) usageResetTime() time.Time {
-	now := g.now()
-	if snap, ok := g.cx.LastRateLimits(); ok {
+func (m *usageLimits) usageResetTime() time.Time {
+	now := m.now()
+	if snap, ok := m.cx.LastRateLimits(); ok {
 		if until, reached := snap.ReachedUntil(now); reached {
 			return until
 		}
@@ -258,9 +294,9 @@ func (g *Gateway) usageResetTime() time.Time {
 
 // usageLimitNotice tells a lane when work continues, in the daemon's local
 // time with its zone (and the weekday when that is not within a day).
-func (g *Gateway) usageLimitNotice(until time.Time) string {
+func (m *usageLimits) usageLimitNotice(until time.Time) string {
 	return fmt.Sprintf("Codex usage limit reached; I'll continue at %s. Your waiting messages run then (send /retry to try sooner).",
-		clockTime(until, g.now()))
+		clockTime(until, m.now()))
 }
 
 func clockTime(at, now time.Time) string {
@@ -273,11 +309,11 @@ func clockTime(at, now time.Time) string {
 
 // retryAfterLimit is /retry during a pause: it lifts the pause and reports
 // true when this lane's own waiting work now runs (nothing else to retry).
-func (g *Gateway) retryAfterLimit(ctx context.Context, l *lane, inboundID int64, msgID string) bool {
-	g.usage.mu.Lock()
-	_, parked := g.usage.waiting[l.key]
-	g.usage.mu.Unlock()
-	if !g.resumeLanes("retry") {
+func (m *usageLimits) retryAfterLimit(ctx context.Context, l *lane, inboundID int64, msgID string) bool {
+	m.gate.mu.Lock()
+	_, parked := m.gate.waiting[l.key]
+	m.gate.mu.Unlock()
+	if !m.resumeLanes("retry") {
 		return false
 	}
 	l.mu.Lock()
@@ -286,24 +322,23 @@ func (g *Gateway) retryAfterLimit(ctx context.Context, l *lane, inboundID int64,
 	if !parked && !waiting {
 		return false // nothing of this lane waited: retry its last message as usual
 	}
-	g.out.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
-	g.inbox.set(ctx, inboundID, store.InboundDone)
+	m.out.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
+	m.inbox.set(ctx, inboundID, store.InboundDone)
 	return true
 }
 
 // usagePauseStatus is the /status line of a pause in force ("" if none).
-func (g *Gateway) usagePauseStatus() string {
-	until, paused := g.usage.pausedUntil(g.now())
+func (m *usageLimits) usagePauseStatus() string {
+	until, paused := m.gate.pausedUntil(m.now())
 	if !paused {
 		return ""
 	}
-	return "Paused: Codex usage limit reached; continuing at " + clockTime(until, g.now()) + "\n"
+	return "Paused: Codex usage limit reached; continuing at " + clockTime(until, m.now()) + "\n"
 }
 
-// usageLimitModule pauses turns while Codex's usage limit is reached and
-// requeues a turn that failed on it.
-func usageLimitModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.hooks.result = append(h.hooks.result, g.usageLimited)
-	})
+// register adds the lane's context, last turn and the account's limits to
+// /status, and takes over a turn that failed on the usage limit.
+func (m *usageLimits) register(h *host) {
+	h.hooks.status = append(h.hooks.status, m.statusLines)
+	h.hooks.result = append(h.hooks.result, m.usageLimited)
 }

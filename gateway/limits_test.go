@@ -98,7 +98,7 @@ func newLimitHarness(t *testing.T, opts ...harnessOpt) *limitHarness {
 		t.Fatal(err)
 	}
 	g.AddPlatform(h.p)
-	g.usage.after = lh.timers.after
+	g.usage.gate.after = lh.timers.after
 	h.g = g
 	h.cx.run = func(_ context.Context, _, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
 		if lh.limited.Load() {
@@ -111,9 +111,9 @@ func newLimitHarness(t *testing.T, opts ...harnessOpt) *limitHarness {
 }
 
 func (h *limitHarness) parked(key string) bool {
-	h.g.usage.mu.Lock()
-	defer h.g.usage.mu.Unlock()
-	_, ok := h.g.usage.waiting[key]
+	h.g.usage.gate.mu.Lock()
+	defer h.g.usage.gate.mu.Unlock()
+	_, ok := h.g.usage.gate.waiting[key]
 	return ok
 }
 
@@ -254,7 +254,7 @@ func TestUsageLimitRetryResumesAtOnce(t *testing.T) {
 	if got := h.turnsOf("A"); len(got) != 2 {
 		t.Errorf("turns = %q, want the failed one and one rerun", got)
 	}
-	if _, paused := h.g.usage.pausedUntil(h.clock.Now()); paused {
+	if _, paused := h.g.usage.gate.pausedUntil(h.clock.Now()); paused {
 		t.Error("still paused after /retry")
 	}
 	h.timers.mu.Lock()

@@ -25,8 +25,8 @@ type savedPause struct {
 // are serialised so an older snapshot never overwrites a newer one. A
 // failed save is logged: it costs at most a repeated notice after a
 // restart, never a message.
-func (g *Gateway) saveUsagePause() {
-	u := g.usage
+func (m *usageLimits) saveUsagePause() {
+	u := m.gate
 	u.saveMu.Lock()
 	defer u.saveMu.Unlock()
 	u.mu.Lock()
@@ -41,38 +41,38 @@ func (g *Gateway) saveUsagePause() {
 		b, _ := json.Marshal(p)
 		value = string(b)
 	}
-	if err := g.st.SetState(g.baseCtx, usagePauseState, value); err != nil {
-		g.log.Warn("usage.pause_save_failed", zap.Error(err))
+	if err := m.st.SetState(m.base, usagePauseState, value); err != nil {
+		m.log.Warn("usage.pause_save_failed", zap.Error(err))
 	}
 }
 
 // restoreUsagePause takes up a pause recorded before a restart, if it is
 // still in force; one that ended meanwhile is cleared.
-func (g *Gateway) restoreUsagePause(ctx context.Context) {
-	raw, err := g.st.State(ctx, usagePauseState)
+func (m *usageLimits) restoreUsagePause(ctx context.Context) {
+	raw, err := m.st.State(ctx, usagePauseState)
 	if err != nil || raw == "" {
 		if err != nil {
-			g.log.Warn("usage.pause_read_failed", zap.Error(err))
+			m.log.Warn("usage.pause_read_failed", zap.Error(err))
 		}
 		return
 	}
 	var p savedPause
-	if err := json.Unmarshal([]byte(raw), &p); err != nil || !g.now().Before(p.Until) {
+	if err := json.Unmarshal([]byte(raw), &p); err != nil || !m.now().Before(p.Until) {
 		if err != nil {
-			g.log.Warn("usage.pause_unreadable", zap.Error(err))
+			m.log.Warn("usage.pause_unreadable", zap.Error(err))
 		}
-		if err := g.st.SetState(ctx, usagePauseState, ""); err != nil {
-			g.log.Warn("usage.pause_save_failed", zap.Error(err))
+		if err := m.st.SetState(ctx, usagePauseState, ""); err != nil {
+			m.log.Warn("usage.pause_save_failed", zap.Error(err))
 		}
 		return
 	}
-	u := g.usage
+	u := m.gate
 	u.mu.Lock()
 	u.until = p.Until
 	for _, key := range p.Told {
 		u.told[key] = true
 	}
-	u.stop = u.after(p.Until.Sub(g.now()), g.resumeAtReset)
+	u.stop = u.after(p.Until.Sub(m.now()), m.resumeAtReset)
 	u.mu.Unlock()
-	g.log.Warn("usage.limit_restored", zap.Time("until", p.Until), zap.Int("lanes_told", len(p.Told)))
+	m.log.Warn("usage.limit_restored", zap.Time("until", p.Until), zap.Int("lanes_told", len(p.Told)))
 }

@@ -37,10 +37,10 @@ type scheduler struct {
 	drainTimeout time.Duration
 
 	// The steps a worker takes, set by New once the parts exist: process
-	// runs one item; park holds it back while usage is paused (reporting
+	// runs one item; hold holds it back while usage is paused (reporting
 	// true when it did); trimLive evicts threads beyond MaxLive.
 	process  func(ctx context.Context, l *lane, it item)
-	park     func(l *lane, it item) bool
+	hold     func(l *lane, it item) bool
 	trimLive func(ctx context.Context, keep *lane)
 
 	sem      chan struct{} // MaxConcurrentTurns slots
@@ -132,7 +132,7 @@ func (s *scheduler) work(l *lane) {
 			s.lanes.forget(l)
 			return
 		}
-		if s.park(l, it) {
+		if s.hold(l, it) {
 			return // resumed when the usage limit resets
 		}
 		if !s.takeSlot(l, it) { // only after drain set stopping: next retires
@@ -241,6 +241,54 @@ func (s *scheduler) finishItem(l *lane) {
 	l.lastUsed = s.now().UnixNano()
 	l.mu.Unlock()
 }
+
+// park puts the item a worker was about to start back at the head of the
+// lane's queue and retires the worker, if wait says so; it reports whether
+// it did. wait runs under the lane's lock, so a resume, which takes it
+// too, sees either the worker running or the item parked. A parked item
+// waits, maybe for hours: its inbound journal entry goes, and it is
+// journaled when it starts, so a restart meanwhile runs it instead of
+// telling it cut off. Its lane's burst counts as told.
+func (s *scheduler) park(l *lane, it item, wait func() bool) bool {
+	l.mu.Lock()
+	parked := wait()
+	if parked {
+		queued := it
+		queued.journal = nil
+		l.queue.prepend([]item{queued})
+		s.queued.Add(1)
+		l.cur = nil
+		l.worker = false
+		l.notified = true
+		s.active.Add(-1)
+	}
+	l.mu.Unlock()
+	if parked {
+		s.dropInboundJournal(l, it)
+	}
+	return parked
+}
+
+// resume restarts the worker of a parked lane that still has work.
+func (s *scheduler) resume(l *lane) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.dead && !l.worker && l.queue.len() > 0 {
+		s.startWorker(l)
+	}
+}
+
+// requeue puts items back at the head of the lane's queue for its running
+// worker to take next; it starts none.
+func (s *scheduler) requeue(l *lane, items []item) {
+	l.mu.Lock()
+	l.queue.prepend(items)
+	s.queued.Add(int64(len(items)))
+	l.mu.Unlock()
+}
+
+// draining reports whether shutdown began.
+func (s *scheduler) draining() bool { return s.stopping.Load() }
 
 // takeQueueLocked empties the lane's queue and returns what it held; l.mu
 // is held.

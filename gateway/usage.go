@@ -27,8 +27,8 @@ func usageRecord(u codex.Usage) store.UsageRecord {
 
 // countTokens reports a turn's spend by kind. Input counts all input
 // tokens, cached ones included; cached is the part of it served from cache.
-func (g *Gateway) countTokens(platform string, u codex.Usage) {
-	obs, ok := g.obs.(usageObserver)
+func (m *usageLimits) countTokens(platform string, u codex.Usage) {
+	obs, ok := m.obs.(usageObserver)
 	if !ok || u.Turn.Total == 0 {
 		return
 	}
@@ -44,11 +44,11 @@ func (g *Gateway) countTokens(platform string, u codex.Usage) {
 
 // storedUsageLines are the /status lines from the usage recorded with the
 // lane's last turn; live says codex reported the context itself already.
-func (g *Gateway) storedUsageLines(ctx context.Context, key string, live bool) string {
+func (m *usageLimits) storedUsageLines(ctx context.Context, key string, live bool) string {
 	var b strings.Builder
-	tu, found, err := g.st.LastTurnUsage(ctx, key)
+	tu, found, err := m.st.LastTurnUsage(ctx, key)
 	if err != nil {
-		g.log.Warn("status.usage_failed", zap.String("lane", key), zap.Error(err))
+		m.log.Warn("status.usage_failed", zap.String("lane", key), zap.Error(err))
 	}
 	switch {
 	case live:
@@ -69,14 +69,14 @@ func (g *Gateway) storedUsageLines(ctx context.Context, key string, live bool) s
 
 // rateLimitLines are the /status lines of the account's rate-limit
 // windows: read afresh when codex can, else the last reported.
-func (g *Gateway) rateLimitLines(ctx context.Context) string {
-	snap, ok := g.currentRateLimits(ctx)
+func (m *usageLimits) rateLimitLines(ctx context.Context) string {
+	snap, ok := m.currentRateLimits(ctx)
 	var b strings.Builder
-	b.WriteString(g.usagePauseStatus())
+	b.WriteString(m.usagePauseStatus())
 	if !ok || len(snap.Windows) == 0 {
 		return b.String()
 	}
-	now := g.now()
+	now := m.now()
 	parts := make([]string, 0, len(snap.Windows))
 	for _, w := range snap.Windows {
 		p := fmt.Sprintf("%s %.0f%% used", windowName(w), w.UsedPercent)
@@ -89,16 +89,16 @@ func (g *Gateway) rateLimitLines(ctx context.Context) string {
 	return b.String()
 }
 
-func (g *Gateway) currentRateLimits(ctx context.Context) (codex.RateLimits, bool) {
+func (m *usageLimits) currentRateLimits(ctx context.Context) (codex.RateLimits, bool) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	snap, err := g.cx.RateLimits(rctx)
+	snap, err := m.cx.RateLimits(rctx)
 	cancel()
 	if err == nil {
 		return snap, true
 	}
 	// An API-key provider has no account limits: expected, not news.
-	g.log.Debug("status.rate_limits_unread", zap.Error(err))
-	return g.cx.LastRateLimits()
+	m.log.Debug("status.rate_limits_unread", zap.Error(err))
+	return m.cx.LastRateLimits()
 }
 
 // windowName names a window by its length, as ChatGPT plans do.
@@ -116,17 +116,13 @@ func windowName(w codex.RateLimitWindow) string {
 	return w.Name + " window"
 }
 
-// usageModule adds the lane's context, last turn and the account's limits
-// to /status.
-func usageModule(g *Gateway) module {
-	return moduleFunc(func(h *host) {
-		h.hooks.status = append(h.hooks.status, func(ctx context.Context, sl store.Lane, b *strings.Builder) {
-			u, live := g.cx.Usage(sl.ThreadID)
-			if live = live && sl.ThreadID != ""; live {
-				b.WriteString(usageLine(u))
-			}
-			b.WriteString(g.storedUsageLines(ctx, sl.SessionKey, live))
-			b.WriteString(g.rateLimitLines(ctx))
-		})
-	})
+// statusLines are the /status lines of the lane's context, its last turn
+// and the account's limits.
+func (m *usageLimits) statusLines(ctx context.Context, sl store.Lane, b *strings.Builder) {
+	u, live := m.cx.Usage(sl.ThreadID)
+	if live = live && sl.ThreadID != ""; live {
+		b.WriteString(usageLine(u))
+	}
+	b.WriteString(m.storedUsageLines(ctx, sl.SessionKey, live))
+	b.WriteString(m.rateLimitLines(ctx))
 }
