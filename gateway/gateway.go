@@ -15,26 +15,6 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
-// Codex is the part of *codex.Client the gateway uses (deps.go).
-type Codex interface {
-	threadRuntime
-	accountRuntime
-	modelRuntime
-	limitRuntime
-}
-
-// Store is the part of *store.Store the gateway uses (deps.go).
-type Store interface {
-	laneStore
-	laneSettingsStore
-	inboxStore
-	journalStore
-	transcriptStore
-	outboxStore
-	stateStore
-	usageStore
-}
-
 // Observer receives metrics events. Implementations must be fast and safe
 // for concurrent use.
 type Observer interface {
@@ -240,99 +220,6 @@ type Gateway struct {
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox
 	journal journal
-}
-
-// New builds a gateway. Platforms are added with AddPlatform before Run.
-func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
-	if st == nil || cx == nil {
-		return nil, errors.New("gateway: store and codex are required")
-	}
-	if err := cfg.applyDefaults(); err != nil {
-		return nil, err
-	}
-	log := cfg.Logger.Named("gateway")
-	platforms := make(map[string]Platform)
-	base, cancelBase := context.WithCancel(context.Background())
-	g := &Gateway{
-		baseCtx:    base,
-		cancelBase: cancelBase,
-		cfg:        cfg,
-		log:        log,
-		st:         st,
-		cx:         cx,
-		obs:        cfg.Observer,
-		now:        cfg.Now,
-		newTicker:  realTicker,
-		platforms:  platforms,
-		lanes:      newLaneTable(),
-		runDone:    make(chan struct{}),
-		ready:      make(chan struct{}),
-		out:        newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
-		host:       newHost(),
-		inbox:      inbox{st: st, log: log},
-		journal:    journal{st: st, log: log},
-	}
-	g.models = newLaneModels(cfg, st, cx, g.out, log)
-	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: log, base: base, callTimeout: steerTimeout}
-	g.present = &presenter{platforms: platforms, base: base, previewInterval: cfg.PreviewInterval,
-		typingInterval: cfg.TypingInterval, ticker: &g.newTicker, obs: cfg.Observer, log: log, now: cfg.Now}
-	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
-	g.projects = newProjects(cfg, st, g.out, log)
-	g.rotation = newRotation(cfg, st, g.out, log)
-	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, platforms, log)
-	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, base, log, cfg.Observer, cfg.Now)
-	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
-	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
-		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
-		stream: g.present.newStreamerTyped, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
-	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: platforms, cx: cx, out: g.out,
-		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
-		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
-		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
-		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
-	g.usage.sched = g.sched
-	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
-		files: cfg.Files, platforms: platforms, log: log, obs: cfg.Observer, now: cfg.Now,
-		paused: g.usage.usagePaused, busy: busy.input}
-	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, threads: g.threads, turns: g.turns, host: g.host,
-		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
-		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.projects.dirOf}
-	g.turns.compact = g.compaction.item
-	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
-		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
-		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
-	g.account = newAccount(cx, g.sched, g.out, g.inbox, log, cfg.Now)
-	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
-		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
-	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
-		recovery: g.recovery, inbox: g.inbox, log: log, interrupt: g.controls.interrupt}
-	g.approvals = newApprovals(cfg, g.lanes.addressOfThread, base, g.out, platforms, log)
-	for _, m := range g.modules() {
-		m.register(g.host)
-	}
-	if err := g.host.check(); err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
-// modules are the features, in the order their hooks run.
-func (g *Gateway) modules() []module {
-	return []module{
-		// The order of /status's lines.
-		g.projects,
-		g.models,
-		g.controls,
-		g.usage,
-		g.compaction,
-		g.rotation,
-		// No order among these.
-		g.account,
-		g.sendFiles,
-		g.views,
-		g.approvals,
-	}
 }
 
 // Account is whether codex can answer, and its logins: the daemon wires

@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+)
+
+// New builds a gateway: the shared parts first (lane table, outbox, inbox,
+// journal, the modules' host), then the features, then the core that runs
+// them, then every module's registration. Platforms are added with
+// AddPlatform before Run.
+func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
+	if st == nil || cx == nil {
+		return nil, errors.New("gateway: store and codex are required")
+	}
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	g := newShell(cfg, st, cx)
+	busy := &busyPolicy{mode: cfg.BusyMode, cx: cx, out: g.out, log: g.log, base: g.baseCtx, callTimeout: steerTimeout}
+	wireFeatures(g)
+	wireCore(g, busy)
+	for _, m := range modules(g) {
+		m.register(g.host)
+	}
+	if err := g.host.check(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// newShell is the Gateway with the parts every other part shares.
+func newShell(cfg Config, st Store, cx Codex) *Gateway {
+	log := cfg.Logger.Named("gateway")
+	platforms := make(map[string]Platform)
+	base, cancelBase := context.WithCancel(context.Background())
+	g := &Gateway{
+		baseCtx:    base,
+		cancelBase: cancelBase,
+		cfg:        cfg,
+		log:        log,
+		st:         st,
+		cx:         cx,
+		obs:        cfg.Observer,
+		now:        cfg.Now,
+		newTicker:  realTicker,
+		platforms:  platforms,
+		lanes:      newLaneTable(),
+		runDone:    make(chan struct{}),
+		ready:      make(chan struct{}),
+		out:        newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
+		host:       newHost(),
+		inbox:      inbox{st: st, log: log},
+		journal:    journal{st: st, log: log},
+	}
+	g.present = &presenter{platforms: platforms, base: base, previewInterval: cfg.PreviewInterval,
+		typingInterval: cfg.TypingInterval, ticker: &g.newTicker, obs: cfg.Observer, log: log, now: cfg.Now}
+	return g
+}
+
+// wireFeatures builds the feature modules that the core calls into.
+func wireFeatures(g *Gateway) {
+	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
+	g.models = newLaneModels(cfg, st, cx, g.out, log)
+	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
+	g.projects = newProjects(cfg, st, g.out, log)
+	g.rotation = newRotation(cfg, st, g.out, log)
+	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
+	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
+	g.approvals = newApprovals(cfg, g.lanes.addressOfThread, g.baseCtx, g.out, g.platforms, log)
+}
+
+// wireCore builds the thread cache, the turn runner, the scheduler and
+// the parts that act on lanes, each given only what it uses.
+func wireCore(g *Gateway, busy *busyPolicy) {
+	cfg, st, cx, log, base := g.cfg, g.st, g.cx, g.log, g.baseCtx
+	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
+	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
+		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
+		stream: g.present.newStreamerTyped, superseded: busy.interruptIfSuperseded,
+		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
+	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
+		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
+		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
+		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
+		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
+	g.usage.sched = g.sched
+	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
+		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
+		paused: g.usage.usagePaused, busy: busy.input}
+	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, threads: g.threads, turns: g.turns, host: g.host,
+		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
+		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.projects.dirOf}
+	g.turns.compact = g.compaction.item
+	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
+		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
+		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
+	g.account = newAccount(cx, g.sched, g.out, g.inbox, log, cfg.Now)
+	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
+		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
+	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
+		recovery: g.recovery, inbox: g.inbox, log: log, interrupt: g.controls.interrupt}
+}
+
+// modules are the features, in the order their hooks run.
+func modules(g *Gateway) []module {
+	return []module{
+		// The order of /status's lines.
+		g.projects,
+		g.models,
+		g.controls,
+		g.usage,
+		g.compaction,
+		g.rotation,
+		// No order among these.
+		g.account,
+		g.sendFiles,
+		g.views,
+		g.approvals,
+	}
+}
