@@ -122,7 +122,7 @@ func (c *ClusterLanes) DispatchClaimed(ctx context.Context, rows []store.Inbound
 			c.inbox.set(ctx, row.ID, store.InboundFailed)
 			continue
 		}
-		c.in.dispatch(c.base, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
+		c.in.dispatch(c.base, recordedRow(addressOfLane(sl), row))
 	}
 }
 

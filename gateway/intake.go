@@ -115,7 +115,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		k.gate.Recorded(key)
 		return false, nil
 	}
-	k.dispatchJournaled(k.base, in.Address, id, in.MessageID, in.Text, saved, journal)
+	k.dispatch(k.base, recorded{addr: in.Address, inboundID: id, msgID: in.MessageID, text: in.Text, att: saved, journal: journal})
 	return false, nil
 }
 
@@ -205,16 +205,27 @@ func laneKey(a Address) store.LaneKey {
 		ChatID: a.ChatID, TopicID: a.TopicID, UserID: a.UserID}
 }
 
-// dispatch runs a recorded message: commands act at once or queue work;
-// other text queues a turn.
-func (k *intake) dispatch(ctx context.Context, addr Address, inboundID int64, msgID, text string, att []store.Attachment) {
-	k.dispatchJournaled(ctx, addr, inboundID, msgID, text, att, nil)
+// recorded is a message as the inbox holds it, ready to run.
+type recorded struct {
+	addr      Address
+	inboundID int64
+	msgID     string
+	text      string
+	att       []store.Attachment
+	// journal is the turn's journal entry written with the inbound row
+	// (intake.record), nil if none.
+	journal *store.JournalEntry
 }
 
-// dispatchJournaled is dispatch of a message whose turn's journal entry
-// was written with its inbound row (journal, nil if none).
-func (k *intake) dispatchJournaled(ctx context.Context, addr Address, inboundID int64, msgID, text string,
-	att []store.Attachment, journal *store.JournalEntry) {
+// recordedRow is an inbox row read back (recovery, a cluster claim).
+func recordedRow(addr Address, row store.InboundRow) recorded {
+	return recorded{addr: addr, inboundID: row.ID, msgID: row.MessageID, text: row.Text, att: row.Attachments}
+}
+
+// dispatch runs a recorded message: commands act at once or queue work;
+// other text queues a turn.
+func (k *intake) dispatch(ctx context.Context, m recorded) {
+	addr, inboundID, msgID, text, att, journal := m.addr, m.inboundID, m.msgID, m.text, m.att, m.journal
 	l := k.lanes.get(addr)
 	if len(att) == 0 {
 		if cmd, ok := parseCommand(text); ok {

@@ -26,7 +26,7 @@ type lane struct {
 	thread   string     // thread loaded in the app-server; "" when not live
 	stale    bool       // thread belongs to a reset generation: release it
 	notified bool       // "queued" notice sent for the current burst
-	dead     bool       // dropped from Gateway.lanes; a new lane object replaces it
+	dead     bool       // dropped from the lane table; a new lane object replaces it
 	lastUsed int64      // unix nanos of the last turn, for idle eviction
 	// compactHold counts turns that must still run before an automatic
 	// compaction may be tried again (the cooldown).

@@ -84,7 +84,7 @@ func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry
 			continue
 		}
 		r.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
-		r.in.dispatch(ctx, addressOfLane(sl), row.ID, row.MessageID, row.Text, row.Attachments)
+		r.in.dispatch(ctx, recordedRow(addressOfLane(sl), row))
 	}
 	r.log.Info("recover.done", zap.Int("cut_off", told), zap.Int("pending", len(pending)))
 	return nil

@@ -60,7 +60,7 @@ func (s *scheduler) slotFree() bool { return len(s.sem) < cap(s.sem) }
 // marked ignored so restart recovery does not run it later.
 func (s *scheduler) enqueue(ctx context.Context, l *lane, it item) {
 	l.mu.Lock()
-	for l.dead { // forgotten between laneFor and here: use its successor
+	for l.dead { // forgotten between lanes.get and here: use its successor
 		l.mu.Unlock()
 		l = s.lanes.get(l.addr)
 		l.mu.Lock()

@@ -69,17 +69,11 @@ type streamer struct {
 	done chan struct{}
 }
 
-// newStreamer starts a streamer for a turn answering replyTo. It does
-// nothing visible on a platform with neither capability.
-func (p *presenter) newStreamer(addr Address, replyTo string) *streamer {
-	return p.newStreamerTyped(addr, replyTo, time.Time{})
-}
-
-// newStreamerTyped is newStreamer for a turn whose typing was already shown
-// at typedAt (while it waited for its slot): the first refresh is due a
-// TypingInterval after that, not at once, so a short wait costs one Bot
-// API call per message instead of two.
-func (p *presenter) newStreamerTyped(addr Address, replyTo string, typedAt time.Time) *streamer {
+// newStreamer starts a turn's typing and streamed preview. typedAt is when
+// typing was already shown while the turn waited for its slot (zero: it
+// did not wait): the first refresh is due a TypingInterval after that, not
+// at once, so a short wait costs one Bot API call per message, not two.
+func (p *presenter) newStreamer(addr Address, replyTo string, typedAt time.Time) *streamer {
 	s := &streamer{p: p, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{}),
 		lastTyping: typedAt}
 	s.plat = p.platforms[addr.Platform]

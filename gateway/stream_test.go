@@ -62,7 +62,7 @@ func TestStreamerThrottlesEditsAndRefreshesTyping(t *testing.T) {
 	g.AddPlatform(p)
 	ticks := make(chan time.Time)
 	g.newTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
-	s := g.present.newStreamer(apiAddr("a"), "m1")
+	s := g.present.newStreamer(apiAddr("a"), "m1", time.Time{})
 	p.expect(t, "typing") // at once
 	s.delta("Hel")
 	ticks <- time.Time{}
