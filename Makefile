@@ -4,7 +4,7 @@ BIN     ?= bin/gatewayd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test lint bench tools run fuzz record
+.PHONY: help build test check lint bench tools run fuzz record
 
 # The pinned codex is installed on first use and again whenever the lock
 # changes (npm ci writes this hidden lockfile last).
@@ -26,6 +26,13 @@ build: ## build bin/gatewayd
 test: $(CODEX_INSTALLED) ## run every test with the race detector (installs the pinned codex first)
 	$(GO) test -race -count=1 ./...
 	GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/
+
+# The quick loop: -short skips the process tests (the ones that build or
+# run gatewayd, the real codex app-server or a crashing child) and the
+# store's PostgreSQL pass; no race detector, to stay under a minute on two
+# cores. make test runs everything, with -race.
+check: ## unit tests only, quickly: go test -short, no race detector, no process tests
+	$(GO) test -short -count=1 ./...
 
 lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck must pass
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
