@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatewayd/gatewayd/internal/processtest"
 )
 
 // Superuser is the role initdb creates; it authenticates with trust on the
@@ -115,9 +117,7 @@ func needServer(tb testing.TB) {
 	if !Available() {
 		skipOrFail(tb, errNoBinaries)
 	}
-	if testing.Short() {
-		tb.Skip("process test (runs a PostgreSQL server); make test runs it")
-	}
+	processtest.SkipWhenShort(tb, "runs a PostgreSQL server")
 }
 
 func skipOrFail(tb testing.TB, err error) {

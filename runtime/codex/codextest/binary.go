@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/internal/processtest"
 )
 
 // BinaryEnv names the environment variable that overrides the codex binary.
@@ -47,9 +49,7 @@ func CodexBinary(t testing.TB) string {
 		t.Skipf("codextest: codex binary not found: %v; %s", err, installHint)
 		return ""
 	}
-	if testing.Short() {
-		t.Skipf("process test (runs the real codex); make test runs it")
-	}
+	processtest.SkipWhenShort(t, "runs the real codex")
 	return path
 }
 
