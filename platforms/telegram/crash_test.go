@@ -84,6 +84,7 @@ func startChild(t *testing.T, mode, api, db string) *gatewaytest.Child {
 
 func TestKillNineLosesNothing(t *testing.T) {
 	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	srv := telegramtest.New(t)
 	db := filepath.Join(t.TempDir(), "gatewayd.db")
 	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}

@@ -112,6 +112,7 @@ func wantModelAndEffort(t *testing.T, when string, req codextest.Request, model,
 // app-server) and after /new (a fresh thread) the requests still do.
 func TestEndToEndModelAndEffortSurviveKillNineAndNew(t *testing.T) {
 	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	srv := telegramtest.New(t)
 	fake := codextest.NewModel(t)
 	home, work := t.TempDir(), t.TempDir()

@@ -73,6 +73,7 @@ func TestPartsCrashChild(t *testing.T) {
 // Telegram.
 func TestKillNineBetweenPartsSendsEachPartOnce(t *testing.T) {
 	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	for _, killBefore := range []int{1, 3, 5} {
 		t.Run(fmt.Sprintf("killed before part %d", killBefore), func(t *testing.T) {
 			t.Parallel() // each case has its own fake Bot API and directories

@@ -63,6 +63,7 @@ func TestSendFileCrashChild(t *testing.T) {
 // TestEndToEndSendFileBeforeStreamedReply.)
 func TestKillNineBeforeSendFileDeliverySendsPhotoOnce(t *testing.T) {
 	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	srv := telegramtest.New(t)
 	home, work := t.TempDir(), t.TempDir()
 	env := []string{sendFileChildAPI + "=" + srv.URL, sendFileChildHome + "=" + home, sendFileChildWork + "=" + work}
