@@ -4,7 +4,7 @@ BIN     ?= bin/gatewayd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test lint bench tools run fuzz record
+.PHONY: help build test check lint bench tools run fuzz record
 
 # The pinned codex is installed on first use and again whenever the lock
 # changes (npm ci writes this hidden lockfile last).
@@ -23,9 +23,26 @@ build: ## build bin/gatewayd
 
 # The store's suite runs a second time on PostgreSQL (a throwaway server
 # per test binary; skipped when the server binaries are missing outside CI).
+# That pass runs alongside the rest, not after it: most of the suite waits
+# on processes and servers rather than computing. Its output is held back
+# and printed at the end, so the two runs do not interleave, and the target
+# fails when either run fails.
 test: $(CODEX_INSTALLED) ## run every test with the race detector (installs the pinned codex first)
-	$(GO) test -race -count=1 ./...
-	GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/
+	@pgout=$$(mktemp); \
+	GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/ >$$pgout 2>&1 & pgpid=$$!; \
+	$(GO) test -race -count=1 ./...; rc=$$?; \
+	wait $$pgpid; pgrc=$$?; \
+	echo "GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/"; cat $$pgout; rm -f $$pgout; \
+	[ $$rc -eq 0 ] && [ $$pgrc -eq 0 ]
+
+# The quick loop: -short skips the process tests, the ones that build or
+# run gatewayd, the real codex app-server, a PostgreSQL server or a
+# crashing child (so the store runs on SQLite only); no race detector, to
+# stay under a minute on two cores. make test runs everything, with -race.
+# More tests run at once than there are cores because most of them wait
+# (discordgo's Close alone sleeps a second in every Discord test).
+check: ## unit tests only, quickly: go test -short, no race detector, no process tests
+	$(GO) test -short -count=1 -parallel 8 ./...
 
 lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck must pass
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -84,6 +84,7 @@ func assertLive(t *testing.T, n *Node, ttl time.Duration, want ...string) {
 }
 
 func TestRacingNodesExactlyOneWinsEachLease(t *testing.T) {
+	t.Parallel() // its own database and database clock
 	dsn := newDatabase(t)
 	clock := installTestClock(t, dsn)
 	nodes := []*Node{newNode(t, dsn, "node-a"), newNode(t, dsn, "node-b"), newNode(t, dsn, "node-c")}
@@ -303,6 +304,7 @@ func waitForLockWait(t *testing.T, db *sql.DB) {
 }
 
 func TestLeaseSurvivesReconnectAndServerRestart(t *testing.T) {
+	t.Parallel() // its own server, which it restarts
 	ctx := testContext(t)
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
 	dsn := srv.NewDatabase(t)

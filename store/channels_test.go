@@ -13,6 +13,7 @@ import (
 // TrackChannel nor an AdvanceChannel with a smaller id moves its message
 // id back (two nodes write it around a handover, in either order).
 func TestChannelIndexNeverMovesBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openTestStore(t)
 	t0 := time.Unix(1_700_000_000, 0).UTC()
@@ -50,6 +51,7 @@ func TestChannelIndexNeverMovesBack(t *testing.T) {
 // removes one; platforms have indexes of their own; Channels lists the
 // most recently seen first, up to its limit.
 func TestChannelIndexAdvanceForgetAndList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openTestStore(t)
 	t0 := time.Unix(1_700_000_000, 0).UTC()
@@ -80,6 +82,7 @@ func TestChannelIndexAdvanceForgetAndList(t *testing.T) {
 }
 
 func TestChannelIndexRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openTestStore(t)
 	for _, c := range []struct {
@@ -103,6 +106,7 @@ func TestChannelIndexRefusesBadInput(t *testing.T) {
 // at the same time: every channel is in the index afterwards, and the
 // shared one has the largest id either wrote.
 func TestChannelIndexConcurrentWritersKeepEveryChannel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testDBPath(t)
 	var nodes []*Store
@@ -151,6 +155,7 @@ func TestChannelIndexConcurrentWritersKeepEveryChannel(t *testing.T) {
 }
 
 func TestDeleteCursor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openTestStore(t)
 	if err := s.SetCursor(ctx, "x", "1"); err != nil {

@@ -13,6 +13,7 @@ import (
 // Inspect reads a database the daemon holds open (and locked) without
 // disturbing it, and reports a missing file as such.
 func TestInspectBesideAnOpenStore(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "PRAGMA quick_check of a file (TestPostgresInspect)")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "gatewayd.db")
@@ -42,6 +43,7 @@ func TestInspectBesideAnOpenStore(t *testing.T) {
 }
 
 func TestInspectReportsCorruption(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "a corrupted file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "gatewayd.db")

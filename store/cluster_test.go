@@ -98,6 +98,7 @@ func clusterDatabase(t *testing.T) (string, *cluster.Node, *cluster.Node) {
 // lease the ex-owner's binding, journal and outbox writes are refused with
 // ErrFenced, reported to OnFenced, and leave nothing behind.
 func TestClusterFencedWritesAfterTakeover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn, nodeA, nodeB := clusterDatabase(t)
 	var booksA, booksB leaseBook
@@ -160,6 +161,7 @@ func TestClusterFencedWritesAfterTakeover(t *testing.T) {
 // The owner claims its lane's received rows oldest first, each once: a
 // second claim finds nothing, and a row recorded later is the next claim.
 func TestClusterClaimInboundInOrderOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn, nodeA, _ := clusterDatabase(t)
 	var books leaseBook
@@ -204,6 +206,7 @@ func TestClusterClaimInboundInOrderOnce(t *testing.T) {
 // another node has taken the lease, the ex-poller's write is refused with
 // ErrFenced and the new poller's offset stays.
 func TestClusterFencedCursorAfterTakeover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn, nodeA, nodeB := clusterDatabase(t)
 	var books leaseBook
@@ -236,6 +239,7 @@ func TestClusterFencedCursorAfterTakeover(t *testing.T) {
 // On SQLite (one node, nothing to fence against) a fenced cursor write is
 // a clear error, not a silent unfenced one.
 func TestFencedCursorNeedsPostgres(t *testing.T) {
+	t.Parallel()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), Options{})
 	if err != nil {
 		t.Fatal(err)

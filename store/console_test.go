@@ -11,6 +11,7 @@ import (
 // A lane's transcript pages newest first across a reset (two sessions),
 // each page strictly below the last id of the one before, without gaps.
 func TestTranscriptPageAcrossSessions(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "paged")
@@ -65,6 +66,7 @@ func TestTranscriptPageAcrossSessions(t *testing.T) {
 // The page query walks the (session_key, id) index instead of sorting the
 // lane's messages for every page.
 func TestTranscriptPageUsesTheKeyIndex(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "reads SQLite's EXPLAIN QUERY PLAN")
 	s, _ := openTestStore(t)
 	rows, err := s.readDB.QueryContext(context.Background(), `EXPLAIN QUERY PLAN SELECT `+messageColumns+` FROM messages m
@@ -89,6 +91,7 @@ func TestTranscriptPageUsesTheKeyIndex(t *testing.T) {
 }
 
 func TestFindLanesFilters(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	mustEnsure(t, s, "alpha")

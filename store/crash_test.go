@@ -94,6 +94,7 @@ func pairOp(name string, fail bool) writeFunc {
 // on synchronous=FULL (see writePragmas), which a test cannot pull the
 // plug on.
 func TestCrashConsistency(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "a child process killed while writing the database file (TestPostgresServerKilledMidBatch is the server-side crash)")
 	if testing.Short() {
 		t.Skip("spawns child processes")

@@ -11,6 +11,7 @@ import (
 // keeps its text for /retry across any number of restarts, and is gone
 // once the lane's next turn replaces it.
 func TestMarkCutOffAnnouncesOnceAndKeepsText(t *testing.T) {
+	t.Parallel()
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})
 	ctx := context.Background()
@@ -52,6 +53,7 @@ func TestMarkCutOffAnnouncesOnceAndKeepsText(t *testing.T) {
 }
 
 func TestCutOffTurnIgnoresOldGeneration(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -73,6 +75,7 @@ func TestCutOffTurnIgnoresOldGeneration(t *testing.T) {
 // TestResetClosesTheJournaledTurnsInbound: a reset wins over the running
 // turn, so its inbound row is no longer pending for the next start.
 func TestResetClosesTheJournaledTurnsInbound(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -96,6 +99,7 @@ func TestResetClosesTheJournaledTurnsInbound(t *testing.T) {
 // the journal, is still there for the next owner's /retry. A running (or
 // not yet told) turn and the pending notice are work.
 func TestToldCutOffTurnIsNotWork(t *testing.T) {
+	t.Parallel()
 	s := openAt(t, testDBPath(t), Options{})
 	ctx := context.Background()
 	l, in, e := journaledTurn(t, s, "build it")

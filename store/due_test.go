@@ -13,6 +13,7 @@ import (
 // whole outbox (which it did before migration 14, growing with every reply
 // ever sent).
 func TestDueOutboxWalksThePendingIndex(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "EXPLAIN QUERY PLAN is SQLite's")
 	s, _ := openTestStore(t)
 	rows, err := s.rq.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+dueOutboxSQL, toDB(time.Now()), 64)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestSecondOpenIsLocked(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "the lock file (TestPostgresSecondStoreIsRefused checks the advisory lock)")
 	path := testDBPath(t)
 	first, err := Open(context.Background(), path, Options{})
@@ -81,6 +82,7 @@ func assertTurnRows(t *testing.T, s *Store, ok int) {
 // needs no root): the failing statement reports SQLITE_FULL, its
 // operation alone is rolled back, and the store keeps serving reads.
 func TestDiskFullPageLimit(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "max_page_count caps the file")
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})
@@ -140,6 +142,7 @@ func fillDisk(t *testing.T, path string) {
 // named cause, nothing partial is visible, and once space is freed the
 // same store writes again; a reopen shows exactly the acknowledged turns.
 func TestDiskFullTmpfs(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "a full tmpfs under the file")
 	dir := mountTmpfs(t, "2m")
 	path := filepath.Join(dir, "state.db")
@@ -186,6 +189,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 // modes through test hooks, and a read-only remount of a tmpfs gives the
 // real EROFS.
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "a read-only file or query_only connection")
 	ctx := context.Background()
 	t.Run("open read-only file", func(t *testing.T) {
@@ -246,6 +250,7 @@ func TestReadOnly(t *testing.T) {
 // statement hits the page limit; only the operation that needed the space
 // fails, its batch neighbours are replayed and committed.
 func TestDiskFullInBatch(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "max_page_count caps the file")
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})

@@ -10,6 +10,7 @@ import (
 // it, before its reply, and come back from DueOutbox whole; a second
 // commit of the same turn adds none.
 func TestCommitTurnFilesBeforeReply(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -45,6 +46,7 @@ func TestCommitTurnFilesBeforeReply(t *testing.T) {
 }
 
 func TestEnqueueFileNeedsAPath(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	l := mustEnsure(t, s, "a")
 	_, err := s.Enqueue(context.Background(), OutboxMessage{SessionKey: l.SessionKey, Platform: l.Platform, OutKind: OutboxFile})

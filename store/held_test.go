@@ -9,6 +9,7 @@ import (
 )
 
 func TestHeldOutboxRows(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	now := clock.Now()
@@ -58,6 +59,7 @@ func TestHeldOutboxRows(t *testing.T) {
 }
 
 func TestRecordAnswerAndExchange(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	const key = "v1:api:demo"
@@ -98,6 +100,7 @@ func TestRecordAnswerAndExchange(t *testing.T) {
 // A lane nobody reads holds at most MaxHeldPerLane rows: the oldest give
 // way, marked failed, and other lanes are not touched.
 func TestHeldRowsAreBoundedPerLane(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	hold := func(key string) int64 {

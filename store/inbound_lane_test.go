@@ -9,6 +9,7 @@ import (
 // A message recorded with its lane creates the lane and the row in one
 // commit; a second message of the lane marks it active in one commit too.
 func TestRecordInboundEnsuresItsLaneInOneCommit(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	k := testLaneKey("inbound")
@@ -35,6 +36,7 @@ func TestRecordInboundEnsuresItsLaneInOneCommit(t *testing.T) {
 
 // A lane that is not the message's is refused before anything is written.
 func TestRecordInboundRefusesAnotherLane(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	k := testLaneKey("other")
@@ -54,6 +56,7 @@ func TestRecordInboundRefusesAnotherLane(t *testing.T) {
 // The first message that can name its lane does, in the same commit; a
 // later one keeps the title and the lane's other meta.
 func TestRecordInboundNamesItsLaneOnce(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	k := testLaneKey("titled")

@@ -9,6 +9,7 @@ import (
 // one commit, at the generation and thread the lane has then; a duplicate
 // writes no entry and leaves the lane's entry alone.
 func TestRecordInboundTurnJournalsInTheSameCommit(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")

@@ -8,6 +8,7 @@ import (
 )
 
 func TestEnsureLaneCreatesOnceAndTouches(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	first := mustEnsure(t, s, "a")
@@ -38,6 +39,7 @@ func TestEnsureLaneCreatesOnceAndTouches(t *testing.T) {
 }
 
 func TestLanesMostRecentlyActiveFirst(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	for _, name := range []string{"a", "b", "c"} {
 		mustEnsure(t, s, name)
@@ -62,6 +64,7 @@ func topicIDs(lanes []Lane) []string {
 }
 
 func TestBindThreadAndStaleGenerations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name  string
@@ -111,6 +114,7 @@ func TestBindThreadAndStaleGenerations(t *testing.T) {
 }
 
 func TestBindingStates(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -165,6 +169,7 @@ func assertBinding(t *testing.T, s *Store, key, thread string, b Binding) {
 }
 
 func TestRotateSession(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name       string
@@ -212,6 +217,7 @@ func TestRotateSession(t *testing.T) {
 }
 
 func TestSetMeta(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")

@@ -18,6 +18,7 @@ func synchronousNow(mode *int) writeFunc {
 // fsync); any durable operation in a batch makes the batch commit under
 // FULL, which fsyncs the WAL and with it the lazy commits before.
 func TestLazyCommitsSkipTheFsyncDurableOnesDoNot(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "synchronous is SQLite's; on PostgreSQL a lazy write is durable")
 	s := openAt(t, testDBPath(t), Options{lazySyncDelay: time.Hour})
 	ctx := context.Background()
@@ -92,6 +93,7 @@ func waitQueued(t *testing.T, s *Store, n int) {
 // Lazy commits with no durable commit after them are fsynced within the
 // delay, and at Close.
 func TestLazyCommitsAreSyncedWithinTheDelay(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "synchronous is SQLite's; on PostgreSQL a lazy write is durable")
 	synced := make(chan struct{}, 16)
 	s := openAt(t, testDBPath(t), Options{lazySyncDelay: 5 * time.Millisecond,

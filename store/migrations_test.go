@@ -54,6 +54,7 @@ func createAtVersion(t *testing.T, path string, k int) {
 }
 
 func TestMigrationsFromEachVersion(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "SQLite's migration history (PostgreSQL starts at its own version 1)")
 	ctx := context.Background()
 	for k := 0; k <= len(migrations); k++ {
@@ -109,6 +110,7 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 }
 
 func TestMigrationRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "PRAGMA user_version (TestPostgresRefusesNewerSchema)")
 	path := testDBPath(t)
 	createAtVersion(t, path, len(migrations))
@@ -127,7 +129,10 @@ func TestMigrationRefusesNewerSchema(t *testing.T) {
 }
 
 // TestFailedMigrationChangesNothing appends a broken migration: Open fails
-// and neither the version nor the migration's first statement sticks.
+// and neither the version nor the migration's first statement sticks. It
+// is the store suite's one serial test: it replaces the package's
+// migrations, which every other (parallel) test's Open reads, and parallel
+// tests only start once the serial ones are done.
 func TestFailedMigrationChangesNothing(t *testing.T) {
 	sqliteOnly(t, "SQLite's migration history")
 	path := testDBPath(t)

@@ -24,6 +24,7 @@ func dueRow(t *testing.T, s *Store, id int64) OutboxMessage {
 }
 
 func TestRecordPart(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	row, err := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "long"})
@@ -64,6 +65,7 @@ func TestRecordPart(t *testing.T) {
 
 // The parts survive a restart: a new process sees what the last one sent.
 func TestRecordedPartsSurviveReopen(t *testing.T) {
+	t.Parallel()
 	path := testDBPath(t)
 	ctx := context.Background()
 	s := openAt(t, path, Options{})
@@ -86,6 +88,7 @@ func TestRecordedPartsSurviveReopen(t *testing.T) {
 }
 
 func TestOutboxKindAndTurn(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "lane")
@@ -130,6 +133,7 @@ func TestOutboxKindAndTurn(t *testing.T) {
 }
 
 func TestLaneKeepsItsUser(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	k := LaneKey{SessionKey: "v1:discord:channel:5:user:42", Platform: "discord", Kind: "channel", ChatID: "5", UserID: "42"}
@@ -153,6 +157,7 @@ func TestLaneKeepsItsUser(t *testing.T) {
 // MarkSentWithPart records the last part and the sent mark in one commit;
 // when the part cannot be recorded, the row is not marked sent either.
 func TestMarkSentWithPart(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	row, err := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "two parts"})
@@ -192,6 +197,7 @@ func TestMarkSentWithPart(t *testing.T) {
 // transaction's BEGIN and COMMIT, and recording the next part is one
 // statement (its gap check inside the INSERT).
 func TestStatementsPerSentMark(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	a, _ := s.Enqueue(ctx, OutboxMessage{SessionKey: "a", Platform: "telegram", ChatID: "1", Text: "one part"})

@@ -21,6 +21,7 @@ import (
 )
 
 func TestRebindDollar(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, in, want string }{
 		{"bare", "SELECT ? WHERE a = ? AND b = ?", "SELECT $1 WHERE a = $2 AND b = $3"},
 		{"numbered reused", "a = ?1 AND (?2 = '' OR b = ?2) LIMIT ?3", "a = $1 AND ($2 = '' OR b = $2) LIMIT $3"},
@@ -60,6 +61,7 @@ func openPG(t *testing.T, dsn string, opts Options) *Store {
 // is refused at open with the lock holder named, and the lock goes with
 // Close.
 func TestPostgresSecondStoreIsRefused(t *testing.T) {
+	t.Parallel()
 	dsn := pgDatabase(t)
 	first := openPG(t, dsn, Options{})
 	_, err := OpenPostgres(context.Background(), dsn, Options{pgLockWait: -1})
@@ -75,6 +77,7 @@ func TestPostgresSecondStoreIsRefused(t *testing.T) {
 // A different database on the same server is another gatewayd's: the
 // advisory lock is per database.
 func TestPostgresLockIsPerDatabase(t *testing.T) {
+	t.Parallel()
 	openPG(t, pgDatabase(t), Options{})
 	openPG(t, pgDatabase(t), Options{})
 }
@@ -111,6 +114,7 @@ func waitDone(t *testing.T, o *op, what string) error {
 // retaken), the acknowledged row survived and the failed batch left
 // nothing.
 func TestPostgresServerKilledMidBatch(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
 	s := openPG(t, srv.NewDatabase(t), Options{})
 	ctx := context.Background()
@@ -165,6 +169,7 @@ func TestPostgresServerKilledMidBatch(t *testing.T) {
 // A store whose server is gone still closes cleanly: Close neither hangs
 // nor reports the connection it already knew was lost.
 func TestPostgresCloseWithTheServerDown(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{})
 	s := openPG(t, srv.NewDatabase(t), Options{})
 	srv.Kill()
@@ -183,6 +188,7 @@ func TestPostgresCloseWithTheServerDown(t *testing.T) {
 // While the store is reconnected, another gatewayd that took the database
 // in between keeps it: the writer refuses to write instead of sharing.
 func TestPostgresReconnectRespectsANewOwner(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
 	dsn := srv.NewDatabase(t)
 	s := openPG(t, dsn, Options{})
@@ -204,6 +210,7 @@ func TestPostgresReconnectRespectsANewOwner(t *testing.T) {
 // locked database. (pgtest's server trusts loopback logins, so the role's
 // password is carried but not checked.)
 func TestPostgresPasswordNeverInErrors(t *testing.T) {
+	t.Parallel()
 	const password = "s3cret-pw-Zq9"
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
 	admin, err := sql.Open("pgx", srv.NewDatabase(t))
@@ -267,6 +274,7 @@ func must[T any](v T, err error) T {
 }
 
 func TestPostgresRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	dsn := pgDatabase(t)
 	s := openPG(t, dsn, Options{})
 	if err := s.Close(); err != nil {
@@ -286,6 +294,7 @@ func TestPostgresRefusesNewerSchema(t *testing.T) {
 }
 
 func TestPostgresInspect(t *testing.T) {
+	t.Parallel()
 	dsn := pgDatabase(t)
 	ctx := context.Background()
 	h, err := InspectPostgres(ctx, dsn)
@@ -303,6 +312,7 @@ func TestPostgresInspect(t *testing.T) {
 // are its search index (a GIN index on PostgreSQL); schema_version is
 // PostgreSQL's PRAGMA user_version.
 func TestPostgresSchemaMatchesSQLite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	lite, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"), Options{})
 	if err != nil {

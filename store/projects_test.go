@@ -9,6 +9,7 @@ import (
 // A lane's project belongs to the lane: /new, rotation (with or without
 // the thread) and a reopened database keep it.
 func TestProjectSurvivesResetRotationAndReopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name  string
@@ -75,6 +76,7 @@ func TestProjectSurvivesResetRotationAndReopen(t *testing.T) {
 }
 
 func TestSetProjectOnAMissingLane(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	if err := s.SetProject(context.Background(), "nobody", "site"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("SetProject(missing lane) = %v, want ErrNotFound", err)
@@ -82,6 +84,7 @@ func TestSetProjectOnAMissingLane(t *testing.T) {
 }
 
 func TestSetLaneOptionRefusesMissingLaneAndUnknownOption(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	if err := s.SetLaneOption(ctx, "nobody", OptionModel, "m"); !errors.Is(err, ErrNotFound) {
@@ -98,6 +101,7 @@ func TestSetLaneOptionRefusesMissingLaneAndUnknownOption(t *testing.T) {
 
 // ForgetProject clears a stale project only if the lane still has it.
 func TestForgetProject(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name, stored, forget, want string

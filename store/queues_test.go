@@ -9,6 +9,7 @@ import (
 )
 
 func TestRecordInboundDuplicate(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	in := Inbound{Platform: "telegram", MessageID: "42", SessionKey: "k", SenderID: "u", SenderName: "Ann", Text: "hi"}
@@ -37,6 +38,7 @@ func TestRecordInboundDuplicate(t *testing.T) {
 }
 
 func TestInboundStates(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	var ids []int64
@@ -71,6 +73,7 @@ func TestInboundStates(t *testing.T) {
 
 // An offline reset drops what the lane had waiting, and only that.
 func TestIgnorePendingInbound(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	record := func(key, mid, state string) int64 {
@@ -111,6 +114,7 @@ func TestIgnorePendingInbound(t *testing.T) {
 }
 
 func TestCursors(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	if _, ok, err := s.Cursor(ctx, "telegram"); ok || err != nil {
@@ -127,6 +131,7 @@ func TestCursors(t *testing.T) {
 }
 
 func TestOutboxLifecycle(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	now := clock.Now()
@@ -202,6 +207,7 @@ func assertDue(t *testing.T, s *Store, now time.Time, want ...int64) {
 }
 
 func TestPendingInboundKeepsAttachments(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	want := []Attachment{

@@ -13,6 +13,7 @@ import (
 // A cluster node reads the due rows of the lanes it owns only, each lane's
 // in order, whatever number of lanes it owns (past one query's chunk).
 func TestDueOutboxForReadsOnlyTheGivenLanes(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	var want []int64
@@ -55,6 +56,7 @@ func TestDueOutboxForReadsOnlyTheGivenLanes(t *testing.T) {
 // On PostgreSQL an answer's commit notifies AnswerChannel with the message
 // id, so the node holding its request answers it without polling.
 func TestPostgresRecordAnswerNotifies(t *testing.T) {
+	t.Parallel()
 	dsn := pgDatabase(t)
 	s := openPG(t, dsn, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

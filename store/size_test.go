@@ -10,6 +10,7 @@ import (
 // Size is the database file plus its WAL as the file system has them, and
 // grows when turns are committed; CountLanes counts every lane.
 func TestSizeAndCountLanes(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	before, err := s.Size(ctx)

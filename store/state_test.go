@@ -8,6 +8,7 @@ import (
 // A state value survives a reopen, is replaced by a later one and is gone
 // once set to "".
 func TestStateSurvivesReopenAndClears(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})

@@ -14,6 +14,7 @@ import (
 // assistant row is written with its outbox id (no update after), and the
 // next part of a reply is one insert with its gap check inside.
 func TestStatementsPerMessage(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -81,6 +82,7 @@ func syncSwitch(s *Store) int64 {
 
 // The one-statement journal write still says why it wrote nothing.
 func TestJournalTurnRefusals(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCommitTurnRecordsSteeredMessagesOnce(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")

@@ -13,6 +13,7 @@ import (
 // TestConnectionSettings checks the durability settings the package
 // comment promises and that the read pool cannot write.
 func TestConnectionSettings(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "SQLite PRAGMAs and fdatasync")
 	s, _ := openTestStore(t)
 	ctx := context.Background()
@@ -47,6 +48,7 @@ func TestConnectionSettings(t *testing.T) {
 // TestOpenPathNeedsEscaping: the path goes into a file: URI, so characters
 // with a meaning there must not change which file is opened.
 func TestOpenPathNeedsEscaping(t *testing.T) {
+	t.Parallel()
 	sqliteOnly(t, "file paths")
 	dir := filepath.Join(t.TempDir(), "a dir?x=1#frag%20")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

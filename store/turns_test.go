@@ -9,6 +9,7 @@ import (
 )
 
 func TestCommitTurnExactlyOnce(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -69,6 +70,7 @@ func TestCommitTurnExactlyOnce(t *testing.T) {
 // TestLateCommitAfterReset is the seed failure: a turn running when the lane
 // was reset finishes afterwards and must not bind, confirm or reply.
 func TestLateCommitAfterReset(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	old := mustEnsure(t, s, "a")
@@ -112,6 +114,7 @@ func TestLateCommitAfterReset(t *testing.T) {
 }
 
 func TestCommitTurnValidation(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")
@@ -134,6 +137,7 @@ func TestCommitTurnValidation(t *testing.T) {
 }
 
 func TestTranscriptLimitAndSearch(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	a, b := mustEnsure(t, s, "a"), mustEnsure(t, s, "b")
@@ -183,6 +187,7 @@ func TestTranscriptLimitAndSearch(t *testing.T) {
 }
 
 func TestJournalLifecycle(t *testing.T) {
+	t.Parallel()
 	s, clock := openTestStore(t)
 	ctx := context.Background()
 	a, b := mustEnsure(t, s, "a"), mustEnsure(t, s, "b")
@@ -213,6 +218,7 @@ func TestJournalLifecycle(t *testing.T) {
 }
 
 func TestRecordCompaction(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	ctx := context.Background()
 	l := mustEnsure(t, s, "a")

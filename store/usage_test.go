@@ -9,6 +9,7 @@ import (
 // reads back the latest one that has some, across a reopen; a new session
 // (/new) starts with none.
 func TestLastTurnUsage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})

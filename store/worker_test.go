@@ -58,6 +58,7 @@ func cursorNames(t *testing.T, s *Store) map[string]bool {
 }
 
 func TestGroupCommitIsolatesFailingOperation(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	commits := s.Commits()
 	release := blockWorker(t, s)
@@ -97,6 +98,7 @@ func TestGroupCommitIsolatesFailingOperation(t *testing.T) {
 // rows, hears its own error, and the writer goes on with the next one; a
 // panicking one likewise.
 func TestLoneOperationFailureIsRolledBack(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	if err := <-submitAsync(t, s, pairOp("solo", true)).done; !errors.Is(err, errCrashDeliberate) {
 		t.Fatalf("failing op err = %v, want its own error", err)
@@ -121,6 +123,7 @@ func TestLoneOperationFailureIsRolledBack(t *testing.T) {
 // foreign key) and checks that no operation of the batch is applied and
 // every caller hears the cause.
 func TestCommitFailureFailsWholeBatch(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	release := blockWorker(t, s)
 	a := submitAsync(t, s, pairOp("one", false))
@@ -151,6 +154,7 @@ func TestCommitFailureFailsWholeBatch(t *testing.T) {
 // TestPerKeyOrder queues many operations per key without waiting; each
 // appends its sequence number to its key's cursor, so any reordering shows.
 func TestPerKeyOrder(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	const keys, perKey = 4, 50
 	var wg sync.WaitGroup
@@ -191,6 +195,7 @@ func appendOp(name string, i int) writeFunc {
 }
 
 func TestCancelledSubmissionIsNotApplied(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	release := blockWorker(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -210,6 +215,7 @@ func TestCancelledSubmissionIsNotApplied(t *testing.T) {
 }
 
 func TestBackPressure(t *testing.T) {
+	t.Parallel()
 	s := openAt(t, testDBPath(t), Options{QueueSize: 1})
 	release := blockWorker(t, s)
 	queued := submitAsync(t, s, pairOp("queued", false)) // fills the queue
@@ -229,6 +235,7 @@ func TestBackPressure(t *testing.T) {
 }
 
 func TestCloseDrainsThenRefuses(t *testing.T) {
+	t.Parallel()
 	path := testDBPath(t)
 	s, err := openDB(context.Background(), path, Options{})
 	if err != nil {

@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatewayd/gatewayd/internal/processtest"
 )
 
 // Superuser is the role initdb creates; it authenticates with trust on the
@@ -62,10 +64,8 @@ type Server struct {
 // installs them, so there a missing server is a failure.
 func Start(tb testing.TB, opts Options) *Server {
 	tb.Helper()
+	needServer(tb)
 	s, err := start(opts)
-	if errors.Is(err, errNoBinaries) {
-		skipOrFail(tb, err)
-	}
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
@@ -84,10 +84,8 @@ var (
 // removed; if the binary dies first, the parent-death signal stops it.
 func Shared(tb testing.TB) *Server {
 	tb.Helper()
+	needServer(tb)
 	sharedOnce.Do(func() { shared, sharedErr = start(Options{}) })
-	if errors.Is(sharedErr, errNoBinaries) {
-		skipOrFail(tb, sharedErr)
-	}
 	if sharedErr != nil {
 		tb.Fatalf("pgtest: %v", sharedErr)
 	}
@@ -108,6 +106,18 @@ func Run(m *testing.M) int {
 func Available() bool {
 	_, err := findBin()
 	return err == nil
+}
+
+// needServer skips tb when the PostgreSQL binaries are missing, unless the
+// CI variable is set (skipOrFail), and under `go test -short` (make check):
+// a test that starts a server is a process test, and make test runs it.
+// The missing binaries come first, so CI fails on them even with -short.
+func needServer(tb testing.TB) {
+	tb.Helper()
+	if !Available() {
+		skipOrFail(tb, errNoBinaries)
+	}
+	processtest.SkipWhenShort(tb, "runs a PostgreSQL server")
 }
 
 func skipOrFail(tb testing.TB, err error) {

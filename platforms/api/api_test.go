@@ -205,6 +205,7 @@ func post(t *testing.T, p *Platform, lane, token, body string, hdr ...string) (*
 }
 
 func TestPostMessageValidationAndAuth(t *testing.T) {
+	t.Parallel()
 	p, _ := startAPI(t, "s3cret", echo)
 	tests := []struct {
 		name, lane, token, body string
@@ -240,6 +241,7 @@ func TestPostMessageValidationAndAuth(t *testing.T) {
 }
 
 func TestShutdownErrors(t *testing.T) {
+	t.Parallel()
 	p, sink := startAPI(t, "", echo)
 	sink.mu.Lock()
 	sink.err = gateway.ErrShuttingDown
@@ -250,6 +252,7 @@ func TestShutdownErrors(t *testing.T) {
 }
 
 func TestNoticesAttachToWaitingRequest(t *testing.T) {
+	t.Parallel()
 	p, _ := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
 		p.Send(context.Background(), gateway.Outbound{Address: in.Address, Kind: gateway.OutNotice, Text: "thread replaced"})
 		p.Send(context.Background(), gateway.Outbound{Address: gateway.Address{ChatID: "other"}, Kind: gateway.OutNotice, Text: "not mine"})
@@ -265,6 +268,7 @@ func TestNoticesAttachToWaitingRequest(t *testing.T) {
 // after a restart) is deferred, rides on the lane's next response exactly
 // once, and is reported delivered only then.
 func TestNoticeWithoutListenerIsHeldForNextRequest(t *testing.T) {
+	t.Parallel()
 	p, sink := startAPI(t, "", echo)
 	sink.enqueue(1, gateway.Outbound{Address: laneAddress("demo"), Kind: gateway.OutNotice, Text: "cut off"})
 	if n, held := sink.deliveries(1); n != 0 || !held {
@@ -289,6 +293,7 @@ func TestNoticeWithoutListenerIsHeldForNextRequest(t *testing.T) {
 // A notice attached to a request whose client went away before its answer
 // goes back to the lane and comes with the next request.
 func TestNoticeOfAbandonedRequestComesWithNextRequest(t *testing.T) {
+	t.Parallel()
 	attached := make(chan struct{})
 	var sink *fakeSink
 	p, sink := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
@@ -331,6 +336,7 @@ func TestNoticeOfAbandonedRequestComesWithNextRequest(t *testing.T) {
 }
 
 func TestSSEStreamsDeltasThenDone(t *testing.T) {
+	t.Parallel()
 	p, _ := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
 		ctx := context.Background()
 		id, _ := p.Send(ctx, gateway.Outbound{Address: in.Address, Kind: gateway.OutPreview, Text: "Hel", InReplyTo: in.MessageID})
@@ -380,6 +386,7 @@ func TestSSEStreamsDeltasThenDone(t *testing.T) {
 }
 
 func TestCheckListen(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, listen, token string
 		ok                  bool

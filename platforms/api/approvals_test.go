@@ -168,6 +168,7 @@ func waitAsked(t *testing.T, d *deciderSink) gateway.PendingApproval {
 }
 
 func TestDecisionRouteStatusesAndAuth(t *testing.T) {
+	t.Parallel()
 	p, d := startDecider(t, "s3cret")
 	done := postAsync(t, p, "s3cret", `{"text":"RUN it"}`)
 	info := waitAsked(t, d)
@@ -211,6 +212,7 @@ func TestDecisionRouteStatusesAndAuth(t *testing.T) {
 // A JSON client blocked on its message finds the open request with GET,
 // decides it, and its answer lists the approval it was asked.
 func TestApprovalInJSONAnswerAndList(t *testing.T) {
+	t.Parallel()
 	p, d := startDecider(t, "")
 	done := postAsync(t, p, "", `{"text":"RUN it"}`)
 	info := waitAsked(t, d)
@@ -245,6 +247,7 @@ func TestApprovalInJSONAnswerAndList(t *testing.T) {
 // An SSE client sees the request as an "approval" event while the turn
 // waits, decides it over the route, and the stream then ends with the turn.
 func TestApprovalEventInStream(t *testing.T) {
+	t.Parallel()
 	p, d := startDecider(t, "")
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"RUN it"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -304,6 +307,7 @@ func readSSE(t *testing.T, body io.Reader, on func(event, data string)) {
 
 // A sink that cannot decide (not the gateway) makes the routes say so.
 func TestApprovalRoutesWithoutDecider(t *testing.T) {
+	t.Parallel()
 	p, _ := startAPI(t, "", echo)
 	if code, body := call(t, p, "POST", "/api/lanes/demo/approvals/a1", "", `{"decision":"accept"}`); code != 501 {
 		t.Errorf("decide %d %v, want 501", code, body)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBodyMediaTypeAndSize(t *testing.T) {
+	t.Parallel()
 	p, sink := startGuarded(t, nil, nil)
 	huge := `{"text":"` + strings.Repeat("x", maxBody) + `"}`
 	tests := []struct {
@@ -62,6 +63,7 @@ func TestBodyMediaTypeAndSize(t *testing.T) {
 }
 
 func TestBodyRuleAccepts(t *testing.T) {
+	t.Parallel()
 	rule := bodyRule{mediaTypes: []string{"application/json", "multipart/form-data"}, maxBytes: 1}
 	tests := []struct {
 		contentType string

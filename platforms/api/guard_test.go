@@ -60,6 +60,7 @@ func send(t *testing.T, p *Platform, method, path, body string, hdr ...string) (
 // The classic CSRF: a page on another site POSTs text/plain (no preflight)
 // to the loopback API. It is refused and no turn runs.
 func TestCrossSiteTextPostRunsNoTurn(t *testing.T) {
+	t.Parallel()
 	p, sink := startGuarded(t, nil, nil)
 	tests := []struct {
 		name string
@@ -95,6 +96,7 @@ func TestCrossSiteTextPostRunsNoTurn(t *testing.T) {
 }
 
 func TestHostHeaderCheck(t *testing.T) {
+	t.Parallel()
 	p, sink := startGuarded(t, []string{"GW.example", "gw.lan:8787"}, nil)
 	_, port, _ := net.SplitHostPort(p.Addr())
 	tests := []struct {
@@ -134,6 +136,7 @@ func TestHostHeaderCheck(t *testing.T) {
 // page always arrives under a DNS name), the loopback names and the
 // allowed hosts; not the wildcard address as a name.
 func TestHostCheckOnWildcardListen(t *testing.T) {
+	t.Parallel()
 	g := newGuard("0.0.0.0:8787", []string{"gw.example"}, nil, nil)
 	local := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8787}
 	tests := []struct {
@@ -159,6 +162,7 @@ func TestHostCheckOnWildcardListen(t *testing.T) {
 }
 
 func TestOriginCheck(t *testing.T) {
+	t.Parallel()
 	p, _ := startGuarded(t, nil, []string{"https://Console.example"})
 	tests := []struct {
 		name, path string

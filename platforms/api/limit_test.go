@@ -54,6 +54,7 @@ func acceptAsync(l net.Listener) <-chan acceptResult {
 // The N+1th connection is not accepted until one of the N is closed, and
 // closing a connection twice frees one slot only.
 func TestLimitListenerWaitsForAFreeSlot(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		inner := newChanListener()
 		l := newLimitListener(inner, 2)
@@ -99,6 +100,7 @@ func TestLimitListenerWaitsForAFreeSlot(t *testing.T) {
 
 // Closing the listener ends an Accept that waits for a slot.
 func TestLimitListenerCloseEndsAWaitingAccept(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		inner := newChanListener()
 		l := newLimitListener(inner, 1)

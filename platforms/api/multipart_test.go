@@ -106,6 +106,7 @@ func postMultipart(t *testing.T, p *Platform, contentType string, body io.Reader
 }
 
 func TestMultipartMessageCarriesFiles(t *testing.T) {
+	t.Parallel()
 	p, sink := startUploads(t, 1<<20)
 	ct, body := multipartBody(t,
 		part{"file", "photo.jpg", "image/jpeg", "\xff\xd8\xff jpeg"},
@@ -131,6 +132,7 @@ func TestMultipartMessageCarriesFiles(t *testing.T) {
 }
 
 func TestMultipartFileOnly(t *testing.T) {
+	t.Parallel()
 	p, sink := startUploads(t, 1<<20)
 	ct, body := multipartBody(t, part{"file", "../../etc/passwd", "text/plain", "x"})
 	if code, got := postMultipart(t, p, ct, body); code != 200 {
@@ -146,6 +148,7 @@ func TestMultipartFileOnly(t *testing.T) {
 }
 
 func TestMultipartRefusals(t *testing.T) {
+	t.Parallel()
 	p, sink := startUploads(t, 10)
 	big := strings.Repeat("x", 11)
 	tests := []struct {
@@ -180,6 +183,7 @@ func TestMultipartRefusals(t *testing.T) {
 }
 
 func TestMultipartBodyOverLimitDeclared(t *testing.T) {
+	t.Parallel()
 	p, _ := startUploads(t, 10)
 	limit := maxUploadBytes(10)
 	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/api/lanes/up/messages", strings.NewReader("x"))

@@ -52,6 +52,7 @@ func doneData(t *testing.T, stream string) string {
 }
 
 func TestRepeatedIDReplaysOriginalAnswer(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                  string
 		firstStream, repeatSE bool
@@ -90,6 +91,7 @@ func TestRepeatedIDReplaysOriginalAnswer(t *testing.T) {
 }
 
 func TestRepeatWhileRunningWaitsForSameAnswer(t *testing.T) {
+	t.Parallel()
 	recorded, release := make(chan struct{}), make(chan struct{})
 	p, _ := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
 		close(recorded)
@@ -149,6 +151,7 @@ func waitWaiters(t *testing.T, p *Platform, id string, n int) {
 }
 
 func TestDisconnectedClientGetsItsAnswerLater(t *testing.T) {
+	t.Parallel()
 	recorded, release, answered := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	p, _ := startAPI(t, "", func(p *Platform, in gateway.Inbound) {
 		close(recorded)
@@ -185,6 +188,7 @@ func TestDisconnectedClientGetsItsAnswerLater(t *testing.T) {
 }
 
 func TestRepeatedIDRefusals(t *testing.T) {
+	t.Parallel()
 	p, sink := startAPI(t, "", echo)
 	if code, _, _ := rawPost(t, p, `{"text":"hi","id":"m1"}`, false); code != 200 {
 		t.Fatalf("first post %d", code)
@@ -226,6 +230,7 @@ func TestRepeatedIDRefusals(t *testing.T) {
 }
 
 func TestDecideReplay(t *testing.T) {
+	t.Parallel()
 	req := messageRequest{Text: "hi", User: "ann", ID: "m"}
 	base := store.Exchange{InboundRow: store.InboundRow{Inbound: store.Inbound{SessionKey: "v1:api:demo",
 		Text: "hi", SenderID: "ann"}}}
@@ -265,6 +270,7 @@ func TestDecideReplay(t *testing.T) {
 // second time; a message posted without an id (the client never learnt the
 // one made for it) has its answer carried by the next request instead.
 func TestAbandonedAnswerReachesTheClientOnce(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		id        string

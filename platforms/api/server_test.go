@@ -66,6 +66,7 @@ func readToEOF(t *testing.T, c net.Conn, r io.Reader) string {
 }
 
 func TestIdleKeepAliveConnectionIsClosed(t *testing.T) {
+	t.Parallel()
 	p := runAPI(t, Config{IdleTimeout: 50 * time.Millisecond}, func(p *Platform, st *store.Store) gateway.Sink {
 		return newFakeSink(p, st, echo)
 	})
@@ -80,6 +81,7 @@ func TestIdleKeepAliveConnectionIsClosed(t *testing.T) {
 // A client that sends the headers and then trickles (or stalls) the body
 // is answered 408 and cut off within the body timeout.
 func TestSlowBodyIsCut(t *testing.T) {
+	t.Parallel()
 	p, sink := startAPIConfig(t, Config{BodyTimeout: 100 * time.Millisecond})
 	c := dial(t, p)
 	head := "POST /api/lanes/demo/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
@@ -111,6 +113,7 @@ func startAPIConfig(t *testing.T, cfg Config) (*Platform, *fakeSink) {
 // gone, then it is served. (The waiting itself is shown without timing in
 // TestLimitListenerWaitsForAFreeSlot.)
 func TestMaxConnectionsQueuesTheNextClient(t *testing.T) {
+	t.Parallel()
 	p, _ := startAPIConfig(t, Config{MaxConnections: 1})
 	first := dial(t, p)
 	getHealth(t, first, bufio.NewReader(first))
@@ -171,6 +174,7 @@ func nextLine(t *testing.T, sc *bufio.Scanner) string {
 // A silent turn's stream gets keep-alive comments; and the per-request
 // body deadline does not end a stream that outlives it.
 func TestSSEKeepAliveDuringSilentTurn(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	p := runAPI(t, Config{KeepAliveInterval: 40 * time.Millisecond, BodyTimeout: 50 * time.Millisecond},
 		func(p *Platform, st *store.Store) gateway.Sink {
@@ -197,6 +201,7 @@ func TestSSEKeepAliveDuringSilentTurn(t *testing.T) {
 
 // net/http's own complaints reach the zap log, not stderr.
 func TestHTTPServerErrorsGoToTheLog(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.WarnLevel)
 	p := runAPI(t, Config{Logger: zap.New(core), Handlers: map[string]http.Handler{
 		"/twice": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

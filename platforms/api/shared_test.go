@@ -88,6 +88,7 @@ func postInBackground(p *Platform, body string, stream bool) <-chan posted {
 // reply the owner records, JSON or SSE, generated id or the client's, woken
 // by the owner's notification or, without one, by the poll.
 func TestSharedAnswerReachesTheRequestOnAnotherNode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		body   string
@@ -146,6 +147,7 @@ func TestSharedAnswerReachesTheRequestOnAnotherNode(t *testing.T) {
 // new owner marked it cut off) ends the request on the other node with
 // 503 and a retry hint, not a wait until the client gives up.
 func TestSharedMessageEndedWithoutAnswerIs503(t *testing.T) {
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		n := startTwoNodes(t, 10*time.Millisecond)
 		res := postInBackground(n.front, `{"text":"hi","id":"cut"}`, stream)
@@ -175,6 +177,7 @@ func TestSharedMessageEndedWithoutAnswerIs503(t *testing.T) {
 // refusal: a request that looks at the message in between keeps waiting
 // (endedGrace), and gets the refusal, not a 503.
 func TestSharedRefusalAfterTheRowClosedIsTheAnswer(t *testing.T) {
+	t.Parallel()
 	n := startTwoNodes(t, time.Hour)
 	res := postInBackground(n.front, `{"text":"hi","id":"refused"}`, false)
 	in := <-n.received

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -80,6 +81,7 @@ func TestPartsCrashChild(t *testing.T) {
 // or Discord creates it with its answer lost to the crash (the restart
 // asks again with the same nonce and is given that message).
 func TestKillNineBetweenPartsSendsEachPartOnce(t *testing.T) {
+	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
 	for _, tc := range []struct {
 		name       string
 		killBefore int
@@ -91,6 +93,7 @@ func TestKillNineBetweenPartsSendsEachPartOnce(t *testing.T) {
 		{name: "killed after Discord created part 3, before its answer", killBefore: 3, created: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own fake Discord and directories
 			srv := newServer(t, channel)
 			home, work := t.TempDir(), t.TempDir()
 			env := []string{partsChildAPI + "=" + srv.URL(), partsChildHome + "=" + home, partsChildWork + "=" + work}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/store"
@@ -82,6 +83,8 @@ func startChild(t *testing.T, mode, api, db string) *gatewaytest.Child {
 }
 
 func TestKillNineLosesNothing(t *testing.T) {
+	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	srv := telegramtest.New(t)
 	db := filepath.Join(t.TempDir(), "gatewayd.db")
 	dm := models.Chat{ID: 1001, Type: models.ChatTypePrivate}

@@ -55,6 +55,7 @@ func worldFiles(w *gatewaytest.World) *files.Store {
 // the real codex (fake model); the daemon restarts between messages; each
 // topic's second turn still carries its own first message and not the other's.
 func TestEndToEndTopicsKeepTheirContextAcrossRestart(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)

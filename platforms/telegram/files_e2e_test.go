@@ -33,6 +33,7 @@ func jpegBytes(t *testing.T) []byte {
 // the bot (fake Bot API) reaches the fake model through the real codex
 // app-server as an input_image part, with the caption as the user text.
 func TestEndToEndPhotoWithCaptionReachesModel(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
@@ -68,6 +69,7 @@ func TestEndToEndPhotoWithCaptionReachesModel(t *testing.T) {
 // before the reply's text: the preview stops once the file is sent, and the
 // reply is a new message after the file (gateway/stream.go hold).
 func TestEndToEndSendFileBeforeStreamedReply(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)

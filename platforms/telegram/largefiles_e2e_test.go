@@ -28,6 +28,7 @@ import (
 // the caption still reaches the model. The times are logged for the
 // issue's figures; nothing asserts on them.
 func TestEndToEndLargeFilesBothWays(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)

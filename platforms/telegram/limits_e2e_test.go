@@ -19,6 +19,7 @@ import (
 // continues, and after the reset every message runs, in order per topic,
 // none lost and none answered twice.
 func TestEndToEndUsageLimitPausesAndResumes(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
@@ -116,6 +117,7 @@ func indexOf(msgs []telegramtest.Message, id int) int {
 // again; /retry then runs the message once, and /status shows the turn's
 // tokens from the store.
 func TestEndToEndUsageLimitPauseSurvivesRestart(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)

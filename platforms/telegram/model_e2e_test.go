@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -110,6 +111,8 @@ func wantModelAndEffort(t *testing.T, when string, req codextest.Request, model,
 // lane's: after a kill -9 of gatewayd (the thread is resumed by a new
 // app-server) and after /new (a fresh thread) the requests still do.
 func TestEndToEndModelAndEffortSurviveKillNineAndNew(t *testing.T) {
+	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	srv := telegramtest.New(t)
 	fake := codextest.NewModel(t)
 	home, work := t.TempDir(), t.TempDir()

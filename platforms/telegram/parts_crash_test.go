@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -71,8 +72,11 @@ func TestPartsCrashChild(t *testing.T) {
 // recorded; it kills the child there, and the held request never reaches
 // Telegram.
 func TestKillNineBetweenPartsSendsEachPartOnce(t *testing.T) {
+	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	for _, killBefore := range []int{1, 3, 5} {
 		t.Run(fmt.Sprintf("killed before part %d", killBefore), func(t *testing.T) {
+			t.Parallel() // each case has its own fake Bot API and directories
 			srv := telegramtest.New(t)
 			home, work := t.TempDir(), t.TempDir()
 			env := []string{partsChildAPI + "=" + srv.URL, partsChildHome + "=" + home, partsChildWork + "=" + work}

@@ -15,6 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -61,6 +62,8 @@ func TestSendFileCrashChild(t *testing.T) {
 // show before the photo when a streamed preview went out: see
 // TestEndToEndSendFileBeforeStreamedReply.)
 func TestKillNineBeforeSendFileDeliverySendsPhotoOnce(t *testing.T) {
+	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	t.Parallel() // its own fake Bot API, store and codex home
 	srv := telegramtest.New(t)
 	home, work := t.TempDir(), t.TempDir()
 	env := []string{sendFileChildAPI + "=" + srv.URL, sendFileChildHome + "=" + home, sendFileChildWork + "=" + work}

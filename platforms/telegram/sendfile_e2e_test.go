@@ -22,6 +22,7 @@ import (
 // daemon has restarted, and the next process sends it as a photo with
 // the caption and the bytes as they were when the tool was called.
 func TestEndToEndSendFileSurvivesRestart(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)

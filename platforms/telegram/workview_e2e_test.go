@@ -67,6 +67,7 @@ func countContaining(msgs []telegramtest.Message, s string) int {
 // summary line, while the reply is a separate message. /verbose off
 // suppresses it, and still does after the gateway restarts.
 func TestEndToEndWorkViewStatusMessage(t *testing.T) {
+	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestAccountReadsTheAnswer(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		mode       string
@@ -36,6 +37,7 @@ func TestAccountReadsTheAnswer(t *testing.T) {
 // reach the Options hooks although login/completed's error field is a
 // string, not a turn error.
 func TestStartLoginAndItsNotifications(t *testing.T) {
+	t.Parallel()
 	updated := make(chan AccountUpdate, 1)
 	completed := make(chan LoginResult, 1)
 	fc := startFake(t, fakeConfig{tweak: func(o *Options) {

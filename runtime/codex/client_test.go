@@ -83,6 +83,7 @@ func TestStartTimesOutWhenInitializeIsNotAnswered(t *testing.T) {
 }
 
 func TestProcessDeathMidTurnRestartsAndResumes(t *testing.T) {
+	t.Parallel()
 	fc := startFake(t, fakeConfig{})
 	tid := fc.newThread(t)
 	first := fc.conn(t)
@@ -200,6 +201,7 @@ func waitGone(t *testing.T, pid int) {
 }
 
 func TestGracefulCloseLetsProcessExit(t *testing.T) {
+	t.Parallel()
 	opts, _ := fakeOptions(t, fakeConfig{})
 	c, err := Start(testCtx(t), opts)
 	if err != nil {

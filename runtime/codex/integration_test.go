@@ -704,6 +704,7 @@ func TestIntegrationSteerRunningTurn(t *testing.T) {
 // place of the old one (so turn/start needs no sandboxPolicy of its own); a
 // thread resumed by another process without a cwd keeps it (doc §11).
 func TestIntegrationTurnCwdMovesTheThread(t *testing.T) {
+	t.Parallel()
 	ctx := integrationContext(t)
 	m := codextest.NewModel(t)
 	home := codextest.Home(t)
@@ -755,6 +756,7 @@ func TestIntegrationTurnCwdMovesTheThread(t *testing.T) {
 // none. A device-code login cannot reach auth.openai.com offline: it fails
 // at once with the app-server's reason (measured: 47 ms).
 func TestRealAccountRead(t *testing.T) {
+	t.Parallel()
 	m := codextest.NewModel(t)
 	ctx := integrationContext(t)
 	bare := startClient(t, m, codextest.Home(t), func(o *codex.Options) { o.Args, o.Env = nil, nil })

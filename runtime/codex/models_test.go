@@ -30,6 +30,7 @@ func fakeModelPage(cursor string) map[string]any {
 }
 
 func TestListModelsFollowsTheCursorAndHidesHidden(t *testing.T) {
+	t.Parallel()
 	fc := startFake(t, fakeConfig{})
 	models, err := fc.ListModels(testCtx(t))
 	if err != nil {

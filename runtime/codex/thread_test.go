@@ -124,6 +124,7 @@ func TestThreadNotFoundFromServerMarksNotLoaded(t *testing.T) {
 }
 
 func TestResumeRetriedOnceWhenProcessDiesMeanwhile(t *testing.T) {
+	t.Parallel()
 	fc := startFake(t, fakeConfig{})
 	ens, err := fc.EnsureThread(testCtx(t), "dieonce-1", ThreadConfig{})
 	if err != nil || ens.Outcome != OutcomeResumed {

@@ -74,6 +74,7 @@ func checkItems(t *testing.T, res TurnResult, input, agent string) {
 }
 
 func TestLineLongerThan8MB(t *testing.T) {
+	t.Parallel()
 	fc := sharedFake(t)
 	tid := fc.newThread(t)
 	const n = 8<<20 + 1024

@@ -11,6 +11,7 @@ import (
 // The real app-server's initialize answer names its version, and it is the
 // version the binary itself prints (`codex --version`: "codex-cli 0.169.0").
 func TestIntegrationServerVersionIsTheBinarysVersion(t *testing.T) {
+	t.Parallel()
 	m := codextest.NewModel(t)
 	c := startClient(t, m, codextest.Home(t))
 	out, err := exec.Command(codextest.CodexBinary(t), "--version").Output()

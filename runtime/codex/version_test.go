@@ -28,6 +28,7 @@ func TestServerVersionFromTheUserAgent(t *testing.T) {
 // The fake app-server's handshake is recorded, and a restart's handshake
 // replaces it (the restarted binary may be another version).
 func TestServerVersionAfterARestart(t *testing.T) {
+	t.Parallel()
 	c := startFake(t, fakeConfig{})
 	if got := c.ServerVersion(); got != "0.169.0" {
 		t.Fatalf("ServerVersion() = %q (user agent %q), want the fake's 0.169.0", got, c.UserAgent())

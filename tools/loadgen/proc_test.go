@@ -36,17 +36,21 @@ func TestParseStatTruncated(t *testing.T) {
 	}
 }
 
-// This test process burns some CPU; ReadStat sees it.
+// This test process burns CPU until ReadStat sees it grow. The burn is
+// bounded by CPU seen, not by wall time: on a loaded machine 50 ms of wall
+// time can be less than one clock tick of CPU.
 func TestReadStatSelf(t *testing.T) {
 	st, err := ReadStat(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
-	}
-	later, err := ReadStat(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
+	later := st
+	for deadline := time.Now().Add(10 * time.Second); later.CPU <= st.CPU && time.Now().Before(deadline); {
+		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+		}
+		if later, err = ReadStat(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if later.CPU <= st.CPU || later.RSS <= 0 {
 		t.Errorf("cpu %v then %v, rss %d: want cpu to grow and rss > 0", st.CPU, later.CPU, later.RSS)

@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/internal/processtest"
 )
 
 // BinaryEnv names the environment variable that overrides the codex binary.
@@ -34,18 +36,21 @@ const installHint = "install it with `npm ci --prefix tools` from the repository
 // CodexBinary returns the path of the real codex binary: $GATEWAYD_CODEX_BIN
 // when set, else the vendored binary under the repository root. When it is
 // missing the test fails under CI=true (integration tests must run there) and
-// is skipped elsewhere, with a message saying how to install it.
+// is skipped elsewhere, with a message saying how to install it. Under
+// `go test -short` (make check) a test that got this far is skipped too: it
+// is a process test, and make test runs it.
 func CodexBinary(t testing.TB) string {
 	t.Helper()
 	path, err := findBinary()
-	if err == nil {
-		return path
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("codextest: codex binary not found: %v; %s", err, installHint)
+		}
+		t.Skipf("codextest: codex binary not found: %v; %s", err, installHint)
+		return ""
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("codextest: codex binary not found: %v; %s", err, installHint)
-	}
-	t.Skipf("codextest: codex binary not found: %v; %s", err, installHint)
-	return ""
+	processtest.SkipWhenShort(t, "runs the real codex")
+	return path
 }
 
 func findBinary() (string, error) {
