@@ -7,6 +7,13 @@ import (
 	"github.com/gatewayd/gatewayd/internal/pgtest"
 )
 
-// TestMain stops the shared PostgreSQL server (pgtest.Shared) after the
-// tests, so its directory does not outlive the run.
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+// TestMain stops the shared PostgreSQL server (pgtest.Shared) and removes
+// the daemon built for the process tests after the tests, so neither
+// outlives the run.
+func TestMain(m *testing.M) {
+	code := pgtest.Run(m)
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}

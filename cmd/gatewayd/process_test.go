@@ -169,13 +169,31 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 
 func buildDaemon(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "gatewayd")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := daemonBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+// daemonBinary builds the daemon once per test binary: seventeen process
+// tests each linked their own copy before. No test writes to it; TestMain
+// removes its directory.
+var daemonBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "gatewayd-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	builtDir = dir
+	bin := filepath.Join(dir, "gatewayd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// builtDir is daemonBinary's directory ("" until it ran).
+var builtDir string
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
