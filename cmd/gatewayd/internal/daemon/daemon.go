@@ -1,4 +1,9 @@
-package main
+// Package daemon is gatewayd's run command behind the CLI: it builds the
+// store, the codex app-server client, the gateway, the platforms and, on
+// PostgreSQL, the cluster node from the loaded configuration, runs them
+// until the context ends and closes them in order. Package main keeps the
+// argument parsing, the logger, the signals and the exit codes.
+package daemon
 
 import (
 	"context"
@@ -8,10 +13,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,111 +33,26 @@ import (
 
 var _ gateway.Observer = (*metrics.Metrics)(nil)
 
-// closeTimeout bounds closing the app-server after the gateway drained.
-const closeTimeout = 15 * time.Second
+// CloseTimeout bounds closing the app-server after the gateway drained.
+const CloseTimeout = 15 * time.Second
 
-func cmdRun(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("run", std)
-	pos, err := f.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("run takes no arguments, got %q", pos)
-	}
-	opts := config.Options{File: f.config}
-	cfg, err := config.Load(opts)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.Log, std.err)
-	if err != nil {
-		return err
-	}
-	defer log.Sync() //nolint:errcheck // stderr sync fails on some terminals; nothing to do
-	// Libraries that print with the standard logger (discordgo does, at
-	// error level) would otherwise write plain text among the JSON lines.
-	if undo, err := zap.RedirectStdLogAt(log.Named("stdlog"), zap.WarnLevel); err == nil {
-		defer undo()
-	}
-
-	if tuneProcs {
-		defer limitProcs(log)()
-		logTimerSlack(log)
-	}
-	stopProfile, err := startCPUProfile(log)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	stopTrace, err := startTrace(log)
-	if err != nil {
-		return err
-	}
-	defer stopTrace()
-	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
-	defer sig.stop()
-	err = runDaemon(sig.ctx, cfg, opts, sig.hup, log)
-	if err != nil && sig.ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = nil // a signal during start-up: a clean stop, not a failure
-	}
-	if err != nil {
-		log.Error("daemon.failed", zap.Error(err))
-	} else {
-		log.Info("daemon.stopped")
-	}
-	return err
+// Params is what Run needs from the command line.
+type Params struct {
+	Config  *config.Config
+	Options config.Options  // how Config was loaded; SIGHUP loads it again
+	Reload  <-chan struct{} // a receive per SIGHUP
+	Log     *zap.Logger
+	// Version is this build's version; PinnedCodexVersion the codex
+	// release it was verified with (both for the status page).
+	Version            string
+	PinnedCodexVersion string
 }
 
-// signals turns SIGTERM/SIGINT into the cancellation of one root context; a
-// second one exits at once. SIGHUP arrives on hup.
-type signals struct {
-	ctx  context.Context
-	hup  <-chan struct{}
-	stop func()
-}
-
-func watchSignals(parent context.Context, log *zap.Logger, exitNow func(int)) signals {
-	ctx, cancel := context.WithCancel(parent)
-	ch := make(chan os.Signal, 4)
-	hup := make(chan struct{}, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		stopping := false
-		for {
-			select {
-			case <-done:
-				return
-			case s := <-ch:
-				switch {
-				case s == syscall.SIGHUP:
-					select {
-					case hup <- struct{}{}:
-					default: // a reload is already pending
-					}
-				case stopping:
-					log.Warn("shutdown.forced", zap.String("signal", s.String()))
-					_ = log.Sync()
-					exitNow(exitFailure)
-				default:
-					stopping = true
-					log.Info("shutdown.signal", zap.String("signal", s.String()))
-					cancel()
-				}
-			}
-		}
-	}()
-	return signals{ctx: ctx, hup: hup, stop: func() {
-		signal.Stop(ch)
-		close(done)
-		cancel()
-	}}
-}
-
-// daemon holds what runDaemon built, for orderly closing.
+// daemon holds what Run built, for orderly closing.
 type daemon struct {
 	cfg      *config.Config
+	version  string
+	pinned   string
 	log      *zap.Logger
 	metrics  *metrics.Metrics
 	store    *store.Store
@@ -152,13 +70,14 @@ type daemon struct {
 	accountGW atomic.Pointer[gateway.Gateway]
 }
 
-// runDaemon builds everything, runs until ctx ends and shuts down in order:
+// Run builds everything, runs until ctx ends and shuts down in order:
 // stop intake and drain (Gateway.Run returns), close the app-server, close
 // the store.
-func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup <-chan struct{}, log *zap.Logger) error {
-	d := &daemon{cfg: cfg, log: log, metrics: metrics.New()}
-	d.metrics.SetVersion(Version())
-	log.Info("daemon.starting", zap.String("version", Version()), zap.String("state_dir", cfg.StateDir),
+func Run(ctx context.Context, p Params) error {
+	cfg, log := p.Config, p.Log
+	d := &daemon{cfg: cfg, version: p.Version, pinned: p.PinnedCodexVersion, log: log, metrics: metrics.New()}
+	d.metrics.SetVersion(d.version)
+	log.Info("daemon.starting", zap.String("version", d.version), zap.String("state_dir", cfg.StateDir),
 		zap.String("config_file", cfg.File))
 	if err := d.preflight(); err != nil {
 		return err
@@ -180,13 +99,13 @@ func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup
 	}
 	d.checkAccount(ctx, d.gateway)
 	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
-	return d.run(ctx, opts, hup)
+	return d.run(ctx, p.Options, p.Reload)
 }
 
 // preflight checks what would otherwise fail later with a worse message,
 // and creates the directories the daemon writes to.
 func (d *daemon) preflight() error {
-	if err := checkRuntime(d.cfg); err != nil {
+	if err := CheckRuntime(d.cfg); err != nil {
 		return err
 	}
 	for _, dir := range []string{d.cfg.StateDir, d.cfg.Codex.Cwd} {
@@ -197,10 +116,10 @@ func (d *daemon) preflight() error {
 	return nil
 }
 
-// checkRuntime validates what depends on this machine rather than on the
+// CheckRuntime validates what depends on this machine rather than on the
 // file alone; check-config runs it too. (The enumerated keys, such as
 // lanes.busy_mode, are config.Load's to check.)
-func checkRuntime(cfg *config.Config) error {
+func CheckRuntime(cfg *config.Config) error {
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
 		if _, err := exec.LookPath(cfg.Codex.Command); err != nil {
 			return &config.Error{Key: "codex.command",
@@ -217,7 +136,7 @@ func (d *daemon) openStore(ctx context.Context) error {
 	if d.cluster != nil {
 		opts.Cluster = d.cluster.StoreOptions()
 	}
-	st, err := openConfiguredStore(ctx, d.cfg, opts)
+	st, err := OpenStore(ctx, d.cfg, opts)
 	if err != nil {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
@@ -234,10 +153,10 @@ func (d *daemon) closeStore() {
 	d.log.Info("store.closed")
 }
 
-// childEnv blanks what the app-server, and so the agent's commands, must
+// ChildEnv blanks what the app-server, and so the agent's commands, must
 // not inherit: systemd's notify socket is for this process only, and the
 // GATEWAYD_* variables carry the bot and API tokens.
-func childEnv(environ []string) []string {
+func ChildEnv(environ []string) []string {
 	env := []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="}
 	for _, kv := range environ {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, config.EnvPrefix+"_") {
@@ -259,7 +178,7 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		Command:       c.Command,
 		Args:          c.Args,
 		Home:          c.Home,
-		Env:           childEnv(os.Environ()),
+		Env:           ChildEnv(os.Environ()),
 		Dir:           c.Cwd,
 		StartTimeout:  c.StartTimeout,
 		ResumeTimeout: c.ResumeTimeout,
@@ -273,7 +192,7 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		OnAccount:         d.accountUpdated,
 		OnLogin:           d.loginCompleted,
 		Logger:            d.log.Named("codex"),
-		ClientVersion:     Version(),
+		ClientVersion:     d.version,
 	})
 	if err != nil {
 		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
@@ -284,7 +203,7 @@ func (d *daemon) startCodex(ctx context.Context) error {
 }
 
 func (d *daemon) closeCodex() {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 	defer cancel()
 	if err := d.codex.Close(ctx); err != nil {
 		d.log.Error("codex.close_failed", zap.Error(err))
@@ -472,7 +391,7 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 			d.log.Info("config.reload", zap.String("signal", "SIGHUP"))
 			reloadAllowlists(opts, d.chats, d.log)
 		case <-superseded:
-			superseded, exitErr = nil, errSuperseded
+			superseded, exitErr = nil, ErrSuperseded
 			if stopping != nil {
 				stopping, ready = nil, nil
 				d.beginStop("superseded", wd)
@@ -559,7 +478,7 @@ func (b daemonBackend) Reset(ctx context.Context, key string) error { return b.g
 func (d *daemon) statusSources() *webconsole.StatusSources {
 	return &webconsole.StatusSources{
 		Health: d.health.Check, Codex: d.codex, Stats: d.gateway.Stats, Store: d.store,
-		Metrics: d.metrics.Registry(), Version: Version(), PinnedCodexVersion: pinnedCodexVersion,
+		Metrics: d.metrics.Registry(), Version: d.version, PinnedCodexVersion: d.pinned,
 		Started: time.Now(), Now: time.Now,
 	}
 }
