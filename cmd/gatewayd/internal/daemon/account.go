@@ -5,34 +5,15 @@ import (
 	"errors"
 
 	"go.uber.org/zap"
-
-	"github.com/gatewayd/gatewayd/gateway"
-	"github.com/gatewayd/gatewayd/runtime/codex"
 )
-
-// The codex client starts before the gateway exists, so its account hooks
-// reach the gateway through d.accountGW, bound once it is built. An
-// account/updated before that is not lost: checkAccount reads the account
-// after binding.
-
-func (d *daemon) accountUpdated(u codex.AccountUpdate) {
-	if gw := d.accountGW.Load(); gw != nil {
-		gw.Account().AccountUpdated(u)
-	}
-}
-
-func (d *daemon) loginCompleted(r codex.LoginResult) {
-	if gw := d.accountGW.Load(); gw != nil {
-		gw.Account().LoginCompleted(r)
-	}
-}
 
 // checkAccount reads codex's account before the platforms start, so the
 // first message already finds out whether codex can answer. A codex that
-// cannot say (an older app-server) is taken as able to.
-func (d *daemon) checkAccount(ctx context.Context, gw *gateway.Gateway) {
-	d.accountGW.Store(gw)
-	if err := gw.Account().CheckAccount(ctx); err != nil {
+// cannot say (an older app-server) is taken as able to. An account/updated
+// sent since the start is not lost either: bindCodex bound the gateway's
+// handler before the app-server started.
+func (d *daemon) checkAccount(ctx context.Context) {
+	if err := d.gateway.Account().CheckAccount(ctx); err != nil {
 		d.log.Warn("codex.account_read_failed", zap.Error(err))
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,16 +62,15 @@ type daemon struct {
 	chats    []gateway.Platform
 	health   *lifecycle.Health
 	notifier *lifecycle.Notifier
-	approver atomic.Pointer[codex.ApprovalHandler]
-	refused  atomic.Pointer[codex.UnsupportedHandler]
-	tools    atomic.Pointer[codex.ToolCallHandler]
-	// accountGW hears codex's account notifications (account.go).
-	accountGW atomic.Pointer[gateway.Gateway]
 }
 
 // Run builds everything, runs until ctx ends and shuts down in order:
 // stop intake and drain (Gateway.Run returns), close the app-server, close
 // the store.
+//
+// The codex client is built before the gateway (which calls into it) but
+// started only after the gateway is built and its handlers are bound to
+// the client, so no app-server request arrives before its handler exists.
 func Run(ctx context.Context, p Params) error {
 	cfg, log := p.Config, p.Log
 	d := &daemon{cfg: cfg, version: p.Version, pinned: p.PinnedCodexVersion, log: log, metrics: metrics.New()}
@@ -90,14 +88,17 @@ func Run(ctx context.Context, p Params) error {
 		return err
 	}
 	defer d.closeStore()
+	if err := d.newCodex(); err != nil {
+		return err
+	}
+	if err := d.buildGateway(); err != nil {
+		return err
+	}
 	if err := d.startCodex(ctx); err != nil {
 		return err
 	}
 	defer d.closeCodex()
-	if err := d.buildGateway(); err != nil {
-		return err
-	}
-	d.checkAccount(ctx, d.gateway)
+	d.checkAccount(ctx)
 	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
 	return d.run(ctx, p.Options, p.Reload)
 }
@@ -172,9 +173,11 @@ func (d *daemon) rateLimitsUpdated(r codex.RateLimits) {
 	}
 }
 
-func (d *daemon) startCodex(ctx context.Context) error {
+// newCodex builds the app-server client; no process runs until startCodex.
+// Its request handlers are the gateway's, bound in bindCodex.
+func (d *daemon) newCodex() error {
 	c := d.cfg.Codex
-	cx, err := codex.Start(ctx, codex.Options{
+	cx, err := codex.New(codex.Options{
 		Command:       c.Command,
 		Args:          c.Args,
 		Home:          c.Home,
@@ -183,14 +186,9 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		StartTimeout:  c.StartTimeout,
 		ResumeTimeout: c.ResumeTimeout,
 		TurnTimeout:   c.TurnTimeout,
-		Approvals:     d.approve,
-		Unsupported:   d.unsupported,
-		ToolCall:      d.toolCall,
 		// The account's windows go straight to the gauges; the gateway
 		// reads the same snapshot from the client when it needs it.
 		RateLimitsUpdated: d.rateLimitsUpdated,
-		OnAccount:         d.accountUpdated,
-		OnLogin:           d.loginCompleted,
 		Logger:            d.log.Named("codex"),
 		ClientVersion:     d.version,
 	})
@@ -198,7 +196,15 @@ func (d *daemon) startCodex(ctx context.Context) error {
 		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
 	}
 	d.codex = cx
-	d.log.Info("codex.started", zap.String("command", c.Command))
+	return nil
+}
+
+// startCodex spawns the app-server, once bindCodex gave it the handlers.
+func (d *daemon) startCodex(ctx context.Context) error {
+	if err := d.codex.Start(ctx); err != nil {
+		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
+	}
+	d.log.Info("codex.started", zap.String("command", d.cfg.Codex.Command))
 	return nil
 }
 
@@ -218,33 +224,29 @@ type approvalRouter interface {
 	Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision
 }
 
-// approve is the codex approval handler. The codex client starts before
-// the gateway exists, so the route is bound late.
-func (d *daemon) approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
-	if h := d.approver.Load(); h != nil {
-		return (*h)(ctx, req)
-	}
+// declineApproval answers the approval requests no lane can be asked
+// about (codex.approvals is never, or chat approvals unsupported).
+func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) codex.Decision {
 	d.log.Warn("approval.declined", zap.String("kind", req.Kind), zap.String("thread", req.ThreadID),
 		zap.String("reason", "no approval route (codex.approvals is never, or chat approvals unsupported)"))
 	return codex.DecisionDecline
 }
 
-// unsupported is the codex hook for refused server requests; like approve
-// it is bound to the gateway late. Before that there is no lane to tell
-// (the request is logged by the client and already answered).
-func (d *daemon) unsupported(threadID, method string) {
-	if h := d.refused.Load(); h != nil {
-		(*h)(threadID, method)
+// bindCodex routes the app-server's requests and notifications to the
+// gateway: approvals (codex.approvals: chat), refused requests, the dynamic
+// tools (send_file) and the account's updates. It runs before startCodex;
+// the client panics on a late Handle.
+func (d *daemon) bindCodex(gw *gateway.Gateway) {
+	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall,
+		OnAccount: gw.Account().AccountUpdated, OnLogin: gw.Account().LoginCompleted}
+	if d.cfg.Codex.Approvals == "chat" {
+		if r, ok := any(gw).(approvalRouter); ok {
+			h.Approvals = r.Approve
+		} else {
+			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
+		}
 	}
-}
-
-// toolCall serves the gateway's dynamic tools (send_file); bound late like
-// approve. A call before the gateway exists cannot belong to a lane.
-func (d *daemon) toolCall(ctx context.Context, call codex.ToolCall) codex.ToolResult {
-	if h := d.tools.Load(); h != nil {
-		return (*h)(ctx, call)
-	}
-	return codex.ToolResult{Text: "gatewayd is starting; " + call.Tool + " is not available yet."}
+	d.codex.Handle(h)
 }
 
 func (d *daemon) threadConfig() codex.ThreadConfig {
@@ -280,18 +282,7 @@ func (d *daemon) buildGateway() error {
 		d.cluster.Attach(d.store, gw.Cluster())
 		gw.SetLaneGate(d.cluster)
 	}
-	refused := codex.UnsupportedHandler(gw.Unsupported)
-	d.refused.Store(&refused)
-	tools := codex.ToolCallHandler(gw.ToolCall)
-	d.tools.Store(&tools)
-	if d.cfg.Codex.Approvals == "chat" {
-		if r, ok := any(gw).(approvalRouter); ok {
-			h := codex.ApprovalHandler(r.Approve)
-			d.approver.Store(&h)
-		} else {
-			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
-		}
-	}
+	d.bindCodex(gw)
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
 	if d.cluster != nil {
 		d.health.SetCluster(d.cluster.Health)
