@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 )
@@ -184,7 +185,7 @@ func cmdCheckConfig(args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	if err := checkRuntime(cfg); err != nil {
+	if err := daemon.CheckRuntime(cfg); err != nil {
 		return err
 	}
 	fmt.Fprint(std.out, cfg.Redacted())

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/runtime/codex"
@@ -93,7 +94,7 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 func (d *doctor) checkConfig(f *flags) *config.Config {
 	cfg, err := f.load()
 	if err == nil {
-		err = checkRuntime(cfg)
+		err = daemon.CheckRuntime(cfg)
 	}
 	if err != nil {
 		d.fail("config: "+err.Error(), "correct the key named above (`gatewayd check-config` shows the effective config)")
@@ -212,7 +213,7 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
 	started := time.Now()
 	cx, err := codex.Start(ctx, codex.Options{
 		Command: cfg.Codex.Command, Args: cfg.Codex.Args, Home: cfg.Codex.Home,
-		Env: childEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
+		Env: daemon.ChildEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
 		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: Version(),
 	})
 	if err != nil {
@@ -368,4 +369,18 @@ func (d *doctor) checkListen(ctx context.Context, addr string) {
 	}
 	d.fail(fmt.Sprintf("api.listen %s is in use by another program: %v", addr, err),
 		"stop that program or set api.listen to a free address")
+}
+
+// checkPostgres is doctor's database check on PostgreSQL: the server
+// answers, and the schema is one this binary runs on. PostgreSQL checks
+// its own pages; there is no quick_check to run.
+func (d *doctor) checkPostgres(ctx context.Context, dsn string) {
+	h, err := store.InspectPostgres(ctx, dsn)
+	if err != nil {
+		d.fail(fmt.Sprintf("database (postgres): %v", err),
+			"check store.dsn, that the server runs and that the role may connect to the database")
+		return
+	}
+	d.pass("database: postgres %s reachable", h.Server)
+	d.checkSchema(h)
 }

@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
@@ -65,7 +66,7 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 	if _, err := os.Stat(cfg.DatabasePath()); err != nil && !cfg.Store.Postgres() {
 		return fmt.Errorf("gatewayd: no database at %s (is state_dir the daemon's? pass --config): %w", cfg.DatabasePath(), err)
 	}
-	st, err := openConfiguredStore(ctx, cfg, store.Options{Logger: zap.NewNop()})
+	st, err := daemon.OpenStore(ctx, cfg, store.Options{Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
 )
 
@@ -44,9 +45,9 @@ func TestUnitStopTimeoutCoversTheDrain(t *testing.T) {
 	// After the drain: interrupts (5s), their completion (10s), outbox flush
 	// (10s) and HTTP stop (5s) in the gateway and api, then the app-server.
 	const afterDrain = 30 * time.Second
-	if need := cfg.Shutdown.DrainTimeout + afterDrain + closeTimeout; stop <= need {
+	if need := cfg.Shutdown.DrainTimeout + afterDrain + daemon.CloseTimeout; stop <= need {
 		t.Errorf("TimeoutStopSec=%v, must exceed drain %v + %v + app-server close %v", stop,
-			cfg.Shutdown.DrainTimeout, afterDrain, closeTimeout)
+			cfg.Shutdown.DrainTimeout, afterDrain, daemon.CloseTimeout)
 	}
 	for k, want := range map[string]string{
 		"Type": "notify", "Restart": "on-failure", "StateDirectory": "gatewayd", "KillMode": "mixed",

@@ -41,6 +41,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	conn     *conn // the current incarnation (possibly dead while restarting)
+	started  bool  // Start was called; Handle may no longer change opts
 	closed   bool
 	restarts atomic.Int64
 
@@ -62,16 +63,32 @@ type Client struct {
 // each process's stdout and stdin so the traffic can be written down.
 var tapConn func(stdout io.Reader, stdin io.Writer) (io.Reader, io.Writer)
 
-// Start spawns the app-server, performs the initialize handshake within
-// StartTimeout and supervises the process afterwards.
+// Start builds a client (New) and starts it: the app-server is spawned,
+// handshaken within StartTimeout and supervised afterwards. Callers whose
+// handlers need the client first use New, Handle and Client.Start.
 func Start(ctx context.Context, opts Options) (*Client, error) {
+	c, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// New resolves the command and builds a client that runs no process yet:
+// a caller can hand it to what the handlers call into (the gateway), bind
+// the handlers with Handle and only then Start it, so no server request
+// arrives before its handler exists.
+func New(opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	binary, err := ResolveCommand(opts.Command)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{
+	return &Client{
 		opts:           opts,
 		binary:         binary,
 		log:            opts.Logger,
@@ -80,17 +97,72 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		supervisorDone: make(chan struct{}),
 		healthDone:     make(chan struct{}),
 		threads:        make(map[string]*threadState),
+	}, nil
+}
+
+// Handlers are the hooks the app-server's requests and notifications run,
+// as in Options; a nil field keeps the Options' one.
+type Handlers struct {
+	Approvals   ApprovalHandler
+	Unsupported UnsupportedHandler
+	ToolCall    ToolCallHandler
+	OnAccount   AccountUpdatedHandler
+	OnLogin     LoginCompletedHandler
+}
+
+// Handle binds the handlers. It must be called before Start: the handlers
+// are read without a lock once the process runs, and a request served
+// before its handler was bound would be answered wrongly, so a late call
+// panics rather than race.
+func (c *Client) Handle(h Handlers) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		panic("codex: Client.Handle called after Start")
 	}
+	if h.Approvals != nil {
+		c.opts.Approvals = h.Approvals
+	}
+	if h.Unsupported != nil {
+		c.opts.Unsupported = h.Unsupported
+	}
+	if h.ToolCall != nil {
+		c.opts.ToolCall = h.ToolCall
+	}
+	if h.OnAccount != nil {
+		c.opts.OnAccount = h.OnAccount
+	}
+	if h.OnLogin != nil {
+		c.opts.OnLogin = h.OnLogin
+	}
+}
+
+// Start spawns the app-server, performs the initialize handshake within
+// StartTimeout and supervises the process afterwards. A client starts
+// once; a failed start leaves it closed.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started || c.closed {
+		c.mu.Unlock()
+		return errors.New("codex: client already started or closed")
+	}
+	c.started = true
+	c.mu.Unlock()
 	cn, err := c.connect(ctx, 1)
 	if err != nil {
-		cancel()
-		return nil, err
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		c.cancel()
+		return err
 	}
+	c.mu.Lock()
 	c.conn = cn
+	c.mu.Unlock()
 	go c.supervise()
 	go c.healthLoop()
-	c.log.Info("codex.started", zap.String("binary", binary), zap.Int("pid", cn.proc.pid))
-	return c, nil
+	c.log.Info("codex.started", zap.String("binary", c.binary), zap.Int("pid", cn.proc.pid))
+	return nil
 }
 
 // connect spawns a process and performs the handshake; on failure the
@@ -352,8 +424,12 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	running := c.conn != nil
 	c.mu.Unlock()
 	c.cancel()
+	if !running { // never started, or its start failed: no process to stop
+		return nil
+	}
 	<-c.supervisorDone
 	<-c.healthDone
 

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"os/exec"
@@ -14,7 +14,7 @@ func TestChildEnvBlanksSecretsAndNotifySocket(t *testing.T) {
 		"NOTIFY_SOCKET=/run/systemd/notify", "HOME=/var/lib/gatewayd"}
 	// exec keeps the last of duplicate names, which is how the overrides win.
 	cmd := exec.Command("/usr/bin/env")
-	cmd.Env = append(slices.Clone(parent), childEnv(parent)...)
+	cmd.Env = append(slices.Clone(parent), ChildEnv(parent)...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("env: %v", err)

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -84,9 +84,9 @@ func (d *daemon) superseded() <-chan struct{} {
 	return d.cluster.Gone()
 }
 
-// errSuperseded is the daemon's exit when another process took over its
+// ErrSuperseded is the daemon's exit when another process took over its
 // node id: a configuration error (exit 2), as at start.
-var errSuperseded = &config.Error{Key: "cluster.node_id",
+var ErrSuperseded = &config.Error{Key: "cluster.node_id",
 	Msg: "another gatewayd process joined the cluster with this node id while this one was paused or cut off; this one stopped (give every node its own id)"}
 
 // shareAnswers tells the API platform of the answers other nodes commit.

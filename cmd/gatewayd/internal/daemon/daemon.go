@@ -1,4 +1,9 @@
-package main
+// Package daemon is gatewayd's run command behind the CLI: it builds the
+// store, the codex app-server client, the gateway, the platforms and, on
+// PostgreSQL, the cluster node from the loaded configuration, runs them
+// until the context ends and closes them in order. Package main keeps the
+// argument parsing, the logger, the signals and the exit codes.
+package daemon
 
 import (
 	"context"
@@ -8,10 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,111 +32,26 @@ import (
 
 var _ gateway.Observer = (*metrics.Metrics)(nil)
 
-// closeTimeout bounds closing the app-server after the gateway drained.
-const closeTimeout = 15 * time.Second
+// CloseTimeout bounds closing the app-server after the gateway drained.
+const CloseTimeout = 15 * time.Second
 
-func cmdRun(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("run", std)
-	pos, err := f.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("run takes no arguments, got %q", pos)
-	}
-	opts := config.Options{File: f.config}
-	cfg, err := config.Load(opts)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.Log, std.err)
-	if err != nil {
-		return err
-	}
-	defer log.Sync() //nolint:errcheck // stderr sync fails on some terminals; nothing to do
-	// Libraries that print with the standard logger (discordgo does, at
-	// error level) would otherwise write plain text among the JSON lines.
-	if undo, err := zap.RedirectStdLogAt(log.Named("stdlog"), zap.WarnLevel); err == nil {
-		defer undo()
-	}
-
-	if tuneProcs {
-		defer limitProcs(log)()
-		logTimerSlack(log)
-	}
-	stopProfile, err := startCPUProfile(log)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	stopTrace, err := startTrace(log)
-	if err != nil {
-		return err
-	}
-	defer stopTrace()
-	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
-	defer sig.stop()
-	err = runDaemon(sig.ctx, cfg, opts, sig.hup, log)
-	if err != nil && sig.ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = nil // a signal during start-up: a clean stop, not a failure
-	}
-	if err != nil {
-		log.Error("daemon.failed", zap.Error(err))
-	} else {
-		log.Info("daemon.stopped")
-	}
-	return err
+// Params is what Run needs from the command line.
+type Params struct {
+	Config  *config.Config
+	Options config.Options  // how Config was loaded; SIGHUP loads it again
+	Reload  <-chan struct{} // a receive per SIGHUP
+	Log     *zap.Logger
+	// Version is this build's version; PinnedCodexVersion the codex
+	// release it was verified with (both for the status page).
+	Version            string
+	PinnedCodexVersion string
 }
 
-// signals turns SIGTERM/SIGINT into the cancellation of one root context; a
-// second one exits at once. SIGHUP arrives on hup.
-type signals struct {
-	ctx  context.Context
-	hup  <-chan struct{}
-	stop func()
-}
-
-func watchSignals(parent context.Context, log *zap.Logger, exitNow func(int)) signals {
-	ctx, cancel := context.WithCancel(parent)
-	ch := make(chan os.Signal, 4)
-	hup := make(chan struct{}, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		stopping := false
-		for {
-			select {
-			case <-done:
-				return
-			case s := <-ch:
-				switch {
-				case s == syscall.SIGHUP:
-					select {
-					case hup <- struct{}{}:
-					default: // a reload is already pending
-					}
-				case stopping:
-					log.Warn("shutdown.forced", zap.String("signal", s.String()))
-					_ = log.Sync()
-					exitNow(exitFailure)
-				default:
-					stopping = true
-					log.Info("shutdown.signal", zap.String("signal", s.String()))
-					cancel()
-				}
-			}
-		}
-	}()
-	return signals{ctx: ctx, hup: hup, stop: func() {
-		signal.Stop(ch)
-		close(done)
-		cancel()
-	}}
-}
-
-// daemon holds what runDaemon built, for orderly closing.
+// daemon holds what Run built, for orderly closing.
 type daemon struct {
 	cfg      *config.Config
+	version  string
+	pinned   string
 	log      *zap.Logger
 	metrics  *metrics.Metrics
 	store    *store.Store
@@ -145,20 +62,20 @@ type daemon struct {
 	chats    []gateway.Platform
 	health   *lifecycle.Health
 	notifier *lifecycle.Notifier
-	approver atomic.Pointer[codex.ApprovalHandler]
-	refused  atomic.Pointer[codex.UnsupportedHandler]
-	tools    atomic.Pointer[codex.ToolCallHandler]
-	// accountGW hears codex's account notifications (account.go).
-	accountGW atomic.Pointer[gateway.Gateway]
 }
 
-// runDaemon builds everything, runs until ctx ends and shuts down in order:
+// Run builds everything, runs until ctx ends and shuts down in order:
 // stop intake and drain (Gateway.Run returns), close the app-server, close
 // the store.
-func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup <-chan struct{}, log *zap.Logger) error {
-	d := &daemon{cfg: cfg, log: log, metrics: metrics.New()}
-	d.metrics.SetVersion(Version())
-	log.Info("daemon.starting", zap.String("version", Version()), zap.String("state_dir", cfg.StateDir),
+//
+// The codex client is built before the gateway (which calls into it) but
+// started only after the gateway is built and its handlers are bound to
+// the client, so no app-server request arrives before its handler exists.
+func Run(ctx context.Context, p Params) error {
+	cfg, log := p.Config, p.Log
+	d := &daemon{cfg: cfg, version: p.Version, pinned: p.PinnedCodexVersion, log: log, metrics: metrics.New()}
+	d.metrics.SetVersion(d.version)
+	log.Info("daemon.starting", zap.String("version", d.version), zap.String("state_dir", cfg.StateDir),
 		zap.String("config_file", cfg.File))
 	if err := d.preflight(); err != nil {
 		return err
@@ -171,22 +88,25 @@ func runDaemon(ctx context.Context, cfg *config.Config, opts config.Options, hup
 		return err
 	}
 	defer d.closeStore()
+	if err := d.newCodex(); err != nil {
+		return err
+	}
+	if err := d.buildGateway(); err != nil {
+		return err
+	}
 	if err := d.startCodex(ctx); err != nil {
 		return err
 	}
 	defer d.closeCodex()
-	if err := d.buildGateway(); err != nil {
-		return err
-	}
-	d.checkAccount(ctx, d.gateway)
+	d.checkAccount(ctx)
 	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
-	return d.run(ctx, opts, hup)
+	return d.run(ctx, p.Options, p.Reload)
 }
 
 // preflight checks what would otherwise fail later with a worse message,
 // and creates the directories the daemon writes to.
 func (d *daemon) preflight() error {
-	if err := checkRuntime(d.cfg); err != nil {
+	if err := CheckRuntime(d.cfg); err != nil {
 		return err
 	}
 	for _, dir := range []string{d.cfg.StateDir, d.cfg.Codex.Cwd} {
@@ -197,10 +117,10 @@ func (d *daemon) preflight() error {
 	return nil
 }
 
-// checkRuntime validates what depends on this machine rather than on the
+// CheckRuntime validates what depends on this machine rather than on the
 // file alone; check-config runs it too. (The enumerated keys, such as
 // lanes.busy_mode, are config.Load's to check.)
-func checkRuntime(cfg *config.Config) error {
+func CheckRuntime(cfg *config.Config) error {
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
 		if _, err := exec.LookPath(cfg.Codex.Command); err != nil {
 			return &config.Error{Key: "codex.command",
@@ -217,7 +137,7 @@ func (d *daemon) openStore(ctx context.Context) error {
 	if d.cluster != nil {
 		opts.Cluster = d.cluster.StoreOptions()
 	}
-	st, err := openConfiguredStore(ctx, d.cfg, opts)
+	st, err := OpenStore(ctx, d.cfg, opts)
 	if err != nil {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
@@ -234,10 +154,10 @@ func (d *daemon) closeStore() {
 	d.log.Info("store.closed")
 }
 
-// childEnv blanks what the app-server, and so the agent's commands, must
+// ChildEnv blanks what the app-server, and so the agent's commands, must
 // not inherit: systemd's notify socket is for this process only, and the
 // GATEWAYD_* variables carry the bot and API tokens.
-func childEnv(environ []string) []string {
+func ChildEnv(environ []string) []string {
 	env := []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="}
 	for _, kv := range environ {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, config.EnvPrefix+"_") {
@@ -253,38 +173,43 @@ func (d *daemon) rateLimitsUpdated(r codex.RateLimits) {
 	}
 }
 
-func (d *daemon) startCodex(ctx context.Context) error {
+// newCodex builds the app-server client; no process runs until startCodex.
+// Its request handlers are the gateway's, bound in bindCodex.
+func (d *daemon) newCodex() error {
 	c := d.cfg.Codex
-	cx, err := codex.Start(ctx, codex.Options{
+	cx, err := codex.New(codex.Options{
 		Command:       c.Command,
 		Args:          c.Args,
 		Home:          c.Home,
-		Env:           childEnv(os.Environ()),
+		Env:           ChildEnv(os.Environ()),
 		Dir:           c.Cwd,
 		StartTimeout:  c.StartTimeout,
 		ResumeTimeout: c.ResumeTimeout,
 		TurnTimeout:   c.TurnTimeout,
-		Approvals:     d.approve,
-		Unsupported:   d.unsupported,
-		ToolCall:      d.toolCall,
 		// The account's windows go straight to the gauges; the gateway
 		// reads the same snapshot from the client when it needs it.
 		RateLimitsUpdated: d.rateLimitsUpdated,
-		OnAccount:         d.accountUpdated,
-		OnLogin:           d.loginCompleted,
 		Logger:            d.log.Named("codex"),
-		ClientVersion:     Version(),
+		ClientVersion:     d.version,
 	})
 	if err != nil {
 		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
 	}
 	d.codex = cx
-	d.log.Info("codex.started", zap.String("command", c.Command))
+	return nil
+}
+
+// startCodex spawns the app-server, once bindCodex gave it the handlers.
+func (d *daemon) startCodex(ctx context.Context) error {
+	if err := d.codex.Start(ctx); err != nil {
+		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
+	}
+	d.log.Info("codex.started", zap.String("command", d.cfg.Codex.Command))
 	return nil
 }
 
 func (d *daemon) closeCodex() {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 	defer cancel()
 	if err := d.codex.Close(ctx); err != nil {
 		d.log.Error("codex.close_failed", zap.Error(err))
@@ -299,33 +224,29 @@ type approvalRouter interface {
 	Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision
 }
 
-// approve is the codex approval handler. The codex client starts before
-// the gateway exists, so the route is bound late.
-func (d *daemon) approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
-	if h := d.approver.Load(); h != nil {
-		return (*h)(ctx, req)
-	}
+// declineApproval answers the approval requests no lane can be asked
+// about (codex.approvals is never, or chat approvals unsupported).
+func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) codex.Decision {
 	d.log.Warn("approval.declined", zap.String("kind", req.Kind), zap.String("thread", req.ThreadID),
 		zap.String("reason", "no approval route (codex.approvals is never, or chat approvals unsupported)"))
 	return codex.DecisionDecline
 }
 
-// unsupported is the codex hook for refused server requests; like approve
-// it is bound to the gateway late. Before that there is no lane to tell
-// (the request is logged by the client and already answered).
-func (d *daemon) unsupported(threadID, method string) {
-	if h := d.refused.Load(); h != nil {
-		(*h)(threadID, method)
+// bindCodex routes the app-server's requests and notifications to the
+// gateway: approvals (codex.approvals: chat), refused requests, the dynamic
+// tools (send_file) and the account's updates. It runs before startCodex;
+// the client panics on a late Handle.
+func (d *daemon) bindCodex(gw *gateway.Gateway) {
+	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall,
+		OnAccount: gw.Account().AccountUpdated, OnLogin: gw.Account().LoginCompleted}
+	if d.cfg.Codex.Approvals == "chat" {
+		if r, ok := any(gw).(approvalRouter); ok {
+			h.Approvals = r.Approve
+		} else {
+			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
+		}
 	}
-}
-
-// toolCall serves the gateway's dynamic tools (send_file); bound late like
-// approve. A call before the gateway exists cannot belong to a lane.
-func (d *daemon) toolCall(ctx context.Context, call codex.ToolCall) codex.ToolResult {
-	if h := d.tools.Load(); h != nil {
-		return (*h)(ctx, call)
-	}
-	return codex.ToolResult{Text: "gatewayd is starting; " + call.Tool + " is not available yet."}
+	d.codex.Handle(h)
 }
 
 func (d *daemon) threadConfig() codex.ThreadConfig {
@@ -361,18 +282,7 @@ func (d *daemon) buildGateway() error {
 		d.cluster.Attach(d.store, gw.Cluster())
 		gw.SetLaneGate(d.cluster)
 	}
-	refused := codex.UnsupportedHandler(gw.Unsupported)
-	d.refused.Store(&refused)
-	tools := codex.ToolCallHandler(gw.ToolCall)
-	d.tools.Store(&tools)
-	if d.cfg.Codex.Approvals == "chat" {
-		if r, ok := any(gw).(approvalRouter); ok {
-			h := codex.ApprovalHandler(r.Approve)
-			d.approver.Store(&h)
-		} else {
-			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
-		}
-	}
+	d.bindCodex(gw)
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
 	if d.cluster != nil {
 		d.health.SetCluster(d.cluster.Health)
@@ -472,7 +382,7 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 			d.log.Info("config.reload", zap.String("signal", "SIGHUP"))
 			reloadAllowlists(opts, d.chats, d.log)
 		case <-superseded:
-			superseded, exitErr = nil, errSuperseded
+			superseded, exitErr = nil, ErrSuperseded
 			if stopping != nil {
 				stopping, ready = nil, nil
 				d.beginStop("superseded", wd)
@@ -559,7 +469,7 @@ func (b daemonBackend) Reset(ctx context.Context, key string) error { return b.g
 func (d *daemon) statusSources() *webconsole.StatusSources {
 	return &webconsole.StatusSources{
 		Health: d.health.Check, Codex: d.codex, Stats: d.gateway.Stats, Store: d.store,
-		Metrics: d.metrics.Registry(), Version: Version(), PinnedCodexVersion: pinnedCodexVersion,
+		Metrics: d.metrics.Registry(), Version: d.version, PinnedCodexVersion: d.pinned,
 		Started: time.Now(), Now: time.Now,
 	}
 }

@@ -1,11 +1,10 @@
-package main
+package daemon
 
 import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
-	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
 // The gateway answers chat approvals, so buildGateway routes them to it.
@@ -23,19 +22,5 @@ func TestThreadApprovalPolicyFollowsConfig(t *testing.T) {
 				t.Errorf("threadConfig() = %+v, want approval policy %q", got, tc.want)
 			}
 		})
-	}
-}
-
-// Refused server requests reach the gateway once it is bound; before that
-// (the app-server starts first) they are only logged by the client.
-func TestUnsupportedRequestsRouteLate(t *testing.T) {
-	d := &daemon{}
-	d.unsupported("t0", "item/tool/call") // unbound: must not panic
-	var got []string
-	h := codex.UnsupportedHandler(func(thread, method string) { got = append(got, thread+" "+method) })
-	d.refused.Store(&h)
-	d.unsupported("t1", "item/permissions/requestApproval")
-	if len(got) != 1 || got[0] != "t1 item/permissions/requestApproval" {
-		t.Errorf("routed %q, want only the request after binding", got)
 	}
 }
