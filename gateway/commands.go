@@ -144,11 +144,6 @@ type controlStore interface {
 
 var _ controlStore = (*store.Store)(nil)
 
-// moduleFunc is a module written as its registration alone.
-type moduleFunc func(h *host)
-
-func (f moduleFunc) register(h *host) { f(h) }
-
 // resetByKey resets the lane of sessionKey as an operator asked.
 func (c *controls) resetByKey(ctx context.Context, sessionKey string) error {
 	l := c.lanes.lookup(sessionKey)

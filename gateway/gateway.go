@@ -177,11 +177,6 @@ type Gateway struct {
 	now       func() time.Time
 	newTicker tickerFunc
 
-	// titled holds the session keys of lanes known to have a title
-	// (titleOnce): a title once set is kept, so their messages ask the
-	// store for none.
-	titled titleOnce
-
 	platforms map[string]Platform
 
 	mu         sync.Mutex // guards cancelRun
