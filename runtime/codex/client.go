@@ -110,15 +110,18 @@ type Handlers struct {
 	OnLogin     LoginCompletedHandler
 }
 
-// Handle binds the handlers. It must be called before Start: the handlers
-// are read without a lock once the process runs, and a request served
-// before its handler was bound would be answered wrongly, so a late call
-// panics rather than race.
-func (c *Client) Handle(h Handlers) {
+// ErrStarted is Handle's answer once the client started: the handlers are
+// read without a lock while the process runs, so they are bound before.
+var ErrStarted = errors.New("codex: handlers must be bound before Start")
+
+// Handle binds the handlers. It must be called before Start: a request
+// served before its handler was bound would be answered wrongly, so a late
+// call changes nothing and reports ErrStarted.
+func (c *Client) Handle(h Handlers) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
-		panic("codex: Client.Handle called after Start")
+		return ErrStarted
 	}
 	if h.Approvals != nil {
 		c.opts.Approvals = h.Approvals
@@ -135,6 +138,7 @@ func (c *Client) Handle(h Handlers) {
 	if h.OnLogin != nil {
 		c.opts.OnLogin = h.OnLogin
 	}
+	return nil
 }
 
 // Start spawns the app-server, performs the initialize handshake within

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -35,7 +36,9 @@ func TestHandleBeforeStartBindsTheHandlers(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	completed := make(chan LoginResult, 1)
-	c.Handle(Handlers{OnLogin: func(r LoginResult) { completed <- r }})
+	if err := c.Handle(Handlers{OnLogin: func(r LoginResult) { completed <- r }}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
@@ -60,10 +63,7 @@ func TestHandleBeforeStartBindsTheHandlers(t *testing.T) {
 	if err := c.Start(ctx); err == nil {
 		t.Error("a second Start succeeded")
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("Handle after Start did not panic")
-		}
-	}()
-	c.Handle(Handlers{OnLogin: func(LoginResult) {}})
+	if err := c.Handle(Handlers{OnLogin: func(LoginResult) {}}); !errors.Is(err, ErrStarted) {
+		t.Errorf("Handle after Start = %v, want ErrStarted", err)
+	}
 }

@@ -218,12 +218,6 @@ func (d *daemon) closeCodex() {
 	d.log.Info("codex.closed")
 }
 
-// approvalRouter is implemented by a gateway that can ask a lane to approve
-// (codex.approvals: chat); *gateway.Gateway does.
-type approvalRouter interface {
-	Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision
-}
-
 // declineApproval answers the approval requests no lane can be asked
 // about (codex.approvals is never, or chat approvals unsupported).
 func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) codex.Decision {
@@ -234,19 +228,19 @@ func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) c
 
 // bindCodex routes the app-server's requests and notifications to the
 // gateway: approvals (codex.approvals: chat), refused requests, the dynamic
-// tools (send_file) and the account's updates. It runs before startCodex;
-// the client panics on a late Handle.
-func (d *daemon) bindCodex(gw *gateway.Gateway) {
+// tools (send_file) and the account's updates. It runs before startCodex,
+// so no request arrives before its handler; the client refuses a late
+// Handle.
+func (d *daemon) bindCodex(gw *gateway.Gateway) error {
 	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall,
 		OnAccount: gw.Account().AccountUpdated, OnLogin: gw.Account().LoginCompleted}
 	if d.cfg.Codex.Approvals == "chat" {
-		if r, ok := any(gw).(approvalRouter); ok {
-			h.Approvals = r.Approve
-		} else {
-			d.log.Warn("approval.unsupported", zap.String("reason", "this build's gateway cannot ask lanes; requests are declined"))
-		}
+		h.Approvals = gw.Approve
 	}
-	d.codex.Handle(h)
+	if err := d.codex.Handle(h); err != nil {
+		return fmt.Errorf("gatewayd: bind codex handlers: %w", err)
+	}
+	return nil
 }
 
 func (d *daemon) threadConfig() codex.ThreadConfig {
@@ -282,7 +276,9 @@ func (d *daemon) buildGateway() error {
 		d.cluster.Attach(d.store, gw.Cluster())
 		gw.SetLaneGate(d.cluster)
 	}
-	d.bindCodex(gw)
+	if err := d.bindCodex(gw); err != nil {
+		return err
+	}
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
 	if d.cluster != nil {
 		d.health.SetCluster(d.cluster.Health)

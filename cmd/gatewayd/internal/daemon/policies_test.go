@@ -4,11 +4,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/config"
-	"github.com/gatewayd/gatewayd/gateway"
 )
-
-// The gateway answers chat approvals, so buildGateway routes them to it.
-var _ approvalRouter = (*gateway.Gateway)(nil)
 
 func TestThreadApprovalPolicyFollowsConfig(t *testing.T) {
 	tests := []struct{ name, approvals, want string }{
