@@ -211,7 +211,9 @@ func (c *compaction) status(sl store.Lane) string {
 // register adds /compact, which queues like a message, the automatic
 // compaction before a turn and the /status line.
 func (c *compaction) register(h *host) {
-	h.hooks.ready = append(h.hooks.ready, c.auto)
+	if c.at > 0 { // lanes.compact_at 0: no automatic compaction, no step in every turn
+		h.hooks.ready = append(h.hooks.ready, c.auto)
+	}
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		b.WriteString(c.status(sl))
 	})

@@ -49,7 +49,9 @@ func newRotation(cfg Config, st rotationStore, out *deliverer, log *zap.Logger) 
 // register checks the policy when a turn's session is read and adds the
 // /status line.
 func (r *rotation) register(h *host) {
-	h.hooks.session = append(h.hooks.session, r.maybeRotate)
+	if !r.policy.Off() { // a turn of a lane that never rotates does not pass here
+		h.hooks.session = append(h.hooks.session, r.maybeRotate)
+	}
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, _ store.Lane, b *strings.Builder) {
 		b.WriteString(r.status())
 	})

@@ -85,10 +85,12 @@ func (s *sendFiles) register(h *host) {
 		h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
 			cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
 		})
+		// Generated images are snapshotted into the files store; without
+		// one there is nothing to send them from.
+		h.hooks.finished = append(h.hooks.finished, func(t *turn, res codex.TurnResult) {
+			s.addGeneratedImages(t, res.Items)
+		})
 	}
-	h.hooks.finished = append(h.hooks.finished, func(t *turn, res codex.TurnResult) {
-		s.addGeneratedImages(t, res.Items)
-	})
 }
 
 // ToolCall serves the gateway's dynamic tools (codex.Options.ToolCall).
