@@ -340,7 +340,12 @@ func (s *Store) closeConnections() error {
 		errs = append(errs, s.writeDB.Close())
 	}
 	if s.lockFile != nil {
-		errs = append(errs, s.lockFile.Close()) // closing the fd drops the flock
+		// Unlock before closing: a child forked at this moment (codex, a
+		// command) shares the lock's open file description until it execs,
+		// and closing our fd alone would leave the database locked for
+		// that while, so an immediate reopen would be refused.
+		_ = syscall.Flock(int(s.lockFile.Fd()), syscall.LOCK_UN)
+		errs = append(errs, s.lockFile.Close())
 	}
 
 	if err := errors.Join(errs...); err != nil {
