@@ -74,36 +74,14 @@ func (b *busyPolicy) input(ctx context.Context, l *lane, it item) bool {
 	return false
 }
 
-// steerTarget returns the lane's current turn and its thread if a message
-// can be steered into it: a turn (not a compaction) that has not produced its
-// answer, was not reset, and with nothing queued ahead of the message.
-func steerTarget(l *lane) (*turnState, string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur := l.cur
-	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
-		cur.compacting || cur.threadID == "" || l.queue.len() > 0 {
-		return nil, ""
-	}
-	return cur, cur.threadID
-}
-
 // supersede interrupts the lane's running turn (busy mode interrupt). A
 // turn whose codex turn has not begun yet is marked so it never starts or is
 // interrupted as soon as it does.
 func (b *busyPolicy) supersede(ctx context.Context, l *lane) {
-	l.mu.Lock()
-	cur := l.cur
-	if cur == nil || cur.kind != itemTurn || cur.answered {
-		l.mu.Unlock()
+	thread, ok := l.supersede()
+	if !ok {
 		return
 	}
-	cur.superseded = true
-	thread := cur.threadID
-	if cur.compacting {
-		thread = "" // let the compaction finish; the turn then does not start
-	}
-	l.mu.Unlock()
 	b.log.Info("busy.interrupt", zap.String("lane", l.key), zap.String("thread", thread))
 	if thread == "" {
 		return
@@ -115,19 +93,12 @@ func (b *busyPolicy) supersede(ctx context.Context, l *lane) {
 	}
 }
 
-// isSuperseded reports whether busy mode interrupt asked the turn to stop.
-func isSuperseded(l *lane) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.superseded
-}
-
 // interruptIfSuperseded is the turn's Started hook: a supersede that came
 // before codex knew the turn (so its Interrupt found nothing) takes effect
 // now. It runs on its own goroutine: Interrupt waits for the turn id, which
 // the client publishes around this callback.
 func (b *busyPolicy) interruptIfSuperseded(l *lane, thread string) {
-	if !isSuperseded(l) {
+	if !l.superseded() {
 		return
 	}
 	go func() {
@@ -142,7 +113,7 @@ func (b *busyPolicy) interruptIfSuperseded(l *lane, thread string) {
 // steer adds the message to the lane's running turn. It reports false when
 // there is no turn to steer (the caller queues the message).
 func (b *busyPolicy) steer(ctx context.Context, l *lane, it item) bool {
-	cur, thread := steerTarget(l)
+	cur, thread := l.steerTarget()
 	if cur == nil || len(it.images) > 0 { // a steer carries text only: images wait for their own turn
 		return false
 	}

@@ -76,22 +76,18 @@ func (c *compaction) auto(ctx context.Context, t *turn) {
 		return
 	}
 	l := t.l
-	l.mu.Lock()
-	if l.compactHold > 0 {
-		l.compactHold--
-		l.mu.Unlock()
+	if l.holdCompaction() {
 		return
 	}
-	l.mu.Unlock()
 	u, ok := c.cx.Usage(t.thread)
 	if !ok || u.ContextWindow <= 0 || float64(u.LastTotalTokens) < c.at*float64(u.ContextWindow) {
 		return
 	}
 	c.log.Info("thread.compact_auto", zap.String("lane", l.key), zap.String("thread", t.thread),
 		zap.Int64("tokens", u.LastTotalTokens), zap.Int64("window", u.ContextWindow))
-	setCompacting(l, true)
+	l.setCompacting(true)
 	before, after, err := c.run(ctx, l, t.thread)
-	setCompacting(l, false)
+	l.setCompacting(false)
 	if err != nil {
 		c.out.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
 			"); continuing in the same Codex thread.")
@@ -100,22 +96,10 @@ func (c *compaction) auto(ctx context.Context, t *turn) {
 	c.out.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
 }
 
-func setCompacting(l *lane, on bool) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.compacting = on
-	}
-	l.mu.Unlock()
-}
-
 // runCompaction runs native compaction on a loaded thread, records it and
 // starts the cooldown. It never releases, retires or replaces the thread.
 func (c *compaction) run(ctx context.Context, l *lane, thread string) (before, after int64, err error) {
-	defer func() {
-		l.mu.Lock()
-		l.compactHold = c.cooldown
-		l.mu.Unlock()
-	}()
+	defer l.startCompactionCooldown(c.cooldown)
 	b, a, err := c.cx.Compact(ctx, thread)
 	if err != nil {
 		c.log.Warn("thread.compact_failed", zap.String("lane", l.key), zap.String("thread", thread), zap.Error(err))

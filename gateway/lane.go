@@ -138,3 +138,80 @@ func (l *lane) setCurThread(thread string) {
 	}
 	l.mu.Unlock()
 }
+
+// steerTarget returns the lane's current turn and its thread if a message
+// can be steered into it: a turn (not a compaction) that has not produced its
+// answer, was not reset, and with nothing queued ahead of the message.
+func (l *lane) steerTarget() (*turnState, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.cur
+	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
+		cur.compacting || cur.threadID == "" || l.queue.len() > 0 {
+		return nil, ""
+	}
+	return cur, cur.threadID
+}
+
+// supersede marks the lane's running turn superseded (busy mode interrupt)
+// and returns the thread to interrupt: "" while a compaction runs before the
+// turn, which is let finish (the turn then does not start). ok is false when
+// no turn that could still answer is running.
+func (l *lane) supersede() (thread string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.cur
+	if cur == nil || cur.kind != itemTurn || cur.answered {
+		return "", false
+	}
+	cur.superseded = true
+	if cur.compacting {
+		return "", true
+	}
+	return cur.threadID, true
+}
+
+// superseded reports whether busy mode interrupt asked the turn to stop.
+func (l *lane) superseded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur != nil && l.cur.superseded
+}
+
+// holdCompaction reports whether the compaction cooldown still holds, and
+// counts this turn against it.
+func (l *lane) holdCompaction() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.compactHold > 0 {
+		l.compactHold--
+		return true
+	}
+	return false
+}
+
+// startCompactionCooldown makes the next given number of turns run before an
+// automatic compaction may be tried again.
+func (l *lane) startCompactionCooldown(turns int) {
+	l.mu.Lock()
+	l.compactHold = turns
+	l.mu.Unlock()
+}
+
+// setCompacting marks whether the thread's active codex turn is a
+// compaction run before the current turn, so nothing steers into it or
+// interrupts it.
+func (l *lane) setCompacting(on bool) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.compacting = on
+	}
+	l.mu.Unlock()
+}
+
+// state is the lane's live work, for the operator's view.
+func (l *lane) state() LaneState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return LaneState{Queued: l.queue.len(), Running: l.cur != nil}
+}

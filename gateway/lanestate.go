@@ -14,7 +14,5 @@ func (g *Gateway) LaneState(key string) LaneState {
 	if l == nil {
 		return LaneState{}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return LaneState{Queued: l.queue.len(), Running: l.cur != nil}
+	return l.state()
 }

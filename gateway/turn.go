@@ -203,7 +203,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	if l.cutOff() {
 		return // shutdown interrupted the compaction: stays journaled, not started
 	}
-	if isSuperseded(l) {
+	if l.superseded() {
 		// busy mode interrupt: a newer message arrived before this turn began.
 		r.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
 		return
