@@ -215,3 +215,45 @@ func (l *lane) state() LaneState {
 	defer l.mu.Unlock()
 	return LaneState{Queued: l.queue.len(), Running: l.cur != nil}
 }
+
+// setCurDir records the current turn's working directory, where send_file
+// resolves relative paths.
+func (l *lane) setCurDir(dir string) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.dir = dir
+	}
+	l.mu.Unlock()
+}
+
+// setCurStream records the current turn's streamer, for the files the agent
+// sends while it runs.
+func (l *lane) setCurStream(s *streamer) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.stream = s
+	}
+	l.mu.Unlock()
+}
+
+// markAnswered marks the current turn answered (nothing waits for it any
+// more) and, in the same section so no file slips in after, takes the files
+// the agent sent, addressed like reply. It returns the current turn (nil
+// between items).
+func (l *lane) markAnswered(reply *store.OutboxMessage) (*turnState, []store.OutboxMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.cur
+	if cur != nil {
+		cur.answered = true
+	}
+	return cur, turnFiles(cur, reply)
+}
+
+// markStale marks the lane's thread as belonging to a reset generation, so
+// it is released.
+func (l *lane) markStale() {
+	l.mu.Lock()
+	l.stale = true
+	l.mu.Unlock()
+}

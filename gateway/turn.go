@@ -165,11 +165,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	}
 	r.host.prepare(ctx, t, r.thread.Cwd)
 	sl = t.sl
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.dir = t.dir
-	}
-	l.mu.Unlock()
+	l.setCurDir(t.dir)
 	if !journaledAs(inboundJournal, sl) {
 		err = r.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
 			InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
@@ -182,11 +178,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	// Typing shows while a long thread resumes, too.
 	t.stream = r.stream(l.addr, it.msgID, l.typedAt)
 	defer t.stopStream()
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.stream = t.stream
-	}
-	l.mu.Unlock()
+	l.setCurStream(t.stream)
 	t.work = r.workView(l.addr, it.msgID, sl, t.started)
 	defer func() { t.work.stop(r.now()) }()
 	if !r.ensure(ctx, t, sl.ThreadID, sl.Binding) {
@@ -345,13 +337,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	reply := &store.OutboxMessage{SessionKey: t.l.key, Platform: t.l.addr.Platform,
 		Kind: string(t.l.addr.Kind), ChatID: t.l.addr.ChatID, TopicID: t.l.addr.TopicID,
 		UserID: t.l.addr.UserID, Text: text, ReplyTo: t.it.msgID, EditID: t.previewID}
-	t.l.mu.Lock()
-	cur := t.l.cur
-	if cur != nil {
-		cur.answered = true
-	}
-	sent := turnFiles(cur, reply)
-	t.l.mu.Unlock()
+	cur, sent := t.l.markAnswered(reply)
 	// Files are delivered before the reply; a preview streamed before them
 	// cannot become the reply, so the reply is a new message and the
 	// preview goes once the turn is committed.
@@ -430,9 +416,7 @@ func (r *turnRunner) abandon(ctx context.Context, t *turn) {
 	r.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
 	r.journal.clear(ctx, t.l.key)
 	r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
-	t.l.mu.Lock()
-	t.l.stale = true
-	t.l.mu.Unlock()
+	t.l.markStale()
 }
 
 func syntheticTurnID(t *turn) string {
