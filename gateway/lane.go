@@ -257,3 +257,40 @@ func (l *lane) markStale() {
 	l.stale = true
 	l.mu.Unlock()
 }
+
+// curDir returns the current turn (nil between items) and its working
+// directory.
+func (l *lane) curDir() (*turnState, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return nil, ""
+	}
+	return l.cur, l.cur.dir
+}
+
+// addSentFile adds a file the agent sent to cur if cur is still the lane's
+// turn and not yet answered, holding its stream so the preview waits for the
+// file. It reports whether the file was taken; the check and the append are
+// one section so finish's markAnswered cannot miss it.
+func (l *lane) addSentFile(cur *turnState, f store.OutboxMessage) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != cur || cur.answered {
+		return false
+	}
+	cur.files = append(cur.files, f)
+	if cur.stream != nil {
+		cur.stream.hold()
+	}
+	return true
+}
+
+// addFiles adds files (codex's generated images) to the current turn's.
+func (l *lane) addFiles(files []store.OutboxMessage) {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.files = append(l.cur.files, files...)
+	}
+	l.mu.Unlock()
+}

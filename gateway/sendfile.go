@@ -112,13 +112,7 @@ func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolR
 	if l == nil || s.files == nil {
 		return codex.ToolResult{Text: "send_file is not available here: files cannot be sent from this conversation."}
 	}
-	l.mu.Lock()
-	cur := l.cur
-	var dir string
-	if cur != nil {
-		dir = cur.dir
-	}
-	l.mu.Unlock()
+	cur, dir := l.curDir()
 	if cur == nil {
 		return codex.ToolResult{Text: "send_file: no turn of this conversation is running."}
 	}
@@ -133,15 +127,7 @@ func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolR
 		return codex.ToolResult{Text: "send_file refused: " + reason + ". Nothing was sent."}
 	}
 	f.Text = truncateRunes(args.Caption, maxCaption)
-	l.mu.Lock()
-	ok := l.cur == cur && !cur.answered
-	if ok {
-		cur.files = append(cur.files, f)
-		if cur.stream != nil {
-			cur.stream.hold()
-		}
-	}
-	l.mu.Unlock()
+	ok := l.addSentFile(cur, f)
 	if !ok {
 		_ = os.Remove(f.FilePath)
 		return codex.ToolResult{Text: "send_file: the turn already ended; nothing was sent."}
@@ -215,11 +201,7 @@ func (s *sendFiles) addGeneratedImages(t *turn, items []codex.Item) {
 	if len(images) == 0 {
 		return
 	}
-	t.l.mu.Lock()
-	if t.l.cur != nil {
-		t.l.cur.files = append(t.l.cur.files, images...)
-	}
-	t.l.mu.Unlock()
+	t.l.addFiles(images)
 }
 
 // dropPreview deletes a streamed preview the reply does not replace (the
