@@ -30,10 +30,7 @@ type threadCache struct {
 // markLive records that the lane's thread is loaded and most recently used,
 // then evicts the least recently used idle lanes beyond MaxLive.
 func (c *threadCache) markLive(ctx context.Context, l *lane, threadID string) {
-	l.mu.Lock()
-	l.thread = threadID
-	l.lastUsed = c.now().UnixNano()
-	l.mu.Unlock()
+	l.setLive(threadID, c.now().UnixNano())
 	c.lanes.touch(l)
 	c.trimLive(ctx, l)
 }
@@ -77,14 +74,10 @@ func (c *threadCache) evict(ctx context.Context, l *lane, why string) bool {
 		return false
 	}
 	defer l.opMu.Unlock()
-	l.mu.Lock()
-	if !l.idle() || l.thread == "" {
-		l.mu.Unlock()
+	thread := l.takeIdleThread()
+	if thread == "" {
 		return false
 	}
-	thread := l.thread
-	l.thread, l.stale = "", false
-	l.mu.Unlock()
 	c.lanes.unlive(l)
 	c.release(ctx, l.key, thread, why)
 	c.lanes.forget(l)
@@ -102,15 +95,10 @@ func (c *threadCache) release(ctx context.Context, key, thread, why string) {
 // releaseStale releases a thread left loaded by a reset generation. The
 // caller holds l.opMu.
 func (c *threadCache) releaseStale(ctx context.Context, l *lane) {
-	l.mu.Lock()
-	if !l.stale || l.thread == "" {
-		l.stale = false
-		l.mu.Unlock()
+	thread := l.takeStaleThread()
+	if thread == "" {
 		return
 	}
-	thread := l.thread
-	l.thread, l.stale = "", false
-	l.mu.Unlock()
 	c.lanes.unlive(l)
 	c.release(ctx, l.key, thread, "reset")
 }

@@ -294,3 +294,39 @@ func (l *lane) addFiles(files []store.OutboxMessage) {
 	}
 	l.mu.Unlock()
 }
+
+// setLive records that the lane's thread is loaded, last used at usedAt
+// (unix nanos).
+func (l *lane) setLive(thread string, usedAt int64) {
+	l.mu.Lock()
+	l.thread = thread
+	l.lastUsed = usedAt
+	l.mu.Unlock()
+}
+
+// takeIdleThread detaches the lane's loaded thread, for eviction, and
+// returns it; "" (nothing detached) when the lane has work or no thread.
+func (l *lane) takeIdleThread() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.idle() || l.thread == "" {
+		return ""
+	}
+	thread := l.thread
+	l.thread, l.stale = "", false
+	return thread
+}
+
+// takeStaleThread detaches and returns a thread a reset generation left
+// loaded; "" when there is none. Either way the stale mark is cleared.
+func (l *lane) takeStaleThread() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stale || l.thread == "" {
+		l.stale = false
+		return ""
+	}
+	thread := l.thread
+	l.thread, l.stale = "", false
+	return thread
+}
