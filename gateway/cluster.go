@@ -135,17 +135,7 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	var running string
-	if l.cur != nil {
-		l.cur.discard = true
-		running = l.cur.threadID
-	}
-	if l.thread != "" {
-		l.stale = true
-	}
-	c.sched.takeQueueLocked(l)
-	l.mu.Unlock()
+	running := l.stepDown(c.sched.takeQueueLocked)
 	c.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
 	if running != "" {
 		if err := c.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
@@ -153,10 +143,7 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 		}
 	}
 	if l.opMu.TryLock() {
-		l.mu.Lock()
-		free := !l.worker
-		l.mu.Unlock()
-		if free {
+		if !l.hasWorker() {
 			c.threads.releaseStale(ctx, l)
 			c.lanes.forget(l)
 		}
@@ -171,7 +158,5 @@ func (c *ClusterLanes) LaneIdle(sessionKey string) bool {
 	if l == nil {
 		return true
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.idle()
+	return l.isIdle()
 }

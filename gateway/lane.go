@@ -330,3 +330,35 @@ func (l *lane) takeStaleThread() string {
 	l.thread, l.stale = "", false
 	return thread
 }
+
+// stepDown discards the lane's running item, marks its loaded thread stale
+// and empties its queue through takeQueue (the scheduler's, which keeps its
+// count), all in one section so no message slips between. It returns the
+// thread of the discarded item, to interrupt ("" when none ran).
+func (l *lane) stepDown(takeQueue func(*lane) []item) (running string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		l.cur.discard = true
+		running = l.cur.threadID
+	}
+	if l.thread != "" {
+		l.stale = true
+	}
+	takeQueue(l)
+	return running
+}
+
+// hasWorker reports whether a worker goroutine owns the lane's queue.
+func (l *lane) hasWorker() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.worker
+}
+
+// isIdle reports whether the lane has no work, taking its lock.
+func (l *lane) isIdle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle()
+}
