@@ -161,29 +161,13 @@ func (c *controls) resetByKey(ctx context.Context, sessionKey string) error {
 // cleared, the queue dropped, a running turn interrupted (its late result
 // is discarded) and the old thread released.
 func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo string) error {
-	l.mu.Lock()
-	var running string
-	cur, wasStale := l.cur, l.stale
-	if cur != nil {
-		cur.discard = true
-		running = cur.threadID
-	}
-	if l.thread != "" {
-		l.stale = true
-	}
 	// The queue is taken now, before the store moves the generation on:
 	// were the running turn to end meanwhile, the worker would otherwise
 	// run a message sent before /new in the fresh conversation.
-	dropped := c.sched.takeQueueLocked(l)
-	l.mu.Unlock()
+	running, dropped, undo := l.beginReset(c.sched.takeQueueLocked)
 	sl, err := c.st.ResetLane(ctx, l.key, reason)
 	if err != nil {
-		l.mu.Lock() // nothing was reset: the running turn stays valid
-		if cur != nil && l.cur == cur {
-			cur.discard = false
-		}
-		l.stale = wasStale
-		l.mu.Unlock()
+		undo() // nothing was reset: the running turn stays valid
 		c.sched.requeueFront(l, dropped)
 		c.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
 		c.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
@@ -197,10 +181,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 		}
 	}
 	if l.opMu.TryLock() {
-		l.mu.Lock()
-		free := !l.worker
-		l.mu.Unlock()
-		if free {
+		if !l.hasWorker() {
 			c.threads.releaseStale(ctx, l)
 		}
 		l.opMu.Unlock()
@@ -228,12 +209,7 @@ func (c *controls) interrupt(ctx context.Context, thread string) error {
 
 // stop interrupts the lane's running turn and says what happened.
 func (c *controls) stop(ctx context.Context, l *lane) string {
-	l.mu.Lock()
-	thread := ""
-	if l.cur != nil {
-		thread = l.cur.threadID
-	}
-	l.mu.Unlock()
+	thread := l.curThread()
 	c.host.stopped(l.key)
 	if thread == "" {
 		return "Nothing is running."
@@ -280,9 +256,7 @@ func (c *controls) retry(ctx context.Context, l *lane, inboundID int64, msgID st
 // the lane's queue or is starting (its journal entry stays until the rerun
 // journals itself).
 func (c *controls) retryQueued(l *lane) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
+	return l.retryPending()
 }
 
 func (c *controls) lastUserText(ctx context.Context, key string) string {
@@ -317,9 +291,7 @@ func (c *controls) status(ctx context.Context, l *lane) string {
 			line(ctx, sl, &b)
 		}
 	}
-	l.mu.Lock()
-	waiting, running, live := l.queue.len(), l.cur != nil, l.thread != ""
-	l.mu.Unlock()
+	waiting, running, live := l.status()
 	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", waiting, yesNo(running), yesNo(live))
 	return b.String()
 }

@@ -156,24 +156,15 @@ func runsAsTurn(text string, att []store.Attachment) bool {
 // enterIntake takes the lane's intake lock (see lane.intakeMu).
 func (k *intake) enterIntake(addr Address) *lane {
 	for {
-		l := k.lanes.get(addr)
-		l.intakeMu.Lock()
-		l.mu.Lock()
-		if !l.dead {
-			l.intake++
-			l.mu.Unlock()
+		// A dead lane was dropped from the table meanwhile: get its successor.
+		if l := k.lanes.get(addr); l.enterIntake() {
 			return l
 		}
-		l.mu.Unlock()
-		l.intakeMu.Unlock()
 	}
 }
 
 func (k *intake) leaveIntake(l *lane) {
-	l.mu.Lock()
-	l.intake--
-	l.mu.Unlock()
-	l.intakeMu.Unlock()
+	l.leaveIntake()
 	k.lanes.forget(l) // a duplicate or refused message leaves nothing to keep
 }
 
@@ -186,9 +177,7 @@ func (k *intake) idleForTurn(l *lane) bool {
 	if k.sched.stopping.Load() || !k.sched.slotFree() || k.paused() {
 		return false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur == nil && l.queue.len() == 0 && !l.stale
+	return l.freeForTurn()
 }
 
 func (k *intake) authorized(in Inbound) bool {

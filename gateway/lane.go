@@ -362,3 +362,90 @@ func (l *lane) isIdle() bool {
 	defer l.mu.Unlock()
 	return l.idle()
 }
+
+// beginReset discards the lane's running item, marks its loaded thread
+// stale and empties its queue through takeQueue (the scheduler's, which
+// keeps its count), in one section. It returns the discarded item's thread
+// to interrupt, the dropped items, and undo, which restores the discard
+// and stale marks when the reset could not be stored (the caller requeues
+// dropped).
+func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped []item, undo func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur, wasStale := l.cur, l.stale
+	if cur != nil {
+		cur.discard = true
+		running = cur.threadID
+	}
+	if l.thread != "" {
+		l.stale = true
+	}
+	dropped = takeQueue(l)
+	undo = func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if cur != nil && l.cur == cur {
+			cur.discard = false
+		}
+		l.stale = wasStale
+	}
+	return running, dropped, undo
+}
+
+// curThread is the thread the lane's current item runs on; "" when none.
+func (l *lane) curThread() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return ""
+	}
+	return l.cur.threadID
+}
+
+// retryPending reports whether a rerun of the cut-off turn is starting or
+// waits in the lane's queue.
+func (l *lane) retryPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
+}
+
+// status is what /status shows of the lane: messages waiting, whether an
+// item runs, whether its thread is loaded.
+func (l *lane) status() (waiting int, running, live bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.len(), l.cur != nil, l.thread != ""
+}
+
+// enterIntake takes the lane's intake lock and counts the delivery holding
+// it, so the lane is not idle under it. It reports false, holding nothing,
+// when the lane was dropped from the table (dead).
+func (l *lane) enterIntake() bool {
+	l.intakeMu.Lock()
+	l.mu.Lock()
+	if !l.dead {
+		l.intake++
+		l.mu.Unlock()
+		return true
+	}
+	l.mu.Unlock()
+	l.intakeMu.Unlock()
+	return false
+}
+
+// leaveIntake undoes enterIntake.
+func (l *lane) leaveIntake() {
+	l.mu.Lock()
+	l.intake--
+	l.mu.Unlock()
+	l.intakeMu.Unlock()
+}
+
+// freeForTurn reports whether a message queued now would run next on the
+// lane: nothing running or queued, no stale thread to release first.
+func (l *lane) freeForTurn() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur == nil && l.queue.len() == 0 && !l.stale
+}
