@@ -449,3 +449,17 @@ func (l *lane) freeForTurn() bool {
 	defer l.mu.Unlock()
 	return l.cur == nil && l.queue.len() == 0 && !l.stale
 }
+
+// current is the item being processed; nil between items.
+func (l *lane) current() *turnState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur
+}
+
+// hasWork reports whether an item runs or waits in the lane's queue.
+func (l *lane) hasWork() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.len() > 0 || l.cur != nil
+}

@@ -268,9 +268,7 @@ func (m *usageLimits) usageLimited(ctx context.Context, t *turn, res codex.TurnR
 // so each runs as its own turn); the worker running it parks them at its
 // next step (the gate is paused).
 func (m *usageLimits) requeueForReset(l *lane, it item) {
-	l.mu.Lock()
-	cur := l.cur
-	l.mu.Unlock()
+	cur := l.current()
 	items := []item{it}
 	if cur != nil {
 		for _, s := range cur.steer.close() {
@@ -316,9 +314,7 @@ func (m *usageLimits) retryAfterLimit(ctx context.Context, l *lane, inboundID in
 	if !m.resumeLanes("retry") {
 		return false
 	}
-	l.mu.Lock()
-	waiting := l.queue.len() > 0 || l.cur != nil
-	l.mu.Unlock()
+	waiting := l.hasWork()
 	if !parked && !waiting {
 		return false // nothing of this lane waited: retry its last message as usual
 	}
