@@ -463,3 +463,13 @@ func (l *lane) hasWork() bool {
 	defer l.mu.Unlock()
 	return l.queue.len() > 0 || l.cur != nil
 }
+
+// retireThread marks the lane's loaded thread (if any) stale, so it is
+// released before the next thread starts.
+func (l *lane) retireThread() {
+	l.mu.Lock()
+	if l.thread != "" {
+		l.stale = true
+	}
+	l.mu.Unlock()
+}

@@ -90,11 +90,7 @@ func (r *rotation) maybeRotate(ctx context.Context, t *turn) {
 	}
 	t.sl = nl
 	if !keep {
-		t.l.mu.Lock()
-		if t.l.thread != "" {
-			t.l.stale = true // released by ensure before the new thread starts
-		}
-		t.l.mu.Unlock()
+		t.l.retireThread() // released by ensure before the new thread starts
 	}
 	r.log.Info("lane.rotated", zap.String("lane", t.l.key), zap.String("why", why), zap.Bool("kept_thread", keep))
 	r.out.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
