@@ -473,3 +473,24 @@ func (l *lane) retireThread() {
 	}
 	l.mu.Unlock()
 }
+
+// endItem clears the lane's current item, the lane last used at usedAt
+// (unix nanos), for idle eviction.
+func (l *lane) endItem(usedAt int64) {
+	l.mu.Lock()
+	l.cur = nil
+	l.lastUsed = usedAt
+	l.mu.Unlock()
+}
+
+// cutOffItem marks the lane's running item cut off by shutdown (it stays
+// journaled) and returns its thread to interrupt; "" when none.
+func (l *lane) cutOffItem() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return ""
+	}
+	l.cur.cutOff = true
+	return l.cur.threadID
+}

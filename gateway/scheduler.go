@@ -236,10 +236,7 @@ func (s *scheduler) dropInboundJournal(l *lane, it item) {
 }
 
 func (s *scheduler) finishItem(l *lane) {
-	l.mu.Lock()
-	l.cur = nil
-	l.lastUsed = s.now().UnixNano()
-	l.mu.Unlock()
+	l.endItem(s.now().UnixNano())
 }
 
 // park puts the item a worker was about to start back at the head of the
@@ -338,14 +335,9 @@ func (s *scheduler) drain(ctx context.Context) {
 	s.log.Warn("shutdown.interrupting", zap.Int64("running", s.running.Load()))
 	var threads []string
 	s.lanes.each(func(l *lane) {
-		l.mu.Lock()
-		if l.cur != nil {
-			l.cur.cutOff = true
-			if l.cur.threadID != "" {
-				threads = append(threads, l.cur.threadID)
-			}
+		if th := l.cutOffItem(); th != "" {
+			threads = append(threads, th)
 		}
-		l.mu.Unlock()
 	})
 	// Interrupts go out together, so the whole step takes at most
 	// DrainInterruptTimeout however many turns run (the unit's stop
