@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatewayd/gatewayd/store"
@@ -493,4 +494,28 @@ func (l *lane) cutOffItem() string {
 	}
 	l.cur.cutOff = true
 	return l.cur.threadID
+}
+
+// restartWorker starts the worker of a parked lane that still has work,
+// through start (the scheduler's), which runs under the lane's lock so a
+// park and a resume see each other.
+func (l *lane) restartWorker(start func(*lane)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.dead && !l.worker && l.queue.len() > 0 {
+		start(l)
+	}
+}
+
+// prepend puts items back at the head of the lane's queue, counting them in
+// queued (the scheduler's count) in the same section. With start non-nil it
+// starts a worker, under the lane's lock, when none runs.
+func (l *lane) prepend(items []item, queued *atomic.Int64, start func(*lane)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queue.prepend(items)
+	queued.Add(int64(len(items)))
+	if start != nil && !l.worker {
+		start(l)
+	}
 }

@@ -268,20 +268,13 @@ func (s *scheduler) park(l *lane, it item, wait func() bool) bool {
 
 // resume restarts the worker of a parked lane that still has work.
 func (s *scheduler) resume(l *lane) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.dead && !l.worker && l.queue.len() > 0 {
-		s.startWorker(l)
-	}
+	l.restartWorker(s.startWorker)
 }
 
 // requeue puts items back at the head of the lane's queue for its running
 // worker to take next; it starts none.
 func (s *scheduler) requeue(l *lane, items []item) {
-	l.mu.Lock()
-	l.queue.prepend(items)
-	s.queued.Add(int64(len(items)))
-	l.mu.Unlock()
+	l.prepend(items, &s.queued, nil)
 }
 
 // draining reports whether shutdown began.
@@ -301,13 +294,7 @@ func (s *scheduler) requeueFront(l *lane, taken []item) {
 	if len(taken) == 0 {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.queue.prepend(taken)
-	s.queued.Add(int64(len(taken)))
-	if !l.worker {
-		s.startWorker(l)
-	}
+	l.prepend(taken, &s.queued, s.startWorker)
 }
 
 func (s *scheduler) queuedNotice() string {
