@@ -6,6 +6,10 @@ import "sync"
 // loaded thread, and the LRU order of the live ones (those whose thread is
 // loaded in the app-server). It owns the locking of both; a lane's own
 // fields stay under lane.mu. Lock order: laneTable.mu before lane.mu.
+// Outside lane.go, only the table and the scheduler's enqueue, next and
+// park take lane.mu directly: the table because it checks a lane's
+// idleness and marks it dead inside its own section, which a lane method
+// taking the lock alone could not keep atomic with the map change.
 type laneTable struct {
 	mu    sync.Mutex
 	lanes map[string]*lane
