@@ -519,3 +519,19 @@ func (l *lane) prepend(items []item, queued *atomic.Int64, start func(*lane)) {
 		start(l)
 	}
 }
+
+// runsThread reports whether threadID is the lane's loaded thread or the
+// thread its current item runs on. Called under laneTable.mu (lock order).
+func (l *lane) runsThread(threadID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
+}
+
+// usedBefore reports whether the lane's last turn ended at or before cutoff
+// (unix nanos). Called under laneTable.mu (lock order).
+func (l *lane) usedBefore(cutoff int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastUsed <= cutoff
+}

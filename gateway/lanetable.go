@@ -6,10 +6,9 @@ import "sync"
 // loaded thread, and the LRU order of the live ones (those whose thread is
 // loaded in the app-server). It owns the locking of both; a lane's own
 // fields stay under lane.mu. Lock order: laneTable.mu before lane.mu.
-// Outside lane.go, only the table and the scheduler's enqueue, next and
-// park take lane.mu directly: the table because it checks a lane's
-// idleness and marks it dead inside its own section, which a lane method
-// taking the lock alone could not keep atomic with the map change.
+// Outside lane.go, only forget and the scheduler's enqueue, next and park
+// take lane.mu directly: forget because it checks a lane's idleness and
+// marks it dead inside the table's section, atomic with the map change.
 type laneTable struct {
 	mu    sync.Mutex
 	lanes map[string]*lane
@@ -69,11 +68,9 @@ func (t *laneTable) ofThread(threadID string) *lane {
 	}
 	var found *lane
 	t.each(func(l *lane) {
-		l.mu.Lock()
-		if found == nil && (l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)) {
+		if found == nil && l.runsThread(threadID) {
 			found = l
 		}
-		l.mu.Unlock()
 	})
 	return found
 }
@@ -129,10 +126,7 @@ func (t *laneTable) usedBefore(cutoff int64) []*lane {
 	defer t.mu.Unlock()
 	var out []*lane
 	for v := t.lru.tail; v != nil; v = v.prev {
-		v.mu.Lock()
-		old := v.lastUsed <= cutoff
-		v.mu.Unlock()
-		if old {
+		if v.usedBefore(cutoff) {
 			out = append(out, v)
 		}
 	}
