@@ -86,23 +86,17 @@ func (a *accountState) remember(id string, w loginWaiter) {
 // it ended. The daemon reaches it through Gateway.Account to wire codex's
 // account notifications and /healthz.
 type Account struct {
-	cx    accountRuntime
-	sched journalDropper // the scheduler: a refused item's journal entry goes
-	out   *deliverer
-	inbox inbox
-	log   *zap.Logger
-	now   func() time.Time
-	state accountState
+	cx      accountRuntime
+	journal journal // a refused item's journal entry goes
+	out     *deliverer
+	inbox   inbox
+	log     *zap.Logger
+	now     func() time.Time
+	state   accountState
 }
 
-// journalDropper clears the journal entry written with an item that will
-// not start (scheduler.dropInboundJournal).
-type journalDropper interface {
-	dropInboundJournal(l *lane, it item)
-}
-
-func newAccount(cx accountRuntime, sched journalDropper, out *deliverer, in inbox, log *zap.Logger, now func() time.Time) *Account {
-	return &Account{cx: cx, sched: sched, out: out, inbox: in, log: log, now: now}
+func newAccount(cx accountRuntime, j journal, out *deliverer, in inbox, log *zap.Logger, now func() time.Time) *Account {
+	return &Account{cx: cx, journal: j, out: out, inbox: in, log: log, now: now}
 }
 
 // CodexUnavailable returns why codex cannot answer ("" when it can), for
@@ -161,7 +155,7 @@ func (a *Account) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 		return false
 	}
 	a.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
-	a.sched.dropInboundJournal(l, it)
+	a.journal.dropUnstarted(ctx, l, it)
 	a.inbox.set(ctx, it.inboundID, store.InboundFailed)
 	a.out.notify(ctx, l.addr, replyTarget(it), reason)
 	return true

@@ -51,6 +51,16 @@ type journal struct {
 	log *zap.Logger
 }
 
+// dropUnstarted clears the journal entry written with an item's inbound
+// row when the item will not start now: left in the inbox as received, the
+// next start runs it, which a journal entry would turn into a cut-off
+// notice.
+func (j journal) dropUnstarted(ctx context.Context, l *lane, it item) {
+	if it.journal != nil {
+		j.clear(ctx, l.key)
+	}
+}
+
 func (j journal) clear(ctx context.Context, key string) {
 	if err := j.st.ClearJournal(ctx, key); err != nil {
 		j.log.Error("journal.clear_failed", zap.String("lane", key), zap.Error(err))

@@ -92,8 +92,8 @@ func (h *host) runCommand(ctx context.Context, c commandCall, closeDone func(ctx
 	}
 }
 
-// routeCallback hands a button press to the module owning its prefix and
-// reports whether one did.
+// routeCallback hands a button press to the module owning its prefix; one
+// nobody owns is logged and dropped (an old button, or a forged one).
 func (h *host) routeCallback(ctx context.Context, in Inbound, log *zap.Logger) {
 	for _, r := range h.callbacks {
 		if strings.HasPrefix(in.Callback, r.prefix) {

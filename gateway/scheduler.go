@@ -136,14 +136,14 @@ func (s *scheduler) work(l *lane) {
 			return // resumed when the usage limit resets
 		}
 		if !s.takeSlot(l, it) { // only after drain set stopping: next retires
-			s.dropInboundJournal(l, it)
+			s.journal.dropUnstarted(s.base, l, it)
 			s.finishItem(l)
 			continue
 		}
 		if s.stopping.Load() {
 			// Shutdown began while this waited for a slot: leave it in
 			// the inbox (state received); the next start runs it.
-			s.dropInboundJournal(l, it)
+			s.journal.dropUnstarted(s.base, l, it)
 			<-s.sem
 			s.finishItem(l)
 			continue
@@ -225,16 +225,6 @@ func (s *scheduler) next(l *lane) (item, bool) {
 	return it, true
 }
 
-// dropInboundJournal clears the journal entry written with an item's
-// inbound row when the item will not start now: left in the inbox as
-// received, the next start runs it, which a journal entry would turn into
-// a cut-off notice.
-func (s *scheduler) dropInboundJournal(l *lane, it item) {
-	if it.journal != nil {
-		s.journal.clear(s.base, l.key)
-	}
-}
-
 func (s *scheduler) finishItem(l *lane) {
 	l.endItem(s.now().UnixNano())
 }
@@ -261,7 +251,7 @@ func (s *scheduler) park(l *lane, it item, wait func() bool) bool {
 	}
 	l.mu.Unlock()
 	if parked {
-		s.dropInboundJournal(l, it)
+		s.journal.dropUnstarted(s.base, l, it)
 	}
 	return parked
 }

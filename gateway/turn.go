@@ -78,14 +78,6 @@ var (
 	_ turnRuntime = (*codex.Client)(nil)
 )
 
-// dropInboundJournal clears the journal entry written with an item's
-// inbound row when the item will not start now (see scheduler's).
-func (r *turnRunner) dropInboundJournal(l *lane, it item) {
-	if it.journal != nil {
-		r.journal.clear(r.base, l.key)
-	}
-}
-
 // turn carries one turn through the lifecycle.
 type turn struct {
 	l       *lane
@@ -154,7 +146,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	sl, err := r.st.Lane(ctx, l.key)
 	if err != nil {
 		r.log.Error("turn.lane_read_failed", zap.String("lane", l.key), zap.Error(err))
-		r.dropInboundJournal(l, it)
+		r.journal.dropUnstarted(r.base, l, it)
 		r.failTurn(ctx, t, storeErrorNotice)
 		return
 	}

@@ -63,16 +63,23 @@ func (c *Coordinator) renewed(l cluster.Lease) {
 	}
 }
 
-// stepDown stops serving the lane: no delivery, no claims, the agent
-// dropped; its writes from now on are refused by the database.
-func (c *Coordinator) stepDown(key, why string) {
+// disown takes the lane out of the leases this node serves and remembers
+// its lease as lost; ok is false when the node did not own it.
+func (c *Coordinator) disown(key string) (heldLease, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	h, ok := c.owned[key]
 	if ok {
 		delete(c.owned, key)
 		c.lost[key] = h.lease
 	}
-	c.mu.Unlock()
+	return h, ok
+}
+
+// stepDown stops serving the lane: no delivery, no claims, the agent
+// dropped; its writes from now on are refused by the database.
+func (c *Coordinator) stepDown(key, why string) {
+	h, ok := c.disown(key)
 	if !ok {
 		return
 	}
@@ -185,13 +192,7 @@ func (c *Coordinator) release(ctx context.Context, key string) {
 	if !c.gw.LaneIdle(key) {
 		return
 	}
-	c.mu.Lock()
-	h, ok := c.owned[key]
-	if ok {
-		delete(c.owned, key)
-		c.lost[key] = h.lease
-	}
-	c.mu.Unlock()
+	h, ok := c.disown(key)
 	if !ok {
 		return
 	}

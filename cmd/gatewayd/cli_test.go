@@ -16,25 +16,11 @@ import (
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 )
 
 // cleanEnv keeps the host's GATEWAYD_* and state variables out of a test.
-func cleanEnv(t *testing.T) string {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "GATEWAYD_") && name != "GATEWAYD_CODEX_BIN" {
-			t.Setenv(name, "")
-			os.Unsetenv(name)
-		}
-	}
-	dir := t.TempDir()
-	t.Setenv("STATE_DIRECTORY", "")
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	t.Setenv("HOME", dir)
-	return dir
-}
+func cleanEnv(t *testing.T) string { return processtest.CleanEnv(t) }
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
