@@ -535,3 +535,92 @@ func (l *lane) usedBefore(cutoff int64) bool {
 	defer l.mu.Unlock()
 	return l.lastUsed <= cutoff
 }
+
+// admission is what admit did with an item.
+type admission struct {
+	dead   bool // the lane was forgotten: admit to its successor instead
+	full   bool // the queue is at its limit: the item was not queued
+	tell   bool // the item waits behind others: tell the lane once per burst
+	orphan bool // queued after shutdown began, with no worker to run it
+}
+
+// admit appends it to the lane's queue unless the queue holds limit items,
+// counting it in queued and starting a worker through start when none
+// runs, all in the lane's section. The lane's burst is told once: the
+// first item that really waits (behind queued items or a turn that has not
+// answered yet) reports tell.
+func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)) admission {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dead {
+		return admission{dead: true}
+	}
+	if l.queue.len() >= limit {
+		return admission{full: true}
+	}
+	busy := l.queue.len() > 0 || (l.cur != nil && !l.cur.answered)
+	l.queue.push(it)
+	queued.Add(1)
+	tell := busy && !l.notified
+	if tell {
+		l.notified = true
+	}
+	if !l.worker {
+		start(l)
+	}
+	return admission{tell: tell, orphan: !l.worker && it.journal != nil}
+}
+
+// take pops the lane's next item and makes it current, or retires the
+// lane's worker when the queue is empty or stopping says shutdown began;
+// queued and active are the scheduler's counts, kept in the same section.
+func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.queue.len() == 0 || stopping() {
+		l.worker = false
+		active.Add(-1)
+		l.notified = false
+		return item{}, false
+	}
+	it, _ := l.queue.pop()
+	queued.Add(-1)
+	if l.queue.len() == 0 {
+		l.notified = false // the burst is drained; the next one is told again
+	}
+	l.cur = &turnState{kind: it.kind, retry: it.retry}
+	return it, true
+}
+
+// park puts it, the item the lane's worker was about to start, back at the
+// head of the queue without its journal entry and retires the worker, if
+// wait (called in the lane's section) says so; it reports whether it did.
+// The lane's burst counts as told.
+func (l *lane) park(it item, wait func() bool, queued, active *atomic.Int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !wait() {
+		return false
+	}
+	it.journal = nil
+	l.queue.prepend([]item{it})
+	queued.Add(1)
+	l.cur = nil
+	l.worker = false
+	l.notified = true
+	active.Add(-1)
+	return true
+}
+
+// dieIfEmpty marks the lane dead when it has no work and no loaded thread,
+// and reports whether it did. The lane table calls it under its own lock,
+// so the mark and the lane's removal from the table are one step.
+func (l *lane) dieIfEmpty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.idle() || l.thread != "" {
+		return false
+	}
+	l.dead = true
+	return true
+}

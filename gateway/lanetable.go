@@ -5,10 +5,9 @@ import "sync"
 // laneTable is the in-memory index of lanes: every lane with work or a
 // loaded thread, and the LRU order of the live ones (those whose thread is
 // loaded in the app-server). It owns the locking of both; a lane's own
-// fields stay under lane.mu. Lock order: laneTable.mu before lane.mu.
-// Outside lane.go, only forget and the scheduler's enqueue, next and park
-// take lane.mu directly: forget because it checks a lane's idleness and
-// marks it dead inside the table's section, atomic with the map change.
+// fields stay under lane.mu, which only lane.go takes. Lock order:
+// laneTable.mu before lane.mu (forget marks a lane dead inside the table's
+// section, atomic with the map change).
 type laneTable struct {
 	mu    sync.Mutex
 	lanes map[string]*lane
@@ -43,11 +42,8 @@ func (t *laneTable) lookup(key string) *lane {
 func (t *laneTable) forget(l *lane) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.idle() && l.thread == "" && !l.inLRU && t.lanes[l.key] == l {
+	if t.lanes[l.key] == l && !l.inLRU && l.dieIfEmpty() {
 		delete(t.lanes, l.key)
-		l.dead = true
 	}
 }
 

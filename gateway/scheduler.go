@@ -59,41 +59,25 @@ func (s *scheduler) slotFree() bool { return len(s.sem) < cap(s.sem) }
 // runs. A full queue refuses the message with a notice; the inbox row is
 // marked ignored so restart recovery does not run it later.
 func (s *scheduler) enqueue(ctx context.Context, l *lane, it item) {
-	l.mu.Lock()
-	for l.dead { // forgotten between lanes.get and here: use its successor
-		l.mu.Unlock()
+	a := l.admit(it, s.queueLimit, &s.queued, s.startWorker)
+	for a.dead { // forgotten between lanes.get and here: use its successor
 		l = s.lanes.get(l.addr)
-		l.mu.Lock()
+		a = l.admit(it, s.queueLimit, &s.queued, s.startWorker)
 	}
-	if l.queue.len() >= s.queueLimit {
-		l.mu.Unlock()
+	if a.full {
 		s.inbox.set(ctx, it.inboundID, store.InboundIgnored)
 		s.out.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
 			"Too many messages are waiting here (limit %d); this one was not queued. Send it again when the current reply is done.",
 			s.queueLimit))
 		return
 	}
-	// Tell the user once per burst when the message really waits: behind
-	// queued messages or a turn that has not produced its answer yet.
-	busy := l.queue.len() > 0 || (l.cur != nil && !l.cur.answered)
-	l.queue.push(it)
-	s.queued.Add(1)
-	tell := busy && !l.notified
-	if tell {
-		l.notified = true
-	}
-	if !l.worker {
-		s.startWorker(l)
-	}
 	// No worker when shutdown began: the message stays received in the
 	// inbox and the next start runs it, unless a journal entry says it was
 	// cut off.
-	orphan := !l.worker && it.journal != nil
-	l.mu.Unlock()
-	if orphan {
+	if a.orphan {
 		s.journal.clear(ctx, l.key)
 	}
-	if tell {
+	if a.tell {
 		s.out.notify(ctx, l.addr, "", s.queuedNotice())
 	}
 }
@@ -208,21 +192,7 @@ func (s *scheduler) typeOnce(addr Address, it item) bool {
 // next pops the lane's next item and marks it current, or retires the
 // worker when the queue is empty or the gateway is stopping.
 func (s *scheduler) next(l *lane) (item, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.queue.len() == 0 || s.stopping.Load() {
-		l.worker = false
-		s.active.Add(-1)
-		l.notified = false
-		return item{}, false
-	}
-	it, _ := l.queue.pop()
-	s.queued.Add(-1)
-	if l.queue.len() == 0 {
-		l.notified = false // the burst is drained; the next one is told again
-	}
-	l.cur = &turnState{kind: it.kind, retry: it.retry}
-	return it, true
+	return l.take(s.stopping.Load, &s.queued, &s.active)
 }
 
 func (s *scheduler) finishItem(l *lane) {
@@ -237,19 +207,7 @@ func (s *scheduler) finishItem(l *lane) {
 // journaled when it starts, so a restart meanwhile runs it instead of
 // telling it cut off. Its lane's burst counts as told.
 func (s *scheduler) park(l *lane, it item, wait func() bool) bool {
-	l.mu.Lock()
-	parked := wait()
-	if parked {
-		queued := it
-		queued.journal = nil
-		l.queue.prepend([]item{queued})
-		s.queued.Add(1)
-		l.cur = nil
-		l.worker = false
-		l.notified = true
-		s.active.Add(-1)
-	}
-	l.mu.Unlock()
+	parked := l.park(it, wait, &s.queued, &s.active)
 	if parked {
 		s.journal.dropUnstarted(s.base, l, it)
 	}
