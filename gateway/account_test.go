@@ -80,7 +80,7 @@ func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)
 
 func (h *harness) sendAs(t *testing.T, addr Address, id, text string) {
 	t.Helper()
-	if err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
 		t.Fatalf("Deliver(%s): %v", id, err)
 	}
 }

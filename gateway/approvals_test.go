@@ -76,7 +76,7 @@ func TestApprovalByButton(t *testing.T) {
 	}
 	// A press in another lane is refused; the request stays pending.
 	other := Inbound{Address: apiAddr("b"), MessageID: "x", SenderID: "u2", Callback: b[0].ID}
-	if err := h.g.Deliver(context.Background(), other); err != nil {
+	if _, err := h.g.Deliver(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
 	if o := h.p.next(t); !strings.Contains(o.Text, "belongs to another conversation") {
@@ -86,7 +86,7 @@ func TestApprovalByButton(t *testing.T) {
 		t.Errorf("Decide from another lane: %v", err)
 	}
 	press := Inbound{Address: apiAddr("a"), MessageID: "y", SenderID: "u1", Callback: b[1].ID}
-	if err := h.g.Deliver(context.Background(), press); err != nil {
+	if _, err := h.g.Deliver(context.Background(), press); err != nil {
 		t.Fatal(err)
 	}
 	got, notices := collect(t, h.p, "m1")

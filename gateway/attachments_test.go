@@ -44,7 +44,7 @@ func TestPhotoWithCaptionRunsWithImage(t *testing.T) {
 	root := t.TempDir()
 	h := newHarness(t, withFilesStore(root, 1<<20))
 	h.start(t)
-	err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1",
+	_, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1",
 		Text: "what is this?", Attachments: []Attachment{fileOf("photo.png", pngHead)}})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestPhotoWithCaptionRunsWithImage(t *testing.T) {
 func TestDocumentOnlyIsAMessage(t *testing.T) {
 	h := newHarness(t, withFilesStore(t.TempDir(), 1<<20))
 	h.start(t)
-	if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1",
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1",
 		Attachments: []Attachment{fileOf("report.pdf", []byte("%PDF-1.4 body"))}}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestOversizedAndFailedFilesAreToldTheRestRuns(t *testing.T) {
 	}}
 	unsized := fileOf("big2.bin", bytes.Repeat([]byte("y"), 9))
 	unsized.Size = 0 // the platform did not say: the store's limit catches it
-	err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1", Text: "see files",
+	_, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1", Text: "see files",
 		Attachments: []Attachment{fileOf("big.bin", bytes.Repeat([]byte("x"), 100)), broken, unsized, fileOf("ok.txt", []byte("fine"))}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestOversizedAndFailedFilesAreToldTheRestRuns(t *testing.T) {
 func TestAllFilesRefusedRunsNothing(t *testing.T) {
 	h := newHarness(t, withFilesStore(t.TempDir(), 8))
 	h.start(t)
-	if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1",
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1",
 		Attachments: []Attachment{{Name: "x.bin", Err: errors.New("download failed")}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestHostileFileNameStaysInside(t *testing.T) {
 	root := t.TempDir()
 	h := newHarness(t, withFilesStore(root, 1<<20))
 	h.start(t)
-	if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1", Text: "x",
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1", Text: "x",
 		Attachments: []Attachment{fileOf("../../../etc/passwd\x00.txt", []byte("data"))}}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestAudioToldOnce(t *testing.T) {
 	ogg := []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00")
 	told := 0
 	for _, id := range []string{"m1", "m2"} {
-		if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: id, SenderID: "u1",
+		if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: id, SenderID: "u1",
 			Attachments: []Attachment{fileOf("voice.ogg", ogg)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestRedeliveredFilesAreNotKeptTwice(t *testing.T) {
 	h.start(t)
 	in := Inbound{Address: apiAddr("a"), MessageID: "m1", SenderID: "u1", Attachments: []Attachment{fileOf("a.txt", []byte("1"))}}
 	for i := 0; i < 2; i++ {
-		if err := h.g.Deliver(context.Background(), in); err != nil {
+		if _, err := h.g.Deliver(context.Background(), in); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -55,7 +55,7 @@ func BenchmarkMessageOverheadSQLite(b *testing.B) {
 	for i := range b.N {
 		id := strconv.Itoa(i)
 		sent := time.Now()
-		if err := g.Deliver(ctx, Inbound{Address: addr, MessageID: id, SenderID: "u", Text: "hi"}); err != nil {
+		if _, err := g.Deliver(ctx, Inbound{Address: addr, MessageID: id, SenderID: "u", Text: "hi"}); err != nil {
 			b.Fatal(err)
 		}
 		for o := p.next(b); o.InReplyTo != id; o = p.next(b) {

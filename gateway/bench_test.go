@@ -21,7 +21,7 @@ func BenchmarkMessageOverhead(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := strconv.Itoa(i)
-		if err := h.g.Deliver(ctx, Inbound{Address: addr, MessageID: id, SenderID: "u", Text: "hi"}); err != nil {
+		if _, err := h.g.Deliver(ctx, Inbound{Address: addr, MessageID: id, SenderID: "u", Text: "hi"}); err != nil {
 			b.Fatal(err)
 		}
 		for o := h.p.next(b); o.InReplyTo != id; o = h.p.next(b) {

@@ -144,13 +144,6 @@ func setDefault[T int | time.Duration | string](field *T, def T) {
 // messages; the adapter must not acknowledge the message.
 var ErrShuttingDown = errors.New("gateway: shutting down")
 
-// CheckedSink is the Sink the gateway hands to platforms. DeliverChecked is
-// Deliver that also reports a duplicate (already answered) message.
-type CheckedSink interface {
-	Sink
-	DeliverChecked(ctx context.Context, in Inbound) (duplicate bool, err error)
-}
-
 // Stats is a snapshot for metrics and /status.
 type Stats struct {
 	LiveLanes      int // lanes whose thread is loaded in the app-server
@@ -345,16 +338,10 @@ func (g *Gateway) awaitReady(ctx context.Context) {
 // tests call it after moving the injected clock.
 func (g *Gateway) EvictIdle(ctx context.Context) int { return g.threads.evictIdle(ctx) }
 
-// Deliver records an inbound message and queues it on its lane. It returns
-// once the message is durably recorded or recognised as a duplicate.
-func (g *Gateway) Deliver(ctx context.Context, in Inbound) error {
-	_, err := g.DeliverChecked(ctx, in)
-	return err
-}
-
-// DeliverChecked is Deliver that also reports a duplicate message (one
-// already recorded; it is answered once, by its first delivery).
-func (g *Gateway) DeliverChecked(ctx context.Context, in Inbound) (bool, error) {
+// Deliver records an inbound message and queues it on its lane (Sink). It
+// returns once the message is durably recorded, or recognised as a
+// duplicate, one recorded before.
+func (g *Gateway) Deliver(ctx context.Context, in Inbound) (duplicate bool, err error) {
 	return g.in.deliver(ctx, in)
 }
 

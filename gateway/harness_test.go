@@ -101,7 +101,7 @@ func apiAddr(lane string) Address {
 
 func (h *harness) send(t testing.TB, lane, id, text string) {
 	t.Helper()
-	err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr(lane), MessageID: id, SenderID: "u1", Text: text})
+	_, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr(lane), MessageID: id, SenderID: "u1", Text: text})
 	if err != nil {
 		t.Fatalf("Deliver(%s): %v", id, err)
 	}

@@ -22,7 +22,7 @@ func TestExactlyOnceAfterNTurns(t *testing.T) {
 		id := fmt.Sprintf("m%d", i)
 		h.send(t, "a", id, fmt.Sprintf("question %d", i))
 		// The platform redelivers every message once: answered once.
-		dup, err := h.g.DeliverChecked(context.Background(), Inbound{Address: apiAddr("a"), MessageID: id, Text: "again"})
+		dup, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: id, Text: "again"})
 		if err != nil || !dup {
 			t.Fatalf("redelivery of %s: dup=%v err=%v, want duplicate", id, dup, err)
 		}
@@ -66,7 +66,7 @@ func TestStoreFailures(t *testing.T) {
 			h := newHarness(t)
 			h.start(t)
 			h.st.failOn(tt.method, errInjected)
-			err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", Text: "hi"})
+			_, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m1", Text: "hi"})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Deliver err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -382,7 +382,7 @@ func TestOperatorResetAndShutdown(t *testing.T) {
 	if err := h.g.ResetLane(context.Background(), "v1:test:nope"); err == nil {
 		t.Error("ResetLane of an unknown lane succeeded")
 	}
-	if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), Text: "no id"}); err == nil {
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), Text: "no id"}); err == nil {
 		t.Error("Deliver accepted a message without an id")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -390,7 +390,7 @@ func TestOperatorResetAndShutdown(t *testing.T) {
 	if err := h.g.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if err := h.g.Deliver(ctx, Inbound{Address: apiAddr("a"), MessageID: "x", Text: "late"}); !errors.Is(err, ErrShuttingDown) {
+	if _, err := h.g.Deliver(ctx, Inbound{Address: apiAddr("a"), MessageID: "x", Text: "late"}); !errors.Is(err, ErrShuttingDown) {
 		t.Errorf("Deliver after Shutdown = %v", err)
 	}
 }

@@ -302,7 +302,7 @@ func TestModelAndEffortButtons(t *testing.T) {
 	h.start(t)
 	for i, press := range []string{modelPrefix + "beta", effortPrefix + "xhigh"} {
 		in := Inbound{Address: apiAddr("a"), MessageID: "cb" + string(rune('1'+i)), SenderID: "u1", Callback: press}
-		if err := h.g.Deliver(context.Background(), in); err != nil {
+		if _, err := h.g.Deliver(context.Background(), in); err != nil {
 			t.Fatal(err)
 		}
 		h.p.next(t)

@@ -118,11 +118,12 @@ type Inbound struct {
 }
 
 // Sink receives inbound messages from an adapter. Deliver returns only after
-// the message is durably recorded (or recognised as a duplicate), so an
-// adapter may acknowledge it to its platform when Deliver returns nil.
+// the message is durably recorded, or recognised as one recorded before
+// (duplicate: it is answered once, by its first delivery), so an adapter
+// may acknowledge it to its platform when Deliver returns no error.
 // Deliver must be called in platform order for any one lane.
 type Sink interface {
-	Deliver(ctx context.Context, in Inbound) error
+	Deliver(ctx context.Context, in Inbound) (duplicate bool, err error)
 }
 
 // OutKind says why a message is sent.

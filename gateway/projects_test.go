@@ -161,7 +161,7 @@ func TestProjectButtonSwitches(t *testing.T) {
 	h := newHarness(t, withProjects)
 	h.start(t)
 	press := Inbound{Address: apiAddr("a"), MessageID: "cb1", SenderID: "u1", Callback: projectPrefix + "api"}
-	if err := h.g.Deliver(context.Background(), press); err != nil {
+	if _, err := h.g.Deliver(context.Background(), press); err != nil {
 		t.Fatal(err)
 	}
 	if o := h.p.next(t); !strings.Contains(o.Text, "Project: api. This conversation now works in /srv/src/api") {

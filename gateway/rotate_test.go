@@ -11,7 +11,7 @@ import (
 
 func (h *harness) sendAt(t *testing.T, addr Address, id, text string) {
 	t.Helper()
-	if err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
 		t.Fatalf("Deliver(%s): %v", id, err)
 	}
 }

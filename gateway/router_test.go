@@ -227,7 +227,7 @@ func TestUnauthorizedSenderReachesNeitherStoreNorCodex(t *testing.T) {
 	h.p.allow = func(in Inbound) bool { return in.SenderID == "friend" }
 	h.start(t)
 	h.send(t, "a", "m1", "hello") // sender u1: refused
-	if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m2", SenderID: "friend", Text: "hi"}); err != nil {
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "m2", SenderID: "friend", Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	if o := h.p.replyTo(t, "m2"); o.Text != "re: hi" {

@@ -21,7 +21,7 @@ func TestShutdownLeavesInterruptedTurnJournaledThenNotifiesOnce(t *testing.T) {
 	h.send(t, "a", "m1", "long job")
 	waitFor(t, "turn running", func() bool { return h.curThread(laneA) != "" })
 	h.stop()
-	if err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "late", Text: "x"}); !errors.Is(err, ErrShuttingDown) {
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "late", Text: "x"}); !errors.Is(err, ErrShuttingDown) {
 		t.Errorf("Deliver after shutdown = %v, want ErrShuttingDown", err)
 	}
 	if j, _ := h.st.Journal(context.Background()); len(j) != 1 || j[0].Text != "long job" {
@@ -45,7 +45,7 @@ func TestShutdownLeavesInterruptedTurnJournaledThenNotifiesOnce(t *testing.T) {
 	if o := p2.next(t); o.Text != CutOffNotice {
 		t.Errorf("after restart %q, want the cut-off notice", o.Text)
 	}
-	if err := g2.Deliver(ctx, Inbound{Address: apiAddr("a"), MessageID: "r1", Text: "/retry"}); err != nil {
+	if _, err := g2.Deliver(ctx, Inbound{Address: apiAddr("a"), MessageID: "r1", Text: "/retry"}); err != nil {
 		t.Fatal(err)
 	}
 	if o := p2.replyTo(t, "r1"); o.Text != "re: long job" {

@@ -50,7 +50,7 @@ func TestDeliverNamesTheLaneOnce(t *testing.T) {
 	}
 
 	named := Address{Platform: "test", Kind: LaneAPI, ChatID: "named"}
-	if err := h.g.Deliver(context.Background(), Inbound{Address: named, MessageID: "n1", SenderID: "u1",
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: named, MessageID: "n1", SenderID: "u1",
 		Text: "hi", Title: "Ops room"}); err != nil {
 		t.Fatal(err)
 	}

@@ -44,12 +44,7 @@ func newFakeSink(p *Platform, st *store.Store, answer func(*Platform, gateway.In
 		delivered: map[int64]int{}, redelivered: make(chan string, 100)}
 }
 
-func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) error {
-	_, err := s.DeliverChecked(ctx, in)
-	return err
-}
-
-func (s *fakeSink) DeliverChecked(ctx context.Context, in gateway.Inbound) (bool, error) {
+func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	s.mu.Lock()
 	err := s.err
 	s.mu.Unlock()

@@ -182,17 +182,11 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 	p.mu.Lock()
 	sink := p.sink
 	p.mu.Unlock()
-	var dup bool
-	var err error
 	if sink == nil {
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is not running yet")
 		return refused
 	}
-	if cs, ok := sink.(gateway.CheckedSink); ok {
-		dup, err = cs.DeliverChecked(r.Context(), in)
-	} else {
-		err = sink.Deliver(r.Context(), in)
-	}
+	dup, err := sink.Deliver(r.Context(), in)
 	switch {
 	case errors.Is(err, gateway.ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is shutting down; try again shortly")

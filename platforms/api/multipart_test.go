@@ -28,7 +28,7 @@ type fileSink struct {
 	paths []string
 }
 
-func (s *fileSink) DeliverChecked(ctx context.Context, in gateway.Inbound) (bool, error) {
+func (s *fileSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	for _, a := range in.Attachments {
 		r, err := a.Open(ctx)
 		if err != nil {
@@ -46,12 +46,7 @@ func (s *fileSink) DeliverChecked(ctx context.Context, in gateway.Inbound) (bool
 	s.mu.Lock()
 	s.texts = append(s.texts, in.Text)
 	s.mu.Unlock()
-	return s.fakeSink.DeliverChecked(ctx, in)
-}
-
-func (s *fileSink) Deliver(ctx context.Context, in gateway.Inbound) error {
-	_, err := s.DeliverChecked(ctx, in)
-	return err
+	return s.fakeSink.Deliver(ctx, in)
 }
 
 func startUploads(t *testing.T, maxFile int64) (*Platform, *fileSink) {

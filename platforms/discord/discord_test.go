@@ -574,10 +574,10 @@ func TestDelete(t *testing.T) {
 // a node dying in the middle of it would never return.
 type blockingSink struct{ arrived chan string }
 
-func (s blockingSink) Deliver(ctx context.Context, in gateway.Inbound) error {
+func (s blockingSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	s.arrived <- in.MessageID
 	<-ctx.Done()
-	return ctx.Err()
+	return false, ctx.Err()
 }
 
 // The first message of a channel the bot never talked in, and the node

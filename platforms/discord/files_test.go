@@ -25,7 +25,7 @@ type storingSink struct {
 	errs  map[string]error
 }
 
-func (s *storingSink) Deliver(ctx context.Context, in gateway.Inbound) error {
+func (s *storingSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	for _, a := range in.Attachments {
 		var sv files.Saved
 		var err error

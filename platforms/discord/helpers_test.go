@@ -122,12 +122,12 @@ type recSink struct {
 
 func newSink() *recSink { return &recSink{got: make(chan gateway.Inbound, 256)} }
 
-func (s *recSink) Deliver(_ context.Context, in gateway.Inbound) error {
+func (s *recSink) Deliver(_ context.Context, in gateway.Inbound) (bool, error) {
 	s.mu.Lock()
 	s.all = append(s.all, in)
 	s.mu.Unlock()
 	s.got <- in
-	return nil
+	return false, nil
 }
 
 func (s *recSink) deliveries() []gateway.Inbound {

@@ -95,7 +95,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 		a.log.Warn("discord.lanes.save_failed", zap.Error(err))
 	}
 	sink := a.currentSink()
-	if err := a.retry(ctx, "deliver", m, func() error { return sink.Deliver(ctx, in) }); err != nil {
+	if err := a.retry(ctx, "deliver", m, func() error { _, err := sink.Deliver(ctx, in); return err }); err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", m.ID), zap.String("session_key", addr.SessionKey()))
 		return a.skipUndelivered(m, err)
 	}

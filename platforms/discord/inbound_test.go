@@ -23,11 +23,11 @@ func newFlakySink(rec *recSink, fail func(in gateway.Inbound, attempt int) error
 	return &flakySink{recSink: rec, fail: fail, attempts: make(chan string, 256), counts: map[string]int{}}
 }
 
-func (s *flakySink) Deliver(ctx context.Context, in gateway.Inbound) error {
+func (s *flakySink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	s.counts[in.Text]++
 	s.attempts <- in.Text
 	if err := s.fail(in, s.counts[in.Text]); err != nil {
-		return err
+		return false, err
 	}
 	return s.recSink.Deliver(ctx, in)
 }

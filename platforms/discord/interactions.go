@@ -103,7 +103,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, i *discordgo.Interactio
 // deliverInteraction records the inbound first, then acknowledges it, so a
 // user never sees an acknowledgement for something that was lost.
 func (a *Adapter) deliverInteraction(ctx context.Context, i *discordgo.Interaction, in gateway.Inbound, ack *discordgo.InteractionResponse) {
-	if err := a.currentSink().Deliver(ctx, in); err != nil {
+	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
 		a.deliverFailed(ctx, err, zap.String("interaction_id", i.ID), zap.String("session_key", in.Address.SessionKey()))
 		a.respondEphemeral(ctx, i, deliveryFailure)
 		return

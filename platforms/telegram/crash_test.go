@@ -28,7 +28,9 @@ const (
 
 type sinkFunc func(ctx context.Context, in gateway.Inbound) error
 
-func (f sinkFunc) Deliver(ctx context.Context, in gateway.Inbound) error { return f(ctx, in) }
+func (f sinkFunc) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
+	return false, f(ctx, in)
+}
 
 // TestCrashChild is the child process of TestKillNineLosesNothing: the
 // adapter and a real store, with a sink that reports progress on stdout and

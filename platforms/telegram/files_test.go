@@ -27,7 +27,7 @@ func newFileSink() *fileSink {
 	return &fileSink{fakeSink: newSink(), files: map[string]string{}, meta: map[string]gateway.Attachment{}}
 }
 
-func (s *fileSink) Deliver(ctx context.Context, in gateway.Inbound) error {
+func (s *fileSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	for _, a := range in.Attachments {
 		got := ""
 		r, err := a.Open(ctx)

@@ -74,7 +74,7 @@ func newSink() *fakeSink { return &fakeSink{changed: make(chan struct{})} }
 
 var errSinkDown = errors.New("sink down")
 
-func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) error {
+func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
 	s.mu.Lock()
 	defer func() {
 		close(s.changed)
@@ -83,10 +83,10 @@ func (s *fakeSink) Deliver(ctx context.Context, in gateway.Inbound) error {
 	}()
 	s.attempts = append(s.attempts, in)
 	if s.fail != nil && s.fail(len(s.attempts)) {
-		return errSinkDown
+		return false, errSinkDown
 	}
 	s.got = append(s.got, in)
-	return nil
+	return false, nil
 }
 
 func (s *fakeSink) delivered() []gateway.Inbound {

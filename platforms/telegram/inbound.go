@@ -43,18 +43,12 @@ func (a *Adapter) deliver(ctx context.Context, sink gateway.Sink, in gateway.Inb
 		a.noteUnauthorised(in)
 		return nil
 	}
-	if cs, ok := sink.(gateway.CheckedSink); ok {
-		dup, err := cs.DeliverChecked(ctx, in)
-		if err != nil {
-			return fmt.Errorf("telegram: deliver %s: %w", in.MessageID, err)
-		}
-		if dup {
-			a.log.Info("telegram: redelivered update recognised as a duplicate", zap.String("message_id", in.MessageID))
-		}
-		return nil
-	}
-	if err := sink.Deliver(ctx, in); err != nil {
+	dup, err := sink.Deliver(ctx, in)
+	if err != nil {
 		return fmt.Errorf("telegram: deliver %s: %w", in.MessageID, err)
+	}
+	if dup {
+		a.log.Info("telegram: redelivered update recognised as a duplicate", zap.String("message_id", in.MessageID))
 	}
 	return nil
 }

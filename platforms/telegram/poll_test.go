@@ -127,7 +127,8 @@ func TestUpdatesAreDeliveredInOrder(t *testing.T) {
 				return ctx.Err()
 			}
 		}
-		return sink.Deliver(ctx, in)
+		_, err := sink.Deliver(ctx, in)
+		return err
 	})
 	h.start(t, h.config(t), slow)
 	const n = 20
@@ -145,7 +146,9 @@ func TestUpdatesAreDeliveredInOrder(t *testing.T) {
 
 type sinkFunc func(ctx context.Context, in gateway.Inbound) error
 
-func (f sinkFunc) Deliver(ctx context.Context, in gateway.Inbound) error { return f(ctx, in) }
+func (f sinkFunc) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
+	return false, f(ctx, in)
+}
 
 func TestPollRecoversFromServerErrors(t *testing.T) {
 	h := newHarness(t)
