@@ -259,15 +259,18 @@ func TestInterruptAndSteer(t *testing.T) {
 		t.Errorf("%d user echoes, want 2 (input and steer)", echoes)
 	}
 
+	// Interrupt from another goroutine, once, and wait for its answer: the
+	// test must not end (and report) before the call does.
+	interrupted := make(chan error, 1)
+	var once sync.Once
 	res, err = fc.RunTurn(ctx, tid, TurnInput{Text: "hang"}, TurnEvents{Delta: func(string) {
-		go func() {
-			if err := fc.Interrupt(ctx, tid); err != nil {
-				t.Errorf("Interrupt: %v", err)
-			}
-		}()
+		once.Do(func() { go func() { interrupted <- fc.Interrupt(ctx, tid) }() })
 	}})
 	if err != nil || res.Status != TurnInterrupted || res.WatchdogFired {
 		t.Errorf("interrupted turn %+v, %v", res, err)
+	}
+	if err := <-interrupted; err != nil {
+		t.Errorf("Interrupt: %v", err)
 	}
 }
 
