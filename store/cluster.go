@@ -103,8 +103,8 @@ func (s *Store) ClaimInbound(ctx context.Context, sessionKey string) ([]InboundR
 // inbox rows, a journaled turn not yet told cut off (running, or cut off
 // by a dead node), or pending outbox rows. A cluster node takes the leases
 // of those placed on it, and hands over only lanes not listed. A cut-off
-// turn already told is not work: it waits in the journal for /retry,
-// which whichever node then owns the lane reads there (CutOffTurn).
+// turn already told is not work: it waits for /retry in the store
+// (RetryTurn), where whichever node then owns the lane reads it.
 func (s *Store) LanesWithWork(ctx context.Context) ([]string, error) {
 	rows, err := s.rq.QueryContext(ctx, `SELECT session_key FROM inbox WHERE state IN ('received', 'processing')
 		UNION SELECT session_key FROM turn_journal WHERE cut_off = 0

@@ -8,16 +8,16 @@ import (
 )
 
 // TestMarkCutOffAnnouncesOnceAndKeepsText: a cut-off turn is told once,
-// keeps its text for /retry across any number of restarts, and is gone
-// once the lane's next turn replaces it.
+// and is the lane's turn to retry across any number of restarts and later
+// turns, until a rerun of it is committed.
 func TestMarkCutOffAnnouncesOnceAndKeepsText(t *testing.T) {
 	t.Parallel()
 	path := testDBPath(t)
 	s := openAt(t, path, Options{})
 	ctx := context.Background()
 	l, _, e := journaledTurn(t, s, "build it")
-	if _, ok, _ := s.CutOffTurn(ctx, l.SessionKey); ok {
-		t.Fatal("a running turn is reported as cut off")
+	if _, ok, _ := s.RetryTurn(ctx, l.SessionKey); ok {
+		t.Fatal("a running turn is reported as a turn to retry")
 	}
 	notice := OutboxMessage{SessionKey: l.SessionKey, Platform: "telegram", Text: "cut off"}
 	if _, err := s.MarkCutOff(ctx, e, notice); err != nil {
@@ -39,16 +39,22 @@ func TestMarkCutOffAnnouncesOnceAndKeepsText(t *testing.T) {
 	if err != nil || len(j) != 1 || !j[0].CutOff {
 		t.Fatalf("journal after restart = %+v, %v; want the entry marked cut off", j, err)
 	}
-	got, ok, err := s.CutOffTurn(ctx, l.SessionKey)
-	if err != nil || !ok || got.Text != "build it" {
-		t.Fatalf("CutOffTurn = %+v, %v, %v; want the cut-off text", got, ok, err)
+	got, ok, err := s.RetryTurn(ctx, l.SessionKey)
+	if err != nil || !ok || got.Text != "build it" || got.Reason != RetryCutOff || got.InboundID != e.InboundID {
+		t.Fatalf("RetryTurn = %+v, %v, %v; want the cut-off text", got, ok, err)
 	}
+	// The lane's next turn (the API lane's next request, which carries the
+	// notice) replaces the journal entry, not the turn to retry.
 	e2 := JournalEntry{SessionKey: l.SessionKey, Generation: l.Generation, Text: "something else"}
 	if err := s.JournalTurn(ctx, e2); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.CutOffTurn(ctx, l.SessionKey); ok {
-		t.Fatal("the lane's next turn did not replace the cut-off entry")
+	if _, err := s.CommitTurn(ctx, CompletedTurn{SessionKey: l.SessionKey, Generation: l.Generation, TurnID: "t2",
+		UserText: "something else", AssistantText: "ok", Status: "completed"}); err != nil {
+		t.Fatal(err)
+	}
+	if again, ok, _ := s.RetryTurn(ctx, l.SessionKey); !ok || again != got {
+		t.Fatalf("RetryTurn after another turn = %+v, %v; want still %+v", again, ok, got)
 	}
 }
 
@@ -67,8 +73,8 @@ func TestCutOffTurnIgnoresOldGeneration(t *testing.T) {
 	if _, err := s.ResetLane(ctx, l.SessionKey, "/new"); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := s.CutOffTurn(ctx, l.SessionKey); err != nil || ok {
-		t.Fatalf("CutOffTurn after /new = %+v, %v, %v; want none", got, ok, err)
+	if got, ok, err := s.RetryTurn(ctx, l.SessionKey); err != nil || ok {
+		t.Fatalf("RetryTurn after /new = %+v, %v, %v; want none", got, ok, err)
 	}
 }
 
@@ -96,7 +102,7 @@ func TestResetClosesTheJournaledTurnsInbound(t *testing.T) {
 
 // A lane whose only state is a cut-off turn already told (kept for /retry)
 // has no work: a cluster node may hand it over, and the entry, durable in
-// the journal, is still there for the next owner's /retry. A running (or
+// the store, is still there for the next owner's /retry. A running (or
 // not yet told) turn and the pending notice are work.
 func TestToldCutOffTurnIsNotWork(t *testing.T) {
 	t.Parallel()
@@ -130,8 +136,8 @@ func TestToldCutOffTurnIsNotWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantWork("cut-off turn told", false)
-	if got, ok, err := s.CutOffTurn(ctx, l.SessionKey); err != nil || !ok || got.Text != "build it" {
-		t.Fatalf("CutOffTurn = %+v, %v, %v; want it kept for /retry", got, ok, err)
+	if got, ok, err := s.RetryTurn(ctx, l.SessionKey); err != nil || !ok || got.Text != "build it" {
+		t.Fatalf("RetryTurn = %+v, %v, %v; want it kept for /retry", got, ok, err)
 	}
 }
 

@@ -342,14 +342,18 @@ func (s *Store) rotate(ctx context.Context, q querier, old Lane, reason string, 
 	return loadLane(ctx, q, old.SessionKey)
 }
 
-// dropJournal forgets the lane's journaled turn on a reset and closes its
-// inbound row: the reset wins over the turn, so no later start may run it
-// in the new conversation (a crash before the turn's late result is
-// discarded would otherwise leave it pending).
+// dropJournal forgets the lane's journaled turn and its turn to retry on a
+// reset and closes the turn's inbound row: the reset wins over the turn, so
+// no later start (nor /retry) may run it in the new conversation (a crash
+// before the turn's late result is discarded would otherwise leave it
+// pending).
 func dropJournal(ctx context.Context, q querier, sessionKey string, now int64) error {
 	if _, err := q.ExecContext(ctx, `UPDATE inbox SET state = 'ignored', updated_at = ?
 		WHERE id IN (SELECT inbound_id FROM turn_journal WHERE session_key = ?)
 		AND state IN ('received', 'processing')`, now, sessionKey); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, "DELETE FROM retry_turns WHERE session_key = ?", sessionKey); err != nil {
 		return err
 	}
 	_, err := q.ExecContext(ctx, "DELETE FROM turn_journal WHERE session_key = ?", sessionKey)

@@ -280,7 +280,37 @@ CREATE TABLE channel_index (
 ) WITHOUT ROWID;
 CREATE INDEX channel_index_by_seen ON channel_index(platform, seen_at DESC);
 `,
+	// 16: the lane's turn to retry (issue 25), apart from the journal,
+	// whose next turn replaced a cut-off entry, so /retry after another
+	// turn ran that turn instead. Carried over: a cut-off entry still in
+	// the journal, else a lane whose last turn timed out.
+	`
+CREATE TABLE retry_turns (
+	session_key TEXT    PRIMARY KEY,
+	generation  INTEGER NOT NULL,
+	inbound_id  INTEGER NOT NULL DEFAULT 0,
+	text        TEXT    NOT NULL,
+	reason      TEXT    NOT NULL CHECK (reason IN ('cut_off', 'timed_out')),
+	stopped_at  INTEGER NOT NULL,
+	retried_at  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+` + retryTurnsCarryOver,
 }
+
+// retryTurnsCarryOver fills retry_turns from what the store had before it
+// (SQLite's 16, PostgreSQL's 4). A cut-off entry is newer than any timed
+// out turn: the next turn's journal entry would have replaced it.
+const retryTurnsCarryOver = `
+INSERT INTO retry_turns (session_key, generation, inbound_id, text, reason, stopped_at)
+	SELECT session_key, generation, inbound_id, text, 'cut_off', started_at FROM turn_journal WHERE cut_off = 1;
+INSERT INTO retry_turns (session_key, generation, inbound_id, text, reason, stopped_at)
+	SELECT r.session_key, r.generation, 0, u.text, 'timed_out', a.created_at
+	FROM gateway_routing r
+	JOIN messages a ON a.id = (SELECT MAX(m.id) FROM messages m WHERE m.session_id = r.session_id AND m.role = 'assistant')
+	JOIN messages u ON u.session_key = a.session_key AND u.turn_id = a.turn_id AND u.role = 'user'
+	WHERE a.status = 'timed_out'
+	ON CONFLICT (session_key) DO NOTHING;
+`
 
 // migrate brings the schema to version target (normally len(migrations))
 // in one IMMEDIATE transaction: either every pending migration applies and

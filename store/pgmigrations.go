@@ -198,6 +198,18 @@ CREATE TABLE channel_index (
 );
 CREATE INDEX channel_index_by_seen ON channel_index(platform, seen_at DESC);
 `,
+	// 4: SQLite's 16, the lane's turn to retry, carried over likewise.
+	`
+CREATE TABLE retry_turns (
+	session_key TEXT COLLATE "C" PRIMARY KEY,
+	generation  BIGINT NOT NULL,
+	inbound_id  BIGINT NOT NULL DEFAULT 0,
+	text        TEXT   NOT NULL,
+	reason      TEXT   NOT NULL CHECK (reason IN ('cut_off', 'timed_out')),
+	stopped_at  BIGINT NOT NULL,
+	retried_at  BIGINT NOT NULL DEFAULT 0
+);
+` + retryTurnsCarryOver,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

@@ -17,7 +17,9 @@ import (
 //   - otherwise: the binding is confirmed when Confirm is set and the lane is
 //     still bound to ThreadID (pending or confirmed), the reply is queued;
 //   - either way the turn's journal entry is cleared and the inbound
-//     message marked done.
+//     message marked done;
+//   - the turn to retry it reran (Retries) is marked retried, and a timed
+//     out turn (Retryable) becomes the lane's turn to retry.
 func (s *Store) CommitTurn(ctx context.Context, t CompletedTurn) (CommitResult, error) {
 	if t.SessionKey == "" || t.TurnID == "" {
 		return CommitResult{}, fmt.Errorf("%w: CommitTurn needs a session key and a turn id", ErrInvalid)
@@ -60,6 +62,18 @@ func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res 
 	}
 	if err := finishTurn(ctx, q, t, now); err != nil {
 		return err
+	}
+	if t.Retries != nil {
+		if err := markRetried(ctx, q, *t.Retries, now); err != nil {
+			return err
+		}
+	}
+	if t.Retryable && !stale {
+		r := RetryTurn{SessionKey: t.SessionKey, Generation: t.Generation, InboundID: t.InboundID,
+			Text: t.UserText, Reason: RetryTimedOut}
+		if err := setRetryTurn(ctx, q, r, now); err != nil {
+			return err
+		}
 	}
 	if !stale {
 		// Queued before the assistant row is written, so the row is
@@ -303,9 +317,10 @@ func (s *Store) Journal(ctx context.Context) ([]JournalEntry, error) {
 }
 
 // MarkCutOff records that a restart found the lane's journaled turn
-// unfinished, in one transaction: the entry is marked cut off (it keeps its
-// text for /retry), its inbound row is marked failed (so it is not also run
-// as pending) and the lane's notice is queued. A second start sees the mark
+// unfinished, in one transaction: the entry is marked cut off and becomes
+// the lane's turn to retry (RetryTurn), its inbound row is marked failed
+// (so it is not also run as pending) and the lane's notice is queued. A
+// second start sees the mark
 // and tells nobody again, however often it crashes in between. The entry
 // must still be e's (same generation and inbound): ErrStaleGeneration if
 // the lane moved on.
@@ -330,6 +345,11 @@ func (s *Store) MarkCutOff(ctx context.Context, e JournalEntry, notice OutboxMes
 				return err
 			}
 		}
+		r := RetryTurn{SessionKey: e.SessionKey, Generation: e.Generation, InboundID: e.InboundID,
+			Text: e.Text, Reason: RetryCutOff}
+		if err := setRetryTurn(ctx, q, r, now); err != nil {
+			return err
+		}
 		id, err = s.enqueueTx(ctx, q, notice)
 		return err
 	})
@@ -337,25 +357,6 @@ func (s *Store) MarkCutOff(ctx context.Context, e JournalEntry, notice OutboxMes
 		return 0, fmt.Errorf("store: mark cut-off turn on %q: %w", e.SessionKey, err)
 	}
 	return id, nil
-}
-
-// CutOffTurn returns the lane's announced cut-off turn, if the lane has one
-// in its current generation: what /retry runs again.
-func (s *Store) CutOffTurn(ctx context.Context, sessionKey string) (JournalEntry, bool, error) {
-	e := JournalEntry{SessionKey: sessionKey, CutOff: true}
-	var started int64
-	err := s.rq.QueryRowContext(ctx, `SELECT j.generation, j.inbound_id, j.thread_id, j.turn_id, j.text, j.started_at
-		FROM turn_journal j JOIN gateway_routing r ON r.session_key = j.session_key AND r.generation = j.generation
-		WHERE j.session_key = ? AND j.cut_off = 1`, sessionKey).
-		Scan(&e.Generation, &e.InboundID, &e.ThreadID, &e.TurnID, &e.Text, &started)
-	if errors.Is(err, sql.ErrNoRows) {
-		return JournalEntry{}, false, nil
-	}
-	if err != nil {
-		return JournalEntry{}, false, fmt.Errorf("store: cut-off turn of %q: %w", sessionKey, classify(err))
-	}
-	e.StartedAt = fromDB(started)
-	return e, true, nil
 }
 
 // RecordCompaction records a thread compaction against the lane's current

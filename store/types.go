@@ -127,10 +127,32 @@ type JournalEntry struct {
 	InboundID              int64
 	ThreadID, TurnID, Text string
 	StartedAt              time.Time
-	// CutOff: a restart found the turn unfinished and told its lane; the
-	// entry now only keeps the text for /retry.
+	// CutOff: a restart found the turn unfinished and told its lane
+	// (MarkCutOff, which also made it the lane's RetryTurn); the entry
+	// stays until the lane's next turn journals itself.
 	CutOff bool
 }
+
+// RetryTurn is what /retry runs again: the lane's newest turn cut off by a
+// restart (MarkCutOff) or stopped by the turn timeout (CommitTurn with
+// Retryable). One per lane: a newer one replaces it. It stays, across
+// restarts and later turns, until a rerun of it is committed (CommitTurn
+// with Retries) or the lane is reset; RetryTurn returns it only while not
+// yet retried and at the lane's generation.
+type RetryTurn struct {
+	SessionKey string
+	Generation int64
+	InboundID  int64  // the message's inbound row (0 when unknown)
+	Text       string // what the turn sent to codex
+	Reason     string // RetryCutOff or RetryTimedOut
+	At         time.Time
+}
+
+// Reasons a turn can be retried.
+const (
+	RetryCutOff   = "cut_off"
+	RetryTimedOut = "timed_out"
+)
 
 // CompletedTurn is everything CommitTurn records for one finished turn.
 type CompletedTurn struct {
@@ -152,6 +174,12 @@ type CompletedTurn struct {
 	// platform that answers a request once (the API lane) carries them
 	// in its answer. Addition to the contract.
 	Files []OutboxMessage
+	// Retryable: the turn timed out, so it becomes the lane's RetryTurn
+	// (unless the commit is stale). Retries: the turn reran that RetryTurn,
+	// which the commit marks retried, so /retry does not run it again.
+	// Additions to the contract.
+	Retryable bool
+	Retries   *RetryTurn
 }
 
 // SteeredInput is one message steered into a running turn.
