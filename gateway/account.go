@@ -19,7 +19,7 @@ import (
 // A message refused this way is closed (inbox state failed), not kept to
 // run after a login: it is answered with the reason right away, a login
 // may come hours later, and a burst of old requests then running by
-// themselves would surprise more than a resend. The cut-off journal of a
+// themselves would surprise more than a resend. The turn to retry of a
 // refused /retry stays, so /retry works again after the login.
 
 // AccountMissingReason is what a lane, /healthz and the log say while codex

@@ -36,7 +36,7 @@ var Commands = []CommandInfo{
 	{Name: "new", Description: "Start a fresh Codex thread (same as /reset)", Menu: true},
 	{Name: "reset", Description: "Start a fresh Codex thread", Menu: true},
 	{Name: "stop", Description: "Interrupt the running reply, keep the thread", Menu: true},
-	{Name: "retry", Description: "Run your last message again", Menu: true},
+	{Name: "retry", Description: "Run the message cut off by a restart or a timeout again", Menu: true},
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
@@ -138,8 +138,7 @@ type controls struct {
 type controlStore interface {
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	ResetLane(ctx context.Context, sessionKey, reason string) (store.Lane, error)
-	CutOffTurn(ctx context.Context, sessionKey string) (store.JournalEntry, bool, error)
-	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
+	RetryTurn(ctx context.Context, sessionKey string) (store.RetryTurn, bool, error)
 }
 
 var _ controlStore = (*store.Store)(nil)
@@ -223,54 +222,6 @@ func (c *controls) stop(ctx context.Context, l *lane) string {
 		return "Could not stop the reply: " + briefError(err)
 	}
 	return "Stopping the current reply."
-}
-
-// retry queues the lane's last request again: the turn cut off by a restart
-// if there is one (its text is journaled until it runs), else the last user
-// message of the session.
-func (c *controls) retry(ctx context.Context, l *lane, inboundID int64, msgID string) {
-	cut, ok, err := c.st.CutOffTurn(ctx, l.key)
-	if err != nil {
-		c.log.Warn("retry.journal_failed", zap.String("lane", l.key), zap.Error(err))
-		c.out.notify(ctx, l.addr, msgID, "Could not look up what to retry (storage error). Please send /retry again.")
-		c.inbox.set(ctx, inboundID, store.InboundFailed)
-		return
-	}
-	text := cut.Text
-	if !ok {
-		text = c.lastUserText(ctx, l.key)
-	} else if c.retryQueued(l) {
-		c.out.notify(ctx, l.addr, msgID, "The cut-off request is already queued to run again.")
-		c.inbox.set(ctx, inboundID, store.InboundDone)
-		return
-	}
-	if text == "" {
-		c.out.notify(ctx, l.addr, msgID, "Nothing to retry in this conversation.")
-		c.inbox.set(ctx, inboundID, store.InboundDone)
-		return
-	}
-	c.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, retry: ok})
-}
-
-// retryQueued reports whether a rerun of the cut-off turn already waits in
-// the lane's queue or is starting (its journal entry stays until the rerun
-// journals itself).
-func (c *controls) retryQueued(l *lane) bool {
-	return l.retryPending()
-}
-
-func (c *controls) lastUserText(ctx context.Context, key string) string {
-	msgs, err := c.st.Transcript(ctx, key, 20)
-	if err != nil {
-		c.log.Warn("retry.transcript_failed", zap.String("lane", key), zap.Error(err))
-		return ""
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			return msgs[i].Text
-		}
-	}
-	return ""
 }
 
 // status describes the lane for /status.

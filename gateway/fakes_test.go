@@ -24,6 +24,7 @@ type fakeStore struct {
 	lanes    map[string]*store.Lane
 	inbound  []store.InboundRow
 	journal  map[string]store.JournalEntry
+	retries  map[string]fakeRetry // the lanes' turns to retry
 	messages []store.Message
 	outbox   []store.OutboxMessage
 	held     map[int64]bool   // outbox rows held (HoldOutbox)
@@ -41,6 +42,12 @@ type fakeStore struct {
 	usage       []fakeTurnUsage   // the usage committed with each turn, in order
 }
 
+// fakeRetry is a lane's turn to retry and whether it was retried.
+type fakeRetry struct {
+	store.RetryTurn
+	retried bool
+}
+
 // fakeTurnUsage is a committed turn's usage and the session it is of.
 type fakeTurnUsage struct {
 	sessionKey string
@@ -49,7 +56,7 @@ type fakeTurnUsage struct {
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{lanes: map[string]*store.Lane{}, journal: map[string]store.JournalEntry{},
+	return &fakeStore{lanes: map[string]*store.Lane{}, journal: map[string]store.JournalEntry{}, retries: map[string]fakeRetry{},
 		held: map[int64]bool{}, fail: map[string]error{}, inIdx: map[string]int64{}, turnIdx: map[string]bool{},
 		state: map[string]string{}, now: time.Now}
 }
@@ -165,6 +172,7 @@ func (s *fakeStore) ResetLane(_ context.Context, key, _ string) (store.Lane, err
 		}
 	}
 	delete(s.journal, key)
+	delete(s.retries, key)
 	return *l, nil
 }
 
@@ -296,24 +304,32 @@ func (s *fakeStore) MarkCutOff(_ context.Context, e store.JournalEntry, notice s
 	}
 	cur.CutOff = true
 	s.journal[e.SessionKey] = cur
+	s.setRetryLocked(store.RetryTurn{SessionKey: e.SessionKey, Generation: e.Generation, InboundID: e.InboundID,
+		Text: e.Text, Reason: store.RetryCutOff})
 	if e.InboundID > 0 && int(e.InboundID) <= len(s.inbound) {
 		s.inbound[e.InboundID-1].State = store.InboundFailed
 	}
 	return s.enqueueLocked(notice), nil
 }
 
-func (s *fakeStore) CutOffTurn(_ context.Context, key string) (store.JournalEntry, bool, error) {
+func (s *fakeStore) RetryTurn(_ context.Context, key string) (store.RetryTurn, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check("CutOffTurn"); err != nil {
-		return store.JournalEntry{}, false, err
+	if err := s.check("RetryTurn"); err != nil {
+		return store.RetryTurn{}, false, err
 	}
-	e, ok := s.journal[key]
+	r, ok := s.retries[key]
 	l := s.lanes[key]
-	if !ok || !e.CutOff || l == nil || l.Generation != e.Generation {
-		return store.JournalEntry{}, false, nil
+	if !ok || r.retried || l == nil || l.Generation != r.Generation {
+		return store.RetryTurn{}, false, nil
 	}
-	return e, true, nil
+	return r.RetryTurn, true, nil
+}
+
+// setRetryLocked makes r the lane's turn to retry, stamped now.
+func (s *fakeStore) setRetryLocked(r store.RetryTurn) {
+	r.At = s.now()
+	s.retries[r.SessionKey] = fakeRetry{RetryTurn: r}
 }
 
 func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.CommitResult, error) {
@@ -350,8 +366,16 @@ func (s *fakeStore) CommitTurn(_ context.Context, t store.CompletedTurn) (store.
 	if t.InboundID > 0 && int(t.InboundID) <= len(s.inbound) {
 		s.inbound[t.InboundID-1].State = store.InboundDone
 	}
+	if r, ok := s.retries[t.SessionKey]; ok && t.Retries != nil && r.RetryTurn == *t.Retries {
+		r.retried = true
+		s.retries[t.SessionKey] = r
+	}
 	if l.Generation != t.Generation {
 		return store.CommitResult{Stale: true}, nil
+	}
+	if t.Retryable {
+		s.setRetryLocked(store.RetryTurn{SessionKey: t.SessionKey, Generation: t.Generation, InboundID: t.InboundID,
+			Text: t.UserText, Reason: store.RetryTimedOut})
 	}
 	var res store.CommitResult
 	l.Turns++

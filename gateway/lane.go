@@ -67,7 +67,10 @@ type item struct {
 	msgID     string // platform message id of the inbound ("" for retries after restart)
 	text      string
 	cmdID     string // message id of the command that queued it, for the reply
-	retry     bool   // reruns the lane's cut-off turn (journaled until it runs)
+	retry     bool   // reruns the lane's turn to retry (retry.go): one at a time
+	// retries is the turn to retry it reruns, marked retried when the
+	// rerun is committed (nil when it could not be read).
+	retries *store.RetryTurn
 	// images are the message's image files (text already names every
 	// file), handed to codex as localImage items.
 	images []string
@@ -89,8 +92,8 @@ type turnState struct {
 	discard  bool // the lane was reset: skip or discard the result
 	cutOff   bool // shutdown interrupted it: leave it journaled
 	answered bool // the answer is being committed; nothing waits for it
-	// retry: the item reruns the lane's cut-off turn, whose journal entry
-	// stays until this turn journals itself.
+	// retry: the item reruns the lane's turn to retry (no second rerun
+	// is queued while it runs).
 	retry bool
 	// compacting: the thread's active codex turn is a compaction run
 	// before this turn; nothing may be steered into it or interrupt it.
@@ -403,11 +406,9 @@ func (l *lane) curThread() string {
 	return l.cur.threadID
 }
 
-// retryPending reports whether a rerun of the cut-off turn is starting or
-// waits in the lane's queue.
-func (l *lane) retryPending() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// retryPendingLocked reports whether a rerun of the lane's turn to retry
+// runs or waits in the lane's queue. l.mu is held.
+func (l *lane) retryPendingLocked() bool {
 	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
 }
 
@@ -538,15 +539,17 @@ func (l *lane) usedBefore(cutoff int64) bool {
 
 // admission is what admit did with an item.
 type admission struct {
-	dead   bool // the lane was forgotten: admit to its successor instead
-	full   bool // the queue is at its limit: the item was not queued
-	tell   bool // the item waits behind others: tell the lane once per burst
-	orphan bool // queued after shutdown began, with no worker to run it
+	dead      bool // the lane was forgotten: admit to its successor instead
+	duplicate bool // a rerun of the turn to retry, while one runs or waits: not queued
+	full      bool // the queue is at its limit: the item was not queued
+	tell      bool // the item waits behind others: tell the lane once per burst
+	orphan    bool // queued after shutdown began, with no worker to run it
 }
 
-// admit appends it to the lane's queue unless the queue holds limit items,
-// counting it in queued and starting a worker through start when none
-// runs, all in the lane's section. The lane's burst is told once: the
+// admit appends it to the lane's queue unless the queue holds limit items
+// or it is a second rerun of the turn to retry, counting it in queued and
+// starting a worker through start when none runs, all in the lane's
+// section. The lane's burst is told once: the
 // first item that really waits (behind queued items or a turn that has not
 // answered yet) reports tell.
 func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)) admission {
@@ -554,6 +557,9 @@ func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)
 	defer l.mu.Unlock()
 	if l.dead {
 		return admission{dead: true}
+	}
+	if it.retry && l.retryPendingLocked() {
+		return admission{duplicate: true}
 	}
 	if l.queue.len() >= limit {
 		return admission{full: true}

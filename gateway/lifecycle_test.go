@@ -338,14 +338,20 @@ func TestStatusHelpAndUnknownCommand(t *testing.T) {
 	}
 }
 
-func TestRetryRerunsLastUserMessage(t *testing.T) {
+// TestRetryWithNothingCutOffRunsNothing: a lane whose turns all finished
+// has nothing to retry; /retry says so and codex gets no turn (it used to
+// rerun the last message).
+func TestRetryWithNothingCutOffRunsNothing(t *testing.T) {
 	h := newHarness(t)
 	h.start(t)
 	h.send(t, "a", "m1", "compute")
 	h.p.replyTo(t, "m1")
 	h.send(t, "a", "r1", "/retry")
-	if o := h.p.replyTo(t, "r1"); o.Text != "re: compute" {
-		t.Errorf("/retry reply %q", o.Text)
+	if o := h.p.replyTo(t, "r1"); !strings.HasPrefix(o.Text, "Nothing to retry") {
+		t.Errorf("/retry reply %q, want Nothing to retry", o.Text)
+	}
+	if _, _, turns := h.cx.snapshot(); len(turns) != 1 {
+		t.Errorf("codex turns %v, want only the message's", turns)
 	}
 }
 

@@ -316,7 +316,7 @@ func (m *usageLimits) retryAfterLimit(ctx context.Context, l *lane, inboundID in
 	}
 	waiting := l.hasWork()
 	if !parked && !waiting {
-		return false // nothing of this lane waited: retry its last message as usual
+		return false // nothing of this lane waited: retry its turn to retry as usual
 	}
 	m.out.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
 	m.inbox.set(ctx, inboundID, store.InboundDone)

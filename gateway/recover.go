@@ -28,6 +28,7 @@ type recoveryStore interface {
 	Journal(ctx context.Context) ([]store.JournalEntry, error)
 	PendingInbound(ctx context.Context) ([]store.InboundRow, error)
 	MarkCutOff(ctx context.Context, e store.JournalEntry, notice store.OutboxMessage) (int64, error)
+	RetryTurn(ctx context.Context, sessionKey string) (store.RetryTurn, bool, error)
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 }
 
@@ -36,9 +37,9 @@ var _ recoveryStore = (*store.Store)(nil)
 // all runs at start-up, before any platform delivers:
 //   - journaled turns were cut off by the last stop: each lane is told once
 //     (or, with AutoRetryCutOff, the turn runs again once). Telling marks
-//     the entry cut off and closes its inbound row in the same transaction,
-//     so a crash right after cannot tell the lane twice, and the entry keeps
-//     the text for /retry until it runs or the lane's next turn replaces it;
+//     the entry cut off, makes it the lane's turn to retry (retry.go) and
+//     closes its inbound row in the same transaction, so a crash right
+//     after cannot tell the lane twice;
 //   - inbound rows received but never processed are queued again, in order.
 func (r *recovery) all(ctx context.Context) error {
 	entries, err := r.st.Journal(ctx)
@@ -90,9 +91,6 @@ func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry
 	return nil
 }
 
-// Notices of a cut-off turn.
-const autoRetryNotice = "Your previous request was cut off by a restart; running it again."
-
 // recoverCutOff tells a lane its turn was cut off (or reruns it once, as
 // the reply to msgID) and reports whether the lane was told now. An entry
 // the lane has moved past is dropped with its inbound row closed, so no
@@ -107,9 +105,9 @@ func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, msgI
 		return false
 	}
 	l := r.lanes.get(addressOfLane(sl))
-	text := CutOffNotice
+	text := CutOffNotice(e.Text)
 	if autoRetry {
-		text = autoRetryNotice
+		text = autoRetryNotice(e.Text)
 	}
 	if _, err := r.st.MarkCutOff(ctx, e, noticeFor(l.addr, "", text)); err != nil {
 		// Left as it was: the next start tries again, so the lane is
@@ -121,7 +119,20 @@ func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, msgI
 	r.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
 		zap.Bool("auto_retry", autoRetry))
 	if autoRetry {
-		r.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: msgID, text: e.Text, retry: true})
+		r.sched.enqueueRetry(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: msgID, text: e.Text,
+			retries: r.retryTurn(ctx, e)})
 	}
 	return true
+}
+
+// retryTurn is the turn to retry MarkCutOff made of e, for the automatic
+// rerun to mark retried; nil if it cannot be read (then /retry can run it
+// once more).
+func (r *recovery) retryTurn(ctx context.Context, e store.JournalEntry) *store.RetryTurn {
+	rt, ok, err := r.st.RetryTurn(ctx, e.SessionKey)
+	if err != nil || !ok || rt.InboundID != e.InboundID {
+		r.log.Warn("recover.retry_turn_unread", zap.String("lane", e.SessionKey), zap.Bool("found", ok), zap.Error(err))
+		return nil
+	}
+	return &rt
 }

@@ -87,7 +87,7 @@ func TestDoubleCrashTellsOnceAndRetryRunsCutOffText(t *testing.T) {
 
 	first := newHarnessOn(t, st)
 	first.start(t)
-	if o := first.p.next(t); o.Text != CutOffNotice {
+	if o := first.p.next(t); o.Text != CutOffNotice("cut job") {
 		t.Fatalf("first start sent %q, want the cut-off notice", o.Text)
 	}
 	first.stop()
@@ -100,12 +100,12 @@ func TestDoubleCrashTellsOnceAndRetryRunsCutOffText(t *testing.T) {
 	}
 	second.stop()
 	for len(second.p.out) > 0 {
-		if o := <-second.p.out; o.Text == CutOffNotice {
+		if o := <-second.p.out; o.Text == CutOffNotice("cut job") {
 			t.Error("the second start told the lane about the cut-off turn again")
 		}
 	}
-	if e, ok, _ := st.CutOffTurn(ctx, laneA); ok {
-		t.Errorf("cut-off entry %+v still kept after /retry ran it", e)
+	if r, ok, _ := st.RetryTurn(ctx, laneA); ok {
+		t.Errorf("turn to retry %+v still offered after /retry ran it", r)
 	}
 }
 

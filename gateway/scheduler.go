@@ -59,17 +59,32 @@ func (s *scheduler) slotFree() bool { return len(s.sem) < cap(s.sem) }
 // runs. A full queue refuses the message with a notice; the inbox row is
 // marked ignored so restart recovery does not run it later.
 func (s *scheduler) enqueue(ctx context.Context, l *lane, it item) {
+	s.admit(ctx, l, it)
+}
+
+// enqueueRetry is enqueue for a rerun of the lane's turn to retry. It
+// reports false, having queued nothing, when a rerun already waits in the
+// lane's queue or runs (two /retry in a row run it once).
+func (s *scheduler) enqueueRetry(ctx context.Context, l *lane, it item) bool {
+	it.retry = true
+	return !s.admit(ctx, l, it).duplicate
+}
+
+func (s *scheduler) admit(ctx context.Context, l *lane, it item) admission {
 	a := l.admit(it, s.queueLimit, &s.queued, s.startWorker)
 	for a.dead { // forgotten between lanes.get and here: use its successor
 		l = s.lanes.get(l.addr)
 		a = l.admit(it, s.queueLimit, &s.queued, s.startWorker)
+	}
+	if a.duplicate {
+		return a
 	}
 	if a.full {
 		s.inbox.set(ctx, it.inboundID, store.InboundIgnored)
 		s.out.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
 			"Too many messages are waiting here (limit %d); this one was not queued. Send it again when the current reply is done.",
 			s.queueLimit))
-		return
+		return a
 	}
 	// No worker when shutdown began: the message stays received in the
 	// inbox and the next start runs it, unless a journal entry says it was
@@ -80,6 +95,7 @@ func (s *scheduler) enqueue(ctx context.Context, l *lane, it item) {
 	if a.tell {
 		s.out.notify(ctx, l.addr, "", s.queuedNotice())
 	}
+	return a
 }
 
 // startWorker starts the lane's worker unless shutdown began (the item then

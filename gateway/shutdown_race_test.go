@@ -136,7 +136,7 @@ func TestShutdownRaceCompactionCutOffDoesNotStartTurn(t *testing.T) {
 			t.Errorf("cut-off turn answered m1: %q", m.Text)
 		}
 	}
-	if n := countText(restartNotices(t, h), CutOffNotice); n != 1 {
+	if n := countText(restartNotices(t, h), CutOffNotice("hello")); n != 1 {
 		t.Errorf("next start queued %d cut-off notices, want 1", n)
 	}
 }
@@ -199,7 +199,7 @@ func TestShutdownRaceCompletedTurnIsCommitted(t *testing.T) {
 	if replies != 1 {
 		t.Errorf("%d outbox replies to m1, want 1", replies)
 	}
-	if n := countText(restartNotices(t, h), CutOffNotice); n != 0 {
+	if n := countText(restartNotices(t, h), CutOffNotice("long job")); n != 0 {
 		t.Errorf("next start queued %d cut-off notices for a committed turn", n)
 	}
 }
@@ -223,7 +223,7 @@ func TestShutdownRaceInterruptedTurnStaysJournaled(t *testing.T) {
 			t.Errorf("interrupted cut-off turn answered m1: %q", m.Text)
 		}
 	}
-	if n := countText(restartNotices(t, h), CutOffNotice); n != 1 {
+	if n := countText(restartNotices(t, h), CutOffNotice("long job")); n != 1 {
 		t.Errorf("next start queued %d cut-off notices, want 1", n)
 	}
 }

@@ -42,7 +42,7 @@ func TestShutdownLeavesInterruptedTurnJournaledThenNotifiesOnce(t *testing.T) {
 	go func() { done <- g2.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	<-g2.Ready()
-	if o := p2.next(t); o.Text != CutOffNotice {
+	if o := p2.next(t); o.Text != CutOffNotice("long job") {
 		t.Errorf("after restart %q, want the cut-off notice", o.Text)
 	}
 	if _, err := g2.Deliver(ctx, Inbound{Address: apiAddr("a"), MessageID: "r1", Text: "/retry"}); err != nil {

@@ -17,7 +17,6 @@ import (
 // thread cannot be resumed.
 const (
 	ReplacedNotice    = "Codex thread could not be resumed; starting a new one."
-	CutOffNotice      = "Your previous request was cut off by a restart; send /retry to run it again."
 	staleWriterNotice = "This conversation's Codex thread is still open in another process, so I did not replace it. Please try again in a minute."
 	storeErrorNotice  = "Sorry, I could not save this request (storage error). Please try again."
 	// storeStillPendingNotice answers a message that could neither run nor
@@ -204,7 +203,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	}
 	if res.WatchdogFired && res.Status != codex.TurnCompleted {
 		// codex.turn_timeout stopped it, not the user: say so, and that
-		// /retry (which reruns the last user message, this one) can run it.
+		// /retry can run it (the commit makes it the turn to retry).
 		t.turnID = res.TurnID
 		r.finish(ctx, t, statusTimedOut, timedOutText(res.Text, r.turnTimeout), res.Usage)
 		return
@@ -348,6 +347,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		Confirm: status == statusCompleted && t.thread != "",
 		Reply:   reply, Usage: usageRecord(u),
 		Steered: steered, Files: sent,
+		Retryable: status == statusTimedOut, Retries: t.it.retries,
 	})
 	switch {
 	case errors.Is(err, store.ErrFenced):
