@@ -288,7 +288,7 @@ func TestProcessClusterFailover(t *testing.T) {
 	// 3b: the cut-off turn, told and kept for /retry, does not pin the
 	// lane: its owner hands it back to node-c (placement's choice, live
 	// again) once the notice is out, and /retry there reruns the cut-off
-	// request, read from the journal the new owner shares.
+	// request, read from the store the new owner shares.
 	waitOutboxSent(t, dsn)
 	waitLeaseFree(t, dsn, cluster.LanePrefix+dmKey(chat), paused.id)
 	say(chat, "/retry")

@@ -95,7 +95,7 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 	}
 	cutOffs := 0
 	for _, notice := range answer.Notices {
-		if notice == gateway.CutOffNotice {
+		if notice == gateway.CutOffNotice("HANG until killed") { // names the message
 			cutOffs++
 		}
 	}
@@ -111,6 +111,31 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 	}
 	if !strings.Contains(last.InputText(), "remember the number 4217") {
 		t.Errorf("the model's request after the restart lacks the earlier context:\n%s", last.InputText())
+	}
+
+	// /retry, sent after the answer that carried the notice, reruns the
+	// message the notice names, not that answer's message (issue 25); a
+	// second /retry has nothing left to run.
+	n = len(model.Requests())
+	if reply := postMessage(t, api, "proc", "/retry"); !strings.Contains(reply, "HANG until killed") {
+		t.Errorf("/retry after the restart answered %q, want the cut-off message run", reply)
+	}
+	rerun := model.Requests()[n:]
+	hangs, numbers := 0, 0
+	for _, r := range rerun {
+		if strings.Contains(r.LastUserText(), "HANG until killed") {
+			hangs++
+		}
+		if strings.Contains(r.LastUserText(), "what number") {
+			numbers++
+		}
+	}
+	if hangs != 1 || numbers != 0 {
+		t.Errorf("/retry sent the model %d requests with the cut-off message and %d with the later one, want 1 and 0", hangs, numbers)
+	}
+	n = len(model.Requests())
+	if reply := postMessage(t, api, "proc", "/retry"); !strings.HasPrefix(reply, "Nothing to retry") || len(model.Requests()) != n {
+		t.Errorf("second /retry answered %q and reached the model, want Nothing to retry and no request", reply)
 	}
 
 	// `gatewayd chat` streams a reply from the real API, and commands work.
