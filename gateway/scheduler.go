@@ -70,6 +70,7 @@ func (s *scheduler) enqueueRetry(ctx context.Context, l *lane, it item) bool {
 	return !s.admit(ctx, l, it).duplicate
 }
 
+// admit is enqueue, reporting what the lane did with the item.
 func (s *scheduler) admit(ctx context.Context, l *lane, it item) admission {
 	a := l.admit(it, s.queueLimit, &s.queued, s.startWorker)
 	for a.dead { // forgotten between lanes.get and here: use its successor
