@@ -20,6 +20,11 @@ type ThreadConfig struct {
 	// takes none, and a resumed thread keeps the tools it started with
 	// (doc §11). Options.ToolCall serves them.
 	DynamicTools []DynamicTool
+	// Confine, when set, confines the thread's commands and file tools to
+	// the lane's own directories (isolation.go); it replaces Sandbox, and
+	// is sent with thread/resume as with thread/start, since codex keeps
+	// no per-thread config across a restart.
+	Confine Confinement
 }
 
 // startParams are the params of thread/start: the overrides and the
@@ -48,6 +53,7 @@ func (cfg ThreadConfig) params(base map[string]any) map[string]any {
 			base[key] = v
 		}
 	}
+	cfg.Confine.threadParams(base)
 	return base
 }
 

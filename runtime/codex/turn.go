@@ -28,6 +28,8 @@ type TurnInput struct {
 	// for this turn and the later ones (models.go); "" leaves them as the
 	// thread has them.
 	Model, Effort string
+	// Confine keeps the turn inside the lane's directories (isolation.go).
+	Confine Confinement
 }
 
 // params is the turn/start request for threadID.
@@ -40,6 +42,7 @@ func (in TurnInput) params(threadID string) map[string]any {
 	if in.Cwd != "" {
 		p["cwd"] = in.Cwd
 	}
+	in.Confine.turnParams(p)
 	in.modelParams(p)
 	return p
 }

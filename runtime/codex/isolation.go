@@ -1,0 +1,112 @@
+package codex
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// LaneProfile is the codex permissions profile that confines a lane's
+// commands and file tools (codex.isolation: lanes). It is one profile for
+// every lane: it grants the system paths a toolchain reads (":minimal"),
+// the codex binary's own directory (the sandbox re-executes codex from
+// there) and the thread's workspace roots, which each lane names in its
+// thread/start, thread/resume and turn/start (runtimeWorkspaceRoots).
+// Nothing else exists inside the sandbox: not the state directory, not
+// CODEX_HOME, not the config directory, not another lane's directories.
+// codex enforces it with its bundled bubblewrap on Linux.
+const LaneProfile = "gatewayd_lane"
+
+// IsolationArgs are the app-server's "-c" overrides that define
+// LaneProfile and make it the default, so a thread that somehow names no
+// profile is confined too. codexDir is the directory the codex binary runs
+// from; write says whether the workspace roots are writable (sandbox
+// workspace-write) or only readable (read-only). Network stays off, as
+// codex's workspace-write sandbox has it by default.
+func IsolationArgs(codexDir string, write bool) []string {
+	access := "read"
+	if write {
+		access = "write"
+	}
+	fs := fmt.Sprintf(`{":minimal"="read", ":workspace_roots"={"."=%q, ".git"=%q}, %s="read"}`,
+		access, access, strconv.Quote(codexDir))
+	return []string{
+		"-c", "permissions." + LaneProfile + ".filesystem=" + fs,
+		"-c", "permissions." + LaneProfile + ".network.enabled=false",
+		"-c", "default_permissions=" + strconv.Quote(LaneProfile),
+	}
+}
+
+// CodexDir is the directory IsolationArgs must grant for the native codex
+// binary at path: the vendor directory above its bin/ (it holds codex's
+// helpers too), else the binary's own directory.
+func CodexDir(binary string) string {
+	dir := filepath.Dir(binary)
+	if filepath.Base(dir) == "bin" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// Confinement is what a lane's thread and turns send to stay inside its
+// own directories: the profile, the workspace roots (the working directory
+// first) and the environment its commands get (TMPDIR and HOME inside the
+// roots, since /tmp and the daemon's home do not exist in the sandbox).
+type Confinement struct {
+	Profile string
+	Roots   []string
+	Env     map[string]string
+}
+
+func (c Confinement) set() bool { return c.Profile != "" }
+
+// threadParams adds the confinement to thread/start or thread/resume
+// params: a named profile cannot be combined with a sandbox mode.
+func (c Confinement) threadParams(p map[string]any) {
+	if !c.set() {
+		return
+	}
+	delete(p, "sandbox")
+	p["permissions"] = c.Profile
+	p["runtimeWorkspaceRoots"] = c.Roots
+	if len(c.Env) > 0 {
+		p["config"] = map[string]any{"shell_environment_policy": map[string]any{"set": c.Env}}
+	}
+}
+
+// turnParams adds the confinement to turn/start params: a turn may move
+// the thread's cwd (a /project switch), and its roots move with it.
+func (c Confinement) turnParams(p map[string]any) {
+	if !c.set() {
+		return
+	}
+	p["permissions"] = c.Profile
+	p["runtimeWorkspaceRoots"] = c.Roots
+}
+
+// ExecResult is the outcome of Exec.
+type ExecResult struct {
+	ExitCode       int
+	Stdout, Stderr string
+}
+
+// Exec runs argv in dir under the permissions profile (command/exec), the
+// way a confined thread's command would run, without a model or a thread:
+// gatewayd doctor probes the isolation with it.
+func (c *Client) Exec(ctx context.Context, argv []string, dir, profile string) (ExecResult, error) {
+	var out struct {
+		ExitCode int    `json:"exitCode"`
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+	}
+	params := map[string]any{"command": argv, "cwd": dir}
+	if profile != "" {
+		params["permissionProfile"] = profile
+	}
+	if _, err := c.callLive(ctx, "command/exec", params, &out); err != nil {
+		return ExecResult{}, fmt.Errorf("codex: command/exec %s: %w", strings.Join(argv, " "), err)
+	}
+	return ExecResult{ExitCode: out.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr}, nil
+}
