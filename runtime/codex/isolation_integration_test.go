@@ -17,7 +17,7 @@ import (
 // directory and a temporary directory of its own.
 type isoWorld struct {
 	state, db, wal, configDir, envFile, home, auth string
-	lanes                                         map[string]isoLane
+	lanes                                          map[string]isoLane
 }
 
 type isoLane struct{ work, files, tmp, ownFile, upload string }
