@@ -77,14 +77,17 @@ type Log struct {
 
 // Codex configures the app-server process and the threads it runs.
 type Codex struct {
-	Command       string   // binary or npm launcher; a bare name is looked up on PATH
-	Args          []string // extra arguments after "app-server"
-	Home          string   // CODEX_HOME; "" inherits the user's own
-	Cwd           string   // working directory of threads; "" = <state_dir>/workspace
-	Model         string   // "" = codex's default
-	Effort        string   // reasoning effort of lanes that chose none; "" = the model's (only the spelling is checked)
-	Sandbox       string   // read-only | workspace-write | danger-full-access
-	Approvals     string   // never | chat
+	Command string   // binary or npm launcher; a bare name is looked up on PATH
+	Args    []string // extra arguments after "app-server"
+	Home    string   // CODEX_HOME; "" inherits the user's own
+	Cwd     string   // working directory of threads; "" = <state_dir>/workspace
+	Model   string   // "" = codex's default
+	Effort  string   // reasoning effort of lanes that chose none; "" = the model's (only the spelling is checked)
+	Sandbox string   // read-only | workspace-write | danger-full-access
+	// Isolation confines each lane's commands and file tools to its own
+	// directories (lanes) or leaves them the daemon user's view (none).
+	Isolation     string
+	Approvals     string // never | chat
 	TurnTimeout   time.Duration
 	ResumeTimeout time.Duration
 	StartTimeout  time.Duration
@@ -92,6 +95,14 @@ type Codex struct {
 	// ApprovalTimeout declines a chat approval nobody answered: codex has
 	// no timeout of its own, so the turn would wait forever.
 	ApprovalTimeout time.Duration
+}
+
+// IsolatesLanes reports whether each lane's commands are confined to its
+// own directories: codex.isolation is lanes and the sandbox is one that
+// confines at all (danger-full-access confines nothing, so nothing is
+// isolated under it).
+func (c Codex) IsolatesLanes() bool {
+	return c.Isolation == IsolationLanes && c.Sandbox != "danger-full-access"
 }
 
 // API configures the local HTTP listener (API lane, /healthz, /metrics).

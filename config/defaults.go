@@ -24,6 +24,7 @@ const (
 	DefaultBusyMode        = BusyQueue        // lanes.busy_mode
 	DefaultVerbose         = VerboseSummary   // lanes.verbose
 	DefaultApprovals       = ApprovalsNever   // codex.approvals
+	DefaultIsolation       = IsolationLanes   // codex.isolation
 	DefaultApprovalTimeout = 10 * time.Minute // codex.approval_timeout
 	DefaultTurnTimeout     = 30 * time.Minute // codex.turn_timeout
 	DefaultResumeTimeout   = 10 * time.Minute // codex.resume_timeout: generous on purpose, ctx can cancel

@@ -11,17 +11,22 @@ const (
 	ApprovalsNever = "never" // codex.approvals: codex never asks; the sandbox decides
 	ApprovalsChat  = "chat"  // codex.approvals: ask in the lane
 
+	IsolationLanes = "lanes" // codex.isolation: a lane's commands see only its own directories
+	IsolationNone  = "none"  // codex.isolation: they see what the daemon's user sees
+
 	VerboseOff     = "off"     // lanes.verbose: no work view
 	VerboseSummary = "summary" // lanes.verbose: the plan and one line per action
 	VerboseFull    = "full"    // lanes.verbose: also reasoning and command output
 )
 
-// BusyModes, ApprovalModes and VerboseModes list the valid values of
-// lanes.busy_mode, codex.approvals and lanes.verbose.
+// BusyModes, ApprovalModes, IsolationModes and VerboseModes list the valid
+// values of lanes.busy_mode, codex.approvals, codex.isolation and
+// lanes.verbose.
 var (
-	BusyModes     = []string{BusyQueue, BusyInterrupt, BusySteer}
-	ApprovalModes = []string{ApprovalsNever, ApprovalsChat}
-	VerboseModes  = []string{VerboseOff, VerboseSummary, VerboseFull}
+	BusyModes      = []string{BusyQueue, BusyInterrupt, BusySteer}
+	ApprovalModes  = []string{ApprovalsNever, ApprovalsChat}
+	IsolationModes = []string{IsolationLanes, IsolationNone}
+	VerboseModes   = []string{VerboseOff, VerboseSummary, VerboseFull}
 )
 
 // CheckBusyMode checks a lanes.busy_mode value; the error is Load's.

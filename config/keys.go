@@ -37,6 +37,7 @@ var keys = []key{
 	strKey("codex.effort", "", func(c *Config) *string { return &c.Codex.Effort }, optional(effortName)),
 	strKey("codex.sandbox", "workspace-write", func(c *Config) *string { return &c.Codex.Sandbox },
 		oneOf("read-only", "workspace-write", "danger-full-access")),
+	strKey("codex.isolation", DefaultIsolation, func(c *Config) *string { return &c.Codex.Isolation }, oneOf(IsolationModes...)),
 	strKey("codex.approvals", DefaultApprovals, func(c *Config) *string { return &c.Codex.Approvals }, oneOf(ApprovalModes...)),
 	durKey("codex.approval_timeout", DefaultApprovalTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
 	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),

@@ -3,6 +3,7 @@ package files
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -132,4 +133,20 @@ func dirName(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return prefix + "-" + hex.EncodeToString(sum[:dirHashBytes])
+}
+
+// DirName is the directory name of id as this package lays it out, for the
+// lane's other directories (its own working and temporary directories),
+// so one lane has one name on disk wherever its directories are.
+func DirName(id string) string { return dirName(id) }
+
+// WorkDir is the working directory of the lane sessionKey when each lane
+// without a project has its own (codex.isolation: lanes): a directory
+// under root (codex.cwd) named as the lane's files directory is. The
+// gateway works there and the console shows it, so both use this.
+func WorkDir(root, sessionKey string) string {
+	if root == "" {
+		return "" // codex's own working directory: nothing to divide
+	}
+	return filepath.Join(root, dirName(sessionKey))
 }

@@ -130,7 +130,7 @@ type controls struct {
 
 	// Parts of modules the commands use: the words for a lane's project
 	// (projects) and /retry during a usage pause (usage limits).
-	describeProject func(name string) string
+	describeProject func(sl store.Lane) string
 	retryAfterLimit func(ctx context.Context, l *lane, inboundID int64, msgID string) bool
 }
 
@@ -191,7 +191,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 	}
 	started := "Started a new conversation: the next message goes to a fresh Codex thread."
 	if sl.Project != "" {
-		started += " It works in project " + c.describeProject(sl.Project) + "."
+		started += " It works in project " + c.describeProject(sl) + "."
 	}
 	c.out.notify(ctx, l.addr, replyTo, started)
 	return nil

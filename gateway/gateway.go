@@ -76,6 +76,9 @@ type Config struct {
 	// directories a lane may choose with /project (Thread.Cwd is the one
 	// of lanes without a project). The names are checked by config.
 	Projects map[string]string
+	// Isolation confines each lane's commands to its own directories
+	// (codex.isolation: lanes); the zero value leaves them unconfined.
+	Isolation Isolation
 	// Files stores inbound attachments (<state_dir>/files); nil refuses
 	// every file with a reply, the rest of the message still runs.
 	Files *files.Store
@@ -198,6 +201,7 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	projects  *projects    // /project: the directories lanes may work in
+	confine   *confinement // codex.isolation: each lane's commands in its own directories
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached

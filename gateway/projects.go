@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -31,12 +32,14 @@ const maxButtonID = 64
 
 // projectSet is the configured projects and the default directory.
 type projectSet struct {
-	dirs     map[string]string // name → directory
-	names    []string          // sorted
-	fallback string            // the directory of a lane without a project
+	dirs  map[string]string // name → directory
+	names []string          // sorted
+	// fallback is the directory of a lane without a project: codex.cwd,
+	// or with isolated lanes the lane's own directory under it.
+	fallback func(sessionKey string) string
 }
 
-func newProjectSet(dirs map[string]string, fallback string) projectSet {
+func newProjectSet(dirs map[string]string, fallback func(sessionKey string) string) projectSet {
 	p := projectSet{dirs: make(map[string]string, len(dirs)), fallback: fallback}
 	for name, dir := range dirs {
 		p.dirs[name] = dir
@@ -61,23 +64,23 @@ func (p projectSet) find(name string) (string, bool) {
 	return "", false
 }
 
-// dir is where a lane whose stored project is name works. known is false
-// when the lane names a project that is no longer configured: it then works
-// in the default directory.
-func (p projectSet) dir(name string) (dir string, known bool) {
+// dir is where the lane sessionKey, whose stored project is name, works.
+// known is false when the lane names a project that is no longer
+// configured: it then works in the default directory.
+func (p projectSet) dir(sessionKey, name string) (dir string, known bool) {
 	if name == "" {
-		return p.fallback, true
+		return p.fallback(sessionKey), true
 	}
 	if d, ok := p.dirs[name]; ok {
 		return d, true
 	}
-	return p.fallback, false
+	return p.fallback(sessionKey), false
 }
 
-// describe says where a lane with stored project name works, for /project
-// and /status.
-func (p projectSet) describe(name string) string {
-	dir, known := p.dir(name)
+// describe says where the lane sessionKey with stored project name works,
+// for /project and /status.
+func (p projectSet) describe(sessionKey, name string) string {
+	dir, known := p.dir(sessionKey, name)
 	switch {
 	case name == "":
 		return fmt.Sprintf("none (default directory %s)", orUnset(dir))
@@ -135,9 +138,15 @@ type projectStore interface {
 var _ projectStore = (*store.Store)(nil)
 
 // newProjects offers cfg.Projects, with cfg.Thread.Cwd the directory of a
-// lane without a project.
+// lane without a project, or with isolated lanes the root of their own.
 func newProjects(cfg Config, st projectStore, out *deliverer, log *zap.Logger) *projects {
-	return &projects{set: newProjectSet(cfg.Projects, cfg.Thread.Cwd), st: st, out: out, log: log}
+	root := cfg.Thread.Cwd
+	fallback := func(string) string { return root }
+	if cfg.Isolation.on() {
+		// Each lane its own directory, so two lanes never share files.
+		fallback = func(sessionKey string) string { return files.WorkDir(root, sessionKey) }
+	}
+	return &projects{set: newProjectSet(cfg.Projects, fallback), st: st, out: out, log: log}
 }
 
 // register adds /project and its buttons, the /status line, the turn's
@@ -149,7 +158,7 @@ func (p *projects) register(h *host) {
 	})
 	h.callback(projectPrefix, p.pressed)
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
-		fmt.Fprintf(b, "Project: %s\n", p.describe(sl.Project))
+		fmt.Fprintf(b, "Project: %s\n", p.describe(sl))
 	})
 	h.hooks.prepare = append(h.hooks.prepare, func(ctx context.Context, t *turn) { t.dir = p.turnDir(ctx, t) })
 	h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
@@ -159,14 +168,14 @@ func (p *projects) register(h *host) {
 	})
 }
 
-// describe says where a lane with stored project name works (/project,
-// /status, /new's notice).
-func (p *projects) describe(name string) string { return p.set.describe(name) }
+// describe says where a stored lane works (/project, /status, /new's
+// notice).
+func (p *projects) describe(sl store.Lane) string { return p.set.describe(sl.SessionKey, sl.Project) }
 
 // dirOf is where a stored lane works, without side effects (compaction
 // loads a thread with it).
 func (p *projects) dirOf(sl store.Lane) string {
-	dir, _ := p.set.dir(sl.Project)
+	dir, _ := p.set.dir(sl.SessionKey, sl.Project)
 	return dir
 }
 
@@ -187,7 +196,7 @@ func (p *projects) show(ctx context.Context, l *lane, msgID string) {
 		p.out.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
 		return
 	}
-	text := "Project: " + p.set.describe(sl.Project)
+	text := "Project: " + p.describe(sl)
 	if len(p.set.names) == 0 {
 		p.out.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
 		return
@@ -201,7 +210,7 @@ func (p *projects) show(ctx context.Context, l *lane, msgID string) {
 func (p *projects) switchTo(ctx context.Context, addr Address, name string) string {
 	if len(p.set.names) == 0 {
 		return "No projects are configured (configuration key projects); this conversation works in " +
-			orUnset(p.set.fallback) + "."
+			orUnset(p.set.fallback(addr.SessionKey())) + "."
 	}
 	found, ok := p.set.find(name)
 	if !ok {
@@ -212,7 +221,7 @@ func (p *projects) switchTo(ctx context.Context, addr Address, name string) stri
 		p.log.Error("project.store_failed", zap.String("lane", key), zap.String("project", found), zap.Error(err))
 		return "Could not switch the project (storage error). Please try again."
 	}
-	dir, _ := p.set.dir(found)
+	dir, _ := p.set.dir(key, found)
 	p.log.Info("project.switched", zap.String("lane", key), zap.String("project", found))
 	return fmt.Sprintf("Project: %s. This conversation now works in %s; the Codex thread is kept.", found, dir)
 }
@@ -232,7 +241,7 @@ func (p *projects) pressed(ctx context.Context, in Inbound) {
 // is no longer configured is forgotten, and the lane told once, so that it
 // works in the default directory from now on rather than failing.
 func (p *projects) turnDir(ctx context.Context, t *turn) string {
-	dir, known := p.set.dir(t.sl.Project)
+	dir, known := p.set.dir(t.l.key, t.sl.Project)
 	if known {
 		return dir
 	}

@@ -64,6 +64,7 @@ func wireFeatures(g *Gateway) {
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.projects = newProjects(cfg, st, g.out, log)
+	g.confine = newConfinement(cfg, log)
 	g.rotation = newRotation(cfg, st, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
@@ -107,6 +108,7 @@ func modules(g *Gateway) []module {
 	return []module{
 		// The order of /status's lines.
 		g.projects,
+		g.confine, // after projects: it confines the directory projects chose
 		g.models,
 		g.controls,
 		g.usage,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -64,27 +65,33 @@ type LaneView struct {
 }
 
 // Workdirs says where lanes work, from the configuration: a project's
-// directory, else codex.cwd (the gateway's rule, for the operator's view).
+// directory, else codex.cwd, or with isolated lanes each lane's own
+// directory under it (the gateway's rule, for the operator's view).
 type Workdirs struct {
 	Projects map[string]string
 	Fallback string
+	PerLane  bool // codex.isolation: lanes
 }
 
-// NewWorkdirs reads the projects and codex.cwd of cfg.
+// NewWorkdirs reads the projects, codex.cwd and codex.isolation of cfg.
 func NewWorkdirs(cfg *config.Config) Workdirs {
-	return Workdirs{Projects: cfg.Projects, Fallback: cfg.Codex.Cwd}
+	return Workdirs{Projects: cfg.Projects, Fallback: cfg.Codex.Cwd, PerLane: cfg.Codex.IsolatesLanes()}
 }
 
-// of returns the directory of a lane whose project is name, and whether
-// name is configured (or empty).
-func (w Workdirs) of(name string) (dir string, known bool) {
-	if name == "" {
-		return w.Fallback, true
-	}
-	if dir, ok := w.Projects[name]; ok {
+// of returns the directory of the lane sessionKey whose project is name,
+// and whether name is configured (or empty).
+func (w Workdirs) of(sessionKey, name string) (dir string, known bool) {
+	if dir, ok := w.Projects[name]; ok && name != "" {
 		return dir, true
 	}
-	return w.Fallback, false
+	return w.fallback(sessionKey), name == ""
+}
+
+func (w Workdirs) fallback(sessionKey string) string {
+	if w.PerLane {
+		return files.WorkDir(w.Fallback, sessionKey)
+	}
+	return w.Fallback
 }
 
 // MessageView is the JSON form of a transcript message.
@@ -108,7 +115,7 @@ func ViewLane(l store.Lane, dirs Workdirs) LaneView {
 	if binding == "" {
 		binding = "none"
 	}
-	dir, known := dirs.of(l.Project)
+	dir, known := dirs.of(l.SessionKey, l.Project)
 	return LaneView{
 		Project: l.Project, Directory: dir, Unconfigured: !known,
 		Key: l.SessionKey, Platform: l.Platform, Kind: l.Kind, ChatID: l.ChatID, TopicID: l.TopicID,

@@ -80,6 +80,7 @@ func Run(ctx context.Context, p Params) error {
 	if err := d.preflight(); err != nil {
 		return err
 	}
+	warnIsolation(cfg, log)
 	if err := d.joinCluster(ctx); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (d *daemon) preflight() error {
 	if err := CheckRuntime(d.cfg); err != nil {
 		return err
 	}
-	for _, dir := range []string{d.cfg.StateDir, d.cfg.Codex.Cwd} {
+	for _, dir := range []string{d.cfg.StateDir, d.cfg.Codex.Cwd, tempRoot(d.cfg)} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("gatewayd: create %s: %w", dir, err)
 		}
@@ -177,9 +178,13 @@ func (d *daemon) rateLimitsUpdated(r codex.RateLimits) {
 // Its request handlers are the gateway's, bound in bindCodex.
 func (d *daemon) newCodex() error {
 	c := d.cfg.Codex
+	args, err := codexArgs(d.cfg)
+	if err != nil {
+		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
+	}
 	cx, err := codex.New(codex.Options{
 		Command:       c.Command,
-		Args:          c.Args,
+		Args:          args,
 		Home:          c.Home,
 		Env:           ChildEnv(os.Environ()),
 		Dir:           c.Cwd,
@@ -265,6 +270,7 @@ func (d *daemon) buildGateway() error {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
+		Isolation:    gatewayIsolation(d.cfg),
 		Verbose:      lanes.Verbose,
 		Logger:       d.log, Observer: d.metrics,
 	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
