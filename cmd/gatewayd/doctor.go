@@ -210,9 +210,14 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
 	if _, err := os.Stat(dir); err != nil {
 		dir = os.TempDir() // the daemon creates it; the doctor changes nothing
 	}
+	args, err := daemon.CodexArgs(cfg)
+	if err != nil {
+		d.fail(fmt.Sprintf("codex app-server: %v", err), "set codex.command to the codex binary")
+		return
+	}
 	started := time.Now()
 	cx, err := codex.Start(ctx, codex.Options{
-		Command: cfg.Codex.Command, Args: cfg.Codex.Args, Home: cfg.Codex.Home,
+		Command: cfg.Codex.Command, Args: args, Home: cfg.Codex.Home,
 		Env: daemon.ChildEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
 		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: Version(),
 	})
@@ -241,6 +246,7 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
 	default:
 		d.pass("codex uses a configured model provider (no OpenAI login needed)")
 	}
+	d.checkIsolation(ctx, cx, cfg)
 }
 
 func accountLabel(a codex.Account) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -10,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 func TestPinnedCodexVersionMatchesTools(t *testing.T) {
@@ -99,7 +102,7 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
 		}
 		for _, want := range []string{"config valid", "state dir", "database", "version 0.169.0", "initialize answered",
-			"configured model provider", "telegram token accepted", "telegram allowlist", "discord token accepted",
+			"configured model provider", "lanes isolated", "telegram token accepted", "telegram allowlist", "discord token accepted",
 			"discord allowlist", "is free", "All checks passed."} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
@@ -162,4 +165,49 @@ func TestDoctorListenHeldByGatewayd(t *testing.T) {
 	if d.failed != 0 || !strings.Contains(out.String(), "held by a running gatewayd (/healthz 503 unavailable: Codex is not logged in)") {
 		t.Errorf("failed %d:\n%s", d.failed, out.String())
 	}
+}
+
+// doctor's isolation line probes through the real app-server's sandbox:
+// with codex.isolation at its default a command under the lane profile
+// writes its own directory and cannot read the database (✓ lanes
+// isolated); with none the same probe reads it (✗, with the fix).
+func TestDoctorProbesLaneIsolation(t *testing.T) {
+	processtest.SkipWhenShort(t, "starts the codex app-server and runs commands in its sandbox")
+	cleanEnv(t)
+	t.Setenv(codextest.APIKeyEnv, codextest.APIKey)
+	model := codextest.NewModel(t)
+	withDatabase := func(t *testing.T, isolation string) string {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.Open(context.Background(), filepath.Join(dir, "state", "gatewayd.db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return doctorConfig(t, dir, model, map[string]any{"codex": map[string]any{
+			"command": codextest.CodexBinary(t), "home": codextest.Home(t), "cwd": filepath.Join(dir, "work"),
+			"args": codextest.Args(model.URL), "isolation": isolation}})
+	}
+
+	t.Run("lanes", func(t *testing.T) {
+		code, out := runDoctor(t, withDatabase(t, "lanes"))
+		if code != exitOK || !strings.Contains(out, "✓ lanes isolated") {
+			t.Fatalf("exit %d, want 0 and ✓ lanes isolated:\n%s", code, out)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		code, out := runDoctor(t, withDatabase(t, "none"))
+		failed := failedLines(out)
+		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "lanes are not isolated (codex.isolation: none)") ||
+			!strings.Contains(failed[0], "gatewayd.db") {
+			t.Fatalf("exit %d, failed %q, want 1 and only isolation, naming the database:\n%s", code, failed, out)
+		}
+		if !strings.Contains(out, "fix: set codex.isolation: lanes") {
+			t.Errorf("the fix is not named:\n%s", out)
+		}
+	})
 }

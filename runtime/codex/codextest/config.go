@@ -50,6 +50,20 @@ func Args(baseURL string) []string {
 	return args
 }
 
+// SandboxArgs is Args without the process-wide sandbox mode, for tests of
+// the sandbox itself: there the thread's permissions decide, as they do
+// for a user whose codex.args set no sandbox.
+func SandboxArgs(baseURL string) []string {
+	all := Args(baseURL)
+	args := make([]string, 0, len(all))
+	for i := 0; i < len(all); i += 2 {
+		if !strings.HasPrefix(all[i+1], "sandbox_mode=") {
+			args = append(args, all[i], all[i+1])
+		}
+	}
+	return args
+}
+
 // Env returns the extra environment codex needs for the fake provider.
 func Env() []string {
 	return []string{APIKeyEnv + "=" + APIKey}

@@ -178,7 +178,7 @@ func (d *daemon) rateLimitsUpdated(r codex.RateLimits) {
 // Its request handlers are the gateway's, bound in bindCodex.
 func (d *daemon) newCodex() error {
 	c := d.cfg.Codex
-	args, err := codexArgs(d.cfg)
+	args, err := CodexArgs(d.cfg)
 	if err != nil {
 		return fmt.Errorf("gatewayd: start codex app-server: %w", err)
 	}

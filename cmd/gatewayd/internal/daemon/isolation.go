@@ -20,9 +20,9 @@ import (
 // tempRoot holds each lane's TMPDIR and HOME.
 func tempRoot(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "tmp") }
 
-// codexArgs are codex.args, then the isolation profile's definition when
+// CodexArgs are codex.args, then the isolation profile's definition when
 // lanes are isolated. The command was checked by preflight.
-func codexArgs(cfg *config.Config) ([]string, error) {
+func CodexArgs(cfg *config.Config) ([]string, error) {
 	args := slices.Clip(cfg.Codex.Args)
 	if !cfg.Codex.IsolatesLanes() {
 		return args, nil
