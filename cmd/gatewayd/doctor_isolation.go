@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
@@ -15,8 +17,9 @@ import (
 // command/exec in a throwaway directory, under the lane profile when lanes
 // are isolated. Its write into that directory must succeed first, or the
 // sandbox cannot run here and a refused read would prove nothing; then it
-// must fail to read a canary beside it, the database, the state
-// directory, CODEX_HOME and the config file.
+// must fail to read a canary beside it, the database, the config file and
+// the files beside it, and those of the state directory and CODEX_HOME.
+// Unconfined, the same reads name what every lane can see.
 func (d *doctor) checkIsolation(ctx context.Context, cx *codex.Client, cfg *config.Config) {
 	pctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
@@ -36,29 +39,30 @@ func (d *doctor) checkIsolation(ctx context.Context, cx *codex.Client, cfg *conf
 		profile = codex.LaneProfile
 	}
 	p := isolationProbe{cx: cx, dir: lane, profile: profile}
-	if fail := p.canWrite(pctx); fail != "" {
+	// Unconfined, only the reads matter: they show what a lane can see.
+	if fail := p.canWrite(pctx); profile != "" && fail != "" {
 		d.fail("lane isolation: a command under the lane profile cannot run: "+fail,
 			"codex's sandbox (bubblewrap) needs unprivileged user namespaces: check `sysctl kernel.unprivileged_userns_clone` "+
 				"and AppArmor's `kernel.apparmor_restrict_unprivileged_userns`, or the unit's RestrictNamespaces=; "+
 				"codex.isolation: none runs commands unconfined (every lane sees the others)")
 		return
 	}
-	read := p.readable(pctx, append([]string{canary}, secretPaths(cfg)...))
-	d.reportIsolation(cfg, read)
+	read := p.readable(pctx, append([]string{canary}, secretFiles(cfg)...))
+	d.reportIsolation(cfg, read, canary)
 }
 
 // reportIsolation is the doctor's line for what a lane's command read.
-func (d *doctor) reportIsolation(cfg *config.Config, read []string) {
-	c := cfg.Codex
+func (d *doctor) reportIsolation(cfg *config.Config, read []string, canary string) {
+	c, what := cfg.Codex, readList(read, canary)
 	switch {
 	case c.Isolation == config.IsolationNone:
-		d.fail("lanes are not isolated (codex.isolation: none): a lane's command read "+strings.Join(read, ", "),
+		d.fail("lanes are not isolated (codex.isolation: none): a lane's command read "+what,
 			"set codex.isolation: lanes (the default)")
 	case c.Sandbox == "danger-full-access":
-		d.fail("lanes are not isolated (codex.sandbox: danger-full-access): a lane's command read "+strings.Join(read, ", "),
+		d.fail("lanes are not isolated (codex.sandbox: danger-full-access): a lane's command read "+what,
 			"set codex.sandbox: workspace-write (or read-only) with codex.isolation: lanes")
 	case len(read) > 0:
-		d.fail("lane isolation leaks: a command under the lane profile read "+strings.Join(read, ", "),
+		d.fail("lane isolation leaks: a command under the lane profile read "+what,
 			"report it (gatewayd and codex versions above); until then treat every lane as able to read the others")
 	case c.Approvals == config.ApprovalsChat:
 		d.pass("lanes isolated: a probe command wrote its own directory and could not read the database, the state dir, CODEX_HOME or the config; " +
@@ -68,39 +72,55 @@ func (d *doctor) reportIsolation(cfg *config.Config, read []string) {
 	}
 }
 
-// secretPaths are what no lane's command may read, those that exist.
-func secretPaths(cfg *config.Config) []string {
-	var out []string
-	candidates := []string{cfg.StateDir, codexHome(cfg), cfg.File}
-	if cfg.File != "" {
-		candidates = append(candidates, filepath.Dir(cfg.File))
-	}
-	if !cfg.Store.Postgres() {
-		candidates = append([]string{cfg.DatabasePath()}, candidates...)
-	}
-	for _, p := range candidates {
-		if p == "" {
-			continue
+// readList names what was read, briefly: the first few files and how
+// many more.
+func readList(read []string, canary string) string {
+	const shown = 4
+	names := make([]string, 0, shown)
+	for _, p := range read {
+		if len(names) == shown {
+			break
 		}
-		if _, err := os.Stat(p); err == nil {
+		if p == canary {
+			p = "a file outside its directory"
+		}
+		names = append(names, p)
+	}
+	if more := len(read) - len(names); more > 0 {
+		names = append(names, fmt.Sprintf("and %d more", more))
+	}
+	if len(names) == 0 {
+		return "nothing probed"
+	}
+	return strings.Join(names, ", ")
+}
+
+// secretFiles are files no lane's command may read, those that exist:
+// the database, the config file and every file beside it (the environment
+// file), and the files at the top of the state directory and CODEX_HOME
+// (auth.json). Files, not directories: the sandbox shows an empty skeleton
+// of a directory above a path it mounts, which reveals nothing.
+func secretFiles(cfg *config.Config) []string {
+	var out []string
+	add := func(p string) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
+	if !cfg.Store.Postgres() {
+		add(cfg.DatabasePath())
+	}
+	if cfg.File != "" {
+		add(cfg.File)
+	}
+	for _, dir := range daemon.DeniedToLanes(cfg) {
+		add(dir) // a token file
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			add(filepath.Join(dir, e.Name()))
+		}
+	}
 	return out
-}
-
-// codexHome is the CODEX_HOME the app-server uses.
-func codexHome(cfg *config.Config) string {
-	if cfg.Codex.Home != "" {
-		return cfg.Codex.Home
-	}
-	if h := os.Getenv("CODEX_HOME"); h != "" {
-		return h
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".codex")
-	}
-	return ""
 }
 
 // isolationProbe runs the doctor's commands as a lane working in dir.
@@ -123,12 +143,11 @@ func (p isolationProbe) canWrite(ctx context.Context) string {
 	return ""
 }
 
-// readable lists the paths the lane's command could read (a file's bytes
-// or a directory's names).
+// readable lists the files the lane's command could read.
 func (p isolationProbe) readable(ctx context.Context, paths []string) []string {
 	var read []string
 	for _, path := range paths {
-		res, err := p.cx.Exec(ctx, []string{"sh", "-c", `cat "$1" >/dev/null 2>&1 || ls "$1" >/dev/null 2>&1`, "probe", path}, p.dir, p.profile)
+		res, err := p.cx.Exec(ctx, []string{"cat", path}, p.dir, p.profile)
 		if err != nil || res.ExitCode == 0 {
 			read = append(read, path)
 		}

@@ -31,7 +31,9 @@ type isolatedDaemon struct {
 func newIsolatedDaemon(t *testing.T) *isolatedDaemon {
 	t.Helper()
 	d := &isolatedDaemon{bin: buildDaemon(t), dir: t.TempDir(), home: codextest.Home(t), model: codextest.NewModel(t)}
-	d.state, d.etc = filepath.Join(d.dir, "state"), filepath.Join(d.dir, "etc")
+	// The config directory under /etc, as in the systemd layout: codex's
+	// sandbox grants every command the system paths, /etc among them.
+	d.state, d.etc = filepath.Join(d.dir, "state"), codextest.EtcDir(t)
 	d.envFile, d.auth = filepath.Join(d.etc, "gatewayd.env"), filepath.Join(d.home, "auth.json")
 	writeSecret(t, d.envFile, "GATEWAYD_TELEGRAM_TOKEN=SECRET-TOKEN\n")
 	writeSecret(t, d.auth, `{"OPENAI_API_KEY":"SECRET-AUTH"}`)

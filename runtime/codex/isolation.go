@@ -23,20 +23,47 @@ const LaneProfile = "gatewayd_lane"
 // LaneProfile and make it the default, so a thread that somehow names no
 // profile is confined too. codexDir is the directory the codex binary runs
 // from; write says whether the workspace roots are writable (sandbox
-// workspace-write) or only readable (read-only). Network stays off, as
-// codex's workspace-write sandbox has it by default.
-func IsolationArgs(codexDir string, write bool) []string {
+// workspace-write) or only readable (read-only). deny lists what no lane
+// may see even where the profile grants an ancestor: ":minimal" grants the
+// system paths, /etc among them, where the systemd layout keeps the config
+// and environment files. Only the paths under a granted one are denied:
+// nothing else exists in the sandbox, and bubblewrap cannot mask a path
+// whose parent it has not mounted (the command then fails to start).
+// Network stays off, as codex's workspace-write sandbox has it by default.
+func IsolationArgs(codexDir string, write bool, deny []string) []string {
 	access := "read"
 	if write {
 		access = "write"
 	}
-	fs := fmt.Sprintf(`{":minimal"="read", ":workspace_roots"={"."=%q, ".git"=%q}, %s="read"}`,
+	var fs strings.Builder
+	fmt.Fprintf(&fs, `{":minimal"="read", ":workspace_roots"={"."=%q, ".git"=%q}, %s="read"`,
 		access, access, strconv.Quote(codexDir))
+	granted := append([]string{codexDir}, minimalReadRoots...)
+	for _, p := range deny {
+		if p = filepath.Clean(p); underAny(p, granted) {
+			fmt.Fprintf(&fs, `, %s="deny"`, strconv.Quote(p))
+		}
+	}
+	fs.WriteString("}")
 	return []string{
-		"-c", "permissions." + LaneProfile + ".filesystem=" + fs,
+		"-c", "permissions." + LaneProfile + ".filesystem=" + fs.String(),
 		"-c", "permissions." + LaneProfile + ".network.enabled=false",
 		"-c", "default_permissions=" + strconv.Quote(LaneProfile),
 	}
+}
+
+// minimalReadRoots are the paths codex's ":minimal" grants on Linux
+// (LINUX_PLATFORM_DEFAULT_READ_ROOTS in codex-rs/linux-sandbox).
+var minimalReadRoots = []string{"/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw"}
+
+// underAny reports whether path lies strictly inside one of roots.
+func underAny(path string, roots []string) bool {
+	for _, r := range roots {
+		if rel, err := filepath.Rel(r, path); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
 }
 
 // CodexDir is the directory IsolationArgs must grant for the native codex

@@ -25,7 +25,7 @@ type isoLane struct{ work, files, tmp, ownFile, upload string }
 func newIsoWorld(t *testing.T) isoWorld {
 	t.Helper()
 	root := t.TempDir()
-	w := isoWorld{state: filepath.Join(root, "state"), configDir: filepath.Join(root, "etc"), home: codextest.Home(t),
+	w := isoWorld{state: filepath.Join(root, "state"), configDir: codextest.EtcDir(t), home: codextest.Home(t),
 		lanes: map[string]isoLane{}}
 	w.db, w.wal = filepath.Join(w.state, "gatewayd.db"), filepath.Join(w.state, "gatewayd.db-wal")
 	w.envFile, w.auth = filepath.Join(w.configDir, "gatewayd.env"), filepath.Join(w.home, "auth.json")
@@ -57,6 +57,9 @@ func writeFile(t *testing.T, path, body string) {
 	}
 }
 
+// denied is what the daemon denies to every lane (daemon.DeniedToLanes).
+func (w isoWorld) denied() []string { return []string{w.state, w.configDir, w.home} }
+
 // confine is what the gateway sends for lane name.
 func (w isoWorld) confine(name string) codex.ThreadConfig {
 	l := w.lanes[name]
@@ -83,9 +86,9 @@ func probe(reads, writes []string) string {
 // startIsolated starts a client whose lanes are confined as gatewayd's are
 // with codex.isolation: lanes (the harness's process-wide sandbox mode is
 // left out, as a user's codex.args would not have it).
-func startIsolated(t *testing.T, m *codextest.Model, home string) *codex.Client {
+func startIsolated(t *testing.T, m *codextest.Model, w isoWorld) *codex.Client {
 	t.Helper()
-	return startClient(t, m, home, func(o *codex.Options) {
+	return startClient(t, m, w.home, func(o *codex.Options) {
 		var args []string
 		for _, a := range o.Args {
 			if strings.HasPrefix(a, "sandbox_mode=") {
@@ -94,7 +97,7 @@ func startIsolated(t *testing.T, m *codextest.Model, home string) *codex.Client 
 			}
 			args = append(args, a)
 		}
-		o.Args = append(args, codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true)...)
+		o.Args = append(args, codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied())...)
 	})
 }
 
@@ -136,7 +139,7 @@ func TestIntegrationLanesAreIsolated(t *testing.T) {
 	ctx := integrationContext(t)
 	w := newIsoWorld(t)
 	m := probeModel(t)
-	c := startIsolated(t, m, w.home)
+	c := startIsolated(t, m, w)
 	a, b := w.lanes["A"], w.lanes["B"]
 
 	thA, err := c.EnsureThread(ctx, "", w.confine("A"))
@@ -190,7 +193,7 @@ func TestIntegrationLanesAreIsolated(t *testing.T) {
 	checkB("live", c, thB.ThreadID)
 
 	closeClient(t, c)
-	c2 := startIsolated(t, m, w.home)
+	c2 := startIsolated(t, m, w)
 	got, err := c2.EnsureThread(ctx, thB.ThreadID, w.confine("B"))
 	if err != nil || got.Outcome != codex.OutcomeResumed {
 		t.Fatalf("resume B: %+v, %v", got, err)
@@ -220,7 +223,7 @@ func TestIntegrationExecUnderTheLaneProfile(t *testing.T) {
 	t.Parallel()
 	ctx := integrationContext(t)
 	w := newIsoWorld(t)
-	c := startIsolated(t, codextest.NewModel(t), w.home)
+	c := startIsolated(t, codextest.NewModel(t), w)
 	lane := w.lanes["B"].work
 	confined, err := c.Exec(ctx, []string{"cat", w.db}, lane, codex.LaneProfile)
 	if err != nil {

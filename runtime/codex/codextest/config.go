@@ -2,6 +2,7 @@ package codextest
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,22 @@ func SandboxArgs(baseURL string) []string {
 		}
 	}
 	return args
+}
+
+// EtcDir is a new directory under /etc, removed when the test ends: codex's
+// sandbox lets every command read /etc, and the systemd layout keeps the
+// config and environment files there, so an isolation test must put them
+// there too. Without the right to write /etc (not root), it is a temporary
+// directory elsewhere, and the test says so.
+func EtcDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/etc", "gatewayd-test-")
+	if err != nil {
+		t.Logf("config directory outside /etc (%v): the /etc case is not covered", err)
+		return t.TempDir()
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // Env returns the extra environment codex needs for the fake provider.

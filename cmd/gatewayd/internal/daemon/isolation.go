@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -32,7 +33,55 @@ func CodexArgs(cfg *config.Config) ([]string, error) {
 		return nil, err
 	}
 	write := cfg.Codex.Sandbox != "read-only"
-	return append(args, codex.IsolationArgs(codex.CodexDir(binary), write)...), nil
+	return append(args, codex.IsolationArgs(codex.CodexDir(binary), write, DeniedToLanes(cfg))...), nil
+}
+
+// DeniedToLanes is what no lane's command may see, wherever it lives:
+// the state directory (the database, every lane's files), codex.cwd
+// (every project-less lane's directory), CODEX_HOME (credentials and
+// rollouts), the config file's directory (the environment file beside
+// it) and the token files. Each lane's own directories, under the first
+// two, stay reachable as its workspace roots. The list matters most for
+// paths under /etc or /usr, which the profile's system paths grant.
+func DeniedToLanes(cfg *config.Config) []string {
+	configDir := ""
+	if cfg.File != "" {
+		configDir = filepath.Dir(cfg.File)
+	}
+	paths := []string{cfg.StateDir, configDir, cfg.Codex.Cwd, CodexHome(cfg),
+		cfg.API.TokenFile, cfg.Telegram.TokenFile, cfg.Discord.TokenFile}
+	var out []string
+	add := func(p string) {
+		if abs, err := filepath.Abs(p); err == nil && !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		add(p)
+		// A symlink's target may lie under a path the profile grants.
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			add(real)
+		}
+	}
+	return out
+}
+
+// CodexHome is the CODEX_HOME the app-server runs with: codex.home, else
+// the inherited $CODEX_HOME, else ~/.codex.
+func CodexHome(cfg *config.Config) string {
+	if cfg.Codex.Home != "" {
+		return cfg.Codex.Home
+	}
+	if h := os.Getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".codex")
+	}
+	return ""
 }
 
 // gatewayIsolation is the gateway's part: the profile to name and where
