@@ -88,3 +88,30 @@ func TestUnitVerifies(t *testing.T) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// The unit leaves codex's sandbox the namespaces lane isolation is built
+// on, keeps the state directory and the config directory closed, and its
+// layout is the one the isolation denies to lanes (the config's directory
+// holds the environment file).
+func TestUnitKeepsLaneIsolationWorking(t *testing.T) {
+	u := unitSettings(t)
+	for _, k := range []string{"RestrictNamespaces", "PrivateUsers"} {
+		if v, set := u[k]; set {
+			t.Errorf("%s=%s: bubblewrap then cannot build a lane's sandbox and every command fails", k, v)
+		}
+	}
+	for k, want := range map[string]string{"StateDirectoryMode": "0700", "ConfigurationDirectoryMode": "0750", "UMask": "0077"} {
+		if u[k] != want {
+			t.Errorf("%s=%q, want %q", k, u[k], want)
+		}
+	}
+	exec := strings.Fields(u["ExecStart"])
+	if len(exec) != 4 || exec[2] != "--config" {
+		t.Fatalf("ExecStart=%q, want <binary> run --config <file>", u["ExecStart"])
+	}
+	cfgFile := exec[3]
+	envFile := strings.TrimPrefix(u["EnvironmentFile"], "-")
+	if filepath.Dir(envFile) != filepath.Dir(cfgFile) {
+		t.Errorf("EnvironmentFile %s is not beside the config %s: lane isolation denies the config's directory only", envFile, cfgFile)
+	}
+}
