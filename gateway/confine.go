@@ -38,13 +38,14 @@ func (i Isolation) on() bool { return i.Profile != "" }
 
 // confinement sends each lane's roots with its thread and turns.
 type confinement struct {
-	iso   Isolation
-	files *files.Store // nil: the lane has no files directory
-	log   *zap.Logger
+	iso      Isolation
+	workRoot string       // codex.cwd: project-less lanes work in a directory of their own under it
+	files    *files.Store // nil: the lane has no files directory
+	log      *zap.Logger
 }
 
 func newConfinement(cfg Config, log *zap.Logger) *confinement {
-	return &confinement{iso: cfg.Isolation, files: cfg.Files, log: log}
+	return &confinement{iso: cfg.Isolation, workRoot: cfg.Thread.Cwd, files: cfg.Files, log: log}
 }
 
 // register adds the hooks when lanes are isolated. prepare runs after the
@@ -93,11 +94,16 @@ func (c *confinement) filesDir(sessionKey string) string {
 	return c.files.LaneDir(sessionKey)
 }
 
-// makeDirs creates the lane's roots before its thread is loaded: the
-// sandbox can only grant a directory that exists. A failure is logged;
-// codex then refuses the thread or the command, and the turn reports it.
+// makeDirs creates the lane's own roots before its thread is loaded: the
+// sandbox can only grant a directory that exists. A project's directory is
+// the operator's and is left alone. A failure is logged; codex then
+// refuses the thread or the command, and the turn reports it.
 func (c *confinement) makeDirs(sessionKey, dir string) {
-	for _, d := range []string{dir, c.filesDir(sessionKey), c.tempDir(sessionKey)} {
+	own := []string{c.filesDir(sessionKey), c.tempDir(sessionKey)}
+	if dir != "" && dir == files.WorkDir(c.workRoot, sessionKey) {
+		own = append(own, dir)
+	}
+	for _, d := range own {
 		if d == "" {
 			continue
 		}

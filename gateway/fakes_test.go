@@ -605,9 +605,10 @@ type fakeCodex struct {
 	ensures  []string             // stored ids passed to EnsureThread
 	configs  []codex.ThreadConfig // the config passed with each EnsureThread
 	released []string
-	turns    []string   // "thread:text"
-	cwds     []string   // TurnInput.Cwd of each RunTurn, in order
-	images   [][]string // TurnInput.Images of each RunTurn, in order
+	turns    []string            // "thread:text"
+	cwds     []string            // TurnInput.Cwd of each RunTurn, in order
+	confines []codex.Confinement // TurnInput.Confine of each RunTurn, in order
+	images   [][]string          // TurnInput.Images of each RunTurn, in order
 	ensureFn func(stored string) (codex.Ensured, error)
 	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
 	interr   chan string // Interrupt calls
@@ -663,6 +664,7 @@ func (c *fakeCodex) RunTurn(ctx context.Context, thread string, in codex.TurnInp
 	}
 	c.turns = append(c.turns, thread+":"+text)
 	c.cwds = append(c.cwds, in.Cwd)
+	c.confines = append(c.confines, in.Confine)
 	c.images = append(c.images, in.Images)
 	c.turnSeq++
 	turnID := "turn" + strconv.Itoa(c.turnSeq)
