@@ -176,6 +176,7 @@ func TestProcessLanesAreIsolated(t *testing.T) {
 	checkB := func(when string) {
 		t.Helper()
 		out := d.probeLane(t, "B", "pwd; "+probe(secrets, escapes))
+		t.Logf("%s: lane B's probe printed:\n%s", when, out)
 		if !strings.Contains(out, workB) {
 			t.Errorf("%s: lane B does not work in its own directory %s:\n%s", when, workB, out)
 		}
