@@ -276,14 +276,23 @@ func (p *Platform) Handler() http.Handler {
 }
 
 func (p *Platform) authorize(next http.Handler) http.Handler {
+	return RequireToken(p.cfg.Token, next)
+}
+
+// RequireToken runs next only for requests that carry token as their
+// bearer token, and answers the others 401; with token "" it is next. The
+// extra Handlers get no token check of their own, so one that needs it
+// (/metrics) is wrapped in this.
+func RequireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p.cfg.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(p.cfg.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
-				writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-				return
-			}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -74,6 +74,7 @@ func isWildcard(host string) bool {
 // 403 naming the setting that would let them through.
 func (g *guard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetSecurityHeaders(w.Header())
 		if !g.hostAllowed(r) {
 			g.log.Warn("api.host_refused", zap.String("host", r.Host), zap.String("path", r.URL.Path))
 			writeError(w, http.StatusForbidden, "Host "+r.Host+" is not served here (add it to api.allowed_hosts)")
@@ -134,4 +135,16 @@ func (g *guard) originAllowed(r *http.Request) bool {
 
 func normalOrigin(o string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+}
+
+// SetSecurityHeaders is set on every response of the listener, refusals
+// included, before any route runs: no response may be framed by another
+// page (a framed console could be steered into clicks), none is a
+// document that loads anything, and none is sniffed into another type.
+// The console's page replaces the CSP with one that loads its own files
+// (webconsole), keeping frame-ancestors 'none'.
+func SetSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
 }

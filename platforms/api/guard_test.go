@@ -197,3 +197,64 @@ func TestOriginCheck(t *testing.T) {
 		})
 	}
 }
+
+// Every response of the listener, answers and refusals alike, forbids
+// framing, loading anything and type sniffing (issue 25: a framed console
+// could be steered into clicks).
+func TestEveryResponseCarriesTheSecurityHeaders(t *testing.T) {
+	p, _ := startAPI(t, "tok", echo)
+	cases := []struct {
+		name, method, path, body string
+		hdr                      []string
+		code                     int
+	}{
+		{"a reply", "POST", "/api/lanes/demo/messages", `{"text":"hi"}`,
+			[]string{"Authorization", "Bearer tok", "Content-Type", "application/json"}, http.StatusOK},
+		{"an extra handler", "GET", "/healthz", "", nil, http.StatusOK},
+		{"no token", "POST", "/api/lanes/demo/messages", `{"text":"hi"}`, []string{"Content-Type", "application/json"}, http.StatusUnauthorized},
+		{"a foreign Host", "GET", "/healthz", "", []string{"Host", "evil.example"}, http.StatusForbidden},
+		{"a foreign Origin", "GET", "/api/lanes/demo/approvals", "", []string{"Origin", "http://evil.example"}, http.StatusForbidden},
+		{"no route", "GET", "/nowhere", "", nil, http.StatusNotFound},
+		{"a bad lane", "GET", "/api/lanes/a%2Fb/messages/m1", "", []string{"Authorization", "Bearer tok"}, http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		resp, _ := send(t, p, tc.method, tc.path, tc.body, tc.hdr...)
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s: %s %s = %d, want %d", tc.name, tc.method, tc.path, resp.StatusCode, tc.code)
+		}
+		for name, want := range map[string]string{
+			"Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+			"X-Frame-Options":         "DENY",
+			"X-Content-Type-Options":  "nosniff",
+		} {
+			if got := resp.Header.Get(name); got != want {
+				t.Errorf("%s: %s = %q, want %q", tc.name, name, got, want)
+			}
+		}
+	}
+}
+
+// RequireToken is the API's bearer check for an extra handler (/metrics).
+func TestRequireToken(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("served")) })
+	p := runAPI(t, Config{Token: "tok", Handlers: map[string]http.Handler{"/guarded": RequireToken("tok", ok), "/open": RequireToken("", ok)}},
+		func(p *Platform, st *store.Store) gateway.Sink { return newFakeSink(p, st, echo) })
+	for _, tc := range []struct {
+		path string
+		hdr  []string
+		code int
+	}{
+		{"/guarded", nil, http.StatusUnauthorized},
+		{"/guarded", []string{"Authorization", "Bearer nope"}, http.StatusUnauthorized},
+		{"/guarded", []string{"Authorization", "Bearer tok"}, http.StatusOK},
+		{"/open", nil, http.StatusOK},
+	} {
+		resp, _ := send(t, p, "GET", tc.path, "", tc.hdr...)
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s %v = %d, want %d", tc.path, tc.hdr, resp.StatusCode, tc.code)
+		}
+		if tc.code == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("GET %s %v: 401 without WWW-Authenticate", tc.path, tc.hdr)
+		}
+	}
+}

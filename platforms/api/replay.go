@@ -149,6 +149,10 @@ type messageState struct {
 
 func (p *Platform) getMessage(w http.ResponseWriter, r *http.Request) {
 	lane, id := r.PathValue("lane"), r.PathValue("id")
+	if !laneName.MatchString(lane) {
+		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
+		return
+	}
 	x, err := p.cfg.Answers.Exchange(r.Context(), PlatformName, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound), err == nil && x.SessionKey != laneAddress(lane).SessionKey():
