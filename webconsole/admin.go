@@ -1,9 +1,13 @@
 package webconsole
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,6 +27,9 @@ import (
 //	GET  /api/admin/sessions/{key}?limit=N      one lane and its current transcript
 //	POST /api/admin/sessions/{key}/reset        the same as /reset in the lane
 //	GET  /api/admin/search?q=TEXT&limit=N       transcript messages of every lane, best match first
+//
+// A POST must be Content-Type: application/json with an empty or {} body
+// (415 otherwise), and {key} must be a session key (400 otherwise).
 const AdminPrefix = "/api/admin/"
 
 // SessionsBackend is what the sessions commands need; the daemon serves it
@@ -153,6 +160,9 @@ func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 		return
 	}
+	if r.Method == http.MethodPost && !acceptJSONPost(w, r) {
+		return
+	}
 	if r.URL.EscapedPath() == AdminPrefix+"search" {
 		h.search(w, r, queryLimit(r, 50))
 		return
@@ -250,6 +260,41 @@ func (h *Admin) reset(w http.ResponseWriter, r *http.Request, escapedKey string)
 	writeJSON(w, http.StatusOK, map[string]string{"reset": key})
 }
 
+// maxAdminBody bounds the body of an admin POST: the routes take no fields.
+const maxAdminBody = 4 << 10
+
+// acceptJSONPost answers 415 unless a POST says its body is JSON, and 400
+// or 413 unless that body is empty or one JSON object ({}). The JSON type
+// is the API's cross-site defence: a page may send a form or text/plain
+// to another origin without the browser asking first, but never JSON.
+func acceptJSONPost(w http.ResponseWriter, r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType,
+			errorBody("Content-Type must be application/json (send {} as the body)"))
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(fmt.Sprintf("request body exceeds %d bytes", maxAdminBody)))
+		return false
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, errorBody("could not read the request body"))
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		writeJSON(w, http.StatusBadRequest, errorBody("the body must be a JSON object, such as {}"))
+		return false
+	}
+	return true
+}
+
 // LoadSession reads the lane key and the last limit messages of its
 // current transcript.
 func LoadSession(ctx context.Context, b SessionsBackend, dirs Workdirs, key string, limit int) (SessionView, error) {
@@ -264,10 +309,16 @@ func LoadSession(ctx context.Context, b SessionsBackend, dirs Workdirs, key stri
 	return SessionView{Lane: ViewLane(l, dirs), Transcript: viewMessages(msgs)}, nil
 }
 
+// unescapeKey answers 400 unless the path segment is a session key.
 func unescapeKey(w http.ResponseWriter, escaped string) (string, bool) {
-	key, err := url.PathUnescape(escaped)
-	if err != nil || key == "" || strings.Contains(key, "/") {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad session key"})
+	raw, err := url.PathUnescape(escaped)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody("bad session key: the path segment is not validly escaped"))
+		return "", false
+	}
+	key, err := sessionKeyOf(raw)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return "", false
 	}
 	return key, true

@@ -2,8 +2,11 @@ package webconsole_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -87,15 +90,116 @@ func TestAdminHandlerAuthAndMethods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, tc.path, nil)
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := adminDo(h, tc.method, tc.path, tc.auth, "application/json", "{}")
 			if rec.Code != tc.want {
 				t.Errorf("%s %s = %d, want %d (%s)", tc.method, tc.path, rec.Code, tc.want, rec.Body.String())
 			}
 		})
+	}
+}
+
+// adminDo sends one request to h; a GET goes without a body or type.
+func adminDo(h http.Handler, method, path, auth, ctype, body string) *httptest.ResponseRecorder {
+	var req *http.Request
+	if method == http.MethodGet {
+		req = httptest.NewRequest(method, path, nil)
+	} else {
+		req = httptest.NewRequest(method, path, strings.NewReader(body))
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// An admin POST must say it is JSON (issue 25: one with no body and no
+// Content-Type reset a lane); {} and an empty JSON body are what the
+// routes take, and a refused POST changes nothing.
+func TestAdminPostsNeedJSON(t *testing.T) {
+	st := openTestStore(t)
+	h := webconsole.NewAdmin(storeBackend{st}, "tok", webconsole.Workdirs{})
+	const reset = "/api/admin/sessions/v1:api:default/reset"
+	generation := func() int64 {
+		l, err := st.Lane(context.Background(), "v1:api:default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Generation
+	}
+	tests := []struct {
+		name, ctype, body string
+		want              int
+	}{
+		{"no type, no body", "", "", 415},
+		{"text/plain", "text/plain", "{}", 415},
+		{"a form", "application/x-www-form-urlencoded", "a=b", 415},
+		{"a bad type", "application/json;;", "{}", 415},
+		{"not an object", "application/json", "[]", 400},
+		{"null", "application/json", "null", 400},
+		{"not JSON", "application/json", "reset", 400},
+		{"too large", "application/json", `{"x":"` + strings.Repeat("x", 5000) + `"}`, 413},
+		{"{}", "application/json", "{}", 200},
+		{"empty JSON", "application/json; charset=utf-8", "", 200},
+	}
+	for _, tc := range tests {
+		before := generation()
+		rec := adminDo(h, http.MethodPost, reset, "Bearer tok", tc.ctype, tc.body)
+		if rec.Code != tc.want {
+			t.Errorf("%s: POST = %d %s, want %d", tc.name, rec.Code, rec.Body, tc.want)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q, want a JSON error", tc.name, ct)
+		}
+		var body struct{ Error string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Errorf("%s: body %q: %v", tc.name, rec.Body, err)
+		}
+		if tc.want == 415 && !strings.Contains(body.Error, "application/json") {
+			t.Errorf("%s: error %q does not name the type to send", tc.name, body.Error)
+		}
+		if reset := generation() != before; reset != (tc.want == 200) {
+			t.Errorf("%s: answered %d and the lane was reset: %v", tc.name, rec.Code, reset)
+		}
+	}
+}
+
+// A {key} that is not a session key is refused before the backend is
+// asked: a crafted one cannot name another route or another lane.
+func TestAdminRefusesASegmentThatIsNotALaneName(t *testing.T) {
+	st := openTestStore(t)
+	h := webconsole.NewAdmin(storeBackend{st}, "tok", webconsole.Workdirs{})
+	for _, seg := range []string{
+		"..%2Fadmin%2Fsessions%2Fv1:api:B%2Freset%3F",
+		"v1:api:..%2Fadmin%2Fsessions%2Fv1:api:B",
+		"v1:api:a%2Fb",
+		"v1:api:default%3Fx",
+		"v1:api:a%20b",
+		"default",
+		"v2:api:default",
+		"v1:telegram:chat:1",
+		"v1:api:default:extra",
+		"v1:" + strings.Repeat("k", 1100),
+	} {
+		for _, req := range []struct{ method, path string }{
+			{"GET", "/api/admin/sessions/" + seg},
+			{"POST", "/api/admin/sessions/" + seg + "/reset"},
+		} {
+			rec := adminDo(h, req.method, req.path, "Bearer tok", "application/json", "{}")
+			var body struct{ Error string }
+			_ = json.Unmarshal(rec.Body.Bytes(), &body)
+			if rec.Code != http.StatusBadRequest || body.Error == "" {
+				t.Errorf("%s %.80s = %d %q, want 400 with an error", req.method, req.path, rec.Code, body.Error)
+			}
+		}
+	}
+	for _, key := range []string{"v1:api:default", "v1%3Atelegram%3Atopic%3A-100%3A42"} {
+		if rec := adminDo(h, "GET", "/api/admin/sessions/"+key, "Bearer tok", "", ""); rec.Code != http.StatusOK {
+			t.Errorf("GET %s = %d %s, want 200", key, rec.Code, rec.Body)
+		}
 	}
 }

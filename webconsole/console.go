@@ -28,8 +28,9 @@ import (
 //	GET /api/search?q=TEXT&limit=N                  transcript messages of every lane, best match first
 //	GET /api/status, /api/models, /api/projects     see status.go
 //
-// {lane} is an API lane name (no ':') or a full session key, path-escaped
-// or with its ':' raw; a '/' in a key must be escaped (%2F).
+// {lane} is an API lane name (no ':') or a full session key (the grammar of
+// gateway.ParseSessionKey), path-escaped or with its ':' raw; anything else
+// is refused 400 before the store is asked.
 const (
 	lanesDefaultLimit      = 100
 	lanesMaxLimit          = 1000
@@ -331,11 +332,21 @@ func laneKeyOf(raw string) (string, error) {
 		}
 		return key, nil
 	}
-	if !strings.HasPrefix(raw, gateway.SessionKeyVersion+":") {
-		return "", fmt.Errorf("lane %q: a session key starts with %q", raw, gateway.SessionKeyVersion+":")
-	}
+	return sessionKeyOf(raw)
+}
+
+// sessionKeyOf accepts exactly the session keys a lane can have
+// (gateway.ParseSessionKey), so a path segment that smuggles another
+// route's path ("../admin/…") or any other text never reaches a handler
+// as a key.
+func sessionKeyOf(raw string) (string, error) {
+	// Bounded first: the refusal quotes the key.
 	if len(raw) > maxSessionKeyBytes || strings.IndexFunc(raw, unicode.IsControl) >= 0 {
 		return "", errors.New("lane: a session key is at most 1024 bytes without control characters")
+	}
+	if _, err := gateway.ParseSessionKey(raw); err != nil {
+		return "", fmt.Errorf("lane %q is not a lane name (a session key such as v1:api:NAME or v1:telegram:dm:ID): %s",
+			raw, strings.TrimPrefix(err.Error(), "gateway: "))
 	}
 	return raw, nil
 }

@@ -33,8 +33,8 @@ type consoleWorld struct {
 }
 
 const (
-	slashKey = "v1:discord:thread:a/b" // a key with '/' (only escaped in a path)
-	topicKey = "v1:telegram:topic:-100:42"
+	threadKey = "v1:discord:thread:a.b" // a lane of another platform, named by its full key
+	topicKey  = "v1:telegram:topic:-100:42"
 )
 
 func newConsoleWorld(t testing.TB, token string) *consoleWorld {
@@ -46,7 +46,7 @@ func newConsoleWorld(t testing.TB, token string) *consoleWorld {
 	}
 	t.Cleanup(func() { st.Close() })
 	for _, k := range []store.LaneKey{
-		{SessionKey: slashKey, Platform: "discord", Kind: "thread", TopicID: "a/b"},
+		{SessionKey: threadKey, Platform: "discord", Kind: "thread", TopicID: "a.b"},
 		{SessionKey: topicKey, Platform: "telegram", Kind: "topic", ChatID: "-100", TopicID: "42"},
 		{SessionKey: "v1:api:default", Platform: "api", Kind: "api", ChatID: "default"},
 	} {
@@ -217,7 +217,7 @@ func TestConsoleListsLanesWithLiveStateAndFilters(t *testing.T) {
 	if code := w.get(t, "/api/lanes", nil, &all); code != http.StatusOK {
 		t.Fatalf("GET /api/lanes: %d", code)
 	}
-	if got := all.keys(); got != topicKey+",v1:api:default,"+slashKey {
+	if got := all.keys(); got != topicKey+",v1:api:default,"+threadKey {
 		t.Errorf("lanes = %s, want the committed lane first, then by activity", got)
 	}
 	top := all.Lanes[0]
@@ -235,8 +235,8 @@ func TestConsoleListsLanesWithLiveStateAndFilters(t *testing.T) {
 		{"?platform=api", "v1:api:default"},
 		{"?platform=matrix", ""},
 		{"?q=PLANNING", topicKey},
-		{"?q=" + url.QueryEscape("a/b"), slashKey},
-		{"?q=thread&platform=discord", slashKey},
+		{"?q=" + url.QueryEscape("a.b"), threadKey},
+		{"?q=thread&platform=discord", threadKey},
 		{"?q=thread&platform=api", ""},
 	}
 	for _, f := range filters {
@@ -269,17 +269,18 @@ type laneBody struct {
 }
 
 // {lane} is an API lane name or a session key, with its ':' raw or
-// escaped; a '/' in a key travels as %2F.
+// escaped.
 func TestConsoleShowsOneLaneByNameOrKey(t *testing.T) {
 	w := newConsoleWorld(t, "")
 	w.commit(t, "v1:api:default", "t1", "q", "a", store.UsageRecord{TurnTokens: 120, ContextTokens: 900, ContextWindow: 10000})
-	w.live[slashKey] = gateway.LaneState{Running: true}
+	w.live[threadKey] = gateway.LaneState{Running: true}
 	found := []struct{ path, key string }{
 		{"/api/lanes/default", "v1:api:default"},
 		{"/api/lanes/v1:api:default", "v1:api:default"},
 		{"/api/lanes/" + url.PathEscape(topicKey), topicKey},
 		{"/api/lanes/v1%3Atelegram%3Atopic%3A-100%3A42", topicKey},
-		{"/api/lanes/" + strings.ReplaceAll(url.PathEscape(slashKey), "/", "%2F"), slashKey},
+		{"/api/lanes/" + url.PathEscape(threadKey), threadKey},
+		{"/api/lanes/" + strings.ReplaceAll(threadKey, ":", "%3A"), threadKey},
 	}
 	for _, f := range found {
 		var got laneBody
@@ -295,7 +296,7 @@ func TestConsoleShowsOneLaneByNameOrKey(t *testing.T) {
 		t.Errorf("last turn = %+v, want t1's usage", api.LastTurn)
 	}
 	var slash laneBody
-	w.get(t, "/api/lanes/v1:discord:thread:a%2Fb", nil, &slash)
+	w.get(t, "/api/lanes/v1%3Adiscord%3Athread%3Aa.b", nil, &slash)
 	if !slash.Running || slash.LastTurn != nil {
 		t.Errorf("discord lane = %+v, want running and no usage yet", slash)
 	}
@@ -320,6 +321,34 @@ func TestConsoleShowsOneLaneByNameOrKey(t *testing.T) {
 	}
 }
 
+// A {lane} that is not a lane name is refused 400 with an error that says
+// so, on every console route that takes one (issue 25: a crafted name
+// reached the admin routes), before the store is asked.
+func TestConsoleRefusesALaneSegmentThatIsNotALaneName(t *testing.T) {
+	w := newConsoleWorld(t, "")
+	for _, seg := range []string{
+		"v1:api:..%2Fadmin%2Fsessions%2Fv1:api:B%2Freset%3F",
+		"..%2Fadmin%2Fsessions",
+		"v1:api:a%2Fb",
+		"v1:discord:thread:a%2Fb",
+		"v1:api:default%3Fx",
+		"v1:api:default%23x",
+		"v1:api:a%20b",
+		"v1:api:",
+		"v1:telegram:chat:1",
+		"v1:telegram:topic:-100",
+		"v1:api:default:extra",
+		"v1:API:default",
+	} {
+		for _, path := range []string{"/api/lanes/" + seg, "/api/lanes/" + seg + "/transcript"} {
+			var got struct{ Error string }
+			if code := w.get(t, path, nil, &got); code != http.StatusBadRequest || !strings.Contains(got.Error, "lane") {
+				t.Errorf("GET %s: %d %q, want 400 saying what a lane is", path, code, got.Error)
+			}
+		}
+	}
+}
+
 type pageBody struct {
 	Messages []struct {
 		ID        int64  `json:"id"`
@@ -339,14 +368,14 @@ func TestConsoleTranscriptPagesAcrossSessions(t *testing.T) {
 	w := newConsoleWorld(t, "")
 	ctx := context.Background()
 	w.commit(t, topicKey, "other", "elsewhere", "not this lane", store.UsageRecord{})
-	w.commit(t, slashKey, "t1", "one", "first reply", store.UsageRecord{})
-	w.commit(t, slashKey, "t2", "two", "second reply", store.UsageRecord{})
-	if _, err := w.st.ResetLane(ctx, slashKey, "new"); err != nil {
+	w.commit(t, threadKey, "t1", "one", "first reply", store.UsageRecord{})
+	w.commit(t, threadKey, "t2", "two", "second reply", store.UsageRecord{})
+	if _, err := w.st.ResetLane(ctx, threadKey, "new"); err != nil {
 		t.Fatal(err)
 	}
-	w.commit(t, slashKey, "t3", "three", "third reply", store.UsageRecord{})
+	w.commit(t, threadKey, "t3", "three", "third reply", store.UsageRecord{})
 
-	base := "/api/lanes/v1:discord:thread:a%2Fb/transcript?limit=4"
+	base := "/api/lanes/v1%3Adiscord%3Athread%3Aa.b/transcript?limit=4"
 	var texts []string
 	sessions := map[int64]bool{}
 	path := base
@@ -386,7 +415,7 @@ func TestConsoleTranscriptPagesAcrossSessions(t *testing.T) {
 
 	// A page that ends exactly at the oldest message says so.
 	var exact pageBody
-	w.get(t, "/api/lanes/v1:discord:thread:a%2Fb/transcript?limit=6", nil, &exact)
+	w.get(t, "/api/lanes/v1%3Adiscord%3Athread%3Aa.b/transcript?limit=6", nil, &exact)
 	if len(exact.Messages) != 6 || exact.NextBefore != nil {
 		t.Errorf("limit=6 of 6: %d messages, next_before %v, want 6 and null", len(exact.Messages), exact.NextBefore)
 	}

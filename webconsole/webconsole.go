@@ -59,13 +59,13 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 }
 
 func serveFile(w http.ResponseWriter, r *http.Request, name string) {
-	setSecurityHeaders(w.Header())
 	ctype, known := contentTypes[path.Ext(name)]
 	data, err := fs.ReadFile(assets, "assets/"+name)
 	if !known || err != nil {
-		http.NotFound(w, r)
+		http.NotFound(w, r) // under the listener's CSP: it loads nothing
 		return
 	}
+	setSecurityHeaders(w.Header())
 	w.Header().Set("Content-Type", ctype)
 	// The files change with the binary; no-cache makes the browser
 	// revalidate instead of running a stale app.js after an upgrade.
@@ -73,11 +73,18 @@ func serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 }
 
-// setSecurityHeaders forbids inline script and style and any other origin
-// (model text can never become code), type sniffing, and leaking the
-// console's URL to the links a reply contains.
+// pageCSP lets the page load its own files and nothing else: no inline
+// script or style and no other origin (model text can never become code),
+// and no page may frame it (a framed console could be steered into
+// clicks). The page has no inline script or style to allow.
+const pageCSP = "default-src 'self'; frame-ancestors 'none'"
+
+// setSecurityHeaders replaces the API listener's CSP (which lets a
+// response load nothing) with pageCSP, forbids framing and type sniffing,
+// and keeps the console's URL from the links a reply contains.
 func setSecurityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'self'")
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 }

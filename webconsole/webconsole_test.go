@@ -34,7 +34,8 @@ func get(t *testing.T, h http.Handler, method, target string) *httptest.Response
 func assertSecurityHeaders(t *testing.T, w *httptest.ResponseRecorder) {
 	t.Helper()
 	for name, want := range map[string]string{
-		"Content-Security-Policy": "default-src 'self'",
+		"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+		"X-Frame-Options":         "DENY",
 		"X-Content-Type-Options":  "nosniff",
 		"Referrer-Policy":         "no-referrer",
 	} {
@@ -112,6 +113,26 @@ func TestExistingRoutesAreUnaffected(t *testing.T) {
 	if w := get(t, h, http.MethodGet, "/api/nothing"); w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), "<html") {
 		t.Errorf("GET /api/nothing = %d %q, want a 404 that is not the page", w.Code, w.Body)
 	}
+}
+
+// The page loads its own files and no page may frame it; every other
+// answer of the listener (a JSON route, a refusal, the mux's 404) loads
+// nothing and cannot be framed either (issue 25).
+func TestNothingServedCanBeFramed(t *testing.T) {
+	h := handler(t)
+	for _, path := range []string{"/healthz", "/api/nothing", "/console/nope.js", "/api/lanes/demo/messages"} {
+		w := get(t, h, http.MethodGet, path)
+		for name, want := range map[string]string{
+			"Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+			"X-Frame-Options":         "DENY",
+			"X-Content-Type-Options":  "nosniff",
+		} {
+			if got := w.Header().Get(name); got != want {
+				t.Errorf("GET %s (%d): %s = %q, want %q", path, w.Code, name, got, want)
+			}
+		}
+	}
+	assertSecurityHeaders(t, get(t, h, http.MethodGet, "/"))
 }
 
 func TestTheHostGuardAppliesToThePage(t *testing.T) {
