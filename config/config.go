@@ -118,6 +118,9 @@ type API struct {
 	// call /api/; other cross-origin requests are refused.
 	AllowedOrigins []string
 	MaxConnections int // concurrent connections served; more wait to be accepted
+	// MetricsPublic serves /metrics without Token (a scraper that cannot
+	// send it); by default /metrics needs the token whenever one is set.
+	MetricsPublic bool
 }
 
 // Telegram configures the Telegram adapter; enabled when Token is set.

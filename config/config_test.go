@@ -90,6 +90,7 @@ func keyCases(secretDir string) []keyCase {
 		{"api.allowed_origins", `["https://console.example", "http://127.0.0.1:3000"]`, "https://console.example,http://127.0.0.1:3000",
 			func(c *Config) any { return c.API.AllowedOrigins }, []string{"https://console.example", "http://127.0.0.1:3000"}},
 		{"api.max_connections", "8", "8", func(c *Config) any { return c.API.MaxConnections }, 8},
+		{"api.metrics_public", "true", "true", func(c *Config) any { return c.API.MetricsPublic }, true},
 		{"telegram.token", "tg", "tg", func(c *Config) any { return c.Telegram.Token }, "tg"},
 		{"telegram.token_file", tokenFile, tokenFile, func(c *Config) any { return c.Telegram.Token }, "from-file"},
 		{"telegram.api_url", "http://127.0.0.1:1", "http://127.0.0.1:1", func(c *Config) any { return c.Telegram.APIURL }, "http://127.0.0.1:1"},

@@ -51,6 +51,7 @@ var keys = []key{
 	checkedListKey("api.allowed_hosts", func(c *Config) *[]string { return &c.API.AllowedHosts }, hostHeader),
 	checkedListKey("api.allowed_origins", func(c *Config) *[]string { return &c.API.AllowedOrigins }, webOrigin),
 	intKey("api.max_connections", 256, func(c *Config) *int { return &c.API.MaxConnections }, 1),
+	boolKey("api.metrics_public", false, func(c *Config) *bool { return &c.API.MetricsPublic }),
 
 	secretKey("telegram.token", func(c *Config) *string { return &c.Telegram.Token }),
 	strKey("telegram.token_file", "", func(c *Config) *string { return &c.Telegram.TokenFile }, nil),

@@ -161,7 +161,8 @@ func runSessions(ctx context.Context, c *apiClient, sub string, args []string, l
 		}
 		return printFound(out, found)
 	}
-	if err := c.do(ctx, http.MethodPost, webconsole.AdminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", nil, nil); err != nil {
+	// The admin routes take POSTs only as JSON (415 otherwise): {} it is.
+	if err := c.do(ctx, http.MethodPost, webconsole.AdminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", struct{}{}, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "reset %s\n", args[0])

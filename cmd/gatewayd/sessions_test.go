@@ -115,9 +115,13 @@ func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 		t.Errorf("search for both words = %q, want only the assistant's message, with its lane", got)
 	}
 
-	err := runSessions(ctx, client, "show", []string{"v1:nope"}, 10, &out)
+	err := runSessions(ctx, client, "show", []string{"v1:api:nope"}, 10, &out)
 	if err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("show of a missing lane: %v, want a 404", err)
+	}
+	err = runSessions(ctx, client, "show", []string{"v1:nope"}, 10, &out)
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "not a lane name") {
+		t.Errorf("show of a key that is no lane's: %v, want a 400 saying so", err)
 	}
 }
 

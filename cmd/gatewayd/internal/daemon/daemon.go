@@ -292,7 +292,7 @@ func (d *daemon) buildGateway() error {
 	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{
 		"/healthz":             d.health,
-		"/metrics":             d.metrics.Handler(),
+		"/metrics":             d.metricsHandler(),
 		webconsole.AdminPrefix: webconsole.NewAdmin(daemonBackend{st: d.store, gw: gw}, d.cfg.API.Token, dirs),
 	}
 	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
@@ -324,6 +324,16 @@ func (d *daemon) buildGateway() error {
 		AppServerRestarts: d.codex.Restarts,
 	})
 	return nil
+}
+
+// metricsHandler is /metrics: behind api.token like the API, since the
+// numbers tell an outsider how busy the agent is and what it runs, unless
+// api.metrics_public serves them to a scraper that cannot send the token.
+func (d *daemon) metricsHandler() http.Handler {
+	if d.cfg.API.MetricsPublic {
+		return d.metrics.Handler()
+	}
+	return api.RequireToken(d.cfg.API.Token, d.metrics.Handler())
 }
 
 // filesStore keeps inbound attachments under <state_dir>/files. A lane's
