@@ -15,6 +15,7 @@ import (
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -29,6 +30,7 @@ type browser struct {
 	ctx        context.Context
 	mu         sync.Mutex
 	exceptions []string
+	requests   []string // "METHOD URL" of every request the page made, in order
 }
 
 // newBrowser starts Chromium with a fresh profile. Outside CI a machine
@@ -62,11 +64,22 @@ func newBrowser(t *testing.T) *browser {
 }
 
 func (b *browser) listen(ev any) {
-	if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-		b.mu.Lock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *runtime.EventExceptionThrown:
 		b.exceptions = append(b.exceptions, exceptionText(e.ExceptionDetails))
-		b.mu.Unlock()
+	case *network.EventRequestWillBeSent:
+		b.requests = append(b.requests, e.Request.Method+" "+e.Request.URL)
 	}
+}
+
+// requestsSince returns the requests after the first n (a count taken
+// earlier from len(requestsSince(0))).
+func (b *browser) requestsSince(n int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.requests[min(n, len(b.requests)):])
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {

@@ -53,14 +53,45 @@ export async function postJSON(path, body) {
   return resp.json();
 }
 
-export function laneName(key) {
-  return key.startsWith('v1:api:') ? key.slice('v1:api:'.length) : '';
+// laneKeyPattern is the server's lane-key grammar (gateway.ParseSessionKey):
+// v1:api:NAME, v1:PLATFORM:dm|group|channel|thread:ID or
+// v1:PLATFORM:topic:CHAT:TOPIC, each optionally with :user:ID, where an id
+// is 1-128 of A-Z a-z 0-9 . _ - and a platform lower-case letters.
+const keyID = '[A-Za-z0-9._-]{1,128}';
+const laneKeyPattern = new RegExp(`^v1:(?:api:${keyID}|(?!api:)[a-z]{1,32}:(?:(?:dm|group|channel|thread):${keyID}|topic:${keyID}:${keyID}))(?::user:${keyID})?$`);
+
+// isLaneKey says whether key names a lane. Anything else (a name from the
+// URL such as "v1:api:../admin/…") must never become part of a request
+// path. An id of "." or ".." is refused too: a URL resolves such a path
+// segment even when it is escaped, and no lane can be reached by it.
+export function isLaneKey(key) {
+  return typeof key === 'string' && laneKeyPattern.test(key) &&
+    !key.split(':').some((id) => id === '.' || id === '..');
 }
 
-// lanePath is the {lane} of the console routes: the API lane's name when
-// it has one, else the whole key path-escaped.
+// laneName is the name of an API lane (v1:api:NAME), else ''.
+export function laneName(key) {
+  const m = /^v1:api:([A-Za-z0-9._-]{1,128})$/.exec(key);
+  return m && isLaneKey(key) ? m[1] : '';
+}
+
+// lanePath is the {lane} of the console routes, path-escaped: the API
+// lane's name when it has one, else the whole key.
 export function lanePath(key) {
-  return laneName(key) || encodeURIComponent(key);
+  if (!isLaneKey(key)) throw new Error(`${JSON.stringify(key)} is not a lane name`);
+  return encodeURIComponent(laneName(key) || key);
+}
+
+// adminSessionPath is the path of an operator route of the lane key.
+export function adminSessionPath(key, rest) {
+  if (!isLaneKey(key)) throw new Error(`${JSON.stringify(key)} is not a lane name`);
+  return `/api/admin/sessions/${encodeURIComponent(key)}/${rest}`;
+}
+
+// apiLanePath is the path of an API lane's own routes (messages).
+export function apiLanePath(name, rest) {
+  if (!isLaneKey('v1:api:' + name)) throw new Error(`${JSON.stringify(name)} is not an API lane name`);
+  return `/api/lanes/${encodeURIComponent(name)}/${rest}`;
 }
 
 // download fetches a file with the token (a plain link cannot carry the

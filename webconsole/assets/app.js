@@ -69,8 +69,12 @@ function route() {
   stopView = () => {};
   document.documentElement.classList.remove('with-composer');
   const hash = location.hash.replace(/^#/, '') || '/';
-  if (hash.startsWith('/lane/')) stopView = lanePage(laneKeyOf(decodeHash(hash.slice('/lane/'.length))));
-  else if (hash === '/status') stopView = statusPage();
+  if (hash.startsWith('/lane/')) {
+    const key = laneKeyOf(decodeHash(hash.slice('/lane/'.length)));
+    // A name from the URL is the visitor's (or a crafted link's) text: it
+    // is checked before anything is requested for it.
+    stopView = api.isLaneKey(key) ? lanePage(key) : notALanePage(key);
+  } else if (hash === '/status') stopView = statusPage();
   else stopView = lanesPage();
 }
 
@@ -172,6 +176,18 @@ async function search(q, results) {
 }
 
 // --- one lane ------------------------------------------------------------
+
+// notALanePage says why the URL names no lane, and requests nothing.
+function notALanePage(key) {
+  view.replaceChildren(
+    el('p', {}, el('a', { href: '#/' }, '← all lanes')),
+    el('h1', {}, 'Not a lane'),
+    el('p', { id: 'lane-error', class: 'error', role: 'alert' },
+      `${JSON.stringify(key)} is not a lane name. A lane is an API lane's name (1-128 of A-Z a-z 0-9 . _ -) ` +
+      'or a session key such as v1:api:NAME, v1:telegram:dm:ID or v1:discord:channel:ID.'),
+  );
+  return () => {};
+}
 
 function lanePage(key) {
   const name = api.laneName(key);
@@ -288,7 +304,7 @@ function choiceSelect(id, label, cmd, send) {
 function commandBar(key, name, notes) {
   const reset = el('button', { id: 'cmd-reset', type: 'button', onclick: async () => {
     try {
-      await api.postJSON(`/api/admin/sessions/${encodeURIComponent(key)}/reset`, {});
+      await api.postJSON(api.adminSessionPath(key, 'reset'), {});
       notes.textContent = 'Lane reset: the next message starts a fresh thread.';
     } catch (err) {
       showError(notes, err);
@@ -343,7 +359,7 @@ function commandBar(key, name, notes) {
 
 async function sendCommand(name, text, notes) {
   try {
-    const answer = await api.postJSON(`/api/lanes/${name}/messages`, { text, user: 'console' });
+    const answer = await api.postJSON(api.apiLanePath(name, 'messages'), { text, user: 'console' });
     notes.textContent = answer.reply || (answer.notices || []).join('\n') || `${text}: done`;
   } catch (err) {
     showError(notes, err);
@@ -428,7 +444,7 @@ async function converse(name, text, files, live) {
 
   const { headers, body } = messageBody(text, files);
   headers.Accept = 'text/event-stream';
-  const resp = await api.request(`/api/lanes/${name}/messages`, { method: 'POST', headers, body });
+  const resp = await api.request(api.apiLanePath(name, 'messages'), { method: 'POST', headers, body });
   if (!resp.ok) {
     const err = await api.errorOf(resp);
     state.textContent = 'failed: ' + err.message;
