@@ -25,7 +25,9 @@ import (
 )
 
 // pinnedCodexVersion is the codex release this gatewayd was verified
-// against: tools/package.json pins it (a test keeps the two equal).
+// against: tools/package.json pins it (a test keeps the two equal). Another
+// release is only a warning: what decides is whether its app-server
+// answers the calls gatewayd makes (checkAppServer).
 const pinnedCodexVersion = "0.169.0"
 
 // doctorTimeout bounds each network check (codex start, token checks,
@@ -35,8 +37,8 @@ const doctorTimeout = 30 * time.Second
 // errChecksFailed ends `gatewayd doctor` with exit 1 after its report.
 var errChecksFailed = errors.New("doctor: some checks failed")
 
-// doctor prints one line per check: ✓ or ✗, what was found and, for ✗,
-// the fix. It never prints a token.
+// doctor prints one line per check: ✓, ⚠ or ✗, what was found and, for ✗,
+// the fix (for ⚠, a hint). Only ✗ fails the doctor. It never prints a token.
 type doctor struct {
 	out    io.Writer
 	failed int
@@ -45,6 +47,12 @@ type doctor struct {
 
 func (d *doctor) pass(format string, args ...any) {
 	fmt.Fprintf(d.out, "✓ %s\n", fmt.Sprintf(format, args...))
+}
+
+// warn reports something that works but is not what gatewayd was tested
+// with; it does not change the exit code.
+func (d *doctor) warn(what, hint string) {
+	fmt.Fprintf(d.out, "⚠ %s\n    hint: %s\n", what, hint)
 }
 
 func (d *doctor) fail(what, fix string) {
@@ -74,8 +82,8 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 		} else {
 			d.checkDatabase(ctx, cfg.DatabasePath())
 		}
-		if binary := d.checkCodexBinary(ctx, cfg.Codex.Command); binary != "" {
-			d.checkAppServer(ctx, cfg)
+		if binary, pinned := d.checkCodexBinary(ctx, cfg.Codex.Command); binary != "" {
+			d.checkAppServer(ctx, cfg, pinned)
 		}
 		d.checkTelegram(ctx, cfg.Telegram)
 		d.checkDiscord(ctx, cfg.Discord)
@@ -169,29 +177,35 @@ func (d *doctor) checkSchema(h store.Health) {
 }
 
 // checkCodexBinary finds the native codex binary and compares its version
-// with the pinned one; it returns the binary ("" when not found).
-func (d *doctor) checkCodexBinary(ctx context.Context, command string) string {
+// with the pinned one; it returns the binary ("" when not found) and
+// whether it is the pinned version. Another version is a warning: users
+// update codex, and the app-server checks that follow tell whether this
+// one still speaks the protocol gatewayd uses.
+func (d *doctor) checkCodexBinary(ctx context.Context, command string) (string, bool) {
 	binary, err := codex.ResolveCommand(command)
 	if err != nil {
 		d.fail(fmt.Sprintf("codex binary: %v", err),
 			fmt.Sprintf("install @openai/codex@%s (npm) or set codex.command to the native binary", pinnedCodexVersion))
-		return ""
+		return "", false
 	}
 	vctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(vctx, binary, "--version").Output()
 	if err != nil {
 		d.fail(fmt.Sprintf("codex binary %s does not run: %v", binary, err), "reinstall @openai/codex@"+pinnedCodexVersion)
-		return ""
+		return "", false
 	}
 	version := codexVersion(string(out))
 	if version != pinnedCodexVersion {
-		d.fail(fmt.Sprintf("codex binary %s is version %q; this gatewayd was verified with %s", binary, version, pinnedCodexVersion),
-			"install @openai/codex@"+pinnedCodexVersion+" (the app-server protocol changes between releases)")
-		return binary
+		if version == "" {
+			version = "unknown"
+		}
+		d.warn(fmt.Sprintf("codex binary %s, version %s (gatewayd is tested with %s)", binary, version, pinnedCodexVersion),
+			"the app-server checks below tell whether it works with gatewayd; @openai/codex@"+pinnedCodexVersion+" is the tested one")
+		return binary, false
 	}
 	d.pass("codex binary %s, version %s (pinned)", binary, version)
-	return binary
+	return binary, true
 }
 
 // codexVersion takes the version from `codex --version` ("codex-cli 0.169.0").
@@ -203,9 +217,11 @@ func codexVersion(out string) string {
 	return fields[len(fields)-1]
 }
 
-// checkAppServer starts the app-server as the daemon would, and reads its
-// account: either an account or a provider that needs no OpenAI login.
-func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
+// checkAppServer starts the app-server as the daemon would, makes the
+// calls gatewayd relies on that need no model, and reads its account:
+// either an account or a provider that needs no OpenAI login. pinned says
+// whether the binary is the tested codex; when not, the fixes name it.
+func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, pinned bool) {
 	dir := cfg.Codex.Cwd
 	if _, err := os.Stat(dir); err != nil {
 		dir = os.TempDir() // the daemon creates it; the doctor changes nothing
@@ -221,9 +237,16 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
 		Env: daemon.ChildEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
 		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: Version(),
 	})
+	versionFix := "check the codex version (see above)"
+	if !pinned {
+		versionFix = "install @openai/codex@" + pinnedCodexVersion + ", the version gatewayd is tested with"
+	}
 	if err != nil {
-		d.fail(fmt.Sprintf("codex app-server did not start: %v", err),
-			"run `codex app-server` by hand with the same codex.home and codex.args to see its error")
+		fix := "run `codex app-server` by hand with the same codex.home and codex.args to see its error"
+		if !pinned {
+			fix = versionFix + ", or " + fix
+		}
+		d.fail(fmt.Sprintf("codex app-server did not start: %v", err), fix)
 		return
 	}
 	defer func() {
@@ -234,10 +257,11 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
 	d.pass("codex app-server started; initialize answered in %s", time.Since(started).Round(time.Millisecond))
 	actx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
+	d.checkModelCalls(actx, cx, versionFix)
 	a, err := cx.Account(actx)
 	switch {
 	case err != nil:
-		d.fail(fmt.Sprintf("codex account/read failed: %v", err), "check the codex version (see above)")
+		d.fail(fmt.Sprintf("codex account/read failed: %v", err), versionFix)
 	case !a.Usable():
 		d.fail("codex has no account and its provider needs an OpenAI login",
 			"run `codex login --device-auth` as the service user (same CODEX_HOME), send /login to the bot in a private chat, or configure a model provider in CODEX_HOME/config.toml")
@@ -247,6 +271,22 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config) {
 		d.pass("codex uses a configured model provider (no OpenAI login needed)")
 	}
 	d.checkIsolation(ctx, cx, cfg)
+}
+
+// checkModelCalls makes the app-server calls behind /model and /effort,
+// which need no model request: model/list, and config/read for the
+// defaults a lane goes back to. An app-server that initializes but has
+// changed these would break those commands, not the start.
+func (d *doctor) checkModelCalls(ctx context.Context, cx *codex.Client, fix string) {
+	models, err := cx.ListModels(ctx)
+	if err == nil {
+		_, err = cx.ModelDefaults(ctx)
+	}
+	if err != nil {
+		d.fail(fmt.Sprintf("codex app-server call failed: %v", err), fix)
+		return
+	}
+	d.pass("codex app-server answers model/list (%d models) and config/read", len(models))
 }
 
 func accountLabel(a codex.Account) string {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,7 +47,13 @@ func TestCodexVersionParse(t *testing.T) {
 // when model is set, else a bare CODEX_HOME (no account, no provider).
 func doctorConfig(t *testing.T, dir string, model *codextest.Model, extra map[string]any) string {
 	t.Helper()
-	codexCfg := map[string]any{"command": codextest.CodexBinary(t), "home": codextest.Home(t), "cwd": filepath.Join(dir, "work")}
+	return doctorConfigFor(t, codextest.CodexBinary(t), dir, model, extra)
+}
+
+// doctorConfigFor is doctorConfig with another codex.command.
+func doctorConfigFor(t *testing.T, command, dir string, model *codextest.Model, extra map[string]any) string {
+	t.Helper()
+	codexCfg := map[string]any{"command": command, "home": codextest.Home(t), "cwd": filepath.Join(dir, "work")}
 	if model != nil {
 		codexCfg["args"] = codextest.Args(model.URL)
 	}
@@ -69,14 +76,73 @@ func runDoctor(t *testing.T, cfgFile string, secrets ...string) (int, string) {
 	return code, out
 }
 
-func failedLines(out string) []string {
-	var failed []string
+func failedLines(out string) []string { return linesWith(out, "✗") }
+
+// linesWith returns the report's lines that start with mark (✓, ⚠ or ✗).
+func linesWith(out, mark string) []string {
+	var lines []string
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "✗") {
-			failed = append(failed, l)
+		if strings.HasPrefix(l, mark) {
+			lines = append(lines, l)
 		}
 	}
-	return failed
+	return lines
+}
+
+// fakeVersion is what the wrapped codex claims to be: no real release.
+const fakeVersion = "0.999.0"
+
+// codexWrapper writes a shell script that answers `--version` as codex
+// fakeVersion and runs appServer for `app-server` (the real binary's when
+// appServer is ""), so the doctor meets the real app-server under another
+// version.
+func codexWrapper(t *testing.T, appServer string) string {
+	t.Helper()
+	real := codextest.CodexBinary(t)
+	if strings.Contains(real, "'") {
+		t.Skipf("codex path %q cannot be quoted for sh", real)
+	}
+	if appServer == "" {
+		appServer = "exec '" + real + "' \"$@\""
+	}
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = --version ]; then echo 'codex-cli " + fakeVersion + "'; exit 0; fi\n" +
+		"if [ \"$1\" = app-server ]; then\n" + appServer + "\nfi\n" +
+		"exec '" + real + "' \"$@\"\n"
+	path := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// refuseInitialize stands in for an app-server whose protocol gatewayd no
+// longer fits: it answers the first request, initialize, with an error.
+const refuseInitialize = `read -r line
+id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+printf '{"id":%s,"error":{"code":-32602,"message":"unknown capability"}}\n' "$id"
+exec cat >/dev/null`
+
+// refuseCalls stands in for an app-server that initializes but no longer
+// knows the other methods gatewayd calls: it answers every later request
+// with "method not found".
+const refuseCalls = `while read -r line; do
+id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+[ -n "$id" ] || continue
+case "$line" in
+*'"method":"initialize"'*) printf '{"id":%s,"result":{"userAgent":"gatewayd-doctor/0.999.0"}}\n' "$id" ;;
+*) printf '{"id":%s,"error":{"code":-32601,"message":"method not found"}}\n' "$id" ;;
+esac
+done`
+
+// binaryVersion is the version the codex binary prints.
+func binaryVersion(t *testing.T, binary string) string {
+	t.Helper()
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", binary, err)
+	}
+	return codexVersion(string(out))
 }
 
 // With the fake provider and both platform fakes every check passes; a
@@ -101,8 +167,12 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 		if code != exitOK || len(failedLines(out)) > 0 {
 			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
 		}
-		for _, want := range []string{"config valid", "state dir", "database", "version 0.169.0", "initialize answered",
-			"configured model provider", "lanes isolated", "telegram token accepted", "telegram allowlist", "discord token accepted",
+		version := binaryVersion(t, codextest.CodexBinary(t))
+		if warned := linesWith(out, "⚠"); (version == pinnedCodexVersion) != (len(warned) == 0) {
+			t.Errorf("codex %s (pinned %s), warnings %q", version, pinnedCodexVersion, warned)
+		}
+		for _, want := range []string{"config valid", "state dir", "database", "version " + version, "initialize answered",
+			"answers model/list", "configured model provider", "lanes isolated", "telegram token accepted", "telegram allowlist", "discord token accepted",
 			"discord allowlist", "is free", "All checks passed."} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
@@ -110,6 +180,57 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 		}
 		if n := len(model.Requests()); n != 0 {
 			t.Errorf("doctor sent %d model requests", n)
+		}
+	})
+
+	// A codex newer than the pinned one whose app-server answers is a
+	// warning naming both versions, and the doctor still passes.
+	t.Run("another codex version", func(t *testing.T) {
+		code, out := runDoctor(t, doctorConfigFor(t, codexWrapper(t, ""), t.TempDir(), model, nil))
+		if code != exitOK || len(failedLines(out)) > 0 || !strings.Contains(out, "All checks passed.") {
+			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
+		}
+		warned := linesWith(out, "⚠")
+		want := "version " + fakeVersion + " (gatewayd is tested with " + pinnedCodexVersion + ")"
+		if len(warned) != 1 || !strings.Contains(warned[0], want) {
+			t.Errorf("warnings %q, want one with %q\n%s", warned, want, out)
+		}
+		for _, want := range []string{"initialize answered", "answers model/list", "configured model provider"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	// An app-server that refuses initialize fails the doctor, whatever
+	// its version; the version itself stays a warning.
+	t.Run("initialize refused", func(t *testing.T) {
+		code, out := runDoctor(t, doctorConfigFor(t, codexWrapper(t, refuseInitialize), t.TempDir(), model, nil))
+		failed := failedLines(out)
+		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "codex app-server did not start") ||
+			!strings.Contains(failed[0], "unknown capability") {
+			t.Fatalf("exit %d, failed %q, want 1 and only the app-server\n%s", code, failed, out)
+		}
+		if !strings.Contains(out, "fix: install @openai/codex@"+pinnedCodexVersion) {
+			t.Errorf("the fix does not name the pinned codex:\n%s", out)
+		}
+		if len(linesWith(out, "⚠")) != 1 {
+			t.Errorf("want the version warning:\n%s", out)
+		}
+	})
+
+	// Initialize alone is not enough: the calls behind /model and the
+	// account must be answered too.
+	t.Run("calls refused", func(t *testing.T) {
+		code, out := runDoctor(t, doctorConfigFor(t, codexWrapper(t, refuseCalls), t.TempDir(), model, nil))
+		failed := strings.Join(failedLines(out), "\n")
+		if code != exitFailure || !strings.Contains(out, "initialize answered") {
+			t.Fatalf("exit %d, want 1 after initialize\n%s", code, out)
+		}
+		for _, want := range []string{"model/list: rpc error -32601", "account/read failed"} {
+			if !strings.Contains(failed, want) {
+				t.Errorf("failed lines lack %q:\n%s", want, out)
+			}
 		}
 	})
 
