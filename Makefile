@@ -4,7 +4,7 @@ BIN     ?= bin/gatewayd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test check lint bench tools run fuzz record
+.PHONY: help build test test-codex check lint bench tools run fuzz record
 
 # The pinned codex is installed on first use and again whenever the lock
 # changes (npm ci writes this hidden lockfile last).
@@ -16,7 +16,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := tools/bin/staticcheck-$(STATICCHECK_VERSION)
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/gatewayd
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gatewayd
@@ -34,6 +34,30 @@ test: $(CODEX_INSTALLED) ## run every test with the race detector (installs the 
 	wait $$pgpid; pgrc=$$?; \
 	echo "GATEWAYD_TEST_STORE=postgres $(GO) test -race -count=1 ./store/"; cat $$pgout; rm -f $$pgout; \
 	[ $$rc -eq 0 ] && [ $$pgrc -eq 0 ]
+
+# `make test-codex VERSION=x.y.z` runs the tests that drive the real codex
+# app-server against another codex release: it is installed from npm once
+# into CODEX_CACHE/VERSION and passed to the tests as GATEWAYD_CODEX_BIN.
+# Only VERSION given on the command line (or in the environment) counts:
+# the file's default is gatewayd's own version. No race detector: this run
+# asks whether the app-server protocol still fits, and halves the time.
+CODEX_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gatewayd/codex
+CODEX_TEST_PKGS ?= ./runtime/codex/... ./gateway/
+test-codex: ## run the codex integration tests against codex VERSION=x.y.z (installed from npm into a cache)
+	@case "$(origin VERSION)" in command*|environment*) ;; *) echo "usage: make test-codex VERSION=x.y.z"; exit 2;; esac; \
+	case "$(VERSION)" in ''|*[!0-9A-Za-z.-]*) echo "test-codex: VERSION=$(VERSION) is not a codex version"; exit 2;; esac; \
+	dir="$(CODEX_CACHE)/$(VERSION)"; \
+	bin=$$(find "$$dir/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f 2>/dev/null | head -n 1); \
+	if [ -z "$$bin" ]; then \
+	  npm install --prefix "$$dir" --no-audit --no-fund --no-package-lock "@openai/codex@$(VERSION)" || exit 1; \
+	  bin=$$(find "$$dir/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f | head -n 1); \
+	fi; \
+	[ -x "$$bin" ] || { echo "test-codex: no native codex binary under $$dir"; exit 1; }; \
+	echo "test-codex: $$("$$bin" --version) at $$bin"; \
+	export GATEWAYD_CODEX_BIN="$$bin"; \
+	$(GO) test -count=1 $(CODEX_TEST_PKGS); rc=$$?; \
+	$(GO) test -count=1 -run '^TestDoctor' ./cmd/gatewayd/; drc=$$?; \
+	[ $$rc -eq 0 ] && [ $$drc -eq 0 ]
 
 # The quick loop: -short skips the process tests, the ones that build or
 # run gatewayd, the real codex app-server, a PostgreSQL server or a
