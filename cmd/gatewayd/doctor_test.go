@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -95,10 +97,23 @@ const fakeVersion = "0.999.0"
 // codexWrapper writes a shell script that answers `--version` as codex
 // fakeVersion and runs appServer for `app-server` (the real binary's when
 // appServer is ""), so the doctor meets the real app-server under another
-// version.
+// version. The real binary is laid out under the script's directory as
+// npm installs it (bin/codex beside codex-resources/, where its bundled
+// bubblewrap is): the lane profile grants codex.command's directory, and
+// codex's sandbox re-executes the binary from where it runs.
 func codexWrapper(t *testing.T, appServer string) string {
 	t.Helper()
-	real := codextest.CodexBinary(t)
+	dir := t.TempDir()
+	binary := codextest.CodexBinary(t)
+	real := filepath.Join(dir, "real", "bin", "codex")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	linkOrCopy(t, binary, real)
+	resources := filepath.Join(codex.CodexDir(binary), "codex-resources")
+	if err := os.Symlink(resources, filepath.Join(dir, "real", "codex-resources")); err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(real, "'") {
 		t.Skipf("codex path %q cannot be quoted for sh", real)
 	}
@@ -109,11 +124,34 @@ func codexWrapper(t *testing.T, appServer string) string {
 		"if [ \"$1\" = --version ]; then echo 'codex-cli " + fakeVersion + "'; exit 0; fi\n" +
 		"if [ \"$1\" = app-server ]; then\n" + appServer + "\nfi\n" +
 		"exec '" + real + "' \"$@\"\n"
-	path := filepath.Join(t.TempDir(), "codex")
+	path := filepath.Join(dir, "codex")
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// linkOrCopy hard-links src to dst, or copies it across file systems.
+func linkOrCopy(t *testing.T, src, dst string) {
+	t.Helper()
+	if os.Link(src, dst) == nil {
+		return
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // refuseInitialize stands in for an app-server whose protocol gatewayd no
@@ -195,7 +233,7 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 		if len(warned) != 1 || !strings.Contains(warned[0], want) {
 			t.Errorf("warnings %q, want one with %q\n%s", warned, want, out)
 		}
-		for _, want := range []string{"initialize answered", "answers model/list", "configured model provider"} {
+		for _, want := range []string{"initialize answered", "answers model/list", "configured model provider", "lanes isolated"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
