@@ -156,7 +156,7 @@ func TestProcessLanesAreIsolated(t *testing.T) {
 	uploadA := d.upload(t, "A", "upload.txt", "UPLOAD-A")
 	workA, workB := d.workDir("A"), d.workDir("B")
 	ownA := filepath.Join(workA, "own.txt")
-	outA := d.probeLane(t, "A", "pwd; "+probe([]string{uploadA}, []string{ownA}))
+	outA := d.probeLane(t, "A", "pwd; "+codextest.Probe([]string{uploadA}, []string{ownA}, nil))
 	if !strings.Contains(outA, "READ "+uploadA+": UPLOAD-A") {
 		t.Errorf("lane A cannot read its own upload:\n%s", outA)
 	}
@@ -168,21 +168,27 @@ func TestProcessLanesAreIsolated(t *testing.T) {
 	}
 	rolloutA := rolloutWith(t, d.home, "SECRET-DIARY")
 
-	secrets := []string{filepath.Join(d.state, "gatewayd.db"), filepath.Join(d.state, "gatewayd.db-wal"), d.state,
+	secrets := []string{filepath.Join(d.state, "gatewayd.db"), filepath.Join(d.state, "gatewayd.db-wal"),
 		uploadA, filepath.Dir(uploadA), workA, ownA, rolloutA, filepath.Join(d.home, "sessions"), d.auth, d.home,
 		d.cfgFile, d.envFile, d.etc}
 	escapes := []string{filepath.Join(d.state, "escape.txt"), filepath.Join(workA, "escape.txt"),
 		filepath.Join(d.home, "escape.txt"), filepath.Join(d.etc, "escape.txt")}
 	checkB := func(when string) {
 		t.Helper()
-		out := d.probeLane(t, "B", "pwd; "+probe(secrets, escapes))
+		out := d.probeLane(t, "B", "pwd; "+codextest.Probe(secrets, escapes, []string{d.state}))
 		t.Logf("%s: lane B's probe printed:\n%s", when, out)
 		if !strings.Contains(out, workB) {
 			t.Errorf("%s: lane B does not work in its own directory %s:\n%s", when, workB, out)
 		}
 		for _, p := range secrets {
-			if !strings.Contains(out, "DENIED "+p) {
+			if !codextest.Denied(out, p) {
 				t.Errorf("%s: lane B's command read %s:\n%s", when, p, out)
+			}
+		}
+		// The state directory is the way down to B's own directories.
+		for _, name := range codextest.Listed(out, d.state) {
+			if name != "files" && name != "tmp" && name != "workspace" {
+				t.Errorf("%s: lane B's command sees %s in the state directory:\n%s", when, name, out)
 			}
 		}
 		for _, s := range []string{"SECRET-", "UPLOAD-A", "WRITTEN"} {
@@ -209,21 +215,6 @@ func TestProcessLanesAreIsolated(t *testing.T) {
 	if n := len(logEvents(p2, "binding.pending", laneIs("v1:api:B"))); n != 0 {
 		t.Errorf("lane B started a new thread after the restart; its thread was to be resumed, and confined")
 	}
-}
-
-// probe is one shell command that says, per path, whether it could be read
-// ("READ <path>: <first bytes>") or not ("DENIED <path>"), tries each
-// write, and ends with PROBE-DONE.
-func probe(reads, writes []string) string {
-	var b strings.Builder
-	for _, p := range reads {
-		b.WriteString("if out=$(cat '" + p + "' 2>/dev/null || ls '" + p + "' 2>/dev/null); then echo \"READ " + p + ": $out\" | head -c 200; echo; else echo 'DENIED " + p + "'; fi; ")
-	}
-	for _, p := range writes {
-		b.WriteString("echo WRITTEN > '" + p + "' 2>/dev/null; ")
-	}
-	b.WriteString("echo PROBE-DONE")
-	return b.String()
 }
 
 // rolloutWith is the rollout file under home that holds text.

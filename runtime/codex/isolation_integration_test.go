@@ -68,21 +68,6 @@ func (w isoWorld) confine(name string) codex.ThreadConfig {
 		Env: map[string]string{"TMPDIR": l.tmp, "HOME": l.tmp}}}
 }
 
-// probe is one shell command that says, per path, whether it could be
-// read ("READ <path>: <first bytes>") or not ("DENIED <path>"), and
-// tries each write.
-func probe(reads, writes []string) string {
-	var b strings.Builder
-	for _, p := range reads {
-		b.WriteString("if out=$(cat '" + p + "' 2>/dev/null || ls '" + p + "' 2>/dev/null); then echo \"READ " + p + ": $out\" | head -c 200; echo; else echo 'DENIED " + p + "'; fi; ")
-	}
-	for _, p := range writes {
-		b.WriteString("echo WRITTEN > '" + p + "' 2>/dev/null; ")
-	}
-	b.WriteString("echo PROBE-DONE")
-	return b.String()
-}
-
 // startIsolated starts a client whose lanes are confined as gatewayd's are
 // with codex.isolation: lanes (the harness's process-wide sandbox mode is
 // left out, as a user's codex.args would not have it).
@@ -147,7 +132,7 @@ func TestIntegrationLanesAreIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	newA := filepath.Join(a.work, "new.txt")
-	outA := runProbe(t, ctx, c, thA.ThreadID, w.confine("A"), probe([]string{a.ownFile, a.upload}, []string{newA, filepath.Join(a.files, "out.txt"), filepath.Join(a.tmp, "t")}))
+	outA := runProbe(t, ctx, c, thA.ThreadID, w.confine("A"), codextest.Probe([]string{a.ownFile, a.upload}, []string{newA, filepath.Join(a.files, "out.txt"), filepath.Join(a.tmp, "t")}, nil))
 	for _, want := range []string{"READ " + a.ownFile + ": OWN-A", "READ " + a.upload + ": UPLOAD-A"} {
 		if !strings.Contains(outA, want) {
 			t.Errorf("lane A: want %q in\n%s", want, outA)
@@ -160,19 +145,25 @@ func TestIntegrationLanesAreIsolated(t *testing.T) {
 	}
 	rollout := rolloutOf(t, w.home, thA.ThreadID)
 
-	secrets := []string{w.db, w.wal, w.state, a.ownFile, a.upload, a.work, rollout, filepath.Join(w.home, "sessions"),
+	secrets := []string{w.db, w.wal, a.ownFile, a.upload, a.work, rollout, filepath.Join(w.home, "sessions"),
 		w.auth, w.envFile, w.configDir}
 	escapes := []string{filepath.Join(w.state, "escape.txt"), filepath.Join(a.work, "escape.txt"),
 		filepath.Join(w.home, "escape.txt"), filepath.Join(w.configDir, "escape.txt")}
 	checkB := func(when string, c *codex.Client, th string) {
 		t.Helper()
-		out := runProbe(t, ctx, c, th, w.confine("B"), probe(append([]string{b.ownFile}, secrets...), escapes))
+		out := runProbe(t, ctx, c, th, w.confine("B"), codextest.Probe(append([]string{b.ownFile}, secrets...), escapes, []string{w.state}))
 		if !strings.Contains(out, "READ "+b.ownFile+": OWN-B") {
 			t.Errorf("%s: lane B cannot read its own file:\n%s", when, out)
 		}
 		for _, p := range secrets {
-			if !strings.Contains(out, "DENIED "+p) {
+			if !codextest.Denied(out, p) {
 				t.Errorf("%s: lane B's command read %s:\n%s", when, p, out)
+			}
+		}
+		// The state directory is the way down to B's own directories.
+		for _, name := range codextest.Listed(out, w.state) {
+			if name != "lanes" && name != "files" {
+				t.Errorf("%s: lane B's command sees %s in the state directory:\n%s", when, name, out)
 			}
 		}
 		for _, s := range []string{"SECRET-", "OWN-A", "UPLOAD-A"} {
