@@ -1,6 +1,10 @@
 package codextest
 
-import "strings"
+import (
+	"os"
+	"slices"
+	"strings"
+)
 
 // Probe is one shell command for isolation tests, run as a lane's command:
 // per path of reads it prints "READ <path>: <first bytes>" or, when the
@@ -45,4 +49,39 @@ func Listed(out, dir string) []string {
 	}
 	body, _, _ := strings.Cut(rest, "END "+dir)
 	return strings.Fields(body)
+}
+
+// Confined is what a probe on a confined lane must not reach.
+type Confined struct {
+	Secrets []string // each must print its own DENIED line
+	Words   []string // none may appear in the output (secret contents)
+	Dir     string   // a directory above the lane's roots, listed by the probe
+	Allowed []string // the only names Dir may show: the way down to the roots
+	Escapes []string // writes outside the lane: none may exist afterwards
+}
+
+// Leaks lists, from the probe's output and the disk, what the lane reached.
+func (c Confined) Leaks(out string) []string {
+	var leaks []string
+	for _, p := range c.Secrets {
+		if !Denied(out, p) {
+			leaks = append(leaks, "read "+p)
+		}
+	}
+	for _, w := range c.Words {
+		if strings.Contains(out, w) {
+			leaks = append(leaks, "saw "+w)
+		}
+	}
+	for _, name := range Listed(out, c.Dir) {
+		if !slices.Contains(c.Allowed, name) {
+			leaks = append(leaks, "sees "+name+" in "+c.Dir)
+		}
+	}
+	for _, p := range c.Escapes {
+		if _, err := os.Stat(p); err == nil {
+			leaks = append(leaks, "wrote "+p)
+		}
+	}
+	return leaks
 }
