@@ -14,13 +14,14 @@
 // leaves half a file under a real name and a second "photo.jpg" in the same
 // message becomes "photo (2).jpg". Each file is held to Limits.MaxBytes while
 // it streams; each lane to Limits.LaneQuota, met by removing the lane's
-// oldest message directories except those still in use.
+// oldest message directories and out copies together, except those still
+// in use (InUse; OutInUse and CopyOut's holds).
 //
 // Outbound, [ResolveOutbound] decides whether a path the agent named may be
 // sent (inside an allowed root once every symlink is resolved, a regular
-// file, small enough) and [CopyOut] snapshots it into the lane's out
+// file, small enough) and [Store.CopyOut] snapshots it into the lane's out
 // directory, so an edit made after the agent asked does not change what is
-// sent. [Detect] names a file's media type and tells images apart, for
+// sent. [ResetSpool] prepares the directory uploads are spooled to. [Detect] names a file's media type and tells images apart, for
 // localImage input items.
 //
 // The package is self-contained: it knows nothing of platforms, the gateway

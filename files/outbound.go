@@ -158,25 +158,10 @@ func tooLargeToSend(limit, size int64) *RefusedError {
 // directory above it, cannot lead out of that root; and it must still be a
 // regular file.
 func CopyOut(resolved string, allowedRoots []string, outDir string, maxBytes int64) (string, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
-	src, err := openRegular(resolved, allowedRoots)
-	if err != nil {
-		return "", err
-	}
-	defer src.Close()
-	info, err := src.Stat()
-	if err != nil {
-		return "", fmt.Errorf("files: copy out: %w", err)
-	}
-	if info.Size() > maxBytes {
-		return "", tooLargeToSend(maxBytes, info.Size())
-	}
 	if err := os.MkdirAll(outDir, dirMode); err != nil {
 		return "", fmt.Errorf("files: copy out: %w", err)
 	}
-	tmp, err := writeTemp(context.Background(), outDir, src, maxBytes)
+	tmp, err := copyTemp(resolved, allowedRoots, outDir, maxBytes)
 	if err != nil {
 		return "", err
 	}
@@ -186,6 +171,27 @@ func CopyOut(resolved string, allowedRoots []string, outDir string, maxBytes int
 		return "", err
 	}
 	return filepath.Join(outDir, stored), nil
+}
+
+// copyTemp copies the file CopyOut snapshots into a temporary file in
+// outDir, which must exist.
+func copyTemp(resolved string, allowedRoots []string, outDir string, maxBytes int64) (*tempFile, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	src, err := openRegular(resolved, allowedRoots)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("files: copy out: %w", err)
+	}
+	if info.Size() > maxBytes {
+		return nil, tooLargeToSend(maxBytes, info.Size())
+	}
+	return writeTemp(context.Background(), outDir, src, maxBytes)
 }
 
 // openRegular opens a regular file for reading, refusing anything else.

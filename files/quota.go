@@ -7,20 +7,23 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
-// messageUsage is one message directory of a lane and what it holds.
-type messageUsage struct {
-	dir      string
+// usage is one unit pruning removes whole, and what it holds: a message
+// directory of the lane, or one file of its out directory.
+type usage struct {
+	path     string
 	modified time.Time
 	bytes    int64
 	inUse    bool
 }
 
-// Prune removes the lane's oldest message directories not in use until the
-// lane holds at most budget bytes, and returns how many bytes it freed. When
-// the budget cannot be met it removes nothing and returns a *QuotaError.
+// Prune removes the lane's oldest message directories and out copies not
+// in use until the lane holds at most budget bytes, and returns how many
+// bytes it freed. When the budget cannot be met it removes nothing and
+// returns a *QuotaError.
 func (s *Store) Prune(lane string, budget int64) (freed int64, err error) {
 	if lane == "" {
 		return 0, fmt.Errorf("%w: Prune needs a lane", ErrInvalid)
@@ -34,15 +37,15 @@ func (s *Store) Prune(lane string, budget int64) (freed int64, err error) {
 // still being written included, so a save in progress is charged to the
 // lane as soon as its bytes are, not only once published.
 func (s *Store) pruneLocked(lane string, budget int64) (int64, error) {
-	messages, err := s.laneUsage(lane)
+	units, err := s.laneUsage(lane)
 	if err != nil {
 		return 0, err
 	}
 	var total, kept int64
-	for _, m := range messages {
-		total += m.bytes
-		if m.inUse {
-			kept += m.bytes
+	for _, u := range units {
+		total += u.bytes
+		if u.inUse {
+			kept += u.bytes
 		}
 	}
 	if total <= budget {
@@ -54,25 +57,26 @@ func (s *Store) pruneLocked(lane string, budget int64) (int64, error) {
 		return 0, &QuotaError{Quota: budget, Kept: kept}
 	}
 	var freed int64
-	for _, m := range messages { // oldest first
+	for _, u := range units { // oldest first
 		if total-freed <= budget {
 			break
 		}
-		if m.inUse {
+		if u.inUse {
 			continue
 		}
-		if err := os.RemoveAll(m.dir); err != nil {
+		if err := os.RemoveAll(u.path); err != nil {
 			return freed, fmt.Errorf("files: prune: %w", err)
 		}
-		freed += m.bytes
+		freed += u.bytes
 	}
 	return freed, nil
 }
 
-// laneUsage lists the lane's message directories, oldest first: by
-// modification time (a directory changes when a file is added to it), then
-// by name so the order is the same on every run.
-func (s *Store) laneUsage(lane string) ([]messageUsage, error) {
+// laneUsage lists the lane's message directories and out copies together,
+// oldest first: by modification time (a directory changes when a file is
+// added to it, a copy when it is written), then by path so the order is
+// the same on every run.
+func (s *Store) laneUsage(lane string) ([]usage, error) {
 	laneDir := s.LaneDir(lane)
 	entries, err := os.ReadDir(laneDir)
 	if os.IsNotExist(err) {
@@ -82,25 +86,68 @@ func (s *Store) laneUsage(lane string) ([]messageUsage, error) {
 		return nil, fmt.Errorf("files: read lane: %w", err)
 	}
 	pinned := s.pinned(lane)
-	var messages []messageUsage
+	var units []usage
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == outName {
+		if !e.IsDir() {
 			continue
 		}
-		m, err := measure(filepath.Join(laneDir, e.Name()))
+		if e.Name() == outName {
+			out, err := s.outUsage(lane, filepath.Join(laneDir, outName))
+			if err != nil {
+				return nil, err
+			}
+			units = append(units, out...)
+			continue
+		}
+		u, err := measure(filepath.Join(laneDir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		m.inUse = pinned[e.Name()] || s.saving[m.dir] > 0
-		messages = append(messages, m)
+		u.inUse = pinned[e.Name()] || s.saving[u.path] > 0
+		units = append(units, u)
 	}
-	sort.Slice(messages, func(i, j int) bool {
-		if !messages[i].modified.Equal(messages[j].modified) {
-			return messages[i].modified.Before(messages[j].modified)
+	sort.Slice(units, func(i, j int) bool {
+		if !units[i].modified.Equal(units[j].modified) {
+			return units[i].modified.Before(units[j].modified)
 		}
-		return messages[i].dir < messages[j].dir
+		return units[i].path < units[j].path
 	})
-	return messages, nil
+	return units, nil
+}
+
+// outUsage lists the copies in the lane's out directory, each a unit of
+// its own. In use are those held by CopyOut, those OutInUse names (all of
+// them when it cannot tell) and, while a copy is being made, the
+// temporary files; a temporary file left by a crash is not, and goes.
+func (s *Store) outUsage(lane, dir string) ([]usage, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("files: read out directory: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	pending, err := s.outInUse(lane)
+	keepAll := err != nil
+	wanted := make(map[string]bool, len(pending))
+	for _, p := range pending {
+		wanted[filepath.Base(p)] = true
+	}
+	copying := s.saving[dir] > 0
+	units := make([]usage, 0, len(entries))
+	for _, e := range entries {
+		u, err := measure(filepath.Join(dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a copy's temporary file, removed without s.mu
+		}
+		if err != nil {
+			return nil, err
+		}
+		temp := strings.HasPrefix(e.Name(), tempPrefix)
+		u.inUse = keepAll || s.held[u.path] > 0 || wanted[e.Name()] || (temp && copying)
+		units = append(units, u)
+	}
+	return units, nil
 }
 
 // pinned maps the directory names of the lane's messages in use.
@@ -113,14 +160,14 @@ func (s *Store) pinned(lane string) map[string]bool {
 	return set
 }
 
-// measure sums the sizes of the regular files under dir.
-func measure(dir string) (messageUsage, error) {
-	info, err := os.Stat(dir)
+// measure sums the sizes of the regular files at or under path.
+func measure(path string) (usage, error) {
+	info, err := os.Lstat(path)
 	if err != nil {
-		return messageUsage{}, fmt.Errorf("files: measure: %w", err)
+		return usage{}, fmt.Errorf("files: measure: %w", err)
 	}
-	m := messageUsage{dir: dir, modified: info.ModTime()}
-	err = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	m := usage{path: path, modified: info.ModTime()}
+	err = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			var fi fs.FileInfo
 			if fi, err = d.Info(); err == nil {
@@ -135,7 +182,7 @@ func measure(dir string) (messageUsage, error) {
 		return err
 	})
 	if err != nil {
-		return messageUsage{}, fmt.Errorf("files: measure: %w", err)
+		return usage{}, fmt.Errorf("files: measure: %w", err)
 	}
 	return m, nil
 }

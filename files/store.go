@@ -2,6 +2,7 @@ package files
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,21 +44,33 @@ func (l Limits) withDefaults() Limits {
 // turns still queued or running that will read them. Nil means none.
 type InUse func(lane string) (messageIDs []string)
 
+// OutInUse returns the paths of a lane's out copies still to be delivered
+// (their outbox rows pending), which pruning must keep. An error keeps every
+// out copy of the lane: not knowing is no licence to lose a file the user
+// was told is coming.
+type OutInUse func(lane string) (paths []string, err error)
+
 // Store keeps inbound files under root (<state_dir>/files). It is safe for
 // concurrent use, and it assumes it is the only writer under root.
 type Store struct {
-	root   string
-	limits Limits
-	inUse  InUse
+	root     string
+	limits   Limits
+	inUse    InUse
+	outInUse OutInUse
 
 	// mu serialises the quota check with publishing, so two saves into one
 	// lane cannot both count the same free space, and guards saving. One
 	// mutex serves every lane: what runs under it is a walk of one lane's
 	// directory, a few removals and a link, never a download.
 	mu sync.Mutex
-	// saving counts the saves streaming into each message directory (by
-	// path); pruning never removes one, whatever inUse says.
+	// saving counts the saves streaming into each message directory, and
+	// the copies into each out directory (by path); pruning never removes
+	// one, nor a temporary file in one, whatever inUse says.
 	saving map[string]int
+	// held counts the holds on each out copy (by path) that CopyOut made
+	// and Release lifts: a copy whose outbox row is not committed yet is
+	// known only to its turn, and pruning keeps it.
+	held map[string]int
 }
 
 // New returns a Store rooted at root; nothing is created until a file is
@@ -66,7 +79,18 @@ func New(root string, limits Limits, inUse InUse) *Store {
 	if inUse == nil {
 		inUse = func(string) []string { return nil }
 	}
-	return &Store{root: root, limits: limits.withDefaults(), inUse: inUse, saving: map[string]int{}}
+	return &Store{root: root, limits: limits.withDefaults(), inUse: inUse,
+		outInUse: func(string) ([]string, error) { return nil, nil },
+		saving:   map[string]int{}, held: map[string]int{}}
+}
+
+// SetOutInUse names the out copies still to be delivered (see OutInUse);
+// without it only the holds of CopyOut keep them. Call it before the store
+// is used.
+func (s *Store) SetOutInUse(fn OutInUse) {
+	if fn != nil {
+		s.outInUse = fn
+	}
 }
 
 // Limits returns the limits in force, defaults applied.
@@ -80,9 +104,10 @@ func (s *Store) MessageDir(lane, message string) string {
 	return filepath.Join(s.LaneDir(lane), dirName(message))
 }
 
-// OutDir is where CopyOut puts a lane's outgoing snapshots. It is outside
-// the quota and never pruned: a snapshot is the sender's to remove once it
-// is delivered.
+// OutDir is where CopyOut puts a lane's outgoing snapshots. They count in
+// the lane's quota and are pruned with its messages, oldest first, once
+// delivered: a snapshot held (CopyOut until Release) or named by OutInUse
+// is kept.
 func (s *Store) OutDir(lane string) string { return filepath.Join(s.LaneDir(lane), outName) }
 
 // Saved describes a stored file.
@@ -156,5 +181,64 @@ func (s *Store) endSaving(dir string, failed bool) {
 	delete(s.saving, dir)
 	if failed {
 		_ = os.Remove(dir) // fails, as meant, on a directory holding files
+	}
+}
+
+// CopyOut snapshots the file ResolveOutbound returned into the lane's out
+// directory, as the package's CopyOut does, held to Limits.MaxBytes, and
+// makes room for it within the lane's quota first: a *RefusedError wrapping
+// a *QuotaError when the files the lane still needs leave none. The copy is
+// held, safe from pruning, until Release: the caller releases it once its
+// outbox row is committed (OutInUse keeps it from then on) or it is dropped.
+func (s *Store) CopyOut(lane, resolved string, allowedRoots []string) (string, error) {
+	if lane == "" {
+		return "", fmt.Errorf("%w: CopyOut needs a lane", ErrInvalid)
+	}
+	dir := s.OutDir(lane)
+	if err := s.beginSaving(dir); err != nil {
+		return "", err
+	}
+	path, err := s.copyOut(lane, dir, resolved, allowedRoots)
+	s.endSaving(dir, err != nil)
+	return path, err
+}
+
+func (s *Store) copyOut(lane, dir, resolved string, allowedRoots []string) (string, error) {
+	tmp, err := copyTemp(resolved, allowedRoots, dir, s.limits.MaxBytes)
+	if err != nil {
+		return "", err
+	}
+	defer tmp.discard()
+	// Pruning, publishing and the hold are one section: no prune can see
+	// the copy under its name before it is held.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.pruneLocked(lane, s.limits.LaneQuota); err != nil {
+		var q *QuotaError
+		if errors.As(err, &q) {
+			return "", &RefusedError{Reason: "no room left in this conversation's " + FormatSize(q.Quota) + " of files", Err: err}
+		}
+		return "", err
+	}
+	stored, err := tmp.publish(dir, SanitizeName(filepath.Base(resolved)))
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, stored)
+	s.held[path]++
+	return path, nil
+}
+
+// Release lifts CopyOut's holds on paths. Releasing a path not held does
+// nothing, so a caller may release whatever it dropped without counting.
+func (s *Store) Release(paths ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range paths {
+		if s.held[p] <= 1 {
+			delete(s.held, p)
+			continue
+		}
+		s.held[p]--
 	}
 }

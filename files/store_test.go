@@ -400,20 +400,134 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-func TestPruneLeavesOutDirAlone(t *testing.T) {
+// outCopy makes an out copy of size bytes through Store.CopyOut, backdated
+// age hours like fillLane's messages, and releases CopyOut's hold unless
+// told to keep it.
+func outCopy(t *testing.T, s *Store, name string, size, age int, keepHeld bool) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(src, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path, err := s.CopyOut(testLane, src, []string{filepath.Dir(src)})
+	if err != nil {
+		t.Fatalf("CopyOut(%s): %v", name, err)
+	}
+	when := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Duration(age) * time.Hour)
+	if err := os.Chtimes(path, when, when); err != nil {
+		t.Fatal(err)
+	}
+	if !keepHeld {
+		s.Release(path)
+	}
+	return path
+}
+
+// TestPruneCountsOutCopies: out copies count in the lane's quota and go
+// with its messages, oldest first, one copy at a time.
+func TestPruneCountsOutCopies(t *testing.T) {
 	s := newTestStore(t, Limits{}, nil)
-	mustSave(t, s, "m1", "a.bin", make([]byte, 10))
-	if err := os.MkdirAll(s.OutDir(testLane), 0o700); err != nil {
+	fillLane(t, s, []existing{{"m1", 20, 5}, {"m2", 20, 3}, {"m3", 20, 1}})
+	outCopy(t, s, "old.bin", 20, 4, false)
+	outCopy(t, s, "new.bin", 20, 2, false)
+
+	// 100 bytes on disk; 50 allowed: m1 (5h), old.bin (4h) and m2 (3h) go.
+	freed, err := s.Prune(testLane, 50)
+	if err != nil || freed != 60 {
+		t.Fatalf("Prune = %d, %v; want 60 bytes freed (out copies counted)", freed, err)
+	}
+	if got := storedMessages(t, s, []string{"m1", "m2", "m3"}); fmt.Sprint(got) != "[m3]" {
+		t.Errorf("messages left = %q, want [m3]", got)
+	}
+	if got := entries(t, s.OutDir(testLane)); fmt.Sprint(got) != "[new.bin]" {
+		t.Errorf("out copies left = %q, want [new.bin]: the oldest goes first", got)
+	}
+}
+
+// TestPruneKeepsOutCopiesStillToBeSent: a copy whose outbox row is not
+// delivered (OutInUse) or whose turn has not committed it (CopyOut's hold
+// until Release) survives any prune; the message directories around it go.
+func TestPruneKeepsOutCopiesStillToBeSent(t *testing.T) {
+	var pending []string
+	s := newTestStore(t, Limits{}, nil)
+	s.SetOutInUse(func(lane string) ([]string, error) {
+		if lane != testLane {
+			t.Errorf("OutInUse asked about %q", lane)
+		}
+		return pending, nil
+	})
+	fillLane(t, s, []existing{{"m1", 10, 1}})
+	queued := outCopy(t, s, "queued.bin", 10, 9, false)
+	inTurn := outCopy(t, s, "in-turn.bin", 10, 8, true)
+	outCopy(t, s, "sent.bin", 10, 7, false)
+	pending = []string{queued}
+
+	if freed, err := s.Prune(testLane, 20); err != nil || freed != 20 {
+		t.Fatalf("Prune = %d, %v; want the delivered copy and m1 (20 bytes) freed", freed, err)
+	}
+	if got := entries(t, s.OutDir(testLane)); fmt.Sprint(got) != "[in-turn.bin queued.bin]" {
+		t.Errorf("out copies left = %q, want the held and the pending one", got)
+	}
+	var quota *QuotaError
+	if _, err := s.Prune(testLane, 0); !errors.As(err, &quota) || quota.Kept != 20 {
+		t.Fatalf("Prune(0) = %v, want a QuotaError keeping the 20 bytes still to be sent", err)
+	}
+	// Committed and delivered: the hold is released, the row no longer
+	// pending; now the copies may go.
+	s.Release(inTurn)
+	pending = nil
+	if freed, err := s.Prune(testLane, 0); err != nil || freed != 20 {
+		t.Fatalf("Prune after delivery = %d, %v; want 20 bytes freed", freed, err)
+	}
+}
+
+// TestPruneKeepsEveryOutCopyWhenInUseUnknown: a failed OutInUse keeps all
+// of the lane's out copies; its messages are pruned as before.
+func TestPruneKeepsEveryOutCopyWhenInUseUnknown(t *testing.T) {
+	s := newTestStore(t, Limits{}, nil)
+	s.SetOutInUse(func(string) ([]string, error) { return nil, errors.New("database gone") })
+	fillLane(t, s, []existing{{"m1", 10, 1}})
+	outCopy(t, s, "a.bin", 10, 5, false)
+	if freed, err := s.Prune(testLane, 10); err != nil || freed != 10 {
+		t.Fatalf("Prune = %d, %v; want m1's 10 bytes freed", freed, err)
+	}
+	if got := entries(t, s.OutDir(testLane)); fmt.Sprint(got) != "[a.bin]" {
+		t.Errorf("out copies left = %q, want a.bin kept", got)
+	}
+}
+
+// TestCopyOutMakesRoomInTheQuota: a copy is charged to the lane's quota,
+// pruning old messages for it, and refused when the lane cannot fit it.
+func TestCopyOutMakesRoomInTheQuota(t *testing.T) {
+	s := newTestStore(t, Limits{LaneQuota: 30}, func(string) []string { return []string{"kept"} })
+	fillLane(t, s, []existing{{"old", 20, 2}, {"kept", 10, 1}})
+	outCopy(t, s, "fits.bin", 20, 0, false)
+	if got := storedMessages(t, s, []string{"old", "kept"}); fmt.Sprint(got) != "[kept]" {
+		t.Errorf("messages left = %q, want [kept]: old pruned for the copy", got)
+	}
+	src := filepath.Join(t.TempDir(), "huge.bin")
+	if err := os.WriteFile(src, make([]byte, 25), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(s.OutDir(testLane), "sent.bin"), make([]byte, 50), 0o600); err != nil {
-		t.Fatal(err)
+	_, err := s.CopyOut(testLane, src, []string{filepath.Dir(src)})
+	var refused *RefusedError
+	var quota *QuotaError
+	if !errors.As(err, &refused) || !errors.As(err, &quota) {
+		t.Fatalf("CopyOut over the quota = %v, want a RefusedError wrapping a QuotaError", err)
 	}
+	if got := entries(t, s.OutDir(testLane)); fmt.Sprint(got) != "[fits.bin]" {
+		t.Errorf("out directory holds %q after a refused copy, want fits.bin only", got)
+	}
+}
+
+// TestPruneRemovesACrashedCopysTemporaryFile: a temporary file in out/
+// with no copy in progress was left by a crash; it counts and goes.
+func TestPruneRemovesACrashedCopysTemporaryFile(t *testing.T) {
+	s := newTestStore(t, Limits{}, nil)
+	mustMkdir(t, s.OutDir(testLane))
+	mustWrite(t, filepath.Join(s.OutDir(testLane), tempPrefix+"123"), "0123456789")
 	if freed, err := s.Prune(testLane, 0); err != nil || freed != 10 {
-		t.Fatalf("Prune = %d, %v; want 10 bytes freed (the out directory is not counted)", freed, err)
-	}
-	if got := entries(t, s.OutDir(testLane)); len(got) != 1 {
-		t.Fatalf("out directory holds %q after pruning, want sent.bin", got)
+		t.Fatalf("Prune = %d, %v; want the leftover's 10 bytes freed", freed, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -52,5 +53,48 @@ func TestEnqueueFileNeedsAPath(t *testing.T) {
 	_, err := s.Enqueue(context.Background(), OutboxMessage{SessionKey: l.SessionKey, Platform: l.Platform, OutKind: OutboxFile})
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Enqueue(file without path) = %v, want ErrInvalid", err)
+	}
+}
+
+// TestPendingOutboxFiles: the lane's file rows still to be delivered, held
+// ones included, name their copies; delivered, failed, other lanes' and
+// rows without a file do not.
+func TestPendingOutboxFiles(t *testing.T) {
+	t.Parallel()
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	a, b := mustEnsure(t, s, "a"), mustEnsure(t, s, "b")
+	file := func(l Lane, path string) int64 {
+		t.Helper()
+		id, err := s.Enqueue(ctx, OutboxMessage{SessionKey: l.SessionKey, Platform: l.Platform, ChatID: l.ChatID,
+			OutKind: OutboxFile, FilePath: path, FileName: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	pending := file(a, "/out/pending")
+	held := file(a, "/out/held")
+	sent := file(a, "/out/sent")
+	failed := file(a, "/out/failed")
+	file(b, "/out/other-lane")
+	if _, err := s.Enqueue(ctx, OutboxMessage{SessionKey: a.SessionKey, Platform: a.Platform, Text: "a reply"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.HoldOutbox(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkSent(ctx, sent, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkFailed(ctx, failed, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PendingOutboxFiles(ctx, a.SessionKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[/out/pending /out/held]" {
+		t.Fatalf("PendingOutboxFiles = %q, want the pending and the held row's files (ids %d, %d)", got, pending, held)
 	}
 }

@@ -165,6 +165,31 @@ func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 	return out, nil
 }
 
+// PendingOutboxFiles returns the file paths of the lane's outbox rows of
+// kind file still pending, held ones included: the out copies that are yet
+// to be delivered, which the files store must not prune. A row delivered or
+// given up on (sent, failed) needs its copy no more.
+func (s *Store) PendingOutboxFiles(ctx context.Context, sessionKey string) ([]string, error) {
+	rows, err := s.rq.QueryContext(ctx, `SELECT file_path FROM outbox
+		WHERE session_key = ? AND state = 'pending' AND file_path <> '' ORDER BY id`, sessionKey)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending outbox files: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var path string
+		if err := rows.Scan(&path); err != nil {
+			return nil, fmt.Errorf("store: pending outbox files: %w", err)
+		}
+		out = append(out, path)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: pending outbox files: %w", classify(err))
+	}
+	return out, nil
+}
+
 // IgnorePendingInbound marks the lane's received and processing messages
 // ignored, so restart recovery does not run them, and returns how many it
 // marked. It is what /reset does to the queue of a live lane, for a reset
