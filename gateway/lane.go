@@ -290,13 +290,16 @@ func (l *lane) addSentFile(cur *turnState, f store.OutboxMessage) bool {
 	return true
 }
 
-// addFiles adds files (codex's generated images) to the current turn's.
-func (l *lane) addFiles(files []store.OutboxMessage) {
+// addFiles adds files (codex's generated images) to the current turn's;
+// it reports whether there was one to take them.
+func (l *lane) addFiles(files []store.OutboxMessage) bool {
 	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.files = append(l.cur.files, files...)
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return false
 	}
-	l.mu.Unlock()
+	l.cur.files = append(l.cur.files, files...)
+	return true
 }
 
 // setLive records that the lane's thread is loaded, last used at usedAt
@@ -477,12 +480,18 @@ func (l *lane) retireThread() {
 }
 
 // endItem clears the lane's current item, the lane last used at usedAt
-// (unix nanos), for idle eviction.
-func (l *lane) endItem(usedAt int64) {
+// (unix nanos), for idle eviction, and returns the files its agent sent:
+// in the same section, so none is added after (addSentFile checks cur).
+func (l *lane) endItem(usedAt int64) []store.OutboxMessage {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sent []store.OutboxMessage
+	if l.cur != nil {
+		sent = l.cur.files
+	}
 	l.cur = nil
 	l.lastUsed = usedAt
-	l.mu.Unlock()
+	return sent
 }
 
 // cutOffItem marks the lane's running item cut off by shutdown (it stays

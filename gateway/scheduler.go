@@ -42,6 +42,9 @@ type scheduler struct {
 	process  func(ctx context.Context, l *lane, it item)
 	hold     func(l *lane, it item) bool
 	trimLive func(ctx context.Context, keep *lane)
+	// endFiles takes the files an item's agent sent once it ended (nil:
+	// none are held).
+	endFiles func(sent []store.OutboxMessage)
 
 	sem      chan struct{} // MaxConcurrentTurns slots
 	queued   atomic.Int64
@@ -212,8 +215,13 @@ func (s *scheduler) next(l *lane) (item, bool) {
 	return l.take(s.stopping.Load, &s.queued, &s.active)
 }
 
+// finishItem ends the lane's item and hands the files its agent sent to
+// endFiles: the turn, committed or not, is done with them.
 func (s *scheduler) finishItem(l *lane) {
-	l.endItem(s.now().UnixNano())
+	sent := l.endItem(s.now().UnixNano())
+	if s.endFiles != nil {
+		s.endFiles(sent)
+	}
 }
 
 // park puts the item a worker was about to start back at the head of the

@@ -129,7 +129,7 @@ func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolR
 	f.Text = truncateRunes(args.Caption, maxCaption)
 	ok := l.addSentFile(cur, f)
 	if !ok {
-		_ = os.Remove(f.FilePath)
+		s.drop([]store.OutboxMessage{f})
 		return codex.ToolResult{Text: "send_file: the turn already ended; nothing was sent."}
 	}
 	s.log.Info("sendfile.accepted", zap.String("lane", l.key), zap.String("name", f.FileName), zap.Int64("size", f.FileSize))
@@ -138,19 +138,22 @@ func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolR
 }
 
 // snapshot checks path and copies it into the lane's out directory; the
-// row is the file's outbox row without its address.
+// row is the file's outbox row without its address. The copy is held in
+// the files store until the turn ends (release), so no prune takes it
+// before its row is committed.
 func (s *sendFiles) snapshot(key, path, dir string, roots []string) (store.OutboxMessage, error) {
 	maxBytes := s.files.Limits().MaxBytes
 	resolved, err := files.ResolveOutbound(path, dir, roots, maxBytes)
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
-	copied, err := files.CopyOut(resolved, roots, s.files.OutDir(key), maxBytes)
+	copied, err := s.files.CopyOut(key, resolved, roots)
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
 	info, err := os.Stat(copied)
 	if err != nil {
+		s.drop([]store.OutboxMessage{{FilePath: copied}})
 		return store.OutboxMessage{}, err
 	}
 	name := files.SanitizeName(filepath.Base(resolved))
@@ -201,7 +204,31 @@ func (s *sendFiles) addGeneratedImages(t *turn, items []codex.Item) {
 	if len(images) == 0 {
 		return
 	}
-	t.l.addFiles(images)
+	if !t.l.addFiles(images) {
+		s.drop(images)
+	}
+}
+
+// release lifts the files store's holds on a turn's copies once the turn
+// is over: committed, their pending rows keep them (files.OutInUse); not
+// committed, nothing will send them and the quota may take them.
+func (s *sendFiles) release(sent []store.OutboxMessage) {
+	if s.files == nil || len(sent) == 0 {
+		return
+	}
+	paths := make([]string, 0, len(sent))
+	for _, f := range sent {
+		paths = append(paths, f.FilePath)
+	}
+	s.files.Release(paths...)
+}
+
+// drop removes copies no turn took, and their holds.
+func (s *sendFiles) drop(copies []store.OutboxMessage) {
+	for _, f := range copies {
+		_ = os.Remove(f.FilePath)
+	}
+	s.release(copies)
 }
 
 // dropPreview deletes a streamed preview the reply does not replace (the

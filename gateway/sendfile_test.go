@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,5 +86,52 @@ func TestGeneratedImagesAreSnapshotted(t *testing.T) {
 	}
 	if h.g.host.threadConfig(store.Lane{}, "/w", h.g.cfg.Thread).DynamicTools[0].Name != SendFileTool {
 		t.Errorf("with files: send_file not registered")
+	}
+}
+
+// A file the agent sent is held in the files store while its turn runs, so
+// a prune for the lane's quota (a message arriving meanwhile) cannot take
+// it before its outbox row is committed; once the turn is over the hold is
+// lifted and the quota may take the copy (its delivered row no longer
+// needs it).
+func TestSentFileHeldUntilTheTurnEnds(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := files.New(filepath.Join(root, "files"), files.Limits{}, nil)
+	h := newHarness(t, func(c *Config) {
+		c.Files = fs
+		c.Thread.Cwd = work
+	})
+	sent := make(chan codex.ToolResult, 1)
+	finish := make(chan struct{})
+	h.cx.run = func(ctx context.Context, thread, _ string, _ codex.TurnEvents) (codex.TurnResult, error) {
+		args, _ := json.Marshal(map[string]string{"path": "notes.txt"})
+		sent <- h.g.ToolCall(ctx, codex.ToolCall{ThreadID: thread, Tool: SendFileTool, Arguments: args})
+		<-finish
+		return codex.TurnResult{Status: codex.TurnCompleted, Text: "Here are the notes."}, nil
+	}
+	h.start(t)
+	h.send(t, "a", "m1", "send the notes")
+	if res := <-sent; !res.Success {
+		t.Fatalf("send_file refused: %s", res.Text)
+	}
+	var quota *files.QuotaError
+	if _, err := fs.Prune(laneA, 0); !errors.As(err, &quota) || quota.Kept != 5 {
+		t.Fatalf("Prune during the turn = %v, want a QuotaError keeping the 5-byte copy", err)
+	}
+	close(finish)
+	if file := <-h.p.out; file.Text != "(file: notes.txt)" {
+		t.Fatalf("first delivery %+v, want the file", file)
+	}
+	<-h.p.out // the reply
+	h.stop()  // the worker has ended the item
+	if freed, err := fs.Prune(laneA, 0); err != nil || freed != 5 {
+		t.Fatalf("Prune after the turn = %d, %v; want the copy's 5 bytes freed", freed, err)
 	}
 }

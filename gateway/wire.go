@@ -84,7 +84,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
 		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
-		sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
+		endFiles: g.sendFiles.release, sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.usage.sched = g.sched
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
