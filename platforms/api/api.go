@@ -57,9 +57,13 @@ type Config struct {
 	// default files.DefaultMaxBytes); a larger one is answered 413.
 	MaxFileBytes int64
 	// SpoolDir holds uploaded files while the message is accepted (the
-	// gateway then stores them under <state_dir>/files); default the
-	// system's temporary directory.
+	// gateway then stores them under <state_dir>/files): the daemon's is
+	// <state_dir>/spool; "" is the system's temporary directory.
 	SpoolDir string
+	// MaxSpoolBytes bounds the bytes spooled by all uploads at once; a
+	// request that would exceed it is answered 503 with Retry-After.
+	// Default 4 × MaxFiles × MaxFileBytes (spool.go).
+	MaxSpoolBytes int64
 	// Files names the lanes' out directories, whose files (the agent's
 	// send_file) GET /api/lanes/{lane}/files/{id} serves; nil serves none.
 	Files OutDirs
@@ -114,6 +118,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxFileBytes <= 0 {
 		c.MaxFileBytes = files.DefaultMaxBytes
 	}
+	if c.MaxSpoolBytes <= 0 {
+		c.MaxSpoolBytes = defaultMaxSpool(c.MaxFileBytes)
+	}
 	return c
 }
 
@@ -138,6 +145,7 @@ type Platform struct {
 	ready chan struct{}
 	stop  chan struct{} // closed when Run ends: waiting requests give up
 	seq   atomic.Uint64
+	spool *spoolBudget // the uploads' shared room in SpoolDir
 
 	mu       sync.Mutex
 	addr     string
@@ -164,6 +172,7 @@ var (
 func New(cfg Config) *Platform {
 	cfg = cfg.withDefaults()
 	return &Platform{cfg: cfg, log: cfg.Logger.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
+		spool:   &spoolBudget{max: cfg.MaxSpoolBytes},
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
 		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{}}
 }

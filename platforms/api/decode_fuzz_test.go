@@ -38,7 +38,7 @@ func FuzzReadMessage(f *testing.F) {
 // FuzzReadUpload decodes any multipart body. Accepted: a valid lane, at
 // most MaxFiles files each within the file limit, spooled where the
 // gateway can open them. Refused: a 4xx JSON error. Either way no spool
-// file outlives the request.
+// file outlives the request, nor any of its reservation in the spool.
 func FuzzReadUpload(f *testing.F) {
 	const boundary = "fuzzboundary"
 	for _, parts := range [][][3]string{
@@ -55,7 +55,7 @@ func FuzzReadUpload(f *testing.F) {
 	f.Add("main", []byte("garbage"))
 	f.Fuzz(func(t *testing.T, lane string, body []byte) {
 		spool := t.TempDir()
-		p := &Platform{cfg: Config{MaxFileBytes: 256, SpoolDir: spool}}
+		p := &Platform{cfg: Config{MaxFileBytes: 256, SpoolDir: spool}, spool: &spoolBudget{max: defaultMaxSpool(256)}}
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/api/lanes/x/messages", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "multipart/form-data; boundary="+boundary)
@@ -75,6 +75,9 @@ func FuzzReadUpload(f *testing.F) {
 		up.remove()
 		if left, _ := os.ReadDir(spool); len(left) > 0 {
 			t.Fatalf("%d spool files left after the request (ok=%v)", len(left), ok)
+		}
+		if used := p.spool.inUse(); used != 0 {
+			t.Fatalf("%d bytes of the spool still reserved after the request (ok=%v)", used, ok)
 		}
 	})
 }

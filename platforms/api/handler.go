@@ -67,9 +67,11 @@ func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
 	var lane string
 	var req messageRequest
 	var ok bool
+	var up *upload // nil unless multipart
 	if isMultipart(r) {
-		var up *upload
 		lane, req, up, ok = p.readUpload(w, r)
+		// The gateway has its copies once deliver returns (removed there
+		// at once); this is for the ways out before it.
 		defer up.remove()
 	} else {
 		lane, req, ok = readMessage(w, r)
@@ -94,7 +96,11 @@ func (p *Platform) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	in := gateway.Inbound{Address: laneAddress(lane), MessageID: id, SenderID: req.User, SenderName: req.User,
 		Text: req.Text, Mentioned: true, ReceivedAt: time.Now(), Attachments: req.files.attachments()}
-	if outcome := p.deliver(w, r, in); outcome != delivered {
+	outcome := p.deliver(w, r, in)
+	// Stored under the lane or refused: the spool's copies are not needed
+	// while the request waits for its turn, maybe for minutes.
+	up.remove()
+	if outcome != delivered {
 		p.leave(r.Context(), id, wt, errNotAnswered)
 		// A duplicate was recorded by a request that ended since we looked.
 		if outcome == duplicate && !p.replayRecorded(w, r, lane, req) {

@@ -36,6 +36,10 @@ func isMultipart(r *http.Request) bool {
 // files under the lane and message id only once both are known.
 type upload struct {
 	parts []spooled
+	// budget is the spool's, shared by all requests; reserved is what
+	// this upload holds of it, spooled what it wrote (spool.go).
+	budget            *spoolBudget
+	reserved, spooled int64
 }
 
 type spooled struct {
@@ -64,7 +68,9 @@ func (u *upload) attachments() []gateway.Attachment {
 	return out
 }
 
-// remove deletes the spool files (the gateway has its own copies).
+// remove deletes the spool files (the gateway has its own copies) and
+// gives their room back to the spool. It may be called again: the second
+// call finds nothing.
 func (u *upload) remove() {
 	if u == nil {
 		return
@@ -72,24 +78,36 @@ func (u *upload) remove() {
 	for _, s := range u.parts {
 		_ = os.Remove(s.path)
 	}
+	u.parts = nil
+	if u.budget != nil && u.reserved > 0 {
+		u.budget.release(u.reserved)
+	}
+	u.reserved, u.spooled = 0, 0
 }
 
 // readUpload reads a multipart message as it arrives, each file streamed to
 // the spool and held to MaxFileBytes. On failure it has answered (413 for a
-// file or body over its limit) and removed what it spooled.
+// file or body over its limit, 503 with Retry-After while the spool is too
+// full to take it) and removed what it spooled.
 func (p *Platform) readUpload(w http.ResponseWriter, r *http.Request) (string, messageRequest, *upload, bool) {
 	lane := r.PathValue("lane")
 	var req messageRequest
-	up := &upload{}
+	up := &upload{budget: p.spool}
 	if !laneName.MatchString(lane) {
 		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
 		return "", req, up, false
 	}
 	fail := func(code int, msg string) (string, messageRequest, *upload, bool) {
 		w.Header().Set("Connection", "close") // the rest of the body is not read
+		if code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", retryAfterSpool)
+		}
 		writeError(w, code, msg)
 		up.remove()
 		return "", req, nil, false
+	}
+	if err := up.reserveBody(r.ContentLength, p.cfg.MaxFileBytes); err != nil {
+		return fail(p.partError(err))
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -121,7 +139,7 @@ func (p *Platform) readUpload(w http.ResponseWriter, r *http.Request) (string, m
 			if len(up.parts) == MaxFiles {
 				return fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("a message carries at most %d files", MaxFiles))
 			}
-			s, err := p.spool(part)
+			s, err := p.spoolPart(up, part)
 			if err != nil {
 				var tl *files.TooLargeError
 				if errors.As(err, &tl) {
@@ -149,15 +167,16 @@ func (p *Platform) readUpload(w http.ResponseWriter, r *http.Request) (string, m
 	return lane, req, up, true
 }
 
-// spool writes one file part to a temporary file, at most MaxFileBytes.
-func (p *Platform) spool(part *multipart.Part) (spooled, error) {
+// spoolPart writes one file part of up to a temporary file in the spool,
+// at most MaxFileBytes, within the spool's budget.
+func (p *Platform) spoolPart(up *upload, part *multipart.Part) (spooled, error) {
 	s := spooled{name: part.FileName(), mime: part.Header.Get("Content-Type")}
 	f, err := os.CreateTemp(p.cfg.SpoolDir, "gatewayd-upload-*")
 	if err != nil {
 		return s, fmt.Errorf("api: spool upload: %w", err)
 	}
 	s.path = f.Name()
-	n, err := io.Copy(f, io.LimitReader(part, p.cfg.MaxFileBytes+1))
+	n, err := io.Copy(spoolWriter{f: f, u: up}, io.LimitReader(part, p.cfg.MaxFileBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -172,8 +191,12 @@ func (p *Platform) spool(part *multipart.Part) (spooled, error) {
 	return s, nil
 }
 
-// partError is the answer to a multipart body that could not be read.
+// partError is the answer to a multipart body that could not be read or
+// spooled.
 func (p *Platform) partError(err error) (int, string) {
+	if code, msg, ok := spoolFailure(err); ok {
+		return code, msg
+	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit)
