@@ -172,10 +172,15 @@ type Lanes struct {
 	Verbose string
 }
 
-// Files bounds the attachments kept under <state_dir>/files (FilesDir).
+// Files bounds the attachments kept under <state_dir>/files (FilesDir) and
+// the uploads spooled under <state_dir>/spool (SpoolDir).
 type Files struct {
 	MaxBytes  int64 // one file; larger ones are refused with a reply naming the limit
-	LaneQuota int64 // one lane's stored files; its oldest messages' files are pruned past it
+	LaneQuota int64 // one lane's stored files, out copies included; the oldest are pruned past it
+	// SpoolMaxBytes bounds the API uploads spooled at once over all
+	// requests; 0 is 4 × 16 × MaxBytes (four requests of 16 files each at
+	// the limit).
+	SpoolMaxBytes int64
 }
 
 // Cluster configures this node of a several-node deployment. Not yet wired
@@ -529,6 +534,11 @@ func (c *Config) DatabasePath() string { return filepath.Join(c.StateDir, "gatew
 
 // FilesDir is where received attachments are stored: <state_dir>/files.
 func (c *Config) FilesDir() string { return filepath.Join(c.StateDir, "files") }
+
+// SpoolDir is where uploads wait while they are accepted: <state_dir>/spool,
+// on the state directory's disk and out of /tmp, which may be small, shared
+// or RAM.
+func (c *Config) SpoolDir() string { return filepath.Join(c.StateDir, "spool") }
 
 // Redacted returns the effective configuration as "key: value" lines in
 // key order, secrets replaced by [redacted] when set.

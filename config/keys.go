@@ -88,6 +88,7 @@ var keys = []key{
 
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),
 	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),
+	sizeOrZeroKey("files.spool_max_bytes", func(c *Config) *int64 { return &c.Files.SpoolMaxBytes }),
 
 	strKey("store.driver", "sqlite", func(c *Config) *string { return &c.Store.Driver }, oneOf("sqlite", "postgres")),
 	secretKey("store.dsn", func(c *Config) *string { return &c.Store.DSN }),
@@ -242,6 +243,24 @@ func sizeKey(name string, def int64, field func(*Config) *int64) key {
 		},
 		show: func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
 	}
+}
+
+// sizeOrZeroKey is a size key whose 0 (its default) stands for a value
+// derived from other keys where it is used.
+func sizeOrZeroKey(name string, field func(*Config) *int64) key {
+	k := sizeKey(name, 0, field)
+	k.decode = func(c *Config, raw any) error {
+		n, err := asSize(name, raw)
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			return errorf(name, "must not be negative, got %d", n)
+		}
+		*field(c) = n
+		return nil
+	}
+	return k
 }
 
 func asSize(name string, raw any) (int64, error) {

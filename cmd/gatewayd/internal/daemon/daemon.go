@@ -89,6 +89,9 @@ func Run(ctx context.Context, p Params) error {
 		return err
 	}
 	defer d.closeStore()
+	if err := d.resetSpool(); err != nil {
+		return err
+	}
 	if err := d.newCodex(); err != nil {
 		return err
 	}
@@ -144,6 +147,22 @@ func (d *daemon) openStore(ctx context.Context) error {
 	}
 	d.store = st
 	d.log.Info("store.opened", zap.String("driver", st.Driver()), zap.String("path", st.Path()))
+	return nil
+}
+
+// resetSpool creates <state_dir>/spool, private, and empties it of what a
+// daemon killed mid-upload left. Only now that the store is open: its lock
+// (the SQLite file's, or PostgreSQL's single-node lock; cluster nodes each
+// have a state_dir of their own) keeps a second daemon on this state
+// directory from getting this far, so nothing in the spool is a running
+// daemon's.
+func (d *daemon) resetSpool() error {
+	dir := d.cfg.SpoolDir()
+	n, size, err := files.ResetSpool(dir)
+	if err != nil {
+		return fmt.Errorf("gatewayd: prepare the upload spool: %w", err)
+	}
+	d.log.Info("spool.cleaned", zap.String("dir", dir), zap.Int("files", n), zap.Int64("bytes", size))
 	return nil
 }
 
@@ -303,6 +322,7 @@ func (d *daemon) buildGateway() error {
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
+		SpoolDir: d.cfg.SpoolDir(), MaxSpoolBytes: d.cfg.Files.SpoolMaxBytes,
 		Handlers: handlers, SharedAnswers: d.cluster != nil,
 	})
 	d.shareAnswers()
@@ -338,7 +358,8 @@ func (d *daemon) metricsHandler() http.Handler {
 
 // filesStore keeps inbound attachments under <state_dir>/files. A lane's
 // files still needed by a message not yet processed (received or
-// processing in the inbox) are never pruned for its quota.
+// processing in the inbox), and its out copies still to be delivered
+// (pending outbox rows), are never pruned for its quota.
 func (d *daemon) filesStore() *files.Store {
 	inUse := func(lane string) []string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -355,7 +376,18 @@ func (d *daemon) filesStore() *files.Store {
 		}
 		return ids
 	}
-	return files.New(d.cfg.FilesDir(), files.Limits{MaxBytes: d.cfg.Files.MaxBytes, LaneQuota: d.cfg.Files.LaneQuota}, inUse)
+	outInUse := func(lane string) ([]string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		paths, err := d.store.PendingOutboxFiles(ctx, lane)
+		if err != nil {
+			d.log.Warn("files.out_in_use_unknown", zap.String("lane", lane), zap.Error(err))
+		}
+		return paths, err
+	}
+	fs := files.New(d.cfg.FilesDir(), files.Limits{MaxBytes: d.cfg.Files.MaxBytes, LaneQuota: d.cfg.Files.LaneQuota}, inUse)
+	fs.SetOutInUse(outInUse)
+	return fs
 }
 
 // probe is the health check behind WATCHDOG=1 and /healthz.
