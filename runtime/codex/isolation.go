@@ -67,9 +67,14 @@ func underAny(path string, roots []string) bool {
 }
 
 // CodexDir is the directory IsolationArgs must grant for the native codex
-// binary at path: the vendor directory above its bin/ (it holds codex's
-// helpers too), else the binary's own directory.
+// binary at path, symlinks resolved: the vendor directory above its bin/
+// (it holds codex's helpers too), else the binary's own directory.
 func CodexDir(binary string) string {
+	// The sandbox mounts the real directory: a path through a symlink
+	// (a linked node_modules, say) would grant the link, not the binary.
+	if real, err := filepath.EvalSymlinks(binary); err == nil {
+		binary = real
+	}
 	dir := filepath.Dir(binary)
 	if filepath.Base(dir) == "bin" {
 		return filepath.Dir(dir)

@@ -1,6 +1,8 @@
 package codex
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,26 @@ func TestIsolationArgsDenyOnlyWhatIsGranted(t *testing.T) {
 	}
 	if ro := IsolationArgs("/opt/codex", false, nil)[1]; !strings.Contains(ro, `"."="read"`) {
 		t.Errorf("read-only sandbox: %s", ro)
+	}
+}
+
+// A binary reached through a symlinked directory is granted where it
+// really is: the sandbox mounts real paths.
+func TestCodexDirResolvesSymlinks(t *testing.T) {
+	real := t.TempDir()
+	bin := filepath.Join(real, "vendor", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "codex"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "node_modules")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(filepath.Join(real, "vendor"))
+	if got := CodexDir(filepath.Join(link, "vendor", "bin", "codex")); got != want {
+		t.Errorf("CodexDir = %s, want %s", got, want)
 	}
 }
