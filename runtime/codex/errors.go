@@ -33,6 +33,9 @@ var (
 	ErrTurnMismatch = errors.New("codex: the thread's active turn is another one")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("codex: client closed")
+	// errThreadClosing: thread/resume of a thread the app-server is still
+	// unloading; it asks to retry once the thread is closed.
+	errThreadClosing = errors.New("codex: thread is closing")
 	// ErrTurnActive: a turn (or compaction) is already running on the thread,
 	// or Release was called while one runs.
 	ErrTurnActive = errors.New("codex: a turn is already running on the thread")
@@ -60,6 +63,7 @@ var messageClasses = []struct {
 	{"invalid session id", ErrThreadLost},
 	{"is archived", ErrThreadLost},
 	{"already has an active writer", ErrStaleWriter},
+	{"is closing; retry thread/resume", errThreadClosing},
 	{"thread not found", ErrThreadNotLoaded},
 	{"no active turn to interrupt", ErrNoActiveTurn},
 	{"no active turn to steer", ErrNoActiveTurn},

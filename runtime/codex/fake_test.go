@@ -30,7 +30,7 @@ package codex
 // one is held; fake/release {threadId} then fails it (fail) or serves it.
 //
 // Thread ids passed to thread/resume are scripted by prefix: lost-, bad-,
-// archived-, writer-, hang-, dieonce-. The fake records every received
+// archived-, writer-, hang-, dieonce-, closing-. The fake records every received
 // method in the file named by fakeLogEnv.
 
 import (
@@ -96,6 +96,7 @@ type fakeServer struct {
 	replies     map[string]chan fakeMsg
 	childPid    int
 	holds       map[string]*fakeHold // by thread id
+	closing     map[string]int       // "closing-" threads: resumes refused so far
 }
 
 // fakeHold is a turn/start, thread/compact/start or thread/unsubscribe
@@ -354,6 +355,8 @@ func (f *fakeServer) resume(id json.RawMessage, tid string, exclude bool) {
 		os.Exit(5) // the process dies while the resume is pending
 	case strings.HasPrefix(tid, "hang-"):
 		// never answers: a resume that takes forever
+	case strings.HasPrefix(tid, "closing-") && f.stillClosing(tid):
+		f.fail(id, "thread "+tid+" is closing; retry thread/resume after the thread is closed")
 	case !exclude:
 		f.fail(id, "test fake: excludeTurns must be true")
 	default:
@@ -363,6 +366,18 @@ func (f *fakeServer) resume(id json.RawMessage, tid string, exclude bool) {
 		f.result(id, map[string]any{"thread": map[string]any{"id": tid, "turns": []any{}}})
 		f.notify("thread/tokenUsage/updated", usageParams(tid, "", 500))
 	}
+}
+
+// stillClosing counts a resume of a "closing-" thread: the first two are
+// refused, as the app-server refuses a thread it is still unloading.
+func (f *fakeServer) stillClosing(tid string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closing == nil {
+		f.closing = map[string]int{}
+	}
+	f.closing[tid]++
+	return f.closing[tid] <= 2
 }
 
 // firstDeath reports whether this is the first "dieonce-" resume across
@@ -431,6 +446,8 @@ func (f *fakeServer) unsubscribe(id json.RawMessage, tid string) {
 	delete(f.loaded, tid)
 	f.mu.Unlock()
 	f.result(id, map[string]any{"status": "unsubscribed"})
+	// As the real app-server does with UnloadArgs: unloaded at once.
+	f.notify("thread/closed", map[string]any{"threadId": tid})
 }
 
 func (f *fakeServer) readAccount(id json.RawMessage) {

@@ -57,7 +57,8 @@ func spawn(opts Options, binary string, log *zap.Logger) (*process, error) {
 		return nil, fmt.Errorf("codex: stderr pipe: %w", err)
 	}
 
-	cmd := exec.Command(binary, append([]string{"app-server"}, opts.Args...)...)
+	args := append(append([]string{"app-server"}, opts.Args...), UnloadArgs...)
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = processEnv(opts)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW

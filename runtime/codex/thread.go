@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -101,6 +102,9 @@ type threadState struct {
 	usage       Usage    // last thread/tokenUsage/updated
 	hasUsage    bool     // whether usage was ever reported
 	turn        *turnSub // the running turn or compaction, if any
+	// unloaded is closed by thread/closed while a Release waits for the
+	// app-server to unload the thread; nil when none waits.
+	unloaded chan struct{}
 }
 
 func (ts *threadState) markLoaded(epoch int64) {
@@ -132,6 +136,10 @@ func (ts *threadState) deliver(n notification) {
 	}
 	if n.method == "thread/closed" {
 		ts.loadedEpoch = 0
+		if ts.unloaded != nil {
+			close(ts.unloaded)
+			ts.unloaded = nil
+		}
 	}
 	sub := ts.turn
 	ts.mu.Unlock()
@@ -374,6 +382,17 @@ func (c *Client) resume(ctx context.Context, ts *threadState, cfg ThreadConfig) 
 		} `json:"thread"`
 	}
 	cn, err := c.callLive(rctx, "thread/resume", params, &out)
+	// Released just now, the thread may still be closing (thread/closed
+	// comes before the close ends): codex asks to retry, and nothing tells
+	// when, so a short backoff within the resume's deadline.
+	for wait := 10 * time.Millisecond; errors.Is(err, errThreadClosing); wait = min(2*wait, 200*time.Millisecond) {
+		select {
+		case <-rctx.Done():
+			return timeoutError("thread/resume of a closing thread", rctx.Err())
+		case <-time.After(wait):
+		}
+		cn, err = c.callLive(rctx, "thread/resume", params, &out)
+	}
 	if err != nil {
 		return err
 	}
@@ -428,6 +447,13 @@ func (c *Client) callLive(ctx context.Context, method string, params, out any) (
 // Release evicts a thread from the process (thread/unsubscribe) and forgets
 // its loaded state; the thread stays on disk and the next EnsureThread
 // resumes it. It refuses while a turn runs on the thread (ErrTurnActive).
+//
+// It returns once the app-server has unloaded the thread (thread/closed),
+// not at the unsubscribe's answer: a thread codex kept loaded would be
+// rejoined from memory by the next thread/resume instead of read from the
+// rollout on disk, which a cluster node may just have replaced with the
+// copy another node shipped. UnloadArgs makes codex unload at the last
+// unsubscribe.
 func (c *Client) Release(ctx context.Context, threadID string) error {
 	ts := c.lookup(threadID)
 	if ts == nil {
@@ -442,10 +468,12 @@ func (c *Client) Release(ctx context.Context, threadID string) error {
 	}
 	epoch := ts.loadedEpoch
 	ts.loadedEpoch = 0 // no turn starts on it from here
+	unloaded := make(chan struct{})
+	ts.unloaded = unloaded // before the call: thread/closed may beat its answer
 	ts.mu.Unlock()
-	// Forgotten only once thread/unsubscribe is answered, still under
-	// ensureMu: a concurrent EnsureThread waits for it instead of resuming
-	// the thread on a fresh state just before the unsubscribe lands.
+	// Forgotten only once the thread is unloaded, still under ensureMu: a
+	// concurrent EnsureThread waits for it instead of resuming the thread
+	// on a fresh state just before the unsubscribe lands.
 	defer c.forget(ts)
 
 	cn, err := c.current()
@@ -457,11 +485,31 @@ func (c *Client) Release(ctx context.Context, threadID string) error {
 	}
 	uctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	if err := cn.call(uctx, "thread/unsubscribe", map[string]any{"threadId": threadID}, nil); err != nil {
+	var out struct {
+		Status string `json:"status"`
+	}
+	if err := cn.call(uctx, "thread/unsubscribe", map[string]any{"threadId": threadID}, &out); err != nil {
 		return c.closedOr(err)
 	}
-	return nil
+	if out.Status != "unsubscribed" {
+		return nil // "notLoaded": nothing to wait for
+	}
+	select {
+	case <-unloaded:
+		return nil
+	case <-cn.dead:
+		return nil // the process is gone, and the thread with it
+	case <-uctx.Done():
+		return timeoutError("release "+threadID+": no thread/closed after thread/unsubscribe", uctx.Err())
+	}
 }
+
+// UnloadArgs are the app-server overrides Release relies on: a thread is
+// unloaded as soon as its last subscriber leaves. codex's default keeps an
+// unsubscribed thread loaded (measured: still listed by thread/loaded/list
+// 20 s later), and thread/resume then rejoins it from memory. They go after
+// the configured args, so they win.
+var UnloadArgs = []string{"-c", "thread_unload_delay_secs=0"}
 
 // Usage returns the last token usage the app-server reported for the thread.
 func (c *Client) Usage(threadID string) (Usage, bool) {

@@ -107,6 +107,20 @@ func TestReleaseForgetsLoadedState(t *testing.T) {
 	}
 }
 
+// A thread still closing (released just before) is resumed once codex has
+// closed it: its refusals are retried, not taken for a lost thread.
+func TestResumeRetriesAThreadStillClosing(t *testing.T) {
+	fc := sharedFake(t)
+	resumes := count(fc.received(t), "thread/resume")
+	ens, err := fc.EnsureThread(testCtx(t), "closing-1", ThreadConfig{})
+	if err != nil || ens.Outcome != OutcomeResumed || ens.ThreadID != "closing-1" {
+		t.Fatalf("EnsureThread = %+v, %v; want closing-1 resumed", ens, err)
+	}
+	if n := count(fc.received(t), "thread/resume") - resumes; n != 3 {
+		t.Errorf("saw %d thread/resume, want 3 (two refused as closing)", n)
+	}
+}
+
 func TestThreadNotFoundFromServerMarksNotLoaded(t *testing.T) {
 	fc := sharedFake(t)
 	tid := fc.newThread(t)
