@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Rollout errors callers branch on.
@@ -22,10 +23,12 @@ var (
 	// or differs from it, so it is no longer the append-only log that was
 	// shipped; shipping it on top would corrupt the copy.
 	ErrRolloutRewritten = errors.New("cluster: rollout file rewritten since it was shipped")
-	// ErrLocalRolloutDiffers: restore found a local copy that is longer
-	// than, or different from, the shipped one, and left it alone.
-	ErrLocalRolloutDiffers = errors.New("cluster: local rollout differs from the shipped one")
 )
+
+// DivergedDir is where, under CODEX_HOME, Restore keeps a local rollout it
+// replaced: outside sessions/, so neither codex nor FindRollout takes it
+// for the thread's, and never pruned, so it can be inspected.
+const DivergedDir = "diverged_rollouts"
 
 // maxChunk bounds one rollout_chunks row, so a first ship of a long thread
 // does not build one huge bytea.
@@ -188,14 +191,23 @@ type Restored struct {
 	RelPath string // where it went under CODEX_HOME, slash-separated
 	Bytes   int64  // size of the restored rollout
 	Written bool   // false when the local copy was already identical
+	// MovedAside are the local copies that differed from the shipped
+	// rollout (a node that served the lane before, paused or cut off,
+	// kept its own history), now under DivergedDir: absolute paths.
+	MovedAside []string
 }
 
 // Restore writes the thread's shipped rollout under codexHome at the path
-// it had on the shipping node, where codex's thread/resume finds it. It
-// replaces the file atomically (temp file, then rename) and refuses, with
-// ErrLocalRolloutDiffers, to overwrite a local copy that is longer than or
-// different from the shipped one; a shorter prefix of it is brought up to
-// date.
+// it had on the shipping node, where codex's thread/resume finds it, so
+// the thread goes on from the last turn shipped (each is, after its
+// commit). A local copy that is a prefix of the shipped one is brought
+// up to date; one that is longer or differs (this node served the lane
+// before and wrote turns the cluster never committed, or another node
+// went on without them) is moved aside into DivergedDir, as is a copy at
+// another path, and the shipped one put in its place. The file is
+// replaced atomically (temp file, then rename). The thread must not be
+// loaded in the app-server meanwhile: codex would go on writing to, or
+// resume from, what it has in memory.
 func (r *Rollouts) Restore(ctx context.Context, codexHome, threadID string) (Restored, error) {
 	if err := checkThreadID(threadID); err != nil {
 		return Restored{}, err
@@ -206,20 +218,66 @@ func (r *Rollouts) Restore(ctx context.Context, codexHome, threadID string) (Res
 	}
 	dst := filepath.Join(codexHome, filepath.FromSlash(rel))
 	res := Restored{RelPath: rel, Bytes: int64(len(data))}
+	if res.MovedAside, err = moveStrayCopies(codexHome, threadID, dst); err != nil {
+		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
+	}
 	local, err := os.ReadFile(dst)
 	switch {
 	case err == nil && bytes.Equal(local, data):
 		return res, nil
 	case err == nil && !bytes.HasPrefix(data, local):
-		return Restored{}, fmt.Errorf("%w: %s is %d bytes locally, %d shipped", ErrLocalRolloutDiffers, rel, len(local), len(data))
+		aside, err := moveAside(codexHome, dst)
+		if err != nil {
+			return res, fmt.Errorf("cluster: restore %s: local copy differs (%d bytes, %d shipped): %w", threadID, len(local), len(data), err)
+		}
+		res.MovedAside = append(res.MovedAside, aside)
 	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return Restored{}, fmt.Errorf("cluster: restore %s: %w", threadID, err)
+		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
 	}
 	if err := writeAtomically(dst, data); err != nil {
-		return Restored{}, fmt.Errorf("cluster: restore %s: %w", threadID, err)
+		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
 	}
 	res.Written = true
 	return res, nil
+}
+
+// moveStrayCopies moves aside the thread's rollout files under codexHome's
+// sessions/ other than dst: codex would find two, and Ship refuses a
+// thread with more than one.
+func moveStrayCopies(codexHome, threadID, dst string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var moved []string
+	for _, m := range matches {
+		if m == dst {
+			continue
+		}
+		aside, err := moveAside(codexHome, m)
+		if err != nil {
+			return moved, err
+		}
+		moved = append(moved, aside)
+	}
+	return moved, nil
+}
+
+// moveAside renames the rollout file path into codexHome's DivergedDir
+// under its own name with the time it was moved, and returns where it is.
+// A crash between this and the restored file's rename leaves no local
+// copy: the next takeover restores it again.
+func moveAside(codexHome, path string) (string, error) {
+	dir := filepath.Join(codexHome, DivergedDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".jsonl") + "." + time.Now().UTC().Format("20060102T150405.000000000Z") + ".jsonl"
+	aside := filepath.Join(dir, name)
+	if err := os.Rename(path, aside); err != nil {
+		return "", err
+	}
+	return aside, nil
 }
 
 // load reads the shipped chunks in order and checks they join up.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,7 +130,7 @@ func TestShipByAnExOwnerIsFenced(t *testing.T) {
 	}
 }
 
-func TestRestoreRebuildsTheFileAndGuardsALocalCopy(t *testing.T) {
+func TestRestoreRebuildsTheFileAndReplacesADifferingLocalCopy(t *testing.T) {
 	f := newRolloutFixture(t)
 	ctx := testContext(t)
 	f.appendLines(`{"turn":1}` + "\n")
@@ -141,44 +142,128 @@ func TestRestoreRebuildsTheFileAndGuardsALocalCopy(t *testing.T) {
 	other := t.TempDir()
 	dst := filepath.Join(other, filepath.FromSlash(testRelPath))
 	got, err := f.rollouts.Restore(ctx, other, testThread)
-	if err != nil || !got.Written || got.RelPath != testRelPath || got.Bytes != int64(len(want)) {
-		t.Fatalf("Restore into an empty home = %+v, %v; want %d bytes written at %s", got, err, len(want), testRelPath)
+	if err != nil || !got.Written || got.RelPath != testRelPath || got.Bytes != int64(len(want)) || len(got.MovedAside) != 0 {
+		t.Fatalf("Restore into an empty home = %+v, %v; want %d bytes written at %s, nothing moved aside", got, err, len(want), testRelPath)
 	}
 	assertFile(t, dst, want)
-	if got, err := f.rollouts.Restore(ctx, other, testThread); err != nil || got.Written {
-		t.Errorf("Restore over an identical copy = %+v, %v; want nothing written", got, err)
+	if got, err := f.rollouts.Restore(ctx, other, testThread); err != nil || got.Written || len(got.MovedAside) != 0 {
+		t.Errorf("Restore over an identical copy = %+v, %v; want nothing written or moved", got, err)
 	}
 
 	cases := []struct {
-		name    string
-		local   string
-		refused bool
+		name  string
+		local string
+		aside bool // the local copy differs: kept under DivergedDir
 	}{
 		{"older prefix is brought up to date", `{"turn":1}` + "\n", false},
-		{"longer copy is kept", string(want) + `{"turn":3}` + "\n", true},
-		{"different copy is kept", `{"turn":9}` + "\n" + `{"turn":2}` + "\n", true},
+		{"longer copy is moved aside", string(want) + `{"turn":3}` + "\n", true},
+		{"different copy is moved aside", `{"turn":9}` + "\n" + `{"turn":2}` + "\n", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(dst, []byte(tc.local), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := f.rollouts.Restore(ctx, other, testThread)
-			if tc.refused {
-				if !errors.Is(err, ErrLocalRolloutDiffers) {
-					t.Fatalf("Restore: err = %v, want ErrLocalRolloutDiffers", err)
-				}
-				assertFile(t, dst, []byte(tc.local))
-				return
-			}
-			if err != nil {
-				t.Fatalf("Restore: %v", err)
+			got, err := f.rollouts.Restore(ctx, other, testThread)
+			if err != nil || !got.Written {
+				t.Fatalf("Restore = %+v, %v; want the shipped copy written", got, err)
 			}
 			assertFile(t, dst, want)
+			if !tc.aside {
+				if len(got.MovedAside) != 0 {
+					t.Errorf("moved aside %v, want nothing: the local copy was a prefix", got.MovedAside)
+				}
+				return
+			}
+			if len(got.MovedAside) != 1 {
+				t.Fatalf("moved aside %v, want the local copy", got.MovedAside)
+			}
+			aside := got.MovedAside[0]
+			if filepath.Dir(aside) != filepath.Join(other, DivergedDir) || !strings.Contains(filepath.Base(aside), testThread) {
+				t.Errorf("local copy moved to %s, want a file naming the thread in %s", aside, filepath.Join(other, DivergedDir))
+			}
+			assertFile(t, aside, []byte(tc.local))
+			if rel, err := FindRollout(other, testThread); err != nil || rel != testRelPath {
+				t.Errorf("FindRollout after the restore = %q, %v; want the restored copy only", rel, err)
+			}
 		})
 	}
 	if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), ".restore-*")); len(leftovers) != 0 {
 		t.Errorf("temp files left behind: %v", leftovers)
+	}
+}
+
+// A node that served the lane before, paused past its lease while another
+// node went on, finds its own longer history where the shipped one goes:
+// restored over it, the thread's file is the shipped copy again, so the
+// next owner's ships are accepted (before, every later ship was refused as
+// a rewrite and the two histories stayed split).
+func TestShipAfterARestoreOverADivergedCopyIsAccepted(t *testing.T) {
+	f := newRolloutFixture(t)
+	ctx := testContext(t)
+	f.appendLines(`{"turn":1}` + "\n")
+	f.ship()
+	paused := t.TempDir() // the paused node's home: turn 1, then a cut-off turn
+	if _, err := f.rollouts.Restore(ctx, paused, testThread); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(paused, filepath.FromSlash(testRelPath))
+	appendTo(t, local, `{"cut-off":true}`+"\n")
+	f.appendLines(`{"turn":2}` + "\n") // the other node's turn, shipped
+	f.ship()
+
+	if err := f.node.Release(ctx, f.lease); err != nil {
+		t.Fatal(err)
+	}
+	back := mustAcquire(t, f.node, "lane", time.Minute)
+	got, err := f.rollouts.Restore(ctx, paused, testThread)
+	if err != nil || len(got.MovedAside) != 1 {
+		t.Fatalf("Restore over the paused node's copy = %+v, %v; want its copy moved aside", got, err)
+	}
+	appendTo(t, local, `{"turn":3}`+"\n") // the next turn, on the node it came back to
+	shipped, err := f.rollouts.Ship(ctx, paused, testThread, back)
+	if err != nil || shipped.Bytes != int64(len(`{"turn":3}`+"\n")) {
+		t.Fatalf("Ship after the restore = %+v, %v; want the new turn shipped", shipped, err)
+	}
+	other := t.TempDir()
+	if _, err := f.rollouts.Restore(ctx, other, testThread); err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, filepath.Join(other, filepath.FromSlash(testRelPath)), []byte(`{"turn":1}`+"\n"+`{"turn":2}`+"\n"+`{"turn":3}`+"\n"))
+}
+
+// A second rollout of the thread at another path (another day's
+// directory) is moved aside too: codex and Ship would find two.
+func TestRestoreMovesAStrayCopyAside(t *testing.T) {
+	f := newRolloutFixture(t)
+	ctx := testContext(t)
+	f.appendLines(`{"turn":1}` + "\n")
+	f.ship()
+	home := t.TempDir()
+	stray := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+testThread+".jsonl")
+	appendTo(t, stray, `{"stray":true}`+"\n")
+	got, err := f.rollouts.Restore(ctx, home, testThread)
+	if err != nil || !got.Written || len(got.MovedAside) != 1 {
+		t.Fatalf("Restore = %+v, %v; want the shipped copy written and the stray one moved aside", got, err)
+	}
+	assertFile(t, got.MovedAside[0], []byte(`{"stray":true}`+"\n"))
+	if rel, err := FindRollout(home, testThread); err != nil || rel != testRelPath {
+		t.Errorf("FindRollout after the restore = %q, %v; want %s alone", rel, err, testRelPath)
+	}
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := file.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
 
