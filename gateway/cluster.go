@@ -151,6 +151,47 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 	}
 }
 
+// ErrLaneBusy is RestoreThread's answer for a lane with a turn of its own
+// running on this node (a lease re-taken with its work carried over): its
+// thread is in use, and neither unloaded nor restored.
+var ErrLaneBusy = errors.New("gateway: a turn of the lane runs on this node")
+
+// ErrTurnWindingDown is RestoreThread's answer while a turn the lane was
+// stepped down from still runs on its thread (interrupted, not yet ended):
+// the thread cannot be unloaded yet.
+var ErrTurnWindingDown = errors.New("gateway: a discarded turn still runs on the lane's thread")
+
+// RestoreThread runs restore (the node writing the lane's shipped rollout
+// into CODEX_HOME) with the lane's thread unloaded from the app-server and
+// no turn of the lane able to load it meanwhile, so the lane's next turn
+// resumes what restore left on disk. Without it a node that served the lane
+// before (paused past its lease, say) would go on with the history its
+// app-server still held in memory, whatever the restore wrote. Neither
+// ErrLaneBusy, ErrTurnWindingDown nor another failure to unload the thread
+// calls restore. The caller serialises it with the lane's claims.
+func (c *ClusterLanes) RestoreThread(ctx context.Context, sessionKey, threadID string, restore func(context.Context) error) error {
+	if l := c.lanes.lookup(sessionKey); l != nil {
+		l.opMu.Lock() // the lane's ensure waits for the restore
+		defer l.opMu.Unlock()
+		loaded, busy := l.detachThread()
+		if busy {
+			return ErrLaneBusy
+		}
+		c.lanes.unlive(l)
+		if loaded != "" && loaded != threadID { // an older generation's, left loaded
+			if err := c.threads.unload(ctx, sessionKey, loaded); err != nil {
+				c.log.Warn("thread.release_failed", zap.String("lane", sessionKey), zap.String("thread", loaded), zap.Error(err))
+			}
+		}
+	}
+	if err := c.threads.unload(ctx, sessionKey, threadID); errors.Is(err, codex.ErrTurnActive) {
+		return fmt.Errorf("%w: %w", ErrTurnWindingDown, err)
+	} else if err != nil {
+		return fmt.Errorf("gateway: unload thread %s: %w", threadID, err)
+	}
+	return restore(ctx)
+}
+
 // LaneIdle reports whether the lane has nothing running or queued on this
 // node, so its lease can be handed to the node placement now prefers.
 func (c *ClusterLanes) LaneIdle(sessionKey string) bool {

@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -110,4 +112,74 @@ func TestLaneGateDeliversOnlyServedLanes(t *testing.T) {
 		t.Fatalf("delivered %q for a lane this node does not serve", o.Text)
 	default:
 	}
+}
+
+// claimAndRun hands the lane's pending rows to DispatchClaimed, as the
+// node does with the rows it claimed.
+func claimAndRun(t *testing.T, h *harness) {
+	t.Helper()
+	rows, err := h.st.PendingInbound(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.g.Cluster().DispatchClaimed(context.Background(), rows)
+}
+
+// RestoreThread unloads the lane's loaded thread from the app-server
+// before the node's restore runs, so the lane's next turn resumes the
+// thread (codex reads the restored rollout) instead of finding it loaded
+// with the history it had. A lane with a turn of its own running is left
+// alone: nothing unloaded, no restore.
+func TestRestoreThreadUnloadsTheThreadBeforeTheRestore(t *testing.T) {
+	h := newHarness(t)
+	key := apiAddr("l1").SessionKey()
+	h.g.SetLaneGate(&fakeGate{serving: map[string]bool{key: true}})
+	slow := make(chan struct{})
+	h.cx.run = func(ctx context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
+		if text == "slow" {
+			<-slow
+		}
+		return codex.TurnResult{Status: codex.TurnCompleted, Text: "re: " + text}, nil
+	}
+	h.start(t)
+	ctx := context.Background()
+	h.send(t, "l1", "m1", "hello")
+	claimAndRun(t, h)
+	thread := h.p.replyTo(t, "m1").Turn.ThreadID
+
+	var loadedAtRestore bool
+	err := h.g.Cluster().RestoreThread(ctx, key, thread, func(context.Context) error {
+		h.cx.mu.Lock()
+		loadedAtRestore = h.cx.loaded[thread]
+		h.cx.mu.Unlock()
+		return nil
+	})
+	if err != nil || loadedAtRestore {
+		t.Fatalf("RestoreThread = %v, thread loaded while restoring %v; want it unloaded first", err, loadedAtRestore)
+	}
+	h.send(t, "l1", "m2", "again")
+	claimAndRun(t, h)
+	if o := h.p.replyTo(t, "m2"); o.Turn == nil || o.Turn.ThreadID != thread {
+		t.Fatalf("reply after the restore %+v, want it on thread %s", o, thread)
+	}
+	h.cx.mu.Lock()
+	resumed := h.cx.loaded[thread] && h.cx.ensures[len(h.cx.ensures)-1] == thread
+	h.cx.mu.Unlock()
+	if !resumed {
+		t.Errorf("the turn after the restore did not load thread %s again", thread)
+	}
+
+	h.send(t, "l1", "m3", "slow")
+	claimAndRun(t, h)
+	waitFor(t, "the slow turn running", func() bool { return h.g.lanes.lookup(key).current() != nil })
+	_, releasedBefore, _ := h.cx.snapshot()
+	ran := false
+	err = h.g.Cluster().RestoreThread(ctx, key, thread, func(context.Context) error { ran = true; return nil })
+	_, releasedAfter, _ := h.cx.snapshot()
+	if !errors.Is(err, ErrLaneBusy) || ran || len(releasedAfter) != len(releasedBefore) {
+		t.Errorf("RestoreThread during the lane's turn = %v, restore ran %v, releases %d→%d; want ErrLaneBusy and nothing done",
+			err, ran, len(releasedBefore), len(releasedAfter))
+	}
+	close(slow)
+	h.p.replyTo(t, "m3")
 }

@@ -92,6 +92,18 @@ func (c *threadCache) release(ctx context.Context, key, thread, why string) {
 	c.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", why))
 }
 
+// unload releases threadID from the app-server for a restore of its
+// rollout, whether or not a lane of this node holds it (a lane stepped
+// down from may be forgotten while codex still has its thread), and says
+// why not when it cannot (a turn still runs on it).
+func (c *threadCache) unload(ctx context.Context, key, thread string) error {
+	if err := c.cx.Release(ctx, thread); err != nil {
+		return err
+	}
+	c.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", "restore"))
+	return nil
+}
+
 // releaseStale releases a thread left loaded by a reset generation. The
 // caller holds l.opMu.
 func (c *threadCache) releaseStale(ctx context.Context, l *lane) {

@@ -356,6 +356,21 @@ func (l *lane) stepDown(takeQueue func(*lane) []item) (running string) {
 	return running
 }
 
+// detachThread detaches the lane's loaded thread, whatever generation it
+// belongs to, so the lane's next turn loads its thread again, and returns
+// it ("" when none was loaded). busy: an item of the lane's own runs (not
+// one a step-down discarded), and nothing was detached.
+func (l *lane) detachThread() (thread string, busy bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil && !l.cur.discard {
+		return "", true
+	}
+	thread = l.thread
+	l.thread, l.stale = "", false
+	return thread, false
+}
+
 // hasWorker reports whether a worker goroutine owns the lane's queue.
 func (l *lane) hasWorker() bool {
 	l.mu.Lock()

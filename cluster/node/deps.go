@@ -15,15 +15,17 @@ type Store interface {
 	LanesWithWork(ctx context.Context) ([]string, error)
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	ClaimInbound(ctx context.Context, sessionKey string) ([]store.InboundRow, error)
+	MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error
 	Cursor(ctx context.Context, name string) (string, bool, error)
 	SetCursorFenced(ctx context.Context, name, value, lease string, token int64) error
 }
 
 // Gateway is what the node asks of the gateway whose lanes it serves: run
-// the rows it claimed, recover a lane it took, drop one it lost, and say
-// whether one is idle enough to hand over.
+// the rows it claimed, restore and recover a lane it took, drop one it
+// lost, and say whether one is idle enough to hand over.
 type Gateway interface {
 	DispatchClaimed(ctx context.Context, rows []store.InboundRow)
+	RestoreThread(ctx context.Context, sessionKey, threadID string, restore func(context.Context) error) error
 	RecoverLane(ctx context.Context, sessionKey string) error
 	StepDown(ctx context.Context, sessionKey string)
 	LaneIdle(sessionKey string) bool

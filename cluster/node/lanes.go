@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // fence is the lease a lane's writes carry: the current one, or the one
@@ -238,7 +240,9 @@ func (c *Coordinator) take(ctx context.Context, key string, l cluster.Lease) {
 	c.hold(key, l)
 	c.takeovers.Inc()
 	c.log.Info("cluster.lane_taken", zap.String("lane", key), zap.Int64("token", l.Token))
-	c.restore(ctx, key)
+	if !c.restore(ctx, key) {
+		return
+	}
 	if _, err := c.st.ClaimInbound(ctx, key); err != nil {
 		c.log.Warn("cluster.claim_failed", zap.String("lane", key), zap.Error(err))
 	}
@@ -256,19 +260,74 @@ func (c *Coordinator) hold(key string, l cluster.Lease) {
 	c.keeper.Hold(l)
 }
 
-func (c *Coordinator) restore(ctx context.Context, key string) {
+// restore puts the lane's shipped rollout under this node's CODEX_HOME with
+// its thread unloaded from the app-server, so the lane goes on from the last
+// turn shipped, whatever this node's copy held. A lane whose rollout cannot
+// be restored is not served from that copy: its thread is given up and its
+// next turn starts a fresh one, telling the lane once. ok is false when the
+// lane was let go instead, to be taken and restored in a later round: a
+// turn it was stepped down from still ends on the thread, or giving the
+// thread up could not be recorded.
+func (c *Coordinator) restore(ctx context.Context, key string) (ok bool) {
 	sl, err := c.st.Lane(ctx, key)
-	if err != nil || sl.ThreadID == "" {
-		return
+	if err != nil || sl.ThreadID == "" || sl.Binding == store.BindingLost {
+		return true // no thread to resume: the next turn starts one
 	}
-	res, err := c.rollouts.Restore(ctx, c.codexHome, sl.ThreadID)
+	var res cluster.Restored
+	err = c.gw.RestoreThread(ctx, key, sl.ThreadID, func(ctx context.Context) error {
+		var err error
+		res, err = c.rollouts.Restore(ctx, c.codexHome, sl.ThreadID)
+		return err
+	})
+	for _, aside := range res.MovedAside {
+		c.log.Warn("cluster.rollout_moved_aside", zap.String("lane", key), zap.String("thread", sl.ThreadID),
+			zap.String("moved_to", aside))
+	}
 	switch {
-	case errors.Is(err, cluster.ErrNoRollout):
+	case errors.Is(err, cluster.ErrNoRollout): // never shipped: nothing another node could have gone on from
+	case errors.Is(err, gateway.ErrLaneBusy):
+		c.log.Info("cluster.restore_skipped", zap.String("lane", key), zap.String("thread", sl.ThreadID),
+			zap.String("why", "a turn of the lane runs here"))
+	case errors.Is(err, gateway.ErrTurnWindingDown):
+		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.String("thread", sl.ThreadID),
+			zap.Bool("retry", true), zap.Error(err))
+		c.letGo(ctx, key)
+		return false
 	case err != nil:
 		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.String("thread", sl.ThreadID), zap.Error(err))
+		return c.abandonThread(ctx, key, sl)
 	default:
 		c.log.Info("cluster.restored", zap.String("lane", key), zap.String("thread", sl.ThreadID),
-			zap.Int64("bytes", res.Bytes), zap.Bool("written", res.Written))
+			zap.Int64("bytes", res.Bytes), zap.Bool("written", res.Written), zap.Strings("moved_aside", res.MovedAside))
+	}
+	return true
+}
+
+// abandonThread marks the lane's binding lost, the path of a thread codex
+// cannot resume: its next turn starts a new thread and tells the lane once.
+// If that cannot be written, the lane is let go rather than served from a
+// copy that may be stale; ok is false then.
+func (c *Coordinator) abandonThread(ctx context.Context, key string, sl store.Lane) (ok bool) {
+	err := c.st.MarkBindingLost(ctx, key, sl.Generation, sl.ThreadID, "its rollout could not be restored on this node")
+	if err == nil {
+		c.log.Warn("cluster.thread_abandoned", zap.String("lane", key), zap.String("thread", sl.ThreadID))
+		return true
+	}
+	c.log.Error("cluster.abandon_failed", zap.String("lane", key), zap.String("thread", sl.ThreadID), zap.Error(err))
+	c.letGo(ctx, key)
+	return false
+}
+
+// letGo gives up a lane just taken, before anything of it ran here.
+func (c *Coordinator) letGo(ctx context.Context, key string) {
+	h, ok := c.disown(key)
+	if !ok {
+		return
+	}
+	c.keeper.Drop(h.lease.Name)
+	c.gw.StepDown(ctx, key)
+	if err := c.node.Release(ctx, h.lease); err != nil {
+		c.log.Warn("cluster.release_failed", zap.String("lane", key), zap.Error(err))
 	}
 }
 

@@ -115,7 +115,7 @@ func newTakeoverFixture(b *testing.B, ctx context.Context, ttl time.Duration, ke
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	c.st = st
+	c.st, c.gw = st, &fakeGateway{} // the benchmark unloads node-b's thread itself
 	a, err := cluster.NewNode(c.db, "node-a")
 	if err != nil {
 		b.Fatal(err)
@@ -201,7 +201,7 @@ func (f *takeoverFixture) letGo(b *testing.B, ctx context.Context, l cluster.Lea
 	c.mu.Unlock()
 }
 
-func startBenchCodex(b *testing.B, ctx context.Context, m *codextest.Model, home string) *codex.Client {
+func startBenchCodex(b testing.TB, ctx context.Context, m *codextest.Model, home string) *codex.Client {
 	cx, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(b), Args: codextest.Args(m.URL),
 		Home: home, Env: codextest.Env(), Dir: b.TempDir(), StartTimeout: 30 * time.Second, ClientName: "gatewayd-bench"})
 	if err != nil {
