@@ -270,6 +270,11 @@ func (c *Coordinator) hold(key string, l cluster.Lease) {
 // thread up could not be recorded.
 func (c *Coordinator) restore(ctx context.Context, key string) (ok bool) {
 	sl, err := c.st.Lane(ctx, key)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.Bool("retry", true), zap.Error(err))
+		c.letGo(ctx, key) // its thread unknown: not served from whatever copy is here
+		return false
+	}
 	if err != nil || sl.ThreadID == "" || sl.Binding == store.BindingLost {
 		return true // no thread to resume: the next turn starts one
 	}
@@ -279,26 +284,29 @@ func (c *Coordinator) restore(ctx context.Context, key string) (ok bool) {
 		res, err = c.rollouts.Restore(ctx, c.codexHome, sl.ThreadID)
 		return err
 	})
+	return c.restored(ctx, key, sl, res, err)
+}
+
+// restored logs what restore did and settles a failure: ok as restore's.
+func (c *Coordinator) restored(ctx context.Context, key string, sl store.Lane, res cluster.Restored, err error) (ok bool) {
+	lane, thread := zap.String("lane", key), zap.String("thread", sl.ThreadID)
 	for _, aside := range res.MovedAside {
-		c.log.Warn("cluster.rollout_moved_aside", zap.String("lane", key), zap.String("thread", sl.ThreadID),
-			zap.String("moved_to", aside))
+		c.log.Warn("cluster.rollout_moved_aside", lane, thread, zap.String("moved_to", aside))
 	}
 	switch {
 	case errors.Is(err, cluster.ErrNoRollout): // never shipped: nothing another node could have gone on from
 	case errors.Is(err, gateway.ErrLaneBusy):
-		c.log.Info("cluster.restore_skipped", zap.String("lane", key), zap.String("thread", sl.ThreadID),
-			zap.String("why", "a turn of the lane runs here"))
+		c.log.Info("cluster.restore_skipped", lane, thread, zap.String("why", "a turn of the lane runs here"))
 	case errors.Is(err, gateway.ErrTurnWindingDown):
-		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.String("thread", sl.ThreadID),
-			zap.Bool("retry", true), zap.Error(err))
+		c.log.Warn("cluster.restore_failed", lane, thread, zap.Bool("retry", true), zap.Error(err))
 		c.letGo(ctx, key)
 		return false
 	case err != nil:
-		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.String("thread", sl.ThreadID), zap.Error(err))
+		c.log.Warn("cluster.restore_failed", lane, thread, zap.Error(err))
 		return c.abandonThread(ctx, key, sl)
 	default:
-		c.log.Info("cluster.restored", zap.String("lane", key), zap.String("thread", sl.ThreadID),
-			zap.Int64("bytes", res.Bytes), zap.Bool("written", res.Written), zap.Strings("moved_aside", res.MovedAside))
+		c.log.Info("cluster.restored", lane, thread, zap.Int64("bytes", res.Bytes), zap.Bool("written", res.Written),
+			zap.Strings("moved_aside", res.MovedAside))
 	}
 	return true
 }
