@@ -176,6 +176,25 @@ func (s *Server) Restart() error {
 	return s.launch()
 }
 
+// FastRestart restarts the server as `pg_ctl restart -m fast` does: a
+// fast shutdown (SIGINT: every session is ended with "terminating
+// connection due to administrator command", open transactions roll back,
+// committed ones are checkpointed), then a new start on the same data
+// directory and port. It returns once the server accepts connections
+// again. The server is our child, so we signal it ourselves instead of
+// running pg_ctl, which would start the new one detached from the test.
+func (s *Server) FastRestart() error {
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		return fmt.Errorf("pgtest: fast shutdown: %w", err)
+	}
+	select {
+	case <-s.exit:
+	case <-time.After(startTimeout):
+		return fmt.Errorf("pgtest: server did not stop within %s of a fast shutdown", startTimeout)
+	}
+	return s.launch()
+}
+
 var errNoBinaries = errors.New("PostgreSQL server binaries not found (looked for initdb in /usr/lib/postgresql/*/bin and PATH)")
 
 func start(opts Options) (*Server, error) {

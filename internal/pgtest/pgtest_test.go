@@ -51,3 +51,16 @@ func TestDurableServerKeepsCommittedRowsAcrossAKill(t *testing.T) {
 		t.Fatalf("after kill -9 and restart read %q, want 42", got)
 	}
 }
+
+func TestFastRestartKeepsCommittedRows(t *testing.T) {
+	s := Start(t, Options{})
+	dsn := s.NewDatabase(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	psql(t, s, db, "CREATE TABLE x(v int); INSERT INTO x VALUES (9)")
+	if err := s.FastRestart(); err != nil {
+		t.Fatal(err)
+	}
+	if got := psql(t, s, db, "SELECT v FROM x"); got != "9" {
+		t.Fatalf("after a fast restart read %q, want 9", got)
+	}
+}
