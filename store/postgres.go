@@ -57,6 +57,7 @@ type pgState struct {
 	lockWait     time.Duration // how long a held ownership lock is retried
 	batchTimeout time.Duration
 	cluster      ClusterOptions // several nodes share the database: no ownership lock, fenced lane writes
+	session      pgSession      // the write connection's server session, to end it if it outlives the connection
 }
 
 // releasePGLock lets go of the ownership lock before the connection
@@ -146,7 +147,7 @@ func (s *Store) openPG(ctx context.Context, cfg *pgx.ConnConfig, opts Options) e
 	s.writeDB = stdlib.OpenDB(*cfg)
 	s.writeDB.SetMaxOpenConns(1)
 	s.writeDB.SetMaxIdleConns(1)
-	conn, err := s.connectWriter(ctx, s.pg.lockWait)
+	conn, err := s.connectWriter(ctx, s.pg.lockWait, pgSession{})
 	if err != nil {
 		return err
 	}
@@ -161,15 +162,18 @@ func (s *Store) openPG(ctx context.Context, cfg *pgx.ConnConfig, opts Options) e
 // connectWriter takes a connection for the writer and the ownership lock
 // on it. The lock lives on the write connection itself: it goes when that
 // connection goes, and no batch runs on a connection that does not hold it.
-func (s *Store) connectWriter(ctx context.Context, lockWait time.Duration) (*sql.Conn, error) {
+// old is the write session this one replaces, ended if it still holds the
+// lock.
+func (s *Store) connectWriter(ctx context.Context, lockWait time.Duration, old pgSession) (*sql.Conn, error) {
 	conn, err := s.writeDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to %s: %w", s.path, classify(err))
 	}
+	s.pg.session = sessionOf(ctx, conn)
 	if s.pg.cluster.Shared {
 		return conn, nil // lane leases, not one lock, say who writes what
 	}
-	if err := s.takePGLock(ctx, conn, lockWait); err != nil {
+	if err := s.takePGLock(ctx, conn, lockWait, old); err != nil {
 		discardConn(conn)
 		return nil, err
 	}
@@ -178,8 +182,9 @@ func (s *Store) connectWriter(ctx context.Context, lockWait time.Duration) (*sql
 
 // takePGLock tries the ownership lock until wait has passed. The
 // wait covers a predecessor killed a moment ago: the server drops its
-// session's lock only once it has noticed the closed socket.
-func (s *Store) takePGLock(ctx context.Context, conn *sql.Conn, wait time.Duration) error {
+// session's lock only once it has noticed the closed socket. Our own old
+// session, if it still holds the lock, is ended and waited for.
+func (s *Store) takePGLock(ctx context.Context, conn *sql.Conn, wait time.Duration, old pgSession) error {
 	deadline := time.Now().Add(wait)
 	for {
 		var got bool
@@ -188,6 +193,10 @@ func (s *Store) takePGLock(ctx context.Context, conn *sql.Conn, wait time.Durati
 		}
 		if got {
 			return nil
+		}
+		if s.endSession(ctx, conn, old) {
+			old, deadline = pgSession{}, time.Now().Add(pgLockWait)
+			continue
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: %s is locked by %s; another gatewayd is already running with this database",
@@ -239,6 +248,7 @@ func (s *Store) openPGReadPool(ctx context.Context, cfg *pgx.ConnConfig, opts Op
 		return fmt.Errorf("store: open read pool %s: %w", s.path, classify(err))
 	}
 	s.rq = newStmtCache(s.readDB, s.d)
+	s.rq.retryReads, s.rq.poolSize, s.rq.retryWindow = true, n, min(readRetryWindow, s.writeRetryWindow)
 	return nil
 }
 
@@ -277,8 +287,9 @@ func (s *Store) ensureWriter(ctx context.Context) error {
 	}
 	discardConn(s.wconn)
 	// No wait for the lock here: after a server restart nobody holds it
-	// but a new owner, and waiting would only hold the submitters.
-	conn, err := s.connectWriter(ctx, 0)
+	// but a new owner (or our old session, which is ended), and waiting
+	// would only hold the submitters.
+	conn, err := s.connectWriter(ctx, 0, s.pg.session)
 	if err != nil {
 		// s.wconn stays the discarded one: every use fails until we reconnect.
 		return fmt.Errorf("store: write not applied: %w", err)

@@ -107,8 +107,9 @@ func waitDone(t *testing.T, o *op, what string) error {
 	}
 }
 
-// The server dies (SIGKILL) while a batch of two submissions is open: both
-// submitters get an error naming the lost server, none hangs; a submission
+// The server dies (SIGKILL) while a batch of two submissions is open and
+// stays down past the retry window (shortened here): both submitters get
+// an error naming the lost server, none hangs; a submission
 // while the server is down fails the same way; after the server restarts
 // the next submission succeeds on a new connection (the ownership lock
 // retaken), the acknowledged row survived and the failed batch left
@@ -116,7 +117,7 @@ func waitDone(t *testing.T, o *op, what string) error {
 func TestPostgresServerKilledMidBatch(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
-	s := openPG(t, srv.NewDatabase(t), Options{})
+	s := openPG(t, srv.NewDatabase(t), Options{retryWindow: shortOutage})
 	ctx := context.Background()
 	if err := s.SetCursor(ctx, "acked", "1"); err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestPostgresServerKilledMidBatch(t *testing.T) {
 func TestPostgresCloseWithTheServerDown(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{})
-	s := openPG(t, srv.NewDatabase(t), Options{})
+	s := openPG(t, srv.NewDatabase(t), Options{retryWindow: shortOutage})
 	srv.Kill()
 	// The first write finds the connection lost, the second fails to
 	// replace it.
@@ -191,7 +192,7 @@ func TestPostgresReconnectRespectsANewOwner(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
 	dsn := srv.NewDatabase(t)
-	s := openPG(t, dsn, Options{})
+	s := openPG(t, dsn, Options{retryWindow: shortOutage})
 	srv.Kill()
 	if err := s.SetCursor(context.Background(), "down", "1"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("SetCursor with the server down: err = %v, want ErrUnavailable", err)
@@ -227,7 +228,7 @@ func TestPostgresPasswordNeverInErrors(t *testing.T) {
 		return u.String()
 	}
 	core, logs := observer.New(zap.DebugLevel)
-	opts := Options{Logger: zap.New(core), pgLockWait: -1}
+	opts := Options{Logger: zap.New(core), pgLockWait: -1, retryWindow: shortOutage}
 	dbName := strings.TrimPrefix(must(url.Parse(srv.NewDatabase(t))).Path, "/")
 	owner := openPG(t, withPassword(dbName), opts)
 

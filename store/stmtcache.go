@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // maxCachedStatements bounds the statement caches. The store's SQL is a
@@ -26,6 +27,12 @@ type stmtCache struct {
 	stmts map[string]*sql.Stmt
 	// ran counts the statements run through the cache (Store.Statements).
 	ran atomic.Int64
+	// retryReads: a read pool on PostgreSQL, whose pooled connections all
+	// die with a server restart; poolSize is its number of connections,
+	// retryWindow how long a failed read is retried.
+	retryReads  bool
+	poolSize    int
+	retryWindow time.Duration
 }
 
 func newStmtCache(db interface {
@@ -67,6 +74,15 @@ func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	for r := (*retrier)(nil); ; {
+		res, err := c.execOnce(ctx, query, args...)
+		if !c.retryRead(ctx, &r, err) {
+			return res, err
+		}
+	}
+}
+
+func (c *stmtCache) execOnce(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	c.ran.Add(1)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -75,6 +91,15 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 }
 
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	for r := (*retrier)(nil); ; {
+		rows, err := c.queryOnce(ctx, query, args...)
+		if !c.retryRead(ctx, &r, err) {
+			return rows, err
+		}
+	}
+}
+
+func (c *stmtCache) queryOnce(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	c.ran.Add(1)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -83,11 +108,39 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	for r := (*retrier)(nil); ; {
+		row := c.queryRowOnce(ctx, query, args...)
+		if !c.retryRead(ctx, &r, row.Err()) {
+			return row
+		}
+	}
+}
+
+func (c *stmtCache) queryRowOnce(ctx context.Context, query string, args ...any) *sql.Row {
 	c.ran.Add(1)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return c.db.QueryRowContext(ctx, c.sql(query), args...)
+}
+
+// retryRead reports whether a read that failed with err runs again (the
+// read pool on PostgreSQL, a transient failure, transient.go): at once
+// while each failure may only have found one more dead pooled connection,
+// then with backoff until its retry window has passed or ctx ends. *r is
+// the read's retrier, made at its first failure.
+func (c *stmtCache) retryRead(ctx context.Context, r **retrier, err error) bool {
+	if !c.retryReads || err == nil || !transient(ctx, err) {
+		return false
+	}
+	if *r == nil {
+		*r = newRetrier(c.retryWindow)
+	}
+	if (*r).attempts < c.poolSize {
+		(*r).attempts++
+		return true
+	}
+	return (*r).wait(ctx)
 }
 
 // Close closes every cached statement.

@@ -57,6 +57,9 @@ type Options struct {
 	// pgBatchTimeout replaces pgBatchTimeout, for benchmarks that load
 	// millions of rows in one operation.
 	pgBatchTimeout time.Duration
+	// retryWindow replaces defaultRetryWindow (negative: no retries), so
+	// tests of a lasting outage need not wait it out.
+	retryWindow time.Duration
 	// lazySyncDelay replaces defaultLazySyncDelay; lazySynced is called
 	// after each fsync of lazy commits, so tests wait on it.
 	lazySyncDelay time.Duration
@@ -94,6 +97,12 @@ type Store struct {
 	commits  atomic.Int64 // committed batches, for tests and Commits
 
 	pg *pgState // PostgreSQL only: what reconnecting the writer needs
+
+	// writeRetryWindow is how long a batch is retried after a transient
+	// failure (transient.go); outage is set once one failed for good, and
+	// cleared by the next batch the database answers. Both the worker's.
+	writeRetryWindow time.Duration
+	outage           bool
 
 	lazy lazySync // SQLite only: commits of writeLazy waiting for an fsync
 }
@@ -138,6 +147,10 @@ func (s *Store) applyDefaults(opts Options) {
 	s.maxBatch = opts.MaxBatch
 	if s.maxBatch <= 0 {
 		s.maxBatch = defaultMaxBatch
+	}
+	s.writeRetryWindow = defaultRetryWindow
+	if opts.retryWindow != 0 {
+		s.writeRetryWindow = max(opts.retryWindow, 0)
 	}
 }
 

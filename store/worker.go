@@ -36,8 +36,11 @@ const (
 )
 
 type op struct {
-	fn    writeFunc
-	done  chan error // buffered: the worker never blocks on a caller
+	fn   writeFunc
+	done chan error // buffered: the worker never blocks on a caller
+	// ctx is the caller's: an operation whose caller gave up is dropped
+	// between two attempts of a retried batch (nil: never).
+	ctx   context.Context
 	state atomic.Int32
 	// lazy: the caller needs the write to survive a crash of this process
 	// at once, and a power cut only within lazySyncDelay (see writeLazy).
@@ -49,7 +52,7 @@ type op struct {
 // savepoint was rolled back), the batch failed to commit, or the caller's
 // context ended before the worker took the operation.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
-	return s.submit(ctx, &op{fn: fn, done: make(chan error, 1)})
+	return s.submit(ctx, &op{fn: fn, done: make(chan error, 1), ctx: ctx})
 }
 
 // writeLazy is write for records whose loss in a power cut costs a repeat,
@@ -62,7 +65,7 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 // cursor re-reads what the inbox already holds. The writer stays one FIFO,
 // so a lazy write never overtakes a durable one. On PostgreSQL it is write.
 func (s *Store) writeLazy(ctx context.Context, fn writeFunc) error {
-	return s.submit(ctx, &op{fn: fn, done: make(chan error, 1), lazy: true})
+	return s.submit(ctx, &op{fn: fn, done: make(chan error, 1), ctx: ctx, lazy: true})
 }
 
 func (s *Store) submit(ctx context.Context, o *op) error {
@@ -172,34 +175,73 @@ func takeLive(batch []*op) []*op {
 	return live
 }
 
+// commitBatch commits the batch as one transaction and answers every
+// operation. A transient failure that left nothing applied runs the batch
+// again (transient.go) until it commits, fails for good, or the retry
+// window ends; the operations whose callers gave up meanwhile are dropped.
 func (s *Store) commitBatch(batch []*op) {
 	if len(batch) == 0 {
 		return
 	}
+	var r *retrier
+	for {
+		err := s.attempt(batch)
+		if err == nil {
+			if r != nil {
+				s.log.Info("store.write_recovered", zap.Int("ops", len(batch)), zap.Int("retries", r.attempts))
+			}
+			s.outage = false
+			return
+		}
+		if r == nil {
+			r = newRetrier(s.retryWindow())
+			s.log.Warn("store.write_retry", zap.Int("ops", len(batch)), zap.Error(err))
+		}
+		if s.isClosed() || !r.wait(context.Background()) {
+			s.outage = s.writeRetryWindow > 0
+			s.log.Error("store.write_failed", zap.Int("ops", len(batch)), zap.Int("retries", r.attempts), zap.Error(err))
+			failAll(batch, err)
+			return
+		}
+		if batch = answerGone(batch); len(batch) == 0 {
+			return
+		}
+	}
+}
+
+// attempt runs the batch in one transaction and answers its operations,
+// except after a transient failure with nothing applied: then it answers
+// none and returns the failure, for commitBatch to run the batch again.
+func (s *Store) attempt(batch []*op) error {
 	ctx, cancel := s.batchContext()
 	defer cancel()
 	if err := s.ensureWriter(ctx); err != nil {
-		failAll(batch, err)
-		return
+		return s.notApplied(ctx, batch, err)
 	}
 	durable := !allLazy(batch)
 	if err := s.lazy.prepare(ctx, s.wq, durable); err != nil {
 		s.writerFailed(err)
-		failAll(batch, fmt.Errorf("store: set synchronous: %w", classify(err)))
-		return
+		return s.notApplied(ctx, batch, fmt.Errorf("store: set synchronous: %w", classify(err)))
 	}
-	if _, err := s.wq.ExecContext(ctx, s.d.begin); err != nil {
+	xid, err := s.begin(ctx)
+	if err != nil {
 		s.writerFailed(err)
-		failAll(batch, fmt.Errorf("store: begin transaction: %w", classify(err)))
-		return
+		s.rollback(ctx) // BEGIN may have opened the transaction its second statement failed in
+		return s.notApplied(ctx, batch, fmt.Errorf("store: begin transaction: %w", classify(err)))
 	}
 	if len(batch) == 1 {
-		s.commitAlone(ctx, batch[0])
-		return
+		return s.commitAlone(ctx, batch[0], xid)
 	}
 	results := make([]error, len(batch))
 	for i, o := range batch {
 		opErr, txErr := s.runOp(ctx, o)
+		if transient(ctx, txErr) || transient(ctx, opErr) {
+			// The transaction went with the connection (or the lock):
+			// nothing of the batch is applied.
+			s.writerFailed(errors.Join(txErr, opErr))
+			s.rollback(ctx)
+			return fmt.Errorf("store: operation not applied: %w", classify(errors.Join(txErr, opErr)))
+		}
 		if txErr != nil {
 			s.writerFailed(txErr)
 			s.abortOp(ctx, o, opErr, txErr)
@@ -209,23 +251,67 @@ func (s *Store) commitBatch(batch []*op) {
 			// operation, so this ends.
 			rest := make([]*op, 0, len(batch)-1)
 			s.commitBatch(append(append(rest, batch[:i]...), batch[i+1:]...))
-			return
+			return nil
 		}
 		results[i] = opErr
 	}
-	if _, err := s.wq.ExecContext(ctx, "COMMIT"); err != nil {
+	return s.commit(ctx, batch, results, xid, durable)
+}
+
+// notApplied answers a batch that failed before any of it was applied
+// with err, unless err is transient: then it is returned, to run the batch
+// again.
+func (s *Store) notApplied(ctx context.Context, batch []*op, err error) error {
+	if transient(ctx, err) {
+		return err
+	}
+	failAll(batch, err)
+	return nil
+}
+
+// commit commits the open transaction of the batch and answers each
+// operation with its result (nil results: all succeeded). A COMMIT whose
+// answer was lost is read back: committed, it is answered so; not, it is
+// returned to be run again. One the database refused rolled back.
+func (s *Store) commit(ctx context.Context, batch []*op, results []error, xid string, durable bool) error {
+	_, err := s.wq.ExecContext(ctx, "COMMIT")
+	if err != nil {
 		s.writerFailed(err)
-		s.rollback(ctx)
 		cause := fmt.Errorf("store: commit of %d operations failed, none applied: %w", len(batch), classify(err))
-		s.log.Error("store.commit_failed", zap.Int("ops", len(batch)), zap.Error(err))
-		failAll(batch, cause)
-		return
+		switch {
+		case s.outcomeUnknown(err):
+			applied, rerr := s.readBack(xid, s.pg.session)
+			if rerr != nil {
+				s.log.Error("store.commit_unknown", zap.Int("ops", len(batch)), zap.String("xid", xid), zap.Error(rerr))
+				failAll(batch, fmt.Errorf("store: commit of %d operations: outcome unknown (the connection was lost and it could not be read back): %w",
+					len(batch), classify(err)))
+				return nil
+			}
+			s.log.Warn("store.commit_read_back", zap.Int("ops", len(batch)), zap.String("xid", xid),
+				zap.Bool("committed", applied), zap.Error(err))
+			if !applied {
+				return cause
+			}
+		case transient(ctx, err):
+			s.rollback(ctx)
+			return cause
+		default:
+			s.rollback(ctx)
+			s.log.Error("store.commit_failed", zap.Int("ops", len(batch)), zap.Error(err))
+			failAll(batch, cause)
+			return nil
+		}
 	}
 	s.commits.Add(1)
 	s.lazy.committed(durable)
 	for i, o := range batch {
+		if results == nil {
+			o.done <- nil
+			continue
+		}
 		o.done <- results[i]
 	}
+	return nil
 }
 
 // commitAlone finishes a batch of one operation, whose transaction is
@@ -233,7 +319,7 @@ func (s *Store) commitBatch(batch []*op) {
 // of its batch: when it fails, rolling back the transaction undoes only its
 // own work. Two statements fewer per commit, and on a store that is not
 // busy nearly every commit is of one operation.
-func (s *Store) commitAlone(ctx context.Context, o *op) {
+func (s *Store) commitAlone(ctx context.Context, o *op, xid string) error {
 	if opErr := callSafely(ctx, o.fn, s.wq); opErr != nil {
 		// SQLite may have rolled back already (full disk): "no transaction
 		// is active" is expected then.
@@ -241,19 +327,14 @@ func (s *Store) commitAlone(ctx context.Context, o *op) {
 			s.writerFailed(err)
 			s.log.Debug("store.rollback", zap.Error(err))
 		}
+		if transient(ctx, opErr) {
+			s.writerFailed(opErr)
+			return fmt.Errorf("store: operation not applied: %w", classify(opErr))
+		}
 		o.done <- classify(opErr)
-		return
+		return nil
 	}
-	if _, err := s.wq.ExecContext(ctx, "COMMIT"); err != nil {
-		s.writerFailed(err)
-		s.rollback(ctx)
-		s.log.Error("store.commit_failed", zap.Int("ops", 1), zap.Error(err))
-		o.done <- fmt.Errorf("store: commit of 1 operations failed, none applied: %w", classify(err))
-		return
-	}
-	s.commits.Add(1)
-	s.lazy.committed(!o.lazy)
-	o.done <- nil
+	return s.commit(ctx, []*op{o}, nil, xid, !o.lazy)
 }
 
 // runOp runs one operation in its own savepoint. opErr is the operation's
