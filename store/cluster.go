@@ -99,6 +99,24 @@ func (s *Store) ClaimInbound(ctx context.Context, sessionKey string) ([]InboundR
 	return out, nil
 }
 
+// RequeueInbound puts the lane's claimed row id back to received, for a
+// later ClaimInbound to run it in order: its owner could not start it now
+// (the database was away). Fenced like the claim, so a node that lost the
+// lane cannot reopen a row the new owner runs; a row no longer processing
+// is left as it is.
+func (s *Store) RequeueInbound(ctx context.Context, sessionKey string, id int64) error {
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, `UPDATE inbox SET state = ?, updated_at = ?
+			WHERE id = ? AND session_key = ? AND state = ?`,
+			InboundReceived, toDB(s.now()), id, sessionKey, InboundProcessing)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: requeue inbound %d of %q: %w", id, sessionKey, err)
+	}
+	return nil
+}
+
 // LanesWithWork lists the lanes that need a serving node now: unfinished
 // inbox rows, a journaled turn not yet told cut off (running, or cut off
 // by a dead node), or pending outbox rows. A cluster node takes the leases

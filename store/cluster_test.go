@@ -250,3 +250,61 @@ func TestFencedCursorNeedsPostgres(t *testing.T) {
 		t.Fatalf("SetCursorFenced on SQLite: err = %v, want ErrInvalid naming postgres", err)
 	}
 }
+
+// A claimed row its owner could not start goes back to received and is
+// the next claim's, in order with its lane's other rows; a row no longer
+// processing is left alone, and an owner that lost the lane cannot reopen
+// the new owner's rows (fenced).
+func TestClusterRequeueInbound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, nodeA, nodeB := clusterDatabase(t)
+	var booksA, booksB leaseBook
+	a, b := clusterStore(t, dsn, &booksA), clusterStore(t, dsn, &booksB)
+	lane, err := a.EnsureLane(ctx, testLaneKey("t-requeue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := lane.SessionKey
+	leaseA, ok, err := nodeA.Acquire(ctx, "lane:"+key, 50*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	booksA.set(key, leaseA)
+	var ids []int64
+	for _, m := range []string{"1", "2"} {
+		id, _, err := a.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: m, SessionKey: key, Text: "m" + m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if rows, err := a.ClaimInbound(ctx, key); err != nil || len(rows) != 2 {
+		t.Fatalf("claim = %+v, %v", rows, err)
+	}
+	if err := a.SetInboundState(ctx, ids[0], InboundDone); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := a.RequeueInbound(ctx, key, id); err != nil {
+			t.Fatalf("RequeueInbound(%d): %v", id, err)
+		}
+	}
+	rows, err := a.ClaimInbound(ctx, key)
+	if err != nil || len(rows) != 1 || rows[0].ID != ids[1] {
+		t.Fatalf("claim after the requeue = %+v, %v; want row %d again (row %d was done)", rows, err, ids[1], ids[0])
+	}
+
+	advanceDatabaseClock(t, dsn, time.Minute)
+	leaseB, ok, err := nodeB.Acquire(ctx, "lane:"+key, time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	booksB.set(key, leaseB)
+	if err := a.RequeueInbound(ctx, key, ids[1]); !errors.Is(err, ErrFenced) {
+		t.Fatalf("ex-owner's RequeueInbound = %v, want ErrFenced", err)
+	}
+	if n := countRows(t, b, "SELECT count(*) FROM inbox WHERE state = 'processing'"); n != 1 {
+		t.Fatalf("%d rows processing, want the new owner's row left so", n)
+	}
+}
