@@ -113,16 +113,14 @@ func claimedRows(rows []store.InboundRow, key string) []store.InboundRow {
 }
 
 // DispatchClaimed runs inbox rows this node claimed for a lane it owns, in
-// the order given.
+// the order given. A row whose lane cannot be read now goes back to the
+// inbox with the lane's later rows (recovery.rowLane), for the next claim.
 func (c *ClusterLanes) DispatchClaimed(ctx context.Context, rows []store.InboundRow) {
+	away := map[string]bool{}
 	for _, row := range rows {
-		sl, err := c.st.Lane(ctx, row.SessionKey)
-		if err != nil {
-			c.log.Error("cluster.claimed_lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
-			c.inbox.set(ctx, row.ID, store.InboundFailed)
-			continue
+		if sl, ok := c.recovery.rowLane(ctx, row, away); ok {
+			c.in.dispatch(c.base, recordedRow(addressOfLane(sl), row))
 		}
-		c.in.dispatch(c.base, recordedRow(addressOfLane(sl), row))
 	}
 }
 

@@ -246,6 +246,18 @@ func (s *fakeStore) SetInboundState(_ context.Context, id int64, state string) e
 	return nil
 }
 
+func (s *fakeStore) RequeueInbound(_ context.Context, key string, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("RequeueInbound"); err != nil {
+		return err
+	}
+	if id >= 1 && int(id) <= len(s.inbound) && s.inbound[id-1].SessionKey == key && s.inbound[id-1].State == store.InboundProcessing {
+		s.inbound[id-1].State = store.InboundReceived
+	}
+	return nil
+}
+
 func (s *fakeStore) inboundState(id int64) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

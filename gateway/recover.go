@@ -30,6 +30,7 @@ type recoveryStore interface {
 	MarkCutOff(ctx context.Context, e store.JournalEntry, notice store.OutboxMessage) (int64, error)
 	RetryTurn(ctx context.Context, sessionKey string) (store.RetryTurn, bool, error)
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
+	RequeueInbound(ctx context.Context, sessionKey string, id int64) error
 }
 
 var _ recoveryStore = (*store.Store)(nil)
@@ -74,21 +75,46 @@ func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry
 			told++
 		}
 	}
+	away := map[string]bool{} // lanes whose row could not be read: the database is away
 	for _, row := range pending {
 		if cut[row.ID] {
 			continue
 		}
-		sl, err := r.st.Lane(ctx, row.SessionKey)
-		if err != nil {
-			r.log.Error("recover.lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
-			r.inbox.set(ctx, row.ID, store.InboundFailed)
-			continue
+		if sl, ok := r.rowLane(ctx, row, away); ok {
+			r.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
+			r.in.dispatch(ctx, recordedRow(addressOfLane(sl), row))
 		}
-		r.log.Info("recover.requeue", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID))
-		r.in.dispatch(ctx, recordedRow(addressOfLane(sl), row))
 	}
 	r.log.Info("recover.done", zap.Int("cut_off", told), zap.Int("pending", len(pending)))
 	return nil
+}
+
+// rowLane reads the lane of an inbox row about to run again. A lane gone
+// closes the row failed; a lane that cannot be read now (the database
+// away, store.Transient) puts the row, and every later one of the lane,
+// back in the inbox as received, so they run in order at the next claim
+// (or start) instead of being lost or run out of order.
+func (r *recovery) rowLane(ctx context.Context, row store.InboundRow, away map[string]bool) (store.Lane, bool) {
+	if !away[row.SessionKey] {
+		sl, err := r.st.Lane(ctx, row.SessionKey)
+		switch {
+		case err == nil:
+			return sl, true
+		case !store.Transient(err):
+			r.log.Error("recover.lane_missing", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
+			r.inbox.set(ctx, row.ID, store.InboundFailed)
+			return store.Lane{}, false
+		}
+		r.log.Warn("recover.lane_unreadable", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
+		away[row.SessionKey] = true
+	}
+	if row.State == store.InboundProcessing {
+		if err := r.st.RequeueInbound(ctx, row.SessionKey, row.ID); err != nil {
+			// Still processing: the lane's next takeover or start runs it.
+			r.log.Error("recover.requeue_failed", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
+		}
+	}
+	return store.Lane{}, false
 }
 
 // recoverCutOff tells a lane its turn was cut off (or reruns it once, as
@@ -97,6 +123,12 @@ func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry
 // later start runs it.
 func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID string, autoRetry bool) bool {
 	sl, err := r.st.Lane(ctx, e.SessionKey)
+	if store.Transient(err) {
+		// Not known to be stale: left as it is, told at the lane's next
+		// takeover or start rather than dropped unheard.
+		r.log.Warn("recover.cut_off_deferred", zap.String("lane", e.SessionKey), zap.Error(err))
+		return false
+	}
 	if err != nil || sl.Generation != e.Generation {
 		r.log.Info("recover.cut_off_dropped", zap.String("lane", e.SessionKey),
 			zap.Bool("lane_found", err == nil), zap.Error(err))

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/internal/backoff"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -340,7 +341,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	if cur != nil {
 		steered = cur.steer.close()
 	}
-	res, err := r.st.CommitTurn(ctx, store.CompletedTurn{
+	res, kept, err := r.commit(ctx, t, store.CompletedTurn{
 		SessionKey: t.l.key, Generation: t.sl.Generation, SessionID: t.sl.SessionID,
 		ThreadID: t.thread, TurnID: t.turnID, InboundID: t.it.inboundID,
 		UserText: t.it.text, UserMessageID: t.it.msgID, AssistantText: text, Status: status,
@@ -350,6 +351,10 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		Retryable: status == statusTimedOut, Retries: t.it.retries,
 	})
 	switch {
+	case kept:
+		// Left journaled with its inbound row open: the next start, or the
+		// lane's next owner, tells the lane once that it was cut off.
+		r.log.Warn("turn.commit_abandoned", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 	case errors.Is(err, store.ErrFenced):
 		// Another node serves the lane now and answers it; saying
 		// anything here would answer twice.
@@ -374,6 +379,45 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 			r.gate.TurnCommitted(t.l.key, t.thread)
 		}
 	}
+}
+
+// Pacing of a commit that waits for the database to come back.
+const (
+	commitRetryFirst = 100 * time.Millisecond
+	commitRetryMax   = 2 * time.Second
+)
+
+// commit commits the turn. A transient failure (the database away past
+// the store's own retries) does not end the turn: its reply waits here,
+// and the commit is tried again with backoff until the database answers,
+// so the reply goes out once through the outbox, to an API request another
+// node holds too. kept reports that the wait ended first (shutdown cut the
+// turn off, or the lane is no longer this node's): the turn then stays as
+// the journal and the inbox have it, for the recovery to tell once.
+func (r *turnRunner) commit(ctx context.Context, t *turn, ct store.CompletedTurn) (res store.CommitResult, kept bool, err error) {
+	res, err = r.st.CommitTurn(ctx, ct)
+	if err == nil || !store.Transient(err) {
+		return res, false, err
+	}
+	r.log.Warn("turn.commit_waiting", zap.String("lane", t.l.key), zap.String("turn", ct.TurnID), zap.Error(err))
+	bo := backoff.New(commitRetryFirst, commitRetryMax)
+	for tries := 1; ; tries++ {
+		if !r.mayWait(t) || !backoff.Sleep(ctx, bo.Next()) || !r.mayWait(t) {
+			return res, true, err
+		}
+		res, err = r.st.CommitTurn(ctx, ct)
+		if err == nil || !store.Transient(err) {
+			r.log.Info("turn.commit_resumed", zap.String("lane", t.l.key), zap.String("turn", ct.TurnID),
+				zap.Int("tries", tries+1), zap.Error(err))
+			return res, false, err
+		}
+	}
+}
+
+// mayWait says whether a turn's commit may still wait for the database:
+// shutdown has not cut it off and the lane is still this node's.
+func (r *turnRunner) mayWait(t *turn) bool {
+	return !t.l.cutOff() && (r.gate == nil || r.gate.Serves(t.l.key))
 }
 
 // unsavedReply closes the inbound rows of a turn whose commit failed and
