@@ -424,6 +424,17 @@ func (l *lane) curThread() string {
 	return l.cur.threadID
 }
 
+// retrySettled records that the running rerun is committed: from here a
+// /retry asks the store, which has what the rerun left to retry, instead
+// of being told the rerun is still queued while its reply goes out.
+func (l *lane) retrySettled() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		l.cur.retry = false
+	}
+}
+
 // retryPendingLocked reports whether a rerun of the lane's turn to retry
 // runs or waits in the lane's queue. l.mu is held.
 func (l *lane) retryPendingLocked() bool {

@@ -350,6 +350,9 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		Steered: steered, Files: sent,
 		Retryable: status == statusTimedOut, Retries: t.it.retries,
 	})
+	if err == nil && !kept {
+		t.l.retrySettled()
+	}
 	switch {
 	case kept:
 		// Left journaled with its inbound row open: the next start, or the
