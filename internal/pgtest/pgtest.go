@@ -55,6 +55,8 @@ type Server struct {
 	cmd   *exec.Cmd
 	exit  chan struct{}
 	dbSeq atomic.Int64
+	// frozen are the processes Freeze stopped besides the postmaster.
+	frozen []int
 
 	stopOnce sync.Once
 }
