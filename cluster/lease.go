@@ -71,6 +71,106 @@ func (n *Node) Renew(ctx context.Context, l Lease, ttl time.Duration) error {
 	return leaseChanged(res, l)
 }
 
+// Renewal is what RenewAll found of each lease it was given.
+type Renewal struct {
+	Renewed []Lease // extended to the TTL from now
+	Lost    []Lease // taken or released since: ErrLeaseLost
+}
+
+// renewAllSQL extends, in one statement, every lease of the arrays $2
+// (names) and $3 (tokens) that $1 still holds, and reports for each
+// whether it was renewed and whether it is still held. A row a write of
+// this node has locked (its fence, FOR SHARE until that transaction ends)
+// is skipped rather than waited for: a statement locking several rows
+// while one write fences several lanes could deadlock with it. The
+// "held" column reads the rows as they were when the statement began.
+const renewAllSQL = `WITH want AS (
+		SELECT * FROM unnest($2::text[], $3::bigint[]) AS w(name, token)
+	), free AS (
+		SELECT l.name FROM cluster_leases l JOIN want w ON w.name = l.name AND w.token = l.token
+		WHERE l.holder = $1
+		FOR NO KEY UPDATE OF l SKIP LOCKED
+	), renewed AS (
+		UPDATE cluster_leases l SET expires_at = cluster_now() + $4 * interval '1 microsecond'
+		FROM free WHERE l.name = free.name
+		RETURNING l.name
+	)
+	SELECT w.name,
+		EXISTS (SELECT 1 FROM renewed r WHERE r.name = w.name),
+		EXISTS (SELECT 1 FROM cluster_leases l WHERE l.name = w.name AND l.token = w.token AND l.holder = $1)
+	FROM want w`
+
+// RenewAll extends every lease of ls this node still holds to ttl from
+// now, in one statement however many there are, so a database that stops
+// answering leaves them all unrenewed together instead of one per
+// timeout. A lease one of this node's writes holds locked at that moment
+// is renewed on its own right after (a second round trip, rarely). On an
+// error, the leases in neither list of the Renewal are in doubt.
+func (n *Node) RenewAll(ctx context.Context, ls []Lease, ttl time.Duration) (Renewal, error) {
+	var res Renewal
+	if len(ls) == 0 {
+		return res, nil
+	}
+	names, tokens := make([]string, len(ls)), make([]int64, len(ls))
+	byName := make(map[string]Lease, len(ls))
+	for i, l := range ls {
+		if err := checkLeaseArgs(l.Name, ttl); err != nil {
+			return res, err
+		}
+		names[i], tokens[i], byName[l.Name] = l.Name, l.Token, l
+	}
+	busy, err := n.renewAllOnce(ctx, names, tokens, ttl, byName, &res)
+	if err != nil {
+		return res, err
+	}
+	for _, l := range busy {
+		switch err := n.Renew(ctx, l, ttl); {
+		case err == nil:
+			res.Renewed = append(res.Renewed, l)
+		case errors.Is(err, ErrLeaseLost):
+			res.Lost = append(res.Lost, l)
+		default:
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// renewAllOnce runs renewAllSQL, adding what it renewed and found lost to
+// res, and returns the leases still held but skipped as locked. On an
+// error res is left alone: nothing is known until the whole result is
+// read (the statement commits at its end).
+func (n *Node) renewAllOnce(ctx context.Context, names []string, tokens []int64, ttl time.Duration,
+	byName map[string]Lease, res *Renewal) ([]Lease, error) {
+	rows, err := n.db.QueryContext(ctx, renewAllSQL, n.id, names, tokens, ttl.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: renew %d leases: %w", len(names), err)
+	}
+	defer rows.Close()
+	var got Renewal
+	var busy []Lease
+	for rows.Next() {
+		var name string
+		var renewed, held bool
+		if err := rows.Scan(&name, &renewed, &held); err != nil {
+			return nil, fmt.Errorf("cluster: renew %d leases: %w", len(names), err)
+		}
+		switch l := byName[name]; {
+		case renewed:
+			got.Renewed = append(got.Renewed, l)
+		case held:
+			busy = append(busy, l)
+		default:
+			got.Lost = append(got.Lost, l)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: renew %d leases: %w", len(names), err)
+	}
+	res.Renewed, res.Lost = append(res.Renewed, got.Renewed...), append(res.Lost, got.Lost...)
+	return busy, nil
+}
+
 // Release gives the lease up at once, so the next owner need not wait for
 // the TTL. The row stays, keeping the token, so tokens never go back. A
 // lease already lost returns ErrLeaseLost.
