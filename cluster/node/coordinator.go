@@ -72,6 +72,10 @@ type Coordinator struct {
 type heldLease struct {
 	lease   cluster.Lease
 	renewed time.Time // monotonic: the lease lasts at least ttl from here
+	// lapsed: not renewed for a TTL (the database out of reach); not
+	// served, but kept with its work until the keeper renews it or finds
+	// it taken (lapse.go).
+	lapsed bool
 }
 
 // Config is what a node is started with.
@@ -151,7 +155,8 @@ func (c *Coordinator) join(ctx context.Context, nodeID, previous string) error {
 			return err
 		}
 	}
-	c.keeper, err = node.StartKeeper(cluster.KeeperOptions{TTL: c.ttl, OnLost: c.leaseLost, OnRenew: c.renewed})
+	c.keeper, err = node.StartKeeper(cluster.KeeperOptions{TTL: c.ttl, OnLost: c.leaseLost, OnLapse: c.leaseLapsed,
+		OnRenew: c.renewed})
 	if err != nil {
 		return fmt.Errorf("gatewayd: cluster: %w", err)
 	}

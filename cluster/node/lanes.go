@@ -58,10 +58,14 @@ func (c *Coordinator) leaseLost(l cluster.Lease, err error) {
 
 func (c *Coordinator) renewed(l cluster.Lease) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	key := strings.TrimPrefix(l.Name, cluster.LanePrefix)
-	if h, ok := c.owned[key]; ok && h.lease == l {
+	h, ok := c.owned[key]
+	if ok && h.lease == l {
 		c.owned[key] = heldLease{lease: l, renewed: c.now()}
+	}
+	c.mu.Unlock()
+	if ok && h.lease == l && h.lapsed {
+		c.regained(key, l)
 	}
 }
 
@@ -99,7 +103,7 @@ func (c *Coordinator) Serves(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h, ok := c.owned[key]
-	return ok && c.now().Sub(h.renewed) < c.ttl
+	return ok && !h.lapsed && c.now().Sub(h.renewed) < c.ttl
 }
 
 // Recorded is gateway.LaneGate: wake this node's loop and, through
@@ -216,6 +220,11 @@ func (c *Coordinator) serve(ctx context.Context, key string, live []string) (blo
 	defer mu.Unlock()
 	if c.Serves(key) {
 		c.claim(ctx, key)
+		return ""
+	}
+	if c.holds(key) {
+		// Lapsed or late: the keeper renews it or reports it taken.
+		// Acquiring it again would fence off this node's own work.
 		return ""
 	}
 	if owner, err := cluster.Place(key, live); err != nil || owner != c.node.ID() {
