@@ -47,7 +47,11 @@ type Node struct {
 	mu      sync.Mutex
 	started bool   // the first heartbeat of this process has been written
 	reclaim string // a dead predecessor's incarnation whose leases Acquire takes at once (Join)
+	left    bool   // Leave ran: this process heartbeats no more
 }
+
+// errLeft is Heartbeat after Leave: the process is on its way out.
+var errLeft = errors.New("cluster: node left the cluster")
 
 // NewNode returns the node id on db. The cluster tables must exist
 // (Migrate).
@@ -153,6 +157,9 @@ func (n *Node) joinTx(ctx context.Context, tx *sql.Tx, ttl time.Duration, previo
 func (n *Node) Heartbeat(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.left {
+		return fmt.Errorf("heartbeat of %s: %w", n.id, errLeft)
+	}
 	q := `INSERT INTO cluster_nodes AS c (node_id, incarnation, started_at, heartbeat_at)
 		VALUES ($1, $2, cluster_now(), cluster_now())
 		ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`
@@ -171,6 +178,48 @@ func (n *Node) Heartbeat(ctx context.Context) error {
 		return fmt.Errorf("%w: %s", ErrSuperseded, n.id)
 	}
 	n.started = true
+	return nil
+}
+
+// Leave is a clean stop's last word: in one transaction it releases ls
+// (the leases this node still holds; any taken since are left alone) and
+// makes this process's heartbeat ttl old, so the other nodes' placement
+// drops the node at once, as it would a TTL after a crash, and its lanes
+// are free to take, instead of their waiting until its last heartbeat has
+// aged a TTL. This process heartbeats no more after it. A later process
+// with the node id joins at once (Join finds the heartbeat stale).
+func (n *Node) Leave(ctx context.Context, ls []Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("cluster: leave: ttl must be positive, got %v", ttl)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.left = true
+	names, tokens := make([]string, len(ls)), make([]int64, len(ls))
+	for i, l := range ls {
+		names[i], tokens[i] = l.Name, l.Token
+	}
+	tx, err := n.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cluster: leave %s: %w", n.id, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// The gateway has stopped, so no write of this node holds a fence that
+	// several rows locked here could deadlock with.
+	if _, err := tx.ExecContext(ctx, `UPDATE cluster_leases l SET holder = '', expires_at = cluster_now()
+		FROM unnest($2::text[], $3::bigint[]) AS w(name, token)
+		WHERE l.name = w.name AND l.token = w.token AND l.holder = $1`, n.id, names, tokens); err != nil {
+		return fmt.Errorf("cluster: leave %s: release: %w", n.id, err)
+	}
+	// Only this incarnation's row: a newer process of the id is not gone.
+	if _, err := tx.ExecContext(ctx, `UPDATE cluster_nodes
+		SET heartbeat_at = LEAST(heartbeat_at, cluster_now() - $3 * interval '1 microsecond')
+		WHERE node_id = $1 AND incarnation = $2`, n.id, n.incarnation, ttl.Microseconds()); err != nil {
+		return fmt.Errorf("cluster: leave %s: heartbeat: %w", n.id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cluster: leave %s: commit: %w", n.id, err)
+	}
 	return nil
 }
 

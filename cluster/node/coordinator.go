@@ -60,7 +60,8 @@ type Coordinator struct {
 
 	discord *discordShards // Discord shards held; nil unless cluster.discord_shards > 1
 
-	wake chan struct{}
+	wake      chan struct{}
+	closeOnce sync.Once
 	// answered is told the message id of every answer a node committed
 	// (the API platform's AnswerRecorded); set before Run.
 	answered func(messageID string)
@@ -226,17 +227,44 @@ func (c *Coordinator) Attach(st Store, gw Gateway) {
 // stops.
 func (c *Coordinator) Gone() <-chan struct{} { return c.gone }
 
-// Close stops renewing and releases the leases, so the other nodes take
-// the lanes at once rather than after the TTL. The gateway has stopped.
+// Close leaves the cluster (after the gateway has stopped): it stops
+// renewing, releases the leases and makes this node's heartbeat a TTL
+// old, then wakes the other nodes, so they place and take its lanes at
+// once rather than a TTL after its last heartbeat. Later calls do nothing.
 func (c *Coordinator) Close() {
+	c.closeOnce.Do(c.leave)
+}
+
+func (c *Coordinator) leave() {
 	c.keeper.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCallTO)
 	defer cancel()
-	for _, l := range c.keeper.Held() {
-		if err := c.node.Release(ctx, l); err != nil {
-			c.log.Warn("cluster.release_failed", zap.String("lease", l.Name), zap.Error(err))
-		}
+	held := c.keeper.Held()
+	if err := c.node.Leave(ctx, held, c.ttl); err != nil {
+		c.log.Warn("cluster.leave_failed", zap.Error(err))
+		c.releaseEach(ctx, held)
+	} else {
+		c.announceLeft(ctx, len(held))
 	}
 	c.db.Close()
 	c.state.close()
+}
+
+// releaseEach gives the leases up one by one, as before Leave: the other
+// nodes take the lanes once this node's heartbeat is a TTL old.
+func (c *Coordinator) releaseEach(ctx context.Context, held []cluster.Lease) {
+	for _, l := range held {
+		if err := c.node.Release(ctx, l); err != nil && !errors.Is(err, cluster.ErrLeaseLost) {
+			c.log.Warn("cluster.release_failed", zap.String("lease", l.Name), zap.Error(err))
+		}
+	}
+}
+
+// announceLeft wakes every node's loop (they listen on the inbox channel),
+// which then finds this node gone and its lanes free.
+func (c *Coordinator) announceLeft(ctx context.Context, released int) {
+	if _, err := c.db.ExecContext(ctx, "SELECT pg_notify($1, '')", inboxChannel); err != nil {
+		c.log.Warn("cluster.notify_failed", zap.Error(err))
+	}
+	c.log.Info("cluster.left", zap.String("node", c.node.ID()), zap.Int("leases_released", released))
 }

@@ -44,6 +44,9 @@ func (d *daemon) joinCluster(ctx context.Context) error {
 	return nil
 }
 
+// leaveCluster makes the node leave (node.Coordinator.Close): at once
+// once the gateway has drained, and on every way out; the second call does
+// nothing.
 func (d *daemon) leaveCluster() {
 	if d.cluster != nil {
 		d.cluster.Close()

@@ -104,7 +104,11 @@ func Run(ctx context.Context, p Params) error {
 	defer d.closeCodex()
 	d.checkAccount(ctx)
 	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
-	return d.run(ctx, p.Options, p.Reload)
+	err := d.run(ctx, p.Options, p.Reload)
+	// The gateway has drained: leave the cluster before the app-server and
+	// the store close, so the other nodes take the lanes meanwhile.
+	d.leaveCluster()
+	return err
 }
 
 // preflight checks what would otherwise fail later with a worse message,
