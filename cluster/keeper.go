@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -35,15 +36,23 @@ type KeeperOptions struct {
 
 // Keeper renews a node's held leases in the background until Stop: all of
 // them in one statement (Node.RenewAll) every Interval, so a database that
-// stops answering leaves them unrenewed together, and each attempt is cut
-// off when the first lease would run out, so they are reported lost (or
-// lapsed) together at the TTL rather than one per timeout.
+// stops answering leaves them unrenewed together, and they are reported
+// lost (or lapsed) together once their TTL has passed, not one per
+// timeout. A renewal that gets no answer is not abandoned when a lease
+// lapses: it stays under way on the keeper's own connection, so a
+// database that was frozen runs it the moment it thaws, before another
+// node, which needs several round trips for it, can take the leases.
 type Keeper struct {
 	node *Node
 	opts KeeperOptions
 
 	mu     sync.Mutex
 	leases map[string]keptLease
+
+	// conn is the keeper's own connection, used by one renewal at a time
+	// (the one under way, or none); nil until the first and after a
+	// renewal failed on it.
+	conn *sql.Conn
 
 	ctx      context.Context // ends at Stop, cutting off a renewal under way
 	cancel   context.CancelFunc
@@ -124,71 +133,138 @@ func (k *Keeper) Stop() {
 	<-k.done
 }
 
+// renewal is the outcome of one renewal of the leases held when it was
+// sent.
+type renewal struct {
+	sent time.Time
+	res  Renewal
+	err  error
+}
+
+// errNoAnswer is why leases lapse while their renewal is still under way.
+var errNoAnswer = errors.New("cluster: the database has not answered the renewal")
+
 func (k *Keeper) run() {
 	defer close(k.done)
 	timer := time.NewTimer(k.opts.Interval)
 	defer timer.Stop()
+	var pending <-chan renewal // the renewal under way; nil if none
 	for {
 		select {
 		case <-k.stop:
+			if pending != nil {
+				<-pending // cut off by the cancelled context
+			}
+			k.closeConn()
 			return
+		case r := <-pending:
+			pending = nil
+			timer.Reset(k.received(r))
+			continue
 		case <-timer.C:
 		}
-		timer.Reset(k.renewAll())
+		if pending == nil {
+			pending = k.send()
+		} else {
+			k.lapseOverdue(errNoAnswer)
+		}
+		timer.Reset(k.untilOverdue())
 	}
 }
 
-// Bounds of an attempt's timeout and of the pause after a failed one: the
-// floor keeps an attempt begun just before a lease's end from being cut off
-// before it reached the database; the retry comes soon enough that several
-// fit in what is left of the TTL.
+// Bounds on waiting: the floor keeps the loop from spinning on a deadline
+// just past; a renewal is given up (its connection closed) only after
+// giveUpAfter or two TTLs, far past any lease it renews, so an outage
+// shorter than that ends with the renewal landing at once.
 const (
-	minAttempt   = 10 * time.Millisecond
+	minWait      = 10 * time.Millisecond
+	giveUpAfter  = 30 * time.Second
 	retryDivisor = 4 // a failed renewal is tried again Interval/4 later
 )
 
-// renewAll renews every lease held in one call and returns how long to
-// wait before the next.
-func (k *Keeper) renewAll() time.Duration {
+// send starts renewing every lease held, in one statement, on the keeper's
+// connection; nil when none is held.
+func (k *Keeper) send() <-chan renewal {
 	held := k.snapshot()
 	if len(held) == 0 {
-		return k.opts.Interval
+		return nil
 	}
 	leases := make([]Lease, len(held))
 	for i, kl := range held {
 		leases[i] = kl.lease
 	}
+	out := make(chan renewal, 1)
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(k.ctx, k.attemptTimeout(held, sent))
-	res, err := k.node.RenewAll(ctx, leases, k.opts.TTL)
-	cancel()
-	for _, l := range res.Renewed {
-		if k.update(l, sent) && k.opts.OnRenew != nil {
+	go func() {
+		ctx, cancel := context.WithTimeout(k.ctx, max(giveUpAfter, 2*k.opts.TTL))
+		defer cancel()
+		res, err := k.renewOnConn(ctx, leases)
+		out <- renewal{sent: sent, res: res, err: err}
+	}()
+	return out
+}
+
+// renewOnConn renews on the keeper's connection, opening one if need be
+// and dropping it after a failure (the next renewal gets a new one).
+func (k *Keeper) renewOnConn(ctx context.Context, leases []Lease) (Renewal, error) {
+	if k.conn == nil {
+		conn, err := k.node.db.Conn(ctx)
+		if err != nil {
+			return Renewal{}, fmt.Errorf("cluster: renew: %w", err)
+		}
+		k.conn = conn
+	}
+	res, err := k.node.renewAllOn(ctx, k.conn, leases, k.opts.TTL)
+	if err != nil {
+		k.closeConn()
+	}
+	return res, err
+}
+
+func (k *Keeper) closeConn() {
+	if k.conn != nil {
+		_ = k.conn.Close()
+		k.conn = nil
+	}
+}
+
+// received takes in a renewal's outcome and returns how long to wait
+// before the next. A renewal that landed a whole TTL after it was sent
+// (the database was frozen meanwhile) did extend the leases in the
+// database, but by this process's clock proves nothing: the next one goes
+// at once, and its answer brings the lapsed leases back.
+func (k *Keeper) received(r renewal) time.Duration {
+	late := time.Since(r.sent) >= k.opts.TTL
+	for _, l := range r.res.Renewed {
+		if !late && k.update(l, r.sent) && k.opts.OnRenew != nil {
 			k.opts.OnRenew(l)
 		}
 	}
-	for _, l := range res.Lost {
+	for _, l := range r.res.Lost {
 		k.lose(l, fmt.Errorf("%w: %s token %d", ErrLeaseLost, l.Name, l.Token))
 	}
-	if err == nil || k.ctx.Err() != nil {
-		return k.opts.Interval
+	switch {
+	case r.err != nil && k.ctx.Err() == nil:
+		k.lapseOverdue(r.err)
+		return k.opts.Interval / retryDivisor
+	case late:
+		return minWait
 	}
-	k.lapseOverdue(err)
-	return k.opts.Interval / retryDivisor
+	return k.opts.Interval
 }
 
-// attemptTimeout bounds a renewal sent at sent: an interval (a renewal
-// slower than that is as good as failed), and no later than the first
-// lease not yet lapsed runs out, so a database that stops answering has
-// every lease reported at its TTL, not at the end of a longer wait.
-func (k *Keeper) attemptTimeout(held []keptLease, sent time.Time) time.Duration {
+// untilOverdue is how long until the first lease not yet lapsed has gone
+// a TTL without renewal: when to look again while a renewal is under way.
+func (k *Keeper) untilOverdue() time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	d := k.opts.Interval
-	for _, kl := range held {
+	for _, kl := range k.leases {
 		if !kl.lapsed {
-			d = min(d, kl.renewedAt.Add(k.opts.TTL).Sub(sent))
+			d = min(d, time.Until(kl.renewedAt.Add(k.opts.TTL)))
 		}
 	}
-	return max(d, minAttempt)
+	return max(d, minWait)
 }
 
 func (k *Keeper) snapshot() []keptLease {

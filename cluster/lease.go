@@ -59,10 +59,21 @@ func (n *Node) Acquire(ctx context.Context, name string, ttl time.Duration) (Lea
 // never this node's); a lease that expired without anyone taking it is
 // still this holder's, as no newer token exists.
 func (n *Node) Renew(ctx context.Context, l Lease, ttl time.Duration) error {
+	return n.renewOn(ctx, n.db, l, ttl)
+}
+
+// querier is what a renewal runs on: the node's pool, or one connection
+// of it (the keeper's).
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (n *Node) renewOn(ctx context.Context, q querier, l Lease, ttl time.Duration) error {
 	if err := checkLeaseArgs(l.Name, ttl); err != nil {
 		return err
 	}
-	res, err := n.db.ExecContext(ctx, `UPDATE cluster_leases
+	res, err := q.ExecContext(ctx, `UPDATE cluster_leases
 		SET expires_at = cluster_now() + $4 * interval '1 microsecond'
 		WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, n.id, l.Token, ttl.Microseconds())
 	if err != nil {
@@ -107,6 +118,10 @@ const renewAllSQL = `WITH want AS (
 // is renewed on its own right after (a second round trip, rarely). On an
 // error, the leases in neither list of the Renewal are in doubt.
 func (n *Node) RenewAll(ctx context.Context, ls []Lease, ttl time.Duration) (Renewal, error) {
+	return n.renewAllOn(ctx, n.db, ls, ttl)
+}
+
+func (n *Node) renewAllOn(ctx context.Context, q querier, ls []Lease, ttl time.Duration) (Renewal, error) {
 	var res Renewal
 	if len(ls) == 0 {
 		return res, nil
@@ -119,12 +134,12 @@ func (n *Node) RenewAll(ctx context.Context, ls []Lease, ttl time.Duration) (Ren
 		}
 		names[i], tokens[i], byName[l.Name] = l.Name, l.Token, l
 	}
-	busy, err := n.renewAllOnce(ctx, names, tokens, ttl, byName, &res)
+	busy, err := n.renewAllOnce(ctx, q, names, tokens, ttl, byName, &res)
 	if err != nil {
 		return res, err
 	}
 	for _, l := range busy {
-		switch err := n.Renew(ctx, l, ttl); {
+		switch err := n.renewOn(ctx, q, l, ttl); {
 		case err == nil:
 			res.Renewed = append(res.Renewed, l)
 		case errors.Is(err, ErrLeaseLost):
@@ -140,9 +155,9 @@ func (n *Node) RenewAll(ctx context.Context, ls []Lease, ttl time.Duration) (Ren
 // res, and returns the leases still held but skipped as locked. On an
 // error res is left alone: nothing is known until the whole result is
 // read (the statement commits at its end).
-func (n *Node) renewAllOnce(ctx context.Context, names []string, tokens []int64, ttl time.Duration,
+func (n *Node) renewAllOnce(ctx context.Context, q querier, names []string, tokens []int64, ttl time.Duration,
 	byName map[string]Lease, res *Renewal) ([]Lease, error) {
-	rows, err := n.db.QueryContext(ctx, renewAllSQL, n.id, names, tokens, ttl.Microseconds())
+	rows, err := q.QueryContext(ctx, renewAllSQL, n.id, names, tokens, ttl.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: renew %d leases: %w", len(names), err)
 	}
