@@ -506,16 +506,14 @@ func reportHandover(t *testing.T, stopped, survivor *daemonProc, held []string, 
 	if at := eventAfter(t, stopped, "cluster.left", nil, sigterm); !at.IsZero() {
 		left = at
 	}
-	var last time.Time
+	var taken []time.Duration // from leaving to each lane's takeover
 	for _, name := range held {
 		at := eventAfter(t, survivor, "cluster.lane_taken", laneIs(strings.TrimPrefix(name, cluster.LanePrefix)), sigterm)
-		if at.After(last) {
-			last = at
-		}
+		taken = append(taken, at.Sub(left).Round(time.Millisecond))
 	}
-	t.Logf("%d lanes held by the stopped node: SIGTERM to left %v, to exit %v; the last taken by the survivor %v after it left",
-		len(held), left.Sub(sigterm).Round(time.Millisecond), exited.Sub(sigterm).Round(time.Millisecond),
-		last.Sub(left).Round(time.Millisecond))
+	slices.Sort(taken)
+	t.Logf("%d lanes held by the stopped node: SIGTERM to left %v, to exit %v; taken by the survivor %v after it left",
+		len(held), left.Sub(sigterm).Round(time.Millisecond), exited.Sub(sigterm).Round(time.Millisecond), taken)
 }
 
 // eventAfter is the time of d's first log event named event (and matching)
