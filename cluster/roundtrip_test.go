@@ -15,23 +15,30 @@ import (
 // connections make (statements and transaction starts), as a test of how
 // many a call costs.
 func countedDB(t testing.TB, dsn string) (*sql.DB, *atomic.Int64) {
+	db, trips, _ := countedDBConns(t, dsn)
+	return db, trips
+}
+
+// countedDBConns is countedDB that also counts the connections opened.
+func countedDBConns(t testing.TB, dsn string) (*sql.DB, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &atomic.Int64{}
-	db := sql.OpenDB(countingConnector{Connector: stdlib.GetConnector(*cfg), n: n})
+	n, conns := &atomic.Int64{}, &atomic.Int64{}
+	db := sql.OpenDB(countingConnector{Connector: stdlib.GetConnector(*cfg), n: n, conns: conns})
 	t.Cleanup(func() { db.Close() })
-	return db, n
+	return db, n, conns
 }
 
 type countingConnector struct {
 	driver.Connector
-	n *atomic.Int64
+	n, conns *atomic.Int64
 }
 
 func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c.conns.Add(1)
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
