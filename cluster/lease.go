@@ -95,6 +95,8 @@ type Renewal struct {
 // is skipped rather than waited for: a statement locking several rows
 // while one write fences several lanes could deadlock with it. The
 // "held" column reads the rows as they were when the statement began.
+// With an incarnation $5 it also records the node's heartbeat (only that
+// process's: a newer one of the id is not overwritten).
 const renewAllSQL = `WITH want AS (
 		SELECT * FROM unnest($2::text[], $3::bigint[]) AS w(name, token)
 	), free AS (
@@ -105,6 +107,9 @@ const renewAllSQL = `WITH want AS (
 		UPDATE cluster_leases l SET expires_at = cluster_now() + $4 * interval '1 microsecond'
 		FROM free WHERE l.name = free.name
 		RETURNING l.name
+	), beat AS (
+		UPDATE cluster_nodes SET heartbeat_at = cluster_now()
+		WHERE node_id = $1 AND $5 <> '' AND incarnation = $5
 	)
 	SELECT w.name,
 		EXISTS (SELECT 1 FROM renewed r WHERE r.name = w.name),
@@ -117,6 +122,11 @@ const renewAllSQL = `WITH want AS (
 // timeout. A lease one of this node's writes holds locked at that moment
 // is renewed on its own right after (a second round trip, rarely). On an
 // error, the leases in neither list of the Renewal are in doubt.
+//
+// A node that has joined (or heartbeaten) records its heartbeat in the
+// same statement: one under way while the database was frozen runs the
+// moment it thaws, so the other nodes see this node live, and leave its
+// lanes to it, before their own round could find its heartbeat stale.
 func (n *Node) RenewAll(ctx context.Context, ls []Lease, ttl time.Duration) (Renewal, error) {
 	return n.renewAllOn(ctx, n.db, ls, ttl)
 }
@@ -157,7 +167,7 @@ func (n *Node) renewAllOn(ctx context.Context, q querier, ls []Lease, ttl time.D
 // read (the statement commits at its end).
 func (n *Node) renewAllOnce(ctx context.Context, q querier, names []string, tokens []int64, ttl time.Duration,
 	byName map[string]Lease, res *Renewal) ([]Lease, error) {
-	rows, err := q.QueryContext(ctx, renewAllSQL, n.id, names, tokens, ttl.Microseconds())
+	rows, err := q.QueryContext(ctx, renewAllSQL, n.id, names, tokens, ttl.Microseconds(), n.beating())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: renew %d leases: %w", len(names), err)
 	}

@@ -223,6 +223,18 @@ func (n *Node) Leave(ctx context.Context, ls []Lease, ttl time.Duration) error {
 	return nil
 }
 
+// beating is the incarnation a renewal records the heartbeat of: this
+// process's once it has joined or heartbeaten, until it leaves; "" (no
+// heartbeat) otherwise.
+func (n *Node) beating() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started || n.left {
+		return ""
+	}
+	return n.incarnation
+}
+
 // reclaimable is the predecessor incarnation Join let this node take the
 // leases of, or "".
 func (n *Node) reclaimable() string {
