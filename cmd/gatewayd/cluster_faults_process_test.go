@@ -376,10 +376,24 @@ func TestProcessClusterDatabaseFrozenPastTheTTL(t *testing.T) {
 			waited[0].Round(time.Millisecond), waited[len(waited)-1].Round(time.Millisecond))
 	}
 
+	// A lane whose lease lapsed may still be taken by the other node at the
+	// thaw, if it asks first: then a write of its old owner is refused, and
+	// a turn cut off, as they must be. The carried-over work is asserted of
+	// the lanes that stayed with their owner.
+	moved := map[string]bool{}
+	for lane, owner := range f.owner {
+		key := "v1:api:" + lane
+		for _, id := range f.ids {
+			if id != owner && len(logEvents(f.nodes[id].daemonProc, "cluster.lane_taken", laneIs(key))) > 0 {
+				moved[key] = true
+			}
+		}
+	}
+	stayed := func(e map[string]any) bool { key, _ := e["lane"].(string); return !moved[key] }
 	refused := 0
 	for _, id := range f.ids {
 		d := f.nodes[id].daemonProc
-		refused += len(logEvents(d, "turn.commit_fenced", nil)) + len(logEvents(d, "cluster.write_fenced", nil))
+		refused += len(logEvents(d, "turn.commit_fenced", stayed)) + len(logEvents(d, "cluster.write_fenced", stayed))
 		lost := eventTimes(t, d, "cluster.lease_lost")
 		var first, last time.Time
 		declared, mine := 0, 0
@@ -415,8 +429,17 @@ func TestProcessClusterDatabaseFrozenPastTheTTL(t *testing.T) {
 	if refused != 0 {
 		t.Errorf("%d lane writes refused by the fence after the freeze, want none (a node re-taking its own lane carries its work over)", refused)
 	}
-	if c.cutOff != 0 {
-		t.Errorf("%d messages cut off by the freeze, want none", c.cutOff)
+	cutOff := 0
+	for _, m := range sent {
+		if m.cutOff && !moved["v1:api:"+m.lane] {
+			cutOff++
+		}
+	}
+	if cutOff != 0 {
+		t.Errorf("%d messages cut off by the freeze on lanes that stayed with their owner, want none", cutOff)
+	}
+	if len(moved) > 0 {
+		t.Logf("%d lanes were taken by the other node at the thaw: %v", len(moved), moved)
 	}
 	t.Logf("database frozen %v at lease_ttl %v: accepted %d, answered %d, cut off %d, lost %d, doubled %d, refused writes %d",
 		frozenFor, ttl, c.accepted, c.answered, c.cutOff, c.lost, c.doubled, refused)
