@@ -15,9 +15,9 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// databaseAway is the error of a store whose database is out of reach past
+// errDatabaseAway is the error of a store whose database is out of reach past
 // its own retries (store.Transient).
-var databaseAway = fmt.Errorf("store: commit turn: %w", store.ErrUnavailable)
+var errDatabaseAway = fmt.Errorf("store: commit turn: %w", store.ErrUnavailable)
 
 // loggedOnce is a harness option logging through the test and a channel
 // closed at the first entry with message msg.
@@ -51,7 +51,7 @@ func TestCommitWaitsForTheDatabase(t *testing.T) {
 	opt, waiting := loggedOnce(t, "turn.commit_waiting")
 	h := newHarness(t, opt)
 	h.start(t)
-	h.st.failOn("CommitTurn", databaseAway)
+	h.st.failOn("CommitTurn", errDatabaseAway)
 	h.send(t, "a", "m1", "build it")
 	select {
 	case o := <-h.p.out:
@@ -80,7 +80,7 @@ func TestCommitWaitEndsAtShutdownAndTheNextStartTellsOnce(t *testing.T) {
 	opt, waiting := loggedOnce(t, "turn.commit_waiting")
 	first := newHarnessOn(t, st, opt)
 	first.start(t)
-	st.failOn("CommitTurn", databaseAway)
+	st.failOn("CommitTurn", errDatabaseAway)
 	first.send(t, "a", "m1", "build it")
 	waitClosed(t, waiting, "commit waiting for the database")
 	first.stop()
@@ -143,7 +143,7 @@ func TestClaimedRowsGoBackWhenTheDatabaseIsAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.st.failOn("Lane", databaseAway)
+	h.st.failOn("Lane", errDatabaseAway)
 	h.g.Cluster().DispatchClaimed(ctx, rows)
 	for id := int64(1); id <= 2; id++ {
 		if s := h.st.inboundState(id); s != store.InboundReceived {
