@@ -191,6 +191,7 @@ func (c *Coordinator) handOver(ctx context.Context, busy []string, live []string
 	}
 }
 
+// release hands an idle lane over to the node placement now names.
 func (c *Coordinator) release(ctx context.Context, key string) {
 	mu := c.laneLock(key)
 	mu.Lock()
@@ -198,17 +199,9 @@ func (c *Coordinator) release(ctx context.Context, key string) {
 	if !c.gw.LaneIdle(key) {
 		return
 	}
-	h, ok := c.disown(key)
-	if !ok {
-		return
+	if c.letGo(ctx, key) {
+		c.log.Info("cluster.lane_handed_over", zap.String("lane", key))
 	}
-	c.keeper.Drop(h.lease.Name)
-	c.gw.StepDown(ctx, key)
-	if err := c.node.Release(ctx, h.lease); err != nil {
-		c.log.Warn("cluster.release_failed", zap.String("lane", key), zap.Error(err))
-		return
-	}
-	c.log.Info("cluster.lane_handed_over", zap.String("lane", key))
 }
 
 // serve claims the lane's new rows if this node owns it, or takes the lane
@@ -335,17 +328,22 @@ func (c *Coordinator) abandonThread(ctx context.Context, key string, sl store.La
 	return false
 }
 
-// letGo gives up a lane just taken, before anything of it ran here.
-func (c *Coordinator) letGo(ctx context.Context, key string) {
+// letGo gives up a lane this node holds: forgotten here, the gateway
+// stepped down, the lease released. It reports whether the lease was
+// released (else the lease expires on its own). A lane just taken is let
+// go so before anything of it ran here.
+func (c *Coordinator) letGo(ctx context.Context, key string) bool {
 	h, ok := c.disown(key)
 	if !ok {
-		return
+		return false
 	}
 	c.keeper.Drop(h.lease.Name)
 	c.gw.StepDown(ctx, key)
 	if err := c.node.Release(ctx, h.lease); err != nil {
 		c.log.Warn("cluster.release_failed", zap.String("lane", key), zap.Error(err))
+		return false
 	}
+	return true
 }
 
 func (c *Coordinator) claim(ctx context.Context, key string) {
