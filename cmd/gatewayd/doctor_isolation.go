@@ -40,7 +40,7 @@ func (d *doctor) checkIsolation(ctx context.Context, cx *codex.Client, cfg *conf
 	}
 	p := isolationProbe{cx: cx, dir: lane, profile: profile}
 	// Unconfined, only the reads matter: they show what a lane can see.
-	if fail := p.canWrite(pctx); profile != "" && fail != "" {
+	if fail := p.canWriteUnder(pctx); fail != "" {
 		d.fail("lane isolation: a command under the lane profile cannot run: "+fail,
 			"codex's sandbox (bubblewrap) needs unprivileged user namespaces: check `sysctl kernel.unprivileged_userns_clone` "+
 				"and AppArmor's `kernel.apparmor_restrict_unprivileged_userns`, or the unit's RestrictNamespaces=; "+
@@ -130,9 +130,13 @@ type isolationProbe struct {
 	profile string
 }
 
-// canWrite writes a file in the lane's directory through the sandbox; it
-// returns why not, or "".
-func (p isolationProbe) canWrite(ctx context.Context) string {
+// canWriteUnder writes a file in the lane's directory through the lane
+// profile; it returns why not, or "" (also when there is no profile to
+// check).
+func (p isolationProbe) canWriteUnder(ctx context.Context) string {
+	if p.profile == "" {
+		return ""
+	}
 	res, err := p.cx.Exec(ctx, []string{"sh", "-c", "echo probe > probe.txt && cat probe.txt"}, p.dir, p.profile)
 	switch {
 	case err != nil:

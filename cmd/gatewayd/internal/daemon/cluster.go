@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 
 	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/config"
@@ -13,26 +11,13 @@ import (
 // The daemon's wiring of cluster mode: on PostgreSQL the daemon is a node
 // (package cluster/node), which the gateway sees through its lane gate.
 
-// codexHomeOf is the CODEX_HOME the app-server uses: codex.home, else
-// $CODEX_HOME, else ~/.codex.
-func codexHomeOf(configured string) string {
-	if configured != "" {
-		return configured
-	}
-	if h := os.Getenv("CODEX_HOME"); h != "" {
-		return h
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".codex")
-}
-
 // joinCluster puts the daemon in cluster mode when it runs on PostgreSQL.
 func (d *daemon) joinCluster(ctx context.Context) error {
 	if !d.cfg.Store.Postgres() {
 		return nil
 	}
 	c, err := node.Start(ctx, node.Config{DSN: d.cfg.Store.DSN, NodeID: d.cfg.Cluster.NodeID,
-		CodexHome: codexHomeOf(d.cfg.Codex.Home), StateDir: d.cfg.StateDir, LeaseTTL: d.cfg.Cluster.LeaseTTL, Log: d.log})
+		CodexHome: CodexHome(d.cfg), StateDir: d.cfg.StateDir, LeaseTTL: d.cfg.Cluster.LeaseTTL, Log: d.log})
 	if err != nil {
 		return err
 	}
