@@ -177,12 +177,10 @@ func (c *ClusterLanes) RestoreThread(ctx context.Context, sessionKey, threadID s
 		}
 		c.lanes.unlive(l)
 		if loaded != "" && loaded != threadID { // an older generation's, left loaded
-			if err := c.threads.unload(ctx, sessionKey, loaded); err != nil {
-				c.log.Warn("thread.release_failed", zap.String("lane", sessionKey), zap.String("thread", loaded), zap.Error(err))
-			}
+			c.threads.release(ctx, sessionKey, loaded, "restore")
 		}
 	}
-	if err := c.threads.unload(ctx, sessionKey, threadID); errors.Is(err, codex.ErrTurnActive) {
+	if err := c.threads.unload(ctx, sessionKey, threadID, "restore"); errors.Is(err, codex.ErrTurnActive) {
 		return fmt.Errorf("%w: %w", ErrTurnWindingDown, err)
 	} else if err != nil {
 		return fmt.Errorf("gateway: unload thread %s: %w", threadID, err)

@@ -134,9 +134,10 @@ func TestRestoreThreadUnloadsTheThreadBeforeTheRestore(t *testing.T) {
 	h := newHarness(t)
 	key := apiAddr("l1").SessionKey()
 	h.g.SetLaneGate(&fakeGate{serving: map[string]bool{key: true}})
-	slow := make(chan struct{})
+	slow, slowStarted := make(chan struct{}), make(chan struct{})
 	h.cx.run = func(ctx context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
 		if text == "slow" {
+			close(slowStarted) // l.cur is set before codex runs the turn
 			<-slow
 		}
 		return codex.TurnResult{Status: codex.TurnCompleted, Text: "re: " + text}, nil
@@ -171,7 +172,7 @@ func TestRestoreThreadUnloadsTheThreadBeforeTheRestore(t *testing.T) {
 
 	h.send(t, "l1", "m3", "slow")
 	claimAndRun(t, h)
-	waitFor(t, "the slow turn running", func() bool { return h.g.lanes.lookup(key).current() != nil })
+	<-slowStarted
 	_, releasedBefore, _ := h.cx.snapshot()
 	ran := false
 	err = h.g.Cluster().RestoreThread(ctx, key, thread, func(context.Context) error { ran = true; return nil })

@@ -53,12 +53,16 @@ func TestCommitWaitsForTheDatabase(t *testing.T) {
 	h.start(t)
 	h.st.failOn("CommitTurn", errDatabaseAway)
 	h.send(t, "a", "m1", "build it")
-	select {
-	case o := <-h.p.out:
-		if o.InReplyTo == "m1" && o.Kind != OutPreview && o.Kind != OutProgress {
-			t.Fatalf("answered %q while the database was away", o.Text)
+	waitClosed(t, waiting, "turn.commit_waiting") // the commit failed once and waits
+	for drained := false; !drained; {
+		select {
+		case o := <-h.p.out:
+			if o.InReplyTo == "m1" && o.Kind != OutPreview && o.Kind != OutProgress {
+				t.Fatalf("answered %q while the database was away", o.Text)
+			}
+		default:
+			drained = true
 		}
-	case <-waiting:
 	}
 	h.st.failOn("CommitTurn", nil)
 	if o := h.p.replyTo(t, "m1"); o.Text != "re: build it" {

@@ -20,11 +20,12 @@ func (d isolatedLanes) opt(c *Config) {
 	c.Projects = map[string]string{"api": "/srv/src/api"}
 }
 
-// confinement the gateway sent with the n-th thread and turn.
-func (c *fakeCodex) confinement(n int) (thread, turn codex.Confinement) {
+// confinement the gateway sent with the n-th thread and turn, and the
+// n-th thread's working directory.
+func (c *fakeCodex) confinement(n int) (thread, turn codex.Confinement, cwd string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.configs[n].Confine, c.confines[n]
+	return c.configs[n].Confine, c.confines[n], c.configs[n].Cwd
 }
 
 // With isolation on, each lane's thread and turns name the lane profile
@@ -44,7 +45,7 @@ func TestIsolatedLanesAreConfinedToTheirOwnDirectories(t *testing.T) {
 	for n, lane := range []string{"a", "b"} {
 		key := apiAddr(lane).SessionKey()
 		work, tmp, own := files.WorkDir(d.work, key), filepath.Join(d.tmp, files.DirName(key)), h.g.cfg.Files.LaneDir(key)
-		thread, turn := h.cx.confinement(n)
+		thread, turn, cwd := h.cx.confinement(n)
 		want := codex.Confinement{Profile: codex.LaneProfile, Roots: []string{work, own, tmp},
 			Env: map[string]string{"TMPDIR": tmp, "HOME": tmp}}
 		for what, got := range map[string]codex.Confinement{"thread": thread, "turn": turn} {
@@ -52,7 +53,7 @@ func TestIsolatedLanesAreConfinedToTheirOwnDirectories(t *testing.T) {
 				t.Errorf("lane %s's %s confinement %+v, want %+v", lane, what, got, want)
 			}
 		}
-		if cwd := h.cx.configs[n].Cwd; cwd != work {
+		if cwd != work {
 			t.Errorf("lane %s's thread works in %s, want its own %s", lane, cwd, work)
 		}
 		for _, dir := range want.Roots {
@@ -86,9 +87,9 @@ func TestUnisolatedLanesShareTheDefaultDirectory(t *testing.T) {
 	h.send(t, "b", "m2", "hello")
 	h.p.replyTo(t, "m2")
 	for n := range 2 {
-		thread, turn := h.cx.confinement(n)
-		if thread.Profile != "" || turn.Profile != "" || h.cx.configs[n].Cwd != work {
-			t.Errorf("thread %d: confined %+v / %+v in %s, want unconfined in %s", n, thread, turn, h.cx.configs[n].Cwd, work)
+		thread, turn, cwd := h.cx.confinement(n)
+		if thread.Profile != "" || turn.Profile != "" || cwd != work {
+			t.Errorf("thread %d: confined %+v / %+v in %s, want unconfined in %s", n, thread, turn, cwd, work)
 		}
 	}
 }

@@ -84,23 +84,23 @@ func (c *threadCache) evict(ctx context.Context, l *lane, why string) bool {
 	return true
 }
 
+// release is unload for a caller that goes on either way: a failure is
+// logged.
 func (c *threadCache) release(ctx context.Context, key, thread, why string) {
-	if err := c.cx.Release(ctx, thread); err != nil {
+	if err := c.unload(ctx, key, thread, why); err != nil {
 		c.log.Warn("thread.release_failed", zap.String("lane", key), zap.String("thread", thread), zap.Error(err))
-		return
 	}
-	c.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", why))
 }
 
-// unload releases threadID from the app-server for a restore of its
-// rollout, whether or not a lane of this node holds it (a lane stepped
-// down from may be forgotten while codex still has its thread), and says
-// why not when it cannot (a turn still runs on it).
-func (c *threadCache) unload(ctx context.Context, key, thread string) error {
+// unload releases thread from the app-server, whether or not a lane of
+// this node holds it (a lane stepped down from may be forgotten while
+// codex still has its thread, and a restore of its rollout must unload
+// it), and says why not when it cannot (a turn still runs on it).
+func (c *threadCache) unload(ctx context.Context, key, thread, why string) error {
 	if err := c.cx.Release(ctx, thread); err != nil {
 		return err
 	}
-	c.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", "restore"))
+	c.log.Info("thread.released", zap.String("lane", key), zap.String("thread", thread), zap.String("why", why))
 	return nil
 }
 

@@ -350,7 +350,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		Steered: steered, Files: sent,
 		Retryable: status == statusTimedOut, Retries: t.it.retries,
 	})
-	if err == nil && !kept {
+	if err == nil { // kept comes with an error only
 		t.l.retrySettled()
 	}
 	switch {

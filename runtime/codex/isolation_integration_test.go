@@ -74,15 +74,7 @@ func (w isoWorld) confine(name string) codex.ThreadConfig {
 func startIsolated(t *testing.T, m *codextest.Model, w isoWorld) *codex.Client {
 	t.Helper()
 	return startClient(t, m, w.home, func(o *codex.Options) {
-		var args []string
-		for _, a := range o.Args {
-			if strings.HasPrefix(a, "sandbox_mode=") {
-				args = args[:len(args)-1] // and its "-c"
-				continue
-			}
-			args = append(args, a)
-		}
-		o.Args = append(args, codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied())...)
+		o.Args = append(codextest.SandboxArgs(m.URL), codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied())...)
 	})
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/internal/backoff"
 )
 
 // ThreadConfig are the per-thread overrides sent with thread/start and
@@ -385,11 +387,9 @@ func (c *Client) resume(ctx context.Context, ts *threadState, cfg ThreadConfig) 
 	// Released just now, the thread may still be closing (thread/closed
 	// comes before the close ends): codex asks to retry, and nothing tells
 	// when, so a short backoff within the resume's deadline.
-	for wait := 10 * time.Millisecond; errors.Is(err, errThreadClosing); wait = min(2*wait, 200*time.Millisecond) {
-		select {
-		case <-rctx.Done():
+	for bo := backoff.New(10*time.Millisecond, 200*time.Millisecond); errors.Is(err, errThreadClosing); {
+		if !backoff.Sleep(rctx, bo.Next()) {
 			return timeoutError("thread/resume of a closing thread", rctx.Err())
-		case <-time.After(wait):
 		}
 		cn, err = c.callLive(rctx, "thread/resume", params, &out)
 	}

@@ -117,7 +117,11 @@ func (d *daemon) preflight() error {
 	if err := CheckRuntime(d.cfg); err != nil {
 		return err
 	}
-	for _, dir := range []string{d.cfg.StateDir, d.cfg.Codex.Cwd, tempRoot(d.cfg)} {
+	dirs := []string{d.cfg.StateDir, d.cfg.Codex.Cwd}
+	if d.cfg.Codex.IsolatesLanes() {
+		dirs = append(dirs, tempRoot(d.cfg))
+	}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("gatewayd: create %s: %w", dir, err)
 		}
