@@ -48,7 +48,7 @@ func TestLeavingNodeIsNeverPlaced(t *testing.T) {
 	if d, ok, err := b.NextChange(ctx, ttl, nil); err != nil || ok {
 		t.Errorf("NextChange after node-a left = %v, %v, %v; want nothing ahead (node-a is gone already)", d, ok, err)
 	}
-	if err := a.Heartbeat(ctx); err == nil || errors.Is(err, ErrSuperseded) {
+	if err := a.Heartbeat(ctx); !errors.Is(err, errLeft) {
 		t.Errorf("heartbeat after leaving: %v, want refused as left (not superseded)", err)
 	}
 

@@ -62,7 +62,7 @@ func FindRollout(codexHome, threadID string) (string, error) {
 	if err := checkThreadID(threadID); err != nil {
 		return "", err
 	}
-	matches, err := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+	matches, err := rolloutFiles(codexHome, threadID)
 	if err != nil {
 		return "", fmt.Errorf("cluster: find rollout of %s: %w", threadID, err)
 	}
@@ -241,11 +241,17 @@ func (r *Rollouts) Restore(ctx context.Context, codexHome, threadID string) (Res
 	return res, nil
 }
 
+// rolloutFiles are the thread's rollout files under codexHome, where codex
+// writes them: sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl.
+func rolloutFiles(codexHome, threadID string) ([]string, error) {
+	return filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+}
+
 // moveStrayCopies moves aside the thread's rollout files under codexHome's
 // sessions/ other than dst: codex would find two, and Ship refuses a
 // thread with more than one.
 func moveStrayCopies(codexHome, threadID, dst string) ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+	matches, err := rolloutFiles(codexHome, threadID)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,10 @@ type usage struct {
 	modified time.Time
 	bytes    int64
 	inUse    bool
+	// name is a message directory's name, or an out copy's file name
+	// (out set): what the in-use lists name it by.
+	name string
+	out  bool
 }
 
 // Prune removes the lane's oldest message directories and out copies not
@@ -51,6 +55,9 @@ func (s *Store) pruneLocked(lane string, budget int64) (int64, error) {
 	if total <= budget {
 		return 0, nil
 	}
+	// Only now ask which files the lane still needs: the answer comes
+	// from the database, and most saves fit without pruning anything.
+	kept += s.markNeeded(lane, units)
 	// Decide before removing anything: a quota that cannot be met should
 	// not cost the lane its history on the way to saying so.
 	if kept > budget {
@@ -85,14 +92,13 @@ func (s *Store) laneUsage(lane string) ([]usage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("files: read lane: %w", err)
 	}
-	pinned := s.pinned(lane)
 	var units []usage
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		if e.Name() == outName {
-			out, err := s.outUsage(lane, filepath.Join(laneDir, outName))
+			out, err := s.outUsage(filepath.Join(laneDir, outName))
 			if err != nil {
 				return nil, err
 			}
@@ -103,7 +109,7 @@ func (s *Store) laneUsage(lane string) ([]usage, error) {
 		if err != nil {
 			return nil, err
 		}
-		u.inUse = pinned[e.Name()] || s.saving[u.path] > 0
+		u.name, u.inUse = e.Name(), s.saving[u.path] > 0
 		units = append(units, u)
 	}
 	sort.Slice(units, func(i, j int) bool {
@@ -116,22 +122,13 @@ func (s *Store) laneUsage(lane string) ([]usage, error) {
 }
 
 // outUsage lists the copies in the lane's out directory, each a unit of
-// its own. In use are those held by CopyOut, those OutInUse names (all of
-// them when it cannot tell) and, while a copy is being made, the
-// temporary files; a temporary file left by a crash is not, and goes.
-func (s *Store) outUsage(lane, dir string) ([]usage, error) {
+// its own. In use here are those held by CopyOut and, while a copy is
+// being made, the temporary files (a temporary file left by a crash is
+// not, and goes); markNeeded adds those still to be sent.
+func (s *Store) outUsage(dir string) ([]usage, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("files: read out directory: %w", err)
-	}
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	pending, err := s.outInUse(lane)
-	keepAll := err != nil
-	wanted := make(map[string]bool, len(pending))
-	for _, p := range pending {
-		wanted[filepath.Base(p)] = true
 	}
 	copying := s.saving[dir] > 0
 	units := make([]usage, 0, len(entries))
@@ -144,10 +141,40 @@ func (s *Store) outUsage(lane, dir string) ([]usage, error) {
 			return nil, err
 		}
 		temp := strings.HasPrefix(e.Name(), tempPrefix)
-		u.inUse = keepAll || s.held[u.path] > 0 || wanted[e.Name()] || (temp && copying)
+		u.name, u.out = e.Name(), true
+		u.inUse = s.held[u.path] > 0 || (temp && copying)
 		units = append(units, u)
 	}
 	return units, nil
+}
+
+// markNeeded marks in use the units the lane still needs by the lists
+// from outside: its messages not yet processed (InUse) and its out copies
+// still to be sent (OutInUse; every copy when that cannot tell). It
+// returns the bytes it marked.
+func (s *Store) markNeeded(lane string, units []usage) (marked int64) {
+	pinned := s.pinned(lane)
+	var wanted map[string]bool
+	keepAll := false
+	for i := range units {
+		u := &units[i]
+		if u.inUse {
+			continue
+		}
+		if u.out && wanted == nil && !keepAll {
+			pending, err := s.outInUse(lane)
+			keepAll = err != nil
+			wanted = make(map[string]bool, len(pending))
+			for _, p := range pending {
+				wanted[filepath.Base(p)] = true
+			}
+		}
+		if (u.out && (keepAll || wanted[u.name])) || (!u.out && pinned[u.name]) {
+			u.inUse = true
+			marked += u.bytes
+		}
+	}
+	return marked
 }
 
 // pinned maps the directory names of the lane's messages in use.

@@ -19,6 +19,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/gatewayd/gatewayd/platforms/api"
 )
 
 //go:embed assets
@@ -83,8 +85,7 @@ const pageCSP = "default-src 'self'; frame-ancestors 'none'"
 // response load nothing) with pageCSP, forbids framing and type sniffing,
 // and keeps the console's URL from the links a reply contains.
 func setSecurityHeaders(h http.Header) {
+	api.SetSecurityHeaders(h)
 	h.Set("Content-Security-Policy", pageCSP)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 }
