@@ -31,25 +31,21 @@ const (
 )
 
 // ErrNothingToCompact is returned when a lane has no thread to compact.
-var ErrNothingToCompact = errors.New("gateway: no Codex thread to compact")
+var ErrNothingToCompact = ErrNoThread
 
 // compaction is /compact and the automatic compaction above lanes.compact_at.
 type compaction struct {
 	st       compactionStore
 	cx       compactionRuntime
 	sched    *scheduler
-	threads  *threadCache
-	turns    *turnRunner // binds a thread the load had to replace
-	host     *host       // the thread config the modules make
+	loader   *threadLoader // /compact loads the lane's thread
 	out      *deliverer
 	inbox    inbox
 	log      *zap.Logger
 	obs      Observer
 	now      func() time.Time
-	at       float64            // lanes.compact_at; 0: no automatic compaction
-	cooldown int                // turns between automatic attempts
-	thread   codex.ThreadConfig // the base config of every lane's thread
-	laneDir  func(sl store.Lane) string
+	at       float64 // lanes.compact_at; 0: no automatic compaction
+	cooldown int     // turns between automatic attempts
 }
 
 type compactionStore interface {
@@ -61,7 +57,6 @@ type compactionStore interface {
 type compactionRuntime interface {
 	Usage(threadID string) (codex.Usage, bool)
 	Compact(ctx context.Context, threadID string) (before, after codex.Usage, err error)
-	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
 }
 
 var (
@@ -126,7 +121,7 @@ func (c *compaction) run(ctx context.Context, l *lane, thread string) (before, a
 // loaded) and compact it now, whatever the usage.
 func (c *compaction) item(ctx context.Context, l *lane, it item) {
 	defer c.inbox.set(ctx, it.inboundID, store.InboundDone)
-	thread, err := c.load(ctx, l)
+	thread, err := c.loader.load(ctx, l)
 	switch {
 	case errors.Is(err, ErrNothingToCompact):
 		c.out.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
@@ -142,40 +137,6 @@ func (c *compaction) item(ctx context.Context, l *lane, it item) {
 		return
 	}
 	c.out.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
-}
-
-// loadForCompact ensures the lane's bound thread is loaded. A lane without
-// a usable thread has nothing to compact; a stored thread codex refuses is
-// replaced exactly as a turn would (bound, the lane told once), and then
-// there is nothing to compact either.
-func (c *compaction) load(ctx context.Context, l *lane) (string, error) {
-	sl, err := c.st.Lane(ctx, l.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", ErrNothingToCompact
-	}
-	if err != nil {
-		return "", err
-	}
-	if sl.ThreadID == "" || sl.Binding == store.BindingLost {
-		return "", ErrNothingToCompact
-	}
-	l.opMu.Lock()
-	defer l.opMu.Unlock()
-	c.threads.releaseStale(ctx, l)
-	en, err := c.cx.EnsureThread(ctx, sl.ThreadID, c.host.threadConfig(sl, c.laneDir(sl), c.thread))
-	if err != nil {
-		return "", err
-	}
-	c.obs.Resume(en.Outcome.String())
-	l.setCurThread(en.ThreadID)
-	c.threads.markLive(ctx, l, en.ThreadID)
-	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
-		if err := c.turns.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {
-			return "", err
-		}
-		return "", ErrNothingToCompact
-	}
-	return en.ThreadID, nil
 }
 
 // compactionStatus is the /status line about compaction.

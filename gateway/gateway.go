@@ -183,6 +183,7 @@ type Gateway struct {
 	in         *intake       // a platform's message from Deliver to its lane
 	controls   *controls     // the lane's own commands
 	compaction *compaction   // /compact and automatic compaction
+	loader     *threadLoader // loads a lane's thread for the commands that act on it
 	recovery   *recovery     // what the last stop cut short
 	cluster    *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs
 	present    *presenter    // the running turns' streamers and work views

@@ -89,9 +89,11 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input}
-	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, threads: g.threads, turns: g.turns, host: g.host,
+	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
+		thread: cfg.Thread, laneDir: g.projects.dirOf}
+	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
-		cooldown: cfg.CompactCooldownTurns, thread: cfg.Thread, laneDir: g.projects.dirOf}
+		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,

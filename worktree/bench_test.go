@@ -1,0 +1,71 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// bigRepo is a repository of n files in 100 directories, as large as the
+// issue's figure asks for (10,000 files).
+func bigRepo(b *testing.B, n int) string {
+	files := make(map[string]string, n)
+	for i := range n {
+		files[fmt.Sprintf("d%02d/f%05d.txt", i%100, i)] = fmt.Sprintf("file %d\nline two\n", i)
+	}
+	return newRepo(b, files)
+}
+
+// BenchmarkCreateWorktree10k is a lane's first turn on a project of 10,000
+// files: `git worktree add` checking every file out.
+func BenchmarkCreateWorktree10k(b *testing.B) {
+	project := bigRepo(b, 10000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		l := Lane{Project: project, Dir: filepath.Join(b.TempDir(), "wt"), Slug: fmt.Sprintf("lane-%d", i)}
+		if _, err := Ensure(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSnapshot10k is the cost a turn pays before it starts on a
+// worktree of 10,000 files of which the last turn changed one.
+func BenchmarkSnapshot10k(b *testing.B) {
+	project := bigRepo(b, 10000)
+	ctx := context.Background()
+	e := ensure(b, laneOf(b, project, "lane"))
+	b.ResetTimer()
+	for i := range b.N {
+		write(b, filepath.Join(e.Work, "d00", "f00000.txt"), fmt.Sprintf("edit %d\n", i))
+		id, err := Snapshot(ctx, e.Tree)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Save(ctx, e.Tree, fmt.Sprint(i), id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRestore10k is /undo's file half on a worktree of 10,000 files
+// where the undone turn edited one file and created another.
+func BenchmarkRestore10k(b *testing.B) {
+	project := bigRepo(b, 10000)
+	ctx := context.Background()
+	e := ensure(b, laneOf(b, project, "lane"))
+	id, err := Snapshot(ctx, e.Tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		write(b, filepath.Join(e.Work, "d00", "f00000.txt"), fmt.Sprintf("edit %d\n", i))
+		write(b, filepath.Join(e.Work, "new.txt"), "new\n")
+		if err := Restore(ctx, e.Tree, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A snapshot is a commit of every file in the worktree that git would
+// show (tracked and untracked; ignored files are not the lane's work and
+// are left out), whose parent is the branch's commit at the time. It is
+// made with a private index, so the worktree, its index and its branch are
+// untouched: `git stash create` would do the same for tracked files only,
+// and the files Codex writes are mostly new ones.
+
+// Snapshot records the worktree's files as a commit and returns its id.
+// It is not named by any ref until Save.
+func Snapshot(ctx context.Context, t Tree) (string, error) {
+	tree, err := writeTree(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	head, err := git(ctx, t.Dir, nil, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	return git(ctx, t.Dir, nil, "commit-tree", tree, "-p", head, "-m", "gatewayd: snapshot before a turn")
+}
+
+// writeTree writes the worktree's files as a tree object through a copy of
+// the worktree's index: the copy's stat data lets `git add` skip every
+// unchanged file instead of hashing the whole tree.
+func writeTree(ctx context.Context, t Tree) (string, error) {
+	index := filepath.Join(t.GitDir, "gatewayd-snapshot.index")
+	if err := copyIndex(filepath.Join(t.GitDir, "index"), index); err != nil {
+		return "", err
+	}
+	defer os.Remove(index)
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if _, err := git(ctx, t.Dir, env, "add", "-A", "."); err != nil {
+		return "", err
+	}
+	return git(ctx, t.Dir, env, "write-tree")
+}
+
+func copyIndex(from, to string) error {
+	data, err := os.ReadFile(from)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // a fresh worktree without an index: add builds one
+	}
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}
+
+// Save names the snapshot id as the one taken before the turn name.
+func Save(ctx context.Context, t Tree, name, id string) error {
+	_, err := git(ctx, t.Dir, nil, "update-ref", t.turnRef(name), id)
+	return err
+}
+
+// Saved is the snapshot taken before the turn name; found is false when
+// none was (the turn ran without a worktree, or before a crash could save
+// it).
+func Saved(ctx context.Context, t Tree, name string) (id string, found bool, err error) {
+	ref := t.turnRef(name)
+	if !gitOK(ctx, t.Dir, "show-ref", "-q", "--verify", ref) {
+		return "", false, nil
+	}
+	id, err = git(ctx, t.Dir, nil, "rev-parse", "--verify", ref+"^{commit}")
+	return id, err == nil, err
+}
+
+// Drop forgets the snapshot taken before the turn name.
+func Drop(ctx context.Context, t Tree, name string) error {
+	_, err := git(ctx, t.Dir, nil, "update-ref", "-d", t.turnRef(name))
+	return err
+}
+
+// Prune keeps the newest keep snapshots of the lane and forgets the rest,
+// so the objects of long-gone turns can be collected. Commit dates have
+// one-second steps, so snapshots of one second tie; callers keep more
+// than /undo promises to reach, and a tie at the edge costs nothing.
+func Prune(ctx context.Context, t Tree, keep int) (dropped int, err error) {
+	out, err := git(ctx, t.Dir, nil, "for-each-ref", "--sort=-committerdate", "--format=%(refname)", t.refs()+"/turns/")
+	if err != nil || out == "" {
+		return 0, err
+	}
+	refs := strings.Split(out, "\n")
+	if len(refs) <= keep {
+		return 0, nil
+	}
+	var cmds strings.Builder
+	for _, ref := range refs[keep:] {
+		fmt.Fprintf(&cmds, "delete %s\n", ref)
+	}
+	if err := gitStdin(ctx, t.Dir, cmds.String(), "update-ref", "--stdin"); err != nil {
+		return 0, err
+	}
+	return len(refs) - keep, nil
+}
+
+// Restore puts the worktree back as the snapshot id recorded it: the
+// branch at the snapshot's parent, every file as it was, files made since
+// removed (ignored files are left alone), nothing staged.
+func Restore(ctx context.Context, t Tree, id string) error {
+	parent, err := git(ctx, t.Dir, nil, "rev-parse", "--verify", id+"^")
+	if err != nil {
+		return err
+	}
+	steps := [][]string{
+		{"clean", "-f", "-d", "-q"},        // what the turn created
+		{"read-tree", "-u", "--reset", id}, // every file as it was
+		{"reset", "-q", parent},            // the branch back; untracked files untracked again
+	}
+	for _, args := range steps {
+		if _, err := git(ctx, t.Dir, nil, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FileChange is one file's lines added and removed.
+type FileChange struct {
+	Path           string
+	Added, Deleted int
+	Binary         bool
+}
+
+// Changes are the lane's changes since its worktree began.
+type Changes struct {
+	Files []FileChange
+	Patch string // the whole diff, as `git diff` prints it
+}
+
+// Totals are the lines added and removed over every file.
+func (c Changes) Totals() (added, deleted int) {
+	for _, f := range c.Files {
+		added += f.Added
+		deleted += f.Deleted
+	}
+	return added, deleted
+}
+
+// Diff is what the lane changed since its worktree began: committed on its
+// branch or not, new files included.
+func Diff(ctx context.Context, t Tree) (Changes, error) {
+	tree, err := writeTree(ctx, t)
+	if err != nil {
+		return Changes{}, err
+	}
+	stat, err := git(ctx, t.Dir, nil, "diff", "--numstat", t.Base, tree)
+	if err != nil {
+		return Changes{}, err
+	}
+	patch, err := git(ctx, t.Dir, nil, "diff", t.Base, tree)
+	if err != nil {
+		return Changes{}, err
+	}
+	return Changes{Files: parseNumstat(stat), Patch: patch}, nil
+}
+
+// parseNumstat reads `git diff --numstat`: "added<TAB>deleted<TAB>path",
+// "-" for both counts of a binary file.
+func parseNumstat(out string) []FileChange {
+	var files []FileChange
+	for _, line := range strings.Split(out, "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		f := FileChange{Path: parts[2]}
+		if parts[0] == "-" && parts[1] == "-" {
+			f.Binary = true
+		} else {
+			f.Added, _ = strconv.Atoi(parts[0])
+			f.Deleted, _ = strconv.Atoi(parts[1])
+		}
+		files = append(files, f)
+	}
+	return files
+}
