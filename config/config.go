@@ -167,6 +167,10 @@ type Lanes struct {
 	QueueLimit         int     // queued messages per lane
 	MaxConcurrentTurns int
 	AutoRetryCutOff    bool // re-run a turn cut off by a crash instead of only telling the lane
+	// Worktrees gives each lane on a git project a worktree of its own
+	// under <state_dir>/worktrees (WorktreesDir); false: lanes work in the
+	// project's checkout.
+	Worktrees bool
 	// Verbose is the work view of lanes that chose none with /verbose:
 	// off | summary | full.
 	Verbose string
@@ -534,6 +538,9 @@ func (c *Config) DatabasePath() string { return filepath.Join(c.StateDir, "gatew
 
 // FilesDir is where received attachments are stored: <state_dir>/files.
 func (c *Config) FilesDir() string { return filepath.Join(c.StateDir, "files") }
+
+// WorktreesDir holds the lanes' git worktrees (lanes.worktrees).
+func (c *Config) WorktreesDir() string { return filepath.Join(c.StateDir, "worktrees") }
 
 // SpoolDir is where uploads wait while they are accepted: <state_dir>/spool,
 // on the state directory's disk and out of /tmp, which may be small, shared

@@ -119,6 +119,7 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.queue_limit", "5", "5", func(c *Config) any { return c.Lanes.QueueLimit }, 5},
 		{"lanes.max_concurrent_turns", "2", "2", func(c *Config) any { return c.Lanes.MaxConcurrentTurns }, 2},
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
+		{"lanes.worktrees", "false", "false", func(c *Config) any { return c.Lanes.Worktrees }, false},
 		{"lanes.verbose", "full", "full", func(c *Config) any { return c.Lanes.Verbose }, "full"},
 		{"files.max_bytes", "5MiB", "5MiB", func(c *Config) any { return c.Files.MaxBytes }, int64(5 << 20)},
 		{"files.lane_quota", "1048576", "1048576", func(c *Config) any { return c.Files.LaneQuota }, int64(1 << 20)},
@@ -252,7 +253,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
-			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary",
+			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true,
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
 		Store:    Store{Driver: "sqlite"},

@@ -84,6 +84,7 @@ var keys = []key{
 	// Default: 4 per CPU, at least 4, at most 64 (DefaultMaxConcurrentTurns).
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
+	boolKey("lanes.worktrees", true, func(c *Config) *bool { return &c.Lanes.Worktrees }),
 	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
 
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),

@@ -79,6 +79,10 @@ type Config struct {
 	// Isolation confines each lane's commands to its own directories
 	// (codex.isolation: lanes); the zero value leaves them unconfined.
 	Isolation Isolation
+	// Worktrees, when set, is where lanes on a git project get a worktree
+	// of their own (lanes.worktrees: <state_dir>/worktrees); "" lets them
+	// work in the project's checkout.
+	Worktrees string
 	// Files stores inbound attachments (<state_dir>/files); nil refuses
 	// every file with a reply, the rest of the message still runs.
 	Files *files.Store
@@ -183,6 +187,8 @@ type Gateway struct {
 	in         *intake       // a platform's message from Deliver to its lane
 	controls   *controls     // the lane's own commands
 	compaction *compaction   // /compact and automatic compaction
+	worktrees  *worktrees    // a git worktree per lane on a git project
+	diffs      *diffs        // /diff
 	loader     *threadLoader // loads a lane's thread for the commands that act on it
 	recovery   *recovery     // what the last stop cut short
 	cluster    *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type itemKind uint8
 const (
 	itemTurn    itemKind = iota // run Text as a turn
 	itemCompact                 // compact the lane's thread
+	itemTask                    // run task: a command that acts on the lane's thread or files
 )
 
 // item is one queued unit of work.
@@ -78,6 +80,9 @@ type item struct {
 	// (intake.record); the turn then writes none of its own while the lane
 	// is still at its generation and thread.
 	journal *store.JournalEntry
+	// task runs an itemTask in the lane's order (it closes the inbound
+	// row itself).
+	task func(ctx context.Context, l *lane, it item)
 }
 
 // turnState is the item being processed; commands use it to stop the turn.

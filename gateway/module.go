@@ -124,6 +124,9 @@ type turnHooks struct {
 	ready []func(ctx context.Context, t *turn)
 	// input adjusts what turn/start sends.
 	input []func(ctx context.Context, t *turn, in *codex.TurnInput)
+	// started runs when codex has started the turn (t.turnID is known),
+	// before its first event is handled.
+	started []func(ctx context.Context, t *turn)
 	// result sees the turn's outcome before it is committed; a hook
 	// returning true has taken the turn over (it answered or requeued
 	// it) and the core commits nothing.
@@ -177,6 +180,12 @@ func (h *host) ready(ctx context.Context, t *turn) {
 func (h *host) input(ctx context.Context, t *turn, in *codex.TurnInput) {
 	for _, fn := range h.hooks.input {
 		fn(ctx, t, in)
+	}
+}
+
+func (h *host) started(ctx context.Context, t *turn) {
+	for _, fn := range h.hooks.started {
+		fn(ctx, t)
 	}
 }
 

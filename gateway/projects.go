@@ -172,6 +172,19 @@ func (p *projects) register(h *host) {
 // notice).
 func (p *projects) describe(sl store.Lane) string { return p.set.describe(sl.SessionKey, sl.Project) }
 
+// chosen is the configured project the lane works in and its directory;
+// "" for a lane without one (or whose project is no longer configured).
+func (p *projects) chosen(sl store.Lane) (name, dir string) {
+	if sl.Project == "" {
+		return "", ""
+	}
+	dir, known := p.set.dir(sl.SessionKey, sl.Project)
+	if !known {
+		return "", ""
+	}
+	return sl.Project, dir
+}
+
 // dirOf is where a stored lane works, without side effects (compaction
 // loads a thread with it).
 func (p *projects) dirOf(sl store.Lane) string {

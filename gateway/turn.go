@@ -90,6 +90,10 @@ type turn struct {
 	// or the default. It goes with thread/start, thread/resume and
 	// turn/start.
 	dir string
+	// refusal, set by a prepare hook, fails the turn with this notice
+	// before it is journaled or its thread loaded (its working directory
+	// could not be made).
+	refusal string
 	// stream shows typing and the preview from journaling to the answer.
 	stream *streamer
 	// previewID is the platform id of the streamed preview the final reply
@@ -123,8 +127,12 @@ func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
 	if r.host.refused(ctx, l, it) {
 		return
 	}
-	if it.kind == itemCompact {
+	switch it.kind {
+	case itemCompact:
 		r.compact(ctx, l, it)
+		return
+	case itemTask:
+		it.task(ctx, l, it)
 		return
 	}
 	r.runTurn(ctx, l, it)
@@ -156,6 +164,11 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 		return
 	}
 	r.host.prepare(ctx, t, r.thread.Cwd)
+	if t.refusal != "" {
+		r.journal.dropUnstarted(r.base, l, it)
+		r.failTurn(ctx, t, t.refusal)
+		return
+	}
 	sl = t.sl
 	l.setCurDir(t.dir)
 	if !journaledAs(inboundJournal, sl) {
@@ -296,7 +309,7 @@ func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error 
 // thread the app-server forgot (it restarted) is ensured again once.
 func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
 	ev := codex.TurnEvents{
-		Started: func(id string) { t.turnID = id; r.superseded(t.l, t.thread) },
+		Started: func(id string) { t.turnID = id; r.host.started(ctx, t); r.superseded(t.l, t.thread) },
 		Delta:   t.stream.delta,
 	}
 	ev.Progress = t.work.progress

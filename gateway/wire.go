@@ -65,6 +65,8 @@ func wireFeatures(g *Gateway) {
 	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.confine = newConfinement(cfg, log)
+	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
+	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.rotation = newRotation(cfg, st, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
@@ -90,7 +92,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input}
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
-		thread: cfg.Thread, laneDir: g.projects.dirOf}
+		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
@@ -110,7 +112,8 @@ func modules(g *Gateway) []module {
 	return []module{
 		// The order of /status's lines.
 		g.projects,
-		g.confine, // after projects: it confines the directory projects chose
+		g.confine,   // after projects: it confines the directory projects chose
+		g.worktrees, // after confinement: it moves the lane into its worktree and extends the roots
 		g.models,
 		g.controls,
 		g.usage,
@@ -118,6 +121,7 @@ func modules(g *Gateway) []module {
 		g.rotation,
 		// No order among these.
 		g.account,
+		g.diffs,
 		g.sendFiles,
 		g.views,
 		g.approvals,

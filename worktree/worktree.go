@@ -226,3 +226,18 @@ func (r repo) headOf(ctx context.Context) string {
 	}
 	return head
 }
+
+// IsRepo reports whether dir is inside a git work tree (cheap: it looks
+// for a .git entry in dir and its parents, running no git).
+func IsRepo(dir string) bool {
+	for d := filepath.Clean(dir); ; {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return false
+		}
+		d = parent
+	}
+}

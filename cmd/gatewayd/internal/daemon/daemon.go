@@ -295,6 +295,7 @@ func (d *daemon) buildGateway() error {
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout, Effort: d.cfg.Codex.Effort,
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
+		Worktrees:    worktreesDir(d.cfg),
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),

@@ -110,3 +110,12 @@ func warnIsolation(cfg *config.Config, log *zap.Logger) {
 			"codex.approvals is chat: a command approved in chat (or a retry without the sandbox) runs outside the lane's confinement"))
 	}
 }
+
+// worktreesDir is where lanes on a git project get their worktrees; ""
+// with lanes.worktrees off.
+func worktreesDir(cfg *config.Config) string {
+	if !cfg.Lanes.Worktrees {
+		return ""
+	}
+	return cfg.WorktreesDir()
+}

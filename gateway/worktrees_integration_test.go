@@ -1,0 +1,151 @@
+package gateway_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+)
+
+// writeMarker makes fileWritingModel write the rest of the user's text to
+// notes.txt with a shell command, then answer.
+const writeMarker = "WRITE:"
+
+// fileWritingModel answers "WRITE:<text>" with an exec_command call that
+// writes <text> to notes.txt in the thread's working directory, and
+// everything else (the call's follow-up included) as DefaultReply does.
+func fileWritingModel(req codextest.Request) codextest.Reply {
+	text := req.LastUserText()
+	if _, followUp := req.ToolOutput(); !followUp && strings.Contains(text, writeMarker) {
+		content := strings.TrimSpace(text[strings.Index(text, writeMarker)+len(writeMarker):])
+		return codextest.Reply{ToolCall: codextest.ExecCommand("call_write", fmt.Sprintf("printf '%%s\\n' %q > notes.txt", content))}
+	}
+	return codextest.DefaultReply(req)
+}
+
+// gitRepo makes a repository with one commit and returns its directory.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "initial"}} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@localhost", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@localhost")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// worktreeOf is where the gateway puts the API lane's worktree of project.
+func worktreeOf(root, lane, project string) string {
+	return filepath.Join(root, files.DirName("v1:api:"+lane), files.DirName(project))
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return string(data)
+}
+
+// TestIntegrationLanesOnOneProjectWorkInTheirOwnWorktrees: with the real
+// app-server, two lanes on one git project each write notes.txt through a
+// command Codex runs; each finds its own in its own worktree (the model's
+// cwd), the checkout is untouched, /diff lists the change, and after a
+// restart the lane works in the same worktree.
+func TestIntegrationLanesOnOneProjectWorkInTheirOwnWorktrees(t *testing.T) {
+	w := newWorld(t)
+	w.model.Respond(fileWritingModel)
+	repo, root := gitRepo(t), t.TempDir()
+	cfg := gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root}
+	gw := w.start(t, cfg)
+
+	for _, lane := range []string{"alpha", "beta"} {
+		gw.ask(t, lane, "/project app")
+		r := gw.ask(t, lane, "please "+writeMarker+" from "+lane)
+		dir := worktreeOf(root, lane, "app")
+		if got := w.lastCwd(t, r.ThreadID); got != dir {
+			t.Fatalf("%s's request cwd = %q; want its worktree %s", lane, got, dir)
+		}
+	}
+	for _, lane := range []string{"alpha", "beta"} {
+		if got := readFile(t, filepath.Join(worktreeOf(root, lane, "app"), "notes.txt")); got != "from "+lane+"\n" {
+			t.Errorf("%s's worktree has notes.txt %q", lane, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repo, "notes.txt")); err == nil {
+		t.Error("a lane wrote into the project's checkout")
+	}
+
+	d := gw.ask(t, "alpha", "/diff")
+	if !strings.Contains(d.Reply, "1 file, +1 −0") || !strings.Contains(d.Reply, "• notes.txt +1 −0") || !strings.Contains(d.Reply, "+from alpha") {
+		t.Errorf("/diff answered %q", d.Reply)
+	}
+	if st := gw.ask(t, "alpha", "/status"); !strings.Contains(st.Reply, "Worktree: "+worktreeOf(root, "alpha", "app")+" on branch gatewayd/") {
+		t.Errorf("/status lacks the worktree: %q", st.Reply)
+	}
+
+	gw.stop()
+	gw = w.start(t, cfg)
+	r := gw.ask(t, "beta", "still there?")
+	if got := w.lastCwd(t, r.ThreadID); got != worktreeOf(root, "beta", "app") {
+		t.Errorf("after a restart beta's cwd = %q", got)
+	}
+}
+
+// TestIntegrationWorktreeDeletedByHandIsMadeAgain: a lane whose worktree
+// was removed gets it back from its branch at the next turn, and is told.
+func TestIntegrationWorktreeDeletedByHandIsMadeAgain(t *testing.T) {
+	w := newWorld(t)
+	repo, root := gitRepo(t), t.TempDir()
+	cfg := gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root}
+	gw := w.start(t, cfg)
+	gw.ask(t, "alpha", "/project app")
+	gw.ask(t, "alpha", "hello")
+	dir := worktreeOf(root, "alpha", "app")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	r := gw.ask(t, "alpha", "again")
+	if !strings.Contains(strings.Join(r.Notices, "\n"), "was missing; made it again from branch gatewayd/") {
+		t.Errorf("the lane was not told: notices %q", r.Notices)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "README")); err != nil {
+		t.Errorf("worktree not made again: %v", err)
+	}
+}
+
+// TestIntegrationDiffWithoutAGitProject: /diff on a lane without a
+// project, and on a project that is not a git repository, says why there
+// is nothing to show.
+func TestIntegrationDiffWithoutAGitProject(t *testing.T) {
+	w := newWorld(t)
+	plain := t.TempDir()
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"plain": plain}, Worktrees: t.TempDir()})
+	if r := gw.ask(t, "alpha", "/diff"); !strings.Contains(r.Reply, "no project") {
+		t.Errorf("/diff without a project answered %q", r.Reply)
+	}
+	gw.ask(t, "alpha", "/project plain")
+	if r := gw.ask(t, "alpha", "/diff"); !strings.Contains(r.Reply, "not a git repository") {
+		t.Errorf("/diff on a plain directory answered %q", r.Reply)
+	}
+	r := gw.ask(t, "alpha", "works anyway")
+	if got := w.lastCwd(t, r.ThreadID); got != plain {
+		t.Errorf("a lane on a plain directory works in %q; want %s", got, plain)
+	}
+}
