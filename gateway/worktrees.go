@@ -181,9 +181,12 @@ func (w *worktrees) treeAt(dir string) (worktree.Tree, bool) {
 	return worktree.Tree{}, false
 }
 
-// grantGit lets the lane's commands run git in its worktree: git writes
-// objects and refs to the repository's git directory, which lies outside
-// the worktree. The checkout's own files stay out of reach.
+// grantGit lets the lane's commands run git in its worktree (status, log,
+// diff): the worktree's .git file points into the repository's git
+// directory, outside the worktree. Codex's sandbox keeps every .git it
+// grants read-only (the resolved gitdir of a worktree too), so a command
+// reads history but does not commit, as in any checkout it works in. The
+// checkout's own files stay out of reach.
 func (w *worktrees) grantGit(dir string, c *codex.Confinement) {
 	if c.Profile == "" {
 		return

@@ -28,7 +28,9 @@ type isolatedDaemon struct {
 	model                                              *codextest.Model
 }
 
-func newIsolatedDaemon(t *testing.T) *isolatedDaemon {
+// newIsolatedDaemon makes the daemon's layout; each edit adjusts its
+// configuration before it is written.
+func newIsolatedDaemon(t *testing.T, edits ...func(cfg map[string]any)) *isolatedDaemon {
 	t.Helper()
 	d := &isolatedDaemon{bin: buildDaemon(t), dir: t.TempDir(), home: codextest.Home(t), model: codextest.NewModel(t)}
 	// The config directory under /etc, as in the systemd layout: codex's
@@ -48,7 +50,7 @@ func newIsolatedDaemon(t *testing.T) *isolatedDaemon {
 		return codextest.DefaultReply(req)
 	})
 	addr := freeAddr(t)
-	d.cfgFile = writeProcessConfig(t, d.etc, map[string]any{
+	cfg := map[string]any{
 		"state_dir": d.state,
 		"log":       map[string]any{"level": "debug", "format": "json"},
 		"codex": map[string]any{
@@ -56,7 +58,11 @@ func newIsolatedDaemon(t *testing.T) *isolatedDaemon {
 			"start_timeout": "60s",
 		},
 		"api": map[string]any{"listen": addr, "token": "SECRET-APITOKEN"},
-	})
+	}
+	for _, edit := range edits {
+		edit(cfg)
+	}
+	d.cfgFile = writeProcessConfig(t, d.etc, cfg)
 	d.api = &apiClient{base: "http://" + addr, token: "SECRET-APITOKEN", http: &http.Client{Timeout: 2 * time.Minute}}
 	return d
 }
