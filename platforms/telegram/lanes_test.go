@@ -272,8 +272,13 @@ func TestStartupRemovesWebhookAndRegistersCommands(t *testing.T) {
 	for _, c := range h.srv.Commands() {
 		names = append(names, c.Command)
 	}
-	want := []string{"new", "reset", "stop", "retry", "compact", "status", "project", "verbose", "model", "effort", "help"}
-	if len(names) != len(want) {
+	var want []string
+	for _, c := range gateway.Commands {
+		if c.Menu {
+			want = append(want, c.Name)
+		}
+	}
+	if len(names) != len(want) || names[0] != "new" {
 		t.Fatalf("commands = %v, want %v", names, want)
 	}
 	for i := range want {
