@@ -37,6 +37,7 @@ type Codex interface {
 	accountRuntime
 	modelRuntime
 	usageRuntime
+	undoRuntime
 	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
 	Steer(ctx context.Context, threadID, text string) error // busy mode steer
 	Release(ctx context.Context, threadID string) error     // the thread cache

@@ -72,3 +72,40 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// After a kill -9 of the daemon between a turn and /undo, the next
+// daemon's /undo puts the worktree back as it was before the turn (from
+// the snapshot ref saved as the turn started) and Codex's next request,
+// on the resumed thread, lacks the undone turn.
+func TestProcessUndoAfterKill9(t *testing.T) {
+	processtest.SkipWhenShort(t, "the daemon with the real app-server, killed and started again")
+	repo := filepath.Join(t.TempDir(), "app")
+	initRepo(t, repo)
+	d := newIsolatedDaemon(t, func(cfg map[string]any) { cfg["projects"] = map[string]any{"app": repo} })
+	p := d.start(t, "run1")
+	postMessage(t, d.api, "A", "/project app")
+	wt := filepath.Join(d.state, "worktrees", files.DirName("v1:api:A"), files.DirName("app"))
+	d.probeLane(t, "A", "echo KEPT > kept.txt; echo PROBE-DONE")
+	d.probeLane(t, "A", "echo UNDONE > undone.txt; echo KEPT-CHANGED > kept.txt; echo PROBE-DONE")
+	p.kill9(t)
+
+	d.start(t, "run2")
+	reply := postMessage(t, d.api, "A", "/undo")
+	if !strings.Contains(reply, "Undid the last turn") || !strings.Contains(reply, "back as they were before it") {
+		t.Fatalf("/undo after kill -9 answered %q", reply)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "undone.txt")); !os.IsNotExist(err) {
+		t.Errorf("undone.txt survived /undo: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(wt, "kept.txt")); err != nil || string(got) != "KEPT\n" {
+		t.Errorf("kept.txt after /undo = %q, %v; want the first turn's", got, err)
+	}
+	postMessage(t, d.api, "A", "what is left?")
+	req, ok := d.model.LastRequestWith("what is left?")
+	if !ok {
+		t.Fatal("the model got no request after /undo")
+	}
+	if text := req.InputText(); strings.Contains(text, "UNDONE") || !strings.Contains(text, "kept.txt") {
+		t.Errorf("the request after /undo should have the first turn and not the undone one:\n%s", text)
+	}
+}
