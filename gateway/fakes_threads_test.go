@@ -18,3 +18,7 @@ func (c *fakeCodex) Turns(context.Context, string) ([]codex.TurnSummary, error) 
 }
 
 func (c *fakeCodex) RevertThread(context.Context, string, string) error { return errFakeThreadOp }
+
+func (c *fakeCodex) RunReview(context.Context, string, codex.ReviewTarget, codex.TurnEvents) (codex.TurnResult, error) {
+	return codex.TurnResult{}, errFakeThreadOp
+}

@@ -190,6 +190,7 @@ type Gateway struct {
 	worktrees  *worktrees    // a git worktree per lane on a git project
 	diffs      *diffs        // /diff
 	undo       *undoing      // /undo
+	reviews    *reviews      // /review
 	loader     *threadLoader // loads a lane's thread for the commands that act on it
 	recovery   *recovery     // what the last stop cut short
 	cluster    *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs

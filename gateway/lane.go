@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -83,6 +84,9 @@ type item struct {
 	// task runs an itemTask in the lane's order (it closes the inbound
 	// row itself).
 	task func(ctx context.Context, l *lane, it item)
+	// review makes the turn codex's reviewer on this target (/review)
+	// instead of a message.
+	review *codex.ReviewTarget
 }
 
 // turnState is the item being processed; commands use it to stop the turn.

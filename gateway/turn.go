@@ -71,6 +71,7 @@ type turnStore interface {
 type turnRuntime interface {
 	EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
 	RunTurn(ctx context.Context, threadID string, in codex.TurnInput, ev codex.TurnEvents) (codex.TurnResult, error)
+	RunReview(ctx context.Context, threadID string, target codex.ReviewTarget, ev codex.TurnEvents) (codex.TurnResult, error)
 }
 
 var (
@@ -315,13 +316,19 @@ func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, er
 	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
 	r.host.input(ctx, t, &in)
-	res, err := r.cx.RunTurn(ctx, t.thread, in, ev)
+	run := func() (codex.TurnResult, error) {
+		if t.it.review != nil {
+			return r.cx.RunReview(ctx, t.thread, *t.it.review, ev)
+		}
+		return r.cx.RunTurn(ctx, t.thread, in, ev)
+	}
+	res, err := run()
 	if errors.Is(err, codex.ErrThreadNotLoaded) {
 		r.log.Info("thread.not_loaded_reensure", zap.String("lane", t.l.key), zap.String("thread", t.thread))
 		if !r.ensure(ctx, t, t.thread, store.BindingPending) {
 			return res, errHandled
 		}
-		res, err = r.cx.RunTurn(ctx, t.thread, in, ev)
+		res, err = run()
 	}
 	return res, err
 }

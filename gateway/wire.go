@@ -97,6 +97,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
+	g.reviews = &reviews{sched: g.sched, out: g.out}
 	g.undo = &undoing{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
@@ -124,6 +125,7 @@ func modules(g *Gateway) []module {
 		g.account,
 		g.diffs,
 		g.undo,
+		g.reviews,
 		g.sendFiles,
 		g.views,
 		g.approvals,
