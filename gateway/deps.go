@@ -38,6 +38,7 @@ type Codex interface {
 	modelRuntime
 	usageRuntime
 	undoRuntime
+	sideRuntime
 	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
 	Steer(ctx context.Context, threadID, text string) error // busy mode steer
 	Release(ctx context.Context, threadID string) error     // the thread cache

@@ -22,3 +22,7 @@ func (c *fakeCodex) RevertThread(context.Context, string, string) error { return
 func (c *fakeCodex) RunReview(context.Context, string, codex.ReviewTarget, codex.TurnEvents) (codex.TurnResult, error) {
 	return codex.TurnResult{}, errFakeThreadOp
 }
+
+func (c *fakeCodex) ForkThread(context.Context, string, codex.ForkConfig) (string, error) {
+	return "", errFakeThreadOp
+}

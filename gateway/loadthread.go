@@ -49,7 +49,7 @@ func (ld *threadLoader) load(ctx context.Context, l *lane) (string, error) {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	ld.threads.releaseStale(ctx, l)
-	en, err := ld.cx.EnsureThread(ctx, sl.ThreadID, ld.host.threadConfig(sl, ld.laneDir(sl), ld.thread))
+	en, err := ld.cx.EnsureThread(ctx, sl.ThreadID, ld.config(sl))
 	if err != nil {
 		return "", err
 	}
@@ -63,4 +63,10 @@ func (ld *threadLoader) load(ctx context.Context, l *lane) (string, error) {
 		return "", ErrNoThread
 	}
 	return en.ThreadID, nil
+}
+
+// config is the thread config of the stored lane as its turns make it:
+// its working directory and what the modules add (confinement, git).
+func (ld *threadLoader) config(sl store.Lane) codex.ThreadConfig {
+	return ld.host.threadConfig(sl, ld.laneDir(sl), ld.thread)
 }
