@@ -25,8 +25,10 @@ type Store interface {
 	modelStore
 	verboseStore
 	usageLimitStore
-	SetInboundState(ctx context.Context, id int64, state string) error // inbox
-	ClearJournal(ctx context.Context, sessionKey string) error         // journal
+	ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)          // /attach
+	AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error // /attach
+	SetInboundState(ctx context.Context, id int64, state string) error                     // inbox
+	ClearJournal(ctx context.Context, sessionKey string) error                             // journal
 }
 
 // Codex is what the gateway's parts use of *codex.Client, composed the
@@ -39,9 +41,10 @@ type Codex interface {
 	usageRuntime
 	undoRuntime
 	sideRuntime
-	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
-	Steer(ctx context.Context, threadID, text string) error // busy mode steer
-	Release(ctx context.Context, threadID string) error     // the thread cache
+	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error) // /threads, /attach
+	Interrupt(ctx context.Context, threadID string) error                                 // busy mode, /stop, /new, drain
+	Steer(ctx context.Context, threadID, text string) error                               // busy mode steer
+	Release(ctx context.Context, threadID string) error                                   // the thread cache
 }
 
 var (

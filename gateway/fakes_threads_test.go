@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // The thread operations of the coding commands (/undo, /review, /fork,
@@ -25,4 +26,40 @@ func (c *fakeCodex) RunReview(context.Context, string, codex.ReviewTarget, codex
 
 func (c *fakeCodex) ForkThread(context.Context, string, codex.ForkConfig) (string, error) {
 	return "", errFakeThreadOp
+}
+
+func (c *fakeCodex) ListThreads(context.Context, codex.ThreadFilter) ([]codex.ThreadSummary, error) {
+	return nil, errFakeThreadOp
+}
+
+// ThreadHolder and AttachThread keep the real store's rule: a thread
+// bound (pending or confirmed) to one lane is refused to another.
+func (s *fakeStore) ThreadHolder(_ context.Context, thread, except string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holderLocked(thread, except), nil
+}
+
+func (s *fakeStore) holderLocked(thread, except string) string {
+	for key, l := range s.lanes {
+		if key != except && l.ThreadID == thread && (l.Binding == store.BindingPending || l.Binding == store.BindingConfirmed) {
+			return key
+		}
+	}
+	return ""
+}
+
+func (s *fakeStore) AttachThread(_ context.Context, key string, gen int64, thread string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[key]
+	if l == nil || l.Generation != gen {
+		return store.ErrStaleGeneration
+	}
+	if s.holderLocked(thread, key) != "" {
+		return store.ErrThreadHeld
+	}
+	l.ThreadID, l.Binding = thread, store.BindingPending
+	s.bindings = append(s.bindings, "attach:"+thread)
+	return nil
 }

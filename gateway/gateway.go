@@ -83,6 +83,9 @@ type Config struct {
 	// of their own (lanes.worktrees: <state_dir>/worktrees); "" lets them
 	// work in the project's checkout.
 	Worktrees string
+	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
+	// command so a terminal continues the same threads.
+	CodexHome string
 	// Files stores inbound attachments (<state_dir>/files); nil refuses
 	// every file with a reply, the rest of the message still runs.
 	Files *files.Store
@@ -192,6 +195,7 @@ type Gateway struct {
 	undo       *undoing       // /undo
 	reviews    *reviews       // /review
 	side       *sideQuestions // /btw
+	links      *threadLinks   // /threads, /attach, /handoff
 	loader     *threadLoader  // loads a lane's thread for the commands that act on it
 	recovery   *recovery      // what the last stop cut short
 	cluster    *ClusterLanes  // cluster mode: takeovers, claimed rows, step-downs

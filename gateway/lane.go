@@ -311,6 +311,13 @@ func (l *lane) addFiles(files []store.OutboxMessage) bool {
 	return true
 }
 
+// loadedThread is the lane's thread loaded in the app-server; "" when none.
+func (l *lane) loadedThread() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.thread
+}
+
 // setLive records that the lane's thread is loaded, last used at usedAt
 // (unix nanos).
 func (l *lane) setLive(thread string, usedAt int64) {

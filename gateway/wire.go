@@ -98,6 +98,8 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
 	g.reviews = &reviews{sched: g.sched, out: g.out}
+	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
+		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
 	g.side = &sideQuestions{st: st, cx: cx, loader: g.loader, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.undo = &undoing{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
@@ -128,6 +130,7 @@ func modules(g *Gateway) []module {
 		g.undo,
 		g.reviews,
 		g.side,
+		g.links,
 		g.sendFiles,
 		g.views,
 		g.approvals,

@@ -236,6 +236,59 @@ func (s *Store) BindThread(ctx context.Context, sessionKey string, gen int64, th
 	return nil
 }
 
+// AttachThread binds the lane to a thread it did not start (/attach: one
+// the Codex CLI, an IDE or another lane once held), pending until a turn
+// completes on it, if the lane is still at generation gen and no other
+// lane is bound to the thread (ErrThreadHeld, naming that lane). The check
+// and the write are one transaction of the single writer.
+func (s *Store) AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error {
+	if threadID == "" {
+		return fmt.Errorf("%w: AttachThread needs a thread id", ErrInvalid)
+	}
+	err := s.writeLane(ctx, sessionKey, func(ctx context.Context, q querier) error {
+		lane, err := loadLane(ctx, q, sessionKey)
+		if err != nil {
+			return err
+		}
+		if err := checkGeneration(lane, gen); err != nil {
+			return err
+		}
+		holder, err := threadHolder(ctx, q, threadID, sessionKey)
+		if err != nil {
+			return err
+		}
+		if holder != "" {
+			return fmt.Errorf("%w: %s", ErrThreadHeld, holder)
+		}
+		return setBinding(ctx, q, sessionKey, threadID, BindingPending, "attached", toDB(s.now()))
+	})
+	if err != nil {
+		return fmt.Errorf("store: attach thread on %q: %w", sessionKey, err)
+	}
+	return nil
+}
+
+// ThreadHolder is the lane other than exceptKey bound to threadID (its
+// binding pending or confirmed), "" when none is.
+func (s *Store) ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error) {
+	holder, err := threadHolder(s.shortRead(ctx), s.rq, threadID, exceptKey)
+	if err != nil {
+		return "", fmt.Errorf("store: thread holder: %w", classify(err))
+	}
+	return holder, nil
+}
+
+func threadHolder(ctx context.Context, q querier, threadID, exceptKey string) (string, error) {
+	var key string
+	err := q.QueryRowContext(ctx, `SELECT session_key FROM gateway_routing
+		WHERE codex_thread_id = ? AND session_key <> ? AND binding IN (?, ?) LIMIT 1`,
+		threadID, exceptKey, string(BindingPending), string(BindingConfirmed)).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return key, err
+}
+
 // MarkBindingLost records that the lane's thread cannot be resumed. It is
 // refused (ErrStaleGeneration) if the lane moved to another generation or
 // another thread meanwhile. The thread id is kept for the record.

@@ -232,3 +232,40 @@ func TestSetMeta(t *testing.T) {
 		t.Fatalf("Meta = %v, want only model=gpt", got.Meta)
 	}
 }
+
+// TestAttachThreadRefusesAThreadAnotherLaneHolds: a lane attaches a thread
+// no lane holds (pending), is refused one another lane is bound to, and
+// may attach a thread whose binding another lane lost.
+func TestAttachThreadRefusesAThreadAnotherLaneHolds(t *testing.T) {
+	t.Parallel()
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	a, b := mustEnsure(t, s, "a"), mustEnsure(t, s, "b")
+	if err := s.BindThread(ctx, a.SessionKey, a.Generation, "t-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AttachThread(ctx, b.SessionKey, b.Generation, "t-a"); !errors.Is(err, ErrThreadHeld) {
+		t.Fatalf("attaching a's thread to b: %v, want ErrThreadHeld", err)
+	}
+	if holder, err := s.ThreadHolder(ctx, "t-a", b.SessionKey); err != nil || holder != a.SessionKey {
+		t.Fatalf("ThreadHolder(t-a) = %q, %v; want %q", holder, err, a.SessionKey)
+	}
+	if holder, _ := s.ThreadHolder(ctx, "t-a", a.SessionKey); holder != "" {
+		t.Fatalf("ThreadHolder excluding the holder = %q", holder)
+	}
+	if err := s.AttachThread(ctx, b.SessionKey, b.Generation, "t-cli"); err != nil {
+		t.Fatalf("attaching a free thread: %v", err)
+	}
+	if got, _ := s.Lane(ctx, b.SessionKey); got.ThreadID != "t-cli" || got.Binding != BindingPending {
+		t.Fatalf("after attach b = %+v, want t-cli pending", got)
+	}
+	if err := s.MarkBindingLost(ctx, a.SessionKey, a.Generation, "t-a", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AttachThread(ctx, b.SessionKey, b.Generation, "t-a"); err != nil {
+		t.Fatalf("attaching a thread whose binding was lost: %v", err)
+	}
+	if err := s.AttachThread(ctx, b.SessionKey, b.Generation-1, "t-x"); !errors.Is(err, ErrStaleGeneration) {
+		t.Fatalf("attach under an old generation: %v", err)
+	}
+}

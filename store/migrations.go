@@ -295,6 +295,12 @@ CREATE TABLE retry_turns (
 	retried_at  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 ` + retryTurnsCarryOver,
+	// 17: /fork's answer names the lane it made (issue 27): the API
+	// returns it as "fork", also when the answer is delivered after a
+	// restart.
+	`
+ALTER TABLE outbox ADD COLUMN fork_lane TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

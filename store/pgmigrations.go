@@ -210,6 +210,10 @@ CREATE TABLE retry_turns (
 	retried_at  BIGINT NOT NULL DEFAULT 0
 );
 ` + retryTurnsCarryOver,
+	// 5: SQLite's 17, the lane /fork made, on its answer.
+	`
+ALTER TABLE outbox ADD COLUMN fork_lane TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

@@ -30,6 +30,9 @@ var (
 	// ErrInvalid is returned for arguments the store refuses to record
 	// (an empty session key or turn id, an unknown state).
 	ErrInvalid = errors.New("store: invalid argument")
+	// ErrThreadHeld refuses to attach a lane to a Codex thread another
+	// lane is bound to: two lanes writing one thread would interleave.
+	ErrThreadHeld = errors.New("store: the thread is bound to another lane")
 )
 
 // Binding is the state of a lane's Codex thread id.
@@ -244,6 +247,9 @@ type OutboxMessage struct {
 	// sent under, its media type and size.
 	FilePath, FileName, FileMIME string
 	FileSize                     int64
+	// ForkLane is the session key of the lane /fork made, on its answer
+	// (the fork's thread is ThreadID).
+	ForkLane string
 }
 
 // toDB stores times as Unix nanoseconds; the zero time is stored as 0 so it

@@ -211,8 +211,10 @@ func (c *Client) RunReview(ctx context.Context, threadID string, target ReviewTa
 
 // ThreadFilter selects the threads ListThreads returns.
 type ThreadFilter struct {
-	Cwd   string // only threads whose working directory is exactly this
-	Limit int    // at most this many (default 50)
+	// Cwds: only threads whose working directory is exactly one of these
+	// (none: every directory).
+	Cwds  []string
+	Limit int // at most this many (default 50)
 }
 
 // ThreadSummary is one thread as thread/list gives it.
@@ -235,8 +237,8 @@ func (c *Client) ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadSumma
 	cursor := ""
 	for len(threads) < limit {
 		params := map[string]any{"limit": limit - len(threads), "sortKey": "updated_at"}
-		if f.Cwd != "" {
-			params["cwd"] = f.Cwd
+		if len(f.Cwds) > 0 {
+			params["cwd"] = f.Cwds
 		}
 		if cursor != "" {
 			params["cursor"] = cursor

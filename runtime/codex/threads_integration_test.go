@@ -167,7 +167,7 @@ func TestIntegrationListThreadsOfADirectory(t *testing.T) {
 		completedTurn(t, ctx, c, got.ThreadID, []string{"first in dir", "elsewhere", "second in dir"}[i])
 		ids = append(ids, got.ThreadID)
 	}
-	list, err := c.ListThreads(ctx, codex.ThreadFilter{Cwd: dir})
+	list, err := c.ListThreads(ctx, codex.ThreadFilter{Cwds: []string{dir}})
 	if err != nil {
 		t.Fatalf("ListThreads: %v", err)
 	}

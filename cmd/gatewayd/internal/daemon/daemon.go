@@ -296,6 +296,7 @@ func (d *daemon) buildGateway() error {
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
+		CodexHome:    CodexHome(d.cfg),
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),

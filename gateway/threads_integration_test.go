@@ -1,0 +1,93 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// terminal is a second app-server on the world's CODEX_HOME: what the
+// Codex CLI in a terminal is to the gateway.
+func (w *world) terminal(t *testing.T) *codex.Client {
+	t.Helper()
+	ctx := context.Background()
+	c, err := codex.Start(ctx, codex.Options{Command: w.bin, Args: codextest.Args(w.model.URL), Home: w.home,
+		Env: codextest.Env(), Dir: t.TempDir(), StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("terminal codex.Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close(ctx) })
+	return c
+}
+
+// terminalTurn runs one turn on thread (started in dir when thread is
+// "") in the terminal, then lets the thread go, as quitting the CLI does.
+func terminalTurn(t *testing.T, c *codex.Client, thread, dir, text string) string {
+	t.Helper()
+	ctx := context.Background()
+	en, err := c.EnsureThread(ctx, thread, codex.ThreadConfig{Cwd: dir})
+	if err != nil || (thread != "" && en.ThreadID != thread) {
+		t.Fatalf("terminal EnsureThread(%q): %+v, %v", thread, en, err)
+	}
+	if res, err := c.RunTurn(ctx, en.ThreadID, codex.TurnInput{Text: text}, codex.TurnEvents{}); err != nil || res.Status != codex.TurnCompleted {
+		t.Fatalf("terminal turn: %+v, %v", res, err)
+	}
+	if err := c.Release(ctx, en.ThreadID); err != nil {
+		t.Fatalf("terminal release: %v", err)
+	}
+	return en.ThreadID
+}
+
+// TestIntegrationThreadsAttachAndHandoff: a thread the terminal started
+// in the project's checkout is listed by /threads, attached by a prefix of
+// its id and continued with its context; another lane is refused it;
+// /handoff prints the command that resumes it, and what the terminal adds
+// then reaches the lane's next request.
+func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
+	w := newWorld(t)
+	repo, root := gitRepo(t), t.TempDir()
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root, CodexHome: w.home})
+	term := w.terminal(t)
+	cli := terminalTurn(t, term, "", repo, "CLI-SESSION remember the word PAPAYA")
+
+	gw.ask(t, "alpha", "/project app")
+	own := gw.ask(t, "alpha", "lane work")
+	list := gw.ask(t, "alpha", "/threads").Reply
+	if !strings.Contains(list, cli) || !strings.Contains(list, "CLI-SESSION") || !strings.Contains(list, own.ThreadID+" — ") {
+		t.Fatalf("/threads answered %q; want the terminal's %s and the lane's %s", list, cli, own.ThreadID)
+	}
+	if strings.Index(list, own.ThreadID) > strings.Index(list, cli) {
+		t.Errorf("/threads is not newest first: %q", list)
+	}
+
+	if r := gw.ask(t, "alpha", "/attach "+cli[:13]); !strings.Contains(r.Reply, "Attached thread "+cli) {
+		t.Fatalf("/attach answered %q", r.Reply)
+	}
+	next := gw.ask(t, "alpha", "what word?")
+	if next.ThreadID != cli || !strings.Contains(w.lastRequestFor(t, cli), "PAPAYA") {
+		t.Errorf("after /attach the lane ran on %s without the terminal's context", next.ThreadID)
+	}
+	if sl, err := gw.st.Lane(context.Background(), "v1:api:alpha"); err != nil || sl.ThreadID != cli || sl.Binding != store.BindingConfirmed {
+		t.Errorf("after a turn on the attached thread the lane is %+v, %v; want %s confirmed", sl, err, cli)
+	}
+	gw.ask(t, "beta", "hello")
+	if r := gw.ask(t, "beta", "/attach "+cli); !strings.Contains(r.Reply, "belongs to another conversation") {
+		t.Errorf("a second lane attaching the thread was answered %q", r.Reply)
+	}
+
+	h := gw.ask(t, "alpha", "/handoff").Reply
+	if !strings.Contains(h, "cd "+worktreeOf(root, "alpha", "app")+" && CODEX_HOME="+w.home+" codex resume "+cli) {
+		t.Errorf("/handoff answered %q", h)
+	}
+	terminalTurn(t, term, cli, repo, "TERMINAL-WORK added in the terminal")
+	back := gw.ask(t, "alpha", "back in the chat")
+	if text := w.lastRequestFor(t, cli); back.ThreadID != cli || !strings.Contains(text, "TERMINAL-WORK") {
+		t.Errorf("after the terminal's turn the lane's request lacks it (thread %s)", back.ThreadID)
+	}
+}
