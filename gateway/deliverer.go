@@ -268,6 +268,9 @@ func (d *deliverer) outboundOf(m store.OutboxMessage, parts *rowParts) Outbound 
 		out.Turn = &TurnInfo{ThreadID: m.ThreadID, TurnID: m.TurnID, Status: m.TurnStatus}
 		out.File = sentFileOf(m)
 	}
+	if m.ForkLane != "" {
+		out.Fork = &ForkInfo{Lane: m.ForkLane, ThreadID: m.ThreadID}
+	}
 	return out
 }
 

@@ -195,6 +195,7 @@ type Gateway struct {
 	undo       *undoing       // /undo
 	reviews    *reviews       // /review
 	side       *sideQuestions // /btw
+	forks      *forks         // /fork
 	links      *threadLinks   // /threads, /attach, /handoff
 	loader     *threadLoader  // loads a lane's thread for the commands that act on it
 	recovery   *recovery      // what the last stop cut short

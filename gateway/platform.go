@@ -209,6 +209,8 @@ type Outbound struct {
 	Silent bool
 	// Progress is the structured work view of an OutProgress message.
 	Progress *WorkView
+	// Fork is set on /fork's answer (the API returns it as "fork").
+	Fork *ForkInfo
 }
 
 // PartLog is the durable record of one outbox row's parts. An adapter
@@ -283,6 +285,24 @@ type Deleter interface {
 // "(file: name)" and the caption instead.
 type FileSender interface {
 	SendFile(ctx context.Context, out Outbound) (messageID string, err error)
+}
+
+// PlaceOpener is an optional capability (/fork): open a new conversation
+// place beside near's, named title — a Discord thread in near's channel, a
+// Telegram forum topic in near's group, a new API lane — and return its
+// address. A place that cannot hold another (a private chat, a group
+// without topics) is an error wrapping ErrNoPlace whose text says why.
+type PlaceOpener interface {
+	OpenPlace(ctx context.Context, near Address, title string) (Address, error)
+}
+
+// ErrNoPlace: the chat cannot hold another conversation beside this one.
+var ErrNoPlace = errors.New("this chat cannot hold another conversation")
+
+// ForkInfo is on /fork's answer: the lane it made and that lane's thread.
+type ForkInfo struct {
+	Lane     string `json:"lane"` // session key
+	ThreadID string `json:"thread_id"`
 }
 
 // Typer is an optional capability: show a typing indicator for a few seconds.

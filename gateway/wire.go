@@ -100,6 +100,8 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.reviews = &reviews{sched: g.sched, out: g.out}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
+	g.forks = &forks{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox,
+		platforms: g.platforms, log: log}
 	g.side = &sideQuestions{st: st, cx: cx, loader: g.loader, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.undo = &undoing{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
@@ -130,6 +132,7 @@ func modules(g *Gateway) []module {
 		g.undo,
 		g.reviews,
 		g.side,
+		g.forks,
 		g.links,
 		g.sendFiles,
 		g.views,

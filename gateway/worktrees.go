@@ -254,6 +254,26 @@ func (w *worktrees) explain(ctx context.Context, l *lane, sl store.Lane) (worktr
 	return tree, "", true
 }
 
+// fork gives the lane childKey a worktree of the parent's project started
+// from the parent's files as they are now (/fork); without one (the
+// parent has no worktree, or it could not be made) the words saying why.
+func (w *worktrees) fork(ctx context.Context, l *lane, parent store.Lane, childKey string) (worktree.Tree, string, bool) {
+	ptree, why, ok := w.explain(ctx, l, parent)
+	if !ok {
+		return worktree.Tree{}, why, false
+	}
+	name, dir := w.projects.chosen(parent)
+	tree, err := worktree.Fork(ctx, ptree, w.laneOf(childKey, name, dir))
+	if err != nil {
+		w.log.Warn("worktree.fork_failed", zap.String("lane", l.key), zap.String("child", childKey), zap.Error(err))
+		return worktree.Tree{}, "Could not copy this conversation's worktree: " + briefError(err), false
+	}
+	w.mu.Lock()
+	w.trees[tree.Dir] = tree
+	w.mu.Unlock()
+	return tree, "", true
+}
+
 // dirOf is where a stored lane works, for loading its thread outside a
 // turn (after a restart the worktree is not in memory yet): its worktree
 // when its project is a git repository, else the project's choice.

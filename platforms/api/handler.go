@@ -49,6 +49,9 @@ type Response struct {
 	// Codex did something worth showing (progress.go).
 	Progress *gateway.WorkView `json:"progress,omitempty"`
 	Summary  string            `json:"summary,omitempty"`
+	// Fork is /fork's answer: the lane it made (its session key) and that
+	// lane's Codex thread.
+	Fork *gateway.ForkInfo `json:"fork,omitempty"`
 }
 
 var laneName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -396,7 +399,7 @@ func (w *waiter) answerBody() []byte {
 // responseFor is the answer out gives to message out.InReplyTo, with the
 // notices and approvals the request that sent it (if still there) took.
 func responseFor(out gateway.Outbound, sender *waiter) Response {
-	resp := Response{ID: out.InReplyTo, Reply: out.Text, Status: "notice"}
+	resp := Response{ID: out.InReplyTo, Reply: out.Text, Status: "notice", Fork: out.Fork}
 	if t := out.Turn; t != nil {
 		resp.ThreadID, resp.TurnID, resp.Status = t.ThreadID, t.TurnID, t.Status
 	}

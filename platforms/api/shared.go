@@ -146,7 +146,7 @@ func remoteOutbound(id string, body []byte) gateway.Outbound {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return gateway.Outbound{InReplyTo: id}
 	}
-	out := gateway.Outbound{InReplyTo: id, Text: resp.Reply}
+	out := gateway.Outbound{InReplyTo: id, Text: resp.Reply, Fork: resp.Fork}
 	if resp.Status != "notice" {
 		out.Turn = &gateway.TurnInfo{ThreadID: resp.ThreadID, TurnID: resp.TurnID, Status: resp.Status}
 	}
