@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-telegram/bot/models"
 )
@@ -340,4 +341,51 @@ func entity(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// CreatedTopic is a forum topic the bot created (createForumTopic).
+type CreatedTopic struct {
+	ChatID int64
+	ID     int
+	Name   string
+}
+
+// createForumTopic creates a topic in a forum, as Telegram does: the
+// topic's id is the id of the service message that opens it, and a chat
+// that is not a forum is refused.
+func (s *Server) createForumTopic(w http.ResponseWriter, _ *http.Request, p map[string]string) {
+	chat, _ := strconv.ParseInt(p["chat_id"], 10, 64)
+	name := p["name"]
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		writeFail(w, Failure{Code: 400, Description: "Bad Request: TOPIC_NAME_EMPTY"})
+		return
+	case n > 128:
+		writeFail(w, Failure{Code: 400, Description: "Bad Request: TOPIC_NAME_INVALID"})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, known := s.chats[chat]
+	if !known {
+		writeFail(w, Failure{Code: 400, Description: "Bad Request: chat not found"})
+		return
+	}
+	if !c.IsForum {
+		writeFail(w, Failure{Code: 400, Description: "Bad Request: the chat is not a forum"})
+		return
+	}
+	s.nextMsg[chat]++
+	id := s.nextMsg[chat]
+	s.topicLocked(chat, id)
+	s.created = append(s.created, CreatedTopic{ChatID: chat, ID: id, Name: name})
+	s.notifyLocked()
+	writeOK(w, models.ForumTopic{MessageThreadID: id, Name: name, IconColor: 7322096})
+}
+
+// CreatedTopics are the topics the bot created, in order.
+func (s *Server) CreatedTopics() []CreatedTopic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CreatedTopic(nil), s.created...)
 }

@@ -97,6 +97,7 @@ type Server struct {
 	downloads      []string
 	uploads        []Upload
 	calls          map[string]int // method (lower case) → requests, failed ones too
+	created        []CreatedTopic
 }
 
 type queued struct {
@@ -388,6 +389,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"getfile":             s.getFile,
 		"sendphoto":           s.sendPhoto,
 		"senddocument":        s.sendDocument,
+		"createforumtopic":    s.createForumTopic,
 	}
 	h, ok := handlers[method]
 	if !ok {
