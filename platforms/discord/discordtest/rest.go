@@ -100,6 +100,8 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, channelID 
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && len(rest) == 3 && rest[0] == "messages" && rest[2] == "threads":
 		s.startThread(w, r, ch, rest[1])
+	case r.Method == http.MethodPost && len(rest) == 1 && rest[0] == "threads":
+		s.startLooseThread(w, r, ch)
 	default:
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
 	}
@@ -355,3 +357,42 @@ func (s *Server) member(w http.ResponseWriter, userID string) {
 }
 
 func formatID(id uint64) string { return strconv.FormatUint(id, 10) }
+
+// startLooseThread answers POST /channels/{id}/threads (a thread without a
+// starter message) as Discord does for a text channel: a new public
+// thread, THREAD_CREATE dispatched. Threads, DMs and other channel types
+// cannot hold one.
+func (s *Server) startLooseThread(w http.ResponseWriter, r *http.Request, parent *discordgo.Channel) {
+	var body struct {
+		Name string `json:"name"`
+		Type int    `json:"type"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Name == "" || len([]rune(body.Name)) > 100 {
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body")
+		return
+	}
+	if parent.Type != discordgo.ChannelTypeGuildText {
+		writeError(w, http.StatusBadRequest, 50024, "Cannot execute action on this channel type")
+		return
+	}
+	s.mu.Lock()
+	th := &discordgo.Channel{ID: s.nextIDLocked(), GuildID: parent.GuildID, ParentID: parent.ID, OwnerID: BotID,
+		Type: discordgo.ChannelType(body.Type), Name: body.Name}
+	s.channels[th.ID] = th
+	s.threadsMade = append(s.threadsMade, *th)
+	c := *th
+	s.mu.Unlock()
+	s.dispatch(c.GuildID, "THREAD_CREATE", map[string]any{
+		"id": c.ID, "guild_id": c.GuildID, "parent_id": c.ParentID, "owner_id": c.OwnerID,
+		"type": c.Type, "name": c.Name, "newly_created": true,
+	})
+	writeJSON(w, http.StatusCreated, &c)
+}
+
+// ThreadsMade are the threads the bot started without a starter message
+// (POST /channels/{id}/threads), in order.
+func (s *Server) ThreadsMade() []discordgo.Channel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]discordgo.Channel(nil), s.threadsMade...)
+}
