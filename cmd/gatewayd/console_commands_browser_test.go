@@ -17,7 +17,7 @@ import (
 // The console's controls in a real Chromium against the built daemon with
 // the real codex and the fake model, each observed where it takes effect
 // (the API, the store through it, or the model's requests): New thread,
-// Stop, Retry and Compact; the model select; the lanes filter (by key and
+// Stop, Retry, Compact, Undo and Fork; the model select; the lanes filter (by key and
 // by the title the first message gave) and transcript search; paging to
 // older messages; and the status page with codex's version and a
 // rate-limit window.
@@ -138,6 +138,18 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 			evalJS[string](t, b, `document.getElementById('lane-notes').textContent`))
 	}
 
+	// Undo and Fork (issue 27): the last turn leaves Codex's history (the
+	// lane has no worktree, so files are said not to be restored), and the
+	// fork's answer links to the lane it made.
+	b.command(t, "#cmd-undo")
+	if note := evalJS[string](t, b, `document.getElementById('lane-notes').textContent`); !strings.Contains(note, "Undid the last turn") || !strings.Contains(note, "files were not restored") {
+		t.Errorf("Undo answered %q", note)
+	}
+	b.command(t, "#cmd-fork")
+	if href := evalJS[string](t, b, `document.querySelector('#lane-notes a')?.getAttribute('href') || ''`); !strings.HasPrefix(href, "#/lane/v1%3Aapi%3Acmds-fork-") {
+		t.Errorf("Fork's answer links to %q (notes %q)", href, evalJS[string](t, b, `document.getElementById('lane-notes').textContent`))
+	}
+
 	// The model select offers codex's models; choosing one sets the lane's.
 	b.waitJS(t, "the model choices", `document.querySelectorAll('#cmd-model option').length > 2`)
 	chosen := evalJS[string](t, b, `document.querySelectorAll('#cmd-model option')[2].value`)
@@ -156,7 +168,8 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 		t.Errorf("the primary window row %q, want 37%% of 5 h", row)
 	}
 	for id, want := range map[string]string{
-		"health": "Healthy", "status-lanes": "of 4 known", "status-turns": "0 running", "status-store": "database",
+		// Five lanes: the four above and the fork.
+		"health": "Healthy", "status-lanes": "of 5 known", "status-turns": "0 running", "status-store": "database",
 	} {
 		if got := evalJS[string](t, b, `document.getElementById('`+id+`').textContent`); !strings.Contains(got, want) {
 			t.Errorf("#%s = %q, want it to contain %q", id, got, want)

@@ -353,6 +353,9 @@ function commandBar(key, name, notes) {
   const node = el('div', { class: 'commands' },
     button('cmd-new', 'New thread', '/new'), button('cmd-stop', 'Stop', '/stop'),
     button('cmd-retry', 'Retry', '/retry'), button('cmd-compact', 'Compact', '/compact'), reset,
+    button('cmd-diff', 'Diff', '/diff'), button('cmd-review', 'Review', '/review'),
+    button('cmd-undo', 'Undo', '/undo'), button('cmd-fork', 'Fork', '/fork'),
+    button('cmd-threads', 'Threads', '/threads'), button('cmd-handoff', 'Hand off', '/handoff'),
     project.node, model.node, effort.node, verbose.node);
   return { node, update: (l) => { lane = l; fillEfforts(); } };
 }
@@ -361,6 +364,10 @@ async function sendCommand(name, text, notes) {
   try {
     const answer = await api.postJSON(api.apiLanePath(name, 'messages'), { text, user: 'console' });
     notes.textContent = answer.reply || (answer.notices || []).join('\n') || `${text}: done`;
+    // /fork's answer names the new lane: offer the way there.
+    if (answer.fork && typeof answer.fork.lane === 'string') {
+      notes.append(' ', el('a', { href: '#/lane/' + encodeURIComponent(answer.fork.lane) }, 'Open the fork'));
+    }
   } catch (err) {
     showError(notes, err);
   }
