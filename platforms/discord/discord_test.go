@@ -497,6 +497,19 @@ func TestSlashCommandNew(t *testing.T) {
 	if resp := srv.Responses(); len(resp) != 1 || resp[0].InteractionID != id || resp[0].Ephemeral {
 		t.Fatalf("responses %+v", resp)
 	}
+	// A command with arguments takes them in its one option: the
+	// gateway sees the typed command.
+	if opts := srv.CommandOptions("fork"); len(opts) != 1 || opts[0] != "arguments" {
+		t.Fatalf("/fork registered with options %q, want [arguments]", opts)
+	}
+	if opts := srv.CommandOptions("new"); len(opts) != 0 {
+		t.Fatalf("/new registered with options %q, want none", opts)
+	}
+	srv.SlashCommandWith("11", "fork", allowed, map[string]string{"arguments": "  kiwi experiments "})
+	if in := r.sink.next(t); in.Text != "/fork kiwi experiments" {
+		t.Fatalf("/fork with arguments delivered %q", in.Text)
+	}
+	sentinel(t, srv, r)
 	// The text command works too.
 	srv.Post(discordtest.Post{ChannelID: "11", AuthorID: allowed, Content: "/new", MentionBot: true})
 	if in := r.sink.next(t); in.Text != "/new" || in.Address != want {

@@ -2,10 +2,12 @@ package discord
 
 import (
 	"context"
+	"strings"
 
 	"github.com/bwmarrin/discordgo"
-	"github.com/gatewayd/gatewayd/gateway"
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // slashCommands are the application (slash) commands, built from the
@@ -14,11 +16,35 @@ import (
 func slashCommands() []*discordgo.ApplicationCommand {
 	var out []*discordgo.ApplicationCommand
 	for _, c := range gateway.Commands {
-		if c.Menu {
-			out = append(out, &discordgo.ApplicationCommand{Name: c.Name, Description: c.Description})
+		if !c.Menu {
+			continue
 		}
+		cmd := &discordgo.ApplicationCommand{Name: c.Name, Description: c.Description}
+		if c.Args != "" {
+			// One optional free-text option carries what the typed command
+			// takes after its name (/review base main, /fork a title).
+			cmd.Options = []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString,
+				Name: argsOption, Description: c.Args, Required: false}}
+		}
+		out = append(out, cmd)
 	}
 	return out
+}
+
+// argsOption is the slash commands' option holding their arguments.
+const argsOption = "arguments"
+
+// slashText is the text command a slash command stands for.
+func slashText(data discordgo.ApplicationCommandInteractionData) string {
+	text := "/" + data.Name
+	for _, o := range data.Options {
+		if o.Name == argsOption && o.Type == discordgo.ApplicationCommandOptionString {
+			if args := strings.TrimSpace(o.StringValue()); args != "" {
+				text += " " + args
+			}
+		}
+	}
+	return text
 }
 
 const (
@@ -72,7 +98,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, i *discordgo.Interactio
 			return
 		}
 		in.Address = a.laneFor(ch, user.ID)
-		in.Text = "/" + i.ApplicationCommandData().Name
+		in.Text = slashText(i.ApplicationCommandData())
 		a.deliverInteraction(ctx, i, in, &discordgo.InteractionResponse{
 			Type: discordgo.InteractionResponseChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Content: "`" + in.Text + "`"},

@@ -337,8 +337,26 @@ func (s *Server) putCommands(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, 50109, "invalid JSON")
 		return
 	}
+	// Discord's rules for options: lower-case names of 1-32 characters and
+	// descriptions of 1-100.
+	options := make(map[string][]string)
+	for _, c := range cmds {
+		name, _ := c["name"].(string)
+		opts, _ := c["options"].([]any)
+		for _, o := range opts {
+			om, _ := o.(map[string]any)
+			oname, _ := om["name"].(string)
+			desc, _ := om["description"].(string)
+			if oname == "" || len(oname) > 32 || strings.ToLower(oname) != oname || desc == "" || len([]rune(desc)) > 100 {
+				writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body")
+				return
+			}
+			options[name] = append(options[name], oname)
+		}
+	}
 	s.mu.Lock()
 	s.commands = s.commands[:0]
+	s.commandOptions = options
 	for i, c := range cmds {
 		name, _ := c["name"].(string)
 		s.commands = append(s.commands, name)
@@ -347,6 +365,13 @@ func (s *Server) putCommands(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, cmds)
+}
+
+// CommandOptions are the option names of a registered command.
+func (s *Server) CommandOptions(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.commandOptions[name]...)
 }
 
 func (s *Server) member(w http.ResponseWriter, userID string) {

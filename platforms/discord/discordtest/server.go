@@ -45,36 +45,37 @@ type InteractionResponse struct {
 type Server struct {
 	http *httptest.Server
 
-	mu          sync.Mutex
-	lastID      uint64
-	channels    map[string]*discordgo.Channel
-	forbidden   map[string]bool
-	members     map[string][]string // user id → role ids
-	history     map[string][]*discordgo.Message
-	sent        map[string][]SentMessage
-	creates     map[string][]string           // content of every create handled, nonce replays included
-	nonces      map[string]*discordgo.Message // channel + nonce → message (enforce_nonce)
-	edits       []SentMessage
-	deleted     []SentMessage // messages the bot deleted
-	typing      map[string]int
-	threadsMade []discordgo.Channel
-	responses   []InteractionResponse
-	commands    []string
-	posts       map[string]int // POST attempts per path, including 429s
-	inject      map[string][]injected
-	holds       map[string][]*Held // requests to hold, by method + path
-	held        []*Held            // holds taken, released on Close
-	lose        map[string]int     // answers to lose, by method + path
-	identifies  int
-	resumes     int
-	intents     int
-	gw          *gatewayState // shard 0, the whole gateway without sharding
-	shardMu     sync.Mutex
-	shards      map[int]*gatewayState
-	heartbeat   time.Duration
-	changed     chan struct{}   // closed and replaced when the bot sends or edits
-	files       map[string]File // attachment id → file
-	downloads   []string        // names of the attachments fetched, in order
+	mu             sync.Mutex
+	lastID         uint64
+	channels       map[string]*discordgo.Channel
+	forbidden      map[string]bool
+	members        map[string][]string // user id → role ids
+	history        map[string][]*discordgo.Message
+	sent           map[string][]SentMessage
+	creates        map[string][]string           // content of every create handled, nonce replays included
+	nonces         map[string]*discordgo.Message // channel + nonce → message (enforce_nonce)
+	edits          []SentMessage
+	deleted        []SentMessage // messages the bot deleted
+	typing         map[string]int
+	threadsMade    []discordgo.Channel
+	responses      []InteractionResponse
+	commands       []string
+	commandOptions map[string][]string // registered command → its options' names
+	posts          map[string]int      // POST attempts per path, including 429s
+	inject         map[string][]injected
+	holds          map[string][]*Held // requests to hold, by method + path
+	held           []*Held            // holds taken, released on Close
+	lose           map[string]int     // answers to lose, by method + path
+	identifies     int
+	resumes        int
+	intents        int
+	gw             *gatewayState // shard 0, the whole gateway without sharding
+	shardMu        sync.Mutex
+	shards         map[int]*gatewayState
+	heartbeat      time.Duration
+	changed        chan struct{}   // closed and replaced when the bot sends or edits
+	files          map[string]File // attachment id → file
+	downloads      []string        // names of the attachments fetched, in order
 }
 
 // New starts the fake on 127.0.0.1 with one guild and its text channels.
@@ -260,6 +261,18 @@ func (s *Server) PressButton(channelID, messageID, customID, userID string) stri
 func (s *Server) SlashCommand(channelID, name, userID string) string {
 	return s.interaction(channelID, userID, discordgo.InteractionApplicationCommand, map[string]any{
 		"id": "9" + name, "name": name, "type": 1,
+	}, nil)
+}
+
+// SlashCommandWith is SlashCommand with the command's string options
+// (name → value).
+func (s *Server) SlashCommandWith(channelID, name, userID string, options map[string]string) string {
+	var opts []map[string]any
+	for k, v := range options {
+		opts = append(opts, map[string]any{"name": k, "type": 3, "value": v})
+	}
+	return s.interaction(channelID, userID, discordgo.InteractionApplicationCommand, map[string]any{
+		"id": "9" + name, "name": name, "type": 1, "options": opts,
 	}, nil)
 }
 
