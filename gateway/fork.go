@@ -47,7 +47,7 @@ const forkBusyText = "A turn is running or waiting in this conversation; /fork w
 
 func (f *forks) register(h *host) {
 	h.command("fork", func(ctx context.Context, c commandCall) bool {
-		if c.lane.hasWork() {
+		if c.lane.midWork() {
 			f.out.notify(ctx, c.lane.addr, c.msgID, forkBusyText)
 			return true
 		}

@@ -184,24 +184,25 @@ type Gateway struct {
 
 	mu         sync.Mutex // guards cancelRun
 	lanes      *laneTable
-	sched      *scheduler     // the lanes' workers, turn slots and drain
-	threads    *threadCache   // which lanes' threads are loaded; eviction
-	turns      *turnRunner    // what a worker does with an item
-	in         *intake        // a platform's message from Deliver to its lane
-	controls   *controls      // the lane's own commands
-	compaction *compaction    // /compact and automatic compaction
-	worktrees  *worktrees     // a git worktree per lane on a git project
-	diffs      *diffs         // /diff
-	undo       *undoing       // /undo
-	reviews    *reviews       // /review
-	side       *sideQuestions // /btw
-	forks      *forks         // /fork
-	links      *threadLinks   // /threads, /attach, /handoff
-	loader     *threadLoader  // loads a lane's thread for the commands that act on it
-	recovery   *recovery      // what the last stop cut short
-	cluster    *ClusterLanes  // cluster mode: takeovers, claimed rows, step-downs
-	present    *presenter     // the running turns' streamers and work views
-	views      *workViews     // /verbose and the lanes' work view modes
+	sched      *scheduler      // the lanes' workers, turn slots and drain
+	threads    *threadCache    // which lanes' threads are loaded; eviction
+	turns      *turnRunner     // what a worker does with an item
+	in         *intake         // a platform's message from Deliver to its lane
+	controls   *controls       // the lane's own commands
+	compaction *compaction     // /compact and automatic compaction
+	worktrees  *worktrees      // a git worktree per lane on a git project
+	diffs      *diffs          // /diff
+	undo       *undoing        // /undo
+	reviews    *reviews        // /review
+	side       *sideQuestions  // /btw
+	forks      *forks          // /fork
+	cmdButtons *commandButtons // buttons that run a command as typed
+	links      *threadLinks    // /threads, /attach, /handoff
+	loader     *threadLoader   // loads a lane's thread for the commands that act on it
+	recovery   *recovery       // what the last stop cut short
+	cluster    *ClusterLanes   // cluster mode: takeovers, claimed rows, step-downs
+	present    *presenter      // the running turns' streamers and work views
+	views      *workViews      // /verbose and the lanes' work view modes
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so

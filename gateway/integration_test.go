@@ -77,7 +77,7 @@ type world struct {
 	storeAs func(*store.Store) gateway.Store
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	dir := t.TempDir()
 	return &world{bin: codextest.CodexBinary(t), model: codextest.NewModel(t), home: codextest.Home(t),
@@ -95,7 +95,7 @@ type instance struct {
 	stop func()
 }
 
-func (w *world) start(t *testing.T, cfg gateway.Config) *instance {
+func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 	t.Helper()
 	ctx := context.Background()
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -190,7 +190,7 @@ func (in *instance) waitIdle(t *testing.T) {
 }
 
 // ask posts a message to a lane and returns the answer.
-func (in *instance) ask(t *testing.T, lane, text string) api.Response {
+func (in *instance) ask(t testing.TB, lane, text string) api.Response {
 	t.Helper()
 	out, err := in.tryAsk(lane, text)
 	if err != nil {

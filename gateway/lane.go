@@ -101,6 +101,10 @@ type turnState struct {
 	discard  bool // the lane was reset: skip or discard the result
 	cutOff   bool // shutdown interrupted it: leave it journaled
 	answered bool // the answer is being committed; nothing waits for it
+	// finishing: the turn's codex work is over and its answer is being
+	// shown and committed (set before the work view's closing line, whose
+	// buttons may be pressed at once).
+	finishing bool
 	// retry: the item reruns the lane's turn to retry (no second rerun
 	// is queued while it runs).
 	retry bool
@@ -502,6 +506,25 @@ func (l *lane) current() *turnState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cur
+}
+
+// setFinishing marks the current turn as past its codex work.
+func (l *lane) setFinishing() {
+	l.mu.Lock()
+	if l.cur != nil {
+		l.cur.finishing = true
+	}
+	l.mu.Unlock()
+}
+
+// midWork reports whether an item waits in the lane's queue, or one runs
+// that is not just finishing: what /undo, /fork, /attach and /handoff
+// refuse to act under. A command queued behind a finishing turn runs
+// right after it, on the thread and files that turn left.
+func (l *lane) midWork() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.len() > 0 || (l.cur != nil && !l.cur.finishing)
 }
 
 // hasWork reports whether an item runs or waits in the lane's queue.

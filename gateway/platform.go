@@ -321,6 +321,12 @@ type ButtonSender interface {
 	SendButtons(ctx context.Context, out Outbound, buttons []Button) (messageID string, err error)
 }
 
+// ButtonEditor is an optional capability: replace a message's text and
+// give it buttons (the work view's closing line offers Diff and Undo).
+type ButtonEditor interface {
+	EditButtons(ctx context.Context, addr Address, messageID, text string, buttons []Button) error
+}
+
 // Authorizer is an optional capability: decide whether a sender may use a
 // lane. The gateway asks it before anything of the message is stored.
 type Authorizer interface {

@@ -67,7 +67,7 @@ func (tl *threadLinks) register(h *host) {
 			tl.out.notify(ctx, c.lane.addr, c.msgID, "Usage: /attach ID — a thread id from /threads, or the start of one.")
 			return true
 		}
-		if c.lane.hasWork() {
+		if c.lane.midWork() {
 			tl.out.notify(ctx, c.lane.addr, c.msgID, "A turn is running or waiting in this conversation; /attach works between turns. Use /stop first, or wait for the answer.")
 			return true
 		}
@@ -75,7 +75,7 @@ func (tl *threadLinks) register(h *host) {
 		return false // the task closes the inbound row
 	})
 	h.command("handoff", func(ctx context.Context, c commandCall) bool {
-		if c.lane.hasWork() {
+		if c.lane.midWork() {
 			tl.out.notify(ctx, c.lane.addr, c.msgID, "A turn is running or waiting in this conversation; /handoff works between turns, so the terminal does not write the thread at the same time.")
 			return true
 		}

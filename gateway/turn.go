@@ -339,6 +339,7 @@ var errHandled = errors.New("gateway: handled")
 // finish commits the turn (step 5-6): transcript rows, binding confirmation
 // when completed, the reply in the outbox, journal cleared, inbound done.
 func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
+	t.l.setFinishing()
 	t.stopStream()
 	t.work.stop(r.now()) // collapsed before the reply goes out
 	r.obs.TurnFinished(status, r.now().Sub(t.started))

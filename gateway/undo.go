@@ -50,7 +50,7 @@ const undoBusyText = "A turn is running or waiting in this conversation; /undo w
 
 func (u *undoing) register(h *host) {
 	h.command("undo", func(ctx context.Context, c commandCall) bool {
-		if c.lane.hasWork() {
+		if c.lane.midWork() {
 			u.out.notify(ctx, c.lane.addr, c.msgID, undoBusyText)
 			return true
 		}

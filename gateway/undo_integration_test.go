@@ -79,3 +79,24 @@ func TestIntegrationUndoWithoutAWorktreeRewindsTheConversationOnly(t *testing.T)
 		t.Errorf("after /undo the request should keep KEEP-ME and lack DROP-ME:\n%s", text)
 	}
 }
+
+// BenchmarkIntegrationUndo is /undo end to end through the API lane with
+// the real app-server and a real repository: thread/turns/list,
+// thread/revert (a rollout rewrite) and the worktree's restore. The turn
+// it undoes runs outside the timer.
+func BenchmarkIntegrationUndo(b *testing.B) {
+	w := newWorld(b)
+	w.model.Respond(fileWritingModel)
+	repo, root := gitRepo(b), b.TempDir()
+	gw := w.start(b, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
+	gw.ask(b, "bench", "/project app")
+	gw.ask(b, "bench", "first "+writeMarker+" kept")
+	for b.Loop() {
+		b.StopTimer()
+		gw.ask(b, "bench", "again "+writeMarker+" undone")
+		b.StartTimer()
+		if r := gw.ask(b, "bench", "/undo"); !strings.Contains(r.Reply, "back as they were") {
+			b.Fatalf("/undo answered %q", r.Reply)
+		}
+	}
+}

@@ -98,6 +98,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
 	g.reviews = &reviews{sched: g.sched, out: g.out}
+	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
 	g.forks = &forks{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox,
@@ -133,6 +134,7 @@ func modules(g *Gateway) []module {
 		g.reviews,
 		g.side,
 		g.forks,
+		g.cmdButtons,
 		g.links,
 		g.sendFiles,
 		g.views,

@@ -80,6 +80,11 @@ func (w *worktrees) register(h *host) {
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		b.WriteString(w.status(sl))
 	})
+	h.hooks.finished = append(h.hooks.finished, func(t *turn, _ codex.TurnResult) {
+		if _, ok := w.treeAt(t.dir); ok {
+			t.work.offerOnClose([]Button{commandButton("diff", "Diff"), commandButton("undo", "Undo")})
+		}
+	})
 }
 
 // laneOf names the lane's worktree of the project in dir.

@@ -30,7 +30,7 @@ func fileWritingModel(req codextest.Request) codextest.Reply {
 }
 
 // gitRepo makes a repository with one commit and returns its directory.
-func gitRepo(t *testing.T) string {
+func gitRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -54,7 +54,7 @@ func worktreeOf(root, lane, project string) string {
 	return filepath.Join(root, files.DirName("v1:api:"+lane), files.DirName(project))
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

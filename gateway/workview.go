@@ -115,6 +115,10 @@ type workView struct {
 	mu    sync.Mutex
 	state workState
 	dirty bool
+	// closing are the buttons the closing line offers when the turn
+	// ran commands or changed files (Diff, Undo), on platforms that edit
+	// with buttons.
+	closing []Button
 
 	// owned by the loop goroutine
 	msgID    string
@@ -310,6 +314,17 @@ func (w *workView) loop() {
 	}
 }
 
+// offerOnClose gives the closing line buttons, shown if the turn ran
+// commands or changed files. Safe on a nil view.
+func (w *workView) offerOnClose(buttons []Button) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.closing = buttons
+	w.mu.Unlock()
+}
+
 // flush shows the latest state when the platform's edit rate allows: the
 // first version at once, later ones PreviewInterval apart.
 func (w *workView) flush(ctx context.Context, now time.Time) {
@@ -340,12 +355,20 @@ func (w *workView) collapse() {
 	w.mu.Lock()
 	v := *w.state.final
 	shown := renderWork(w.state.view(0), w.full) != ""
+	buttons := w.closing
 	w.mu.Unlock()
 	if w.msgID == "" && !shown {
 		return
 	}
 	ctx, cancel := context.WithTimeout(w.p.base, workFinalTimeout)
 	defer cancel()
+	if be, ok := w.plat.(ButtonEditor); ok && len(buttons) > 0 && v.Files+v.Commands > 0 && w.msgID != "" {
+		err := be.EditButtons(ctx, w.addr, w.msgID, v.Summary, buttons)
+		if err == nil {
+			return
+		}
+		w.failed(ctx, "edit", err) // without its buttons the line is still the summary: edit it plain
+	}
 	var ra *RetryAfterError
 	if err := w.show(ctx, v.Summary, v); errors.As(err, &ra) && ra.After <= workFinalTimeout {
 		// The last edit came just before: the summary must not be lost to

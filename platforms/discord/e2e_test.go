@@ -19,7 +19,13 @@ import (
 // talking to the fake Discord.
 func startStack(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *discordtest.Server) *gatewaytest.Stack {
 	t.Helper()
-	return w.Start(t, ctx, gateway.Config{}, func(st *store.Store) []gateway.Platform {
+	return startStackWith(t, ctx, w, srv, gateway.Config{})
+}
+
+// startStackWith is startStack with a gateway configuration of the test's.
+func startStackWith(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *discordtest.Server, cfg gateway.Config) *gatewaytest.Stack {
+	t.Helper()
+	return w.Start(t, ctx, cfg, func(st *store.Store) []gateway.Platform {
 		dc, err := discord.New(discord.Config{Token: discordtest.Token, APIURL: srv.URL(),
 			AllowedUsers: []string{allowed}, Cursor: st, Logger: zaptest.NewLogger(t)})
 		if err != nil {

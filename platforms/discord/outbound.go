@@ -232,6 +232,30 @@ func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, messageID, tex
 	return nil
 }
 
+// EditButtons replaces a message's text and gives it buttons; presses on
+// them reach the message's lane.
+func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, messageID, text string, buttons []gateway.Button) error {
+	rows, err := buttonRows(buttons)
+	if err != nil {
+		return err
+	}
+	target, err := targetChannel(addr)
+	if err != nil {
+		return err
+	}
+	parts := previewParts(text)
+	if len(parts) == 0 {
+		return fmt.Errorf("discord: edit: empty text: %w", gateway.ErrPermanent)
+	}
+	edit := discordgo.NewMessageEdit(target, messageID).SetContent(parts[0])
+	edit.Components = &rows
+	if _, err := a.session.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx)); err != nil {
+		return mapError("edit", err)
+	}
+	a.buttons.put(messageID, addr)
+	return nil
+}
+
 // Typing implements gateway.Typer; Discord shows it for about ten seconds.
 func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 	target, err := targetChannel(addr)

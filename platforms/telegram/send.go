@@ -231,6 +231,31 @@ func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, msgID, text st
 	return nil
 }
 
+// EditButtons replaces a message's text (its first part) and gives it
+// buttons.
+func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, msgID, text string, buttons []gateway.Button) error {
+	kb, err := keyboard(buttons)
+	if err != nil {
+		return err
+	}
+	t, err := targetOf(addr)
+	if err != nil {
+		return err
+	}
+	id, ok := parseMessageID(msgID)
+	if !ok {
+		return fmt.Errorf("telegram: message id %q: %w", msgID, gateway.ErrPermanent)
+	}
+	chunks := SplitMessage(text, MaxMessageUnits)
+	if len(chunks) == 0 {
+		return fmt.Errorf("telegram: edit with buttons: empty text: %w", gateway.ErrPermanent)
+	}
+	if err := a.editChunk(ctx, t, id, chunks[0], kb); err != nil {
+		return a.classify(err, addr)
+	}
+	return nil
+}
+
 func (a *Adapter) editChunk(ctx context.Context, t target, id int, chunk string, markup models.ReplyMarkup) error {
 	if markup == nil && a.edits.same(t.chat, id, chunk) {
 		return nil

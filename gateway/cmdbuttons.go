@@ -1,0 +1,39 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// Buttons that run a gateway command (the work view's Diff and Undo) carry
+// "cmd:<name>". A press is delivered again as the typed command, with the
+// press's own message id, so it is recorded, deduplicated and answered
+// exactly as if the user had typed it.
+
+const commandPrefix = "cmd:"
+
+// commandButton is a button running the command name.
+func commandButton(name, label string) Button { return Button{ID: commandPrefix + name, Label: label} }
+
+type commandButtons struct {
+	deliver func(ctx context.Context, in Inbound) (bool, error)
+	out     *deliverer
+	log     *zap.Logger
+}
+
+func (c *commandButtons) register(h *host) { h.callback(commandPrefix, c.pressed) }
+
+func (c *commandButtons) pressed(ctx context.Context, in Inbound) {
+	name := strings.TrimPrefix(in.Callback, commandPrefix)
+	if !isCommand(name) {
+		c.log.Info("inbound.callback_unknown_command", zap.String("lane", in.Address.SessionKey()), zap.String("command", name))
+		return
+	}
+	in.Text, in.Callback = "/"+name, ""
+	if _, err := c.deliver(ctx, in); err != nil {
+		c.log.Error("inbound.command_button_failed", zap.String("lane", in.Address.SessionKey()), zap.String("command", name), zap.Error(err))
+		c.out.notify(ctx, in.Address, "", "Could not run /"+name+" (storage error). Please try again.")
+	}
+}
