@@ -43,16 +43,9 @@ type forks struct {
 // metaTitle is the lane meta key of its title (title.go).
 const metaTitle = "title"
 
-const forkBusyText = "A turn is running or waiting in this conversation; /fork works between turns. Use /stop first, or wait for the answer."
-
 func (f *forks) register(h *host) {
 	h.command("fork", func(ctx context.Context, c commandCall) bool {
-		if c.lane.midWork() {
-			f.out.notify(ctx, c.lane.addr, c.msgID, forkBusyText)
-			return true
-		}
-		f.sched.enqueue(ctx, c.lane, item{kind: itemTask, inboundID: c.inboundID, msgID: c.msgID, text: c.args, task: f.run})
-		return false // the task closes the inbound row
+		return betweenTurns(ctx, c, f.sched, f.out, f.run)
 	})
 }
 

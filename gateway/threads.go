@@ -67,20 +67,10 @@ func (tl *threadLinks) register(h *host) {
 			tl.out.notify(ctx, c.lane.addr, c.msgID, "Usage: /attach ID — a thread id from /threads, or the start of one.")
 			return true
 		}
-		if c.lane.midWork() {
-			tl.out.notify(ctx, c.lane.addr, c.msgID, "A turn is running or waiting in this conversation; /attach works between turns. Use /stop first, or wait for the answer.")
-			return true
-		}
-		tl.sched.enqueue(ctx, c.lane, item{kind: itemTask, inboundID: c.inboundID, msgID: c.msgID, text: c.args, task: tl.attachTask})
-		return false // the task closes the inbound row
+		return betweenTurns(ctx, c, tl.sched, tl.out, tl.attachTask)
 	})
 	h.command("handoff", func(ctx context.Context, c commandCall) bool {
-		if c.lane.midWork() {
-			tl.out.notify(ctx, c.lane.addr, c.msgID, "A turn is running or waiting in this conversation; /handoff works between turns, so the terminal does not write the thread at the same time.")
-			return true
-		}
-		tl.sched.enqueue(ctx, c.lane, item{kind: itemTask, inboundID: c.inboundID, msgID: c.msgID, task: tl.handoffTask})
-		return false
+		return betweenTurns(ctx, c, tl.sched, tl.out, tl.handoffTask)
 	})
 }
 

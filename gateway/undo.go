@@ -46,16 +46,9 @@ type undoRuntime interface {
 
 var _ undoRuntime = (*codex.Client)(nil)
 
-const undoBusyText = "A turn is running or waiting in this conversation; /undo works between turns. Use /stop first, or wait for the answer."
-
 func (u *undoing) register(h *host) {
 	h.command("undo", func(ctx context.Context, c commandCall) bool {
-		if c.lane.midWork() {
-			u.out.notify(ctx, c.lane.addr, c.msgID, undoBusyText)
-			return true
-		}
-		u.sched.enqueue(ctx, c.lane, item{kind: itemTask, inboundID: c.inboundID, msgID: c.msgID, task: u.run})
-		return false // the task closes the inbound row
+		return betweenTurns(ctx, c, u.sched, u.out, u.run)
 	})
 }
 

@@ -22,7 +22,7 @@ func TestUndoIsRefusedWhileATurnRuns(t *testing.T) {
 	h.send(t, "a", "m1", "long work")
 	<-started
 	h.send(t, "a", "u1", "/undo")
-	if o := h.p.replyTo(t, "u1"); o.Text != undoBusyText {
+	if o := h.p.replyTo(t, "u1"); o.Text != betweenTurnsText("undo") {
 		t.Errorf("/undo during a turn answered %q", o.Text)
 	}
 	close(release)

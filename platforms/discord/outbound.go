@@ -217,6 +217,12 @@ func partNonce(id int64, part int, text string) string {
 // one message is cut at the limit and marked with "…"; the final reply goes
 // through Send with EditID, which splits it.
 func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, messageID, text string) error {
+	return a.edit(ctx, addr, messageID, text, nil)
+}
+
+// edit replaces the message's text (one part of it) and, when rows is not
+// nil, its buttons.
+func (a *Adapter) edit(ctx context.Context, addr gateway.Address, messageID, text string, rows []discordgo.MessageComponent) error {
 	target, err := targetChannel(addr)
 	if err != nil {
 		return err
@@ -226,6 +232,9 @@ func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, messageID, tex
 		return fmt.Errorf("discord: edit: empty text: %w", gateway.ErrPermanent)
 	}
 	edit := discordgo.NewMessageEdit(target, messageID).SetContent(parts[0])
+	if rows != nil {
+		edit.Components = &rows
+	}
 	if _, err := a.session.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx)); err != nil {
 		return mapError("edit", err)
 	}
@@ -239,18 +248,8 @@ func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, message
 	if err != nil {
 		return err
 	}
-	target, err := targetChannel(addr)
-	if err != nil {
+	if err := a.edit(ctx, addr, messageID, text, rows); err != nil {
 		return err
-	}
-	parts := previewParts(text)
-	if len(parts) == 0 {
-		return fmt.Errorf("discord: edit: empty text: %w", gateway.ErrPermanent)
-	}
-	edit := discordgo.NewMessageEdit(target, messageID).SetContent(parts[0])
-	edit.Components = &rows
-	if _, err := a.session.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx)); err != nil {
-		return mapError("edit", err)
 	}
 	a.buttons.put(messageID, addr)
 	return nil

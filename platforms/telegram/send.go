@@ -213,6 +213,13 @@ func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
 // preview longer than one message shows its first chunk; the final Send
 // splits the whole text.
 func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, msgID, text string) error {
+	return a.editFirst(ctx, addr, msgID, text, nil)
+}
+
+// editFirst replaces the message's text with text's first part, and its
+// buttons with kb when kb is not nil. An empty text keeps the old one:
+// Telegram cannot show an empty message.
+func (a *Adapter) editFirst(ctx context.Context, addr gateway.Address, msgID, text string, kb *models.InlineKeyboardMarkup) error {
 	t, err := targetOf(addr)
 	if err != nil {
 		return err
@@ -223,9 +230,13 @@ func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, msgID, text st
 	}
 	chunks := SplitMessage(text, MaxMessageUnits)
 	if len(chunks) == 0 {
-		return nil // Telegram cannot show an empty message; keep the old text
+		return nil
 	}
-	if err := a.editChunk(ctx, t, id, chunks[0], nil); err != nil {
+	var markup models.ReplyMarkup
+	if kb != nil {
+		markup = kb
+	}
+	if err := a.editChunk(ctx, t, id, chunks[0], markup); err != nil {
 		return a.classify(err, addr)
 	}
 	return nil
@@ -238,22 +249,7 @@ func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, msgID, 
 	if err != nil {
 		return err
 	}
-	t, err := targetOf(addr)
-	if err != nil {
-		return err
-	}
-	id, ok := parseMessageID(msgID)
-	if !ok {
-		return fmt.Errorf("telegram: message id %q: %w", msgID, gateway.ErrPermanent)
-	}
-	chunks := SplitMessage(text, MaxMessageUnits)
-	if len(chunks) == 0 {
-		return fmt.Errorf("telegram: edit with buttons: empty text: %w", gateway.ErrPermanent)
-	}
-	if err := a.editChunk(ctx, t, id, chunks[0], kb); err != nil {
-		return a.classify(err, addr)
-	}
-	return nil
+	return a.editFirst(ctx, addr, msgID, text, kb)
 }
 
 func (a *Adapter) editChunk(ctx context.Context, t target, id int, chunk string, markup models.ReplyMarkup) error {

@@ -182,31 +182,11 @@ func (r ReviewTarget) param() (map[string]any, error) {
 // as RunTurn waits for a turn, with the same watchdog, interrupt and
 // busy-thread rules. The result's Text is the review's findings.
 func (c *Client) RunReview(ctx context.Context, threadID string, target ReviewTarget, ev TurnEvents) (TurnResult, error) {
-	res := TurnResult{ThreadID: threadID}
 	tp, err := target.param()
 	if err != nil {
-		return res, err
+		return TurnResult{ThreadID: threadID}, err
 	}
-	ts, sub, err := c.beginTurn(threadID)
-	if err != nil {
-		return res, err
-	}
-	defer ts.leave(sub)
-	before, hadBefore := ts.lastUsage()
-	var out turnStarted
-	params := map[string]any{"threadId": threadID, "target": tp, "delivery": "inline"}
-	if err := c.startTurn(ctx, ts, sub, "review/start", params, &out); err != nil {
-		return res, err
-	}
-	res.TurnID = out.Turn.ID
-	sub.setID(res.TurnID)
-	if ev.Started != nil {
-		ev.Started(res.TurnID)
-	}
-	col := &collector{log: c.log, res: &res, ev: ev, turnID: res.TurnID, seen: map[string]bool{}}
-	col.before, col.hadBefore = before, hadBefore
-	err = c.await(ctx, ts, sub, col)
-	return res, err
+	return c.runStarted(ctx, threadID, "review/start", map[string]any{"threadId": threadID, "target": tp, "delivery": "inline"}, ev)
 }
 
 // ThreadFilter selects the threads ListThreads returns.

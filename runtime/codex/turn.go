@@ -65,6 +65,12 @@ func (in TurnInput) params(threadID string) map[string]any {
 //     turn completes, the process dies or a bound expires (see settle).
 //   - If the process dies: ErrProcessDied, with what was streamed so far.
 func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev TurnEvents) (TurnResult, error) {
+	return c.runStarted(ctx, threadID, "turn/start", in.params(threadID), ev)
+}
+
+// runStarted starts a turn with method (turn/start, review/start) and
+// waits for it as RunTurn documents.
+func (c *Client) runStarted(ctx context.Context, threadID, method string, params map[string]any, ev TurnEvents) (TurnResult, error) {
 	res := TurnResult{ThreadID: threadID}
 	ts, sub, err := c.beginTurn(threadID)
 	if err != nil {
@@ -74,7 +80,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID string, in TurnInput, ev 
 	before, hadBefore := ts.lastUsage()
 
 	var out turnStarted
-	err = c.startTurn(ctx, ts, sub, "turn/start", in.params(threadID), &out)
+	err = c.startTurn(ctx, ts, sub, method, params, &out)
 	if err != nil {
 		return res, err
 	}
