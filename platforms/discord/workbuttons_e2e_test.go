@@ -13,7 +13,6 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // TestEndToEndWorkViewClosingLineOffersDiffAndUndo: in a thread whose
@@ -25,12 +24,7 @@ func TestEndToEndWorkViewClosingLineOffersDiffAndUndo(t *testing.T) {
 	defer cancel()
 	srv, world := newServer(t, channel), gatewaytest.NewWorld(t)
 	srv.AddThread("11", channel, "5")
-	world.Model.Respond(func(req codextest.Request) codextest.Reply {
-		if _, followUp := req.ToolOutput(); !followUp && strings.Contains(req.LastUserText(), "write the file") {
-			return codextest.Reply{ToolCall: codextest.ExecCommand("call_write", "echo DIFF-ME > diff.txt")}
-		}
-		return codextest.DefaultReply(req)
-	})
+	world.Model.Respond(gatewaytest.RunsCommand("write the file", "echo DIFF-ME > diff.txt"))
 	repo, root := gatewaytest.GitRepo(t), t.TempDir()
 	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond,
 		Projects: map[string]string{"app": repo}, Worktrees: root})

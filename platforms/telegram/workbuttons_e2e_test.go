@@ -12,7 +12,6 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // TestEndToEndWorkViewClosingLineOffersDiffAndUndo: in a lane with a git
@@ -25,12 +24,7 @@ func TestEndToEndWorkViewClosingLineOffersDiffAndUndo(t *testing.T) {
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
 	dm, alice := aliceDM(srv)
-	world.Model.Respond(func(req codextest.Request) codextest.Reply {
-		if _, followUp := req.ToolOutput(); !followUp && strings.Contains(req.LastUserText(), "write the file") {
-			return codextest.Reply{ToolCall: codextest.ExecCommand("call_write", "echo UNDO-ME > undo.txt")}
-		}
-		return codextest.DefaultReply(req)
-	})
+	world.Model.Respond(gatewaytest.RunsCommand("write the file", "echo UNDO-ME > undo.txt"))
 	repo, root := gatewaytest.GitRepo(t), t.TempDir()
 	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond,
 		Projects: map[string]string{"app": repo}, Worktrees: root})

@@ -4,7 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // GitRepo makes a git repository with one commit (a README) in a temp
@@ -26,4 +29,16 @@ func GitRepo(t testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// RunsCommand is a model that answers a message containing marker with one
+// exec_command of command, and everything else (the call's follow-up
+// included) as codextest.DefaultReply does.
+func RunsCommand(marker, command string) func(codextest.Request) codextest.Reply {
+	return func(req codextest.Request) codextest.Reply {
+		if _, followUp := req.ToolOutput(); !followUp && strings.Contains(req.LastUserText(), marker) {
+			return codextest.Reply{ToolCall: codextest.ExecCommand("call_"+strings.Fields(command)[0], command)}
+		}
+		return codextest.DefaultReply(req)
+	}
 }
