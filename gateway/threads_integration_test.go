@@ -66,7 +66,18 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 		t.Errorf("/threads is not newest first: %q", list)
 	}
 
-	if r := gw.ask(t, "alpha", "/attach "+cli[:13]); !strings.Contains(r.Reply, "Attached thread "+cli) {
+	if r := gw.ask(t, "alpha", "/attach ffffffff"); !strings.Contains(r.Reply, `No thread of this conversation's directories starts with "ffffffff"`) {
+		t.Errorf("/attach of an unknown id answered %q", r.Reply)
+	}
+	common := commonPrefix(cli, own.ThreadID)
+	if common == "" {
+		t.Fatalf("thread ids %s and %s share no prefix to be ambiguous with", cli, own.ThreadID)
+	}
+	if r := gw.ask(t, "alpha", "/attach "+common); !strings.Contains(r.Reply, "is the start of 2 threads") {
+		t.Errorf("/attach of an ambiguous prefix %q answered %q", common, r.Reply)
+	}
+	unique := cli[:len(common)+1]
+	if r := gw.ask(t, "alpha", "/attach "+unique); !strings.Contains(r.Reply, "Attached thread "+cli) {
 		t.Fatalf("/attach answered %q", r.Reply)
 	}
 	next := gw.ask(t, "alpha", "what word?")
@@ -90,4 +101,12 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 	if text := w.lastRequestFor(t, cli); back.ThreadID != cli || !strings.Contains(text, "TERMINAL-WORK") {
 		t.Errorf("after the terminal's turn the lane's request lacks it (thread %s)", back.ThreadID)
 	}
+}
+
+func commonPrefix(a, b string) string {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return a[:n]
 }

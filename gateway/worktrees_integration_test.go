@@ -57,10 +57,21 @@ func TestIntegrationLanesOnOneProjectWorkInTheirOwnWorktrees(t *testing.T) {
 	repo, root := gitRepo(t), t.TempDir()
 	cfg := gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root}
 	gw := w.start(t, cfg)
+	// The checkout has an uncommitted change: the worktrees start from its
+	// last commit without it, and each lane is told so once.
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("edited in the checkout\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, lane := range []string{"alpha", "beta"} {
 		gw.ask(t, lane, "/project app")
 		r := gw.ask(t, lane, "please "+writeMarker+" from "+lane)
+		if !strings.Contains(strings.Join(r.Notices, "\n"), "The checkout has uncommitted changes; they are not in this worktree.") {
+			t.Errorf("%s was not told the checkout's changes stay out: %q", lane, r.Notices)
+		}
+		if got := readFile(t, filepath.Join(worktreeOf(root, lane, "app"), "README")); got != "project\n" {
+			t.Errorf("%s's worktree README = %q, want the committed one", lane, got)
+		}
 		dir := worktreeOf(root, lane, "app")
 		if got := w.lastCwd(t, r.ThreadID); got != dir {
 			t.Fatalf("%s's request cwd = %q; want its worktree %s", lane, got, dir)
