@@ -175,17 +175,23 @@ func (tr *traffic) deliver(m *trafficMessage, sender int) {
 		tr.inflight[node]++
 		tr.mu.Unlock()
 		a := <-postLane(tr.f.nodes[node], m.lane, m.id, m.text, false)
+		// m's outcome is written under mu: waitAnswered reads it while
+		// the traffic runs.
 		tr.mu.Lock()
 		tr.inflight[node]--
 		tr.idle.Broadcast()
-		tr.mu.Unlock()
 		m.last = fmt.Sprintf("%d %v %s", a.code, a.err, strings.TrimSpace(a.body))
+		finished := true
 		switch {
 		case a.err == nil && a.code == http.StatusOK:
 			m.done, m.answered = time.Now(), a.reply.Reply == "ECHO: "+m.text
-			return
 		case strings.Contains(a.body, "send it again with a new id"):
 			m.done, m.cutOff = time.Now(), true
+		default:
+			finished = false
+		}
+		tr.mu.Unlock()
+		if finished {
 			return
 		}
 		time.Sleep(200 * time.Millisecond) // a refused connection or a 5xx: no signal to wait for
