@@ -83,6 +83,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	// on disk, and the row lists them for a restart.
 	saved, notices := k.storeAttachments(ctx, in)
 	title := k.titled.of(key, in)
+	in.Text = framedText(in) // after the title, which names the lane by what was said
 	rec := store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,

@@ -115,6 +115,19 @@ type Inbound struct {
 	// Title is the chat's, topic's or thread's name when the update carries
 	// it ("" otherwise): it names a lane in the console (title.go).
 	Title string
+	// DisplayName is the name people see for the sender (Telegram's first
+	// and last name, Discord's display name); "" falls back to SenderName.
+	DisplayName string
+	// Quote is the message this one replies to, when the platform sent it
+	// along (speaker.go puts it into the turn's text).
+	Quote *Quote
+}
+
+// Quote is a replied-to message as the reply's update carries it.
+type Quote struct {
+	Author  string // its sender's display name
+	FromBot bool   // it is one of the bot's own messages (Codex's answer)
+	Text    string
 }
 
 // Sink receives inbound messages from an adapter. Deliver returns only after

@@ -61,13 +61,14 @@ func TestRotation(t *testing.T) {
 			if after.SessionID == first.SessionID {
 				t.Error("session not rotated")
 			}
-			if got["m3"].Text != "re: three" {
+			three := framedText(Inbound{Address: tc.addr, SenderID: "u1", Text: "three"}) // "[u1]: three" in a group place
+			if got["m3"].Text != "re: "+three {
 				t.Errorf("m3 answered %q", got["m3"].Text)
 			}
 			_, released, turns := h.cx.snapshot()
 			last := turns[len(turns)-1]
 			if tc.keepThread {
-				if last != first.ThreadID+":three" || len(released) != 0 || after.Generation != first.Generation {
+				if last != first.ThreadID+":"+three || len(released) != 0 || after.Generation != first.Generation {
 					t.Errorf("kept-thread rotation: turns %v released %v gen %d→%d", turns, released, first.Generation, after.Generation)
 				}
 			} else if strings.HasPrefix(last, first.ThreadID+":") || len(released) != 1 || released[0] != first.ThreadID {
@@ -77,7 +78,7 @@ func TestRotation(t *testing.T) {
 			if user, _ := h.st.rows(key); user != 3 {
 				t.Errorf("user rows over all sessions %d, want 3 (nothing deleted)", user)
 			}
-			if msgs, _ := h.st.Transcript(context.Background(), key, 10); len(msgs) != 2 || msgs[0].Text != "three" {
+			if msgs, _ := h.st.Transcript(context.Background(), key, 10); len(msgs) != 2 || msgs[0].Text != three {
 				t.Errorf("current session %+v, want only the m3 turn", msgs)
 			}
 			// The next message right after does not rotate again.

@@ -27,7 +27,7 @@ func startStackWith(t *testing.T, ctx context.Context, w *gatewaytest.World, srv
 	t.Helper()
 	return w.Start(t, ctx, cfg, func(st *store.Store) []gateway.Platform {
 		dc, err := discord.New(discord.Config{Token: discordtest.Token, APIURL: srv.URL(),
-			AllowedUsers: []string{allowed}, Cursor: st, Logger: zaptest.NewLogger(t)})
+			AllowedUsers: []string{allowed, allowed2}, Cursor: st, Logger: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatalf("discord.New: %v", err)
 		}
@@ -67,8 +67,8 @@ func TestEndToEndThreadsKeepTheirContextAcrossRestart(t *testing.T) {
 	d := startStack(t, ctx, world, srv)
 	say("11", "remember APPLE", true)
 	say("12", "remember PEAR", true)
-	waitReply("11", "ECHO: remember APPLE")
-	waitReply("12", "ECHO: remember PEAR")
+	waitReply("11", "ECHO: [u"+allowed+"]: remember APPLE") // who spoke, in a shared place
+	waitReply("12", "ECHO: [u"+allowed+"]: remember PEAR")
 	d.Stop(t)
 
 	// Posted while the daemon is down: answered once after the restart.

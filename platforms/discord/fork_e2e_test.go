@@ -38,7 +38,7 @@ func TestEndToEndForkStartsAThreadInTheChannel(t *testing.T) {
 	}
 	startStack(t, ctx, world, srv)
 	say("11", "remember KIWI")
-	waitText("11", "ECHO: remember KIWI")
+	waitText("11", "ECHO: [u"+allowed+"]: remember KIWI")
 	say("11", "/fork kiwi experiments")
 	waitText("11", `Forked into "kiwi experiments"`)
 	made := srv.ThreadsMade()

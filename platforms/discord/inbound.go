@@ -85,7 +85,9 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 	}
 	if m.MessageReference != nil {
 		in.ReplyTo = m.MessageReference.MessageID
+		in.Quote = quoteOf(m.ReferencedMessage, botID)
 	}
+	in.DisplayName = displayName(m.Member, m.Author)
 	if err := in.Address.Validate(); err != nil {
 		// Cannot heal; retrying it would block every later message.
 		a.log.Error("discord.message.bad_address", zap.String("message_id", m.ID), zap.Error(err))
@@ -271,4 +273,30 @@ func (a *Adapter) deliverFailed(ctx context.Context, err error, fields ...zap.Fi
 		return
 	}
 	a.log.Error("discord.deliver_failed", fields...)
+}
+
+// displayName is the name Discord shows for a message's author: the
+// member's server nickname, else the user's display (global) name, else
+// the username.
+func displayName(member *discordgo.Member, u *discordgo.User) string {
+	if member != nil && member.Nick != "" {
+		return member.Nick
+	}
+	if u.GlobalName != "" {
+		return u.GlobalName
+	}
+	return u.Username
+}
+
+// quoteOf is the replied-to message, nil when Discord did not send it
+// (deleted, or too old to resolve) or it has no text.
+func quoteOf(ref *discordgo.Message, botID string) *gateway.Quote {
+	if ref == nil || strings.TrimSpace(ref.Content) == "" {
+		return nil
+	}
+	q := &gateway.Quote{Text: stripMention(ref.Content, botID)}
+	if ref.Author != nil {
+		q.Author, q.FromBot = displayName(ref.Member, ref.Author), ref.Author.ID == botID
+	}
+	return q
 }

@@ -67,7 +67,7 @@ func TestEndToEndModelAndEffortButtons(t *testing.T) {
 	waitSent(t, srv, channel, "Effort: high. The next turn uses it.")
 
 	srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, MentionBot: true, Content: "which MODEL now?"})
-	waitSent(t, srv, channel, "ECHO: which MODEL now?")
+	waitSent(t, srv, channel, "ECHO: [u"+allowed+"]: which MODEL now?")
 	req, ok := world.Model.LastRequestWith("which MODEL now?")
 	if !ok {
 		t.Fatal("no model request carries the message")

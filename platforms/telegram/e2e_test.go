@@ -29,7 +29,7 @@ func startStack(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *te
 func startStackWith(t *testing.T, ctx context.Context, w *gatewaytest.World, srv *telegramtest.Server, cfg gateway.Config) *gatewaytest.Stack {
 	t.Helper()
 	return w.Start(t, ctx, cfg, func(st *store.Store) []gateway.Platform {
-		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001},
+		tg, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, AllowedUsers: []int64{1001, 1002},
 			Cursor: st, PollTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatalf("telegram.New: %v", err)

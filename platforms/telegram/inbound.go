@@ -104,7 +104,9 @@ func (a *Adapter) inboundFromMessage(m *models.Message) (gateway.Inbound, bool) 
 	}
 	if r := m.ReplyToMessage; r != nil && !isTopicRoot(m, r) {
 		in.ReplyTo = messageID(m.Chat.ID, r.ID)
+		in.Quote = quoteOf(r)
 	}
+	in.DisplayName = displayName(m.From)
 	return in, true
 }
 
@@ -267,6 +269,31 @@ func (a *Adapter) inboundFromCallback(q *models.CallbackQuery) (gateway.Inbound,
 
 func messageID(chat int64, id int) string {
 	return strconv.FormatInt(chat, 10) + ":" + strconv.Itoa(id)
+}
+
+// displayName is the name Telegram shows for u: first and last name.
+func displayName(u *models.User) string {
+	if name := strings.TrimSpace(u.FirstName + " " + u.LastName); name != "" {
+		return name
+	}
+	return u.Username
+}
+
+// quoteOf is the replied-to message r, nil when it has neither text nor
+// caption (a sticker, a photo without one).
+func quoteOf(r *models.Message) *gateway.Quote {
+	text := r.Text
+	if text == "" {
+		text = r.Caption
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	q := &gateway.Quote{Text: text}
+	if r.From != nil {
+		q.Author, q.FromBot = displayName(r.From), r.From.IsBot
+	}
+	return q
 }
 
 func senderName(u *models.User) string {

@@ -48,7 +48,7 @@ func TestEndToEndUsageLimitPausesAndResumes(t *testing.T) {
 	for topic, texts := range markers {
 		for _, text := range texts {
 			srv.WaitFor(60*time.Second, "the reply to "+text, func() bool {
-				return len(containing(srv.Messages(forum.ID, topic), "ECHO: "+text)) > 0
+				return len(containing(srv.Messages(forum.ID, topic), "ECHO: [Alice]: "+text)) > 0
 			})
 		}
 	}
@@ -65,7 +65,7 @@ func TestEndToEndUsageLimitPausesAndResumes(t *testing.T) {
 		}
 		last := -1
 		for _, text := range texts {
-			replies := containing(msgs, "ECHO: "+text)
+			replies := containing(msgs, "ECHO: [Alice]: "+text)
 			if len(replies) != 1 {
 				t.Errorf("topic %d: %d replies to %q, want 1", topic, len(replies), text)
 				continue

@@ -1,0 +1,66 @@
+package discord_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
+)
+
+// TestEndToEndWhoSpokeAndReplyContext: in a thread two members talk to
+// Codex; each message reaches the model with its author, and a reply
+// carries the message it answers (one of the bot's, or a member's), with
+// the bot's mention taken out of the quote.
+func TestEndToEndWhoSpokeAndReplyContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	srv, world := newServer(t, channel), gatewaytest.NewWorld(t)
+	srv.AddThread("11", channel, "5")
+	startStack(t, ctx, world, srv)
+	ask := func(author, text, replyTo string) string {
+		t.Helper()
+		id := srv.Post(discordtest.Post{ChannelID: "11", AuthorID: author, Content: text, MentionBot: true, ReplyTo: replyTo})
+		if !srv.WaitFor(60*time.Second, func() bool {
+			return slices.ContainsFunc(srv.BotMessages("11"), func(m discordtest.SentMessage) bool { return strings.Contains(m.Content, text) })
+		}) {
+			t.Fatalf("no answer to %q", text)
+		}
+		return id
+	}
+	lastUser := func(marker string) string {
+		t.Helper()
+		req, ok := world.Model.LastRequestWith(marker)
+		if !ok {
+			t.Fatalf("no model request with %q", marker)
+		}
+		return req.LastUserText()
+	}
+
+	ask(allowed, "remember PLUM", "")
+	bens := ask(allowed2, "no, make it FIG", "")
+	if got := lastUser("make it FIG"); got != "[u2]: no, make it FIG" {
+		t.Errorf("the second member's message reached the model as %q", got)
+	}
+	if req, _ := world.Model.LastRequestWith("make it FIG"); !strings.Contains(req.InputText(), "[u1]: remember PLUM") {
+		t.Error("the first member's message lost its author in the thread's history")
+	}
+
+	var answer discordtest.SentMessage
+	for _, m := range srv.BotMessages("11") {
+		if strings.Contains(m.Content, "make it FIG") {
+			answer = m
+		}
+	}
+	ask(allowed, "why that one?", answer.ID)
+	if got, want := lastUser("why that one?"), `(replying to your earlier answer: "`+answer.Content+`")`+"\n[u1]: why that one?"; got != want {
+		t.Errorf("a reply to the bot reached the model as %q, want %q", got, want)
+	}
+	ask(allowed, "do as he says", bens)
+	if got, want := lastUser("do as he says"), `(replying to u2: "no, make it FIG")`+"\n[u1]: do as he says"; got != want {
+		t.Errorf("a reply to a member reached the model as %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,83 @@
+package telegram_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
+	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+)
+
+// TestEndToEndWhoSpokeAndReplyContext: in a forum topic two members talk
+// to Codex; each message reaches the model as "[first name]: text", and a
+// reply carries the message it answers (the bot's or a member's); in a
+// private chat the text is as typed.
+func TestEndToEndWhoSpokeAndReplyContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
+	forum := models.Chat{ID: -1001, Type: models.ChatTypeSupergroup, IsForum: true}
+	alice := models.User{ID: 1001, FirstName: "Alice", LastName: "Liddell", Username: "alice"}
+	bob := models.User{ID: 1002, FirstName: "Bob"}
+	srv.Chat(forum)
+	srv.Topic(forum.ID, 42)
+	startStack(t, ctx, world, srv)
+	answerTo := func(chat int64, topic int, text string) telegramtest.Message {
+		t.Helper()
+		var got telegramtest.Message
+		srv.WaitFor(60*time.Second, "the answer to "+text, func() bool {
+			for _, m := range srv.Messages(chat, topic) {
+				if strings.Contains(m.Text, text) {
+					got = m
+					return true
+				}
+			}
+			return false
+		})
+		return got
+	}
+	lastUser := func(marker string) string {
+		t.Helper()
+		req, ok := world.Model.LastRequestWith(marker)
+		if !ok {
+			t.Fatalf("no model request with %q", marker)
+		}
+		return req.LastUserText()
+	}
+
+	srv.Text(forum, alice, 42, "@gatewayd_test_bot remember PLUM", nil)
+	answerTo(forum.ID, 42, "remember PLUM")
+	bobs := srv.Text(forum, bob, 42, "@gatewayd_test_bot no, make it FIG", nil)
+	answer := answerTo(forum.ID, 42, "make it FIG")
+	if got := lastUser("make it FIG"); got != "[Bob]: no, make it FIG" {
+		t.Errorf("the second member's message reached the model as %q", got)
+	}
+	if req, _ := world.Model.LastRequestWith("make it FIG"); !strings.Contains(req.InputText(), "[Alice Liddell]: remember PLUM") {
+		t.Error("the first member's message lost its author in the topic's history")
+	}
+
+	botMsg := &models.Message{ID: answer.ID, From: &telegramtest.Bot, Chat: forum, Text: answer.Text,
+		MessageThreadID: 42, IsTopicMessage: true}
+	srv.Text(forum, alice, 42, "@gatewayd_test_bot why that one?", botMsg)
+	answerTo(forum.ID, 42, "why that one?")
+	if got, want := lastUser("why that one?"), `(replying to your earlier answer: "`+answer.Text+`")`+"\n[Alice Liddell]: why that one?"; got != want {
+		t.Errorf("a reply to the bot reached the model as %q, want %q", got, want)
+	}
+	srv.Text(forum, alice, 42, "@gatewayd_test_bot do as he says", bobs)
+	answerTo(forum.ID, 42, "do as he says")
+	if got := lastUser("do as he says"); !strings.HasPrefix(got, `(replying to Bob: "@gatewayd_test_bot no, make it FIG")`) {
+		t.Errorf("a reply to a member reached the model as %q", got)
+	}
+
+	dm, _ := aliceDM(srv)
+	srv.Text(dm, alice, 0, "just me here", nil)
+	answerTo(dm.ID, 0, "just me here")
+	if got := lastUser("just me here"); got != "just me here" {
+		t.Errorf("a private chat's message reached the model as %q, want it as typed", got)
+	}
+}
