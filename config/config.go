@@ -174,6 +174,11 @@ type Lanes struct {
 	// Verbose is the work view of lanes that chose none with /verbose:
 	// off | summary | full.
 	Verbose string
+	// GroupContext keeps what allowed members say in a shared room
+	// without addressing the bot, for its next addressed turn there.
+	GroupContext bool
+	// ContextMessages bounds how many of those messages a turn carries.
+	ContextMessages int
 }
 
 // Files bounds the attachments kept under <state_dir>/files (FilesDir) and

@@ -120,6 +120,8 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.max_concurrent_turns", "2", "2", func(c *Config) any { return c.Lanes.MaxConcurrentTurns }, 2},
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
 		{"lanes.worktrees", "false", "false", func(c *Config) any { return c.Lanes.Worktrees }, false},
+		{"lanes.group_context", "false", "false", func(c *Config) any { return c.Lanes.GroupContext }, false},
+		{"lanes.context_messages", "5", "5", func(c *Config) any { return c.Lanes.ContextMessages }, 5},
 		{"lanes.verbose", "full", "full", func(c *Config) any { return c.Lanes.Verbose }, "full"},
 		{"files.max_bytes", "5MiB", "5MiB", func(c *Config) any { return c.Files.MaxBytes }, int64(5 << 20)},
 		{"files.lane_quota", "1048576", "1048576", func(c *Config) any { return c.Files.LaneQuota }, int64(1 << 20)},
@@ -254,6 +256,7 @@ func TestDefaults(t *testing.T) {
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
 			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true,
+			GroupContext: true, ContextMessages: DefaultContextMessages,
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
 		Store:    Store{Driver: "sqlite"},

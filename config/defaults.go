@@ -21,6 +21,7 @@ const (
 	DefaultMaxLive         = 32               // lanes.max_live
 	DefaultIdleEvict       = 30 * time.Minute // lanes.idle_evict
 	DefaultQueueLimit      = 20               // lanes.queue_limit
+	DefaultContextMessages = 30               // lanes.context_messages
 	DefaultBusyMode        = BusyQueue        // lanes.busy_mode
 	DefaultVerbose         = VerboseSummary   // lanes.verbose
 	DefaultApprovals       = ApprovalsNever   // codex.approvals

@@ -85,6 +85,8 @@ var keys = []key{
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
 	boolKey("lanes.worktrees", true, func(c *Config) *bool { return &c.Lanes.Worktrees }),
+	boolKey("lanes.group_context", true, func(c *Config) *bool { return &c.Lanes.GroupContext }),
+	intKey("lanes.context_messages", DefaultContextMessages, func(c *Config) *int { return &c.Lanes.ContextMessages }, 1),
 	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
 
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),

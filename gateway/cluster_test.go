@@ -147,6 +147,9 @@ func TestRestoreThreadUnloadsTheThreadBeforeTheRestore(t *testing.T) {
 	h.send(t, "l1", "m1", "hello")
 	claimAndRun(t, h)
 	thread := h.p.replyTo(t, "m1").Turn.ThreadID
+	// The reply goes out before the worker ends the item: until it has,
+	// the lane still counts as running a turn.
+	waitFor(t, "lane idle", func() bool { return h.g.Stats().ActiveLanes == 0 })
 
 	var loadedAtRestore bool
 	err := h.g.Cluster().RestoreThread(ctx, key, thread, func(context.Context) error {

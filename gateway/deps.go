@@ -25,10 +25,12 @@ type Store interface {
 	modelStore
 	verboseStore
 	usageLimitStore
-	ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)          // /attach
-	AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error // /attach
-	SetInboundState(ctx context.Context, id int64, state string) error                     // inbox
-	ClearJournal(ctx context.Context, sessionKey string) error                             // journal
+	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
+	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
+	ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)              // /attach
+	AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error     // /attach
+	SetInboundState(ctx context.Context, id int64, state string) error                         // inbox
+	ClearJournal(ctx context.Context, sessionKey string) error                                 // journal
 }
 
 // Codex is what the gateway's parts use of *codex.Client, composed the

@@ -63,3 +63,31 @@ func (s *fakeStore) AttachThread(_ context.Context, key string, gen int64, threa
 	s.bindings = append(s.bindings, "attach:"+thread)
 	return nil
 }
+
+// AddRoomLine and TakeRoomLines keep the room's talk in memory, one line
+// per message id, as the real store does.
+func (s *fakeStore) AddRoomLine(_ context.Context, l store.RoomLine) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.room == nil {
+		s.room = map[string][]store.RoomLine{}
+	}
+	for _, old := range s.room[l.SessionKey] {
+		if old.MessageID == l.MessageID {
+			return nil
+		}
+	}
+	s.room[l.SessionKey] = append(s.room[l.SessionKey], l)
+	return nil
+}
+
+func (s *fakeStore) TakeRoomLines(_ context.Context, key string, limit int) ([]store.RoomLine, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines := s.room[key]
+	delete(s.room, key)
+	if limit > 0 && len(lines) > limit {
+		lines = lines[len(lines)-limit:]
+	}
+	return lines, nil
+}

@@ -83,6 +83,11 @@ type Config struct {
 	// of their own (lanes.worktrees: <state_dir>/worktrees); "" lets them
 	// work in the project's checkout.
 	Worktrees string
+	// GroupContext keeps ambient messages of shared rooms for the lane's
+	// next addressed turn (lanes.group_context); ContextMessages bounds
+	// how many a turn carries (default config.DefaultContextMessages).
+	GroupContext    bool
+	ContextMessages int
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command so a terminal continues the same threads.
 	CodexHome string
@@ -120,6 +125,7 @@ func (c *Config) applyDefaults() error {
 	setDefault(&c.BusyMode, config.DefaultBusyMode)
 	setDefault(&c.Approvals, config.DefaultApprovals)
 	setDefault(&c.Verbose, config.DefaultVerbose)
+	setDefault(&c.ContextMessages, config.DefaultContextMessages)
 	for _, err := range []error{
 		config.CheckVerbose(c.Verbose),
 		config.CheckBusyMode(c.BusyMode),

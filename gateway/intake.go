@@ -31,7 +31,8 @@ type intake struct {
 	obs       Observer
 	now       func() time.Time
 	titled    titleOnce
-	gate      LaneGate // cluster mode (SetLaneGate), else nil
+	gate      LaneGate  // cluster mode (SetLaneGate), else nil
+	room      *roomTalk // what a shared room said between turns
 
 	paused func() bool                                      // usage pause in force
 	busy   func(ctx context.Context, l *lane, it item) bool // busy mode: true when it handled the message
@@ -70,6 +71,13 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		k.host.routeCallback(ctx, in, k.log)
 		return false, nil
 	}
+	if in.Ambient {
+		if in.ReceivedAt.IsZero() {
+			in.ReceivedAt = k.now()
+		}
+		k.room.keep(ctx, in)
+		return false, nil
+	}
 	if in.Text == "" && len(in.Attachments) == 0 {
 		k.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
 		return false, nil
@@ -84,6 +92,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	saved, notices := k.storeAttachments(ctx, in)
 	title := k.titled.of(key, in)
 	in.Text = framedText(in) // after the title, which names the lane by what was said
+	in.Text = k.room.withTalk(ctx, in, in.Text)
 	rec := store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,

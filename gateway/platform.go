@@ -121,6 +121,10 @@ type Inbound struct {
 	// Quote is the message this one replies to, when the platform sent it
 	// along (speaker.go puts it into the turn's text).
 	Quote *Quote
+	// Ambient: said in a shared room without addressing the bot. It never
+	// starts a turn; with Config.GroupContext it is kept for the lane's
+	// next addressed turn (roomtalk.go), else dropped.
+	Ambient bool
 }
 
 // Quote is a replied-to message as the reply's update carries it.

@@ -301,6 +301,22 @@ CREATE TABLE retry_turns (
 	`
 ALTER TABLE outbox ADD COLUMN fork_lane TEXT NOT NULL DEFAULT '';
 `,
+	// 18: what was said in a shared room between the bot's turns (issue
+	// 28, lanes.group_context): kept per lane until the next addressed
+	// turn takes it; a redelivered message is one row (platform, id).
+	`
+CREATE TABLE room_context (
+	id          INTEGER PRIMARY KEY,
+	session_key TEXT    NOT NULL,
+	platform    TEXT    NOT NULL,
+	message_id  TEXT    NOT NULL,
+	sender      TEXT    NOT NULL,
+	text        TEXT    NOT NULL,
+	received_at INTEGER NOT NULL,
+	UNIQUE (platform, message_id)
+);
+CREATE INDEX room_context_lane ON room_context(session_key, id);
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

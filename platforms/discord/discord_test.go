@@ -65,9 +65,15 @@ func TestDMAndUnaddressedChannelMessages(t *testing.T) {
 	srv.AddDM("20", allowed)
 	r := start(t, baseConfig(t, srv))
 
-	srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "chatter, not for the bot"})
+	// Chatter not for the bot comes as the room's talk (ambient), a
+	// stranger's not at all, another bot's mention neither.
+	chatter := srv.Post(discordtest.Post{ChannelID: channel, AuthorID: allowed, Content: "chatter, not for the bot"})
+	srv.Post(discordtest.Post{ChannelID: channel, AuthorID: stranger, Content: "a stranger's chatter"})
 	srv.Post(discordtest.Post{ChannelID: channel, AuthorID: "7", Content: "bot talk", MentionBot: true, Bot: true})
 	id := srv.Post(discordtest.Post{ChannelID: "20", AuthorID: allowed, Content: "hello"})
+	if in := r.sink.next(t); in.MessageID != chatter || !in.Ambient || in.Mentioned || in.Text != "chatter, not for the bot" {
+		t.Fatalf("channel chatter delivered as %+v, want it ambient", in)
+	}
 	in := r.sink.next(t)
 	want := gateway.Address{Platform: "discord", Kind: gateway.LaneDM, ChatID: "20"}
 	if in.MessageID != id || in.Address != want || in.Text != "hello" {

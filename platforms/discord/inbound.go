@@ -52,6 +52,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, backf
 	}
 	addressed, direct := a.addressed(m, ch, botID)
 	if !addressed {
+		a.deliverAmbient(ctx, m, ch, guildID, botID)
 		a.advance(ctx, m)
 		return true
 	}
@@ -299,4 +300,26 @@ func quoteOf(ref *discordgo.Message, botID string) *gateway.Quote {
 		q.Author, q.FromBot = displayName(ref.Member, ref.Author), ref.Author.ID == botID
 	}
 	return q
+}
+
+// deliverAmbient hands the gateway a message said in a shared channel
+// without addressing the bot, from an allowed member: the room's talk,
+// which the gateway keeps as context for the bot's next turn there
+// (lanes.group_context) or drops. It is context, so a failure is logged,
+// not retried: the channel's later messages must not wait for it.
+func (a *Adapter) deliverAmbient(ctx context.Context, m *discordgo.Message, ch chanInfo, guildID, botID string) {
+	text := strings.TrimSpace(stripMention(m.Content, botID))
+	if ch.isDM() || text == "" {
+		return
+	}
+	if !a.allow.userAllowed(m.Author.ID, a.roles(ctx, guildID, m)) {
+		return // a stranger's words are never passed on
+	}
+	in := gateway.Inbound{
+		Address: a.laneFor(ch, m.Author.ID), MessageID: m.ID, SenderID: m.Author.ID, SenderName: m.Author.Username,
+		DisplayName: displayName(m.Member, m.Author), Text: text, ReceivedAt: a.cfg.Now(), Ambient: true,
+	}
+	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
+		a.log.Warn("discord.ambient_deliver_failed", zap.String("message_id", m.ID), zap.Error(err))
+	}
 }

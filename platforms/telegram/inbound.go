@@ -40,7 +40,9 @@ func (a *Adapter) handleUpdate(ctx context.Context, sink gateway.Sink, u *models
 // Nothing of an unauthorised sender leaves the adapter.
 func (a *Adapter) deliver(ctx context.Context, sink gateway.Sink, in gateway.Inbound) error {
 	if !a.Authorize(in) {
-		a.noteUnauthorised(in)
+		if !in.Ambient { // a stranger's talk to the room is not a refusal worth a line
+			a.noteUnauthorised(in)
+		}
 		return nil
 	}
 	dup, err := sink.Deliver(ctx, in)
@@ -86,8 +88,11 @@ func (a *Adapter) inboundFromMessage(m *models.Message) (gateway.Inbound, bool) 
 	if addr.Kind == gateway.LaneDM {
 		mentioned = true
 	}
-	if !mentioned && !a.isFree(addr) {
-		return gateway.Inbound{}, false
+	// Not addressed in a group: the room's talk, kept as context for the
+	// bot's next turn there (the gateway decides, lanes.group_context).
+	ambient := !mentioned && !a.isFree(addr)
+	if ambient && strings.TrimSpace(text) == "" {
+		return gateway.Inbound{}, false // files said to the room are not kept
 	}
 	in := gateway.Inbound{
 		Address:    addr,
@@ -107,6 +112,9 @@ func (a *Adapter) inboundFromMessage(m *models.Message) (gateway.Inbound, bool) 
 		in.Quote = quoteOf(r)
 	}
 	in.DisplayName = displayName(m.From)
+	if ambient {
+		in.Ambient, in.Attachments, in.Quote = true, nil, nil
+	}
 	return in, true
 }
 

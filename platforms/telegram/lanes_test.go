@@ -134,18 +134,21 @@ func TestGroupMessagesAddressedToTheBot(t *testing.T) {
 		delivered bool
 		wantText  string
 		mentioned bool
+		// ambient: delivered as the room's talk, not addressed (the
+		// gateway keeps it as context or drops it).
+		ambient bool
 	}{
-		{name: "plain group chatter", chat: group, text: "hello all"},
+		{name: "plain group chatter", chat: group, text: "hello all", delivered: true, wantText: "hello all", ambient: true},
 		{name: "command for another bot", chat: group, text: "/status@other_bot"},
-		{name: "mention of a longer name", chat: group, text: "@gatewayd_test_bot2 hi"},
-		{name: "reply to someone else", chat: group, text: "sure", reply: &models.Message{ID: 1, From: &mallory, Chat: group}},
+		{name: "mention of a longer name", chat: group, text: "@gatewayd_test_bot2 hi", delivered: true, wantText: "@gatewayd_test_bot2 hi", ambient: true},
+		{name: "reply to someone else", chat: group, text: "sure", reply: &models.Message{ID: 1, From: &mallory, Chat: group}, delivered: true, wantText: "sure", ambient: true},
 		{name: "mention", chat: group, text: "@GatewayD_Test_Bot look", delivered: true, wantText: "look", mentioned: true},
 		{name: "command with our name", chat: group, text: "/reset@gatewayd_test_bot now", delivered: true, wantText: "/reset now", mentioned: true},
 		{name: "command on its own line", chat: group, text: "/retry@gatewayd_test_bot\nplease", delivered: true, wantText: "/retry\nplease", mentioned: true},
 		{name: "bare command", chat: group, text: "/status", delivered: true, wantText: "/status", mentioned: true},
 		{name: "reply to the bot", chat: group, text: "and then?", reply: botMessage(group, 9), delivered: true, wantText: "and then?", mentioned: true},
 		{name: "free-response topic", chat: forum, topic: 77, text: "no mention needed", delivered: true, wantText: "no mention needed"},
-		{name: "other topic of that forum", chat: forum, topic: 78, text: "not free here"},
+		{name: "other topic of that forum", chat: forum, topic: 78, text: "not free here", delivered: true, wantText: "not free here", ambient: true},
 		{name: "private chat", chat: aliceDM, text: "hi", delivered: true, wantText: "hi", mentioned: true},
 	}
 	var want []string
@@ -170,8 +173,8 @@ func TestGroupMessagesAddressedToTheBot(t *testing.T) {
 		}
 		t.Run(tt.name, func(t *testing.T) {
 			in := got[i]
-			if in.MessageID != want[i] || in.Text != tt.wantText || in.Mentioned != tt.mentioned {
-				t.Fatalf("got %+v; want id %s text %q mentioned %v", in, want[i], tt.wantText, tt.mentioned)
+			if in.MessageID != want[i] || in.Text != tt.wantText || in.Mentioned != tt.mentioned || in.Ambient != tt.ambient {
+				t.Fatalf("got %+v; want id %s text %q mentioned %v ambient %v", in, want[i], tt.wantText, tt.mentioned, tt.ambient)
 			}
 		})
 		i++

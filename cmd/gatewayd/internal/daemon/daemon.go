@@ -297,6 +297,7 @@ func (d *daemon) buildGateway() error {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		CodexHome:    CodexHome(d.cfg),
+		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages,
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),
