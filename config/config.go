@@ -86,8 +86,11 @@ type Codex struct {
 	Sandbox string   // read-only | workspace-write | danger-full-access
 	// Isolation confines each lane's commands and file tools to its own
 	// directories (lanes) or leaves them the daemon user's view (none).
-	Isolation     string
-	Approvals     string // never | chat
+	Isolation string
+	Approvals string // never | chat
+	// Approvers decides who answers a chat approval in a shared room:
+	// requester (who started the turn, or an admin) | anyone allowed.
+	Approvers     string
 	TurnTimeout   time.Duration
 	ResumeTimeout time.Duration
 	StartTimeout  time.Duration
@@ -131,6 +134,7 @@ type Telegram struct {
 	AllowedUsers      []string
 	AllowedChats      []string
 	FreeResponseChats []string // chats (or chat:topic) answered without a mention
+	Admins            []string // user ids who may decide any approval (codex.approvers)
 	PollTimeout       time.Duration
 }
 
@@ -147,6 +151,7 @@ type Discord struct {
 	AllowedGuilds        []string
 	AllowedChannels      []string
 	FreeResponseChannels []string
+	Admins               []string // user ids who may decide any approval (codex.approvers)
 	AutoThread           bool
 	IgnoreBots           bool
 	PerUserChannels      bool

@@ -11,6 +11,9 @@ const (
 	ApprovalsNever = "never" // codex.approvals: codex never asks; the sandbox decides
 	ApprovalsChat  = "chat"  // codex.approvals: ask in the lane
 
+	ApproversRequester = "requester" // codex.approvers: in a shared room, who started the turn (or an admin)
+	ApproversAnyone    = "anyone"    // codex.approvers: any allowed member
+
 	IsolationLanes = "lanes" // codex.isolation: a lane's commands see only its own directories
 	IsolationNone  = "none"  // codex.isolation: they see what the daemon's user sees
 
@@ -25,6 +28,7 @@ const (
 var (
 	BusyModes      = []string{BusyQueue, BusyInterrupt, BusySteer}
 	ApprovalModes  = []string{ApprovalsNever, ApprovalsChat}
+	ApproverModes  = []string{ApproversRequester, ApproversAnyone}
 	IsolationModes = []string{IsolationLanes, IsolationNone}
 	VerboseModes   = []string{VerboseOff, VerboseSummary, VerboseFull}
 )
@@ -34,6 +38,9 @@ func CheckBusyMode(mode string) error { return checkKey("lanes.busy_mode", mode)
 
 // CheckApprovals checks a codex.approvals value; the error is Load's.
 func CheckApprovals(mode string) error { return checkKey("codex.approvals", mode) }
+
+// CheckApprovers checks a codex.approvers value; the error is Load's.
+func CheckApprovers(mode string) error { return checkKey("codex.approvers", mode) }
 
 // CheckVerbose checks a lanes.verbose value; the error is Load's.
 func CheckVerbose(mode string) error { return checkKey("lanes.verbose", mode) }

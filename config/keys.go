@@ -39,6 +39,7 @@ var keys = []key{
 		oneOf("read-only", "workspace-write", "danger-full-access")),
 	strKey("codex.isolation", DefaultIsolation, func(c *Config) *string { return &c.Codex.Isolation }, oneOf(IsolationModes...)),
 	strKey("codex.approvals", DefaultApprovals, func(c *Config) *string { return &c.Codex.Approvals }, oneOf(ApprovalModes...)),
+	strKey("codex.approvers", ApproversRequester, func(c *Config) *string { return &c.Codex.Approvers }, oneOf(ApproverModes...)),
 	durKey("codex.approval_timeout", DefaultApprovalTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
 	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
 	durKey("codex.resume_timeout", DefaultResumeTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
@@ -59,6 +60,7 @@ var keys = []key{
 	listKey("telegram.allowed_users", func(c *Config) *[]string { return &c.Telegram.AllowedUsers }),
 	listKey("telegram.allowed_chats", func(c *Config) *[]string { return &c.Telegram.AllowedChats }),
 	listKey("telegram.free_response_chats", func(c *Config) *[]string { return &c.Telegram.FreeResponseChats }),
+	listKey("telegram.admins", func(c *Config) *[]string { return &c.Telegram.Admins }),
 	durKey("telegram.poll_timeout", "30s", func(c *Config) *time.Duration { return &c.Telegram.PollTimeout }, positive),
 
 	secretKey("discord.token", func(c *Config) *string { return &c.Discord.Token }),
@@ -69,6 +71,7 @@ var keys = []key{
 	listKey("discord.allowed_guilds", func(c *Config) *[]string { return &c.Discord.AllowedGuilds }),
 	listKey("discord.allowed_channels", func(c *Config) *[]string { return &c.Discord.AllowedChannels }),
 	listKey("discord.free_response_channels", func(c *Config) *[]string { return &c.Discord.FreeResponseChannels }),
+	listKey("discord.admins", func(c *Config) *[]string { return &c.Discord.Admins }),
 	boolKey("discord.auto_thread", false, func(c *Config) *bool { return &c.Discord.AutoThread }),
 	boolKey("discord.ignore_bots", true, func(c *Config) *bool { return &c.Discord.IgnoreBots }),
 	boolKey("discord.per_user_channels", false, func(c *Config) *bool { return &c.Discord.PerUserChannels }),

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -35,7 +36,19 @@ var (
 	ErrApprovalNotFound  = errors.New("gateway: no such pending approval (answered, expired or unknown)")
 	ErrApprovalWrongLane = errors.New("gateway: the approval belongs to another lane")
 	ErrBadDecision       = errors.New("gateway: decision must be accept, acceptForSession, decline or cancel")
+	// ErrNotApprover: in a shared room with codex.approvers: requester,
+	// only who started the turn, or an admin, decides (NotApproverError
+	// names them).
+	ErrNotApprover = errors.New("gateway: only the turn's requester or an admin decides this approval")
 )
+
+// NotApproverError is ErrNotApprover naming who may decide.
+type NotApproverError struct{ Requester string }
+
+func (e *NotApproverError) Error() string {
+	return "Only " + e.Requester + " or an admin can decide this"
+}
+func (e *NotApproverError) Unwrap() error { return ErrNotApprover }
 
 // ApprovalDecider is what an adapter that takes decisions itself (the API
 // lane: pending approvals in its SSE stream, POST .../approvals/{id}) can
@@ -57,11 +70,16 @@ type PendingApproval struct {
 	Kind, Command, Cwd, Reason string
 	ThreadID, TurnID, ItemID   string
 	Asked                      time.Time
+	// Requester (platform user id) and RequesterName: in a shared room
+	// with codex.approvers: requester, only they or an admin decide.
+	// "" when anyone allowed decides.
+	Requester, RequesterName string
 }
 
 type pendingApproval struct {
-	info   PendingApproval
-	answer chan codex.Decision // buffered: written once, by whoever took the entry
+	info     PendingApproval
+	platform string              // the lane's, for its admins
+	answer   chan codex.Decision // buffered: written once, by whoever took the entry
 }
 
 // approvalBook holds the pending approvals; the zero value is ready.
@@ -130,6 +148,11 @@ type approvals struct {
 	// laneOf returns the address of the lane whose thread is threadID
 	// (laneTable.addressOfThread).
 	laneOf func(threadID string) (Address, bool)
+	// requesterOf is who sent the message whose turn runs on threadID
+	// (laneTable.requesterOfThread).
+	requesterOf func(threadID string) (id, name string)
+	anyone      bool                       // codex.approvers: anyone
+	admins      map[string]map[string]bool // platform → admin user ids
 	// base is the gateway's base context: notices about a request outlive
 	// the request's own context (it ends when codex withdraws it).
 	base context.Context
@@ -144,17 +167,25 @@ type approvals struct {
 
 // newApprovals builds the approvals module. platforms is the gateway's
 // platform map, which AddPlatform still fills after New.
-func newApprovals(cfg Config, laneOf func(threadID string) (Address, bool), base context.Context,
+func newApprovals(cfg Config, lanes *laneTable, base context.Context,
 	out *deliverer, platforms map[string]Platform, log *zap.Logger) *approvals {
-	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: laneOf, base: base,
-		out: out, platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
+	admins := make(map[string]map[string]bool)
+	for platform, ids := range cfg.Admins {
+		admins[platform] = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			admins[platform][id] = true
+		}
+	}
+	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: lanes.addressOfThread,
+		requesterOf: lanes.requesterOfThread, anyone: cfg.Approvers == config.ApproversAnyone, admins: admins,
+		base: base, out: out, platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
 }
 
 // register adds /approve, /deny, the approval buttons, and cancels a lane's
 // pending requests when its turn is stopped or its conversation reset.
 func (a *approvals) register(h *host) {
 	decide := func(ctx context.Context, c commandCall) bool {
-		a.command(ctx, c.lane.addr, c.msgID, c.args, c.name == "approve")
+		a.command(ctx, c.lane.addr, c.msgID, c.sender, c.args, c.name == "approve")
 		return true
 	}
 	h.command("approve", decide)
@@ -211,8 +242,13 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 		a.out.notify(a.base, addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
 		return codex.DecisionDecline
 	}
-	p := a.book.add(PendingApproval{SessionKey: key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
-		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: a.now()})
+	info := PendingApproval{SessionKey: key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
+		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: a.now()}
+	if !a.anyone && isGroupPlace(addr.Kind) {
+		info.Requester, info.RequesterName = a.requesterOf(req.ThreadID)
+	}
+	p := a.book.add(info)
+	p.platform = addr.Platform
 	id := p.info.ID
 	a.log.Info("approval.asked", zap.String("lane", key), zap.String("approval", id), zap.String("kind", req.Kind))
 	a.ask(ctx, addr, p.info)
@@ -335,6 +371,15 @@ func (a *approvals) claim(sessionKey, id, decision, senderID string) (answer fun
 			zap.String("owner", p.info.SessionKey), zap.String("sender", senderID))
 		return nil, ErrApprovalWrongLane
 	}
+	if r := p.info.Requester; r != "" && senderID != r && !a.admins[p.platform][senderID] {
+		a.log.Info("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
+			zap.String("why", "not the requester"), zap.String("sender", senderID))
+		name := p.info.RequesterName
+		if name == "" {
+			name = r
+		}
+		return nil, &NotApproverError{Requester: name}
+	}
 	if a.book.take(id) == nil {
 		return nil, ErrApprovalNotFound
 	}
@@ -390,6 +435,8 @@ func decisionText(id, decision string, err error) string {
 		return fmt.Sprintf("Approval %s belongs to another conversation; refused.", id)
 	case errors.Is(err, ErrApprovalNotFound):
 		return fmt.Sprintf("Approval %s is no longer pending (answered, expired or unknown).", id)
+	case errors.Is(err, ErrNotApprover):
+		return err.Error() + "; approval " + id + " is still waiting."
 	}
 	return err.Error()
 }
@@ -409,7 +456,7 @@ func decisionWords(d codex.Decision) string {
 // command is /approve [id] [session] and /deny [id] in the lane at addr.
 // Without an id it answers the lane's only pending request. The answer
 // goes to the lane as a reply to msgID.
-func (a *approvals) command(ctx context.Context, addr Address, msgID, args string, approve bool) {
+func (a *approvals) command(ctx context.Context, addr Address, msgID, sender, args string, approve bool) {
 	fields := strings.Fields(args)
 	id := ""
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "a") {
@@ -436,7 +483,7 @@ func (a *approvals) command(ctx context.Context, addr Address, msgID, args strin
 			decision = codex.DecisionAcceptForSession
 		}
 	}
-	a.decideAndSay(ctx, addr, msgID, id, string(decision), "")
+	a.decideAndSay(ctx, addr, msgID, id, string(decision), sender)
 }
 
 // unsupported is the codex.Options.Unsupported hook: the app-server asked

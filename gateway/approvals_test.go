@@ -213,3 +213,56 @@ func TestWithdrawnApprovalIsToldToTheLane(t *testing.T) {
 		t.Errorf("late decision: %v", err)
 	}
 }
+
+// TestApprovalInASharedRoomIsTheRequesters: in a group, the approval a
+// turn asks for is decided by the member whose message started it or by
+// an admin; anyone else's press (or /approve) is refused and changes
+// nothing. With codex.approvers: anyone, any allowed member decides.
+func TestApprovalInASharedRoomIsTheRequesters(t *testing.T) {
+	group := Address{Platform: "test", Kind: LaneGroup, ChatID: "g1"}
+	for _, tc := range []struct {
+		name, approvers, presser string
+		refused                  bool
+	}{
+		{"another member", "requester", "ben", true},
+		{"the requester", "requester", "ana", false},
+		{"an admin", "requester", "root", false},
+		{"anyone allowed", "anyone", "ben", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.Approvals, c.ApprovalTimeout, c.Approvers = ApprovalsChat, time.Minute, tc.approvers
+				c.Admins = map[string][]string{"test": {"root"}}
+			})
+			h.cx.run = approvalRun(&h.g)
+			h.start(t)
+			ctx := context.Background()
+			if _, err := h.g.Deliver(ctx, Inbound{Address: group, MessageID: "m1", SenderID: "ana", DisplayName: "Ana", Text: "run it"}); err != nil {
+				t.Fatal(err)
+			}
+			question(t, h.p)
+			press := func(id, who string) {
+				t.Helper()
+				if _, err := h.g.Deliver(ctx, Inbound{Address: group, MessageID: id, SenderID: who, Callback: approvalButtons("a1")[0].ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			press("p1", tc.presser)
+			if tc.refused {
+				if o := h.p.next(t); o.Text != "Only Ana or an admin can decide this; approval a1 is still waiting." {
+					t.Fatalf("a non-requester's press answered %q", o.Text)
+				}
+				if err := h.g.Decide(group.SessionKey(), "a1", "accept", "ben"); !errors.Is(err, ErrNotApprover) {
+					t.Fatalf("Decide by a non-requester: %v", err)
+				}
+				if p := h.g.PendingApprovals(group.SessionKey()); len(p) != 1 || p[0].Requester != "ana" {
+					t.Fatalf("after a refused press pending %+v, want the request still Ana's", p)
+				}
+				press("p2", "ana")
+			}
+			if got, _ := collect(t, h.p, "m1"); got["m1"].Text != "decision: accept" {
+				t.Errorf("the turn saw %q, want accept", got["m1"].Text)
+			}
+		})
+	}
+}

@@ -68,7 +68,12 @@ type Config struct {
 	// declines an unanswered request (default config.DefaultApprovalTimeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
-	Thread          codex.ThreadConfig
+	// Approvers is codex.approvers (requester | anyone; default
+	// requester) and Admins the user ids, per platform, who may decide any
+	// approval (telegram.admins, discord.admins).
+	Approvers string
+	Admins    map[string][]string
+	Thread    codex.ThreadConfig
 	// Effort is codex.effort: the reasoning effort of lanes that chose
 	// none ("" = the model's default). Thread.Model is the default model.
 	Effort string
@@ -124,6 +129,7 @@ func (c *Config) applyDefaults() error {
 	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
 	setDefault(&c.BusyMode, config.DefaultBusyMode)
 	setDefault(&c.Approvals, config.DefaultApprovals)
+	setDefault(&c.Approvers, config.ApproversRequester)
 	setDefault(&c.Verbose, config.DefaultVerbose)
 	setDefault(&c.ContextMessages, config.DefaultContextMessages)
 	for _, err := range []error{
@@ -131,6 +137,7 @@ func (c *Config) applyDefaults() error {
 		config.CheckBusyMode(c.BusyMode),
 		config.CheckCompactAt(c.CompactAt),
 		config.CheckApprovals(c.Approvals),
+		config.CheckApprovers(c.Approvers),
 	} {
 		if err != nil {
 			return fmt.Errorf("gateway: %w", err)

@@ -125,7 +125,8 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		k.gate.Recorded(key)
 		return false, nil
 	}
-	k.dispatch(k.base, recorded{addr: in.Address, inboundID: id, msgID: in.MessageID, text: in.Text, att: saved, journal: journal})
+	k.dispatch(k.base, recorded{addr: in.Address, inboundID: id, msgID: in.MessageID, text: in.Text, att: saved, journal: journal,
+		sender: in.SenderID, senderName: speakerName(in)})
 	return false, nil
 }
 
@@ -214,11 +215,14 @@ type recorded struct {
 	// journal is the turn's journal entry written with the inbound row
 	// (intake.record), nil if none.
 	journal *store.JournalEntry
+	// sender and senderName are who sent it (item.requester).
+	sender, senderName string
 }
 
 // recordedRow is an inbox row read back (recovery, a cluster claim).
 func recordedRow(addr Address, row store.InboundRow) recorded {
-	return recorded{addr: addr, inboundID: row.ID, msgID: row.MessageID, text: row.Text, att: row.Attachments}
+	return recorded{addr: addr, inboundID: row.ID, msgID: row.MessageID, text: row.Text, att: row.Attachments,
+		sender: row.SenderID, senderName: row.SenderName}
 }
 
 // dispatch runs a recorded message: commands act at once or queue work;
@@ -229,7 +233,7 @@ func (k *intake) dispatch(ctx context.Context, m recorded) {
 	if len(att) == 0 {
 		if cmd, ok := parseCommand(text); ok {
 			k.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
-			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID},
+			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID, sender: m.sender},
 				func(ctx context.Context, id int64) { k.inbox.set(ctx, id, store.InboundDone) })
 			return
 		}
@@ -238,7 +242,7 @@ func (k *intake) dispatch(ctx context.Context, m recorded) {
 		k.out.notify(ctx, addr, msgID, audioNotice)
 	}
 	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),
-		journal: journal}
+		journal: journal, requester: m.sender, requesterName: m.senderName}
 	if k.busy(ctx, l, it) {
 		return
 	}

@@ -87,6 +87,11 @@ type item struct {
 	// review makes the turn codex's reviewer on this target (/review)
 	// instead of a message.
 	review *codex.ReviewTarget
+	// requester is who sent the message (platform user id and shown
+	// name): in a shared room only they, or an admin, decide what the
+	// turn asks (codex.approvers). "" when not known (a rerun after a
+	// restart): anyone allowed decides.
+	requester, requesterName string
 }
 
 // turnState is the item being processed; commands use it to stop the turn.
@@ -101,6 +106,8 @@ type turnState struct {
 	discard  bool // the lane was reset: skip or discard the result
 	cutOff   bool // shutdown interrupted it: leave it journaled
 	answered bool // the answer is being committed; nothing waits for it
+	// requester and requesterName: the item's (item.requester).
+	requester, requesterName string
 	// finishing: the turn's codex work is over and its answer is being
 	// shown and committed (set before the work view's closing line, whose
 	// buttons may be pressed at once).
@@ -508,6 +515,16 @@ func (l *lane) current() *turnState {
 	return l.cur
 }
 
+// requesterOf is who sent the item that runs on thread, if one does.
+func (l *lane) requesterOf(thread string) (id, name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil || l.cur.threadID != thread {
+		return "", ""
+	}
+	return l.cur.requester, l.cur.requesterName
+}
+
 // setFinishing marks the current turn as past its codex work.
 func (l *lane) setFinishing() {
 	l.mu.Lock()
@@ -668,7 +685,7 @@ func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, b
 	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{kind: it.kind, retry: it.retry}
+	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName}
 	return it, true
 }
 

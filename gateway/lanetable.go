@@ -79,6 +79,14 @@ func (t *laneTable) addressOfThread(threadID string) (Address, bool) {
 	return Address{}, false
 }
 
+// requesterOfThread is who sent the message whose turn runs on threadID.
+func (t *laneTable) requesterOfThread(threadID string) (id, name string) {
+	if l := t.ofThread(threadID); l != nil {
+		return l.requesterOf(threadID)
+	}
+	return "", ""
+}
+
 // touch makes the lane the most recently used live lane.
 func (t *laneTable) touch(l *lane) {
 	t.mu.Lock()

@@ -40,6 +40,7 @@ type commandCall struct {
 	args      string
 	inboundID int64
 	msgID     string
+	sender    string // platform user id of who typed it ("" after a restart)
 }
 
 // A commandFunc runs a command. It reports whether the command is answered

@@ -67,8 +67,15 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 		}
 		return codex.ToolResult{Text: "not ready"}
 	}
+	approve := func(ctx context.Context, req codex.ApprovalRequest) codex.Decision {
+		if g := late.Load(); g != nil {
+			return g.Approve(ctx, req)
+		}
+		return codex.DecisionDecline
+	}
 	cx, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(t), Args: codextest.Args(w.Model.URL),
-		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log, ToolCall: tool})
+		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log, ToolCall: tool,
+		Approvals: approve})
 	if err != nil {
 		_ = st.Close()
 		t.Fatalf("codex.Start: %v", err)

@@ -123,3 +123,43 @@ func TestEndToEndRoomTalkIsTheNextTurnsContext(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestEndToEndApprovalIsTheRequesters: in a group, the command approval
+// Alice's turn asks for is refused to Bob's press (the request stays
+// pending, the command does not run) and granted to Alice's.
+func TestEndToEndApprovalIsTheRequesters(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
+	group := models.Chat{ID: -2003, Type: models.ChatTypeSupergroup, Title: "ops"}
+	alice := models.User{ID: 1001, FirstName: "Alice"}
+	bob := models.User{ID: 1002, FirstName: "Bob"}
+	srv.Chat(group)
+	world.Model.Respond(gatewaytest.RunsCommand("run the check", "echo CHECKED-$((6*7))"))
+	cfg := gateway.Config{Approvals: gateway.ApprovalsChat, ApprovalTimeout: time.Minute}
+	cfg.Thread.ApprovalPolicy = "untrusted"
+	startStackWith(t, ctx, world, srv, cfg)
+	srv.Text(group, alice, 0, "@gatewayd_test_bot run the check", nil)
+	var question telegramtest.Message
+	srv.WaitFor(60*time.Second, "the approval question", func() bool {
+		for _, m := range srv.Messages(group.ID, 0) {
+			if strings.Contains(m.Markup, "approval:a1:accept") {
+				question = m
+				return true
+			}
+		}
+		return false
+	})
+	srv.Press(bob, question, "approval:a1:accept")
+	srv.WaitFor(30*time.Second, "Bob's refusal", func() bool {
+		return countContaining(srv.Messages(group.ID, 0), "Only Alice or an admin can decide this") == 1
+	})
+	if countContaining(srv.Messages(group.ID, 0), "CHECKED-42") != 0 {
+		t.Fatal("the command ran on Bob's press")
+	}
+	srv.Press(alice, question, "approval:a1:accept")
+	srv.WaitFor(60*time.Second, "the approved command's output in the answer", func() bool {
+		return countContaining(srv.Messages(group.ID, 0), "CHECKED-42") > 0
+	})
+}

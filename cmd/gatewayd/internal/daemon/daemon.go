@@ -25,6 +25,8 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
+	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
@@ -298,6 +300,8 @@ func (d *daemon) buildGateway() error {
 		Worktrees:    worktreesDir(d.cfg),
 		CodexHome:    CodexHome(d.cfg),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages,
+		Approvers:    d.cfg.Codex.Approvers,
+		Admins:       map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),
