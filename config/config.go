@@ -184,6 +184,10 @@ type Lanes struct {
 	GroupContext bool
 	// ContextMessages bounds how many of those messages a turn carries.
 	ContextMessages int
+	// NotifyAfter: a turn that ran longer ends with a new message that
+	// notifies its requester (not an edit of the streamed preview, which
+	// notifies nobody); 0: never.
+	NotifyAfter time.Duration
 }
 
 // Files bounds the attachments kept under <state_dir>/files (FilesDir) and

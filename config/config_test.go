@@ -125,6 +125,7 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.worktrees", "false", "false", func(c *Config) any { return c.Lanes.Worktrees }, false},
 		{"lanes.group_context", "false", "false", func(c *Config) any { return c.Lanes.GroupContext }, false},
 		{"lanes.context_messages", "5", "5", func(c *Config) any { return c.Lanes.ContextMessages }, 5},
+		{"lanes.notify_after", "2m", "2m", func(c *Config) any { return c.Lanes.NotifyAfter }, 2 * time.Minute},
 		{"lanes.verbose", "full", "full", func(c *Config) any { return c.Lanes.Verbose }, "full"},
 		{"files.max_bytes", "5MiB", "5MiB", func(c *Config) any { return c.Files.MaxBytes }, int64(5 << 20)},
 		{"files.lane_quota", "1048576", "1048576", func(c *Config) any { return c.Files.LaneQuota }, int64(1 << 20)},
@@ -259,7 +260,7 @@ func TestDefaults(t *testing.T) {
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
 			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true,
-			GroupContext: true, ContextMessages: DefaultContextMessages,
+			GroupContext: true, ContextMessages: DefaultContextMessages, NotifyAfter: time.Minute,
 		},
 		Shutdown: Shutdown{DrainTimeout: time.Minute},
 		Store:    Store{Driver: "sqlite"},

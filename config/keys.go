@@ -89,6 +89,7 @@ var keys = []key{
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
 	boolKey("lanes.worktrees", true, func(c *Config) *bool { return &c.Lanes.Worktrees }),
 	boolKey("lanes.group_context", true, func(c *Config) *bool { return &c.Lanes.GroupContext }),
+	durKey("lanes.notify_after", "60s", func(c *Config) *time.Duration { return &c.Lanes.NotifyAfter }, nonNegative),
 	intKey("lanes.context_messages", DefaultContextMessages, func(c *Config) *int { return &c.Lanes.ContextMessages }, 1),
 	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
 

@@ -271,6 +271,7 @@ func (d *deliverer) outboundOf(m store.OutboxMessage, parts *rowParts) Outbound 
 	if m.ForkLane != "" {
 		out.Fork = &ForkInfo{Lane: m.ForkLane, ThreadID: m.ThreadID}
 	}
+	out.Ping = m.Ping
 	return out
 }
 

@@ -93,6 +93,9 @@ type Config struct {
 	// how many a turn carries (default config.DefaultContextMessages).
 	GroupContext    bool
 	ContextMessages int
+	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
+	// a new message notifying its requester (0: never).
+	NotifyAfter time.Duration
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command so a terminal continues the same threads.
 	CodexHome string

@@ -228,6 +228,10 @@ type Outbound struct {
 	Progress *WorkView
 	// Fork is set on /fork's answer (the API returns it as "fork").
 	Fork *ForkInfo
+	// Ping is the platform user id the message must notify (a long turn's
+	// answer, lanes.notify_after): Discord mentions them; Telegram's reply
+	// to their message notifies them already.
+	Ping string
 }
 
 // PartLog is the durable record of one outbox row's parts. An adapter

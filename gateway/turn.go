@@ -45,6 +45,7 @@ type turnRunner struct {
 	now         func() time.Time
 	thread      codex.ThreadConfig // the base config of every lane's thread
 	turnTimeout time.Duration      // codex.turn_timeout, named in a timed-out turn's notice
+	notifyAfter time.Duration      // lanes.notify_after: a longer turn's answer notifies (0: never)
 	gate        LaneGate           // cluster mode (SetLaneGate), else nil
 
 	// Parts still built by the gateway: the turn's typing and preview,
@@ -333,6 +334,11 @@ func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, er
 	return res, err
 }
 
+// longTurn reports whether the turn ran past lanes.notify_after.
+func (r *turnRunner) longTurn(t *turn) bool {
+	return r.notifyAfter > 0 && r.now().Sub(t.started) >= r.notifyAfter
+}
+
 // errHandled reports a failure already answered to the user.
 var errHandled = errors.New("gateway: handled")
 
@@ -357,6 +363,14 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	stalePreview := ""
 	if len(sent) > 0 {
 		stalePreview, reply.EditID = t.previewID, ""
+	}
+	if r.longTurn(t) {
+		// An edit of the preview notifies nobody: a long turn's answer is
+		// a new message that notifies its requester.
+		stalePreview, reply.EditID = t.previewID, ""
+		if isGroupPlace(t.l.addr.Kind) {
+			reply.Ping = t.it.requester
+		}
 	}
 	var steered []store.SteeredInput
 	if cur != nil {

@@ -79,7 +79,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	cfg, st, cx, log, base := g.cfg, g.st, g.cx, g.log, g.baseCtx
 	g.threads = &threadCache{lanes: g.lanes, cx: cx, log: log, now: cfg.Now, maxLive: cfg.MaxLive, idleEvict: cfg.IdleEvict}
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
-		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout,
+		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
 		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,

@@ -317,6 +317,12 @@ CREATE TABLE room_context (
 );
 CREATE INDEX room_context_lane ON room_context(session_key, id);
 `,
+	// 19: the user a reply pings (issue 28, lanes.notify_after): a long
+	// turn's answer notifies whoever asked, also when delivered after a
+	// restart.
+	`
+ALTER TABLE outbox ADD COLUMN ping TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

@@ -228,6 +228,10 @@ CREATE TABLE room_context (
 );
 CREATE INDEX room_context_lane ON room_context(session_key, id);
 `,
+	// 7: SQLite's 19, the user a reply pings.
+	`
+ALTER TABLE outbox ADD COLUMN ping TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

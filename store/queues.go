@@ -308,11 +308,11 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 	var id int64
 	err := q.QueryRowContext(ctx, `INSERT INTO outbox (session_key, platform, kind, chat_id, topic_id, user_id, text,
 		reply_to, edit_id, out_kind, thread_id, turn_id, turn_status, next_attempt_at, created_at, updated_at,
-		file_path, file_name, file_mime, file_size, fork_lane)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		file_path, file_name, file_mime, file_size, fork_lane, ping)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		m.SessionKey, m.Platform, m.Kind, m.ChatID, m.TopicID, m.UserID, m.Text, m.ReplyTo, m.EditID,
 		column, m.ThreadID, m.TurnID, m.TurnStatus, toDB(next), toDB(now), toDB(now),
-		m.FilePath, m.FileName, m.FileMIME, m.FileSize, m.ForkLane).Scan(&id)
+		m.FilePath, m.FileName, m.FileMIME, m.FileSize, m.ForkLane, m.Ping).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert outbox: %w", err)
 	}
@@ -344,7 +344,7 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]Outb
 const dueOutboxSQL = `SELECT o.id, o.session_key, o.platform, o.kind, o.chat_id, o.topic_id,
 	o.user_id, o.text, o.reply_to, o.edit_id, o.out_kind, o.thread_id, o.turn_id, o.turn_status, o.state,
 	o.attempts, o.next_attempt_at, o.platform_message_id, o.last_error, o.created_at,
-	o.file_path, o.file_name, o.file_mime, o.file_size, o.fork_lane,
+	o.file_path, o.file_name, o.file_mime, o.file_size, o.fork_lane, o.ping,
 	EXISTS (SELECT 1 FROM outbox_parts p WHERE p.outbox_id = o.id)
 	FROM outbox o WHERE o.state = 'pending' AND o.held = 0 AND o.next_attempt_at <= ?1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.session_key = o.session_key AND e.state = 'pending'
@@ -371,7 +371,7 @@ func (s *Store) scanDue(ctx context.Context, query string, args ...any) ([]Outbo
 		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Platform, &m.Kind, &m.ChatID, &m.TopicID, &m.UserID, &m.Text,
 			&m.ReplyTo, &m.EditID, &m.OutKind, &m.ThreadID, &m.TurnID, &m.TurnStatus, &m.State, &m.Attempts,
 			&next, &m.PlatformMessageID, &m.LastError, &created,
-			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize, &m.ForkLane, &hasParts); err != nil {
+			&m.FilePath, &m.FileName, &m.FileMIME, &m.FileSize, &m.ForkLane, &m.Ping, &hasParts); err != nil {
 			return nil, err
 		}
 		m.NextAttemptAt, m.CreatedAt = fromDB(next), fromDB(created)

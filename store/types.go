@@ -250,6 +250,9 @@ type OutboxMessage struct {
 	// ForkLane is the session key of the lane /fork made, on its answer
 	// (the fork's thread is ThreadID).
 	ForkLane string
+	// Ping is the platform user id the message notifies (a long turn's
+	// answer to its requester, lanes.notify_after); "" for none.
+	Ping string
 }
 
 // toDB stores times as Unix nanoseconds; the zero time is stored as 0 so it

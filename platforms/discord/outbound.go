@@ -49,7 +49,11 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, rows []discord
 	if err != nil {
 		return "", err
 	}
-	parts := splitMessage(out.Text, maxMessageRunes)
+	text := out.Text
+	if out.Ping != "" {
+		text = "<@" + out.Ping + "> " + text // a long turn's answer notifies who asked
+	}
+	parts := splitMessage(text, maxMessageRunes)
 	if out.Kind == gateway.OutPreview || out.Kind == gateway.OutProgress {
 		// A preview (or a turn's status message) is one message that later
 		// edits replace; the final reply (EditID = this message) is the one

@@ -10,6 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // TestEndToEndWhoSpokeAndReplyContext: in a thread two members talk to
@@ -92,5 +93,43 @@ func TestEndToEndRoomTalkIsTheNextTurnsContext(t *testing.T) {
 	}
 	if strings.Contains(req.InputText(), "PASTEBIN") {
 		t.Error("a stranger's words reached the model")
+	}
+}
+
+// TestEndToEndALongTurnPingsItsRequester: past lanes.notify_after the
+// streamed preview is not edited into the answer (an edit notifies
+// nobody): the answer is a new message mentioning who asked, and the
+// preview is deleted.
+func TestEndToEndALongTurnPingsItsRequester(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	srv, world := newServer(t, channel), gatewaytest.NewWorld(t)
+	srv.AddThread("11", channel, "5")
+	world.Model.Respond(func(req codextest.Request) codextest.Reply {
+		r := codextest.DefaultReply(req)
+		r.Chunks, r.ChunkDelay = 4, 150*time.Millisecond // a preview is streamed first
+		return r
+	})
+	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 50 * time.Millisecond, NotifyAfter: 200 * time.Millisecond})
+	srv.Post(discordtest.Post{ChannelID: "11", AuthorID: allowed, Content: "take your time", MentionBot: true})
+	var answer discordtest.SentMessage
+	if !srv.WaitFor(60*time.Second, func() bool {
+		for _, m := range srv.BotMessages("11") {
+			if strings.HasSuffix(m.Content, "take your time") && strings.HasPrefix(m.Content, "<@"+allowed+"> ") {
+				answer = m
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no answer mentioning the requester: %+v (edits %+v)", srv.BotMessages("11"), srv.Edits())
+	}
+	for _, e := range srv.Edits() {
+		if e.ID == answer.ID {
+			t.Errorf("the answer was an edit of the preview, which notifies nobody")
+		}
+	}
+	if !srv.WaitFor(30*time.Second, func() bool { return len(srv.Deleted()) > 0 }) {
+		t.Error("the preview was not deleted")
 	}
 }

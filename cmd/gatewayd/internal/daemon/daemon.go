@@ -299,7 +299,7 @@ func (d *daemon) buildGateway() error {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		CodexHome:    CodexHome(d.cfg),
-		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages,
+		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
 		Approvers:    d.cfg.Codex.Approvers,
 		Admins:       map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
