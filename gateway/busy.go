@@ -117,6 +117,22 @@ func (b *busyPolicy) steer(ctx context.Context, l *lane, it item) bool {
 	if cur == nil || len(it.images) > 0 { // a steer carries text only: images wait for their own turn
 		return false
 	}
+	return b.steerInto(ctx, l, cur, thread, it)
+}
+
+// steerEdit steers the edit of the running turn's own message into it,
+// whatever waits behind it (edits.go).
+func (b *busyPolicy) steerEdit(ctx context.Context, l *lane, msgID, text string) bool {
+	cur, thread := l.editTarget(msgID)
+	if cur == nil {
+		return false
+	}
+	return b.steerInto(ctx, l, cur, thread, item{kind: itemTurn, msgID: msgID + "#edited", text: text})
+}
+
+// steerInto sends it into the running turn cur on thread and records it
+// with the turn; false when codex took nothing.
+func (b *busyPolicy) steerInto(ctx context.Context, l *lane, cur *turnState, thread string, it item) bool {
 	cur.steer.mu.Lock()
 	if cur.steer.closed {
 		cur.steer.mu.Unlock()

@@ -91,3 +91,21 @@ func (s *fakeStore) TakeRoomLines(_ context.Context, key string, limit int) ([]s
 	}
 	return lines, nil
 }
+
+func (s *fakeStore) SetInboundText(_ context.Context, id int64, text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.inbound {
+		if s.inbound[i].ID == id {
+			s.inbound[i].Text = text
+			return nil
+		}
+	}
+	return store.ErrNotFound
+}
+
+func (s *fakeStore) inboundRows() []store.InboundRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]store.InboundRow(nil), s.inbound...)
+}

@@ -36,6 +36,18 @@ func (q *fifo) prepend(items []item) {
 }
 
 // has reports whether any waiting item matches.
+// update applies fn to the first item match accepts and reports whether
+// one did.
+func (q *fifo) update(match func(item) bool, fn func(*item)) bool {
+	for i := range q.items {
+		if match(q.items[i]) {
+			fn(&q.items[i])
+			return true
+		}
+	}
+	return false
+}
+
 func (q *fifo) has(match func(item) bool) bool {
 	for _, it := range q.items {
 		if match(it) {

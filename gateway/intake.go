@@ -33,6 +33,9 @@ type intake struct {
 	titled    titleOnce
 	gate      LaneGate  // cluster mode (SetLaneGate), else nil
 	room      *roomTalk // what a shared room said between turns
+	// steerEdit steers an edit of the running turn's message into it
+	// (busyPolicy.steer); nil: edits of it are ignored.
+	steerEdit func(ctx context.Context, l *lane, msgID, text string) bool
 
 	paused func() bool                                      // usage pause in force
 	busy   func(ctx context.Context, l *lane, it item) bool // busy mode: true when it handled the message
@@ -41,6 +44,7 @@ type intake struct {
 // intakeStore is the part of the store intake writes.
 type intakeStore interface {
 	RecordInbound(ctx context.Context, in store.Inbound) (id int64, duplicate bool, err error)
+	editsStore
 	// RecordInboundTurn is RecordInbound with the turn's journal entry in
 	// the same commit, for a message that starts at once.
 	RecordInboundTurn(ctx context.Context, in store.Inbound, text string) (id int64, duplicate bool, entry *store.JournalEntry, err error)
@@ -69,6 +73,10 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	}
 	if in.Callback != "" && in.Text == "" {
 		k.host.routeCallback(ctx, in, k.log)
+		return false, nil
+	}
+	if in.Edited {
+		k.edit(ctx, in)
 		return false, nil
 	}
 	if in.Ambient {

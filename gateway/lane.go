@@ -108,6 +108,7 @@ type turnState struct {
 	answered bool // the answer is being committed; nothing waits for it
 	// requester and requesterName: the item's (item.requester).
 	requester, requesterName string
+	msgID                    string // the item's platform message id
 	// finishing: the turn's codex work is over and its answer is being
 	// shown and committed (set before the work view's closing line, whose
 	// buttons may be pressed at once).
@@ -172,6 +173,19 @@ func (l *lane) steerTarget() (*turnState, string) {
 	cur := l.cur
 	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
 		cur.compacting || cur.threadID == "" || l.queue.len() > 0 {
+		return nil, ""
+	}
+	return cur, cur.threadID
+}
+
+// editTarget is the running turn and its thread when it is message
+// msgID's and can still take input.
+func (l *lane) editTarget(msgID string) (*turnState, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.cur
+	if cur == nil || cur.kind != itemTurn || cur.msgID != msgID || cur.answered || cur.finishing || cur.discard ||
+		cur.cutOff || cur.compacting || cur.threadID == "" {
 		return nil, ""
 	}
 	return cur, cur.threadID
@@ -525,6 +539,20 @@ func (l *lane) requesterOf(thread string) (id, name string) {
 	return l.cur.requester, l.cur.requesterName
 }
 
+// replaceQueued gives the queued turn of message msgID the text, when it
+// waits in the queue as text only (a file list is the message's too), and
+// returns its inbound row.
+func (l *lane) replaceQueued(msgID, text string) (inboundID int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok = l.queue.update(func(it item) bool {
+		return it.kind == itemTurn && it.msgID == msgID && !it.retry && len(it.images) == 0 && it.review == nil
+	}, func(it *item) {
+		it.text, it.journal, inboundID = text, nil, it.inboundID
+	})
+	return inboundID, ok
+}
+
 // setFinishing marks the current turn as past its codex work.
 func (l *lane) setFinishing() {
 	l.mu.Lock()
@@ -685,7 +713,7 @@ func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, b
 	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName}
+	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID}
 	return it, true
 }
 

@@ -121,6 +121,9 @@ type Inbound struct {
 	// Quote is the message this one replies to, when the platform sent it
 	// along (speaker.go puts it into the turn's text).
 	Quote *Quote
+	// Edited: the sender edited the message MessageID, delivered before;
+	// Text is its new text (edits.go).
+	Edited bool
 	// Ambient: said in a shared room without addressing the bot. It never
 	// starts a turn; with Config.GroupContext it is kept for the lane's
 	// next addressed turn (roomtalk.go), else dropped.

@@ -120,6 +120,20 @@ func (s *Store) SetInboundState(ctx context.Context, id int64, state string) err
 	return nil
 }
 
+// SetInboundText replaces the text of an inbound row not yet done (the
+// sender edited a message still waiting its turn), so a restart runs the
+// edited text. A row already done, failed or ignored is ErrNotFound.
+func (s *Store) SetInboundText(ctx context.Context, id int64, text string) error {
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		return execOne(ctx, q, "inbound", id, `UPDATE inbox SET text = ?, updated_at = ?
+			WHERE id = ? AND state IN ('received', 'processing')`, text, toDB(s.now()), id)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set inbound %d text: %w", id, err)
+	}
+	return nil
+}
+
 // execOne runs an UPDATE that must touch exactly the row id; none is ErrNotFound.
 func execOne(ctx context.Context, q querier, what string, id int64, query string, args ...any) error {
 	res, err := q.ExecContext(ctx, query, args...)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -48,5 +49,31 @@ func TestRoomLinesAreKeptOnceAndTakenOnce(t *testing.T) {
 	}
 	if err := s.AddRoomLine(ctx, RoomLine{SessionKey: "c"}); err == nil {
 		t.Error("a line without its message id was kept")
+	}
+}
+
+// TestSetInboundTextRewritesOnlyAWaitingMessage: an edit of a message
+// still waiting changes what a restart runs; one already done is refused.
+func TestSetInboundTextRewritesOnlyAWaitingMessage(t *testing.T) {
+	t.Parallel()
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	l := mustEnsure(t, s, "a")
+	id, _, err := s.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "m1", SessionKey: l.SessionKey, Text: "frist"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetInboundText(ctx, id, "first"); err != nil {
+		t.Fatalf("SetInboundText of a waiting message: %v", err)
+	}
+	rows, err := s.PendingInbound(ctx)
+	if err != nil || len(rows) != 1 || rows[0].Text != "first" {
+		t.Fatalf("pending after the edit: %+v, %v", rows, err)
+	}
+	if err := s.SetInboundState(ctx, id, InboundDone); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetInboundText(ctx, id, "too late"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SetInboundText of a done message: %v, want ErrNotFound", err)
 	}
 }

@@ -41,6 +41,7 @@ type event struct {
 	ready       bool
 	shard       int // of a ready: the shard whose session it is, or allShards
 	message     *discordgo.Message
+	edited      *discordgo.Message // MESSAGE_UPDATE: a message's new content
 	interaction *discordgo.Interaction
 }
 
@@ -284,6 +285,9 @@ func (a *Adapter) addHandlers(s *discordgo.Session, shard int, stopped func() bo
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
 		a.enqueue(event{message: m.Message})
 	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) {
+		a.enqueue(event{edited: m.Message})
+	})
 	s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
 		a.enqueue(event{interaction: i.Interaction})
 	})
@@ -342,6 +346,8 @@ func (a *Adapter) work(ctx context.Context) {
 				a.onReady(ctx, ev.shard)
 			case ev.message != nil:
 				a.handleMessage(ctx, ev.message, false)
+			case ev.edited != nil:
+				a.handleEdit(ctx, ev.edited)
 			case ev.interaction != nil:
 				a.handleInteraction(ctx, ev.interaction)
 			}

@@ -323,3 +323,40 @@ func (a *Adapter) deliverAmbient(ctx context.Context, m *discordgo.Message, ch c
 		a.log.Warn("discord.ambient_deliver_failed", zap.String("message_id", m.ID), zap.Error(err))
 	}
 }
+
+// handleEdit hands the gateway an edit of a message it may have: one an
+// allowed member addressed to the bot (the gateway replaces it while it
+// waits, or steers it into its running turn). Edits of the room's talk,
+// of the bot's or other bots' messages, and updates without content (an
+// embed resolved) are not edits of what was asked.
+func (a *Adapter) handleEdit(ctx context.Context, m *discordgo.Message) {
+	botID, _ := a.ids()
+	if m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.Content == "" {
+		return
+	}
+	ch, err := a.channel(ctx, m.ChannelID)
+	if err != nil {
+		a.log.Debug("discord.edit.channel_lookup_failed", zap.String("channel_id", m.ChannelID), zap.Error(err))
+		return
+	}
+	guildID := m.GuildID
+	if guildID == "" {
+		guildID = ch.GuildID
+	}
+	if !a.allow.placeAllowed(guildID, ch) {
+		return
+	}
+	if addressed, _ := a.addressed(m, ch, botID); !addressed {
+		return
+	}
+	if !a.allow.userAllowed(m.Author.ID, a.roles(ctx, guildID, m)) {
+		return
+	}
+	in := gateway.Inbound{
+		Address: a.laneFor(ch, m.Author.ID), MessageID: m.ID, SenderID: m.Author.ID, SenderName: m.Author.Username,
+		DisplayName: displayName(m.Member, m.Author), Text: stripMention(m.Content, botID), ReceivedAt: a.cfg.Now(), Edited: true,
+	}
+	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
+		a.log.Warn("discord.edit_deliver_failed", zap.String("message_id", m.ID), zap.Error(err))
+	}
+}

@@ -133,3 +133,33 @@ func TestEndToEndALongTurnPingsItsRequester(t *testing.T) {
 		t.Error("the preview was not deleted")
 	}
 }
+
+// TestEndToEndAnEditOfAQueuedMessageReplacesIt: a message edited while it
+// waits behind a running turn runs as edited.
+func TestEndToEndAnEditOfAQueuedMessageReplacesIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	srv, world := newServer(t, channel), gatewaytest.NewWorld(t)
+	srv.AddThread("11", channel, "5")
+	world.Model.Respond(func(req codextest.Request) codextest.Reply {
+		r := codextest.DefaultReply(req)
+		if strings.Contains(req.LastUserText(), "slow one") {
+			r.Chunks, r.ChunkDelay = 3, time.Second // the next message waits behind this turn
+		}
+		return r
+	})
+	startStack(t, ctx, world, srv)
+	srv.Post(discordtest.Post{ChannelID: "11", AuthorID: allowed, Content: "slow one", MentionBot: true})
+	queued := srv.Post(discordtest.Post{ChannelID: "11", AuthorID: allowed, Content: "whta is 2+2?", MentionBot: true})
+	if !srv.EditPost("11", queued, "what is 2+2?") {
+		t.Fatal("the fake lost the message")
+	}
+	if !srv.WaitFor(60*time.Second, func() bool {
+		return slices.ContainsFunc(srv.BotMessages("11"), func(m discordtest.SentMessage) bool { return strings.Contains(m.Content, "what is 2+2?") })
+	}) {
+		t.Fatalf("the edited message was not answered: %+v", srv.BotMessages("11"))
+	}
+	if slices.ContainsFunc(srv.BotMessages("11"), func(m discordtest.SentMessage) bool { return strings.Contains(m.Content, "whta") }) {
+		t.Error("the unedited text was answered")
+	}
+}

@@ -30,6 +30,15 @@ func (a *Adapter) handleUpdate(ctx context.Context, sink gateway.Sink, u *models
 			return nil
 		}
 		return a.deliver(ctx, sink, in)
+	case u.EditedMessage != nil:
+		// An edit: the gateway replaces a waiting message's text or steers
+		// it into the running turn. Edits of the room's talk are not kept.
+		in, ok := a.inboundFromMessage(u.EditedMessage)
+		if !ok || in.Ambient {
+			return nil
+		}
+		in.Edited, in.Attachments = true, nil
+		return a.deliver(ctx, sink, in)
 	case u.CallbackQuery != nil:
 		return a.handleCallback(ctx, sink, u.CallbackQuery)
 	}

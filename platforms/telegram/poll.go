@@ -66,7 +66,7 @@ type updatesResponse struct {
 }
 
 // allowedUpdates limits what Telegram sends us to what we handle.
-var allowedUpdates = []string{"message", "callback_query"}
+var allowedUpdates = []string{"message", "edited_message", "callback_query"}
 
 func (p *poller) run(ctx context.Context, sink gateway.Sink) error {
 	gate := p.a.cfg.PollGate

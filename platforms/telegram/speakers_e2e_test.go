@@ -11,6 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // TestEndToEndWhoSpokeAndReplyContext: in a forum topic two members talk
@@ -162,4 +163,43 @@ func TestEndToEndApprovalIsTheRequesters(t *testing.T) {
 	srv.WaitFor(60*time.Second, "the approved command's output in the answer", func() bool {
 		return countContaining(srv.Messages(group.ID, 0), "CHECKED-42") > 0
 	})
+}
+
+// TestEndToEndAnEditOfAQueuedMessageReplacesIt: a message edited while it
+// waits behind a running turn runs as edited; an edit of a message
+// already answered starts nothing.
+func TestEndToEndAnEditOfAQueuedMessageReplacesIt(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
+	dm, alice := aliceDM(srv)
+	world.Model.Respond(func(req codextest.Request) codextest.Reply {
+		r := codextest.DefaultReply(req)
+		if strings.Contains(req.LastUserText(), "slow one") {
+			r.Chunks, r.ChunkDelay = 3, time.Second // the next message waits behind this turn
+		}
+		return r
+	})
+	startStack(t, ctx, world, srv)
+	srv.Text(dm, alice, 0, "slow one", nil)
+	queued := srv.Text(dm, alice, 0, "whta is 2+2?", nil)
+	edited := *queued
+	edited.Text = "what is 2+2?"
+	srv.Queue(&models.Update{EditedMessage: &edited})
+	srv.WaitFor(60*time.Second, "the edited message's answer", func() bool {
+		return countContaining(srv.Messages(dm.ID, 0), "ECHO: what is 2+2?") == 1
+	})
+	if countContaining(srv.Messages(dm.ID, 0), "whta") != 0 {
+		t.Error("the unedited text was answered")
+	}
+	before := len(world.Model.Requests())
+	late := edited
+	late.Text = "what is 3+3?"
+	srv.Queue(&models.Update{EditedMessage: &late})
+	srv.Text(dm, alice, 0, "sentinel", nil)
+	srv.WaitFor(60*time.Second, "the sentinel's answer", func() bool { return countContaining(srv.Messages(dm.ID, 0), "ECHO: sentinel") == 1 })
+	if n := len(world.Model.Requests()); n != before+1 {
+		t.Errorf("%d model requests after a late edit and the sentinel, want %d (the edit starts nothing)", n, before+1)
+	}
 }

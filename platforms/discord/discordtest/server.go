@@ -455,3 +455,32 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, status, code int, msg string) {
 	writeJSON(w, status, map[string]any{"code": code, "message": msg})
 }
+
+// EditPost changes a user message's content, as its author editing it
+// does, and dispatches MESSAGE_UPDATE (mentions kept, the bot's mention
+// added back when the message had it). It reports false for a message
+// the channel does not have.
+func (s *Server) EditPost(channelID, messageID, content string) bool {
+	s.mu.Lock()
+	m := s.findLocked(channelID, messageID)
+	if m == nil {
+		s.mu.Unlock()
+		return false
+	}
+	for _, u := range m.Mentions {
+		if u.ID == BotID && !strings.Contains(content, "<@"+BotID+">") {
+			content = "<@" + BotID + "> " + content
+		}
+	}
+	m.Content = content
+	now := time.Now().UTC()
+	m.EditedTimestamp = &now
+	live := *m
+	if ch := s.channels[channelID]; ch != nil && ch.GuildID != "" {
+		live.GuildID = ch.GuildID
+		live.Member = &discordgo.Member{Roles: s.members[m.Author.ID]}
+	}
+	s.mu.Unlock()
+	s.dispatch(live.GuildID, "MESSAGE_UPDATE", &live)
+	return true
+}
