@@ -61,6 +61,7 @@ type Config struct {
 	Lanes    Lanes
 	Shutdown Shutdown
 	Files    Files
+	Voice    Voice
 	Cluster  Cluster
 	Store    Store
 	// Projects maps a project name to its absolute, existing directory: the
@@ -188,6 +189,17 @@ type Lanes struct {
 	// notifies its requester (not an edit of the streamed preview, which
 	// notifies nobody); 0: never.
 	NotifyAfter time.Duration
+}
+
+// Voice configures transcription of voice notes and audio before a turn:
+// an OpenAI-compatible /v1/audio/transcriptions endpoint (OpenAI itself, a
+// local whisper server). Off while TranscribeURL is empty.
+type Voice struct {
+	TranscribeURL string // the endpoint's full URL
+	APIKey        string // sent as the bearer token; "" sends none
+	APIKeyFile    string
+	Model         string        // the model field of the request
+	Timeout       time.Duration // one transcription, then the audio goes as a file
 }
 
 // Files bounds the attachments kept under <state_dir>/files (FilesDir) and
@@ -446,6 +458,7 @@ func (c *Config) resolve() []error {
 		{"telegram.token", &c.Telegram.Token, c.Telegram.TokenFile},
 		{"discord.token", &c.Discord.Token, c.Discord.TokenFile},
 		{"store.dsn", &c.Store.DSN, c.Store.DSNFile},
+		{"voice.api_key", &c.Voice.APIKey, c.Voice.APIKeyFile},
 	}
 	for _, s := range secrets {
 		if err := readSecretFile(s.key, s.token, s.tokenFile); err != nil {

@@ -93,6 +93,12 @@ var keys = []key{
 	intKey("lanes.context_messages", DefaultContextMessages, func(c *Config) *int { return &c.Lanes.ContextMessages }, 1),
 	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
 
+	strKey("voice.transcribe_url", "", func(c *Config) *string { return &c.Voice.TranscribeURL }, optional(httpURL)),
+	secretKey("voice.api_key", func(c *Config) *string { return &c.Voice.APIKey }),
+	strKey("voice.api_key_file", "", func(c *Config) *string { return &c.Voice.APIKeyFile }, nil),
+	strKey("voice.model", "whisper-1", func(c *Config) *string { return &c.Voice.Model }, nonEmpty),
+	durKey("voice.timeout", "60s", func(c *Config) *time.Duration { return &c.Voice.Timeout }, positive),
+
 	sizeKey("files.max_bytes", DefaultFilesMaxBytes, func(c *Config) *int64 { return &c.Files.MaxBytes }),
 	sizeKey("files.lane_quota", DefaultFilesLaneQuota, func(c *Config) *int64 { return &c.Files.LaneQuota }),
 	sizeOrZeroKey("files.spool_max_bytes", func(c *Config) *int64 { return &c.Files.SpoolMaxBytes }),

@@ -105,6 +105,21 @@ func imagePaths(att []store.Attachment) []string {
 }
 
 // hasAudio reports a stored file codex cannot hear.
+// audioPaths are the audio files among att.
+func audioPaths(att []store.Attachment) []string {
+	var paths []string
+	for _, a := range att {
+		if isAudio(a) {
+			paths = append(paths, a.Path)
+		}
+	}
+	return paths
+}
+
+func isAudio(a store.Attachment) bool {
+	return strings.HasPrefix(a.MIME, "audio/") || strings.HasPrefix(a.MIME, "application/ogg")
+}
+
 func hasAudio(att []store.Attachment) bool {
 	for _, a := range att {
 		if strings.HasPrefix(a.MIME, "audio/") || strings.HasPrefix(a.MIME, "application/ogg") {

@@ -77,6 +77,9 @@ type item struct {
 	// images are the message's image files (text already names every
 	// file), handed to codex as localImage items.
 	images []string
+	// audio are its voice notes and audio files, transcribed before the
+	// turn when voice.transcribe_url is set (voice.go).
+	audio []string
 	// journal is the lane's journal entry written with the inbound row
 	// (intake.record); the turn then writes none of its own while the lane
 	// is still at its generation and thread.

@@ -130,8 +130,10 @@ func (u *undoing) restore(ctx context.Context, l *lane, turnID string) string {
 }
 
 // quoteStart is the start of a message, for naming the turn it began.
-func quoteStart(text string) string {
-	const max = 60
+func quoteStart(text string) string { return quoteStartN(text, 60) }
+
+// quoteStartN is text on one line, cut to max characters.
+func quoteStartN(text string, max int) string {
 	text = strings.Join(strings.Fields(text), " ")
 	if text == "" {
 		return "no text"

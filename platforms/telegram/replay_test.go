@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-telegram/bot/models"
@@ -36,8 +37,8 @@ func readUpdate(t testing.TB, name string) *models.Update {
 
 // TestReplayTelegramUpdates serves every stored update through the fake
 // Bot API's getUpdates to a running adapter and checks what reached the
-// gateway: each lane kind, the caption and photo, the button press, and no
-// delivery for the edit (gatewayd answers messages, not their edits).
+// gateway: each lane kind, the caption and photo, the button press, and the
+// edit, delivered as an edit (the gateway applies it to a waiting message).
 func TestReplayTelegramUpdates(t *testing.T) {
 	tests := []struct {
 		file    string
@@ -52,7 +53,7 @@ func TestReplayTelegramUpdates(t *testing.T) {
 		{"03-forum-topic.json", true, "v1:telegram:topic:-1001:42", "in a forum topic", 0, ""},
 		{"04-general-topic.json", true, "v1:telegram:topic:-1001:1", "in the General topic", 0, ""},
 		{"05-photo-caption.json", true, "v1:telegram:dm:1001", "what is in this photo?", 1, ""},
-		{"06-edited.json", false, "", "", 0, ""},
+		{"06-edited.json", true, "v1:telegram:dm:1001", "hello from a private chat (edited)", 0, ""},
 		{"07-callback-query.json", true, "v1:telegram:dm:1001", "", 0, "approve:ap-1:accept"},
 	}
 	h := newHarness(t)
@@ -81,6 +82,9 @@ func TestReplayTelegramUpdates(t *testing.T) {
 		}
 		if a, err := gateway.ParseSessionKey(in.Address.SessionKey()); err != nil || a.SessionKey() != tt.key {
 			t.Errorf("%s: session key does not parse back: %+v, %v", tt.file, a, err)
+		}
+		if in.Edited != strings.Contains(tt.file, "edited") {
+			t.Errorf("%s: delivered with Edited %v", tt.file, in.Edited)
 		}
 		if in.Text != tt.text || len(in.Attachments) != tt.files || in.Callback != tt.data {
 			t.Errorf("%s: text %q files %d callback %q; want %q %d %q", tt.file, in.Text, len(in.Attachments), in.Callback, tt.text, tt.files, tt.data)

@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Voice (issue 28, voice.*): Codex cannot hear. With a transcription
+// endpoint configured (OpenAI's /v1/audio/transcriptions or a compatible
+// local whisper server) each voice note or audio file of a message is
+// transcribed before its turn and the transcript becomes part of the
+// turn's text, shown back to the lane in one line. A transcription that
+// fails or takes too long is told, and the audio still goes as a file.
+
+// VoiceConfig is the transcription endpoint (voice.*).
+type VoiceConfig struct {
+	URL     string        // voice.transcribe_url; "" = off
+	APIKey  string        // bearer token; "" sends none
+	Model   string        // voice.model
+	Timeout time.Duration // one transcription
+}
+
+// voiceShownMax bounds the transcript's echo in the lane.
+const voiceShownMax = 200
+
+type voice struct {
+	cfg    VoiceConfig
+	client *http.Client
+	out    *deliverer
+	log    *zap.Logger
+}
+
+func newVoice(cfg VoiceConfig, out *deliverer, log *zap.Logger) *voice {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Minute
+	}
+	return &voice{cfg: cfg, client: &http.Client{}, out: out, log: log}
+}
+
+func (v *voice) on() bool { return v.cfg.URL != "" }
+
+func (v *voice) register(h *host) {
+	if v.on() {
+		h.hooks.prepare = append(h.hooks.prepare, v.prepare)
+	}
+}
+
+// prepare transcribes the turn's audio into its text.
+func (v *voice) prepare(ctx context.Context, t *turn) {
+	for _, path := range t.it.audio {
+		name := filepath.Base(path)
+		started := time.Now()
+		text, err := v.transcribe(ctx, path)
+		if err != nil {
+			v.log.Warn("voice.transcribe_failed", zap.String("lane", t.l.key), zap.String("file", name), zap.Error(err))
+			// Lane notices, not answers: the message's answer is the turn's.
+			v.out.notify(ctx, t.l.addr, "", "Could not transcribe "+name+" ("+briefError(err)+"); Codex gets it as a file.")
+			continue
+		}
+		v.log.Info("voice.transcribed", zap.String("lane", t.l.key), zap.String("file", name),
+			zap.Duration("took", time.Since(started)), zap.Int("chars", len(text)))
+		t.it.text += "\n\n🎙 Transcript of " + name + ": " + text
+		v.out.notify(ctx, t.l.addr, "", "🎙 "+quoteStartN(text, voiceShownMax))
+	}
+}
+
+// transcribe posts one file as multipart (file, model) and returns the
+// "text" of the JSON answer.
+func (v *voice) transcribe(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
+	defer cancel()
+	body, contentType, err := transcriptionForm(path, v.cfg.Model)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.cfg.URL, body)
+	if err != nil {
+		return "", fmt.Errorf("voice: request: %w", err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	if v.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+v.cfg.APIKey)
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("voice: no transcript within %s", v.cfg.Timeout)
+		}
+		return "", fmt.Errorf("voice: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("voice: reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("voice: the transcription server answered %s: %s", resp.Status, quoteStartN(string(raw), 120))
+	}
+	var out struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return "", fmt.Errorf("voice: the transcription server's answer is not JSON with a text: %w", err)
+	}
+	if strings.TrimSpace(out.Text) == "" {
+		return "", errors.New("voice: the transcript is empty")
+	}
+	return strings.TrimSpace(out.Text), nil
+}
+
+// transcriptionForm is the multipart body of /v1/audio/transcriptions.
+func transcriptionForm(path, model string) (io.Reader, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("voice: %w", err)
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if err := w.WriteField("model", model); err != nil {
+		return nil, "", err
+	}
+	part, err := w.CreateFormFile("file", filepath.Base(path))
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := io.Copy(part, f); err != nil {
+		return nil, "", fmt.Errorf("voice: reading %s: %w", filepath.Base(path), err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", err
+	}
+	return &b, w.FormDataContentType(), nil
+}
