@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gatewayd/gatewayd/files"
@@ -120,11 +121,4 @@ func isAudio(a store.Attachment) bool {
 	return strings.HasPrefix(a.MIME, "audio/") || strings.HasPrefix(a.MIME, "application/ogg")
 }
 
-func hasAudio(att []store.Attachment) bool {
-	for _, a := range att {
-		if strings.HasPrefix(a.MIME, "audio/") || strings.HasPrefix(a.MIME, "application/ogg") {
-			return true
-		}
-	}
-	return false
-}
+func hasAudio(att []store.Attachment) bool { return slices.ContainsFunc(att, isAudio) }

@@ -33,6 +33,7 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.gate = lg
 	g.turns.gate = lg
 	g.in.gate = lg
+	g.in.room.shared = true // another node may keep a lane's room talk
 	g.out.serves = lg.Serves
 	g.present.serves = lg.Serves
 	if ol, ok := lg.(OwnedLanes); ok {

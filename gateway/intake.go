@@ -78,23 +78,20 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		k.host.routeCallback(ctx, in, k.log)
 		return false, nil
 	}
+	if in.ReceivedAt.IsZero() {
+		in.ReceivedAt = k.now()
+	}
 	if in.Edited {
 		k.edit(ctx, in)
 		return false, nil
 	}
 	if in.Ambient {
-		if in.ReceivedAt.IsZero() {
-			in.ReceivedAt = k.now()
-		}
 		k.room.keep(ctx, in)
 		return false, nil
 	}
 	if in.Text == "" && len(in.Attachments) == 0 {
 		k.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
 		return false, nil
-	}
-	if in.ReceivedAt.IsZero() {
-		in.ReceivedAt = k.now()
 	}
 	key := in.Address.SessionKey()
 	// The files are part of accepting the message: stored before its row

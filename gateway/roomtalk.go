@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -30,6 +31,12 @@ type roomTalk struct {
 	on    bool
 	limit int
 	log   *zap.Logger
+	// taken holds the lanes whose talk this process took and that kept
+	// nothing since, so their next turns skip the store's write. A lane
+	// not in it (any lane after a restart) is asked. Off in cluster mode
+	// (shared): another node may keep a lane's talk.
+	taken  sync.Map
+	shared bool
 }
 
 // keep stores an ambient message. It is best effort: the room's talk is
@@ -38,10 +45,14 @@ func (r *roomTalk) keep(ctx context.Context, in Inbound) {
 	if !r.on || !isGroupPlace(in.Address.Kind) || strings.TrimSpace(in.Text) == "" {
 		return
 	}
-	err := r.st.AddRoomLine(ctx, store.RoomLine{SessionKey: in.Address.SessionKey(), Platform: in.Address.Platform,
+	key := in.Address.SessionKey()
+	err := r.st.AddRoomLine(ctx, store.RoomLine{SessionKey: key, Platform: in.Address.Platform,
 		MessageID: in.MessageID, Sender: speakerName(in), Text: in.Text, At: in.ReceivedAt})
+	// After the write: a turn that took the lane's talk before it commits
+	// must not leave the line unasked.
+	r.taken.Delete(key)
 	if err != nil {
-		r.log.Warn("room.keep_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
+		r.log.Warn("room.keep_failed", zap.String("lane", key), zap.Error(err))
 	}
 }
 
@@ -51,9 +62,15 @@ func (r *roomTalk) withTalk(ctx context.Context, in Inbound, text string) string
 	if !r.on || !isGroupPlace(in.Address.Kind) || !runsAsTurn(text, nil) {
 		return text
 	}
-	lines, err := r.st.TakeRoomLines(ctx, in.Address.SessionKey(), r.limit)
+	key := in.Address.SessionKey()
+	if _, nothing := r.taken.Load(key); nothing && !r.shared {
+		return text // nothing kept since this process took the lane's talk
+	}
+	r.taken.Store(key, true)
+	lines, err := r.st.TakeRoomLines(ctx, key, r.limit)
 	if err != nil {
-		r.log.Warn("room.take_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
+		r.taken.Delete(key)
+		r.log.Warn("room.take_failed", zap.String("lane", key), zap.Error(err))
 		return text
 	}
 	if talk := roomTalkText(lines); talk != "" {
