@@ -99,6 +99,9 @@ type Codex struct {
 	// ApprovalTimeout declines a chat approval nobody answered: codex has
 	// no timeout of its own, so the turn would wait forever.
 	ApprovalTimeout time.Duration
+	// QuestionTimeout gives up a question Codex asked (Plan mode's
+	// request_user_input) that nobody answered; Codex goes on without it.
+	QuestionTimeout time.Duration
 }
 
 // IsolatesLanes reports whether each lane's commands are confined to its

@@ -78,6 +78,7 @@ func keyCases(secretDir string) []keyCase {
 		{"codex.approvals", "chat", "chat", func(c *Config) any { return c.Codex.Approvals }, "chat"},
 		{"codex.approvers", "anyone", "anyone", func(c *Config) any { return c.Codex.Approvers }, "anyone"},
 		{"codex.approval_timeout", "90s", "90s", func(c *Config) any { return c.Codex.ApprovalTimeout }, 90 * time.Second},
+		{"codex.question_timeout", "5m", "5m", func(c *Config) any { return c.Codex.QuestionTimeout }, 5 * time.Minute},
 		{"codex.turn_timeout", "5m", "5m", func(c *Config) any { return c.Codex.TurnTimeout }, 5 * time.Minute},
 		{"codex.resume_timeout", "2m", "2m", func(c *Config) any { return c.Codex.ResumeTimeout }, 2 * time.Minute},
 		{"codex.start_timeout", "10s", "10s", func(c *Config) any { return c.Codex.StartTimeout }, 10 * time.Second},
@@ -250,7 +251,8 @@ func TestDefaults(t *testing.T) {
 		Codex: Codex{
 			Command: "codex", Args: []string{}, Cwd: filepath.Join(home, ".local", "state", "gatewayd", "workspace"),
 			Sandbox: "workspace-write", Isolation: "lanes", Approvals: "never", Approvers: "requester", ApprovalTimeout: 10 * time.Minute,
-			TurnTimeout: 30 * time.Minute, ResumeTimeout: 10 * time.Minute, StartTimeout: 30 * time.Second,
+			QuestionTimeout: 30 * time.Minute,
+			TurnTimeout:     30 * time.Minute, ResumeTimeout: 10 * time.Minute, StartTimeout: 30 * time.Second,
 		},
 		API: API{Listen: "127.0.0.1:8787", AllowedHosts: []string{}, AllowedOrigins: []string{}, MaxConnections: 256},
 		Telegram: Telegram{
@@ -348,6 +350,8 @@ func TestValidationErrors(t *testing.T) {
 			`config: codex.resume_timeout: must be greater than zero, got 0s`},
 		{"zero approval timeout", "codex:\n  approval_timeout: 0s\n", nil,
 			`config: codex.approval_timeout: must be greater than zero, got 0s`},
+		{"zero question timeout", "codex:\n  question_timeout: 0s\n", nil,
+			`config: codex.question_timeout: must be greater than zero, got 0s`},
 		{"negative idle", "", map[string]string{"GATEWAYD_LANES_IDLE_EVICT": "-1m"},
 			`config: lanes.idle_evict: must not be negative, got -1m`},
 		{"bad env duration", "", map[string]string{"GATEWAYD_SHUTDOWN_DRAIN_TIMEOUT": "soon"},

@@ -27,6 +27,7 @@ const (
 	DefaultApprovals       = ApprovalsNever   // codex.approvals
 	DefaultIsolation       = IsolationLanes   // codex.isolation
 	DefaultApprovalTimeout = 10 * time.Minute // codex.approval_timeout
+	DefaultQuestionTimeout = 30 * time.Minute // codex.question_timeout
 	DefaultTurnTimeout     = 30 * time.Minute // codex.turn_timeout
 	DefaultResumeTimeout   = 10 * time.Minute // codex.resume_timeout: generous on purpose, ctx can cancel
 	DefaultStartTimeout    = 30 * time.Second // codex.start_timeout: initialize and thread/start

@@ -151,8 +151,9 @@ type approvals struct {
 	// requesterOf is who sent the message whose turn runs on threadID
 	// (laneTable.requesterOfThread).
 	requesterOf func(threadID string) (id, name string)
-	anyone      bool                       // codex.approvers: anyone
-	admins      map[string]map[string]bool // platform → admin user ids
+	// waitPing is who to ping that the turn waits (laneTable.waitPingOfThread).
+	waitPing func(threadID string) (user, msgID string, ok bool)
+	deciders approverRule
 	// base is the gateway's base context: notices about a request outlive
 	// the request's own context (it ends when codex withdraws it).
 	base context.Context
@@ -169,6 +170,20 @@ type approvals struct {
 // platform map, which AddPlatform still fills after New.
 func newApprovals(cfg Config, lanes *laneTable, base context.Context,
 	out *deliverer, platforms map[string]Platform, log *zap.Logger) *approvals {
+	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: lanes.addressOfThread,
+		requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, deciders: newApproverRule(cfg),
+		base: base, out: out, platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
+}
+
+// approverRule is codex.approvers: in a shared room, what a turn asks
+// (an approval, a question) is decided by who started the turn or by an
+// admin of the platform; with "anyone", by any allowed member.
+type approverRule struct {
+	anyone bool                       // codex.approvers: anyone
+	admins map[string]map[string]bool // platform → admin user ids
+}
+
+func newApproverRule(cfg Config) approverRule {
 	admins := make(map[string]map[string]bool)
 	for platform, ids := range cfg.Admins {
 		admins[platform] = make(map[string]bool, len(ids))
@@ -176,9 +191,32 @@ func newApprovals(cfg Config, lanes *laneTable, base context.Context,
 			admins[platform][id] = true
 		}
 	}
-	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: lanes.addressOfThread,
-		requesterOf: lanes.requesterOfThread, anyone: cfg.Approvers == config.ApproversAnyone, admins: admins,
-		base: base, out: out, platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
+	return approverRule{anyone: cfg.Approvers == config.ApproversAnyone, admins: admins}
+}
+
+// requester is who decides for the turn asking on threadID in the lane
+// at addr: "" when anyone allowed does (a private chat, the API, or
+// codex.approvers: anyone).
+func (r approverRule) requester(addr Address, requesterOf func(string) (string, string), threadID string) (id, name string) {
+	if r.anyone || !isGroupPlace(addr.Kind) {
+		return "", ""
+	}
+	return requesterOf(threadID)
+}
+
+// may reports whether sender decides what requester's turn asks on
+// platform; platformAdmin is the platform's own word that the sender
+// administers the place (Discord: Manage Channels).
+func (r approverRule) may(platform, requester, sender string, platformAdmin bool) bool {
+	return requester == "" || sender == requester || platformAdmin || r.admins[platform][sender]
+}
+
+// refusal names who may decide instead.
+func (r approverRule) refusal(requester, requesterName string) error {
+	if requesterName == "" {
+		requesterName = requester
+	}
+	return &NotApproverError{Requester: requesterName}
 }
 
 // register adds /approve, /deny, the approval buttons, and cancels a lane's
@@ -244,9 +282,7 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 	}
 	info := PendingApproval{SessionKey: key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
 		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: a.now()}
-	if !a.anyone && isGroupPlace(addr.Kind) {
-		info.Requester, info.RequesterName = a.requesterOf(req.ThreadID)
-	}
+	info.Requester, info.RequesterName = a.deciders.requester(addr, a.requesterOf, req.ThreadID)
 	p := a.book.add(info)
 	p.platform = addr.Platform
 	id := p.info.ID
@@ -286,6 +322,13 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 func (a *approvals) ask(ctx context.Context, addr Address, info PendingApproval) {
 	text := approvalQuestion(info, a.timeout)
 	out := Outbound{Address: addr, Kind: OutNotice, Text: text, Approval: &info}
+	if isGroupPlace(addr.Kind) {
+		// The turn waits for its requester now: the first wait pings them
+		// (a reply to their message; Discord also mentions them).
+		if user, msgID, ok := a.waitPing(info.ThreadID); ok {
+			out.Ping, out.ReplyTo = user, msgID
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	var err error
@@ -343,7 +386,7 @@ func approvalButtons(id string) []Button {
 
 // decide answers a pending approval for the lane sessionKey.
 func (a *approvals) decide(sessionKey, id, decision, senderID string) error {
-	answer, err := a.claim(sessionKey, id, decision, senderID)
+	answer, err := a.claim(sessionKey, id, decision, senderID, false)
 	if err != nil {
 		return err
 	}
@@ -355,7 +398,7 @@ func (a *approvals) decide(sessionKey, id, decision, senderID string) error {
 // list; the returned func hands the decision to codex. Splitting the two
 // lets a caller acknowledge the decision in the lane first, so the lane
 // reads the acknowledgement before the reply the decision unblocks.
-func (a *approvals) claim(sessionKey, id, decision, senderID string) (answer func(), err error) {
+func (a *approvals) claim(sessionKey, id, decision, senderID string, platformAdmin bool) (answer func(), err error) {
 	d := codex.Decision(decision)
 	switch d {
 	case codex.DecisionAccept, codex.DecisionAcceptForSession, codex.DecisionDecline, codex.DecisionCancel:
@@ -371,14 +414,10 @@ func (a *approvals) claim(sessionKey, id, decision, senderID string) (answer fun
 			zap.String("owner", p.info.SessionKey), zap.String("sender", senderID))
 		return nil, ErrApprovalWrongLane
 	}
-	if r := p.info.Requester; r != "" && senderID != r && !a.admins[p.platform][senderID] {
+	if !a.deciders.may(p.platform, p.info.Requester, senderID, platformAdmin) {
 		a.log.Info("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
 			zap.String("why", "not the requester"), zap.String("sender", senderID))
-		name := p.info.RequesterName
-		if name == "" {
-			name = r
-		}
-		return nil, &NotApproverError{Requester: name}
+		return nil, a.deciders.refusal(p.info.Requester, p.info.RequesterName)
 	}
 	if a.book.take(id) == nil {
 		return nil, ErrApprovalNotFound
@@ -414,13 +453,13 @@ func (a *approvals) pressed(ctx context.Context, in Inbound) {
 		a.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
 		return
 	}
-	a.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID)
+	a.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID, in.SenderAdmin)
 }
 
 // decideAndSay applies a decision and tells the lane what happened (as a
 // reply to replyTo), the acknowledgement first.
-func (a *approvals) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string) {
-	answer, err := a.claim(addr.SessionKey(), id, decision, sender)
+func (a *approvals) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string, platformAdmin bool) {
+	answer, err := a.claim(addr.SessionKey(), id, decision, sender, platformAdmin)
 	a.out.notify(ctx, addr, replyTo, decisionText(id, decision, err))
 	if err == nil {
 		answer()
@@ -483,7 +522,7 @@ func (a *approvals) command(ctx context.Context, addr Address, msgID, sender, ar
 			decision = codex.DecisionAcceptForSession
 		}
 	}
-	a.decideAndSay(ctx, addr, msgID, id, string(decision), sender)
+	a.decideAndSay(ctx, addr, msgID, id, string(decision), sender, false)
 }
 
 // unsupported is the codex.Options.Unsupported hook: the app-server asked

@@ -122,6 +122,8 @@ func (s *fakeStore) SetLaneOption(_ context.Context, key string, opt store.LaneO
 		l.Model = value
 	case store.OptionEffort:
 		l.Effort = value
+	case store.OptionMode:
+		l.Mode = value
 	default:
 		return fmt.Errorf("fake store: unknown lane option %q", opt)
 	}

@@ -624,6 +624,7 @@ type fakeCodex struct {
 	images   [][]string          // TurnInput.Images of each RunTurn, in order
 	ensureFn func(stored string) (codex.Ensured, error)
 	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
+	modes    []string    // each turn's TurnInput.Mode
 	interr   chan string // Interrupt calls
 	turnSeq  int
 	// optional hooks for the lane policies (nil: defaults below)
@@ -679,6 +680,7 @@ func (c *fakeCodex) RunTurn(ctx context.Context, thread string, in codex.TurnInp
 	c.cwds = append(c.cwds, in.Cwd)
 	c.confines = append(c.confines, in.Confine)
 	c.images = append(c.images, in.Images)
+	c.modes = append(c.modes, in.Mode)
 	c.turnSeq++
 	turnID := "turn" + strconv.Itoa(c.turnSeq)
 	run := c.run

@@ -68,6 +68,9 @@ type Config struct {
 	// declines an unanswered request (default config.DefaultApprovalTimeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
+	// QuestionTimeout gives up an unanswered question of Codex's
+	// (codex.question_timeout; default config.DefaultQuestionTimeout).
+	QuestionTimeout time.Duration
 	// Approvers is codex.approvers (requester | anyone; default
 	// requester) and Admins the user ids, per platform, who may decide any
 	// approval (telegram.admins, discord.admins).
@@ -129,6 +132,7 @@ func (c *Config) applyDefaults() error {
 	setDefault(&c.MaxConcurrentTurns, config.DefaultMaxConcurrentTurns)
 	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
 	setDefault(&c.ApprovalTimeout, config.DefaultApprovalTimeout)
+	setDefault(&c.QuestionTimeout, config.DefaultQuestionTimeout)
 	setDefault(&c.DrainTimeout, config.DefaultDrainTimeout)
 	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
 	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
@@ -235,6 +239,8 @@ type Gateway struct {
 
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
+	questions *questions   // Codex's questions (Plan mode) and their answers
+	plan      *planMode    // /plan: the lane's turns in Plan mode
 	projects  *projects    // /project: the directories lanes may work in
 	confine   *confinement // codex.isolation: each lane's commands in its own directories
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)

@@ -31,8 +31,9 @@ type intake struct {
 	obs       Observer
 	now       func() time.Time
 	titled    titleOnce
-	gate      LaneGate  // cluster mode (SetLaneGate), else nil
-	room      *roomTalk // what a shared room said between turns
+	gate      LaneGate   // cluster mode (SetLaneGate), else nil
+	room      *roomTalk  // what a shared room said between turns
+	questions *questions // a message may answer a question Codex asked
 	// steerEdit steers an edit of the running turn's message into it
 	// (busyPolicy.steer); nil: edits of it are ignored.
 	steerEdit func(ctx context.Context, l *lane, msgID, text string) bool
@@ -93,6 +94,9 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		k.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
 		return false, nil
 	}
+	if id, qid, ok := k.questions.textTarget(in); ok {
+		return k.answer(ctx, in, id, qid)
+	}
 	key := in.Address.SessionKey()
 	// The files are part of accepting the message: stored before its row
 	// is, so an adapter acknowledging the message after Deliver has them
@@ -135,6 +139,30 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	}
 	k.dispatch(k.base, recorded{addr: in.Address, inboundID: id, msgID: in.MessageID, text: in.Text, att: saved, journal: journal,
 		sender: in.SenderID, senderName: speakerName(in)})
+	return false, nil
+}
+
+// answer records a message that answers question qid of request id, then
+// answers it: recorded first, so a redelivery is a duplicate and never a
+// turn. A secret answer is not kept in the row.
+func (k *intake) answer(ctx context.Context, in Inbound, id, qid string) (bool, error) {
+	text := in.Text
+	if k.questions.isSecretAnswer(id, qid) {
+		text = "(secret answer to question " + id + ")"
+	}
+	rec := store.Inbound{Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: in.Address.SessionKey(),
+		SenderID: in.SenderID, SenderName: in.SenderName, Text: text, ReceivedAt: in.ReceivedAt, Lane: laneKey(in.Address)}
+	rowID, dup, err := k.st.RecordInbound(ctx, rec)
+	if err != nil {
+		return false, fmt.Errorf("gateway: record inbound: %w", err)
+	}
+	if dup {
+		k.obs.Duplicate(in.Address.Platform)
+		return true, nil
+	}
+	k.obs.Inbound(in.Address.Platform)
+	k.questions.answerText(k.base, in, id, qid)
+	k.inbox.set(k.base, rowID, store.InboundDone)
 	return false, nil
 }
 

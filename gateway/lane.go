@@ -112,6 +112,9 @@ type turnState struct {
 	// requester and requesterName: the item's (item.requester).
 	requester, requesterName string
 	msgID                    string // the item's platform message id
+	// waitPinged: the requester was pinged that the turn waits for them
+	// (an approval or a question); once per turn.
+	waitPinged bool
 	// finishing: the turn's codex work is over and its answer is being
 	// shown and committed (set before the work view's closing line, whose
 	// buttons may be pressed at once).
@@ -540,6 +543,19 @@ func (l *lane) requesterOf(thread string) (id, name string) {
 		return "", ""
 	}
 	return l.cur.requester, l.cur.requesterName
+}
+
+// waitPing is who to ping, and which of their messages to answer, when
+// the turn on thread starts waiting for them: the requester, the first
+// time only. ok is false when there is nobody to ping or they were.
+func (l *lane) waitPing(thread string) (user, msgID string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil || l.cur.threadID != thread || l.cur.requester == "" || l.cur.waitPinged {
+		return "", "", false
+	}
+	l.cur.waitPinged = true
+	return l.cur.requester, l.cur.msgID, true
 }
 
 // replaceQueued gives the queued turn of message msgID the text, when it

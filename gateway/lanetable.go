@@ -87,6 +87,14 @@ func (t *laneTable) requesterOfThread(threadID string) (id, name string) {
 	return "", ""
 }
 
+// waitPingOfThread is lane.waitPing of the lane whose thread is threadID.
+func (t *laneTable) waitPingOfThread(threadID string) (user, msgID string, ok bool) {
+	if l := t.ofThread(threadID); l != nil {
+		return l.waitPing(threadID)
+	}
+	return "", "", false
+}
+
 // touch makes the lane the most recently used live lane.
 func (t *laneTable) touch(l *lane) {
 	t.mu.Lock()

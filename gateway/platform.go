@@ -102,6 +102,10 @@ type Inbound struct {
 	SenderID    string
 	SenderName  string
 	SenderRoles []string // Discord role ids; empty elsewhere
+	// SenderAdmin: the platform says the sender administers the place
+	// (Discord: Manage Channels), so they decide any turn's approvals and
+	// questions there (codex.approvers).
+	SenderAdmin bool
 	Text        string
 	ReplyTo     string // id of the message this one replies to, if any
 	Mentioned   bool   // the bot was mentioned, replied to, or addressed with a command
@@ -218,6 +222,10 @@ type Outbound struct {
 	// Parts records each part durably; nil for previews and direct sends
 	// (ID 0), which are sent whole or not at all.
 	Parts PartLog
+	// Question is set on a message asking one of Codex's questions, so an
+	// adapter can show it structured (the API lane's SSE stream); answers
+	// come back through Gateway.AnswerQuestion, a button or a reply.
+	Question *QuestionPrompt
 	// Approval is set on the question of a pending chat approval, so an
 	// adapter can show it structured (the API lane's SSE stream); the
 	// decision comes back through Gateway.Decide, a button or /approve.

@@ -71,6 +71,8 @@ func wireFeatures(g *Gateway) {
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
+	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
+	g.plan = &planMode{st: st, out: g.out, log: log}
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -88,10 +90,11 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
 		endFiles: g.sendFiles.release, sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.usage.sched = g.sched
+	g.plan.enqueue = g.sched.enqueue
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, transcribes: cfg.Voice.URL != ""}
+		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions, transcribes: cfg.Voice.URL != ""}
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
@@ -125,6 +128,7 @@ func modules(g *Gateway) []module {
 		g.confine,   // after projects: it confines the directory projects chose
 		g.worktrees, // after confinement: it moves the lane into its worktree and extends the roots
 		g.models,
+		g.plan, // after models: Plan mode carries the turn's model
 		g.controls,
 		g.usage,
 		g.compaction,
@@ -142,5 +146,6 @@ func modules(g *Gateway) []module {
 		g.sendFiles,
 		g.views,
 		g.approvals,
+		g.questions,
 	}
 }

@@ -323,6 +323,11 @@ CREATE INDEX room_context_lane ON room_context(session_key, id);
 	`
 ALTER TABLE outbox ADD COLUMN ping TEXT NOT NULL DEFAULT '';
 `,
+	// 20: the lane's collaboration mode (issue 28, /plan): "plan", or
+	// "default" once /plan off left it; "" when never chosen.
+	`
+ALTER TABLE gateway_routing ADD COLUMN collab_mode TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

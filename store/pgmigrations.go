@@ -232,6 +232,10 @@ CREATE INDEX room_context_lane ON room_context(session_key, id);
 	`
 ALTER TABLE outbox ADD COLUMN ping TEXT NOT NULL DEFAULT '';
 `,
+	// 8: SQLite's 20, the lane's collaboration mode (/plan).
+	`
+ALTER TABLE gateway_routing ADD COLUMN collab_mode TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

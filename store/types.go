@@ -74,6 +74,9 @@ type Lane struct {
 	// Verbose, Model and Effort are the lane's own settings (/verbose,
 	// /model, /effort); "" means the configured default. Kept like Project.
 	Verbose, Model, Effort string
+	// Mode is the lane's collaboration mode (/plan): "plan", "default"
+	// after /plan off, "" when never chosen. Kept like Verbose.
+	Mode string
 }
 
 // Message is one transcript row.

@@ -35,9 +35,20 @@ func GitRepo(t testing.TB) string {
 // exec_command of command, and everything else (the call's follow-up
 // included) as codextest.DefaultReply does.
 func RunsCommand(marker, command string) func(codextest.Request) codextest.Reply {
+	return answersWith(marker, codextest.ExecCommand("call_"+strings.Fields(command)[0], command))
+}
+
+// AsksUser scripts a model that, to a message containing marker, asks qs
+// with request_user_input (Plan mode's tool) and answers its follow-up
+// with "TOOL OUTPUT: <the answers as codex gave them>".
+func AsksUser(marker string, qs ...codextest.AskedQuestion) func(codextest.Request) codextest.Reply {
+	return answersWith(marker, codextest.AskUser("call_ask", qs...))
+}
+
+func answersWith(marker string, call *codextest.ToolCall) func(codextest.Request) codextest.Reply {
 	return func(req codextest.Request) codextest.Reply {
 		if _, followUp := req.ToolOutput(); !followUp && strings.Contains(req.LastUserText(), marker) {
-			return codextest.Reply{ToolCall: codextest.ExecCommand("call_"+strings.Fields(command)[0], command)}
+			return codextest.Reply{ToolCall: call}
 		}
 		return codextest.DefaultReply(req)
 	}

@@ -73,9 +73,15 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 		}
 		return codex.DecisionDecline
 	}
+	ask := func(ctx context.Context, req codex.UserInputRequest) (map[string][]string, bool) {
+		if g := late.Load(); g != nil {
+			return g.AskUser(ctx, req)
+		}
+		return nil, false
+	}
 	cx, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(t), Args: codextest.Args(w.Model.URL),
 		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log, ToolCall: tool,
-		Approvals: approve})
+		Approvals: approve, UserInput: ask})
 	if err != nil {
 		_ = st.Close()
 		t.Fatalf("codex.Start: %v", err)

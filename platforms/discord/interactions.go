@@ -72,7 +72,8 @@ func (a *Adapter) registerCommands() {
 	a.mu.Unlock()
 }
 
-// handleInteraction handles slash commands and button presses.
+// handleInteraction handles slash commands, button presses and select
+// menu choices.
 func (a *Adapter) handleInteraction(ctx context.Context, i *discordgo.Interaction) {
 	user, roles := interactionUser(i)
 	if user == nil {
@@ -88,7 +89,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, i *discordgo.Interactio
 	placeOK := a.allow.placeAllowed(i.GuildID, ch) && a.allow.userAllowed(user.ID, roles)
 	in := gateway.Inbound{
 		MessageID: i.ID, SenderID: user.ID, SenderName: user.Username, SenderRoles: roles,
-		Mentioned: true, ReceivedAt: a.cfg.Now(),
+		SenderAdmin: channelAdmin(i.Member), Mentioned: true, ReceivedAt: a.cfg.Now(),
 	}
 	switch i.Type {
 	case discordgo.InteractionApplicationCommand:
@@ -117,10 +118,14 @@ func (a *Adapter) handleInteraction(ctx context.Context, i *discordgo.Interactio
 			return
 		}
 		in.Address = addr
-		in.Callback = i.MessageComponentData().CustomID
-		a.deliverInteraction(ctx, i, in, &discordgo.InteractionResponse{
-			Type: discordgo.InteractionResponseDeferredMessageUpdate,
-		})
+		in.Callback = componentCallback(i.MessageComponentData())
+		ack := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
+		if in.Callback == "" {
+			a.log.Info("discord.interaction.empty_choice", zap.String("interaction_id", i.ID))
+			a.acknowledge(ctx, i, ack) // Discord shows an error for an unanswered interaction
+			return
+		}
+		a.deliverInteraction(ctx, i, in, ack)
 	default:
 		a.log.Debug("discord.interaction.ignored", zap.Int("type", int(i.Type)))
 	}
@@ -134,9 +139,40 @@ func (a *Adapter) deliverInteraction(ctx context.Context, i *discordgo.Interacti
 		a.respondEphemeral(ctx, i, deliveryFailure)
 		return
 	}
+	a.acknowledge(ctx, i, ack)
+}
+
+func (a *Adapter) acknowledge(ctx context.Context, i *discordgo.Interaction, ack *discordgo.InteractionResponse) {
 	if err := a.session.InteractionRespond(i, ack, discordgo.WithContext(ctx)); err != nil {
 		a.log.Warn("discord.interaction.ack_failed", zap.String("interaction_id", i.ID), zap.Error(mapError("ack", err)))
 	}
+}
+
+// componentCallback is what a component interaction stands for: a
+// button's custom_id, or the option chosen in a select menu, whose value
+// is the id of the button it stands in for (questionSelect). A select
+// with nothing chosen stands for nothing ("").
+func componentCallback(d discordgo.MessageComponentInteractionData) string {
+	if d.ComponentType == discordgo.SelectMenuComponent || len(d.Values) > 0 {
+		if len(d.Values) == 0 {
+			return ""
+		}
+		return d.Values[0]
+	}
+	return d.CustomID
+}
+
+// adminPermissions make a member an admin of a place for the gateway
+// (Inbound.SenderAdmin: they decide approvals and questions in a shared
+// room).
+const adminPermissions = discordgo.PermissionManageChannels | discordgo.PermissionAdministrator
+
+// channelAdmin reports whether an interaction's member administers its
+// channel. Discord computes an interaction's member.permissions for that
+// channel, roles and overwrites included, so no guild state is needed; a
+// DM has no member and no admin.
+func channelAdmin(m *discordgo.Member) bool {
+	return m != nil && m.Permissions&adminPermissions != 0
 }
 
 func (a *Adapter) respondEphemeral(ctx context.Context, i *discordgo.Interaction, text string) {

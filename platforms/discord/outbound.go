@@ -30,9 +30,11 @@ func (a *Adapter) Send(ctx context.Context, out gateway.Outbound) (string, error
 }
 
 // SendButtons implements gateway.ButtonSender: the buttons go with the last
-// part of the text. Presses come back as Inbound.Callback.
+// part of the text. Presses come back as Inbound.Callback. A question with
+// more options than one row holds gets a select menu instead (see
+// questionSelect); a choice comes back the same way.
 func (a *Adapter) SendButtons(ctx context.Context, out gateway.Outbound, buttons []gateway.Button) (string, error) {
-	rows, err := buttonRows(buttons)
+	rows, err := componentsFor(out, buttons)
 	if err != nil {
 		return "", err
 	}
@@ -246,8 +248,14 @@ func (a *Adapter) edit(ctx context.Context, addr gateway.Address, messageID, tex
 }
 
 // EditButtons replaces a message's text and gives it buttons; presses on
-// them reach the message's lane.
+// them reach the message's lane. No buttons removes the message's buttons
+// (or select menu): an answered question must not be answered again.
 func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, messageID, text string, buttons []gateway.Button) error {
+	if len(buttons) == 0 {
+		// Empty, not nil: Discord keeps the components of an edit that
+		// does not name them.
+		return a.edit(ctx, addr, messageID, text, []discordgo.MessageComponent{})
+	}
 	rows, err := buttonRows(buttons)
 	if err != nil {
 		return err
@@ -300,11 +308,11 @@ func buttonRows(buttons []gateway.Button) ([]discordgo.MessageComponent, error) 
 		return nil, fmt.Errorf("discord: %d buttons (1 to 25 allowed): %w", len(buttons), gateway.ErrPermanent)
 	}
 	var rows []discordgo.MessageComponent
-	for start := 0; start < len(buttons); start += 5 {
+	for start := 0; start < len(buttons); start += buttonsPerRow {
 		row := discordgo.ActionsRow{}
-		for _, b := range buttons[start:min(start+5, len(buttons))] {
-			if b.ID == "" || len(b.ID) > maxButtonID {
-				return nil, fmt.Errorf("discord: button id %q: must be 1..%d bytes: %w", b.ID, maxButtonID, gateway.ErrPermanent)
+		for _, b := range buttons[start:min(start+buttonsPerRow, len(buttons))] {
+			if err := checkButtonID(b.ID); err != nil {
+				return nil, err
 			}
 			row.Components = append(row.Components, discordgo.Button{
 				Label: b.Label, CustomID: b.ID, Style: discordgo.SecondaryButton,
@@ -313,6 +321,15 @@ func buttonRows(buttons []gateway.Button) ([]discordgo.MessageComponent, error) 
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// checkButtonID refuses an id Discord would: it is the custom_id of a
+// button, or the value of a select menu's option (both 1 to 100 bytes).
+func checkButtonID(id string) error {
+	if id == "" || len(id) > maxButtonID {
+		return fmt.Errorf("discord: button id %q: must be 1..%d bytes: %w", id, maxButtonID, gateway.ErrPermanent)
+	}
+	return nil
 }
 
 // mapError turns discordgo errors into what the gateway branches on:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -78,9 +79,17 @@ func (a *Adapter) SendButtons(ctx context.Context, out gateway.Outbound, buttons
 	return a.send(ctx, out, kb)
 }
 
+// keyboard lays buttons out three to a row, or one to a row when a label
+// is too long to read in a third of the width. No buttons is an empty
+// keyboard: an edit with it takes the message's buttons away.
 func keyboard(buttons []gateway.Button) (*models.InlineKeyboardMarkup, error) {
-	const perRow = 3
-	kb := &models.InlineKeyboardMarkup{}
+	perRow := 3
+	for _, b := range buttons {
+		if utf8.RuneCountInString(b.Label) > shortLabel {
+			perRow = 1
+		}
+	}
+	kb := &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}
 	for i, b := range buttons {
 		if b.ID == "" || len(b.ID) > maxCallbackData {
 			return nil, fmt.Errorf("telegram: button id must be 1..%d bytes, got %d: %w", maxCallbackData, len(b.ID), gateway.ErrPermanent)
@@ -93,6 +102,9 @@ func keyboard(buttons []gateway.Button) (*models.InlineKeyboardMarkup, error) {
 	}
 	return kb, nil
 }
+
+// shortLabel is the longest label that still reads three to a row.
+const shortLabel = 12
 
 func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.InlineKeyboardMarkup) (string, error) {
 	t, err := targetOf(out.Address)

@@ -106,6 +106,7 @@ type Handlers struct {
 	Approvals   ApprovalHandler
 	Unsupported UnsupportedHandler
 	ToolCall    ToolCallHandler
+	UserInput   UserInputHandler
 	OnAccount   AccountUpdatedHandler
 	OnLogin     LoginCompletedHandler
 }
@@ -131,6 +132,9 @@ func (c *Client) Handle(h Handlers) error {
 	}
 	if h.ToolCall != nil {
 		c.opts.ToolCall = h.ToolCall
+	}
+	if h.UserInput != nil {
+		c.opts.UserInput = h.UserInput
 	}
 	if h.OnAccount != nil {
 		c.opts.OnAccount = h.OnAccount
@@ -466,6 +470,10 @@ func (c *Client) Close(ctx context.Context) error {
 func (c *Client) serveRequest(ctx context.Context, cn *conn, id json.RawMessage, method string, params json.RawMessage) {
 	if method == toolCallMethod && c.opts.ToolCall != nil {
 		c.serveToolCall(ctx, cn, id, params)
+		return
+	}
+	if method == userInputMethod && c.opts.UserInput != nil {
+		c.serveUserInput(ctx, cn, id, params)
 		return
 	}
 	kind, isApproval := approvalKinds[method]

@@ -100,6 +100,9 @@ type Options struct {
 	// ToolCall serves the dynamic tools of ThreadConfig.DynamicTools
 	// (item/tool/call); nil → such calls are refused as unsupported.
 	ToolCall ToolCallHandler
+	// UserInput answers request_user_input questions (questions.go); nil →
+	// they are refused as unsupported.
+	UserInput UserInputHandler
 	// RateLimitsUpdated, when set, hears every account/rateLimits/updated
 	// (merged into the last snapshot); it must not block.
 	RateLimitsUpdated RateLimitsHandler

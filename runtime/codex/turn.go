@@ -28,6 +28,9 @@ type TurnInput struct {
 	// for this turn and the later ones (models.go); "" leaves them as the
 	// thread has them.
 	Model, Effort string
+	// Mode, when set (ModePlan, ModeDefault), is the collaboration mode of
+	// this turn and the later ones (questions.go); it needs Model.
+	Mode string
 	// Confine keeps the turn inside the lane's directories (isolation.go).
 	Confine Confinement
 }
@@ -44,6 +47,7 @@ func (in TurnInput) params(threadID string) map[string]any {
 	}
 	in.Confine.turnParams(p)
 	in.modelParams(p)
+	in.collaborationParams(p)
 	return p
 }
 

@@ -89,6 +89,7 @@ func (s *Server) Delete(channelID, messageID string) {
 	for i, m := range msgs {
 		if m.ID == messageID {
 			s.history[channelID] = append(msgs[:i:i], msgs[i+1:]...)
+			delete(s.components, channelID+"/"+messageID)
 			return
 		}
 	}

@@ -147,20 +147,15 @@ type messageBody struct {
 	files []Attachment // a multipart message's files[n] parts
 }
 
-func (b messageBody) buttonIDs() []string {
-	var ids []string
-	for _, raw := range b.Components {
-		var row struct {
-			Components []struct {
-				CustomID string `json:"custom_id"`
-			} `json:"components"`
-		}
-		_ = json.Unmarshal(raw, &row)
-		for _, c := range row.Components {
-			ids = append(ids, c.CustomID)
-		}
+// components checks the body's components as Discord does; a refused
+// layout has been answered with Discord's 400.
+func (b messageBody) components(w http.ResponseWriter) ([]Component, bool) {
+	comps, err := parseComponents(b.Components)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: "+err.Error())
+		return nil, false
 	}
-	return ids
+	return comps, true
 }
 
 func decodeMessage(w http.ResponseWriter, r *http.Request) (messageBody, bool) {
@@ -188,6 +183,10 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 		writeError(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
 		return
 	}
+	comps, ok := body.components(w)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	if body.Content != nil {
 		s.creates[channelID] = append(s.creates[channelID], *body.Content)
@@ -207,8 +206,12 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 	if body.Content != nil {
 		m.Content = *body.Content
 	}
-	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs(), Files: body.files,
+	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: buttonIDs(comps), Files: body.files,
+		Components: comps, ComponentsSent: body.Components != nil,
 		Silent: body.Flags&int(discordgo.MessageFlagsSuppressNotifications) != 0}
+	if len(comps) > 0 {
+		s.components[channelID+"/"+m.ID] = comps
+	}
 	for i, f := range body.files {
 		m.Attachments = append(m.Attachments, &discordgo.MessageAttachment{ID: m.ID + "-" + strconv.Itoa(i),
 			Filename: f.Name, ContentType: f.ContentType, Size: len(f.Data)})
@@ -233,6 +236,10 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, channelID, 
 	if !ok {
 		return
 	}
+	comps, ok := body.components(w)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range s.history[channelID] {
@@ -246,7 +253,11 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, channelID, 
 		if body.Content != nil {
 			m.Content = *body.Content
 		}
-		s.edits = append(s.edits, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: body.buttonIDs()})
+		if body.Components != nil { // "components": [] removes them; no field keeps them
+			s.components[channelID+"/"+m.ID] = comps
+		}
+		s.edits = append(s.edits, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: buttonIDs(comps),
+			Components: comps, ComponentsSent: body.Components != nil})
 		s.notifyLocked()
 		writeJSON(w, http.StatusOK, m)
 		return
@@ -268,6 +279,7 @@ func (s *Server) deleteMessage(w http.ResponseWriter, channelID, messageID strin
 			return
 		}
 		s.history[channelID] = append(s.history[channelID][:i], s.history[channelID][i+1:]...)
+		delete(s.components, channelID+"/"+m.ID)
 		s.deleted = append(s.deleted, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content})
 		s.notifyLocked()
 		w.WriteHeader(http.StatusNoContent)

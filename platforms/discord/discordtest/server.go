@@ -3,7 +3,9 @@
 // HELLO/IDENTIFY/READY, shards (a session per shard, guilds routed to the
 // shard of their id), heartbeats, RESUME with replay, op 7 and op 9,
 // dispatches, messages (2,000-character limit), edits, typing, threads,
-// interactions, application commands, history and injected 429s.
+// message components (buttons and string selects, checked against
+// Discord's limits), interactions (presses, choices, the member's
+// permissions), application commands, history and injected 429s.
 package discordtest
 
 import (
@@ -28,9 +30,15 @@ const (
 // SentMessage is a message the bot sent (or edited) through REST.
 type SentMessage struct {
 	ID, ChannelID, Content, ReplyTo string
-	ButtonIDs                       []string
-	Files                           []Attachment // uploaded with the message (multipart)
-	Silent                          bool         // sent with the SUPPRESS_NOTIFICATIONS flag
+	ButtonIDs                       []string // its buttons' custom ids (not a select menu's)
+	// Components are its buttons and select menus: those sent with it
+	// (Sent, Edits) or its current ones (BotMessages).
+	Components []Component
+	// ComponentsSent: the request carried components. An edit without
+	// them leaves the message's as they were; one with none removes them.
+	ComponentsSent bool
+	Files          []Attachment // uploaded with the message (multipart)
+	Silent         bool         // sent with the SUPPRESS_NOTIFICATIONS flag
 }
 
 // InteractionResponse is the bot's answer to an interaction.
@@ -49,7 +57,9 @@ type Server struct {
 	lastID         uint64
 	channels       map[string]*discordgo.Channel
 	forbidden      map[string]bool
-	members        map[string][]string // user id → role ids
+	members        map[string][]string    // user id → role ids
+	permissions    map[string]int64       // user id → member.permissions of its interactions
+	components     map[string][]Component // channel + "/" + message id → a bot message's current components
 	history        map[string][]*discordgo.Message
 	sent           map[string][]SentMessage
 	creates        map[string][]string           // content of every create handled, nonce replays included
@@ -81,20 +91,22 @@ type Server struct {
 // New starts the fake on 127.0.0.1 with one guild and its text channels.
 func New(channelIDs ...string) *Server {
 	s := &Server{
-		channels:  map[string]*discordgo.Channel{},
-		forbidden: map[string]bool{},
-		members:   map[string][]string{},
-		history:   map[string][]*discordgo.Message{},
-		sent:      map[string][]SentMessage{},
-		creates:   map[string][]string{},
-		nonces:    map[string]*discordgo.Message{},
-		typing:    map[string]int{},
-		posts:     map[string]int{},
-		inject:    map[string][]injected{},
-		holds:     map[string][]*Held{},
-		lose:      map[string]int{},
-		heartbeat: time.Second,
-		changed:   make(chan struct{}),
+		channels:    map[string]*discordgo.Channel{},
+		forbidden:   map[string]bool{},
+		members:     map[string][]string{},
+		permissions: map[string]int64{},
+		components:  map[string][]Component{},
+		history:     map[string][]*discordgo.Message{},
+		sent:        map[string][]SentMessage{},
+		creates:     map[string][]string{},
+		nonces:      map[string]*discordgo.Message{},
+		typing:      map[string]int{},
+		posts:       map[string]int{},
+		inject:      map[string][]injected{},
+		holds:       map[string][]*Held{},
+		lose:        map[string]int{},
+		heartbeat:   time.Second,
+		changed:     make(chan struct{}),
 	}
 	for _, id := range channelIDs {
 		s.channels[id] = &discordgo.Channel{ID: id, GuildID: GuildID, Type: discordgo.ChannelTypeGuildText, Name: "c" + id}
@@ -286,7 +298,7 @@ func (s *Server) interaction(channelID, userID string, typ discordgo.Interaction
 	}
 	if ch := s.channels[channelID]; ch != nil && ch.GuildID != "" {
 		ev["guild_id"] = ch.GuildID
-		ev["member"] = map[string]any{"user": user, "roles": nonNil(s.members[userID])}
+		ev["member"] = map[string]any{"user": user, "roles": nonNil(s.members[userID]), "permissions": s.permissionsLocked(userID)}
 	} else {
 		ev["user"] = user
 	}
@@ -391,7 +403,9 @@ func (s *Server) BotMessages(channelID string) []SentMessage {
 	var out []SentMessage
 	for _, m := range s.history[channelID] {
 		if m.Author != nil && m.Author.ID == BotID {
-			out = append(out, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content})
+			comps := s.components[channelID+"/"+m.ID]
+			out = append(out, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content,
+				ButtonIDs: buttonIDs(comps), Components: append([]Component(nil), comps...)})
 		}
 	}
 	return out

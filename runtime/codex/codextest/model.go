@@ -79,6 +79,36 @@ func SendFile(callID, path, caption string) *ToolCall {
 	return &ToolCall{CallID: callID, Name: "send_file", Arguments: args}
 }
 
+// AskedQuestion is one question of a request_user_input call (AskUser).
+// Each option label gets the description "about <label>".
+type AskedQuestion struct {
+	ID, Header, Question string
+	Options              []string
+	IsOther, IsSecret    bool
+}
+
+// AskUser returns a ToolCall of codex's request_user_input tool, which
+// Plan mode offers the model: the app-server turns it into an
+// item/tool/requestUserInput request to the client.
+func AskUser(callID string, qs ...AskedQuestion) *ToolCall {
+	questions := make([]any, 0, len(qs))
+	for _, q := range qs {
+		options := make([]any, 0, len(q.Options))
+		for _, label := range q.Options {
+			options = append(options, map[string]any{"label": label, "description": "about " + label})
+		}
+		question := map[string]any{"id": q.ID, "header": q.Header, "question": q.Question, "options": options}
+		if q.IsOther {
+			question["isOther"] = true
+		}
+		if q.IsSecret {
+			question["isSecret"] = true
+		}
+		questions = append(questions, question)
+	}
+	return &ToolCall{CallID: callID, Name: "request_user_input", Arguments: map[string]any{"questions": questions}}
+}
+
 // Model is a fake OpenAI Responses API server on 127.0.0.1. It serves
 // POST /v1/responses, records every request and answers as scripted by
 // Respond (DefaultReply otherwise).

@@ -266,7 +266,7 @@ func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) c
 // so no request arrives before its handler; the client refuses a late
 // Handle.
 func (d *daemon) bindCodex(gw *gateway.Gateway) error {
-	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall,
+	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall, UserInput: gw.AskUser,
 		OnAccount: gw.Account().AccountUpdated, OnLogin: gw.Account().LoginCompleted}
 	if d.cfg.Codex.Approvals == "chat" {
 		h.Approvals = gw.Approve
@@ -294,7 +294,8 @@ func (d *daemon) buildGateway() error {
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
-		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout, Effort: d.cfg.Codex.Effort,
+		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
+		QuestionTimeout: d.cfg.Codex.QuestionTimeout, Effort: d.cfg.Codex.Effort,
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
