@@ -494,9 +494,9 @@ func questionText(info PendingQuestion, i int, timeout time.Duration) string {
 	case len(question.Options) == 0:
 		b.WriteString("Reply to this message with your answer.")
 	case question.IsOther:
-		b.WriteString("Press a button, or reply to this message with another answer.")
+		b.WriteString("Choose an option, or reply to this message with another answer.")
 	default:
-		b.WriteString("Press a button, or reply with its number.")
+		b.WriteString("Choose an option, or reply with its number.")
 	}
 	if info.RequesterName != "" {
 		fmt.Fprintf(&b, " For %s (or an admin) to answer.", info.RequesterName)

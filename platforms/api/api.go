@@ -137,8 +137,9 @@ type AnswerStore interface {
 
 // Platform implements gateway.Platform, gateway.Editor and gateway.Readier.
 // Approval decisions reach the gateway when the Sink given to Run is a
-// gateway.ApprovalDecider, and deferred deliveries are reported when it is
-// a gateway.DeliveryReporter (the gateway is both).
+// gateway.ApprovalDecider, answers to Codex's questions when it is a
+// gateway.QuestionAnswerer, and deferred deliveries are reported when it
+// is a gateway.DeliveryReporter (the gateway is all three).
 type Platform struct {
 	cfg   Config
 	log   *zap.Logger
@@ -278,6 +279,9 @@ func (p *Platform) Handler() http.Handler {
 	mux.Handle("GET /api/lanes/{lane}/files/{id}", p.authorize(http.HandlerFunc(p.getFile)))
 	mux.Handle("POST /api/lanes/{lane}/approvals/{id}",
 		p.authorize(p.acceptBody(jsonBody(maxDecisionBody), http.HandlerFunc(p.decideApproval))))
+	mux.Handle("GET /api/lanes/{lane}/questions", p.authorize(http.HandlerFunc(p.listQuestions)))
+	mux.Handle("POST /api/lanes/{lane}/questions/{id}",
+		p.authorize(p.acceptBody(jsonBody(maxAnswerBody), http.HandlerFunc(p.answerQuestion))))
 	for pattern, h := range p.cfg.Handlers {
 		mux.Handle(pattern, h)
 	}

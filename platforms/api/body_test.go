@@ -32,6 +32,9 @@ func TestBodyMediaTypeAndSize(t *testing.T) {
 		{"oversized, chunked", "/api/lanes/demo/messages", "application/json", huge, true, 413, strconv.Itoa(maxBody) + " bytes"},
 		{"oversized decision", "/api/lanes/demo/approvals/a1", "application/json",
 			`{"decision":"` + strings.Repeat("x", maxDecisionBody) + `"}`, false, 413, strconv.Itoa(maxDecisionBody) + " bytes"},
+		{"answer as text/plain", "/api/lanes/demo/questions/q1", "text/plain", `{"answers":{"a":["b"]}}`, false, 415, "application/json"},
+		{"oversized answer, chunked", "/api/lanes/demo/questions/q1", "application/json",
+			`{"answers":{"a":["` + strings.Repeat("x", maxAnswerBody) + `"]}}`, true, 413, strconv.Itoa(maxAnswerBody) + " bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

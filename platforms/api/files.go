@@ -53,7 +53,7 @@ func (p *Platform) SendFile(_ context.Context, out gateway.Outbound) (string, er
 	defer p.mu.Unlock()
 	if w := primaryOf(p.waiters[out.InReplyTo]); out.InReplyTo != "" && w != nil {
 		if p.carryLocked(w, out.ID) {
-			w.addNotice(n, nil)
+			w.addNotice(n, nil, nil)
 		}
 		return p.nextID("file-"), deferred(out)
 	}

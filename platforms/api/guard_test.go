@@ -178,6 +178,7 @@ func TestOriginCheck(t *testing.T) {
 		{"null origin", "/api/lanes/demo/messages", []string{"Origin", "null"}, 403},
 		{"same-site page on another port", "/api/lanes/demo/messages", []string{"Sec-Fetch-Site", "same-site"}, 403},
 		{"cross-site read of approvals", "/api/lanes/demo/approvals", []string{"Origin", "https://evil.example"}, 403},
+		{"cross-site read of questions", "/api/lanes/demo/questions", []string{"Origin", "https://evil.example"}, 403},
 		{"health is not under /api/", "/healthz", []string{"Origin", "https://evil.example"}, 200},
 	}
 	for _, tt := range tests {

@@ -41,6 +41,10 @@ type Response struct {
 	// notices too). A JSON client finds the open ones with GET
 	// .../approvals while its request blocks on the turn.
 	Approvals []Approval `json:"approvals,omitempty"`
+	// Questions are Codex's question requests asked in the lane while this
+	// request waited, answered or not (each question's text is among the
+	// notices too); GET .../questions lists the open ones.
+	Questions []Question `json:"questions,omitempty"`
 	// Files are the files the agent sent while this request waited
 	// (files.go); their captions are not among the notices.
 	Files []FileRef `json:"files,omitempty"`
@@ -212,13 +216,14 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 
 // stream answers with server-sent events: "delta" events carry new text of
 // the growing reply, "notice" events lane notices, "approval" events the
-// approval requests waiting for a decision, "progress" events the turn's
+// approval requests waiting for a decision, "question" events Codex's
+// question requests waiting for answers, "progress" events the turn's
 // work view (gateway.WorkView as JSON), and "done" the Response. A
 // notice is reported delivered once its event is written; it returns the
 // outcome of writing the rest.
 func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt *waiter) error {
 	ev := startEvents(w, false)
-	emitted, notices, approvals, progressSeq := "", 0, 0, 0
+	emitted, notices, approvals, questions, progressSeq := "", 0, 0, 0, 0
 	sendProgress := func() error {
 		v, seq := wt.progressSince(progressSeq)
 		progressSeq = seq
@@ -238,7 +243,7 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 		}
 		return nil
 	}
-	sendNew := func(ns []note, as []Approval) error {
+	sendNew := func(ns []note, as []Approval, qs []Question) error {
 		for ; notices < len(ns); notices++ {
 			event, data := "notice", any(ns[notices].text)
 			if f := ns[notices].file; f != nil {
@@ -251,6 +256,11 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 		}
 		for ; approvals < len(as); approvals++ {
 			if err := ev.emit("approval", as[approvals]); err != nil {
+				return err
+			}
+		}
+		for ; questions < len(qs); questions++ {
+			if err := ev.emit("question", qs[questions]); err != nil {
 				return err
 			}
 		}
@@ -270,8 +280,8 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 				return err
 			}
 		case <-wt.changed:
-			preview, ns, as := wt.snapshot()
-			if err := sendNew(ns, as); err != nil {
+			preview, ns, as, qs := wt.snapshot()
+			if err := sendNew(ns, as, qs); err != nil {
 				return err
 			}
 			if err := sendProgress(); err != nil {
@@ -285,8 +295,8 @@ func (p *Platform) stream(w http.ResponseWriter, r *http.Request, id string, wt 
 				_ = ev.emit("error", unansweredMessage(id, state))
 				return errNotAnswered
 			}
-			_, ns, as := wt.snapshot()
-			if err := sendNew(ns, as); err != nil {
+			_, ns, as, qs := wt.snapshot()
+			if err := sendNew(ns, as, qs); err != nil {
 				return err
 			}
 			if err := sendProgress(); err != nil {
@@ -329,6 +339,7 @@ type waiter struct {
 	preview   string
 	notes     []note
 	approvals []Approval
+	questions []Question // one per request id, though each question of it comes as a notice
 	final     gateway.Outbound
 	// progress is the turn's latest work view; progressSeq counts views.
 	progress    *gateway.WorkView
@@ -357,16 +368,24 @@ func (w *waiter) setPreview(text string) {
 	w.signal()
 }
 
-// addNotice records a lane notice; approval, when set, is the request the
-// notice asks about.
-func (w *waiter) addNotice(n note, approval *gateway.PendingApproval) {
+// addNotice records a lane notice; approval or question, when set, is the
+// request the notice asks about. A question request with several
+// questions comes as one notice per question, and is recorded once.
+func (w *waiter) addNotice(n note, approval *gateway.PendingApproval, question *gateway.QuestionPrompt) {
 	w.mu.Lock()
 	w.notes = append(w.notes, n)
 	if approval != nil {
 		w.approvals = append(w.approvals, newApproval(w.lane, *approval))
 	}
+	if question != nil && !w.hasQuestionLocked(question.Pending.ID) {
+		w.questions = append(w.questions, newQuestion(w.lane, question.Pending))
+	}
 	w.mu.Unlock()
 	w.signal()
+}
+
+func (w *waiter) hasQuestionLocked(id string) bool {
+	return slices.ContainsFunc(w.questions, func(q Question) bool { return q.ID == id })
 }
 
 // finish records the answer and its recorded body; the caller holds the
@@ -378,10 +397,10 @@ func (w *waiter) finish(out gateway.Outbound, body []byte) {
 	close(w.done)
 }
 
-func (w *waiter) snapshot() (string, []note, []Approval) {
+func (w *waiter) snapshot() (string, []note, []Approval, []Question) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.preview, slices.Clone(w.notes), slices.Clone(w.approvals)
+	return w.preview, slices.Clone(w.notes), slices.Clone(w.approvals), slices.Clone(w.questions)
 }
 
 func (w *waiter) finalOut() gateway.Outbound {
@@ -397,14 +416,15 @@ func (w *waiter) answerBody() []byte {
 }
 
 // responseFor is the answer out gives to message out.InReplyTo, with the
-// notices and approvals the request that sent it (if still there) took.
+// notices, approvals and questions the request that sent it (if still
+// there) took.
 func responseFor(out gateway.Outbound, sender *waiter) Response {
 	resp := Response{ID: out.InReplyTo, Reply: out.Text, Status: "notice", Fork: out.Fork}
 	if t := out.Turn; t != nil {
 		resp.ThreadID, resp.TurnID, resp.Status = t.ThreadID, t.TurnID, t.Status
 	}
 	if sender != nil {
-		_, notes, approvals := sender.snapshot()
+		_, notes, approvals, questions := sender.snapshot()
 		for _, n := range notes {
 			if n.file != nil {
 				resp.Files = append(resp.Files, *n.file)
@@ -412,7 +432,7 @@ func responseFor(out gateway.Outbound, sender *waiter) Response {
 			}
 			resp.Notices = append(resp.Notices, n.text)
 		}
-		resp.Approvals = approvals
+		resp.Approvals, resp.Questions = approvals, questions
 	}
 	withProgress(&resp, sender)
 	return resp

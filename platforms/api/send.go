@@ -23,7 +23,7 @@ import (
 // for that message (after its answer is recorded), and a lane notice is
 // attached to every request open on the lane. An approval question is such
 // a notice that also carries the request structured (the "approval"
-// event). With no request to take it, Send defers it to the lane's next
+// event), and so is each question of Codex's (the "question" event). With no request to take it, Send defers it to the lane's next
 // request; an answer whose request is gone waits there too.
 func (p *Platform) Send(ctx context.Context, out gateway.Outbound) (string, error) {
 	switch {
@@ -144,7 +144,7 @@ func (p *Platform) shareNoteLocked(out gateway.Outbound, n note) (string, error)
 				continue
 			}
 			if p.carryLocked(w, out.ID) {
-				w.addNotice(n, out.Approval)
+				w.addNotice(n, out.Approval, out.Question)
 			}
 			attached = true
 		}

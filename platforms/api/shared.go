@@ -24,7 +24,8 @@ import (
 //
 // What such a request gets is the recorded answer only: JSON the whole
 // body, SSE the reply as one "delta" event, then "done". Previews, lane
-// notices and approvals live on the owner node and are not streamed across.
+// notices, approvals and questions live on the owner node and are not
+// streamed across.
 // A message that ends without an answer (failed, or cut off when its owner
 // died mid-turn) and stays so for endedGrace is answered 503 with
 // Retry-After: send it again under a new id.

@@ -466,6 +466,7 @@ async function converse(name, text, files, live) {
     notice: (d) => extra.append(el('p', {}, d)),
     progress: (v) => renderWork(work, v),
     approval: (a) => asks.append(approvalNode(a)),
+    question: (q) => asks.append(questionNode(q)),
     file: (f) => sent.append(fileNode(f)),
     error: (d) => { state.textContent = 'error: ' + d; state.classList.add('error'); },
     done: (r) => {
@@ -523,6 +524,53 @@ function approvalNode(a) {
     el('p', {}, a.kind === 'command' ? 'Codex asks to run ' : 'Codex asks to change files ',
       a.command ? el('code', {}, a.command) : null, a.cwd ? ` in ${a.cwd}` : '', a.reason ? ` — ${a.reason}` : ''),
     ...buttons, outcome);
+}
+
+// questionNode shows one of Codex's question requests (Plan mode): each
+// question with a button per option and, where any text answers it, a
+// text box. Each question is answered on its own, so one the user is
+// still thinking about does not hold back the others.
+function questionNode(q) {
+  return el('div', { class: 'question', dataset: { id: q.id } },
+    ...q.questions.map((item) => questionItem(q, item)));
+}
+
+function questionItem(q, item) {
+  const outcome = el('span', { class: 'outcome' });
+  const options = item.options || [];
+  const controls = [];
+  const disable = (off) => controls.forEach((c) => { c.disabled = off; });
+  const answer = async (value) => {
+    if (value.trim() === '') return;
+    disable(true);
+    try {
+      await api.postJSON(q.answer, { answers: { [item.id]: [value] }, user: 'console' });
+      // A secret answer is not left on the screen.
+      outcome.textContent = 'Answered: ' + (item.is_secret ? '(secret)' : value);
+    } catch (err) {
+      outcome.textContent = String(err.message || err);
+      disable(false);
+    }
+  };
+  const buttons = options.map((o) => el('button', {
+    type: 'button', class: 'answer-option', title: o.description || undefined, onclick: () => answer(o.label),
+  }, o.label));
+  controls.push(...buttons);
+  let form = null;
+  if (item.is_other || options.length === 0) {
+    const input = el('input', { type: item.is_secret ? 'password' : 'text', class: 'answer-text', autocomplete: 'off',
+      placeholder: options.length ? 'Another answer' : 'Your answer', 'aria-label': item.header || item.question });
+    const send = el('button', { type: 'submit', class: 'answer-send' }, 'Send');
+    controls.push(input, send);
+    form = el('form', { class: 'answer-form', onsubmit: (e) => { e.preventDefault(); answer(input.value); } }, input, send);
+  }
+  if (item.answered) {
+    disable(true);
+    outcome.textContent = 'Answered';
+  }
+  return el('div', { class: 'question-item', dataset: { qid: item.id } },
+    el('p', {}, item.header ? el('strong', {}, item.header + ': ') : null, item.question),
+    ...buttons, form, outcome);
 }
 
 function fileNode(f) {

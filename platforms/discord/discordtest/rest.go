@@ -218,6 +218,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 	}
 	if body.Reference != nil {
 		sent.ReplyTo = body.Reference.MessageID
+		m.MessageReference = &discordgo.MessageReference{MessageID: body.Reference.MessageID, ChannelID: channelID}
 	}
 	s.history[channelID] = append(s.history[channelID], m)
 	s.sent[channelID] = append(s.sent[channelID], sent)

@@ -404,8 +404,12 @@ func (s *Server) BotMessages(channelID string) []SentMessage {
 	for _, m := range s.history[channelID] {
 		if m.Author != nil && m.Author.ID == BotID {
 			comps := s.components[channelID+"/"+m.ID]
-			out = append(out, SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content,
-				ButtonIDs: buttonIDs(comps), Components: append([]Component(nil), comps...)})
+			sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content,
+				ButtonIDs: buttonIDs(comps), Components: append([]Component(nil), comps...)}
+			if m.MessageReference != nil {
+				sent.ReplyTo = m.MessageReference.MessageID
+			}
+			out = append(out, sent)
 		}
 	}
 	return out
