@@ -199,6 +199,11 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 			if _, ok := req.ToolOutput(); !ok {
 				return codextest.Reply{ToolCall: codextest.SendFile("call-2", "report.txt", "the report")}
 			}
+		case strings.HasPrefix(req.LastUserText(), "pick a database"):
+			if _, ok := req.ToolOutput(); !ok {
+				return codextest.Reply{ToolCall: codextest.AskUser("call-3", codextest.AskedQuestion{ID: "db", Header: "Database",
+					Question: "Which one?", Options: []string{"SQLite", "PostgreSQL"}})}
+			}
 		case req.LastUserText() == "make the file":
 			if _, ok := req.ToolOutput(); !ok {
 				return codextest.Reply{ToolCall: codextest.ExecCommand("call-1", "touch approved.txt")}
@@ -269,6 +274,23 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "approved.txt")); err != nil {
 		t.Errorf("Allow did not run the command: %v", err)
 	}
+
+	// In Plan mode Codex's question shows with a button per option; the
+	// chosen one reaches the model.
+	b.run(t, "plan", chromedp.SendKeys(chromedp.CSS(`#composer-text`), "/plan pick a database"), pressEnter(0))
+	b.waitJS(t, "the question's buttons", `document.querySelectorAll('.question .answer-option').length === 2`)
+	if asked := evalJS[string](t, b, `document.querySelector('.question').textContent`); !strings.Contains(asked, "Database: Which one?") {
+		t.Errorf("question shows %q", asked)
+	}
+	b.run(t, "choose", chromedp.Click(chromedp.CSS(`.question .answer-option:last-of-type`)))
+	b.waitJS(t, "the answered turn done", fmt.Sprintf(`%s === 'completed'`, lastDone))
+	if got := evalJS[string](t, b, lastReply); !strings.Contains(got, `"answers":["PostgreSQL"]`) {
+		t.Errorf("the reply after the answer is %q, want the chosen label", got)
+	}
+	if outcome := evalJS[string](t, b, `document.querySelector('.question .outcome').textContent`); outcome != "Answered: PostgreSQL" {
+		t.Errorf("question outcome %q", outcome)
+	}
+	b.send(t, "/plan off")
 
 	// An uploaded image reaches the model as an input_image.
 	img := filepath.Join(dir, "dot.png")
