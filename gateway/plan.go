@@ -18,8 +18,6 @@ import (
 // Codex keeps a thread's mode for its later turns, so once a lane chose,
 // every turn names its mode: "default" after /plan off undoes it.
 
-const planUsage = "Usage: /plan (turn Plan mode on), /plan TEXT (on, and ask TEXT), /plan off."
-
 type planStore interface {
 	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
 }
