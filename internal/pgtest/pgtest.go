@@ -217,10 +217,29 @@ func start(opts Options) (*Server, error) {
 	if err := s.initdb(opts); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(s.dir))
 	}
-	if err := s.launch(); err != nil {
+	if err := s.launchOnFreePort(); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(s.dir))
 	}
 	return s, nil
+}
+
+// launchOnFreePort launches the server, on another free port when the one
+// chosen was taken meanwhile: freePort closes its listener before postgres
+// binds the port, and tests of other packages start servers at the same
+// time.
+func (s *Server) launchOnFreePort() error {
+	for attempt := 1; ; attempt++ {
+		err := s.launch()
+		if err == nil || attempt == 5 || !strings.Contains(err.Error(), "Address already in use") {
+			return err
+		}
+		if s.port, err = freePort(); err != nil {
+			return err
+		}
+		if err := s.appendConf([]string{fmt.Sprintf("port = %d", s.port)}); err != nil { // a later line wins
+			return err
+		}
+	}
 }
 
 // findBin prefers the newest Debian install, then PATH.
@@ -297,6 +316,12 @@ func (s *Server) initdb(opts Options) error {
 	if !opts.Durable {
 		conf = append(conf, "fsync = off", "synchronous_commit = off", "full_page_writes = off")
 	}
+	return s.appendConf(conf)
+}
+
+// appendConf adds lines to postgresql.conf; a later setting overrides an
+// earlier one.
+func (s *Server) appendConf(conf []string) error {
 	f, err := os.OpenFile(filepath.Join(s.dir, "data", "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
