@@ -56,14 +56,18 @@ type Config struct {
 	Log      Log
 	Codex    Codex
 	API      API
+	// Webhooks is the signed-POST listener that starts turns (issue 29).
+	Webhooks Webhooks
 	Telegram Telegram
 	Discord  Discord
 	Lanes    Lanes
 	Shutdown Shutdown
 	Files    Files
 	Voice    Voice
-	Cluster  Cluster
-	Store    Store
+	// Schedules bounds /at and /every (issue 29).
+	Schedules Schedules
+	Cluster   Cluster
+	Store     Store
 	// Projects maps a project name to its absolute, existing directory: the
 	// working directories a lane may choose with /project (codex.cwd is
 	// the one for lanes without a project). Never nil.
@@ -192,6 +196,18 @@ type Lanes struct {
 	// notifies its requester (not an edit of the streamed preview, which
 	// notifies nobody); 0: never.
 	NotifyAfter time.Duration
+	// Timezone is the IANA zone schedules read times in, for lanes that
+	// chose none with /tz; "" is the machine's.
+	Timezone string
+}
+
+// Schedules bounds the prompts lanes schedule with /at and /every.
+type Schedules struct {
+	MinInterval time.Duration // a recurring schedule fires at most this often
+	// CatchUp: a firing missed while gatewayd was down runs at start when
+	// it is younger than this, else it is skipped and the lane told.
+	CatchUp    time.Duration
+	MaxPerLane int
 }
 
 // Voice configures transcription of voice notes and audio before a turn:

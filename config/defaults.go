@@ -28,12 +28,16 @@ const (
 	DefaultIsolation       = IsolationLanes   // codex.isolation
 	DefaultApprovalTimeout = 10 * time.Minute // codex.approval_timeout
 	DefaultQuestionTimeout = 30 * time.Minute // codex.question_timeout
-	DefaultTurnTimeout     = 30 * time.Minute // codex.turn_timeout
-	DefaultResumeTimeout   = 10 * time.Minute // codex.resume_timeout: generous on purpose, ctx can cancel
-	DefaultStartTimeout    = 30 * time.Second // codex.start_timeout: initialize and thread/start
-	DefaultDrainTimeout    = 60 * time.Second // shutdown.drain_timeout
-	DefaultFilesMaxBytes   = 20 << 20         // files.max_bytes: one attachment
-	DefaultFilesLaneQuota  = 1 << 30          // files.lane_quota: all of a lane's stored files
+
+	DefaultScheduleMinInterval = time.Minute      // schedules.min_interval
+	DefaultScheduleCatchUp     = time.Hour        // schedules.catch_up
+	DefaultSchedulesPerLane    = 20               // schedules.max_per_lane
+	DefaultTurnTimeout         = 30 * time.Minute // codex.turn_timeout
+	DefaultResumeTimeout       = 10 * time.Minute // codex.resume_timeout: generous on purpose, ctx can cancel
+	DefaultStartTimeout        = 30 * time.Second // codex.start_timeout: initialize and thread/start
+	DefaultDrainTimeout        = 60 * time.Second // shutdown.drain_timeout
+	DefaultFilesMaxBytes       = 20 << 20         // files.max_bytes: one attachment
+	DefaultFilesLaneQuota      = 1 << 30          // files.lane_quota: all of a lane's stored files
 )
 
 // Defaults of behaviour that is not a key.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // lanes.timezone names load on machines without a zone database
 )
 
 // key is one configuration key: its name (the operator interface), its
@@ -55,6 +56,9 @@ var keys = []key{
 	intKey("api.max_connections", 256, func(c *Config) *int { return &c.API.MaxConnections }, 1),
 	boolKey("api.metrics_public", false, func(c *Config) *bool { return &c.API.MetricsPublic }),
 
+	strKey("webhooks.listen", "", func(c *Config) *string { return &c.Webhooks.Listen }, optional(hostPort)),
+	hookMapKey("webhooks.hooks", func(c *Config) *map[string]Hook { return &c.Webhooks.Hooks }),
+
 	secretKey("telegram.token", func(c *Config) *string { return &c.Telegram.Token }),
 	strKey("telegram.token_file", "", func(c *Config) *string { return &c.Telegram.TokenFile }, nil),
 	strKey("telegram.api_url", "https://api.telegram.org", func(c *Config) *string { return &c.Telegram.APIURL }, httpURL),
@@ -93,6 +97,11 @@ var keys = []key{
 	durKey("lanes.notify_after", "60s", func(c *Config) *time.Duration { return &c.Lanes.NotifyAfter }, nonNegative),
 	intKey("lanes.context_messages", DefaultContextMessages, func(c *Config) *int { return &c.Lanes.ContextMessages }, 1),
 	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
+	strKey("lanes.timezone", "", func(c *Config) *string { return &c.Lanes.Timezone }, optional(timeZone)),
+
+	durKey("schedules.min_interval", DefaultScheduleMinInterval.String(), func(c *Config) *time.Duration { return &c.Schedules.MinInterval }, positive),
+	durKey("schedules.catch_up", DefaultScheduleCatchUp.String(), func(c *Config) *time.Duration { return &c.Schedules.CatchUp }, nonNegative),
+	intKey("schedules.max_per_lane", DefaultSchedulesPerLane, func(c *Config) *int { return &c.Schedules.MaxPerLane }, 1),
 
 	strKey("voice.transcribe_url", "", func(c *Config) *string { return &c.Voice.TranscribeURL }, optional(httpURL)),
 	secretKey("voice.api_key", func(c *Config) *string { return &c.Voice.APIKey }),
@@ -113,6 +122,15 @@ var keys = []key{
 	strKey("cluster.node_id", "", func(c *Config) *string { return &c.Cluster.NodeID }, optional(nodeID)),
 	durKey("cluster.lease_ttl", DefaultLeaseTTL.String(), func(c *Config) *time.Duration { return &c.Cluster.LeaseTTL }, positive),
 	intKey("cluster.discord_shards", 1, func(c *Config) *int { return &c.Cluster.DiscordShards }, 1),
+}
+
+// timeZone checks an IANA time zone name (lanes.timezone); the zone
+// database is built in, so a machine without tzdata loads it too.
+func timeZone(s string) string {
+	if _, err := time.LoadLocation(s); err != nil {
+		return fmt.Sprintf("unknown time zone %q (use an IANA name such as Europe/Berlin)", s)
+	}
+	return ""
 }
 
 // nodeID checks a cluster node id: it names the node in lease rows, logs

@@ -124,6 +124,8 @@ func (s *fakeStore) SetLaneOption(_ context.Context, key string, opt store.LaneO
 		l.Effort = value
 	case store.OptionMode:
 		l.Mode = value
+	case store.OptionTZ:
+		l.Timezone = value
 	default:
 		return fmt.Errorf("fake store: unknown lane option %q", opt)
 	}

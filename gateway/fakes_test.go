@@ -20,21 +20,23 @@ var errInjected = errors.New("injected store failure")
 // fakeStore is an in-memory Store with the contract's semantics and
 // per-method error injection.
 type fakeStore struct {
-	mu       sync.Mutex
-	lanes    map[string]*store.Lane
-	inbound  []store.InboundRow
-	journal  map[string]store.JournalEntry
-	retries  map[string]fakeRetry // the lanes' turns to retry
-	messages []store.Message
-	outbox   []store.OutboxMessage
-	held     map[int64]bool              // outbox rows held (HoldOutbox)
-	fail     map[string]error            // method name → error returned (persistent)
-	inIdx    map[string]int64            // platform + message id → inbound id
-	room     map[string][]store.RoomLine // the room's talk kept per lane
-	turnIdx  map[string]bool             // session key + turn id committed
-	firstDue int                         // outbox rows before it are all settled
-	bindings []string                    // "bind:<thread>", "lost:<thread>" in order
-	now      func() time.Time
+	mu          sync.Mutex
+	schedules   map[int64]store.Schedule
+	scheduleSeq int64
+	lanes       map[string]*store.Lane
+	inbound     []store.InboundRow
+	journal     map[string]store.JournalEntry
+	retries     map[string]fakeRetry // the lanes' turns to retry
+	messages    []store.Message
+	outbox      []store.OutboxMessage
+	held        map[int64]bool              // outbox rows held (HoldOutbox)
+	fail        map[string]error            // method name → error returned (persistent)
+	inIdx       map[string]int64            // platform + message id → inbound id
+	room        map[string][]store.RoomLine // the room's talk kept per lane
+	turnIdx     map[string]bool             // session key + turn id committed
+	firstDue    int                         // outbox rows before it are all settled
+	bindings    []string                    // "bind:<thread>", "lost:<thread>" in order
+	now         func() time.Time
 	// compactions ("<thread>:<before>:<after>") and rotations
 	// ("<reason>:<keep>") recorded, in order.
 	compactions []string

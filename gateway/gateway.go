@@ -68,6 +68,8 @@ type Config struct {
 	// declines an unanswered request (default config.DefaultApprovalTimeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
+	// Schedules is schedules.* and lanes.timezone (/at, /every).
+	Schedules ScheduleConfig
 	// QuestionTimeout gives up an unanswered question of Codex's
 	// (codex.question_timeout; default config.DefaultQuestionTimeout).
 	QuestionTimeout time.Duration
@@ -133,6 +135,8 @@ func (c *Config) applyDefaults() error {
 	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
 	setDefault(&c.ApprovalTimeout, config.DefaultApprovalTimeout)
 	setDefault(&c.QuestionTimeout, config.DefaultQuestionTimeout)
+	setDefault(&c.Schedules.MinInterval, config.DefaultScheduleMinInterval)
+	setDefault(&c.Schedules.MaxPerLane, config.DefaultSchedulesPerLane)
 	setDefault(&c.DrainTimeout, config.DefaultDrainTimeout)
 	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
 	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
@@ -241,6 +245,7 @@ type Gateway struct {
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	questions *questions   // Codex's questions (Plan mode) and their answers
 	plan      *planMode    // /plan: the lane's turns in Plan mode
+	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
 	confine   *confinement // codex.isolation: each lane's commands in its own directories
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
@@ -326,11 +331,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	go g.awaitReady(platCtx)
 	loopCtx, stopLoops := context.WithCancel(base)
 	var loops sync.WaitGroup
-	loops.Add(2)
+	loops.Add(3)
 	tick, stopTick := g.newTicker(time.Second) // retries that come due
 	defer stopTick()
 	go func() { defer loops.Done(); g.out.loop(loopCtx, tick) }()
 	go func() { defer loops.Done(); g.threads.loop(loopCtx, g.newTicker) }()
+	go func() { defer loops.Done(); g.schedules.loop(loopCtx, g.newTicker) }()
 
 	var runErr error
 	select {

@@ -253,12 +253,14 @@ type recorded struct {
 	journal *store.JournalEntry
 	// sender and senderName are who sent it (item.requester).
 	sender, senderName string
+	// origin is what started a row no one typed (item.origin).
+	origin string
 }
 
 // recordedRow is an inbox row read back (recovery, a cluster claim).
 func recordedRow(addr Address, row store.InboundRow) recorded {
 	return recorded{addr: addr, inboundID: row.ID, msgID: row.MessageID, text: row.Text, att: row.Attachments,
-		sender: row.SenderID, senderName: row.SenderName}
+		sender: row.SenderID, senderName: row.SenderName, origin: row.Origin}
 }
 
 // dispatch runs a recorded message: commands act at once or queue work;
@@ -266,10 +268,16 @@ func recordedRow(addr Address, row store.InboundRow) recorded {
 func (k *intake) dispatch(ctx context.Context, m recorded) {
 	addr, inboundID, msgID, text, att, journal := m.addr, m.inboundID, m.msgID, m.text, m.att, m.journal
 	l := k.lanes.get(addr)
+	if m.origin != "" { // a trigger's text is a prompt, never a command, and waits its turn
+		k.sched.enqueue(ctx, l, item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: text, journal: journal,
+			requester: m.sender, requesterName: m.senderName, origin: m.origin})
+		return
+	}
 	if len(att) == 0 {
 		if cmd, ok := parseCommand(text); ok {
 			k.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
-			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID, sender: m.sender},
+			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID,
+				sender: m.sender, senderName: m.senderName},
 				func(ctx context.Context, id int64) { k.inbox.set(ctx, id, store.InboundDone) })
 			return
 		}

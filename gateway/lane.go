@@ -95,6 +95,9 @@ type item struct {
 	// turn asks (codex.approvers). "" when not known (a rerun after a
 	// restart): anyone allowed decides.
 	requester, requesterName string
+	// origin says what started a turn no one typed ("⏰ every day
+	// 09:00", "🪝 github"); its reply starts with it.
+	origin string
 }
 
 // turnState is the item being processed; commands use it to stop the turn.

@@ -41,6 +41,8 @@ type commandCall struct {
 	inboundID int64
 	msgID     string
 	sender    string // platform user id of who typed it ("" after a restart)
+	// senderName is the name shown for them ("" when not known).
+	senderName string
 }
 
 // A commandFunc runs a command. It reports whether the command is answered

@@ -355,7 +355,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	}
 	reply := &store.OutboxMessage{SessionKey: t.l.key, Platform: t.l.addr.Platform,
 		Kind: string(t.l.addr.Kind), ChatID: t.l.addr.ChatID, TopicID: t.l.addr.TopicID,
-		UserID: t.l.addr.UserID, Text: text, ReplyTo: t.it.msgID, EditID: t.previewID}
+		UserID: t.l.addr.UserID, Text: withOrigin(t.it.origin, text), ReplyTo: t.it.msgID, EditID: t.previewID}
 	cur, sent := t.l.markAnswered(reply)
 	// Files are delivered before the reply; a preview streamed before them
 	// cannot become the reply, so the reply is a new message and the

@@ -73,6 +73,8 @@ func wireFeatures(g *Gateway) {
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
 	g.plan = &planMode{st: st, out: g.out, log: log}
+	g.schedules = newSchedules(cfg, st, g.out, log)
+	g.schedules.gate = func() LaneGate { return g.gate }
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -95,6 +97,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
 		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions, transcribes: cfg.Voice.URL != ""}
+	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
@@ -147,5 +150,6 @@ func modules(g *Gateway) []module {
 		g.views,
 		g.approvals,
 		g.questions,
+		g.schedules,
 	}
 }

@@ -25,6 +25,8 @@ type Sources struct {
 	RunningTurns      func() int
 	StoreQueueDepth   func() int
 	AppServerRestarts func() int64
+	// Schedules is how many schedules are stored, over all lanes.
+	Schedules func() int
 }
 
 // Metrics holds every collector. Safe for concurrent use.
@@ -43,6 +45,9 @@ type Metrics struct {
 	usage          usageMetrics // tokens and rate limits (usage.go)
 	mu             sync.RWMutex
 	sources        Sources
+
+	webhooks *prometheus.CounterVec // webhook deliveries (webhooks.go)
+	firings  prometheus.Counter     // schedule firings (schedules.go)
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -89,6 +94,8 @@ func New() *Metrics {
 		Help: "Always 1; labelled with the running version.",
 	}, []string{"version"})
 	m.usage = newUsageMetrics(m.reg)
+	m.webhooks = newWebhookDeliveries(m.reg)
+	m.firings = newScheduleFirings(m.reg)
 	m.reg.MustRegister(
 		m.inbound, m.duplicates, m.outbound, m.turns, m.turnLatency, m.resumes,
 		m.platformErrors, m.storeCommit, m.buildInfo,
@@ -100,6 +107,8 @@ func New() *Metrics {
 			func(s Sources) func() int { return s.RunningTurns }),
 		m.gauge("store_queue_depth", "Write requests waiting for the store's writer.",
 			func(s Sources) func() int { return s.StoreQueueDepth }),
+		m.gauge("schedules", "Scheduled prompts stored (/at, /every), over all lanes.",
+			func(s Sources) func() int { return s.Schedules }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: namespace, Name: "app_server_restarts_total",
 			Help: "Times the codex app-server process was restarted.",

@@ -69,7 +69,7 @@ func (s *Store) ClaimInbound(ctx context.Context, sessionKey string) ([]InboundR
 		rows, err := q.QueryContext(ctx, `UPDATE inbox SET state = ?, updated_at = ?
 			WHERE id IN (SELECT id FROM inbox WHERE session_key = ? AND state = ? ORDER BY id`+lock+`)
 			RETURNING id, platform, COALESCE(message_id, ''), session_key, sender_id, sender_name, text,
-				received_at, state, attachments`,
+				received_at, state, attachments, origin`,
 			InboundProcessing, toDB(s.now()), sessionKey, InboundReceived)
 		if err != nil {
 			return err
@@ -80,7 +80,7 @@ func (s *Store) ClaimInbound(ctx context.Context, sessionKey string) ([]InboundR
 			var received int64
 			var attachments string
 			if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
-				&r.Text, &received, &r.State, &attachments); err != nil {
+				&r.Text, &received, &r.State, &attachments, &r.Origin); err != nil {
 				return err
 			}
 			if r.Attachments, err = decodeAttachments(attachments); err != nil {

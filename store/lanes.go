@@ -11,7 +11,7 @@ import (
 
 const laneColumns = `r.session_key, r.platform, r.kind, r.chat_id, r.topic_id, r.user_id, r.session_id,
 	r.codex_thread_id, r.binding, r.generation, r.created_at, r.updated_at, r.last_active_at,
-	s.started_at, r.turns, r.meta, r.project, r.verbose, r.model, r.effort, r.collab_mode
+	s.started_at, r.turns, r.meta, r.project, r.verbose, r.model, r.effort, r.collab_mode, r.timezone
 	FROM gateway_routing r JOIN sessions s ON s.id = r.session_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -24,7 +24,7 @@ func scanLane(row rowScanner) (Lane, error) {
 	)
 	err := row.Scan(&l.SessionKey, &l.Platform, &l.Kind, &l.ChatID, &l.TopicID, &l.UserID, &l.SessionID,
 		&l.ThreadID, &binding, &l.Generation, &created, &updated, &active, &sessionT, &l.Turns, &meta, &l.Project,
-		&l.Verbose, &l.Model, &l.Effort, &l.Mode)
+		&l.Verbose, &l.Model, &l.Effort, &l.Mode, &l.Timezone)
 	if err != nil {
 		return Lane{}, err
 	}
@@ -487,6 +487,7 @@ const (
 	OptionModel   LaneOption = "model"       // /model
 	OptionEffort  LaneOption = "effort"      // /effort
 	OptionMode    LaneOption = "collab_mode" // /plan: plan | default
+	OptionTZ      LaneOption = "timezone"    // /tz: an IANA time zone name
 )
 
 // SetLaneOption records one of the lane's settings, "" for the configured
@@ -494,7 +495,7 @@ const (
 // project, the settings outlive /new, rotation and restarts.
 func (s *Store) SetLaneOption(ctx context.Context, sessionKey string, opt LaneOption, value string) error {
 	switch opt {
-	case OptionVerbose, OptionModel, OptionEffort, OptionMode:
+	case OptionVerbose, OptionModel, OptionEffort, OptionMode, OptionTZ:
 	default:
 		return fmt.Errorf("store: unknown lane option %q", opt)
 	}

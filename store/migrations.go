@@ -328,6 +328,28 @@ ALTER TABLE outbox ADD COLUMN ping TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE gateway_routing ADD COLUMN collab_mode TEXT NOT NULL DEFAULT '';
 `,
+	// 21: triggers (issue 29): what started an inbound row that no one
+	// typed (a schedule's firing, a webhook), the lane's time zone (/tz),
+	// and the schedules (/at, /every). A firing is an inbox row whose
+	// message id names the schedule and the due time, so it runs once.
+	`
+ALTER TABLE inbox ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+ALTER TABLE gateway_routing ADD COLUMN timezone TEXT NOT NULL DEFAULT '';
+CREATE TABLE schedules (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	session_key  TEXT    NOT NULL,
+	rule         TEXT    NOT NULL, -- schedule.Rule's text; '' for a one-off (/at)
+	prompt       TEXT    NOT NULL,
+	timezone     TEXT    NOT NULL,
+	creator_id   TEXT    NOT NULL DEFAULT '',
+	creator_name TEXT    NOT NULL DEFAULT '',
+	next_at      INTEGER NOT NULL, -- the due time of the next firing
+	created_at   INTEGER NOT NULL,
+	fired        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX schedules_due ON schedules(next_at);
+CREATE INDEX schedules_lane ON schedules(session_key, id);
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

@@ -76,9 +76,10 @@ func (s *Store) recordInbound(ctx context.Context, in Inbound, turnText *string)
 		}
 		// RETURNING, not LastInsertId: PostgreSQL has no last insert id.
 		err := q.QueryRowContext(ctx, `INSERT INTO inbox
-			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING RETURNING id`,
-			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments).Scan(&id)
+			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments, origin)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING RETURNING id`,
+			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments,
+			in.Origin).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			duplicate = true
 			return q.QueryRowContext(ctx, "SELECT id FROM inbox WHERE platform = ? AND message_id = ?",
@@ -152,7 +153,7 @@ func execOne(ctx context.Context, q querier, what string, id int64, query string
 // oldest first: what a restart must pick up again.
 func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 	rows, err := s.rq.QueryContext(ctx, `SELECT id, platform, COALESCE(message_id, ''), session_key,
-		sender_id, sender_name, text, received_at, state, attachments
+		sender_id, sender_name, text, received_at, state, attachments, origin
 		FROM inbox WHERE state IN ('received', 'processing') ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending inbound: %w", classify(err))
@@ -164,7 +165,7 @@ func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 		var received int64
 		var attachments string
 		if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
-			&r.Text, &received, &r.State, &attachments); err != nil {
+			&r.Text, &received, &r.State, &attachments, &r.Origin); err != nil {
 			return nil, fmt.Errorf("store: pending inbound: %w", err)
 		}
 		if r.Attachments, err = decodeAttachments(attachments); err != nil {

@@ -77,6 +77,9 @@ type Lane struct {
 	// Mode is the lane's collaboration mode (/plan): "plan", "default"
 	// after /plan off, "" when never chosen. Kept like Verbose.
 	Mode string
+	// Timezone is the lane's IANA time zone for its schedules (/tz); ""
+	// is lanes.timezone.
+	Timezone string
 }
 
 // Message is one transcript row.
@@ -99,6 +102,9 @@ type Inbound struct {
 	// LaneTitle, with Lane, names the lane (meta "title") in the same
 	// transaction when it has no title yet; a title once set is kept.
 	LaneTitle string
+	// Origin says what started a row no one typed: a schedule's firing
+	// ("⏰ every day 09:00"), a webhook ("🪝 github"); "" for messages.
+	Origin string
 }
 
 // Attachment is one stored file of an inbound message.

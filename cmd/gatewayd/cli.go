@@ -31,6 +31,9 @@ const usageText = `Usage:
   gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens and api.listen
   gatewayd cluster status [--config FILE]  nodes (heartbeat age), lanes per node, the Telegram poller
   gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
+  gatewayd send [--config FILE] [--json] LANE [TEXT...]
+                                        send one message (TEXT, else stdin) to the API lane LANE of the
+                                        running daemon; print the reply (--json: the whole answer)
   gatewayd sessions list [--config FILE] [--limit N]
   gatewayd sessions show KEY [--config FILE] [--limit N]
   gatewayd sessions search TEXT... [--config FILE] [--limit N]
@@ -44,7 +47,7 @@ Configuration: --config FILE, else $GATEWAYD_CONFIG, else ~/.config/gatewayd/gat
 Exit codes:
   0  success (run: clean shutdown after SIGTERM/SIGINT)
   1  runtime failure (store, app-server, platform or network error; forced exit on a second signal;
-     doctor: a check failed)
+     doctor: a check failed; send: the turn did not complete or the daemon is unreachable)
   2  configuration or usage error (also: a platform rejected its bot token)
 `
 
@@ -110,6 +113,8 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 		return nil
 	case "chat":
 		return cmdChat(ctx, rest, std)
+	case "send":
+		return cmdSend(ctx, rest, std)
 	case "sessions":
 		return cmdSessions(ctx, rest, std)
 	case "doctor":

@@ -107,6 +107,11 @@ func TestUsageAndVersion(t *testing.T) {
 		{"sessions bad sub", []string{"sessions", "drop"}, 2, "", `unknown sessions subcommand "drop"`},
 		{"sessions show no key", []string{"sessions", "show"}, 2, "", "sessions show takes 1 argument(s), got 0"},
 		{"chat two lanes", []string{"chat", "a", "b"}, 2, "", "chat takes at most one lane name"},
+		{"send no lane", []string{"send", "--json"}, 2, "", "send needs a lane name"},
+		{"send bad lane", []string{"send", "a/b", "hi"}, 2, "", `send: bad lane name "a/b"`},
+		{"send empty stdin", []string{"send", "web"}, 2, "", "send: the text is empty"},
+		{"send blank text", []string{"send", "web", " ", ""}, 2, "", "send: the text is empty"},
+		{"send bad flag", []string{"send", "web", "hi", "--nope"}, 2, "", "flag provided but not defined: -nope"},
 		{"missing config file", []string{"run", "--config", "/nonexistent/gw.yaml"}, 2, "", "config: read /nonexistent/gw.yaml"},
 	}
 	for _, tc := range tests {

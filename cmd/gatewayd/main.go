@@ -9,6 +9,7 @@
 //	                                     validate and print the effective config, secrets redacted
 //	gatewayd version                     print the version
 //	gatewayd chat [--config FILE] [LANE] talk to a lane through the local API (default lane "default")
+//	gatewayd send [--json] LANE [TEXT]   one turn through the running daemon's API lane; prints the reply
 //	gatewayd sessions list|show KEY|search TEXT|reset KEY [--config FILE]
 //	                                     inspect lanes; reset = /reset in the lane, safe while the daemon runs
 //

@@ -30,6 +30,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
+	"github.com/gatewayd/gatewayd/webhooks"
 )
 
 var _ gateway.Observer = (*metrics.Metrics)(nil)
@@ -64,6 +65,7 @@ type daemon struct {
 	chats    []gateway.Platform
 	health   *lifecycle.Health
 	notifier *lifecycle.Notifier
+	webhooks *webhooks.Server // webhooks.listen; nil when off (webhooks.go)
 }
 
 // Run builds everything, runs until ctx ends and shuts down in order:
@@ -100,6 +102,10 @@ func Run(ctx context.Context, p Params) error {
 	if err := d.buildGateway(); err != nil {
 		return err
 	}
+	if err := d.listenWebhooks(); err != nil {
+		return err
+	}
+	defer d.stopWebhooks()
 	if err := d.startCodex(ctx); err != nil {
 		return err
 	}
@@ -295,7 +301,10 @@ func (d *daemon) buildGateway() error {
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
-		QuestionTimeout: d.cfg.Codex.QuestionTimeout, Effort: d.cfg.Codex.Effort,
+		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
+		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
+			MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone},
+		Effort:      d.cfg.Codex.Effort,
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
@@ -360,8 +369,21 @@ func (d *daemon) buildGateway() error {
 		RunningTurns:      func() int { return gw.Stats().RunningTurns },
 		StoreQueueDepth:   d.store.QueueDepth,
 		AppServerRestarts: d.codex.Restarts,
+		Schedules:         d.countSchedules,
 	})
 	return nil
+}
+
+// countSchedules is the schedules gauge, read at scrape time; -1 when the
+// database does not answer within a second.
+func (d *daemon) countSchedules() int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, _, err := d.store.CountSchedules(ctx)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // metricsHandler is /metrics: behind api.token like the API, since the
@@ -420,8 +442,12 @@ func (d *daemon) probe(ctx context.Context) error {
 }
 
 // run drives the gateway: readiness, watchdog, SIGHUP, and the stop.
-func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct{}) error {
-	ctx, stopGateway := context.WithCancel(ctx)
+//
+// The gateway's context ends when run stops it, not with parent: on a
+// signal the webhook listener closes first, so the deliveries in flight
+// are still taken, then the gateway drains.
+func (d *daemon) run(parent context.Context, opts config.Options, hup <-chan struct{}) error {
+	ctx, stopGateway := context.WithCancel(context.WithoutCancel(parent))
 	defer stopGateway()
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.gateway.Run(ctx) }()
@@ -431,7 +457,7 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 	wd := &watchdog{}
 	defer wd.stop()
 	ready := d.gateway.Ready()
-	stopping := ctx.Done()
+	stopping := parent.Done()
 	for {
 		select {
 		case <-ready:
@@ -439,6 +465,7 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 			d.health.SetReady()
 			d.notifier.Ready()
 			wd.start(d.notifier)
+			d.serveWebhooks()
 			d.log.Info("daemon.ready", zap.String("api", d.api.Addr()))
 		case <-hup:
 			d.log.Info("config.reload", zap.String("signal", "SIGHUP"))
@@ -456,6 +483,7 @@ func (d *daemon) run(ctx context.Context, opts config.Options, hup <-chan struct
 			// stopping daemon as ready (READY/WATCHDOG after STOPPING).
 			ready = nil
 			d.beginStop("signal", wd)
+			stopGateway()
 		case err := <-runErr:
 			if exitErr != nil {
 				return exitErr
@@ -482,6 +510,7 @@ func (d *daemon) beginStop(why string, wd *watchdog) {
 	d.health.SetNotReady("shutting down")
 	wd.stop()
 	d.notifier.Stopping()
+	d.stopWebhooks()
 }
 
 // watchdog runs the notifier's ping loop and stops it synchronously, so no

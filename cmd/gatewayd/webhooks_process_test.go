@@ -1,0 +1,229 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+)
+
+// The built daemon with webhooks.listen (issue 29): a signed delivery runs
+// its rendered template in an API lane once, whose answer starts with the
+// hook's origin; a redelivery and a bad signature run nothing.
+func TestWebhookDeliveryRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	const secret = "process-test-hook-secret"
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	addr, hookAddr := freeAddr(t), freeAddr(t)
+	cfgFile := processConfig(t, dir, addr, model, map[string]any{
+		"webhooks": map[string]any{
+			"listen": hookAddr,
+			"hooks": map[string]any{
+				"ci": map[string]any{"secret": secret, "lane": "v1:api:hooks", "template": "Build {{.build}} failed"},
+			},
+		},
+	})
+	notify := listenNotify(t)
+	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
+	d := startDaemon(t, bin, cfgFile, dir, "webhooks", notify.path)
+	waitHealthy(t, api, d)
+	if got := waitLogEvents(t, d, "webhooks.listening", func(e map[string]any) bool { return e["addr"] == hookAddr }); len(got) != 1 {
+		t.Fatalf("no webhooks.listening on %s:\n%s", hookAddr, d.logs())
+	}
+
+	hookURL := "http://" + hookAddr + "/hooks/ci"
+	body := `{"build": 42}`
+	turns := func() int {
+		n := 0
+		for _, r := range model.Requests() {
+			if strings.Contains(r.LastUserText(), "Build 42 failed") {
+				n++
+			}
+		}
+		return n
+	}
+
+	// 1. A signed delivery: 202, and the model gets the rendered text.
+	sent := time.Now()
+	code, ans := postHook(t, hookURL, body, map[string]string{"X-Gatewayd-Signature": hookSignature(secret, body),
+		"X-Gatewayd-Delivery": "d1"})
+	t.Logf("webhook accept (POST → 202, the inbox row committed): %s", time.Since(sent).Round(10*time.Microsecond))
+	if code != http.StatusAccepted || ans["duplicate"] != false || ans["inbound_id"] == nil {
+		t.Fatalf("signed delivery: %d %v, want 202", code, ans)
+	}
+	inboundID := ans["inbound_id"]
+	deadline := time.Now().Add(time.Minute)
+	for turns() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := turns(); n != 1 {
+		t.Fatalf("the model got %d requests with the rendered text, want 1:\n%s", n, d.logs())
+	}
+
+	// 2. The API lane's answer to the delivery starts with the origin.
+	reply := waitHookAnswer(t, api, "hooks", "hook:ci:d1")
+	if !strings.HasPrefix(reply, "🪝 ci: ") || !strings.Contains(reply, "Build 42 failed") {
+		t.Errorf("the lane's answer %q does not start with the hook's origin", reply)
+	}
+
+	// 3. The same delivery again: 200 duplicate, the same row, no turn.
+	code, ans = postHook(t, hookURL, body, map[string]string{"X-Hub-Signature-256": hookSignature(secret, body),
+		"X-Gatewayd-Delivery": "d1"})
+	if code != http.StatusOK || ans["duplicate"] != true || ans["inbound_id"] != inboundID {
+		t.Errorf("redelivery: %d %v, want 200 duplicate of %v", code, ans, inboundID)
+	}
+
+	// 4. A bad signature, and an unsigned GitHub ping: refused, nothing runs.
+	requests := len(model.Requests())
+	other := `{"build": 43}`
+	if code, ans := postHook(t, hookURL, other, map[string]string{"X-Hub-Signature-256": hookSignature("wrong", other),
+		"X-Gatewayd-Delivery": "d2"}); code != http.StatusUnauthorized {
+		t.Errorf("bad signature: %d %v, want 401", code, ans)
+	}
+	if code, _ := postHook(t, hookURL, `{}`, map[string]string{"X-GitHub-Event": "ping"}); code != http.StatusUnauthorized {
+		t.Errorf("unsigned ping: %d, want 401", code)
+	}
+	if code, ans := postHook(t, hookURL, `{}`, map[string]string{"X-GitHub-Event": "ping",
+		"X-Hub-Signature-256": hookSignature(secret, `{}`)}); code != http.StatusOK || ans["pong"] != true {
+		t.Errorf("signed ping: %d %v, want 200 pong", code, ans)
+	}
+	time.Sleep(time.Second) // a turn, if one were started, reaches the model by now
+	if n := len(model.Requests()); n != requests || turns() != 1 {
+		t.Errorf("refused deliveries reached the model: %d requests, was %d", n, requests)
+	}
+	if strings.Contains(d.logs(), secret) {
+		t.Error("the hook's secret is in the daemon's log")
+	}
+
+	// 5. The counter, on /metrics.
+	resp, err := http.Get(api.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`gatewayd_webhook_deliveries_total{hook="ci",outcome="accepted"} 1`,
+		`gatewayd_webhook_deliveries_total{hook="ci",outcome="duplicate"} 1`,
+		`gatewayd_webhook_deliveries_total{hook="ci",outcome="signature"} 2`,
+		`gatewayd_webhook_deliveries_total{hook="ci",outcome="ping"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// 6. SIGTERM: the listener closes, the daemon exits 0.
+	if code := d.terminate(t, time.Minute); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+	if len(logEvents(d, "webhooks.stopped", nil)) != 1 {
+		t.Errorf("no webhooks.stopped in the log")
+	}
+	if c, err := net.DialTimeout("tcp", hookAddr, time.Second); err == nil {
+		c.Close()
+		t.Error("the webhook listener is still open after the exit")
+	}
+}
+
+// An address that cannot be bound fails the start (exit 1), naming it.
+func TestWebhookListenErrorFailsStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	hookAddr := taken.Addr().String()
+	cfgFile := processConfig(t, dir, freeAddr(t), model, map[string]any{
+		"webhooks": map[string]any{"listen": hookAddr, "hooks": map[string]any{
+			"ci": map[string]any{"secret": "s", "lane": "v1:api:hooks", "template": "x"},
+		}},
+	})
+	d := startDaemon(t, bin, cfgFile, dir, "webhooks-taken", listenNotify(t).path)
+	select {
+	case <-d.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the daemon did not exit:\n%s", d.logs())
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(d.logs(), "webhooks.listen "+hookAddr) {
+		t.Errorf("the failure does not name webhooks.listen %s:\n%s", hookAddr, d.logs())
+	}
+}
+
+func hookSignature(secret, body string) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func postHook(t *testing.T, url, body string, hdr map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		t.Errorf("answer %q is not JSON", raw)
+	}
+	return resp.StatusCode, ans
+}
+
+// waitHookAnswer polls GET /api/lanes/LANE/messages/ID until the delivery's
+// answer is recorded, and returns its reply.
+func waitHookAnswer(t *testing.T, api *apiClient, lane, id string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(api.base + "/api/lanes/" + lane + "/messages/" + id)
+		if err == nil {
+			var st struct {
+				State    string `json:"state"`
+				Response *struct {
+					Reply string `json:"reply"`
+				} `json:"response"`
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			last = string(raw)
+			if json.Unmarshal(raw, &st) == nil && st.Response != nil && st.Response.Reply != "" {
+				return st.Response.Reply
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no answer to %s on lane %s; last %s", id, lane, last)
+	return ""
+}
