@@ -121,19 +121,25 @@ func (b *approvalBook) take(id string) *pendingApproval {
 func (b *approvalBook) lane(key string) []*pendingApproval {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*pendingApproval
-	for _, p := range b.pending {
-		if p.info.SessionKey == key {
+	return inLane(b.pending, key, func(p *pendingApproval) (string, string) { return p.info.SessionKey, p.info.ID })
+}
+
+// inLane lists the entries of pending (keyed by an id: a letter and a
+// sequence number) whose lane is key, oldest first.
+func inLane[P any](pending map[string]P, key string, laneAndID func(P) (lane, id string)) []P {
+	var out []P
+	for _, p := range pending {
+		if lane, _ := laneAndID(p); lane == key {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return approvalSeq(out[i].info.ID) < approvalSeq(out[j].info.ID) })
+	seq := func(p P) int64 {
+		_, id := laneAndID(p)
+		n, _ := strconv.ParseInt(id[1:], 10, 64)
+		return n
+	}
+	sort.Slice(out, func(i, j int) bool { return seq(out[i]) < seq(out[j]) })
 	return out
-}
-
-func approvalSeq(id string) int64 {
-	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "a"), 10, 64)
-	return n
 }
 
 // approvals is chat approvals and the notices about server requests

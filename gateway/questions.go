@@ -145,19 +145,7 @@ func (b *questionBook) setMessage(p *pendingQuestion, i int, msgID string) {
 func (b *questionBook) lane(key string) []*pendingQuestion {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*pendingQuestion
-	for _, p := range b.pending {
-		if p.info.SessionKey == key {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return questionSeq(out[i].info.ID) < questionSeq(out[j].info.ID) })
-	return out
-}
-
-func questionSeq(id string) int64 {
-	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "q"), 10, 64)
-	return n
+	return inLane(b.pending, key, func(p *pendingQuestion) (string, string) { return p.info.SessionKey, p.info.ID })
 }
 
 // answered is what one accepted answer changed.

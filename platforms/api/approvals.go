@@ -78,19 +78,27 @@ func laneAddress(lane string) gateway.Address {
 
 // decider is the sink's approval side, or nil after answering why not.
 func (p *Platform) decider(w http.ResponseWriter) gateway.ApprovalDecider {
+	d, _ := sinkAs[gateway.ApprovalDecider](p, w, "this gateway does not take approval decisions")
+	return d
+}
+
+// sinkAs is the sink as the capability T, or false after answering why
+// not: 503 before Run, 501 (with missing) when the sink lacks T.
+func sinkAs[T any](p *Platform, w http.ResponseWriter, missing string) (T, bool) {
 	p.mu.Lock()
 	sink := p.sink
 	p.mu.Unlock()
+	var zero T
 	if sink == nil {
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is not running yet")
-		return nil
+		return zero, false
 	}
-	d, ok := sink.(gateway.ApprovalDecider)
+	c, ok := sink.(T)
 	if !ok {
-		writeError(w, http.StatusNotImplemented, "this gateway does not take approval decisions")
-		return nil
+		writeError(w, http.StatusNotImplemented, missing)
+		return zero, false
 	}
-	return d
+	return c, true
 }
 
 func (p *Platform) listApprovals(w http.ResponseWriter, r *http.Request) {

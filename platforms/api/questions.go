@@ -90,18 +90,7 @@ const answerShape = `body must be JSON: {"answers": {"<question id>": ["<option 
 
 // answerer is the sink's question side, or nil after answering why not.
 func (p *Platform) answerer(w http.ResponseWriter) gateway.QuestionAnswerer {
-	p.mu.Lock()
-	sink := p.sink
-	p.mu.Unlock()
-	if sink == nil {
-		writeError(w, http.StatusServiceUnavailable, "gatewayd is not running yet")
-		return nil
-	}
-	a, ok := sink.(gateway.QuestionAnswerer)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "this gateway does not take answers to questions")
-		return nil
-	}
+	a, _ := sinkAs[gateway.QuestionAnswerer](p, w, "this gateway does not take answers to questions")
 	return a
 }
 
