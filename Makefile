@@ -2,9 +2,12 @@
 GO      ?= go
 BIN     ?= bin/gatewayd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+# The commit is set explicitly: builds run with -buildvcs=false here and in
+# some CI environments, where the Go toolchain records none.
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: help build test test-codex check lint bench tools run fuzz record
+.PHONY: help build test test-codex check lint bench tools run fuzz record package
 
 # The pinned codex is installed on first use and again whenever the lock
 # changes (npm ci writes this hidden lockfile last).
@@ -20,6 +23,22 @@ help: ## list the targets
 
 build: ## build bin/gatewayd
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gatewayd
+
+# `make package` builds dist/gatewayd_<version>_<arch>.deb and
+# dist/gatewayd-<version>-1.<arch>.rpm for each of ARCHES with nfpm
+# (tools/package, pinned in go.mod), from a binary built with CGO_ENABLED=0:
+# modernc's SQLite is pure Go, so arm64 cross-compiles. The package version
+# comes from VERSION: a tag v1.2.3 is 1.2.3, v1.2.3-4-gabc 1.2.3+4.gabc, a
+# bare commit 0.0.0+<commit>. The package's layout and scripts: deploy/package.
+ARCHES ?= amd64 arm64
+DIST   ?= dist
+package: ## build the .deb and .rpm for ARCHES into dist/ (VERSION=v1.2.3 sets the version)
+	@set -e; mkdir -p $(DIST); tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for a in $(ARCHES); do \
+	  echo "package: linux/$$a"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$tmp/gatewayd-$$a" ./cmd/gatewayd; \
+	  $(GO) run ./tools/package -version '$(VERSION)' -arch $$a -binary "$$tmp/gatewayd-$$a" -out $(DIST); \
+	done
 
 # The store's suite runs a second time on PostgreSQL (a throwaway server
 # per test binary; skipped when the server binaries are missing outside CI).
