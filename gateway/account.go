@@ -37,6 +37,11 @@ type accountState struct {
 	mu     sync.Mutex
 	reason string                 // "" while codex can answer
 	logins map[string]loginWaiter // by login id
+	// console is the web console's last login (StartDeviceLogin) and how
+	// it ended, for LoginOutcome.
+	console        string
+	consoleDone    bool
+	consoleFailure string
 }
 
 // loginWaiter is the chat that asked for a login.
@@ -188,6 +193,39 @@ func (a *Account) startLogin(ctx context.Context, addr Address, msgID string) st
 		login.VerificationURL, login.UserCode)
 }
 
+// StartDeviceLogin starts a device-code login for the web console, which
+// shows the URL and code itself and learns the end by reading the account
+// again (no chat waits for account/login/completed). When a login is
+// pointless it starts none and returns why as note.
+func (a *Account) StartDeviceLogin(ctx context.Context) (login codex.Login, note string, err error) {
+	if done := a.alreadyLoggedIn(ctx); done != "" {
+		return codex.Login{}, done, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
+	defer cancel()
+	login, err = a.cx.StartLogin(ctx)
+	if err != nil {
+		a.log.Warn("codex.login_start_failed", zap.Error(err))
+		return codex.Login{}, "", fmt.Errorf("could not start the Codex login: %s", brief(codex.RPCMessage(err)))
+	}
+	a.state.mu.Lock()
+	a.state.console, a.state.consoleDone, a.state.consoleFailure = login.ID, false, ""
+	a.state.mu.Unlock()
+	a.log.Info("codex.login_started", zap.String("lane", "console"), zap.String("login_id", login.ID))
+	return login, "", nil
+}
+
+// LoginOutcome says whether the console's login id has ended (codex sent
+// account/login/completed) and, if it failed, why.
+func (a *Account) LoginOutcome(id string) (done bool, failure string) {
+	a.state.mu.Lock()
+	defer a.state.mu.Unlock()
+	if id == "" || id != a.state.console {
+		return false, ""
+	}
+	return a.state.consoleDone, a.state.consoleFailure
+}
+
 // alreadyLoggedIn returns a reply when a login is pointless: codex has an
 // account, or its provider needs none. An unreadable account is no reason
 // to refuse.
@@ -220,6 +258,15 @@ func (a *Account) LoginCompleted(r codex.LoginResult) {
 	a.state.mu.Lock()
 	w, ok := a.state.logins[r.LoginID]
 	delete(a.state.logins, r.LoginID)
+	if r.LoginID != "" && r.LoginID == a.state.console {
+		a.state.consoleDone, a.state.consoleFailure = true, ""
+		if !r.Success {
+			a.state.consoleFailure = "the Codex login failed"
+			if r.Error != "" {
+				a.state.consoleFailure += ": " + brief(r.Error)
+			}
+		}
+	}
 	a.state.mu.Unlock()
 	a.log.Info("codex.login_completed", zap.String("login_id", r.LoginID), zap.Bool("success", r.Success),
 		zap.Bool("asked_here", ok))

@@ -267,3 +267,43 @@ func TestPendingLoginsAreBounded(t *testing.T) {
 		t.Errorf("after a login past the wait limit of all others: %v, want only the new one", a.logins)
 	}
 }
+
+// The console's login: the URL and code come back to the caller (no chat
+// waits), a failed start is an error naming codex's reason, and a login is
+// not started while codex already has an account.
+func TestStartDeviceLogin(t *testing.T) {
+	h, ac, _ := newAccountHarness(t, noAccount)
+	login, note, err := h.g.Account().StartDeviceLogin(context.Background())
+	if err != nil || note != "" || login.VerificationURL != "https://auth.example/codex/device" || login.UserCode != "WXYZ-9876" {
+		t.Errorf("StartDeviceLogin = %+v, %q, %v", login, note, err)
+	}
+	if done, _ := h.g.Account().LoginOutcome("login-7"); done {
+		t.Error("the login ended before codex said so")
+	}
+	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
+	if done, failure := h.g.Account().LoginOutcome("login-7"); !done || failure != "the Codex login failed: device code expired" {
+		t.Errorf("LoginOutcome after a failure = %v, %q", done, failure)
+	}
+	if done, _ := h.g.Account().LoginOutcome("other"); done {
+		t.Error("another login's outcome was reported")
+	}
+	ac.amu.Lock()
+	ac.loginErr = &codex.RPCError{Method: "account/login/start", Code: -32603, Message: "failed to request device code: offline"}
+	ac.amu.Unlock()
+	if _, _, err := h.g.Account().StartDeviceLogin(context.Background()); err == nil ||
+		!strings.Contains(err.Error(), "could not start the Codex login: failed to request device code") {
+		t.Errorf("failed start: %v", err)
+	}
+	ac.setAccount(chatgpt)
+	ac.amu.Lock()
+	before := ac.logins
+	ac.amu.Unlock()
+	if _, note, err := h.g.Account().StartDeviceLogin(context.Background()); err != nil || !strings.Contains(note, "already logged in") {
+		t.Errorf("logged in: note %q, err %v", note, err)
+	}
+	ac.amu.Lock()
+	defer ac.amu.Unlock()
+	if ac.logins != before {
+		t.Error("a login started while codex had an account")
+	}
+}

@@ -27,6 +27,7 @@ import (
 //	GET /api/lanes/{lane}/transcript?before=ID&limit=N  its messages of every session, newest first
 //	GET /api/search?q=TEXT&limit=N                  transcript messages of every lane, best match first
 //	GET /api/status, /api/models, /api/projects     see status.go
+//	GET /api/account, POST /api/account/login       see account.go
 //
 // {lane} is an API lane name (no ':') or a full session key (the grammar of
 // gateway.ParseSessionKey), path-escaped or with its ':' raw; anything else
@@ -67,6 +68,9 @@ type Console struct {
 	// without them those routes answer 503.
 	statusSrc *StatusSources
 	modelSrc  ModelSource
+	// account serves /api/account (account.go); without it 503.
+	account AccountControl
+	login   consoleLogin
 }
 
 // ConsoleConfig is what a Console reads. Status and Models may be nil:
@@ -78,12 +82,14 @@ type ConsoleConfig struct {
 	Dirs   Workdirs
 	Status *StatusSources
 	Models ModelSource
+	// Account serves /api/account and /api/account/login; nil → 503.
+	Account AccountControl
 }
 
 // NewConsole returns the console's handlers over cfg's sources.
 func NewConsole(cfg ConsoleConfig) *Console {
 	return &Console{st: cfg.Store, live: cfg.Live, token: cfg.Token, dirs: cfg.Dirs,
-		statusSrc: cfg.Status, modelSrc: cfg.Models}
+		statusSrc: cfg.Status, modelSrc: cfg.Models, account: cfg.Account}
 }
 
 // Routes returns the console's patterns for api.Config.Handlers. They take
@@ -97,6 +103,8 @@ func (c *Console) Routes() map[string]http.Handler {
 		"/api/status":                  c.guard(c.status),
 		"/api/models":                  c.guard(c.models),
 		"/api/projects":                c.guard(c.projects),
+		"/api/account":                 c.guard(c.accountState),
+		"/api/account/login":           c.guardPost(c.startLogin),
 	}
 }
 

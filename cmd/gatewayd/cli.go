@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -27,6 +28,9 @@ var version = ""
 const usageText = `Usage:
   gatewayd [run] [--config FILE]        run the daemon (default command)
   gatewayd check-config [--config FILE] validate; print the effective config (secrets redacted)
+  gatewayd init [--config FILE] [--env-file FILE] [--telegram-token-file F] [--discord-token-file F]
+               [--allow-user [PLATFORM:]ID]... [--project NAME=DIR]... [--yes] [--force]
+                                        write a config and the token env file (asks in a terminal)
   gatewayd version                      print the version
   gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens and api.listen
   gatewayd cluster status [--config FILE]  nodes (heartbeat age), lanes per node, the Telegram poller
@@ -108,8 +112,10 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 		return cmdRun(ctx, rest, std)
 	case "check-config":
 		return cmdCheckConfig(rest, std)
+	case "init":
+		return cmdInit(ctx, rest, std)
 	case "version":
-		fmt.Fprintln(std.out, "gatewayd", Version())
+		printVersion(std.out)
 		return nil
 	case "chat":
 		return cmdChat(ctx, rest, std)
@@ -126,6 +132,39 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 		return nil
 	}
 	return usagef("unknown command %q", cmd)
+}
+
+// commit may be set at build time (-ldflags "-X main.commit=SHA") where
+// the build has no VCS stamp (-buildvcs=false, a source tarball).
+var commit = ""
+
+// printVersion is `gatewayd version`: the first line stays "gatewayd
+// VERSION" (scripts read it); then the commit (the -X flag, else the VCS
+// stamp of the build, else "unknown"), the Go release and the codex
+// release this gatewayd was verified against (pinnedCodexVersion, which
+// TestPinnedCodexVersionMatchesTools keeps equal to tools/package.json).
+func printVersion(w io.Writer) {
+	rev, modified := commit, false
+	if bi, ok := debug.ReadBuildInfo(); ok && rev == "" {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	switch {
+	case rev == "":
+		rev = "unknown"
+	case modified:
+		rev += " (modified)"
+	}
+	fmt.Fprintln(w, "gatewayd", Version())
+	fmt.Fprintln(w, "commit:", rev)
+	fmt.Fprintln(w, "go:", runtime.Version())
+	fmt.Fprintln(w, "codex (pinned):", pinnedCodexVersion)
 }
 
 // Version is the build version: the -X flag, else the module version.

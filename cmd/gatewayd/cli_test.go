@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,6 +129,36 @@ func TestUsageAndVersion(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errOut, tc.wantErr)
 			}
 		})
+	}
+}
+
+// `gatewayd version` prints the version, the commit, the Go release and
+// the pinned codex release, one a line.
+func TestVersion(t *testing.T) {
+	cleanEnv(t)
+	code, out, errOut := runCLI(t, "", "version")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := []string{"gatewayd " + Version(), "commit: ", "go: " + runtime.Version(), "codex (pinned): " + pinnedCodexVersion}
+	if len(lines) != len(want) {
+		t.Fatalf("version output %q, want %d lines", out, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d %q, want prefix %q", i+1, lines[i], w)
+		}
+	}
+	if pinnedCodexVersion == "" || strings.TrimPrefix(lines[1], "commit: ") == "" {
+		t.Errorf("version output %q has an empty field", out)
+	}
+
+	// A commit set at build time (-X main.commit=…) is printed as given.
+	defer func(old string) { commit = old }(commit)
+	commit = "0123abc"
+	if _, out, _ := runCLI(t, "", "version"); !strings.Contains(out, "\ncommit: 0123abc\n") {
+		t.Errorf("with main.commit set: %q", out)
 	}
 }
 

@@ -62,9 +62,99 @@ loginForm.addEventListener('submit', (e) => {
   route();
 });
 
+// --- codex account --------------------------------------------------------
+
+// Every page shows in its header whether codex can answer, and while it
+// cannot, a banner with the reason and a "Log in" button that starts a
+// device-code login and shows its URL and code. The account is read every
+// 2 s while the banner is up (so it goes once the login completes), else
+// every 15 s.
+const accountState = document.getElementById('account-state');
+const accountBanner = document.getElementById('account-banner');
+const accountReason = document.getElementById('account-reason');
+const accountLogin = document.getElementById('account-login');
+const accountLoginInfo = document.getElementById('account-login-info');
+let accountTimer = 0, accountWatching = false;
+
+function accountLabel(a) {
+  if (!a.usable) return 'Codex: not logged in';
+  if (a.account && a.account.type) return 'Codex: ' + [a.account.type, a.account.plan].filter(Boolean).join(', ');
+  if (a.account && !a.account.requires_openai_auth) return 'Codex: ready (a configured model provider)';
+  return 'Codex: ready';
+}
+
+function showLogin(l) {
+  if (l.error) {
+    accountLoginInfo.className = 'error';
+    accountLoginInfo.textContent = l.error.charAt(0).toUpperCase() + l.error.slice(1) + '. Log in to try again.';
+    return;
+  }
+  const url = /^https?:\/\//.test(l.verification_url)
+    ? el('a', { id: 'account-login-url', href: l.verification_url, target: '_blank', rel: 'noopener noreferrer' }, l.verification_url)
+    : el('code', { id: 'account-login-url' }, l.verification_url);
+  accountLoginInfo.className = '';
+  accountLoginInfo.replaceChildren('Open ', url, ' and enter the code ', el('code', { id: 'account-login-code' }, l.user_code),
+    '. This banner goes once Codex reports the login.');
+}
+
+function renderAccount(a) {
+  accountState.textContent = accountLabel(a);
+  accountState.className = 'account-state ' + (a.usable ? 'ok' : 'error');
+  accountState.dataset.usable = String(a.usable);
+  accountBanner.hidden = a.usable;
+  if (a.usable) {
+    accountLoginInfo.replaceChildren();
+    accountLogin.disabled = false;
+    return;
+  }
+  accountReason.replaceChildren(renderMarkdown(a.reason || 'Codex cannot answer.'));
+  if (a.login) showLogin(a.login);
+}
+
+async function checkAccount() {
+  clearTimeout(accountTimer);
+  try {
+    renderAccount(await api.getJSON('/api/account'));
+  } catch (err) {
+    if (err instanceof api.Unauthorized) {
+      accountWatching = false;
+      return;
+    }
+    accountState.textContent = 'Codex: account unknown';
+    accountState.className = 'account-state';
+  }
+  accountTimer = setTimeout(checkAccount, accountBanner.hidden ? 15000 : 2000);
+}
+
+function watchAccount() {
+  if (accountWatching) return;
+  accountWatching = true;
+  checkAccount();
+}
+
+accountLogin.addEventListener('click', async () => {
+  accountLogin.disabled = true;
+  accountLoginInfo.className = 'note';
+  accountLoginInfo.textContent = 'Starting the login…';
+  try {
+    const r = await api.postJSON('/api/account/login', {});
+    if (r.login) showLogin(r.login);
+    else accountLoginInfo.textContent = r.note || '';
+  } catch (err) {
+    if (!(err instanceof api.Unauthorized)) {
+      accountLoginInfo.className = 'error';
+      accountLoginInfo.textContent = String(err.message || err);
+    }
+  } finally {
+    accountLogin.disabled = false;
+  }
+  checkAccount();
+});
+
 // --- routing -------------------------------------------------------------
 
 function route() {
+  watchAccount();
   stopView();
   stopView = () => {};
   document.documentElement.classList.remove('with-composer');
@@ -470,8 +560,13 @@ async function converse(name, text, files, live) {
     file: (f) => sent.append(fileNode(f)),
     error: (d) => { state.textContent = 'error: ' + d; state.classList.add('error'); },
     done: (r) => {
-      if (typeof r.reply === 'string' && r.reply !== textSoFar && r.status !== 'notice') show(r.reply);
-      if (r.status === 'notice' && r.reply) extra.append(el('p', {}, r.reply));
+      // A command's answer or a refusal ("Codex is not logged in…") is the
+      // lane's reply to this message: it reads like one.
+      if (typeof r.reply === 'string' && r.reply !== textSoFar) show(r.reply);
+      if (r.status === 'notice') {
+        answer.classList.add('notice');
+        checkAccount();
+      }
       if (r.progress) renderWork(work, r.progress);
       state.textContent = [r.status, r.summary, r.thread_id ? 'thread ' + r.thread_id : ''].filter(Boolean).join(' · ');
       state.classList.add('done');

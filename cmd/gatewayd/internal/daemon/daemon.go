@@ -343,6 +343,7 @@ func (d *daemon) buildGateway() error {
 	}
 	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
 		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: gw,
+		Account: gw.Account(),
 	}).Routes())
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{

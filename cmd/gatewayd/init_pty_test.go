@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// initTerminal is `gatewayd init` running in a pseudo-terminal: what it
+// printed so far, and where the last expectation matched.
+type initTerminal struct {
+	t    *testing.T
+	tty  *os.File
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	seen int
+	done chan struct{}
+}
+
+func (p *initTerminal) read() {
+	defer close(p.done)
+	b := make([]byte, 4096)
+	for {
+		n, err := p.tty.Read(b)
+		p.mu.Lock()
+		p.buf.Write(b[:n])
+		p.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *initTerminal) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
+}
+
+// expect waits until want appears after the previous match.
+func (p *initTerminal) expect(want string) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := p.output()
+		if i := strings.Index(out[p.seen:], want); i >= 0 {
+			p.seen += i + len(want)
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %q in the terminal after 30s; it shows:\n%s", want, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *initTerminal) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.tty, line+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func TestInitInteractiveTerminal(t *testing.T) {
+	bin := buildDaemon(t)
+	dir := initEnv(t)
+	initFakeCodex(t, dir, false)
+	tg := newInitFakeTelegram(t)
+	cfg := filepath.Join(dir, "conf", "gatewayd.yaml")
+
+	cmd := exec.Command(bin, "init", "--config", cfg, "--telegram-api-url", tg.URL)
+	cmd.Env = os.Environ()
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	p := &initTerminal{t: t, tty: tty, done: make(chan struct{})}
+	go p.read()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+
+	const tokenPrompt = "Telegram bot token (from @BotFather; empty to skip Telegram): "
+	p.expect(tokenPrompt)
+	p.send(initBadToken)
+	p.expect("telegram rejected the bot token")
+	p.expect(tokenPrompt)
+	p.send(initGoodToken)
+	p.expect("Telegram: token accepted (@init_test_bot)")
+	p.expect("Discord bot token (Developer Portal, Bot, Reset Token; empty to skip Discord): ")
+	p.send("")
+	p.expect("Learn your Telegram user id from a message you send to @init_test_bot? [Y/n] ")
+	p.send("")
+	p.expect("Send any message to @init_test_bot now")
+	p.expect("Allow 4242 (Alice)? [Y/n] ")
+	p.send("y")
+	p.expect("Project (name=/absolute/dir; empty when done): ")
+	p.send("")
+	p.expect("Codex: not logged in")
+	p.expect("codex login --device-auth")
+	p.expect("Config valid.")
+	p.expect("✓ telegram token accepted (@init_test_bot)")
+
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("init exited %d; the terminal shows:\n%s", ee.ExitCode(), p.output())
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("init did not exit; the terminal shows:\n%s", p.output())
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+	out := p.output()
+	t.Logf("terminal:\n%s", out)
+	if strings.Contains(out, "GOOD-token") || strings.Contains(out, "BAD-token") {
+		t.Errorf("a token was shown on the terminal (echo not off?):\n%s", out)
+	}
+	yaml := initReadFile(t, cfg)
+	if !strings.Contains(yaml, "telegram:\n  api_url: \""+tg.URL+"\"\n  allowed_users: [\"4242\"]\n") ||
+		strings.Contains(yaml, "projects") || strings.Contains(yaml, "discord") || strings.Contains(yaml, "token-for") {
+		t.Errorf("config:\n%s", yaml)
+	}
+	envFile := filepath.Join(dir, "conf", "env")
+	if env := initReadFile(t, envFile); !strings.Contains(env, "\nGATEWAYD_TELEGRAM_TOKEN="+initGoodToken+"\n") {
+		t.Errorf("env file:\n%s", env)
+	}
+	if m := initFileMode(t, envFile); m != 0o600 {
+		t.Errorf("env mode %04o", m)
+	}
+	if m := initFileMode(t, cfg); m != 0o640 {
+		t.Errorf("config mode %04o", m)
+	}
+	tg.mu.Lock()
+	acked := tg.acked
+	tg.mu.Unlock()
+	if !acked {
+		t.Error("init did not acknowledge the update it read (the daemon would answer it)")
+	}
+}

@@ -1,0 +1,145 @@
+package webconsole
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gatewayd/gatewayd/runtime/codex"
+)
+
+// The console's account routes: whether codex can answer, shown in the
+// page's header, and the device-code login the page's banner starts.
+//
+//	GET  /api/account        {usable, reason, account, login}
+//	POST /api/account/login  start a device-code login (or hand back the
+//	                         one still pending); {login} or {note}
+//
+// login is {verification_url, user_code, started_at} and, once codex says
+// the login failed, error; a POST after a failure starts a new login.
+//
+// The login's end is not pushed: the page polls GET /api/account, which
+// turns usable once codex reports the account (account/login/completed and
+// account/updated reach the gateway's Account).
+
+// consoleLoginLife is how long a started login's URL and code are shown
+// and handed back instead of starting another: codex's device codes live
+// 15 minutes.
+const consoleLoginLife = 15 * time.Minute
+
+// AccountControl is the gateway's account gate; *gateway.Account is one.
+type AccountControl interface {
+	CodexUnavailable() string
+	StartDeviceLogin(ctx context.Context) (codex.Login, string, error)
+	LoginOutcome(id string) (done bool, failure string)
+}
+
+type accountReport struct {
+	Usable       bool         `json:"usable"`
+	Reason       string       `json:"reason,omitempty"`
+	Account      *accountView `json:"account"` // null when account/read failed
+	AccountError string       `json:"account_error,omitempty"`
+	Login        *loginView   `json:"login"` // the console's pending login, else null
+}
+
+type loginView struct {
+	VerificationURL string    `json:"verification_url"`
+	UserCode        string    `json:"user_code"`
+	StartedAt       time.Time `json:"started_at"`
+	// Error is why codex says the login failed; the page then offers
+	// "Log in" again, and the next POST starts a new login.
+	Error string `json:"error,omitempty"`
+	id    string
+}
+
+// consoleLogin is the login the console started last, shown until the
+// account is usable or the code expires.
+type consoleLogin struct {
+	mu    sync.Mutex
+	login *loginView
+}
+
+// current returns the pending login, with its failure once codex reports
+// one; usable (or an expired code) forgets it.
+func (l *consoleLogin) current(now time.Time, usable bool, acc AccountControl) *loginView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.login != nil && (usable || now.Sub(l.login.StartedAt) > consoleLoginLife) {
+		l.login = nil
+	}
+	if l.login != nil && l.login.Error == "" {
+		if done, failure := acc.LoginOutcome(l.login.id); done && failure != "" {
+			failed := *l.login
+			failed.Error = failure
+			l.login = &failed
+		}
+	}
+	return l.login
+}
+
+func (c *Console) accountState(w http.ResponseWriter, r *http.Request) {
+	if c.account == nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the account is not available in this process"))
+		return
+	}
+	reason := c.account.CodexUnavailable()
+	rep := accountReport{Usable: reason == "", Reason: reason}
+	if c.statusSrc != nil && c.statusSrc.Codex != nil {
+		cv := codexOf(r.Context(), c.statusSrc.Codex, "")
+		rep.Account, rep.AccountError = cv.Account, cv.AccountError
+	}
+	rep.Login = c.login.current(c.now(), rep.Usable, c.account)
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (c *Console) startLogin(w http.ResponseWriter, r *http.Request) {
+	if c.account == nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the account is not available in this process"))
+		return
+	}
+	now := c.now()
+	usable := c.account.CodexUnavailable() == ""
+	if l := c.login.current(now, usable, c.account); l != nil && l.Error == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"login": l})
+		return
+	}
+	login, note, err := c.account.StartDeviceLogin(r.Context())
+	switch {
+	case err != nil:
+		writeJSON(w, http.StatusBadGateway, errorBody(err.Error()))
+		return
+	case note != "":
+		writeJSON(w, http.StatusOK, map[string]any{"login": nil, "note": note})
+		return
+	}
+	v := &loginView{VerificationURL: login.VerificationURL, UserCode: login.UserCode, StartedAt: now, id: login.ID}
+	c.login.mu.Lock()
+	c.login.login = v
+	c.login.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"login": v})
+}
+
+func (c *Console) now() time.Time {
+	if c.statusSrc != nil && c.statusSrc.Now != nil {
+		return c.statusSrc.Now()
+	}
+	return time.Now()
+}
+
+// guardPost admits POST requests that carry the token (when one is set).
+func (c *Console) guardPost(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bearerMatches(r, c.token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody("missing or wrong bearer token"))
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeJSON(w, http.StatusMethodNotAllowed, errorBody(r.Method+" is not allowed here; use POST"))
+			return
+		}
+		next(w, r)
+	})
+}

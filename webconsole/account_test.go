@@ -1,0 +1,181 @@
+package webconsole_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatewayd/gatewayd/platforms/api"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/webconsole"
+)
+
+// fakeAccount is the gateway's account gate.
+type fakeAccount struct {
+	mu     sync.Mutex
+	reason string
+	note   string
+	err    error
+	starts int
+	failed string // the failure LoginOutcome reports for "l1"
+}
+
+func (f *fakeAccount) LoginOutcome(id string) (bool, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return id == "l1" && f.failed != "", f.failed
+}
+
+func (f *fakeAccount) CodexUnavailable() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reason
+}
+
+func (f *fakeAccount) StartDeviceLogin(context.Context) (codex.Login, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	if f.err != nil || f.note != "" {
+		return codex.Login{}, f.note, f.err
+	}
+	return codex.Login{ID: "l1", VerificationURL: "https://auth.example/codex/device", UserCode: "ABCD-1234"}, "", nil
+}
+
+func (f *fakeAccount) set(fn func(*fakeAccount)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+type accountBody struct {
+	Usable  bool
+	Reason  string
+	Account *struct {
+		Type               string
+		RequiresOpenAIAuth bool `json:"requires_openai_auth"`
+		Email              string
+	}
+	Login *struct {
+		VerificationURL string `json:"verification_url"`
+		UserCode        string `json:"user_code"`
+		Error           string
+	}
+	Note  string
+	Error string
+}
+
+func newAccountWorld(t *testing.T, token string, acc *fakeAccount, cx *fakeCodexStatus, now func() time.Time) *consoleWorld {
+	t.Helper()
+	w := newConsoleWorld(t, token)
+	c := webconsole.NewConsole(webconsole.ConsoleConfig{Store: w.st, Live: w.live, Token: token,
+		Status: &webconsole.StatusSources{Codex: cx, Now: now}, Account: acc})
+	p := api.New(api.Config{Listen: "127.0.0.1:0", Token: token, Answers: w.st, Handlers: c.Routes()})
+	w.srv.Config.Handler = p.Handler()
+	return w
+}
+
+// GET /api/account says whether codex can answer and why not, with the
+// account (no e-mail); POST /api/account/login starts a device-code login
+// once and hands the same URL and code back until the account is usable
+// or the code expires; both need the token and their own method.
+func TestConsoleAccount(t *testing.T) {
+	acc := &fakeAccount{reason: "Codex is not logged in"}
+	cx := &fakeCodexStatus{account: codex.Account{RequiresOpenAIAuth: true}}
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	w := newAccountWorld(t, "s3cret", acc, cx, clock)
+	auth := map[string]string{"Authorization": "Bearer s3cret"}
+
+	for _, path := range []string{"/api/account", "/api/account/login"} {
+		if code := w.do(t, http.MethodGet, path, nil, nil); code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", path, code)
+		}
+	}
+	if code := w.do(t, http.MethodPost, "/api/account", auth, nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /api/account: %d, want 405", code)
+	}
+	if code := w.do(t, http.MethodGet, "/api/account/login", auth, nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /api/account/login: %d, want 405", code)
+	}
+
+	var got accountBody
+	if code := w.get(t, "/api/account", auth, &got); code != http.StatusOK || got.Usable || got.Reason != "Codex is not logged in" ||
+		got.Account == nil || !got.Account.RequiresOpenAIAuth || got.Login != nil {
+		t.Fatalf("GET /api/account: %d %+v", code, got)
+	}
+	for i := range 2 {
+		got = accountBody{}
+		if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusOK || got.Login == nil ||
+			got.Login.VerificationURL != "https://auth.example/codex/device" || got.Login.UserCode != "ABCD-1234" {
+			t.Fatalf("POST /api/account/login #%d: %d %+v", i+1, code, got)
+		}
+	}
+	if acc.starts != 1 {
+		t.Errorf("%d logins started, want 1 (the second POST hands the pending one back)", acc.starts)
+	}
+	got = accountBody{}
+	if w.get(t, "/api/account", auth, &got); got.Login == nil || got.Login.UserCode != "ABCD-1234" {
+		t.Errorf("GET /api/account while the login is pending: %+v", got)
+	}
+
+	// Codex says the login failed: GET shows why, and the next POST
+	// starts a new login.
+	acc.set(func(f *fakeAccount) { f.failed = "the Codex login failed: device code expired" })
+	got = accountBody{}
+	if w.get(t, "/api/account", auth, &got); got.Login == nil || got.Login.Error != "the Codex login failed: device code expired" {
+		t.Errorf("GET /api/account after a failed login: %+v", got.Login)
+	}
+	got = accountBody{}
+	if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusOK || got.Login == nil ||
+		got.Login.Error != "" || acc.starts != 2 {
+		t.Errorf("POST after a failed login: %d %+v, %d starts", code, got.Login, acc.starts)
+	}
+	acc.set(func(f *fakeAccount) { f.failed = "" })
+
+	// The code expires: the next POST starts a new login.
+	mu.Lock()
+	now = now.Add(16 * time.Minute)
+	mu.Unlock()
+	got = accountBody{}
+	if w.get(t, "/api/account", auth, &got); got.Login != nil {
+		t.Errorf("an expired login is still shown: %+v", got.Login)
+	}
+	acc.set(func(f *fakeAccount) {
+		f.err = errors.New("could not start the Codex login: failed to request device code")
+	})
+	got = accountBody{}
+	if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusBadGateway ||
+		got.Error != "could not start the Codex login: failed to request device code" {
+		t.Errorf("failed start: %d %+v", code, got)
+	}
+
+	// Logged in: usable, no banner, and a POST starts nothing.
+	acc.set(func(f *fakeAccount) { f.reason, f.err, f.note = "", nil, "Codex is already logged in (chatgpt)." })
+	cx.account = codex.Account{Type: "chatgpt", Email: "me@example.com", RequiresOpenAIAuth: true}
+	got = accountBody{}
+	if w.get(t, "/api/account", auth, &got); !got.Usable || got.Reason != "" || got.Account == nil || got.Account.Type != "chatgpt" ||
+		got.Account.Email != "" || got.Login != nil {
+		t.Errorf("GET /api/account when logged in: %+v", got)
+	}
+	got = accountBody{}
+	if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusOK || got.Login != nil ||
+		got.Note != "Codex is already logged in (chatgpt)." {
+		t.Errorf("POST when logged in: %d %+v", code, got)
+	}
+}
+
+// Without the gateway's account the routes answer 503.
+func TestConsoleAccountWithoutSource(t *testing.T) {
+	w := newConsoleWorld(t, "")
+	for _, r := range []struct{ method, path string }{{http.MethodGet, "/api/account"}, {http.MethodPost, "/api/account/login"}} {
+		var body map[string]string
+		if code := w.do(t, r.method, r.path, nil, &body); code != http.StatusServiceUnavailable || body["error"] == "" {
+			t.Errorf("%s %s: %d %v, want 503", r.method, r.path, code, body)
+		}
+	}
+}
