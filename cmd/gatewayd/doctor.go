@@ -371,24 +371,38 @@ func (d *doctor) checkAllowlist(platform string, n int, detail, fix string) {
 func (d *doctor) getJSON(ctx context.Context, u string, header map[string]string, out any) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
+	status, body, err := getWithoutURL(ctx, d.http, u, header)
+	if err != nil {
+		return status, err
+	}
+	_ = json.Unmarshal(body, out) // an error status may have no JSON
+	return status, nil
+}
+
+// getWithoutURL GETs u and reads up to 1 MiB of the answer. Its errors
+// never contain u: a Telegram URL holds the bot token in its path.
+func getWithoutURL(ctx context.Context, client *http.Client, u string, header map[string]string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, errors.New("invalid URL")
+		return 0, nil, errors.New("invalid URL")
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := d.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out) // an error status may have no JSON
-	return resp.StatusCode, nil
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	return resp.StatusCode, body, nil
 }
 
 // checkListen passes when api.listen is free, or held by a gatewayd (its

@@ -431,30 +431,14 @@ func tokenError(platform, format string, args ...any) error {
 // getJSON fetches u; the error never contains u (it may hold a token), shown
 // is what the error names instead.
 func (c *initCmd) getJSON(ctx context.Context, u, shown string, header map[string]string, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	status, body, err := getWithoutURL(ctx, c.http, u, header)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: bad URL", shown)
+		return status, fmt.Errorf("GET %s: %v", shown, err)
 	}
-	for k, v := range header {
-		req.Header.Set(k, v)
+	if err := json.Unmarshal(body, out); err != nil && status == http.StatusOK {
+		return status, fmt.Errorf("GET %s: the answer is not JSON", shown)
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, fmt.Errorf("GET %s: %v", shown, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, fmt.Errorf("GET %s: reading the answer: %v", shown, err)
-	}
-	if err := json.Unmarshal(body, out); err != nil && resp.StatusCode == http.StatusOK {
-		return resp.StatusCode, fmt.Errorf("GET %s: the answer is not JSON", shown)
-	}
-	return resp.StatusCode, nil
+	return status, nil
 }
 
 func (c *initCmd) checkTelegramToken(ctx context.Context, tok string) error {
