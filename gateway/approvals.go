@@ -164,21 +164,15 @@ type approvals struct {
 	// the request's own context (it ends when codex withdraws it).
 	base context.Context
 	out  *deliverer // notices through the outbox
-	// platforms and obs send questions directly (ask): a question is only
-	// worth showing while its request waits.
-	platforms map[string]Platform
-	obs       Observer
-	log       *zap.Logger
-	now       func() time.Time
+	log  *zap.Logger
+	now  func() time.Time
 }
 
-// newApprovals builds the approvals module. platforms is the gateway's
-// platform map, which AddPlatform still fills after New.
-func newApprovals(cfg Config, lanes *laneTable, base context.Context,
-	out *deliverer, platforms map[string]Platform, log *zap.Logger) *approvals {
+// newApprovals builds the approvals module.
+func newApprovals(cfg Config, lanes *laneTable, base context.Context, out *deliverer, log *zap.Logger) *approvals {
 	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: lanes.addressOfThread,
 		requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, deciders: newApproverRule(cfg),
-		base: base, out: out, platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
+		base: base, out: out, log: log, now: cfg.Now}
 }
 
 // approverRule is codex.approvers: in a shared room, what a turn asks
@@ -319,47 +313,17 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 	}
 }
 
-// ask shows the question: with buttons where the platform can,
-// else as text naming the commands.
-//
-// The question is sent directly, not through the outbox: it is only worth
-// showing while the request waits (a restart ends it). If the platform
-// refuses, the outbox takes the plain text.
+// ask shows the question, with buttons where the platform has them
+// (deliverer.askDirect). The first wait of a turn in a shared room pings
+// its requester: a reply to their message, and a mention on Discord.
 func (a *approvals) ask(ctx context.Context, addr Address, info PendingApproval) {
-	text := approvalQuestion(info, a.timeout)
-	out := Outbound{Address: addr, Kind: OutNotice, Text: text, Approval: &info}
+	out := Outbound{Address: addr, Kind: OutNotice, Text: approvalQuestion(info, a.timeout), Approval: &info}
 	if isGroupPlace(addr.Kind) {
-		// The turn waits for its requester now: the first wait pings them
-		// (a reply to their message; Discord also mentions them).
 		if user, msgID, ok := a.waitPing(info.ThreadID); ok {
 			out.Ping, out.ReplyTo = user, msgID
 		}
 	}
-	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	var err error
-	switch p := a.platforms[addr.Platform].(type) {
-	case nil:
-		err = fmt.Errorf("gateway: no platform %q", addr.Platform)
-	case ButtonSender:
-		_, err = p.SendButtons(sctx, out, approvalButtons(info.ID))
-	default:
-		_, err = p.Send(sctx, out)
-	}
-	if errors.Is(err, ErrDeferred) {
-		// Nobody is there to see it now (the API lane with no request
-		// open): the outbox keeps the question for the lane's next
-		// request, and GET .../approvals lists it meanwhile.
-		a.log.Info("approval.ask_deferred", zap.String("lane", info.SessionKey), zap.String("approval", info.ID))
-		a.out.notify(a.base, addr, "", text)
-		return
-	}
-	a.obs.Outbound(addr.Platform, err)
-	if err == nil {
-		return
-	}
-	a.log.Warn("approval.ask_failed", zap.String("lane", info.SessionKey), zap.Error(err))
-	a.out.notify(a.base, addr, "", text)
+	a.out.askDirect(ctx, out, approvalButtons(info.ID))
 }
 
 func approvalQuestion(info PendingApproval, timeout time.Duration) string {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -58,19 +60,48 @@ func (d *deliverer) sendDirect(ctx context.Context, addr Address, inReplyTo, edi
 // buttons are sent directly, as approval questions are: the outbox keeps
 // no buttons, and the text alone still answers.
 func (d *deliverer) sendWithButtons(ctx context.Context, addr Address, replyTo, text string, buttons []Button) {
-	bs, ok := d.platforms[addr.Platform].(ButtonSender)
-	if !ok || len(buttons) == 0 {
+	if _, ok := d.platforms[addr.Platform].(ButtonSender); !ok || len(buttons) == 0 {
 		d.notify(ctx, addr, replyTo, text)
 		return
 	}
+	d.askDirect(ctx, Outbound{Address: addr, Kind: OutNotice, Text: text, ReplyTo: replyTo, InReplyTo: replyTo}, buttons)
+}
+
+// askDirect sends out at once, with buttons where the platform has them:
+// a question (an approval's, Codex's) is only worth showing while its
+// request waits, and the outbox keeps no buttons. When the platform defers
+// it (the API lane with no request open) or refuses it, the outbox takes
+// the text. It returns the message id of a direct send, "" otherwise.
+func (d *deliverer) askDirect(ctx context.Context, out Outbound, buttons []Button) string {
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
-	_, err := bs.SendButtons(sctx, Outbound{Address: addr, Kind: OutNotice, Text: text, ReplyTo: replyTo, InReplyTo: replyTo}, buttons)
-	d.obs.Outbound(addr.Platform, err)
-	if err != nil {
-		d.log.Warn("project.buttons_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
-		d.notify(ctx, addr, replyTo, text)
+	var id string
+	var err error
+	p := d.platforms[out.Address.Platform]
+	bs, hasButtons := p.(ButtonSender)
+	switch {
+	case p == nil:
+		err = fmt.Errorf("gateway: no platform %q", out.Address.Platform)
+	case hasButtons && len(buttons) > 0:
+		id, err = bs.SendButtons(sctx, out, buttons)
+	default:
+		id, err = p.Send(sctx, out)
 	}
+	// The notice outlives ctx, which may be a request's that ends when
+	// codex withdraws it.
+	later := context.WithoutCancel(ctx)
+	if errors.Is(err, ErrDeferred) {
+		d.log.Info("outbox.ask_deferred", zap.String("lane", out.Address.SessionKey()))
+		d.notify(later, out.Address, out.InReplyTo, out.Text)
+		return ""
+	}
+	d.obs.Outbound(out.Address.Platform, err)
+	if err != nil {
+		d.log.Warn("outbox.ask_failed", zap.String("lane", out.Address.SessionKey()), zap.Error(err))
+		d.notify(later, out.Address, out.InReplyTo, out.Text)
+		return ""
+	}
+	return id
 }
 
 // addressOf rebuilds a lane address from stored routing fields.

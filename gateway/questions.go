@@ -277,7 +277,6 @@ type questions struct {
 	base        context.Context
 	out         *deliverer
 	platforms   map[string]Platform
-	obs         Observer
 	log         *zap.Logger
 	now         func() time.Time
 }
@@ -286,7 +285,7 @@ func newQuestions(cfg Config, lanes *laneTable, base context.Context, out *deliv
 	platforms map[string]Platform, log *zap.Logger) *questions {
 	return &questions{timeout: cfg.QuestionTimeout, deciders: newApproverRule(cfg), laneOf: lanes.addressOfThread,
 		requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, base: base, out: out,
-		platforms: platforms, obs: cfg.Observer, log: log, now: cfg.Now}
+		platforms: platforms, log: log, now: cfg.Now}
 }
 
 // register adds the answer buttons and gives up a lane's requests when its
@@ -418,40 +417,13 @@ func (q *questions) show(ctx context.Context, p *pendingQuestion) {
 		q.book.mu.Unlock()
 		out := Outbound{Address: p.addr, Kind: OutNotice, Text: text, Question: prompt, Ping: ping, ReplyTo: replyTo}
 		ping, replyTo = "", "" // once
-		msgID, err := q.send(ctx, out, answerButtons(p.info.ID, i, question))
-		switch {
-		case errors.Is(err, ErrDeferred):
-			// Nobody is there to see it now (the API lane with no request
-			// open): the outbox keeps it, GET .../questions lists it.
-			q.out.notify(q.base, p.addr, "", text)
-		case err != nil:
-			q.log.Warn("question.ask_failed", zap.String("lane", p.info.SessionKey), zap.String("question", p.info.ID), zap.Error(err))
-			q.out.notify(q.base, p.addr, "", text)
-		default:
+		// Deferred or refused, the outbox keeps the text (and GET
+		// .../questions lists the request); only a direct send can be
+		// replied to and edited.
+		if msgID := q.out.askDirect(ctx, out, answerButtons(p.info.ID, i, question)); msgID != "" {
 			q.book.setMessage(p, i, msgID)
 		}
 	}
-}
-
-func (q *questions) send(ctx context.Context, out Outbound, buttons []Button) (string, error) {
-	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	var id string
-	var err error
-	pl := q.platforms[out.Address.Platform]
-	bs, hasButtons := pl.(ButtonSender)
-	switch {
-	case pl == nil:
-		err = fmt.Errorf("gateway: no platform %q", out.Address.Platform)
-	case hasButtons && len(buttons) > 0:
-		id, err = bs.SendButtons(sctx, out, buttons)
-	default:
-		id, err = pl.Send(sctx, out)
-	}
-	if !errors.Is(err, ErrDeferred) {
-		q.obs.Outbound(out.Address.Platform, err)
-	}
-	return id, err
 }
 
 // questionText is the message asking question i of a request.

@@ -70,7 +70,7 @@ func wireFeatures(g *Gateway) {
 	g.rotation = newRotation(cfg, st, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
-	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
+	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
 	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
