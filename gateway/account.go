@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +94,7 @@ func (a *accountState) remember(id string, w loginWaiter) {
 type Account struct {
 	cx      accountRuntime
 	journal journal // a refused item's journal entry goes
+	refuse  refusalStore
 	out     *deliverer
 	inbox   inbox
 	log     *zap.Logger
@@ -100,8 +102,16 @@ type Account struct {
 	state   accountState
 }
 
-func newAccount(cx accountRuntime, j journal, out *deliverer, in inbox, log *zap.Logger, now func() time.Time) *Account {
-	return &Account{cx: cx, journal: j, out: out, inbox: in, log: log, now: now}
+// refusalStore closes a refused message, keeps it and its answer in the
+// lane's transcript and queues the answer, in one transaction.
+type refusalStore interface {
+	RefuseInbound(ctx context.Context, r store.Refusal) (int64, error)
+}
+
+var _ refusalStore = (*store.Store)(nil)
+
+func newAccount(cx accountRuntime, j journal, rs refusalStore, out *deliverer, in inbox, log *zap.Logger, now func() time.Time) *Account {
+	return &Account{cx: cx, journal: j, refuse: rs, out: out, inbox: in, log: log, now: now}
 }
 
 // CodexUnavailable returns why codex cannot answer ("" when it can), for
@@ -161,8 +171,17 @@ func (a *Account) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 	}
 	a.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
 	a.journal.dropUnstarted(ctx, l, it)
-	a.inbox.set(ctx, it.inboundID, store.InboundFailed)
-	a.out.notify(ctx, l.addr, replyTarget(it), reason)
+	notice := noticeFor(l.addr, replyTarget(it), reason)
+	r := store.Refusal{InboundID: it.inboundID, Text: it.text, MessageID: it.msgID, Notice: notice}
+	if _, err := a.refuse.RefuseInbound(ctx, r); err != nil {
+		// Not kept in the transcript, but never silent: the row is closed
+		// and the answer sent as any notice is.
+		a.log.Error("turn.refusal_record_failed", zap.String("lane", l.key), zap.Error(err))
+		a.inbox.set(ctx, it.inboundID, store.InboundFailed)
+		a.out.notify(ctx, l.addr, replyTarget(it), reason)
+		return true
+	}
+	a.out.poke()
 	return true
 }
 
@@ -213,6 +232,28 @@ func (a *Account) StartDeviceLogin(ctx context.Context) (login codex.Login, note
 	a.state.mu.Unlock()
 	a.log.Info("codex.login_started", zap.String("lane", "console"), zap.String("login_id", login.ID))
 	return login, "", nil
+}
+
+// LoginAPIKey logs codex in with an OpenAI API key, for the web console
+// (a chat never carries a key: a message is stored and seen by others).
+// The account is read again at once, so the next message runs without
+// waiting for account/updated. The key appears in no log and no error.
+func (a *Account) LoginAPIKey(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
+	defer cancel()
+	if err := a.cx.LoginAPIKey(ctx, key); err != nil {
+		msg := brief(codex.RPCMessage(err))
+		if key != "" {
+			msg = strings.ReplaceAll(msg, key, "[the key]")
+		}
+		a.log.Warn("codex.login_api_key_failed", zap.String("reason", msg))
+		return fmt.Errorf("could not log Codex in with the API key: %s", msg)
+	}
+	a.log.Info("codex.login_api_key")
+	if err := a.CheckAccount(ctx); err != nil {
+		a.log.Warn("codex.account_read_failed", zap.Error(err))
+	}
+	return nil
 }
 
 // LoginOutcome says whether the console's login id has ended (codex sent

@@ -25,6 +25,20 @@ type accountCodex struct {
 	login    codex.Login
 	loginErr error
 	logins   int
+	keyErr   error    // LoginAPIKey's answer
+	keys     []string // the API keys logged in with
+}
+
+// LoginAPIKey makes the account an API key's, as codex does, unless keyErr.
+func (c *accountCodex) LoginAPIKey(_ context.Context, key string) error {
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	if c.keyErr != nil {
+		return c.keyErr
+	}
+	c.keys = append(c.keys, key)
+	c.account = codex.Account{Type: "apiKey", RequiresOpenAIAuth: true}
+	return nil
 }
 
 func (c *accountCodex) Account(context.Context) (codex.Account, error) {
@@ -305,5 +319,40 @@ func TestStartDeviceLogin(t *testing.T) {
 	defer ac.amu.Unlock()
 	if ac.logins != before {
 		t.Error("a login started while codex had an account")
+	}
+}
+
+// An API key from the console makes codex usable at once (no wait for
+// account/updated), and the next message runs; a refusal that quotes the
+// key is returned and logged without it.
+func TestLoginAPIKey(t *testing.T) {
+	h, ac, logs := newAccountHarness(t, noAccount)
+	if h.g.Account().CodexUnavailable() == "" {
+		t.Fatal("usable before the login")
+	}
+	const key = "sk-secret-123"
+	ac.keyErr = &codex.RPCError{Method: "account/login/start", Code: -32600, Message: "bad key sk-secret-123"}
+	err := h.g.Account().LoginAPIKey(context.Background(), key)
+	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "bad key [the key]") {
+		t.Errorf("refused login error = %v, want codex's reason without the key", err)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.Message, e.ContextMap()), key) {
+			t.Errorf("the key is in the log: %s %v", e.Message, e.ContextMap())
+		}
+	}
+	ac.keyErr = nil
+	if err := h.g.Account().LoginAPIKey(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.g.Account().CodexUnavailable(); got != "" {
+		t.Errorf("after the login: %q, want usable", got)
+	}
+	h.send(t, "a", "m1", "hello")
+	if out := h.p.replyTo(t, "m1"); out.Text != "re: hello" {
+		t.Errorf("the message after the login was answered %q", out.Text)
+	}
+	if len(ac.keys) != 1 || ac.keys[0] != key {
+		t.Errorf("codex was logged in with %q", ac.keys)
 	}
 }

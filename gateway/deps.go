@@ -26,6 +26,7 @@ type Store interface {
 	verboseStore
 	usageLimitStore
 	scheduleStore
+	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
 	ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)              // /attach
@@ -71,6 +72,7 @@ type usageStore interface {
 type accountRuntime interface {
 	Account(ctx context.Context) (codex.Account, error)
 	StartLogin(ctx context.Context) (codex.Login, error)
+	LoginAPIKey(ctx context.Context, key string) error
 }
 
 // modelRuntime is codex's models (model/list) and the model and effort

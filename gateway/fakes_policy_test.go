@@ -142,6 +142,9 @@ func (c *fakeCodex) StartLogin(context.Context) (codex.Login, error) {
 	return codex.Login{}, &codex.RPCError{Method: "account/login/start", Code: -32600, Message: "fake: no login needed"}
 }
 
+// LoginAPIKey is taken, as codex takes any key.
+func (c *fakeCodex) LoginAPIKey(context.Context, string) error { return nil }
+
 // ListModels is an app-server's without model/list: method not found.
 func (c *fakeCodex) ListModels(context.Context) ([]codex.Model, error) {
 	return nil, fmt.Errorf("codex: model/list: %w", &codex.RPCError{Method: "model/list", Code: -32601, Message: "method not found"})

@@ -822,3 +822,40 @@ func (p *fakePlatform) replyTo(t testing.TB, id string) Outbound {
 		}
 	}
 }
+
+// LastTurnAt is the time of the last assistant row of the lane's current
+// session, as the real store reads it.
+func (s *fakeStore) LastTurnAt(_ context.Context, key string) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.lanes[key]
+	if !ok {
+		return time.Time{}, store.ErrNotFound
+	}
+	var last time.Time
+	for _, m := range s.messages {
+		if m.SessionKey == key && m.SessionID == l.SessionID && m.Role == store.RoleAssistant && m.CreatedAt.After(last) {
+			last = m.CreatedAt
+		}
+	}
+	return last, nil
+}
+
+// RefuseInbound closes the inbound row, keeps its text as a user row and
+// queues the answer, as the real store does in one transaction.
+func (s *fakeStore) RefuseInbound(_ context.Context, r store.Refusal) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("RefuseInbound"); err != nil {
+		return 0, err
+	}
+	if r.InboundID >= 1 && int(r.InboundID) <= len(s.inbound) {
+		s.inbound[r.InboundID-1].State = store.InboundFailed
+		if l, ok := s.lanes[r.Notice.SessionKey]; ok {
+			s.messages = append(s.messages, store.Message{ID: int64(len(s.messages) + 1), SessionID: l.SessionID,
+				SessionKey: l.SessionKey, Role: store.RoleUser, Text: r.Text, TurnID: store.RefusedTurnID(r.InboundID),
+				PlatformMessageID: r.MessageID, CreatedAt: s.now()})
+		}
+	}
+	return s.enqueueLocked(r.Notice), nil
+}

@@ -71,8 +71,12 @@ func TestIntegrationBusySteer(t *testing.T) {
 	for _, m := range msgs {
 		rows = append(rows, m.Role+":"+m.Text)
 	}
-	if len(rows) != 3 || rows[0] != "user:tell me a long story" || rows[1] != "user:STEERED-XYZ" || rows[2] != "assistant:ECHO: STEERED-XYZ" {
-		t.Errorf("transcript %q, want both user messages once and one answer", rows)
+	// The steer's notice was told while the turn ran; it is kept after the
+	// turn's messages, before the answer it came ahead of.
+	want := []string{"user:tell me a long story", "user:STEERED-XYZ", "notice:Added to the reply in progress.",
+		"assistant:ECHO: STEERED-XYZ"}
+	if strings.Join(rows, "|") != strings.Join(want, "|") {
+		t.Errorf("transcript %q, want both user messages once, the notice, and one answer", rows)
 	}
 	// The turn is over: the next message is a turn of its own.
 	if r := gw.ask(t, "alpha", "after"); r.Reply != "ECHO: after" || r.ThreadID != first.ThreadID {

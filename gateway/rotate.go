@@ -36,7 +36,7 @@ type rotation struct {
 // rotationStore is the part of the store rotation uses.
 type rotationStore interface {
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
-	Transcript(ctx context.Context, sessionKey string, limit int) ([]store.Message, error)
+	LastTurnAt(ctx context.Context, sessionKey string) (time.Time, error)
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 }
 
@@ -96,18 +96,16 @@ func (r *rotation) maybeRotate(ctx context.Context, t *turn) {
 	r.out.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
 }
 
-// lastActivity is the time of the last transcript row of the lane's current
-// session (its last turn).
+// lastActivity is the time of the last turn of the lane's current session.
+// Notices and refused messages are no activity: the "queued" notice of the
+// very message that starts this turn must not keep the lane from rotating.
 func (r *rotation) lastActivity(ctx context.Context, key string) (time.Time, bool) {
-	msgs, err := r.st.Transcript(ctx, key, 1)
+	last, err := r.st.LastTurnAt(ctx, key)
 	if err != nil {
 		r.log.Warn("lane.rotate_transcript_failed", zap.String("lane", key), zap.Error(err))
 		return time.Time{}, false
 	}
-	if len(msgs) == 0 || msgs[0].CreatedAt.IsZero() {
-		return time.Time{}, false
-	}
-	return msgs[0].CreatedAt, true
+	return last, !last.IsZero()
 }
 
 // why says which boundary passed, for the notice and the log.

@@ -331,7 +331,37 @@ func (s *Store) enqueueTx(ctx context.Context, q querier, m OutboxMessage) (int6
 	if err != nil {
 		return 0, fmt.Errorf("insert outbox: %w", err)
 	}
+	if m.OutKind == OutboxNotice && m.EditID == "" {
+		if err := recordNotice(ctx, q, m, id, now); err != nil {
+			return 0, err
+		}
+	}
 	return id, nil
+}
+
+// A gateway notice is part of the lane's conversation: a refusal, a
+// command's answer, "queued", "cut off", "thread replaced". Each is kept as
+// a transcript row of role RoleNotice in the lane's current session, in the
+// same transaction as its outbox row, so the console's lane page shows what
+// the lane was told after a reload as it showed it live. An edit of an
+// earlier message is not a new message and is not kept. A lane not in the
+// store has no transcript: its notice is only sent.
+func recordNotice(ctx context.Context, q querier, m OutboxMessage, outboxID int64, now time.Time) error {
+	var sessionID int64
+	err := q.QueryRowContext(ctx, "SELECT session_id FROM gateway_routing WHERE session_key = ?", m.SessionKey).Scan(&sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read lane session for notice: %w", err)
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO messages (session_id, session_key, role, text, turn_id, outbox_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, turn_id, role) DO NOTHING`,
+		sessionID, m.SessionKey, noticeRoleColumn, m.Text, NoticeTurnID(outboxID), outboxID, toDB(now))
+	if err != nil {
+		return fmt.Errorf("insert notice row: %w", err)
+	}
+	return nil
 }
 
 // DueOutbox returns pending messages due at now, in lane order: a message is

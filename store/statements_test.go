@@ -51,9 +51,10 @@ func TestStatementsPerMessage(t *testing.T) {
 		ct.InboundID, ct.UserMessageID, ct.Confirm = inbound, msg, true
 		ct.Reply = &OutboxMessage{Text: "hello"}
 		var res CommitResult
-		// BEGIN, lane, user row, journal, inbox, outbox, assistant row,
-		// (binding, first turn only), turns, COMMIT
-		cost(msg+" CommitTurn", 10-int64(i), func() (err error) {
+		// BEGIN, lane, user row, the notices told during the turn (to move
+		// them after it), journal, inbox, outbox, assistant row, (binding,
+		// first turn only), turns, COMMIT
+		cost(msg+" CommitTurn", 11-int64(i), func() (err error) {
 			res, err = s.CommitTurn(ctx, ct)
 			return err
 		})

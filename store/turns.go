@@ -60,6 +60,9 @@ func (s *Store) commitTurn(ctx context.Context, q querier, t CompletedTurn, res 
 	if err := insertSteered(ctx, q, sessionID, t, now); err != nil {
 		return err
 	}
+	if err := moveTurnNotices(ctx, q, t, sessionID); err != nil {
+		return err
+	}
 	if err := finishTurn(ctx, q, t, now); err != nil {
 		return err
 	}
@@ -391,6 +394,12 @@ func scanMessages(rows *sql.Rows) ([]Message, error) {
 			return nil, err
 		}
 		m.CreatedAt = fromDB(created)
+		if m.Role == noticeRoleColumn {
+			m.Role = RoleNotice
+		}
+		if !isCodexTurn(m.TurnID) {
+			m.TurnID = "" // a notice or a refused message: no codex turn
+		}
 		out = append(out, m)
 	}
 	return out, rows.Err()

@@ -2,7 +2,10 @@ package webconsole
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +18,8 @@ import (
 //	GET  /api/account        {usable, reason, account, login}
 //	POST /api/account/login  start a device-code login (or hand back the
 //	                         one still pending); {login} or {note}
+//	POST /api/account/api-key  {"api_key": "sk-…"}: log codex in with an
+//	                         OpenAI API key; the account as GET shows it
 //
 // login is {verification_url, user_code, started_at} and, once codex says
 // the login failed, error; a POST after a failure starts a new login.
@@ -33,7 +38,12 @@ type AccountControl interface {
 	CodexUnavailable() string
 	StartDeviceLogin(ctx context.Context) (codex.Login, string, error)
 	LoginOutcome(id string) (done bool, failure string)
+	LoginAPIKey(ctx context.Context, key string) error
 }
+
+// maxAPIKeyBody bounds POST /api/account/api-key: a key is a few hundred
+// bytes at most.
+const maxAPIKeyBody = 4 << 10
 
 type accountReport struct {
 	Usable       bool         `json:"usable"`
@@ -118,6 +128,39 @@ func (c *Console) startLogin(w http.ResponseWriter, r *http.Request) {
 	c.login.login = v
 	c.login.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"login": v})
+}
+
+// loginAPIKey logs codex in with the key in the body and answers with the
+// account as it is then (usable at once when codex took the key). The key
+// is never echoed: a refusal is codex's reason without it.
+func (c *Console) loginAPIKey(w http.ResponseWriter, r *http.Request) {
+	if c.account == nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("the account is not available in this process"))
+		return
+	}
+	var body struct {
+		APIKey string `json:"api_key"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAPIKeyBody))
+	if err := dec.Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody("the body is over 4 KiB; an API key is shorter"))
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, errorBody(`the body must be JSON: {"api_key": "sk-…"}`))
+		return
+	}
+	key := strings.TrimSpace(body.APIKey)
+	if key == "" || strings.ContainsAny(key, " \t\r\n") {
+		writeJSON(w, http.StatusBadRequest, errorBody("api_key must be an OpenAI API key: one word, not empty"))
+		return
+	}
+	if err := c.account.LoginAPIKey(r.Context(), key); err != nil {
+		writeJSON(w, http.StatusBadGateway, errorBody(strings.ReplaceAll(err.Error(), key, "[the key]")))
+		return
+	}
+	c.accountState(w, r)
 }
 
 func (c *Console) now() time.Time {

@@ -2,8 +2,10 @@ package webconsole_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +22,21 @@ type fakeAccount struct {
 	note   string
 	err    error
 	starts int
-	failed string // the failure LoginOutcome reports for "l1"
+	failed string   // the failure LoginOutcome reports for "l1"
+	keys   []string // the API keys logged in with
+	keyErr error
+}
+
+// LoginAPIKey makes codex usable, as a key codex takes does, unless keyErr.
+func (f *fakeAccount) LoginAPIKey(_ context.Context, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keyErr != nil {
+		return f.keyErr
+	}
+	f.keys = append(f.keys, key)
+	f.reason = ""
+	return nil
 }
 
 func (f *fakeAccount) LoginOutcome(id string) (bool, string) {
@@ -177,5 +193,69 @@ func TestConsoleAccountWithoutSource(t *testing.T) {
 		if code := w.do(t, r.method, r.path, nil, &body); code != http.StatusServiceUnavailable || body["error"] == "" {
 			t.Errorf("%s %s: %d %v, want 503", r.method, r.path, code, body)
 		}
+	}
+}
+
+// POST /api/account/api-key logs codex in with the key and answers with
+// the account, usable; a blank, spaced, oversized or non-JSON body is 400
+// or 413 without a login; codex's refusal is 502 and never echoes the key;
+// it needs the token and POST.
+func TestConsoleAPIKeyLogin(t *testing.T) {
+	acc := &fakeAccount{reason: "Codex is not logged in"}
+	cx := &fakeCodexStatus{account: codex.Account{RequiresOpenAIAuth: true}}
+	w := newAccountWorld(t, "s3cret", acc, cx, time.Now)
+	post := func(body string, token string) (int, accountBody) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, w.srv.URL+"/api/account/api-key", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got accountBody
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		return resp.StatusCode, got
+	}
+	if code, _ := post(`{"api_key":"sk-a"}`, ""); code != http.StatusUnauthorized {
+		t.Errorf("without the token: %d, want 401", code)
+	}
+	if code := w.do(t, http.MethodGet, "/api/account/api-key", map[string]string{"Authorization": "Bearer s3cret"}, nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d, want 405", code)
+	}
+	for _, bad := range []struct {
+		body string
+		want int
+	}{
+		{`{"api_key":""}`, http.StatusBadRequest},
+		{`{"api_key":"  "}`, http.StatusBadRequest},
+		{`{"api_key":"sk two"}`, http.StatusBadRequest},
+		{`sk-plain`, http.StatusBadRequest},
+		{`{"api_key":"` + strings.Repeat("k", 5000) + `"}`, http.StatusRequestEntityTooLarge},
+	} {
+		if code, got := post(bad.body, "s3cret"); code != bad.want || got.Error == "" {
+			t.Errorf("body %.40q: %d %+v, want %d with an error", bad.body, code, got, bad.want)
+		}
+	}
+	acc.set(func(f *fakeAccount) {
+		f.keyErr = errors.New("could not log Codex in with the API key: rejected sk-live-1")
+	})
+	code, got := post(`{"api_key":"sk-live-1"}`, "s3cret")
+	if code != http.StatusBadGateway || strings.Contains(got.Error, "sk-live-1") || !strings.Contains(got.Error, "rejected") {
+		t.Errorf("codex refused: %d %+v, want 502 with the reason and without the key", code, got)
+	}
+	acc.set(func(f *fakeAccount) { f.keyErr = nil })
+	code, got = post(`{"api_key":" sk-live-1 "}`, "s3cret")
+	if code != http.StatusOK || !got.Usable {
+		t.Errorf("a good key: %d %+v, want 200 usable", code, got)
+	}
+	if len(acc.keys) != 1 || acc.keys[0] != "sk-live-1" {
+		t.Errorf("codex was given %q, want the trimmed key once", acc.keys)
 	}
 }

@@ -25,9 +25,10 @@ import (
 //	GET /api/lanes?limit=N&platform=P&q=TEXT        lanes, most recently active first
 //	GET /api/lanes/{lane}                           one lane, with its last turn's usage
 //	GET /api/lanes/{lane}/transcript?before=ID&limit=N  its messages of every session, newest first
+//	    (role user, assistant, or notice: what gatewayd told the lane, refusals included)
 //	GET /api/search?q=TEXT&limit=N                  transcript messages of every lane, best match first
 //	GET /api/status, /api/models, /api/projects     see status.go
-//	GET /api/account, POST /api/account/login       see account.go
+//	GET /api/account, POST /api/account/login, POST /api/account/api-key  see account.go
 //
 // {lane} is an API lane name (no ':') or a full session key (the grammar of
 // gateway.ParseSessionKey), path-escaped or with its ':' raw; anything else
@@ -105,6 +106,7 @@ func (c *Console) Routes() map[string]http.Handler {
 		"/api/projects":                c.guard(c.projects),
 		"/api/account":                 c.guard(c.accountState),
 		"/api/account/login":           c.guardPost(c.startLogin),
+		"/api/account/api-key":         c.guardPost(c.loginAPIKey),
 	}
 }
 

@@ -80,6 +80,12 @@ func TestProcessWithoutCodexAccount(t *testing.T) {
 	if n := len(model.Requests()); n != 0 {
 		t.Errorf("the model got %d requests", n)
 	}
+	// The refused message and its answer are the lane's conversation, as
+	// the console's lane page reads it after a reload.
+	texts, _ := readTranscript(t, api, "/api/lanes/v1%3Aapi%3Anologin/transcript?limit=10")
+	if want := []string{"notice:" + gateway.AccountMissingReason, "user:hello?"}; strings.Join(texts, "|") != strings.Join(want, "|") {
+		t.Errorf("the lane's transcript %q, want %q", texts, want)
+	}
 	events := logEvents(d, "codex.account_missing", func(e map[string]any) bool { return e["level"] == "error" })
 	if len(events) != 1 || !strings.Contains(events[0]["fix"].(string), "codex login --device-auth") {
 		t.Errorf("codex.account_missing events %v, want one naming the fix", events)

@@ -26,17 +26,16 @@ import (
 // second click does not ask codex for a second code.
 //
 // Once the user "enters" the code, codex's account/login/completed (a
-// failure) reaches the banner.
+// failure) reaches the banner. An OpenAI API key entered in the banner
+// then logs codex in for real: the banner goes and messages are answered.
 //
 // codex asks a fake issuer for the code (CODEX_APP_SERVER_LOGIN_ISSUER)
 // and its tokens, and a fake ChatGPT backend (chatgpt_base_url) for the
-// workspace. Not covered: the banner going once a login succeeds. After
+// workspace. Not covered: a ChatGPT login that succeeds. After
 // the token exchange the real codex checks the workspace with the ChatGPT
 // backend, refuses a plain-HTTP one, and refused the faked HTTPS answers
 // tried ("invalid account routing override"), so a successful login cannot
-// be faked here; GET /api/account turning usable is covered by webconsole's
-// TestConsoleAccount, and the page hides the banner whenever it reads a
-// usable account.
+// be faked here; the API key shows the banner going with the real codex.
 func TestBrowserConsoleLogin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon and a browser")
@@ -71,7 +70,8 @@ func TestBrowserConsoleLogin(t *testing.T) {
 	addr := freeAddr(t)
 	home := codextest.Home(t)
 	// The ChatGPT backend too is the fake: nothing leaves the machine.
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf("chatgpt_base_url = %q\n", issuer.URL+"/backend-api/")), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf("chatgpt_base_url = %q\nopenai_base_url = %q\n",
+		issuer.URL+"/backend-api/", strings.TrimRight(model.URL, "/")+"/v1")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfgFile := writeProcessConfig(t, dir, map[string]any{
@@ -129,6 +129,10 @@ func TestBrowserConsoleLogin(t *testing.T) {
 	b.run(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.waitJS(t, "the pending login after a reload", `document.getElementById('account-login-code') !== null`)
 	shownLogin("after a reload")
+	// The refused message and its refusal are still the lane's conversation.
+	b.waitJS(t, "the refused message after a reload", `[...document.querySelectorAll('#transcript .msg.user .text')].some(m => m.textContent === 'hello?')`)
+	b.waitJS(t, "the refusal after a reload", `[...document.querySelectorAll('#transcript .msg.notice')].some(m => `+
+		`m.querySelector('header').textContent.startsWith('gatewayd') && m.querySelector('.text').textContent.startsWith('Codex is not logged in'))`)
 	if n := codes.Load(); n != 1 {
 		t.Errorf("codex asked for %d device codes, want 1", n)
 	}
@@ -154,6 +158,29 @@ func TestBrowserConsoleLogin(t *testing.T) {
 	b.run(t, "open the status page", chromedp.Navigate(api.base+"/#/status"), chromedp.WaitVisible(chromedp.CSS(`#status-overview`)))
 	b.waitJS(t, "the banner on the status page", `!document.getElementById('account-banner').hidden && `+
 		`document.getElementById('account-state').textContent === 'Codex: not logged in'`)
+
+	// An OpenAI API key instead: codex takes it, the banner goes and the
+	// header names the account on every page; the next message reaches the
+	// model with that key (openai_base_url is the fake model).
+	const key = "sk-console-test-key"
+	b.run(t, "enter an API key", chromedp.Navigate(api.base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)),
+		chromedp.SendKeys(chromedp.CSS(`#account-api-key`), key), chromedp.Click(chromedp.CSS(`#account-key-save`)))
+	b.waitJS(t, "the banner gone", `document.getElementById('account-banner').hidden && `+
+		`document.getElementById('account-state').textContent === 'Codex: apiKey'`)
+	if v := evalJS[string](t, b, `document.getElementById('account-api-key').value`); v != "" {
+		t.Errorf("the key field still holds %q", v)
+	}
+	b.screenshot(t, "console-logged-in.png")
+	b.send(t, "and now?")
+	if got := evalJS[string](t, b, lastReply); got != "ECHO: and now?" {
+		t.Errorf("the reply after the login %q, want the model's", got)
+	}
+	if reqs := model.Requests(); len(reqs) == 0 || reqs[len(reqs)-1].Header.Get("Authorization") != "Bearer "+key {
+		t.Errorf("the model's last request does not carry the key (%d requests)", len(reqs))
+	}
+	if strings.Contains(d.logs(), key) {
+		t.Error("the API key is in the daemon's log")
+	}
 	b.noExceptions(t)
 	if code := d.terminate(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d", code)

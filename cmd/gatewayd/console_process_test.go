@@ -120,7 +120,12 @@ func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
 	}
 
 	texts, sessions := readTranscript(t, api, "/api/lanes/v1%3Aapi%3Aconsole/transcript?limit=4")
-	want := "assistant:ECHO: after the hold|user:after the hold|assistant:ECHO: hold on|user:hold on|" +
+	// The notices are the lane's too: /new's answer opens the new session,
+	// and the queued message's notice, told while "hold on" ran, comes
+	// after that message and before its answer.
+	want := "assistant:ECHO: after the hold|user:after the hold|assistant:ECHO: hold on|" +
+		"notice:Queued: I will answer after the current reply.|user:hold on|" +
+		"notice:Started a new conversation: the next message goes to a fresh Codex thread.|" +
 		"assistant:ECHO: hello console|user:hello console"
 	if got := strings.Join(texts, "|"); got != want {
 		t.Errorf("transcript\n%s\nwant\n%s", got, want)

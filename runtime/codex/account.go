@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Account is the app-server's answer to account/read.
@@ -98,6 +99,31 @@ func (c *Client) StartLogin(ctx context.Context) (Login, error) {
 		return Login{}, fmt.Errorf("codex: account/login/start answered type %q without a verification URL and code", out.Type)
 	}
 	return Login{ID: out.LoginID, VerificationURL: out.VerificationURL, UserCode: out.UserCode}, nil
+}
+
+// LoginAPIKey logs codex in with an OpenAI API key (account/login/start
+// with type apiKey): codex stores it in CODEX_HOME and answers at once;
+// account/updated follows. The key is never part of an error: codex's
+// refusal is returned as its message alone.
+func (c *Client) LoginAPIKey(ctx context.Context, key string) error {
+	if strings.TrimSpace(key) == "" || strings.ContainsAny(key, " \t\r\n") {
+		// codex takes even an empty key, and every turn would then fail.
+		return fmt.Errorf("codex: an API key is one word without spaces")
+	}
+	cn, err := c.liveConn(ctx)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Type string `json:"type"`
+	}
+	if err := cn.call(ctx, "account/login/start", map[string]any{"type": "apiKey", "apiKey": key}, &out); err != nil {
+		return c.closedOr(err)
+	}
+	if out.Type != "apiKey" {
+		return fmt.Errorf("codex: account/login/start with an API key answered type %q", out.Type)
+	}
+	return nil
 }
 
 // routeAccount hands the account notifications to their Options hooks and

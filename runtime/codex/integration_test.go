@@ -789,3 +789,62 @@ func TestRealAccountRead(t *testing.T) {
 		t.Errorf("reading the account sent %d model requests", n)
 	}
 }
+
+// The real binary: a bare CODEX_HOME logged in with an API key through
+// the app-server becomes usable (account/updated says so), and its turns
+// then reach the OpenAI provider with that key (openai_base_url points it
+// at the fake model; codex first tries a WebSocket there, which the fake
+// does not speak, and falls back to HTTP after five tries).
+func TestRealAPIKeyLogin(t *testing.T) {
+	t.Parallel()
+	m := codextest.NewModel(t)
+	ctx := integrationContext(t)
+	updated := make(chan codex.AccountUpdate, 4)
+	c := startClient(t, m, codextest.Home(t), func(o *codex.Options) {
+		o.Args = []string{"-c", `approval_policy="never"`, "-c", "check_for_update_on_startup=false",
+			"-c", "analytics.enabled=false", "-c", "features.plugins=false"}
+		o.Args = append(o.Args, "-c", fmt.Sprintf("openai_base_url=%q", strings.TrimRight(m.URL, "/")+"/v1"))
+		o.Env = nil
+		o.OnAccount = func(u codex.AccountUpdate) { updated <- u }
+	})
+	if a, err := c.Account(ctx); err != nil || a.Usable() {
+		t.Fatalf("before the login: %+v, %v; want an account that needs a login", a, err)
+	}
+	const key = "sk-test-login-key"
+	if err := c.LoginAPIKey(ctx, key); err != nil {
+		t.Fatalf("LoginAPIKey: %v", err)
+	}
+	select {
+	case u := <-updated:
+		if u.AuthMode != "apikey" && u.AuthMode != "apiKey" {
+			t.Errorf("account/updated %+v, want the API key's auth mode", u)
+		}
+	case <-ctx.Done():
+		t.Fatal("no account/updated after the login")
+	}
+	a, err := c.Account(ctx)
+	if err != nil || a.Type != "apiKey" || !a.Usable() {
+		t.Fatalf("after the login: %+v, %v; want a usable apiKey account", a, err)
+	}
+	th := ensure(t, ctx, c, "", codex.OutcomeStarted)
+	res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "hello"}, codex.TurnEvents{})
+	if err != nil || res.Status != "completed" {
+		for _, r := range m.Requests() {
+			t.Logf("model request %s %v", r.Path, r.Header)
+		}
+		t.Fatalf("turn after the login: %s, %v", res.Status, err)
+	}
+	req := lastRequest(t, m, th.ThreadID)
+	if got := req.Header.Get("Authorization"); got != "Bearer "+key {
+		t.Errorf("the model request's Authorization = %q, want the logged-in key", got)
+	}
+	// codex itself would take an empty key (and fail every turn after).
+	for _, bad := range []string{"", "  ", "sk-two words"} {
+		if err := c.LoginAPIKey(ctx, bad); err == nil {
+			t.Errorf("LoginAPIKey(%q) = nil, want a refusal", bad)
+		}
+	}
+	if a, err := c.Account(ctx); err != nil || a.Type != "apiKey" {
+		t.Errorf("after the refused keys: %+v, %v; want the first login kept", a, err)
+	}
+}

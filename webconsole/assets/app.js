@@ -65,8 +65,9 @@ loginForm.addEventListener('submit', (e) => {
 // --- codex account --------------------------------------------------------
 
 // Every page shows in its header whether codex can answer, and while it
-// cannot, a banner with the reason and a "Log in" button that starts a
-// device-code login and shows its URL and code. The account is read every
+// cannot, a banner with the reason, a "Log in" button that starts a
+// device-code login and shows its URL and code, and a field for an OpenAI
+// API key instead. The account is read every
 // 2 s while the banner is up (so it goes once the login completes), else
 // every 15 s.
 const accountState = document.getElementById('account-state');
@@ -147,6 +148,32 @@ accountLogin.addEventListener('click', async () => {
     }
   } finally {
     accountLogin.disabled = false;
+  }
+  checkAccount();
+});
+
+// An API key instead of a ChatGPT login: codex keeps it in its home, and
+// the key never comes back to the page (the field is cleared at once).
+const accountKeyForm = document.getElementById('account-key-form');
+const accountKey = document.getElementById('account-api-key');
+const accountKeySave = document.getElementById('account-key-save');
+accountKeyForm.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const key = accountKey.value.trim();
+  accountKey.value = '';
+  if (!key) return;
+  accountKeySave.disabled = true;
+  accountLoginInfo.className = 'note';
+  accountLoginInfo.textContent = 'Logging Codex in with the API key…';
+  try {
+    renderAccount(await api.postJSON('/api/account/api-key', { api_key: key }));
+  } catch (err) {
+    if (!(err instanceof api.Unauthorized)) {
+      accountLoginInfo.className = 'error';
+      accountLoginInfo.textContent = String(err.message || err);
+    }
+  } finally {
+    accountKeySave.disabled = false;
   }
   checkAccount();
 });
@@ -353,12 +380,16 @@ function renderLaneHead(head, l) {
   ));
 }
 
+// messageNode is one transcript row: a user's message, Codex's answer, or
+// a gatewayd notice (a refusal, a command's answer), which reads like the
+// reply it was when it came.
 function messageNode(m) {
   const body = el('div', { class: 'text' });
   if (m.role === 'assistant') body.append(renderMarkdown(m.text));
   else body.textContent = m.text;
+  const who = m.role === 'notice' ? 'gatewayd' : m.role;
   return el('article', { class: 'msg ' + m.role, dataset: { id: String(m.id) } },
-    el('header', {}, m.role, ' · ', when(m.created_at)), body);
+    el('header', {}, who, ' · ', when(m.created_at)), body);
 }
 
 const verbosities = ['default', 'off', 'summary', 'full'];
