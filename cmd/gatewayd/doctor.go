@@ -83,7 +83,7 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 			d.checkDatabase(ctx, cfg.DatabasePath())
 		}
 		if binary, pinned := d.checkCodexBinary(ctx, cfg.Codex.Command); binary != "" {
-			d.checkAppServer(ctx, cfg, pinned)
+			d.checkAppServer(ctx, cfg, binary, pinned)
 		}
 		d.checkTelegram(ctx, cfg.Telegram)
 		d.checkDiscord(ctx, cfg.Discord)
@@ -221,7 +221,7 @@ func codexVersion(out string) string {
 // calls gatewayd relies on that need no model, and reads its account:
 // either an account or a provider that needs no OpenAI login. pinned says
 // whether the binary is the tested codex; when not, the fixes name it.
-func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, pinned bool) {
+func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, binary string, pinned bool) {
 	dir := cfg.Codex.Cwd
 	if _, err := os.Stat(dir); err != nil {
 		dir = os.TempDir() // the daemon creates it; the doctor changes nothing
@@ -263,8 +263,13 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, pinned 
 	case err != nil:
 		d.fail(fmt.Sprintf("codex account/read failed: %v", err), versionFix)
 	case !a.Usable():
+		login := "codex"
+		if binary == codex.BundledCommand {
+			login = binary // the package's codex is not on PATH
+		}
 		d.fail("codex has no account and its provider needs an OpenAI login",
-			"run `codex login --device-auth` as the service user (same CODEX_HOME), send /login to the bot in a private chat, or configure a model provider in CODEX_HOME/config.toml")
+			"run `"+login+" login --device-auth` as the service user (same CODEX_HOME), log in from the web console's banner, "+
+				"send /login to the bot in a private chat, or configure a model provider in CODEX_HOME/config.toml")
 	case a.Type != "":
 		d.pass("codex account: %s", accountLabel(a))
 	default:

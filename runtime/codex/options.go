@@ -142,6 +142,15 @@ func setDefault(d *time.Duration, def time.Duration) {
 	}
 }
 
+// DefaultCommand is codex.command's default: codex on PATH, or the bundled
+// one.
+const DefaultCommand = "codex"
+
+// BundledCommand is where `make package BUNDLE_CODEX=1` installs the native
+// codex (the npm package's vendor directory, kept whole: codex finds its
+// helpers beside itself). A variable for tests.
+var BundledCommand = "/usr/lib/gatewayd/codex/bin/codex"
+
 // npm package and target names per GOARCH, as the launcher (bin/codex.js)
 // maps process.arch.
 var nativeTargets = map[string]struct{ pkg, triple string }{
@@ -154,9 +163,19 @@ var nativeTargets = map[string]struct{ pkg, triple string }{
 // script) it returns the vendored native binary the launcher would run: the
 // launcher forks on older node, and killing it alone orphans the app-server,
 // which then keeps the thread's writer lock. Other commands are returned as is.
+//
+// The default command "codex" is the codex a gatewayd package bundles
+// (BundledCommand) when that is installed: the package ships the release
+// gatewayd was verified against, and an operator's other codex stays
+// theirs to choose with an explicit command.
 func ResolveCommand(command string) (string, error) {
 	if command == "" {
 		return "", errors.New("codex: Options.Command is empty")
+	}
+	if command == DefaultCommand {
+		if fi, err := os.Stat(BundledCommand); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return BundledCommand, nil
+		}
 	}
 	path := command
 	if !strings.ContainsRune(path, '/') {

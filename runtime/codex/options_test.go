@@ -55,6 +55,40 @@ func TestResolveCommand(t *testing.T) {
 	}
 }
 
+// The default command is the bundled codex when it is installed (and
+// executable), else codex on PATH; another name never is the bundled one.
+func TestResolveCommandPrefersTheBundledCodex(t *testing.T) {
+	dir := t.TempDir()
+	onPath := filepath.Join(dir, "path", "codex")
+	writeFile(t, onPath, "\x7fELF on PATH")
+	if err := os.Chmod(onPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Dir(onPath))
+	bundled := filepath.Join(dir, "usr", "lib", "gatewayd", "codex", "bin", "codex")
+	old := BundledCommand
+	BundledCommand = bundled
+	t.Cleanup(func() { BundledCommand = old })
+
+	resolve := func(when, command, want string) {
+		t.Helper()
+		if got, err := ResolveCommand(command); err != nil || got != want {
+			t.Errorf("%s: ResolveCommand(%q) = %q, %v; want %q", when, command, got, err, want)
+		}
+	}
+	resolve("no bundle", DefaultCommand, onPath)
+	writeFile(t, bundled, "\x7fELF bundled")
+	if err := os.Chmod(bundled, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resolve("a bundle that is not executable", DefaultCommand, onPath)
+	if err := os.Chmod(bundled, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resolve("a bundle", DefaultCommand, bundled)
+	resolve("an explicit path", onPath, onPath)
+}
+
 func TestResolveCommandRealLauncher(t *testing.T) {
 	launcher, err := filepath.Abs("../../tools/node_modules/.bin/codex")
 	if err != nil {

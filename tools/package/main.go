@@ -47,6 +47,11 @@ const (
 	envPath     = "/etc/gatewayd/env"
 	stateDir    = "/var/lib/gatewayd"
 	serviceUser = "gatewayd"
+	// bundledCodexDir holds the codex of a package built with -codex:
+	// the npm package's vendor directory for the architecture, whole
+	// (codex-package.json, bin/codex, codex-path/, codex-resources/), so
+	// bin/codex is runtime/codex's BundledCommand.
+	bundledCodexDir = "/usr/lib/gatewayd/codex"
 )
 
 // formats are the packagers run, in this order.
@@ -58,6 +63,10 @@ type options struct {
 	arch    string // GOARCH of the binary: amd64 or arm64
 	binary  string // the gatewayd binary to package
 	out     string // directory the packages are written to
+	// codex is the codex vendor directory to bundle (npm's
+	// vendor/<target> of @openai/codex@<pinned>-linux-<arch>); "" bundles
+	// none and names the install command instead.
+	codex string
 }
 
 func main() {
@@ -67,6 +76,7 @@ func main() {
 	flag.StringVar(&o.arch, "arch", "amd64", "architecture of the binary (GOARCH): amd64 or arm64")
 	flag.StringVar(&o.binary, "binary", "", "the gatewayd binary (built with CGO_ENABLED=0 for -arch)")
 	flag.StringVar(&o.out, "out", "dist", "directory for the packages")
+	flag.StringVar(&o.codex, "codex", "", "bundle this codex vendor directory (vendor/<target> of @openai/codex@<pinned>-linux-<arch>) at "+bundledCodexDir)
 	flag.Parse()
 	if flag.NArg() > 0 || o.binary == "" {
 		fmt.Fprintln(os.Stderr, "usage: package -binary FILE [-arch amd64|arm64] [-version V] [-out DIR] [-root DIR]")
@@ -121,16 +131,29 @@ func build(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.codex != "" {
+		if err := checkBundledCodex(o.codex, o.arch, codexVersion); err != nil {
+			return nil, err
+		}
+		contents = append(contents, &files.Content{Source: o.codex, Destination: bundledCodexDir, Type: files.TypeTree,
+			FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root"}})
+	}
+	bundled := o.codex != ""
 
 	var paths []string
 	for _, format := range formats {
-		info := packageInfo(version, o.arch, codexVersion, contents, scripts)
+		info := packageInfo(version, o.arch, codexVersion, bundled, contents, scripts)
 		pkg, err := nfpm.Get(format)
 		if err != nil {
 			return nil, err
 		}
 		// ConventionalFileName rewrites info's architecture for its format.
-		name := pkg.ConventionalFileName(packageInfo(version, o.arch, codexVersion, contents, scripts))
+		name := pkg.ConventionalFileName(packageInfo(version, o.arch, codexVersion, bundled, contents, scripts))
+		if bundled {
+			// The same package (it replaces the other on install), in a
+			// file that says what it holds.
+			name = packageName + "-with-codex" + strings.TrimPrefix(name, packageName)
+		}
 		path := filepath.Join(o.out, name)
 		if err := writePackage(pkg, info, path); err != nil {
 			return nil, fmt.Errorf("%s: %w", format, err)
@@ -160,7 +183,7 @@ func writePackage(pkg nfpm.Packager, info *nfpm.Info, path string) error {
 
 // packageInfo is a fresh Info for one packager (the packagers change the
 // one they are given).
-func packageInfo(version, arch, codexVersion string, contents files.Contents, scripts nfpm.Scripts) *nfpm.Info {
+func packageInfo(version, arch, codexVersion string, bundled bool, contents files.Contents, scripts nfpm.Scripts) *nfpm.Info {
 	cs := make(files.Contents, len(contents))
 	for i, c := range contents {
 		cc := *c
@@ -181,7 +204,7 @@ func packageInfo(version, arch, codexVersion string, contents files.Contents, sc
 		Vendor:      "gatewayd",
 		Homepage:    homepage,
 		License:     licenseName,
-		Description: description(codexVersion),
+		Description: description(codexVersion, bundled),
 		Overridables: nfpm.Overridables{
 			Recommends: []string{"nodejs"},
 			Suggests:   []string{"npm"},
@@ -193,16 +216,60 @@ func packageInfo(version, arch, codexVersion string, contents files.Contents, sc
 			},
 		},
 	}
+	if bundled {
+		// The native codex needs neither node nor npm.
+		info.Recommends, info.Suggests = nil, nil
+	}
 	return nfpm.WithDefaults(info)
 }
 
-func description(codexVersion string) string {
-	return "Codex agent gateway for Telegram, Discord and a local API\n" +
+func description(codexVersion string, bundled bool) string {
+	d := "Codex agent gateway for Telegram, Discord and a local API\n" +
 		"gatewayd connects chat platforms and a local HTTP API to the Codex\n" +
 		"app-server, with conversations that survive restarts. It runs as the\n" +
-		"systemd service gatewayd under the user gatewayd.\n" +
-		"It needs the codex CLI, verified against codex " + codexVersion + ":\n" +
+		"systemd service gatewayd under the user gatewayd.\n"
+	if bundled {
+		return d + "It bundles codex " + codexVersion + ", the release it was verified against,\n" +
+			"at " + bundledCodexDir + " (codex.command: codex runs it)."
+	}
+	return d + "It needs the codex CLI, verified against codex " + codexVersion + ":\n" +
 		"npm install -g @openai/codex@" + codexVersion
+}
+
+// bundleTargets are the codex targets per architecture, as npm's
+// @openai/codex-linux-<arch> packages name their vendor directories.
+var bundleTargets = map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
+
+// checkBundledCodex refuses a codex directory that is not the pinned
+// release for arch: a package must not bundle a codex gatewayd was not
+// verified against, nor one that cannot run on the machine it installs on.
+func checkBundledCodex(dir, arch, pinned string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "codex-package.json"))
+	if err != nil {
+		return fmt.Errorf("-codex %s: not a codex vendor directory: %w", dir, err)
+	}
+	var meta struct {
+		Version, Target, Entrypoint string
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return fmt.Errorf("-codex %s: codex-package.json: %w", dir, err)
+	}
+	switch {
+	case meta.Version != pinned:
+		return fmt.Errorf("-codex %s is codex %q; tools/package.json pins %s", dir, meta.Version, pinned)
+	case meta.Target != bundleTargets[arch]:
+		return fmt.Errorf("-codex %s is for %q; -arch %s needs %s", dir, meta.Target, arch, bundleTargets[arch])
+	case meta.Entrypoint != "bin/codex":
+		return fmt.Errorf("-codex %s: entrypoint %q, want bin/codex", dir, meta.Entrypoint)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "bin", "codex"))
+	if err != nil {
+		return fmt.Errorf("-codex %s: %w", dir, err)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("-codex %s: bin/codex is not executable", dir)
+	}
+	return nil
 }
 
 // stageFiles writes the files the package changes from the repository's

@@ -310,3 +310,99 @@ func TestScriptsParse(t *testing.T) {
 		}
 	}
 }
+
+// fakeCodexDir is a codex vendor directory as npm's
+// @openai/codex-linux-<arch> package lays it out.
+func fakeCodexDir(t *testing.T, version, target string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"codex-package.json": fmt.Sprintf(`{"layoutVersion":1,"version":%q,"target":%q,"variant":"codex",`+
+			`"entrypoint":"bin/codex","resourcesDir":"codex-resources","pathDir":"codex-path"}`, version, target),
+		"bin/codex":              "#!/bin/sh\necho codex-cli " + version + "\n",
+		"codex-path/rg":          "#!/bin/sh\n",
+		"codex-resources/bwrap":  "#!/bin/sh\n",
+		"codex-resources/README": "resources\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(body, "#!") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// BUNDLE_CODEX=1: the package holds the pinned codex's vendor directory
+// whole at /usr/lib/gatewayd/codex (bin/codex executable, root-owned), in
+// a file named gatewayd-with-codex_…, without node or npm to recommend; a
+// codex of another release or architecture is refused.
+func TestBundledCodex(t *testing.T) {
+	dpkgDeb, err := exec.LookPath("dpkg-deb")
+	if err != nil {
+		t.Skip("dpkg-deb not installed")
+	}
+	pinned, err := pinnedCodex(filepath.Join(repoRoot, "tools", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := fakeBinary(t)
+	for _, bad := range []struct{ version, target, arch string }{
+		{"0.1.0", "x86_64-unknown-linux-musl", "amd64"},
+		{pinned, "x86_64-unknown-linux-musl", "arm64"},
+	} {
+		o := options{root: repoRoot, version: "v1.2.3", arch: bad.arch, binary: bin, out: t.TempDir(),
+			codex: fakeCodexDir(t, bad.version, bad.target)}
+		if _, err := build(o); err == nil {
+			t.Errorf("codex %s for %s bundled into an %s package", bad.version, bad.target, bad.arch)
+		}
+	}
+	if _, err := build(options{root: repoRoot, version: "v1.2.3", arch: "amd64", binary: bin, out: t.TempDir(),
+		codex: t.TempDir()}); err == nil {
+		t.Error("a directory without codex-package.json was bundled")
+	}
+
+	paths, err := build(options{root: repoRoot, version: "v1.2.3", arch: "amd64", binary: bin, out: t.TempDir(),
+		codex: fakeCodexDir(t, pinned, "x86_64-unknown-linux-musl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || filepath.Base(paths[0]) != "gatewayd-with-codex_1.2.3_amd64.deb" ||
+		filepath.Base(paths[1]) != "gatewayd-with-codex-1.2.3-1.x86_64.rpm" {
+		t.Fatalf("built %q", paths)
+	}
+	out, err := exec.Command(dpkgDeb, "--contents", paths[0]).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		got[strings.TrimSuffix(strings.TrimPrefix(f[5], "."), "/")] = f[0] + " " + f[1]
+	}
+	for p, w := range map[string]string{
+		bundledCodexDir + "/bin/codex":              "-rwxr-xr-x root/root",
+		bundledCodexDir + "/codex-path/rg":          "-rwxr-xr-x root/root",
+		bundledCodexDir + "/codex-package.json":     "-rw-r--r-- root/root",
+		bundledCodexDir + "/codex-resources/README": "-rw-r--r-- root/root",
+		binPath: "-rwxr-xr-x root/root",
+	} {
+		if got[p] != w {
+			t.Errorf("%s: %q, want %q", p, got[p], w)
+		}
+	}
+	info, err := exec.Command(dpkgDeb, "-I", paths[0]).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(info), "Package: gatewayd\n") || !strings.Contains(string(info), "It bundles codex "+pinned) ||
+		strings.Contains(string(info), "Recommends:") {
+		t.Errorf("dpkg-deb -I of the bundle:\n%s", info)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -142,7 +141,8 @@ func (d *daemon) preflight() error {
 // lanes.busy_mode, are config.Load's to check.)
 func CheckRuntime(cfg *config.Config) error {
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
-		if _, err := exec.LookPath(cfg.Codex.Command); err != nil {
+		// As the app-server is started: PATH, or the package's bundled codex.
+		if _, err := codex.ResolveCommand(cfg.Codex.Command); err != nil {
 			return &config.Error{Key: "codex.command",
 				Msg: fmt.Sprintf("%q not found on PATH (install @openai/codex or set an absolute path)", cfg.Codex.Command)}
 		}
