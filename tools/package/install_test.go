@@ -252,3 +252,121 @@ func name[T any](lookup func(string) (T, error), id uint32) string {
 	}
 	return ""
 }
+
+// TestInstallUnderSystemd runs the maintainer scripts' systemd branches:
+// dpkg runs in a mount namespace whose /run has /run/systemd/system (what
+// the scripts test for), with a systemctl on PATH that records its calls.
+// Without a token the first install enables nothing and says what to do;
+// with one it enables and starts the service; an upgrade of an enabled
+// service restarts it, a remove stops it, and a purge leaves the machine
+// as it was. Guarded as TestInstall is.
+func TestInstallUnderSystemd(t *testing.T) {
+	if os.Getenv("GATEWAYD_TEST_INSTALL") != "1" {
+		t.Skip("GATEWAYD_TEST_INSTALL=1 not set: this test installs a package on this machine")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root")
+	}
+	for _, tool := range []string{"dpkg", "unshare", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	if _, err := user.Lookup(serviceUser); err == nil {
+		t.Skip("a user gatewayd exists already: not touching it")
+	}
+	for _, p := range []string{configDir, stateDir, binPath} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Skipf("%s exists already: not touching it", p)
+		}
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Status}", packageName).Output(); err == nil && len(out) > 0 && string(out) != "not-installed" {
+		t.Skipf("package gatewayd is known to dpkg (%s): not touching it", out)
+	}
+	probe := exec.Command("unshare", "-m", "sh", "-c", "mount --make-rprivate / && mount -t tmpfs gatewayd-test /run")
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("no mount namespace here: %v %s", err, out)
+	}
+	v1, _ := buildPackages(t, "v0.0.1", "amd64", fakeBinary(t))
+	v2, _ := buildPackages(t, "v0.0.2", "amd64", fakeBinary(t))
+	t.Cleanup(func() {
+		purge := exec.Command("dpkg", "--purge", packageName)
+		purge.Env = append(os.Environ(), "GATEWAYD_PURGE_STATE=1")
+		if out, err := purge.CombinedOutput(); err != nil {
+			t.Logf("cleanup: dpkg --purge: %v\n%s", err, out)
+		}
+		exec.Command("userdel", serviceUser).Run()
+		exec.Command("groupdel", serviceUser).Run()
+		os.RemoveAll(configDir)
+		os.RemoveAll(stateDir)
+	})
+
+	stub := t.TempDir()
+	calls := filepath.Join(stub, "calls")
+	systemctl := "#!/bin/sh\necho \"$*\" >> " + calls + "\n" +
+		"case \"$1\" in\nis-enabled) [ -f " + stub + "/enabled ] ;;\nenable) touch " + stub + "/enabled ;;\n" +
+		"disable) rm -f " + stub + "/enabled ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(stub, "systemctl"), []byte(systemctl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// run is dpkg under "systemd"; it returns dpkg's output and the
+	// systemctl calls it made.
+	run := func(purgeState bool, args ...string) (string, []string) {
+		t.Helper()
+		os.Remove(calls)
+		script := "mount --make-rprivate / && mount -t tmpfs gatewayd-test /run && mkdir -p /run/systemd/system && " +
+			"exec dpkg --force-confdef --force-confold \"$@\""
+		cmd := exec.Command("unshare", append([]string{"-m", "sh", "-c", script, "dpkg"}, args...)...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "PATH="+stub+":"+os.Getenv("PATH"))
+		if purgeState {
+			cmd.Env = append(cmd.Env, "GATEWAYD_PURGE_STATE=1")
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("dpkg %s under systemd: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		b, _ := os.ReadFile(calls)
+		t.Logf("dpkg %s: systemctl %q", args[0], strings.Split(strings.TrimSpace(string(b)), "\n"))
+		return string(out), strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	has := func(calls []string, want string) bool {
+		for _, c := range calls {
+			if c == want {
+				return true
+			}
+		}
+		return false
+	}
+
+	out, got := run(false, "-i", v1)
+	if has(got, "enable --now gatewayd.service") || !has(got, "daemon-reload") || !strings.Contains(out, "systemctl enable --now gatewayd") {
+		t.Errorf("first install without a token: systemctl %q, output:\n%s", got, out)
+	}
+	run(true, "--purge", packageName)
+
+	// A token in the environment file before the install.
+	if err := os.MkdirAll(configDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(envPath, []byte("GATEWAYD_API_TOKEN=install-test\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, got = run(false, "-i", v1); !has(got, "enable --now gatewayd.service") {
+		t.Errorf("first install with a token: systemctl %q, want enable --now", got)
+	}
+	if _, got = run(false, "-i", v2); !has(got, "restart gatewayd.service") || has(got, "stop gatewayd.service") {
+		t.Errorf("upgrade of the enabled service: systemctl %q, want a restart and no stop", got)
+	}
+	if _, got = run(false, "-r", packageName); !has(got, "stop gatewayd.service") || !has(got, "daemon-reload") {
+		t.Errorf("remove: systemctl %q, want stop and daemon-reload", got)
+	}
+	run(true, "--purge", packageName)
+	for _, p := range []string{configDir, stateDir, binPath, debUnitPath} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there after the purge", p)
+		}
+	}
+	if _, err := user.Lookup(serviceUser); err == nil {
+		t.Error("the user gatewayd is still there after the purge")
+	}
+}
