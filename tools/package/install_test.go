@@ -21,31 +21,7 @@ import (
 // and with GATEWAYD_TEST_INSTALL=1; it skips where gatewayd is already
 // there, and purges on the way out, also when it fails.
 func TestInstall(t *testing.T) {
-	if os.Getenv("GATEWAYD_TEST_INSTALL") != "1" {
-		t.Skip("GATEWAYD_TEST_INSTALL=1 not set: this test installs a package on this machine")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("not root")
-	}
-	for _, tool := range []string{"dpkg", "dpkg-deb", "runuser", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
-	}
-	if _, err := user.Lookup(serviceUser); err == nil {
-		t.Skip("a user gatewayd exists already: not touching it")
-	}
-	if _, err := user.LookupGroup(serviceUser); err == nil {
-		t.Skip("a group gatewayd exists already: not touching it")
-	}
-	for _, p := range []string{configDir, stateDir, binPath} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Skipf("%s exists already: not touching it", p)
-		}
-	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Status}", packageName).Output(); err == nil && len(out) > 0 && string(out) != "not-installed" {
-		t.Skipf("package gatewayd is known to dpkg (%s): not touching it", out)
-	}
+	requireInstallable(t, "dpkg", "dpkg-deb", "runuser", "go")
 
 	bin := filepath.Join(t.TempDir(), "gatewayd")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=v0.0.1", "-o", bin, "./cmd/gatewayd")
@@ -261,28 +237,7 @@ func name[T any](lookup func(string) (T, error), id uint32) string {
 // service restarts it, a remove stops it, and a purge leaves the machine
 // as it was. Guarded as TestInstall is.
 func TestInstallUnderSystemd(t *testing.T) {
-	if os.Getenv("GATEWAYD_TEST_INSTALL") != "1" {
-		t.Skip("GATEWAYD_TEST_INSTALL=1 not set: this test installs a package on this machine")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("not root")
-	}
-	for _, tool := range []string{"dpkg", "unshare", "mount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
-	}
-	if _, err := user.Lookup(serviceUser); err == nil {
-		t.Skip("a user gatewayd exists already: not touching it")
-	}
-	for _, p := range []string{configDir, stateDir, binPath} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Skipf("%s exists already: not touching it", p)
-		}
-	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Status}", packageName).Output(); err == nil && len(out) > 0 && string(out) != "not-installed" {
-		t.Skipf("package gatewayd is known to dpkg (%s): not touching it", out)
-	}
+	requireInstallable(t, "dpkg", "unshare", "mount")
 	probe := exec.Command("unshare", "-m", "sh", "-c", "mount --make-rprivate / && mount -t tmpfs gatewayd-test /run")
 	if out, err := probe.CombinedOutput(); err != nil {
 		t.Skipf("no mount namespace here: %v %s", err, out)
@@ -368,5 +323,37 @@ func TestInstallUnderSystemd(t *testing.T) {
 	}
 	if _, err := user.Lookup(serviceUser); err == nil {
 		t.Error("the user gatewayd is still there after the purge")
+	}
+}
+
+// requireInstallable skips unless installing gatewayd here is wanted
+// (GATEWAYD_TEST_INSTALL=1), possible (root, the tools) and harmless: no
+// gatewayd user, group, files or package are there to be touched.
+func requireInstallable(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Getenv("GATEWAYD_TEST_INSTALL") != "1" {
+		t.Skip("GATEWAYD_TEST_INSTALL=1 not set: this test installs a package on this machine")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	if _, err := user.Lookup(serviceUser); err == nil {
+		t.Skip("a user gatewayd exists already: not touching it")
+	}
+	if _, err := user.LookupGroup(serviceUser); err == nil {
+		t.Skip("a group gatewayd exists already: not touching it")
+	}
+	for _, p := range []string{configDir, stateDir, binPath} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Skipf("%s exists already: not touching it", p)
+		}
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Status}", packageName).Output(); err == nil && len(out) > 0 && string(out) != "not-installed" {
+		t.Skipf("package gatewayd is known to dpkg (%s): not touching it", out)
 	}
 }

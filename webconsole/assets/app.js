@@ -133,49 +133,45 @@ function watchAccount() {
   checkAccount();
 }
 
-accountLogin.addEventListener('click', async () => {
-  accountLogin.disabled = true;
+// accountAction runs one of the banner's logins with its button disabled,
+// says what it is doing, shows a failure in the banner and reads the
+// account again after (a 401 is the token prompt's to show).
+async function accountAction(button, doing, act) {
+  button.disabled = true;
   accountLoginInfo.className = 'note';
-  accountLoginInfo.textContent = 'Starting the login…';
+  accountLoginInfo.textContent = doing;
   try {
-    const r = await api.postJSON('/api/account/login', {});
-    if (r.login) showLogin(r.login);
-    else accountLoginInfo.textContent = r.note || '';
+    await act();
   } catch (err) {
     if (!(err instanceof api.Unauthorized)) {
       accountLoginInfo.className = 'error';
       accountLoginInfo.textContent = String(err.message || err);
     }
   } finally {
-    accountLogin.disabled = false;
+    button.disabled = false;
   }
   checkAccount();
-});
+}
+
+accountLogin.addEventListener('click', () => accountAction(accountLogin, 'Starting the login…', async () => {
+  const r = await api.postJSON('/api/account/login', {});
+  if (r.login) showLogin(r.login);
+  else accountLoginInfo.textContent = r.note || '';
+}));
 
 // An API key instead of a ChatGPT login: codex keeps it in its home, and
 // the key never comes back to the page (the field is cleared at once).
 const accountKeyForm = document.getElementById('account-key-form');
 const accountKey = document.getElementById('account-api-key');
 const accountKeySave = document.getElementById('account-key-save');
-accountKeyForm.addEventListener('submit', async (e) => {
+accountKeyForm.addEventListener('submit', (e) => {
   e.preventDefault();
   const key = accountKey.value.trim();
   accountKey.value = '';
   if (!key) return;
-  accountKeySave.disabled = true;
-  accountLoginInfo.className = 'note';
-  accountLoginInfo.textContent = 'Logging Codex in with the API key…';
-  try {
+  accountAction(accountKeySave, 'Logging Codex in with the API key…', async () => {
     renderAccount(await api.postJSON('/api/account/api-key', { api_key: key }));
-  } catch (err) {
-    if (!(err instanceof api.Unauthorized)) {
-      accountLoginInfo.className = 'error';
-      accountLoginInfo.textContent = String(err.message || err);
-    }
-  } finally {
-    accountKeySave.disabled = false;
-  }
-  checkAccount();
+  });
 });
 
 // --- routing -------------------------------------------------------------
