@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,10 @@ const (
 // notices need no rebuild of the messages table. scanMessages reads it back
 // as RoleNotice.
 const noticeRoleColumn = "system"
+
+// maxMovedNotices bounds the notices one commit moves after its turn's
+// message (moveTurnNotices).
+const maxMovedNotices = 32
 
 // NoticeTurnID is the turn_id of the transcript row of outbox notice id:
 // unique per notice, and never a codex turn id.
@@ -123,14 +129,19 @@ func (s *Store) LastTurnAt(ctx context.Context, sessionKey string) (time.Time, e
 // the turn completes, so without the move a reloaded conversation would
 // show each answer above the message it answers. The turn's journal entry
 // says when the turn began; a turn without one moves nothing.
+//
+// It runs on every commit, so it reads backwards from the turn's user row
+// and stops at the first row older than the turn: a few rows, however
+// long the transcript. At most maxMovedNotices are moved; a turn that
+// told its lane more keeps the rest where they were written.
 func moveTurnNotices(ctx context.Context, q querier, t CompletedTurn, sessionID int64) error {
-	// One statement, on every commit: the journal join names the turn's
-	// start, and the rows are few (usually none).
-	rows, err := q.QueryContext(ctx, `SELECT m.id, m.text, m.turn_id, m.outbox_id, m.created_at FROM messages m
-		JOIN turn_journal j ON j.session_key = m.session_key AND j.generation = ? AND (j.turn_id = '' OR j.turn_id = ?)
-		WHERE m.session_key = ? AND m.session_id = ? AND m.role = ? AND m.created_at >= j.started_at
+	rows, err := q.QueryContext(ctx, `SELECT m.id, m.session_id, m.role, m.text, m.turn_id, m.outbox_id, m.created_at,
+		COALESCE((SELECT j.started_at FROM turn_journal j WHERE j.session_key = ? AND j.generation = ?
+			AND (j.turn_id = '' OR j.turn_id = ?)), ?)
+		FROM messages m WHERE m.session_key = ?
 		AND m.id < (SELECT u.id FROM messages u WHERE u.session_key = ? AND u.turn_id = ? AND u.role = 'user')
-		ORDER BY m.id`, t.Generation, t.TurnID, t.SessionKey, sessionID, noticeRoleColumn, t.SessionKey, t.TurnID)
+		ORDER BY m.id DESC LIMIT ?`,
+		t.SessionKey, t.Generation, t.TurnID, int64(math.MaxInt64), t.SessionKey, t.SessionKey, t.TurnID, maxMovedNotices)
 	if err != nil {
 		return fmt.Errorf("read turn notices: %w", err)
 	}
@@ -141,16 +152,24 @@ func moveTurnNotices(ctx context.Context, q querier, t CompletedTurn, sessionID 
 	var moved []notice
 	for rows.Next() {
 		var n notice
-		if err := rows.Scan(&n.id, &n.text, &n.turnID, &n.outboxID, &n.created); err != nil {
+		var session, started int64
+		var role string
+		if err := rows.Scan(&n.id, &session, &role, &n.text, &n.turnID, &n.outboxID, &n.created, &started); err != nil {
 			rows.Close()
 			return fmt.Errorf("read turn notices: %w", err)
 		}
-		moved = append(moved, n)
+		if n.created < started {
+			break // older than the turn: so is every row before it
+		}
+		if role == noticeRoleColumn && session == sessionID {
+			moved = append(moved, n)
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read turn notices: %w", err)
 	}
+	slices.Reverse(moved) // oldest first, as they were told
 	for _, n := range moved {
 		if _, err := q.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", n.id); err != nil {
 			return fmt.Errorf("move turn notice: %w", err)
