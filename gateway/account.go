@@ -28,6 +28,15 @@ import (
 const AccountMissingReason = "Codex is not logged in: run `codex login --device-auth` as the service user " +
 	"(or send /login in a private chat with the bot), or configure a model provider in CODEX_HOME/config.toml"
 
+// accountMissingReason is AccountMissingReason naming login as the codex
+// command to run.
+func accountMissingReason(login string) string {
+	if login == "" || login == "codex" {
+		return AccountMissingReason
+	}
+	return strings.Replace(AccountMissingReason, "`codex login", "`"+login+" login", 1)
+}
+
 // accountCallTimeout bounds account/read and account/login/start; both run
 // on a platform's delivery goroutine or at start-up.
 const accountCallTimeout = 15 * time.Second
@@ -99,6 +108,7 @@ type Account struct {
 	inbox   inbox
 	log     *zap.Logger
 	now     func() time.Time
+	missing string // the reason lanes hear while codex has no account
 	state   accountState
 }
 
@@ -110,8 +120,9 @@ type refusalStore interface {
 
 var _ refusalStore = (*store.Store)(nil)
 
-func newAccount(cx accountRuntime, j journal, rs refusalStore, out *deliverer, in inbox, log *zap.Logger, now func() time.Time) *Account {
-	return &Account{cx: cx, journal: j, refuse: rs, out: out, inbox: in, log: log, now: now}
+func newAccount(cx accountRuntime, j journal, rs refusalStore, out *deliverer, in inbox, log *zap.Logger, now func() time.Time, login string) *Account {
+	return &Account{cx: cx, journal: j, refuse: rs, out: out, inbox: in, log: log, now: now,
+		missing: accountMissingReason(login)}
 }
 
 // CodexUnavailable returns why codex cannot answer ("" when it can), for
@@ -134,7 +145,7 @@ func (a *Account) CheckAccount(ctx context.Context) error {
 	}
 	reason := ""
 	if !acc.Usable() {
-		reason = AccountMissingReason
+		reason = a.missing
 	}
 	a.state.mu.Lock()
 	was := a.state.reason
@@ -142,8 +153,7 @@ func (a *Account) CheckAccount(ctx context.Context) error {
 	a.state.mu.Unlock()
 	switch {
 	case reason != "" && was == "":
-		a.log.Error("codex.account_missing", zap.String("fix",
-			"run `codex login --device-auth` as the service user (or /login in a private chat), or configure a model provider in CODEX_HOME/config.toml"))
+		a.log.Error("codex.account_missing", zap.String("fix", strings.TrimPrefix(a.missing, "Codex is not logged in: ")))
 	case reason == "" && was != "":
 		a.log.Info("codex.account_ready", zap.String("type", acc.Type), zap.String("plan", acc.PlanType))
 	}

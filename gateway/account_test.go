@@ -356,3 +356,21 @@ func TestLoginAPIKey(t *testing.T) {
 		t.Errorf("codex was logged in with %q", ac.keys)
 	}
 }
+
+// The reason names the codex an operator logs in with: "codex" on PATH, or
+// the package's bundled binary by its path.
+func TestAccountMissingReasonNamesTheLoginCommand(t *testing.T) {
+	for login, want := range map[string]string{
+		"":      AccountMissingReason,
+		"codex": AccountMissingReason,
+		"/usr/lib/gatewayd/codex/bin/codex": strings.Replace(AccountMissingReason, "`codex login",
+			"`/usr/lib/gatewayd/codex/bin/codex login", 1),
+	} {
+		if got := accountMissingReason(login); got != want {
+			t.Errorf("accountMissingReason(%q) = %q", login, got)
+		}
+	}
+	if got := accountMissingReason("/opt/codex"); !strings.HasPrefix(got, "Codex is not logged in: run `/opt/codex login --device-auth`") {
+		t.Errorf("the reason %q does not name the command first", got)
+	}
+}

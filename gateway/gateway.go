@@ -106,6 +106,11 @@ type Config struct {
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command so a terminal continues the same threads.
 	CodexHome string
+	// CodexLogin is the codex command an operator runs to log in, named in
+	// the reason a lane hears while codex has no account; "" is "codex".
+	// The package's bundled codex is not on PATH, so the daemon names its
+	// path.
+	CodexLogin string
 	// Files stores inbound attachments (<state_dir>/files); nil refuses
 	// every file with a reply, the rest of the message still runs.
 	Files *files.Store

@@ -116,7 +116,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
-	g.account = newAccount(cx, g.journal, st, g.out, g.inbox, log, cfg.Now)
+	g.account = newAccount(cx, g.journal, st, g.out, g.inbox, log, cfg.Now, cfg.CodexLogin)
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
 	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,

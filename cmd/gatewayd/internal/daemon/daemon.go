@@ -309,6 +309,7 @@ func (d *daemon) buildGateway() error {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		CodexHome:    CodexHome(d.cfg),
+		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
 		Approvers: d.cfg.Codex.Approvers,
 		Voice: gateway.VoiceConfig{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey, Model: d.cfg.Voice.Model,
@@ -578,4 +579,14 @@ func (s timedStore) CommitTurn(ctx context.Context, t store.CompletedTurn) (stor
 	res, err := s.Store.CommitTurn(ctx, t)
 	s.m.StoreCommit(time.Since(start))
 	return res, err
+}
+
+// codexLogin is the codex command the operator logs in with: "codex", or
+// the package's bundled binary by its path when that is what runs (it is
+// not on PATH). An operator who set codex.command knows their binary.
+func codexLogin(command string) string {
+	if bin, err := codex.ResolveCommand(command); err == nil && bin == codex.BundledCommand {
+		return bin
+	}
+	return codex.DefaultCommand
 }
