@@ -41,21 +41,11 @@ DIST   ?= dist
 BUNDLE_CODEX ?=
 package: ## build the .deb and .rpm for ARCHES into dist/ (VERSION=v1.2.3 sets the version; BUNDLE_CODEX=1 bundles codex)
 	@set -e; mkdir -p $(DIST); tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	pinned=$$(sed -n 's/.*"@openai\/codex": *"\([^"]*\)".*/\1/p' tools/package.json); \
 	for a in $(ARCHES); do \
 	  echo "package: linux/$$a"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$tmp/gatewayd-$$a" ./cmd/gatewayd; \
-	  codex=; \
-	  if [ -n "$(BUNDLE_CODEX)" ]; then \
-	    case $$a in amd64) npmarch=x64 target=x86_64-unknown-linux-musl;; arm64) npmarch=arm64 target=aarch64-unknown-linux-musl;; esac; \
-	    cache="$(CODEX_CACHE)/bundle/$$pinned-linux-$$npmarch"; \
-	    if [ ! -f "$$cache/package/vendor/$$target/codex-package.json" ]; then \
-	      rm -rf "$$cache"; mkdir -p "$$cache"; \
-	      (cd "$$cache" && npm pack --silent "@openai/codex@$$pinned-linux-$$npmarch" >/dev/null && tar xzf ./*.tgz && rm -f ./*.tgz); \
-	    fi; \
-	    codex="$$cache/package/vendor/$$target"; \
-	  fi; \
-	  $(GO) run ./tools/package -version '$(VERSION)' -arch $$a -binary "$$tmp/gatewayd-$$a" -out $(DIST) -codex "$$codex"; \
+	  $(GO) run ./tools/package -version '$(VERSION)' -arch $$a -binary "$$tmp/gatewayd-$$a" -out $(DIST) \
+	    $(if $(BUNDLE_CODEX),-bundle-codex "$(CODEX_CACHE)/bundle"); \
 	done
 
 # The store's suite runs a second time on PostgreSQL (a throwaway server

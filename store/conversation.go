@@ -35,19 +35,27 @@ const noticeRoleColumn = "system"
 // message (moveTurnNotices).
 const maxMovedNotices = 32
 
+// The turn_id prefixes of rows that are no codex turn's.
+const (
+	noticeTurnPrefix  = "notice:"
+	refusedTurnPrefix = "inbound:"
+)
+
 // NoticeTurnID is the turn_id of the transcript row of outbox notice id:
 // unique per notice, and never a codex turn id.
-func NoticeTurnID(outboxID int64) string { return "notice:" + strconv.FormatInt(outboxID, 10) }
+func NoticeTurnID(outboxID int64) string { return noticeTurnPrefix + strconv.FormatInt(outboxID, 10) }
 
 // RefusedTurnID is the turn_id of the user row of an inbound message that
 // was refused instead of run: one per inbound row, so a refusal recorded
 // twice writes one row.
-func RefusedTurnID(inboundID int64) string { return "inbound:" + strconv.FormatInt(inboundID, 10) }
+func RefusedTurnID(inboundID int64) string {
+	return refusedTurnPrefix + strconv.FormatInt(inboundID, 10)
+}
 
 // isCodexTurn reports whether a stored turn_id is a codex turn's rather than
 // the key of a notice or a refused message.
 func isCodexTurn(turnID string) bool {
-	return !strings.HasPrefix(turnID, "notice:") && !strings.HasPrefix(turnID, "inbound:")
+	return !strings.HasPrefix(turnID, noticeTurnPrefix) && !strings.HasPrefix(turnID, refusedTurnPrefix)
 }
 
 // Refusal is a recorded message the gateway answers instead of running.

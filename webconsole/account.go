@@ -152,7 +152,7 @@ func (c *Console) loginAPIKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := strings.TrimSpace(body.APIKey)
-	if key == "" || strings.ContainsAny(key, " \t\r\n") {
+	if codex.CheckAPIKey(key) != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody("api_key must be an OpenAI API key: one word, not empty"))
 		return
 	}
@@ -168,21 +168,4 @@ func (c *Console) now() time.Time {
 		return c.statusSrc.Now()
 	}
 	return time.Now()
-}
-
-// guardPost admits POST requests that carry the token (when one is set).
-func (c *Console) guardPost(next http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !bearerMatches(r, c.token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody("missing or wrong bearer token"))
-			return
-		}
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			writeJSON(w, http.StatusMethodNotAllowed, errorBody(r.Method+" is not allowed here; use POST"))
-			return
-		}
-		next(w, r)
-	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,15 +113,27 @@ func (c *Console) Routes() map[string]http.Handler {
 
 // guard admits GET requests that carry the token (when one is set).
 func (c *Console) guard(next http.HandlerFunc) http.Handler {
+	return c.guardMethod(next, "GET", http.MethodGet, http.MethodHead)
+}
+
+// guardPost admits POST requests that carry the token (when one is set).
+func (c *Console) guardPost(next http.HandlerFunc) http.Handler {
+	return c.guardMethod(next, "POST", http.MethodPost)
+}
+
+// guardMethod admits requests that carry the token (when one is set) with
+// one of methods; use names the method a refusal suggests.
+func (c *Console) guardMethod(next http.HandlerFunc, use string, methods ...string) http.Handler {
+	allow := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !bearerMatches(r, c.token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatewayd"`)
 			writeJSON(w, http.StatusUnauthorized, errorBody("missing or wrong bearer token"))
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			writeJSON(w, http.StatusMethodNotAllowed, errorBody(r.Method+" is not allowed here; use GET"))
+		if !slices.Contains(methods, r.Method) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, errorBody(r.Method+" is not allowed here; use "+use))
 			return
 		}
 		next(w, r)

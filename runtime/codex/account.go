@@ -106,9 +106,8 @@ func (c *Client) StartLogin(ctx context.Context) (Login, error) {
 // account/updated follows. The key is never part of an error: codex's
 // refusal is returned as its message alone.
 func (c *Client) LoginAPIKey(ctx context.Context, key string) error {
-	if strings.TrimSpace(key) == "" || strings.ContainsAny(key, " \t\r\n") {
-		// codex takes even an empty key, and every turn would then fail.
-		return fmt.Errorf("codex: an API key is one word without spaces")
+	if err := CheckAPIKey(key); err != nil {
+		return err
 	}
 	cn, err := c.liveConn(ctx)
 	if err != nil {
@@ -122,6 +121,15 @@ func (c *Client) LoginAPIKey(ctx context.Context, key string) error {
 	}
 	if out.Type != "apiKey" {
 		return fmt.Errorf("codex: account/login/start with an API key answered type %q", out.Type)
+	}
+	return nil
+}
+
+// CheckAPIKey refuses what cannot be an API key: codex takes even an empty
+// one, and every turn would then fail.
+func CheckAPIKey(key string) error {
+	if key == "" || strings.ContainsAny(key, " \t\r\n") {
+		return errors.New("codex: an API key is one word without spaces, not empty")
 	}
 	return nil
 }

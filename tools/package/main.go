@@ -67,6 +67,9 @@ type options struct {
 	// vendor/<target> of @openai/codex@<pinned>-linux-<arch>); "" bundles
 	// none and names the install command instead.
 	codex string
+	// codexCache, when codex is "", is where the pinned codex for arch is
+	// fetched to (npm pack) and bundled from; "" bundles none.
+	codexCache string
 }
 
 func main() {
@@ -77,6 +80,7 @@ func main() {
 	flag.StringVar(&o.binary, "binary", "", "the gatewayd binary (built with CGO_ENABLED=0 for -arch)")
 	flag.StringVar(&o.out, "out", "dist", "directory for the packages")
 	flag.StringVar(&o.codex, "codex", "", "bundle this codex vendor directory (vendor/<target> of @openai/codex@<pinned>-linux-<arch>) at "+bundledCodexDir)
+	flag.StringVar(&o.codexCache, "bundle-codex", "", "fetch the pinned codex for -arch into this cache directory (npm pack) and bundle it")
 	flag.Parse()
 	if flag.NArg() > 0 || o.binary == "" {
 		fmt.Fprintln(os.Stderr, "usage: package -binary FILE [-arch amd64|arm64] [-version V] [-out DIR] [-root DIR]")
@@ -130,6 +134,11 @@ func build(o options) ([]string, error) {
 	contents, scripts, err := stageFiles(o.root, stage, o.binary, codexVersion)
 	if err != nil {
 		return nil, err
+	}
+	if o.codex == "" && o.codexCache != "" {
+		if o.codex, err = fetchCodex(o.codexCache, o.arch, codexVersion); err != nil {
+			return nil, err
+		}
 	}
 	if o.codex != "" {
 		if err := checkBundledCodex(o.codex, o.arch, codexVersion); err != nil {
@@ -236,9 +245,44 @@ func description(codexVersion string, bundled bool) string {
 		"npm install -g @openai/codex@" + codexVersion
 }
 
-// bundleTargets are the codex targets per architecture, as npm's
-// @openai/codex-linux-<arch> packages name their vendor directories.
-var bundleTargets = map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
+// bundleTargets are the codex targets per architecture: the npm package
+// @openai/codex@<version>-linux-<npm> and its vendor/<triple> directory.
+var bundleTargets = map[string]struct{ npm, triple string }{
+	"amd64": {"x64", "x86_64-unknown-linux-musl"},
+	"arm64": {"arm64", "aarch64-unknown-linux-musl"},
+}
+
+// fetchCodex returns the vendor directory of codex version for arch under
+// cache, fetching it from the npm registry (npm pack, about 100 MB) the
+// first time.
+func fetchCodex(cache, arch, version string) (string, error) {
+	t := bundleTargets[arch]
+	dir := filepath.Join(cache, version+"-linux-"+t.npm)
+	vendor := filepath.Join(dir, "package", "vendor", t.triple)
+	if _, err := os.Stat(filepath.Join(vendor, "codex-package.json")); err == nil {
+		return vendor, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	spec := "@openai/codex@" + version + "-linux-" + t.npm
+	pack := exec.Command("npm", "pack", "--silent", spec)
+	pack.Dir = dir
+	out, err := pack.Output()
+	if err != nil {
+		return "", fmt.Errorf("npm pack %s: %w", spec, err)
+	}
+	tgz := strings.TrimSpace(string(out))
+	untar := exec.Command("tar", "xzf", tgz)
+	untar.Dir = dir
+	if out, err := untar.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("unpack %s: %v: %s", tgz, err, out)
+	}
+	return vendor, os.Remove(filepath.Join(dir, tgz))
+}
 
 // checkBundledCodex refuses a codex directory that is not the pinned
 // release for arch: a package must not bundle a codex gatewayd was not
@@ -257,8 +301,8 @@ func checkBundledCodex(dir, arch, pinned string) error {
 	switch {
 	case meta.Version != pinned:
 		return fmt.Errorf("-codex %s is codex %q; tools/package.json pins %s", dir, meta.Version, pinned)
-	case meta.Target != bundleTargets[arch]:
-		return fmt.Errorf("-codex %s is for %q; -arch %s needs %s", dir, meta.Target, arch, bundleTargets[arch])
+	case meta.Target != bundleTargets[arch].triple:
+		return fmt.Errorf("-codex %s is for %q; -arch %s needs %s", dir, meta.Target, arch, bundleTargets[arch].triple)
 	case meta.Entrypoint != "bin/codex":
 		return fmt.Errorf("-codex %s: entrypoint %q, want bin/codex", dir, meta.Entrypoint)
 	}
