@@ -71,12 +71,6 @@ func (w *worktrees) register(h *host) {
 	h.hooks.prepare = append(h.hooks.prepare, w.prepare)
 	h.hooks.ready = append(h.hooks.ready, w.snapshot)
 	h.hooks.started = append(h.hooks.started, w.saveSnapshot)
-	h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
-		w.grantGit(dir, &cfg.Confine)
-	})
-	h.hooks.input = append(h.hooks.input, func(_ context.Context, t *turn, in *codex.TurnInput) {
-		w.grantGit(t.dir, &in.Confine)
-	})
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		b.WriteString(w.status(sl))
 	})
@@ -141,6 +135,10 @@ func (w *worktrees) tellMade(ctx context.Context, l *lane, e worktree.Ensured) {
 	if e.Made == worktree.Existing {
 		return
 	}
+	if e.Made == worktree.Converted {
+		w.log.Info("worktree.converted", zap.String("lane", l.key), zap.String("dir", e.Dir), zap.String("branch", e.Branch()))
+		return // the same files and branch: nothing the lane needs to hear
+	}
 	w.log.Info("worktree.made", zap.String("lane", l.key), zap.String("dir", e.Dir), zap.String("branch", e.Branch()),
 		zap.Bool("recreated", e.Made == worktree.Recreated))
 	var text string
@@ -186,26 +184,18 @@ func (w *worktrees) treeAt(dir string) (worktree.Tree, bool) {
 	return worktree.Tree{}, false
 }
 
-// grantGit lets the lane's commands run git in its worktree (status, log,
-// diff): the worktree's .git file points into the repository's git
-// directory, outside the worktree. Codex's sandbox keeps every .git it
-// grants read-only (the resolved gitdir of a worktree too), so a command
-// reads history but does not commit, as in any checkout it works in. The
-// checkout's own files stay out of reach.
-func (w *worktrees) grantGit(dir string, c *codex.Confinement) {
-	if c.Profile == "" {
-		return
-	}
-	if t, ok := w.treeAt(dir); ok {
-		c.Roots = append(c.Roots, t.CommonDir)
-	}
-}
-
-// snapshot records the worktree's files before the turn starts.
+// snapshot records the worktree's files before the turn starts. The
+// lane's repository is checked first: its commands cannot write it (the
+// sandbox keeps .git read-only), so anything put back is logged as the
+// security event it is.
 func (w *worktrees) snapshot(ctx context.Context, t *turn) {
 	tree, ok := w.treeAt(t.dir)
 	if !ok {
 		return
+	}
+	if changed, err := worktree.Repair(tree); len(changed) > 0 || err != nil {
+		w.log.Warn("worktree.git_dir_tampered", zap.String("lane", t.l.key), zap.String("dir", tree.GitDir),
+			zap.Strings("put_back", changed), zap.Error(err))
 	}
 	id, err := worktree.Snapshot(ctx, tree)
 	if err != nil {

@@ -3,8 +3,6 @@ package worktree
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // Fork makes child's worktree start from parent's files as they are now
@@ -12,18 +10,19 @@ import (
 // with parent's uncommitted changes (new files too) uncommitted in it, and
 // parent's base as its own, so /diff in the fork shows everything since the
 // parent began. The parent's worktree is not touched (its files are read
-// through a snapshot). A child worktree that already exists is refused: a
-// fork is always a new lane.
+// through a snapshot, fetched into the child's repository from the
+// parent's, both the daemon's). A child worktree that already exists is
+// refused: a fork is always a new lane.
 func Fork(ctx context.Context, parent Tree, child Lane) (Tree, error) {
 	snap, err := Snapshot(ctx, parent)
 	if err != nil {
 		return Tree{}, err
 	}
-	repo, err := openRepo(ctx, child.Project)
+	r, err := openRepo(ctx, child.Project)
 	if err != nil {
 		return Tree{}, err
 	}
-	if isWorktree(ctx, child.Dir) {
+	if laneRepoState(child) != laneRepoNone {
 		return Tree{}, fmt.Errorf("worktree: %s already exists; a fork needs a new lane", child.Dir)
 	}
 	createMu.Lock()
@@ -31,24 +30,41 @@ func Fork(ctx context.Context, parent Tree, child Lane) (Tree, error) {
 	if err := clearDir(child.Dir); err != nil {
 		return Tree{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(child.Dir), 0o700); err != nil {
-		return Tree{}, fmt.Errorf("worktree: %w", err)
+	// The project's repository pins the fork's base, as it pins every
+	// lane's starting commit.
+	if _, err := r.bare().git(ctx, nil, "update-ref", child.branchRef(), parent.Base); err != nil {
+		return Tree{}, err
 	}
-	if _, err := git(ctx, repo.top, nil, "worktree", "prune"); err != nil {
+	forkRef := parent.refs() + "/fork"
+	pd, err := parent.git()
+	if err != nil {
+		return Tree{}, err
+	}
+	if _, err := pd.git(ctx, nil, "update-ref", forkRef, snap); err != nil {
+		return Tree{}, err
+	}
+	defer func() { _, _ = pd.git(ctx, nil, "update-ref", "-d", forkRef) }()
+	d, err := r.initLaneRepo(ctx, child)
+	if err != nil {
 		return Tree{}, err
 	}
 	// The branch starts at the snapshot's parent (the parent lane's branch
-	// head): the snapshot is checked out on the new branch, which a mixed
-	// reset then moves back one commit, leaving the parent's changes in
-	// the files, uncommitted, as they were in the parent.
-	if _, err := git(ctx, repo.top, nil, "worktree", "add", "-q", "-B", child.Branch(), child.Dir, snap); err != nil {
-		return Tree{}, err
+	// head): the snapshot's files are checked out, and the index set to
+	// the branch, leaving the parent's changes in the files, uncommitted,
+	// as they were in the parent.
+	steps := [][]string{
+		{"fetch", "-q", "--no-tags", "--no-write-fetch-head", parent.GitDir, forkRef + ":" + child.refs() + "/forked"},
+		{"update-ref", child.branchRef(), snap + "^"},
+		{"symbolic-ref", "HEAD", child.branchRef()},
+		{"read-tree", "--reset", "-u", snap},
+		{"reset", "-q", snap + "^"},
+		{"update-ref", "-d", child.refs() + "/forked"},
+		{"update-ref", child.baseRef(), parent.Base},
 	}
-	if _, err := git(ctx, child.Dir, nil, "reset", "-q", snap+"^"); err != nil {
-		return Tree{}, err
+	for _, args := range steps {
+		if _, err := d.git(ctx, nil, args...); err != nil {
+			return Tree{}, err
+		}
 	}
-	if _, err := git(ctx, child.Dir, nil, "update-ref", child.baseRef(), parent.Base); err != nil {
-		return Tree{}, err
-	}
-	return repo.tree(ctx, child)
+	return r.tree(ctx, child)
 }

@@ -1,9 +1,18 @@
 // Package worktree gives each lane working on a git project a checkout of
-// its own: a git worktree on a branch of its own, snapshots of its files
-// before each turn (to undo the turn) and its changes since it began (to
-// show them). Everything is plain git run as a child process, so what the
-// lane sees is what `git` in a terminal sees, and nothing here holds state
-// that git does not: a restart finds the worktree, its branch, its base and
+// its own: a repository of its own beside the project's (its objects
+// borrowed from the project's through git's alternates, never written
+// there), on a branch of its own, snapshots of its files before each turn
+// (to undo the turn) and its changes since it began (to show them).
+//
+// A lane's commands are hostile: they run whatever a web page told the
+// model. So nothing here executes or trusts what a lane can write. Each
+// lane's git directory is <worktree>/.git, which codex's sandbox mounts
+// read-only for the lane's commands (the lane profile's ".git" = "read"),
+// and every git this package runs names its git directory and work tree
+// explicitly — never discovered from a .git a lane could have replaced —
+// with hooks, fsmonitor, system and global config off and an environment
+// that carries none of the daemon's (no tokens, no GATEWAYD_*). Everything
+// is plain git, so a restart finds the worktree, its branch, its base and
 // its snapshots where git keeps them.
 package worktree
 
@@ -22,20 +31,91 @@ import (
 // directory itself.
 var ErrNotRepo = errors.New("worktree: not a git repository with a commit")
 
-// gitEnv fixes what git must not take from the daemon's environment: a
-// committer for snapshots (the service user has none), no pager or prompt,
-// and no locale-dependent output to parse.
+// gitEnv fixes what git must not take from anywhere else: a committer for
+// snapshots (the service user has none), no pager or prompt, no
+// locale-dependent output to parse, no system or global config (only the
+// repository's own, which a lane cannot write), no replace refs, and a
+// HOME with nothing in it (git reads ~/.config/git/{ignore,attributes}).
 var gitEnv = []string{
 	"GIT_AUTHOR_NAME=gatewayd", "GIT_AUTHOR_EMAIL=gatewayd@localhost",
 	"GIT_COMMITTER_NAME=gatewayd", "GIT_COMMITTER_EMAIL=gatewayd@localhost",
-	"GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C",
+	"GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat", "LC_ALL=C",
+	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
+	"GIT_NO_REPLACE_OBJECTS=1", "GIT_ATTR_NOSYSTEM=1",
+	"HOME=" + os.DevNull, "XDG_CONFIG_HOME=" + os.DevNull,
 }
 
-// git runs git in dir with extra environment and returns its standard
+// gitSafety are "-c" overrides that win over any config file: whatever a
+// repository's config says, git runs no hook, no fsmonitor, no external
+// diff or textconv, no signing program, no pager or editor, no transport
+// but the local one, and does not recurse into nested repositories (whose
+// own config a lane could write).
+var gitSafety = []string{
+	"-c", "core.hooksPath=" + os.DevNull,
+	"-c", "core.fsmonitor=false",
+	"-c", "core.attributesFile=" + os.DevNull,
+	"-c", "core.excludesFile=" + os.DevNull,
+	"-c", "core.pager=cat", "-c", "core.editor=false",
+	"-c", "core.sshCommand=false", "-c", "core.askPass=",
+	"-c", "credential.helper=",
+	"-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
+	"-c", "diff.external=", "-c", "submodule.recurse=false",
+	"-c", "diff.ignoreSubmodules=all", "-c", "status.submoduleSummary=false",
+	"-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
+	"-c", "uploadpack.packObjectsHook=",
+	"-c", "gc.auto=0", "-c", "maintenance.auto=false",
+}
+
+// baseEnv is what every git gets from the daemon's environment: PATH,
+// to find git and what git runs of its own (the daemon's PATH, which no
+// lane can write), and nothing else: no bot token, no API key, no
+// GATEWAYD_* variable reaches it.
+func baseEnv() []string {
+	env := make([]string, 0, len(gitEnv)+2)
+	if p, ok := os.LookupEnv("PATH"); ok {
+		env = append(env, "PATH="+p)
+	}
+	return append(env, gitEnv...)
+}
+
+// repoDirs is where git runs: a git directory and its work tree, both
+// named by the daemon. workTree is "" for commands that read only the
+// repository.
+type repoDirs struct{ gitDir, workTree string }
+
+// command builds git for r with extra environment: the directory names
+// come first, so nothing in the current directory or above it is
+// consulted.
+func (r repoDirs) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	full := make([]string, 0, len(gitSafety)+len(args)+3)
+	full = append(full, "--git-dir="+r.gitDir)
+	if r.workTree != "" {
+		full = append(full, "--work-tree="+r.workTree)
+	}
+	full = append(append(full, gitSafety...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = append(baseEnv(), env...)
+	// The daemon's working directory: not the lane's, so no relative path
+	// git resolves lands in a directory the lane chose.
+	cmd.Dir = os.TempDir()
+	if r.workTree != "" {
+		cmd.Dir = r.workTree
+	}
+	return cmd
+}
+
+// git runs git in r with extra environment and returns its standard
 // output, trimmed of the final newline. A failure carries git's own words.
-func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(append(os.Environ(), gitEnv...), env...)
+func (r repoDirs) git(ctx context.Context, env []string, args ...string) (string, error) {
+	return r.gitIn(ctx, env, "", args...)
+}
+
+// gitIn is git with input on its standard input.
+func (r repoDirs) gitIn(ctx context.Context, env []string, input string, args ...string) (string, error) {
+	cmd := r.command(ctx, env, args...)
+	if input != "" {
+		cmd.Stdin = strings.NewReader(input)
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -48,27 +128,30 @@ func git(ctx context.Context, dir string, env []string, args ...string) (string,
 	return strings.TrimSuffix(out.String(), "\n"), nil
 }
 
-// gitOK runs git and reports only whether it succeeded (a query whose
+// ok runs git and reports only whether it succeeded (a query whose
 // failure is an answer: a ref that does not exist).
-func gitOK(ctx context.Context, dir string, args ...string) bool {
-	_, err := git(ctx, dir, nil, args...)
+func (r repoDirs) ok(ctx context.Context, args ...string) bool {
+	_, err := r.git(ctx, nil, args...)
 	return err == nil
+}
+
+// discover finds the repository a project directory is in. The project is
+// the operator's (its path comes from the configuration and no lane can
+// write its .git), so this is the one place git is allowed to look for a
+// repository — still with hooks, fsmonitor and the daemon's environment
+// kept out.
+func discover(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", dir}, gitSafety...), args...)...)
+	cmd.Env = baseEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("worktree: git %s: %s", args[0], firstLine(strings.TrimSpace(errOut.String()+" "+err.Error())))
+	}
+	return strings.TrimSuffix(out.String(), "\n"), nil
 }
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// gitStdin runs git in dir with input on its standard input.
-func gitStdin(ctx context.Context, dir, input string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), gitEnv...)
-	cmd.Stdin = strings.NewReader(input)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("worktree: git %s: %s", args[0], firstLine(strings.TrimSpace(errOut.String()+" "+err.Error())))
-	}
-	return nil
 }

@@ -20,31 +20,35 @@ import (
 // Snapshot records the worktree's files as a commit and returns its id.
 // It is not named by any ref until Save.
 func Snapshot(ctx context.Context, t Tree) (string, error) {
-	tree, err := writeTree(ctx, t)
+	d, err := t.git()
 	if err != nil {
 		return "", err
 	}
-	head, err := git(ctx, t.Dir, nil, "rev-parse", "HEAD")
+	tree, err := writeTree(ctx, t, d)
 	if err != nil {
 		return "", err
 	}
-	return git(ctx, t.Dir, nil, "commit-tree", tree, "-p", head, "-m", "gatewayd: snapshot before a turn")
+	head, err := d.git(ctx, nil, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	return d.git(ctx, nil, "commit-tree", tree, "-p", head, "-m", "gatewayd: snapshot before a turn")
 }
 
 // writeTree writes the worktree's files as a tree object through a copy of
 // the worktree's index: the copy's stat data lets `git add` skip every
 // unchanged file instead of hashing the whole tree.
-func writeTree(ctx context.Context, t Tree) (string, error) {
+func writeTree(ctx context.Context, t Tree, d repoDirs) (string, error) {
 	index := filepath.Join(t.GitDir, "gatewayd-snapshot.index")
 	if err := copyIndex(filepath.Join(t.GitDir, "index"), index); err != nil {
 		return "", err
 	}
 	defer os.Remove(index)
 	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := git(ctx, t.Dir, env, "add", "-A", "."); err != nil {
+	if _, err := d.git(ctx, env, "add", "-A", "."); err != nil {
 		return "", err
 	}
-	return git(ctx, t.Dir, env, "write-tree")
+	return d.git(ctx, env, "write-tree")
 }
 
 func copyIndex(from, to string) error {
@@ -63,7 +67,11 @@ func copyIndex(from, to string) error {
 
 // Save names the snapshot id as the one taken before the turn name.
 func Save(ctx context.Context, t Tree, name, id string) error {
-	_, err := git(ctx, t.Dir, nil, "update-ref", t.turnRef(name), id)
+	d, err := t.git()
+	if err != nil {
+		return err
+	}
+	_, err = d.git(ctx, nil, "update-ref", t.turnRef(name), id)
 	return err
 }
 
@@ -71,17 +79,25 @@ func Save(ctx context.Context, t Tree, name, id string) error {
 // none was (the turn ran without a worktree, or before a crash could save
 // it).
 func Saved(ctx context.Context, t Tree, name string) (id string, found bool, err error) {
+	d, err := t.git()
+	if err != nil {
+		return "", false, err
+	}
 	ref := t.turnRef(name)
-	if !gitOK(ctx, t.Dir, "show-ref", "-q", "--verify", ref) {
+	if !d.ok(ctx, "show-ref", "-q", "--verify", ref) {
 		return "", false, nil
 	}
-	id, err = git(ctx, t.Dir, nil, "rev-parse", "--verify", ref+"^{commit}")
+	id, err = d.git(ctx, nil, "rev-parse", "--verify", ref+"^{commit}")
 	return id, err == nil, err
 }
 
 // Drop forgets the snapshot taken before the turn name.
 func Drop(ctx context.Context, t Tree, name string) error {
-	_, err := git(ctx, t.Dir, nil, "update-ref", "-d", t.turnRef(name))
+	d, err := t.git()
+	if err != nil {
+		return err
+	}
+	_, err = d.git(ctx, nil, "update-ref", "-d", t.turnRef(name))
 	return err
 }
 
@@ -90,7 +106,11 @@ func Drop(ctx context.Context, t Tree, name string) error {
 // one-second steps, so snapshots of one second tie; callers keep more
 // than /undo promises to reach, and a tie at the edge costs nothing.
 func Prune(ctx context.Context, t Tree, keep int) (dropped int, err error) {
-	out, err := git(ctx, t.Dir, nil, "for-each-ref", "--sort=-committerdate", "--format=%(refname)", t.refs()+"/turns/")
+	d, err := t.git()
+	if err != nil {
+		return 0, err
+	}
+	out, err := d.git(ctx, nil, "for-each-ref", "--sort=-committerdate", "--format=%(refname)", t.refs()+"/turns/")
 	if err != nil || out == "" {
 		return 0, err
 	}
@@ -102,7 +122,7 @@ func Prune(ctx context.Context, t Tree, keep int) (dropped int, err error) {
 	for _, ref := range refs[keep:] {
 		fmt.Fprintf(&cmds, "delete %s\n", ref)
 	}
-	if err := gitStdin(ctx, t.Dir, cmds.String(), "update-ref", "--stdin"); err != nil {
+	if _, err := d.gitIn(ctx, nil, cmds.String(), "update-ref", "--stdin"); err != nil {
 		return 0, err
 	}
 	return len(refs) - keep, nil
@@ -112,7 +132,11 @@ func Prune(ctx context.Context, t Tree, keep int) (dropped int, err error) {
 // branch at the snapshot's parent, every file as it was, files made since
 // removed (ignored files are left alone), nothing staged.
 func Restore(ctx context.Context, t Tree, id string) error {
-	parent, err := git(ctx, t.Dir, nil, "rev-parse", "--verify", id+"^")
+	d, err := t.git()
+	if err != nil {
+		return err
+	}
+	parent, err := d.git(ctx, nil, "rev-parse", "--verify", id+"^")
 	if err != nil {
 		return err
 	}
@@ -122,7 +146,7 @@ func Restore(ctx context.Context, t Tree, id string) error {
 		{"reset", "-q", parent},            // the branch back; untracked files untracked again
 	}
 	for _, args := range steps {
-		if _, err := git(ctx, t.Dir, nil, args...); err != nil {
+		if _, err := d.git(ctx, nil, args...); err != nil {
 			return err
 		}
 	}
@@ -154,15 +178,19 @@ func (c Changes) Totals() (added, deleted int) {
 // Diff is what the lane changed since its worktree began: committed on its
 // branch or not, new files included.
 func Diff(ctx context.Context, t Tree) (Changes, error) {
-	tree, err := writeTree(ctx, t)
+	d, err := t.git()
 	if err != nil {
 		return Changes{}, err
 	}
-	stat, err := git(ctx, t.Dir, nil, "diff", "--numstat", t.Base, tree)
+	tree, err := writeTree(ctx, t, d)
 	if err != nil {
 		return Changes{}, err
 	}
-	patch, err := git(ctx, t.Dir, nil, "diff", t.Base, tree)
+	stat, err := d.git(ctx, nil, "diff", "--no-ext-diff", "--no-textconv", "--numstat", t.Base, tree)
+	if err != nil {
+		return Changes{}, err
+	}
+	patch, err := d.git(ctx, nil, "diff", "--no-ext-diff", "--no-textconv", t.Base, tree)
 	if err != nil {
 		return Changes{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +27,19 @@ type Lane struct {
 // Branch is the lane's branch: gatewayd/<slug>.
 func (l Lane) Branch() string { return "gatewayd/" + l.Slug }
 
-// refs is the lane's namespace for its base and snapshots. Refs under
-// refs/ other than refs/heads are shared by all worktrees, so the
-// checkout's `git log --all` shows them, and `git gc` keeps what they name.
+func (l Lane) branchRef() string { return "refs/heads/" + l.Branch() }
+
+// refs is the lane's namespace for its base and snapshots, in the lane's
+// own repository: no other lane's commands can read them.
 func (l Lane) refs() string { return "refs/gatewayd/" + l.Slug }
 
 func (l Lane) baseRef() string { return l.refs() + "/base" }
 
 func (l Lane) turnRef(name string) string { return l.refs() + "/turns/" + name }
+
+// gitDir is the lane's own git directory. Codex's sandbox mounts it
+// read-only for the lane's commands.
+func (l Lane) gitDir() string { return filepath.Join(l.Dir, ".git") }
 
 // Tree is a lane's worktree, ready to work in.
 type Tree struct {
@@ -41,14 +47,20 @@ type Tree struct {
 	// Work is where the lane works: Dir, or the project's subdirectory
 	// within it.
 	Work string
-	// GitDir is the worktree's own git directory (<common>/worktrees/<n>)
-	// and CommonDir the repository's: git run inside the worktree writes
-	// to both, so a sandboxed lane needs them writable.
+	// GitDir is the lane's own repository (Dir/.git). CommonDir is the
+	// project's git directory, whose objects the lane's repository
+	// borrows: the lane's commands need them readable (never writable).
 	GitDir, CommonDir string
 	// Base is the commit the worktree began from: /diff is measured
 	// against it.
 	Base string
 }
+
+// Objects is the project's object directory, which a lane's commands
+// must be able to read for git to work in the worktree.
+func (t Tree) Objects() string { return filepath.Join(t.CommonDir, "objects") }
+
+func (t Tree) dirs() repoDirs { return repoDirs{gitDir: t.GitDir, workTree: t.Dir} }
 
 // Made says how Ensure found the worktree.
 type Made int
@@ -57,6 +69,7 @@ const (
 	Existing  Made = iota // it was there
 	Created               // it did not exist: made from the project's HEAD
 	Recreated             // it had been deleted: made again from its branch
+	Converted             // it was a linked worktree of the project's repository: made a repository of its own
 )
 
 // Ensured is a usable worktree and what Ensure had to do for it.
@@ -69,41 +82,77 @@ type Ensured struct {
 	Dirty, Detached bool
 }
 
-// createMu serialises creating worktrees: `git worktree prune` must not
-// run while another lane's `git worktree add` is half done.
+// createMu serialises creating worktrees: two lanes' branches are written
+// into one project repository.
 var createMu sync.Mutex
 
 // Ensure returns the lane's worktree, creating it from the project's HEAD
-// on a branch of its own the first time and again from that branch when it
-// was deleted. A project that is not in a git repository is ErrNotRepo.
+// on a branch of its own the first time, and again from that branch when
+// it was deleted. A project that is not in a git repository is
+// ErrNotRepo.
 func Ensure(ctx context.Context, l Lane) (Ensured, error) {
-	repo, err := openRepo(ctx, l.Project)
+	r, err := openRepo(ctx, l.Project)
 	if err != nil {
 		return Ensured{}, err
 	}
-	if isWorktree(ctx, l.Dir) {
-		t, err := repo.tree(ctx, l)
+	switch laneRepoState(l) {
+	case laneRepoOwn:
+		t, err := r.tree(ctx, l)
 		return Ensured{Tree: t, Made: Existing}, err
+	case laneRepoLinked:
+		createMu.Lock()
+		defer createMu.Unlock()
+		return r.convert(ctx, l)
 	}
 	createMu.Lock()
 	defer createMu.Unlock()
-	return repo.create(ctx, l)
+	return r.create(ctx, l)
 }
 
 // Present reports whether the worktree of t is still on disk (cheap: one
-// stat), so a lane notices one deleted by hand before its next turn.
-func Present(t Tree) bool {
-	fi, err := os.Stat(filepath.Join(t.Dir, ".git"))
-	return err == nil && !fi.IsDir()
+// lstat), so a lane notices one deleted by hand before its next turn.
+func Present(t Tree) bool { return laneRepoState(t.Lane) == laneRepoOwn }
+
+type laneRepo int
+
+const (
+	laneRepoNone   laneRepo = iota
+	laneRepoOwn             // Dir/.git is a directory: the lane's repository
+	laneRepoLinked          // Dir/.git is a file: a linked worktree of an older gatewayd
+)
+
+// laneRepoState looks at Dir/.git without following a link: a symlink
+// there is not the daemon's and counts as nothing.
+func laneRepoState(l Lane) laneRepo {
+	fi, err := os.Lstat(l.gitDir())
+	switch {
+	case err != nil:
+		return laneRepoNone
+	case fi.IsDir():
+		if hd, err := os.Lstat(filepath.Join(l.gitDir(), "HEAD")); err == nil && hd.Mode().IsRegular() {
+			return laneRepoOwn
+		}
+		return laneRepoNone
+	case fi.Mode().IsRegular():
+		return laneRepoLinked
+	}
+	return laneRepoNone
 }
 
-// repo is the repository a project directory is in.
+// repo is the project's repository: its top, the project's directory
+// within it, and its git directory (shared by its linked worktrees).
 type repo struct {
 	top, prefix, common string
 }
 
+func (r repo) dirs() repoDirs { return repoDirs{gitDir: r.common, workTree: r.top} }
+
+// bare is the project's repository read as a repository only (no work
+// tree): refs and objects.
+func (r repo) bare() repoDirs { return repoDirs{gitDir: r.common} }
+
 func openRepo(ctx context.Context, project string) (repo, error) {
-	out, err := git(ctx, project, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--show-prefix")
+	out, err := discover(ctx, project, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--show-prefix")
 	if err != nil {
 		return repo{}, fmt.Errorf("%w: %s", ErrNotRepo, project)
 	}
@@ -115,59 +164,91 @@ func openRepo(ctx context.Context, project string) (repo, error) {
 	if len(lines) > 2 {
 		r.prefix = lines[2]
 	}
-	if !gitOK(ctx, r.top, "rev-parse", "-q", "--verify", "HEAD^{commit}") {
+	if !r.bare().ok(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}") {
 		return repo{}, fmt.Errorf("%w: %s has no commit yet", ErrNotRepo, project)
 	}
 	return r, nil
 }
 
-// isWorktree reports whether dir is the top of a git worktree.
-func isWorktree(ctx context.Context, dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, ".git"))
-	if err != nil || fi.IsDir() {
-		return false
+// ObjectsOf is the object directory of the repository the project
+// directory is in, for granting it read-only to lanes; "" when it is not
+// a git repository.
+func ObjectsOf(ctx context.Context, project string) string {
+	r, err := openRepo(ctx, project)
+	if err != nil {
+		return ""
 	}
-	top, err := git(ctx, dir, nil, "rev-parse", "--show-toplevel")
-	return err == nil && sameDir(top, dir)
+	return filepath.Join(r.common, "objects")
 }
 
-func sameDir(a, b string) bool {
-	ra, errA := filepath.EvalSymlinks(a)
-	rb, errB := filepath.EvalSymlinks(b)
-	return errA == nil && errB == nil && ra == rb
-}
-
-// create makes the lane's worktree: from its branch when the branch is
-// left from an earlier worktree (deleted by hand), else on a new branch
-// from the project's HEAD.
+// create makes the lane's repository and checks out its branch: the
+// branch as the project's repository records it when there is one (a
+// worktree deleted by hand), else a new branch at the project's HEAD.
 func (r repo) create(ctx context.Context, l Lane) (Ensured, error) {
 	if err := clearDir(l.Dir); err != nil {
 		return Ensured{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(l.Dir), 0o700); err != nil {
-		return Ensured{}, fmt.Errorf("worktree: %w", err)
-	}
-	// A worktree deleted by hand leaves git's record of it, which keeps
-	// its branch "checked out"; prune forgets records whose directory is
-	// gone.
-	if _, err := git(ctx, r.top, nil, "worktree", "prune"); err != nil {
-		return Ensured{}, err
-	}
 	e := Ensured{Made: Created}
-	if gitOK(ctx, r.top, "show-ref", "-q", "--verify", "refs/heads/"+l.Branch()) {
+	start, err := r.bare().git(ctx, nil, "rev-parse", "-q", "--verify", l.branchRef()+"^{commit}")
+	if err == nil {
 		e.Made = Recreated
-		if _, err := git(ctx, r.top, nil, "worktree", "add", "-q", l.Dir, l.Branch()); err != nil {
-			return Ensured{}, err
-		}
 	} else {
 		e.Dirty, e.Detached = r.checkoutState(ctx)
-		if _, err := git(ctx, r.top, nil, "worktree", "add", "-q", "-b", l.Branch(), l.Dir, "HEAD"); err != nil {
+		if start, err = r.bare().git(ctx, nil, "rev-parse", "HEAD^{commit}"); err != nil {
 			return Ensured{}, err
 		}
+		// The project's repository names the lane's starting commit, so
+		// `git gc` there keeps the objects the lane's repository borrows.
+		if _, err := r.bare().git(ctx, nil, "update-ref", l.branchRef(), start); err != nil {
+			return Ensured{}, err
+		}
+	}
+	d, err := r.initLaneRepo(ctx, l)
+	if err != nil {
+		return Ensured{}, err
+	}
+	if err := checkout(ctx, d, l, start); err != nil {
+		return Ensured{}, err
 	}
 	t, err := r.tree(ctx, l)
 	e.Tree = t
 	return e, err
+}
+
+// initLaneRepo makes Dir/.git: an empty repository with no hooks (no
+// template) whose objects come from the project's repository through
+// alternates, read-only.
+func (r repo) initLaneRepo(ctx context.Context, l Lane) (repoDirs, error) {
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return repoDirs{}, fmt.Errorf("worktree: %w", err)
+	}
+	// No template: no sample hooks, nothing but what git needs. The
+	// repository is not bare and records no core.worktree: the lane's
+	// own git finds it as the .git of its working directory.
+	if _, err := (repoDirs{gitDir: l.gitDir()}).git(ctx, nil, "init", "-q", "--template="); err != nil {
+		return repoDirs{}, err
+	}
+	d := repoDirs{gitDir: l.gitDir(), workTree: l.Dir}
+	if err := writeLaneRepoFiles(l.gitDir(), filepath.Join(r.common, "objects")); err != nil {
+		return repoDirs{}, err
+	}
+	return d, nil
+}
+
+// checkout puts the lane's branch at start and its files as start has
+// them.
+func checkout(ctx context.Context, d repoDirs, l Lane, start string) error {
+	steps := [][]string{
+		{"update-ref", l.branchRef(), start},
+		{"symbolic-ref", "HEAD", l.branchRef()},
+		{"read-tree", "--reset", "-u", start},
+	}
+	for _, args := range steps {
+		if _, err := d.git(ctx, nil, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // clearDir removes dir if it is an empty directory (left by a failed
@@ -189,42 +270,106 @@ func clearDir(dir string) error {
 // checkoutState says whether the project's checkout has uncommitted
 // changes and whether its HEAD is detached.
 func (r repo) checkoutState(ctx context.Context) (dirty, detached bool) {
-	status, err := git(ctx, r.top, nil, "status", "--porcelain")
+	status, err := r.dirs().git(ctx, nil, "status", "--porcelain", "--ignore-submodules=all")
 	dirty = err == nil && status != ""
-	detached = !gitOK(ctx, r.top, "symbolic-ref", "-q", "HEAD")
+	detached = !r.bare().ok(ctx, "symbolic-ref", "-q", "HEAD")
 	return dirty, detached
 }
 
 // tree describes the lane's existing worktree, recording its base the
 // first time (or, for a branch older than its base ref, where it forked).
 func (r repo) tree(ctx context.Context, l Lane) (Tree, error) {
-	gitDir, err := git(ctx, l.Dir, nil, "rev-parse", "--absolute-git-dir")
+	t := Tree{Lane: l, Work: filepath.Join(l.Dir, r.prefix), GitDir: l.gitDir(), CommonDir: r.common}
+	d, err := t.git()
 	if err != nil {
 		return Tree{}, err
 	}
-	t := Tree{Lane: l, Work: filepath.Join(l.Dir, r.prefix), GitDir: gitDir, CommonDir: r.common}
-	if base, err := git(ctx, l.Dir, nil, "rev-parse", "-q", "--verify", l.baseRef()+"^{commit}"); err == nil {
+	if base, err := d.git(ctx, nil, "rev-parse", "-q", "--verify", l.baseRef()+"^{commit}"); err == nil {
 		t.Base = base
 		return t, nil
 	}
-	base, err := git(ctx, l.Dir, nil, "merge-base", "HEAD", r.headOf(ctx))
+	head, err := r.bare().git(ctx, nil, "rev-parse", "HEAD^{commit}")
 	if err != nil {
 		return Tree{}, err
 	}
-	if _, err := git(ctx, l.Dir, nil, "update-ref", l.baseRef(), base); err != nil {
+	base, err := d.git(ctx, nil, "merge-base", "HEAD", head)
+	if err != nil {
+		return Tree{}, err
+	}
+	if _, err := d.git(ctx, nil, "update-ref", l.baseRef(), base); err != nil {
 		return Tree{}, err
 	}
 	t.Base = base
 	return t, nil
 }
 
-// headOf is the commit the project's checkout is at.
-func (r repo) headOf(ctx context.Context) string {
-	head, err := git(ctx, r.top, nil, "rev-parse", "HEAD")
+// convert turns a linked worktree an older gatewayd made (its .git a file
+// pointing into the project's repository, which the lane's commands could
+// write) into a repository of the lane's own, keeping its files as they
+// are: the branch, its base and its snapshots are read from the project's
+// repository (never through the lane's .git file), the snapshots move to
+// the lane's repository, and the project's record of the worktree goes.
+func (r repo) convert(ctx context.Context, l Lane) (Ensured, error) {
+	start, err := r.bare().git(ctx, nil, "rev-parse", "-q", "--verify", l.branchRef()+"^{commit}")
 	if err != nil {
-		return "HEAD"
+		return Ensured{}, fmt.Errorf("worktree: %s is a linked worktree without its branch %s; move it away", l.Dir, l.Branch())
 	}
-	return head
+	if err := os.Remove(l.gitDir()); err != nil {
+		return Ensured{}, fmt.Errorf("worktree: %w", err)
+	}
+	d, err := r.initLaneRepo(ctx, l)
+	if err != nil {
+		return Ensured{}, err
+	}
+	refs, _ := r.bare().git(ctx, nil, "for-each-ref", "--format=%(refname) %(objectname)", l.refs()+"/")
+	var moves, drops strings.Builder
+	fmt.Fprintf(&moves, "update %s %s\n", l.branchRef(), start)
+	for _, line := range strings.Split(refs, "\n") {
+		if ref, id, ok := strings.Cut(line, " "); ok {
+			fmt.Fprintf(&moves, "update %s %s\n", ref, id)
+			fmt.Fprintf(&drops, "delete %s\n", ref)
+		}
+	}
+	// The files stay as the lane left them; only the index is rebuilt
+	// from the branch, so uncommitted changes stay uncommitted.
+	steps := []func() error{
+		func() error { _, err := d.gitIn(ctx, nil, moves.String(), "update-ref", "--stdin"); return err },
+		func() error { _, err := d.git(ctx, nil, "symbolic-ref", "HEAD", l.branchRef()); return err },
+		func() error { _, err := d.git(ctx, nil, "read-tree", start); return err },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return Ensured{}, err
+		}
+	}
+	if drops.Len() > 0 {
+		_, _ = r.bare().gitIn(ctx, nil, drops.String(), "update-ref", "--stdin")
+	}
+	r.forgetLinked(l)
+	t, err := r.tree(ctx, l)
+	return Ensured{Tree: t, Made: Converted}, err
+}
+
+// forgetLinked removes the project repository's record of the lane's old
+// linked worktree, found by the path it records (never by the lane's .git
+// file, which the lane could have pointed anywhere), so `git worktree
+// list` no longer shows it and its branch is no longer checked out.
+func (r repo) forgetLinked(l Lane) {
+	records := filepath.Join(r.common, "worktrees")
+	entries, err := os.ReadDir(records)
+	if err != nil {
+		return
+	}
+	want := l.gitDir()
+	for _, e := range entries {
+		if !e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(records, e.Name(), "gitdir"))
+		if err == nil && strings.TrimSpace(string(data)) == want {
+			_ = os.RemoveAll(filepath.Join(records, e.Name()))
+		}
+	}
 }
 
 // IsRepo reports whether dir is inside a git work tree (cheap: it looks

@@ -28,13 +28,17 @@ func newRepo(t testing.TB, files map[string]string) string {
 	return dir
 }
 
+// run is git in dir as a person at a terminal runs it: it finds the
+// repository from dir.
 func run(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := git(context.Background(), dir, nil, args...)
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), gitEnv...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("git %v: %v", args, err)
+		t.Fatalf("git %v: %v: %s", args, err, out)
 	}
-	return out
+	return strings.TrimSuffix(string(out), "\n")
 }
 
 func write(t testing.TB, path, content string) {
@@ -134,12 +138,18 @@ func TestEnsureFromADirtyOrDetachedCheckout(t *testing.T) {
 	}
 }
 
+// The project's repository keeps the lane's branch (it pins the objects
+// the lane's repository borrows); a worktree deleted by hand is made again
+// from it, wherever the operator has moved it since.
 func TestAWorktreeDeletedByHandIsRecreatedFromItsBranch(t *testing.T) {
 	project := newRepo(t, map[string]string{"a.txt": "one\n"})
 	l := laneOf(t, project, "lane")
 	e := ensure(t, l)
-	write(t, filepath.Join(e.Work, "a.txt"), "committed on the lane's branch\n")
-	run(t, e.Dir, "commit", "-q", "-am", "lane work")
+	run(t, project, "checkout", "-q", "-b", "side")
+	write(t, filepath.Join(project, "a.txt"), "committed on the lane's branch\n")
+	run(t, project, "commit", "-q", "-am", "lane work")
+	run(t, project, "branch", "-f", l.Branch(), "side")
+	run(t, project, "checkout", "-q", "main")
 	if err := os.RemoveAll(e.Dir); err != nil {
 		t.Fatal(err)
 	}

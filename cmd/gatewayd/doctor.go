@@ -276,6 +276,7 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, binary 
 		d.pass("codex uses a configured model provider (no OpenAI login needed)")
 	}
 	d.checkIsolation(ctx, cx, cfg)
+	d.checkGitBoundary(ctx, cx, cfg)
 }
 
 // checkModelCalls makes the app-server calls behind /model and /effort,

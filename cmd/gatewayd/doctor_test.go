@@ -357,6 +357,9 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "✓ lanes isolated") {
 			t.Fatalf("exit %d, want 0 and ✓ lanes isolated:\n%s", code, out)
 		}
+		if !strings.Contains(out, "✓ git boundary: a lane's command could not write its worktree's .git") {
+			t.Errorf("doctor did not prove the git boundary:\n%s", out)
+		}
 	})
 	t.Run("none", func(t *testing.T) {
 		code, out := runDoctor(t, withDatabase(t, "none"))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,4 +110,99 @@ func TestProcessUndoAfterKill9(t *testing.T) {
 	if text := req.InputText(); strings.Contains(text, "UNDONE") || !strings.Contains(text, "kept.txt") {
 		t.Errorf("the request after /undo should have the first turn and not the undone one:\n%s", text)
 	}
+}
+
+// A prompt-injected lane on a git project tries to make the daemon's own
+// git run its commands (issue 38): through the real app-server and its
+// sandbox, a command in the lane's worktree sets core.fsmonitor, writes
+// hooks for every step the daemon's git takes, tries the same in the
+// project's own .git, replaces the worktree's .git, and makes a nested
+// repository of its own with an fsmonitor and a filter. Then the daemon
+// snapshots (the next turn), diffs, undoes and forks. Nothing planted
+// runs — no marker appears in a directory no lane can write — the
+// project's .git is unchanged, and a second lane on the project can read
+// neither the first one's branch nor its snapshots.
+func TestProcessLaneCannotPlantGitForTheDaemon(t *testing.T) {
+	processtest.SkipWhenShort(t, "the daemon with the real app-server and its sandbox")
+	repo := filepath.Join(t.TempDir(), "app")
+	initRepo(t, repo)
+	d := newIsolatedDaemon(t, func(cfg map[string]any) { cfg["projects"] = map[string]any{"app": repo} })
+	d.start(t, "run1")
+	marks := t.TempDir() // the daemon's user can write it; no lane can
+	before := projectGitState(t, repo)
+
+	postMessage(t, d.api, "A", "/project app")
+	wt := filepath.Join(d.state, "worktrees", files.DirName("v1:api:A"), files.DirName("app"))
+	touch := func(name string) string { return "touch " + filepath.Join(marks, name) + "; false" }
+	hook := func(dir, name string) string {
+		return fmt.Sprintf("mkdir -p %s/hooks; printf '#!/bin/sh\\ntouch %s\\n' > %s/hooks/%s; chmod +x %s/hooks/%s; ",
+			dir, filepath.Join(marks, "hook-"+name), dir, name, dir, name)
+	}
+	var plant strings.Builder
+	fmt.Fprintf(&plant, "git config core.fsmonitor %q; echo FSMONITOR-RC=$?; ", touch("fsmonitor"))
+	fmt.Fprintf(&plant, "git config --file %s/.git/config core.fsmonitor %q; echo PROJECT-RC=$?; ", repo, touch("project-fsmonitor"))
+	for _, h := range []string{"post-checkout", "reference-transaction", "post-commit", "pre-commit", "post-index-change"} {
+		plant.WriteString(hook(".git", h))
+		plant.WriteString(hook(repo+"/.git", "project-"+h))
+	}
+	plant.WriteString("printf 'gitdir: /tmp\\n' > .git; mv .git .git-moved; echo MOVE-RC=$?; ")
+	fmt.Fprintf(&plant, "git init -q sub && echo n > sub/n && git -C sub add -A && git -C sub -c user.name=x -c user.email=x@y commit -qm n && git -C sub config core.fsmonitor %q; ", touch("nested-fsmonitor"))
+	fmt.Fprintf(&plant, "git config --file sub/.git/config filter.evil.clean %q; printf '* filter=evil\\n' > .gitattributes; ", touch("filter"))
+	plant.WriteString("echo lane-a-secret > secret.txt; echo PROBE-DONE")
+	out := d.probeLane(t, "A", plant.String())
+	t.Logf("the lane's attempt printed:\n%s", out)
+	// The project's .git is not in the sandbox (only its objects, read-only,
+	// under an empty skeleton of its parents), so PROJECT-RC says nothing:
+	// projectGitState below checks the real one.
+	if strings.Contains(out, "FSMONITOR-RC=0") || strings.Contains(out, "MOVE-RC=0") {
+		t.Error("a lane's command wrote a git directory it must only read")
+	}
+
+	// Everything the daemon runs git for, on the planted worktree.
+	postMessage(t, d.api, "A", "a turn: the daemon snapshots the worktree first")
+	if reply := postMessage(t, d.api, "A", "/diff"); !strings.Contains(reply, "secret.txt") {
+		t.Errorf("/diff answered %q", reply)
+	}
+	if reply := postMessage(t, d.api, "A", "/undo"); !strings.Contains(reply, "Undid the last turn") {
+		t.Errorf("/undo answered %q", reply)
+	}
+	if reply := postMessage(t, d.api, "A", "/fork"); !strings.Contains(reply, "fork") {
+		t.Errorf("/fork answered %q", reply)
+	}
+	entries, _ := os.ReadDir(marks)
+	for _, e := range entries {
+		t.Errorf("the daemon's git ran what the lane planted: %s", e.Name())
+	}
+	if after := projectGitState(t, repo); after != before {
+		t.Errorf("the project's .git changed:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// Lane B, on the same project, looks for A's work through git.
+	postMessage(t, d.api, "B", "/project app")
+	outB := d.probeLane(t, "B", fmt.Sprintf("git log --all --format=LOG:%%s; git for-each-ref --format='REF:%%(refname)'; cat %s/secret.txt; git -C %s log --all --format=A-LOG:%%s; echo PROBE-DONE", wt, wt))
+	t.Logf("lane B's probe printed:\n%s", outB)
+	if strings.Contains(outB, "lane-a-secret") || strings.Contains(outB, "A-LOG:") || strings.Contains(outB, "gatewayd/"+files.DirName("v1:api:A")) {
+		t.Error("lane B read lane A's branch, snapshots or files")
+	}
+	if !strings.Contains(outB, "LOG:initial") {
+		t.Error("git does not work in lane B's worktree")
+	}
+}
+
+// projectGitState is what of the project's .git a lane must never change:
+// its config and the names and contents of its hooks.
+func projectGitState(t *testing.T, repo string) string {
+	t.Helper()
+	var b strings.Builder
+	cfg, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(cfg)
+	entries, _ := os.ReadDir(filepath.Join(repo, ".git", "hooks"))
+	for _, e := range entries {
+		body, _ := os.ReadFile(filepath.Join(repo, ".git", "hooks", e.Name()))
+		fmt.Fprintf(&b, "hook %s %x;", e.Name(), sha256.Sum256(body))
+	}
+	return b.String()
 }

@@ -30,14 +30,26 @@ const LaneProfile = "gatewayd_lane"
 // nothing else exists in the sandbox, and bubblewrap cannot mask a path
 // whose parent it has not mounted (the command then fails to start).
 // Network stays off, as codex's workspace-write sandbox has it by default.
-func IsolationArgs(codexDir string, write bool, deny []string) []string {
+//
+// Every root's .git is read-only, whatever the sandbox: a lane's worktree
+// has its git directory there, and the daemon runs git on it, so a lane
+// that could write it could plant config or hooks for the daemon's git to
+// run (issue 38). readOnly are further paths every lane may read and none
+// may write: the object directories of the projects' repositories, which
+// each lane's repository borrows through git's alternates.
+func IsolationArgs(codexDir string, write bool, deny, readOnly []string) []string {
 	access := "read"
 	if write {
 		access = "write"
 	}
 	var fs strings.Builder
-	fmt.Fprintf(&fs, `{":minimal"="read", ":workspace_roots"={"."=%q, ".git"=%q}, %s="read"`,
-		access, access, strconv.Quote(codexDir))
+	fmt.Fprintf(&fs, `{":minimal"="read", ":workspace_roots"={"."=%q, ".git"="read"}, %s="read"`,
+		access, strconv.Quote(codexDir))
+	for _, p := range readOnly {
+		if p = filepath.Clean(p); filepath.IsAbs(p) {
+			fmt.Fprintf(&fs, `, %s="read"`, strconv.Quote(p))
+		}
+	}
 	granted := append([]string{codexDir}, minimalReadRoots...)
 	for _, p := range deny {
 		if p = filepath.Clean(p); underAny(p, granted) {

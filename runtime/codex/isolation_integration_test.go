@@ -74,7 +74,7 @@ func (w isoWorld) confine(name string) codex.ThreadConfig {
 func startIsolated(t *testing.T, m *codextest.Model, w isoWorld) *codex.Client {
 	t.Helper()
 	return startClient(t, m, w.home, func(o *codex.Options) {
-		o.Args = append(codextest.SandboxArgs(m.URL), codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied())...)
+		o.Args = append(codextest.SandboxArgs(m.URL), codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied(), nil)...)
 	})
 }
 

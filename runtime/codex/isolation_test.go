@@ -13,7 +13,7 @@ import (
 func TestIsolationArgsDenyOnlyWhatIsGranted(t *testing.T) {
 	args := IsolationArgs("/opt/codex/vendor", true, []string{
 		"/etc/gatewayd", "/var/lib/gatewayd", "/etcetera/x", "/usr/local/var/gatewayd/", "/opt/codex/vendor/secret", "/etc",
-	})
+	}, []string{"/srv/app/.git/objects/", "relative/objects"})
 	fs := args[1]
 	for _, want := range []string{`"/etc/gatewayd"="deny"`, `"/usr/local/var/gatewayd"="deny"`, `"/opt/codex/vendor/secret"="deny"`} {
 		if !strings.Contains(fs, want) {
@@ -25,10 +25,13 @@ func TestIsolationArgsDenyOnlyWhatIsGranted(t *testing.T) {
 			t.Errorf("filesystem %s names %s, which the profile does not grant", fs, not)
 		}
 	}
-	if !strings.Contains(fs, `":workspace_roots"={"."="write", ".git"="write"}`) {
-		t.Errorf("workspace roots not writable: %s", fs)
+	if !strings.Contains(fs, `":workspace_roots"={"."="write", ".git"="read"}`) {
+		t.Errorf("workspace roots not writable, or their .git not read-only: %s", fs)
 	}
-	if ro := IsolationArgs("/opt/codex", false, nil)[1]; !strings.Contains(ro, `"."="read"`) {
+	if !strings.Contains(fs, `"/srv/app/.git/objects"="read"`) || strings.Contains(fs, "relative/objects") {
+		t.Errorf("the projects' objects are not granted read-only, or a relative path is: %s", fs)
+	}
+	if ro := IsolationArgs("/opt/codex", false, nil, nil)[1]; !strings.Contains(ro, `"."="read"`) {
 		t.Errorf("read-only sandbox: %s", ro)
 	}
 }

@@ -1,15 +1,18 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // Lane isolation (codex.isolation). The app-server is started with the
@@ -33,7 +36,30 @@ func CodexArgs(cfg *config.Config) ([]string, error) {
 		return nil, err
 	}
 	write := cfg.Codex.Sandbox != "read-only"
-	return append(args, codex.IsolationArgs(codex.CodexDir(binary), write, DeniedToLanes(cfg))...), nil
+	return append(args, codex.IsolationArgs(codex.CodexDir(binary), write, DeniedToLanes(cfg), ReadableToLanes(cfg))...), nil
+}
+
+// ReadableToLanes is what every lane may read and none may write beyond
+// its own roots: the object directory of each project's git repository,
+// which a lane's worktree repository borrows (worktree.ObjectsOf). The
+// rest of the project's .git — config, hooks, refs, other lanes' branches
+// — stays out of reach. A project added by a reload is granted at the
+// next start of the app-server; until then git in its lanes' worktrees
+// cannot read the project's history (the daemon's own git still can).
+func ReadableToLanes(cfg *config.Config) []string {
+	if !cfg.Lanes.Worktrees {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []string
+	for _, dir := range cfg.Projects {
+		if objects := worktree.ObjectsOf(ctx, dir); objects != "" && !slices.Contains(out, objects) {
+			out = append(out, objects)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // DeniedToLanes is what no lane's command may see, wherever it lives:
