@@ -184,6 +184,11 @@ type Lanes struct {
 	// under <state_dir>/worktrees (WorktreesDir); false: lanes work in the
 	// project's checkout.
 	Worktrees bool
+	// WorktreeRetention is how long the worktree of a lane that is gone
+	// (forgotten by the store) or idle is kept: then its worktree and the
+	// project's branch for it are removed (gatewayd worktrees prune does
+	// it at once). 0 keeps them for good.
+	WorktreeRetention time.Duration
 	// Verbose is the work view of lanes that chose none with /verbose:
 	// off | summary | full.
 	Verbose string

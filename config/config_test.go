@@ -126,6 +126,7 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.max_concurrent_turns", "2", "2", func(c *Config) any { return c.Lanes.MaxConcurrentTurns }, 2},
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
 		{"lanes.worktrees", "false", "false", func(c *Config) any { return c.Lanes.Worktrees }, false},
+		{"lanes.worktree_retention", "168h", "168h", func(c *Config) any { return c.Lanes.WorktreeRetention }, 168 * time.Hour},
 		{"lanes.group_context", "false", "false", func(c *Config) any { return c.Lanes.GroupContext }, false},
 		{"lanes.context_messages", "5", "5", func(c *Config) any { return c.Lanes.ContextMessages }, 5},
 		{"lanes.notify_after", "2m", "2m", func(c *Config) any { return c.Lanes.NotifyAfter }, 2 * time.Minute},
@@ -272,7 +273,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
-			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true,
+			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true, WorktreeRetention: 720 * time.Hour,
 			GroupContext: true, ContextMessages: DefaultContextMessages, NotifyAfter: time.Minute,
 		},
 		Shutdown:  Shutdown{DrainTimeout: time.Minute},

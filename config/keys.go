@@ -93,6 +93,7 @@ var keys = []key{
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),
 	boolKey("lanes.worktrees", true, func(c *Config) *bool { return &c.Lanes.Worktrees }),
+	durKey("lanes.worktree_retention", "720h", func(c *Config) *time.Duration { return &c.Lanes.WorktreeRetention }, nonNegative),
 	boolKey("lanes.group_context", true, func(c *Config) *bool { return &c.Lanes.GroupContext }),
 	durKey("lanes.notify_after", "60s", func(c *Config) *time.Duration { return &c.Lanes.NotifyAfter }, nonNegative),
 	intKey("lanes.context_messages", DefaultContextMessages, func(c *Config) *int { return &c.Lanes.ContextMessages }, 1),

@@ -147,6 +147,28 @@ type Admin struct {
 	backend SessionsBackend
 	token   string
 	dirs    Workdirs
+	prune   func(context.Context) ([]string, error) // nil: no worktrees route
+}
+
+// WithPrune serves POST /api/admin/worktrees/prune with prune, which
+// removes the worktrees kept past lanes.worktree_retention and returns
+// their directories ({"removed": [...]}).
+func (h *Admin) WithPrune(prune func(context.Context) ([]string, error)) *Admin {
+	h.prune = prune
+	return h
+}
+
+func (h *Admin) servePrune(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use POST"})
+		return
+	}
+	removed, err := h.prune(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]string{"removed": append([]string{}, removed...)})
 }
 
 // NewAdmin returns the admin routes over backend; token, when set, is
@@ -165,6 +187,10 @@ func (h *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.EscapedPath() == AdminPrefix+"search" {
 		h.search(w, r, queryLimit(r, 50))
+		return
+	}
+	if r.URL.EscapedPath() == AdminPrefix+"worktrees/prune" && h.prune != nil {
+		h.servePrune(w, r)
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), AdminPrefix+"sessions")

@@ -44,6 +44,8 @@ const usageText = `Usage:
                                         full-text search of every lane's transcripts
   gatewayd sessions reset KEY [--config FILE]
                                         reset = /reset in the lane; goes through the running daemon
+  gatewayd worktrees prune [--config FILE]
+                                        remove now the worktrees kept past lanes.worktree_retention
 
 Configuration: --config FILE, else $GATEWAYD_CONFIG, else ~/.config/gatewayd/gatewayd.yaml or
 /etc/gatewayd/gatewayd.yaml if present; every key can be set as GATEWAYD_<KEY> (dots → "_").
@@ -127,6 +129,8 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 		return cmdDoctor(ctx, rest, std)
 	case "cluster":
 		return cmdCluster(ctx, rest, std)
+	case "worktrees":
+		return cmdWorktrees(ctx, rest, std)
 	case "help", "-h", "--help":
 		fmt.Fprint(std.out, usageText)
 		return nil

@@ -338,9 +338,10 @@ func (d *daemon) buildGateway() error {
 	}
 	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{
-		"/healthz":             d.health,
-		"/metrics":             d.metricsHandler(),
-		webconsole.AdminPrefix: webconsole.NewAdmin(daemonBackend{st: d.store, gw: gw}, d.cfg.API.Token, dirs),
+		"/healthz": d.health,
+		"/metrics": d.metricsHandler(),
+		webconsole.AdminPrefix: webconsole.NewAdmin(daemonBackend{st: d.store, gw: gw}, d.cfg.API.Token, dirs).
+			WithPrune(func(ctx context.Context) ([]string, error) { return PruneWorktrees(ctx, d.cfg, d.store, time.Now()) }),
 	}
 	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
 		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: gw,
@@ -456,6 +457,7 @@ func (d *daemon) run(parent context.Context, opts config.Options, hup <-chan str
 	superseded := d.superseded()
 	var exitErr error
 	d.runCluster(ctx)
+	go pruneWorktreesDaily(ctx, d.cfg, d.store, d.log.Named("worktrees"))
 	wd := &watchdog{}
 	defer wd.stop()
 	ready := d.gateway.Ready()
