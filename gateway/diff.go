@@ -72,7 +72,12 @@ func (d *diffs) command(ctx context.Context, l *lane, msgID string) {
 	// The file goes first: the answer to the command comes last, so an
 	// API request that waits for it holds the file too.
 	if d.sendPatch(ctx, l, msgID, ch.Patch) {
-		d.out.notify(ctx, l.addr, msgID, summary+"\n\nThe whole diff is attached: "+diffFileName+".")
+		attached := "The whole diff is attached: " + diffFileName + "."
+		if ch.Truncated {
+			attached = fmt.Sprintf("The diff is attached as %s, cut at %d MiB; `git diff %s` in %s prints it all.",
+				diffFileName, len(ch.Patch)>>20, short(tree.Base), tree.Dir)
+		}
+		d.out.notify(ctx, l.addr, msgID, summary+"\n\n"+attached)
 		return
 	}
 	d.out.notify(ctx, l.addr, msgID, summary+"\n\nThe whole diff is too long to show here; `git diff "+short(tree.Base)+"` in "+tree.Dir+" prints it.")

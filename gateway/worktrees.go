@@ -71,6 +71,12 @@ func (w *worktrees) register(h *host) {
 	h.hooks.prepare = append(h.hooks.prepare, w.prepare)
 	h.hooks.ready = append(h.hooks.ready, w.snapshot)
 	h.hooks.started = append(h.hooks.started, w.saveSnapshot)
+	h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
+		w.grantTop(dir, &cfg.Confine)
+	})
+	h.hooks.input = append(h.hooks.input, func(_ context.Context, t *turn, in *codex.TurnInput) {
+		w.grantTop(t.dir, &in.Confine)
+	})
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		b.WriteString(w.status(sl))
 	})
@@ -182,6 +188,19 @@ func (w *worktrees) treeAt(dir string) (worktree.Tree, bool) {
 		}
 	}
 	return worktree.Tree{}, false
+}
+
+// grantTop adds the worktree's top to the lane's roots when the lane works
+// in a subdirectory of it (a project inside a repository): git in the
+// lane's working directory finds the lane's repository at the top. The
+// whole worktree is the lane's; its .git stays read-only, as every root's.
+func (w *worktrees) grantTop(dir string, c *codex.Confinement) {
+	if c.Profile == "" {
+		return
+	}
+	if t, ok := w.treeAt(dir); ok && t.Work != t.Dir {
+		c.Roots = append(c.Roots, t.Dir)
+	}
 }
 
 // snapshot records the worktree's files before the turn starts. The

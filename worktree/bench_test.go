@@ -69,3 +69,30 @@ func BenchmarkRestore10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSnapshot is the git a turn pays before it starts (issue 40):
+// the snapshot of a worktree of 1,000, 20,000 and 100,000 files, when the
+// last turn changed nothing and when it changed 10 files.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, n := range []int{1000, 20000, 100000} {
+		project := bigRepo(b, n)
+		for _, changed := range []int{0, 10} {
+			b.Run(fmt.Sprintf("files=%d/changed=%d", n, changed), func(b *testing.B) {
+				ctx := context.Background()
+				e := ensure(b, laneOf(b, project, fmt.Sprintf("lane-%d", changed)))
+				if _, err := Snapshot(ctx, e.Tree); err != nil { // the lane's first turn
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					for f := range changed {
+						write(b, filepath.Join(e.Work, fmt.Sprintf("d%02d", f), fmt.Sprintf("f%05d.txt", f)), fmt.Sprintf("edit %d\n", i))
+					}
+					if _, err := Snapshot(ctx, e.Tree); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -62,7 +62,7 @@ func Fork(ctx context.Context, parent Tree, child Lane) (Tree, error) {
 		{"update-ref", child.baseRef(), parent.Base},
 	}
 	for _, args := range steps {
-		if _, err := d.git(ctx, nil, args...); err != nil {
+		if _, err := d.long().git(ctx, nil, args...); err != nil {
 			return Tree{}, err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // ErrNotRepo is returned for a project directory that is not inside a git
@@ -41,7 +42,7 @@ var gitEnv = []string{
 	"GIT_COMMITTER_NAME=gatewayd", "GIT_COMMITTER_EMAIL=gatewayd@localhost",
 	"GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat", "LC_ALL=C",
 	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
-	"GIT_NO_REPLACE_OBJECTS=1", "GIT_ATTR_NOSYSTEM=1",
+	"GIT_NO_REPLACE_OBJECTS=1", "GIT_ATTR_NOSYSTEM=1", "GIT_GRAFT_FILE=" + os.DevNull,
 	"HOME=" + os.DevNull, "XDG_CONFIG_HOME=" + os.DevNull,
 }
 
@@ -63,7 +64,7 @@ var gitSafety = []string{
 	"-c", "diff.ignoreSubmodules=all", "-c", "status.submoduleSummary=false",
 	"-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
 	"-c", "uploadpack.packObjectsHook=",
-	"-c", "gc.auto=0", "-c", "maintenance.auto=false",
+	"-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "advice.graftFileDeprecated=false",
 }
 
 // baseEnv is what every git gets from the daemon's environment: PATH,
@@ -78,23 +79,44 @@ func baseEnv() []string {
 	return append(env, gitEnv...)
 }
 
+// gitTimeout bounds one git the daemon runs, unless its caller's context
+// ends sooner: a lane can make git wait forever (a FIFO named .gitignore),
+// and a wedged git must not wedge the lane's queue with it. Making and
+// forking a worktree of a large project checks out every file and gets
+// longer (checkoutTimeout).
+var (
+	gitTimeout      = 2 * time.Minute
+	checkoutTimeout = 15 * time.Minute
+)
+
 // repoDirs is where git runs: a git directory and its work tree, both
 // named by the daemon. workTree is "" for commands that read only the
-// repository.
-type repoDirs struct{ gitDir, workTree string }
+// repository. overrides are further "-c" settings for this repository
+// (the project's: its own filters neutralised, safe.directory), and
+// timeout replaces gitTimeout when set.
+type repoDirs struct {
+	gitDir, workTree string
+	overrides        []string
+	timeout          time.Duration
+}
+
+// long is d for checking out a whole tree.
+func (r repoDirs) long() repoDirs { r.timeout = checkoutTimeout; return r }
 
 // command builds git for r with extra environment: the directory names
 // come first, so nothing in the current directory or above it is
 // consulted.
 func (r repoDirs) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
-	full := make([]string, 0, len(gitSafety)+len(args)+3)
+	full := make([]string, 0, len(gitSafety)+len(r.overrides)+len(args)+3)
 	full = append(full, "--git-dir="+r.gitDir)
 	if r.workTree != "" {
 		full = append(full, "--work-tree="+r.workTree)
 	}
-	full = append(append(full, gitSafety...), args...)
+	full = append(append(append(full, gitSafety...), r.overrides...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = append(baseEnv(), env...)
+	// A git killed at its deadline may leave a child holding the pipes.
+	cmd.WaitDelay = 5 * time.Second
 	// The daemon's working directory: not the lane's, so no relative path
 	// git resolves lands in a directory the lane chose.
 	cmd.Dir = os.TempDir()
@@ -112,20 +134,57 @@ func (r repoDirs) git(ctx context.Context, env []string, args ...string) (string
 
 // gitIn is git with input on its standard input.
 func (r repoDirs) gitIn(ctx context.Context, env []string, input string, args ...string) (string, error) {
+	out, _, err := r.run(ctx, env, input, 0, args...)
+	return out, err
+}
+
+// run is git with input, its output kept up to limit bytes (0: all);
+// truncated says output was dropped past the limit.
+func (r repoDirs) run(ctx context.Context, env []string, input string, limit int, args ...string) (out string, truncated bool, err error) {
+	timeout := r.timeout
+	if timeout == 0 {
+		timeout = gitTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	cmd := r.command(ctx, env, args...)
 	if input != "" {
 		cmd.Stdin = strings.NewReader(input)
 	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	stdout := &cappedBuffer{limit: limit}
+	var errOut cappedBuffer
+	errOut.limit = 64 << 10
+	cmd.Stdout, cmd.Stderr = stdout, &errOut
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errOut.String())
-		if msg == "" {
+		if ctx.Err() != nil {
+			msg = fmt.Sprintf("did not finish within %s", timeout)
+		} else if msg == "" {
 			msg = err.Error()
 		}
-		return "", fmt.Errorf("worktree: git %s: %s", args[0], firstLine(msg))
+		return "", false, fmt.Errorf("worktree: git %s: %s", args[0], firstLine(msg))
 	}
-	return strings.TrimSuffix(out.String(), "\n"), nil
+	return strings.TrimSuffix(stdout.String(), "\n"), stdout.dropped, nil
+}
+
+// cappedBuffer keeps at most limit bytes (0: no limit) of what is written
+// to it and says whether it dropped any: a lane's diff can be as large as
+// the files it writes, and the daemon must not hold it all.
+type cappedBuffer struct {
+	bytes.Buffer
+	limit   int
+	dropped bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.limit > 0 && b.Len()+len(p) > b.limit {
+		b.dropped = true
+		if room := b.limit - b.Len(); room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
 }
 
 // ok runs git and reports only whether it succeeded (a query whose
@@ -140,16 +199,33 @@ func (r repoDirs) ok(ctx context.Context, args ...string) bool {
 // write its .git), so this is the one place git is allowed to look for a
 // repository — still with hooks, fsmonitor and the daemon's environment
 // kept out.
+//
+// The operator configured the project, so it is trusted whoever owns it
+// (safe.directory, which the daemon's environment no longer takes from
+// the operator's global config). "Not a repository" is ErrNotRepo; any
+// other failure is an error, so a lane never falls back to working in the
+// checkout because git could not answer.
 func discover(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", dir}, gitSafety...), args...)...)
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	full := append(append(append([]string{"-C", dir}, gitSafety...), trustProject...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = baseEnv()
+	cmd.WaitDelay = 5 * time.Second
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("worktree: git %s: %s", args[0], firstLine(strings.TrimSpace(errOut.String()+" "+err.Error())))
+		msg := strings.TrimSpace(errOut.String())
+		if strings.Contains(msg, "not a git repository") {
+			return "", fmt.Errorf("%w: %s", ErrNotRepo, dir)
+		}
+		return "", fmt.Errorf("worktree: git %s in %s: %s", args[0], dir, firstLine(strings.TrimSpace(msg+" "+err.Error())))
 	}
 	return strings.TrimSuffix(out.String(), "\n"), nil
 }
+
+// trustProject lets git work in a project owned by another user.
+var trustProject = []string{"-c", "safe.directory=*"}
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")

@@ -19,37 +19,43 @@ import (
 // nothing it cannot explain: the caller is told what was put back.
 
 // laneConfig is a lane repository's whole config: nothing git would run,
-// nothing it would include.
+// nothing it would include. A sha256 project's lanes are sha256 too.
 const laneConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
+
+const laneConfigSHA256 = "[core]\n\trepositoryformatversion = 1\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" +
+	"[extensions]\n\tobjectformat = sha256\n"
+
+func laneConfigFor(format string) string {
+	if format == "sha256" {
+		return laneConfigSHA256
+	}
+	return laneConfig
+}
 
 // laneRepoFiles are the files guard keeps as the daemon wrote them, by
 // their path in the git directory, for a repository borrowing objects.
-func laneRepoFiles(objects string) map[string][]byte {
+func laneRepoFiles(objects, format string) map[string][]byte {
 	return map[string][]byte{
-		"config":                  []byte(laneConfig),
+		"config":                  []byte(laneConfigFor(format)),
 		"objects/info/alternates": []byte(objects + "\n"),
 	}
 }
 
-// foreign are files a lane repository never has: each would make git read
-// another repository's config or a second config of this one.
-var foreign = []string{"commondir", "config.worktree", "gitdir"}
-
-// writeLaneRepoFiles writes the daemon's files into a new lane repository.
-func writeLaneRepoFiles(gitDir, objects string) error {
-	_, err := repair(gitDir, objects)
-	return err
-}
+// foreign are files a lane repository never has: commondir and
+// config.worktree would make git read another config; grafts and shallow
+// would rewrite history as git reads it; info/attributes would change how
+// files are recorded.
+var foreign = []string{"commondir", "config.worktree", "gitdir", "shallow", "info/grafts", "info/attributes"}
 
 // repair puts the lane repository's trusted files back as the daemon
 // wrote them and removes foreign ones; it returns what it changed.
-func repair(gitDir, objects string) (changed []string, err error) {
+func repair(gitDir, objects, format string) (changed []string, err error) {
 	root, err := os.OpenRoot(gitDir)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
 	defer root.Close()
-	for name, want := range laneRepoFiles(objects) {
+	for name, want := range laneRepoFiles(objects, format) {
 		if regularWith(root, name, want) {
 			continue
 		}
@@ -109,7 +115,7 @@ func writeNew(root *os.Root, name string, data []byte) error {
 // repairs it first; the gateway also calls it before each turn's
 // snapshot to log what it finds: anything means the lane's commands wrote
 // its git directory, which codex's sandbox should have kept read-only.
-func Repair(t Tree) (changed []string, err error) { return repair(t.GitDir, t.Objects()) }
+func Repair(t Tree) (changed []string, err error) { return repair(t.GitDir, t.Objects(), t.Format) }
 
 // git is t's repository, repaired, to run git on.
 func (t Tree) git() (repoDirs, error) {

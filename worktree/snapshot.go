@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A snapshot is a commit of every file in the worktree that git would
@@ -17,9 +18,22 @@ import (
 // untouched: `git stash create` would do the same for tracked files only,
 // and the files Codex writes are mostly new ones.
 
+// treeLocks serialise what reads or rewrites one worktree's files through
+// its snapshot index (Snapshot, Diff, Restore): /diff runs outside the
+// lane's queue, beside the snapshot a turn takes as it starts.
+var treeLocks sync.Map // git directory → *sync.Mutex
+
+func lockTree(t Tree) func() {
+	m, _ := treeLocks.LoadOrStore(t.GitDir, new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
 // Snapshot records the worktree's files as a commit and returns its id.
 // It is not named by any ref until Save.
 func Snapshot(ctx context.Context, t Tree) (string, error) {
+	defer lockTree(t)()
 	d, err := t.git()
 	if err != nil {
 		return "", err
@@ -35,17 +49,21 @@ func Snapshot(ctx context.Context, t Tree) (string, error) {
 	return d.git(ctx, nil, "commit-tree", tree, "-p", head, "-m", "gatewayd: snapshot before a turn")
 }
 
-// writeTree writes the worktree's files as a tree object through a copy of
-// the worktree's index: the copy's stat data lets `git add` skip every
-// unchanged file instead of hashing the whole tree.
+// writeTree writes the worktree's files as a tree object through the
+// lane's snapshot index, an index of the daemon's own kept between turns
+// (begun as a copy of the worktree's): its stat data lets `git add` skip
+// every file unchanged since the last snapshot instead of hashing it, and
+// its untracked cache skips the directories that did not change. The
+// caller holds the tree's lock.
 func writeTree(ctx context.Context, t Tree, d repoDirs) (string, error) {
 	index := filepath.Join(t.GitDir, "gatewayd-snapshot.index")
-	if err := copyIndex(filepath.Join(t.GitDir, "index"), index); err != nil {
-		return "", err
+	if _, err := os.Lstat(index); errors.Is(err, os.ErrNotExist) {
+		if err := copyIndex(filepath.Join(t.GitDir, "index"), index); err != nil {
+			return "", err
+		}
 	}
-	defer os.Remove(index)
 	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := d.git(ctx, env, "add", "-A", "."); err != nil {
+	if _, err := d.git(ctx, env, "-c", "core.untrackedCache=true", "add", "-A", "."); err != nil {
 		return "", err
 	}
 	return d.git(ctx, env, "write-tree")
@@ -132,6 +150,7 @@ func Prune(ctx context.Context, t Tree, keep int) (dropped int, err error) {
 // branch at the snapshot's parent, every file as it was, files made since
 // removed (ignored files are left alone), nothing staged.
 func Restore(ctx context.Context, t Tree, id string) error {
+	defer lockTree(t)()
 	d, err := t.git()
 	if err != nil {
 		return err
@@ -140,17 +159,25 @@ func Restore(ctx context.Context, t Tree, id string) error {
 	if err != nil {
 		return err
 	}
-	steps := [][]string{
-		{"clean", "-f", "-d", "-q"},        // what the turn created
-		{"read-tree", "-u", "--reset", id}, // every file as it was
-		{"reset", "-q", parent},            // the branch back; untracked files untracked again
+	// The snapshot's files first, its .gitignore among them; then what the
+	// turn created, nested repositories too (-f twice). Removing a
+	// .gitignore the turn wrote can uncover files it hid, so the clean
+	// runs again until it removes nothing.
+	if _, err := d.long().git(ctx, nil, "read-tree", "-u", "--reset", id); err != nil {
+		return err
 	}
-	for _, args := range steps {
-		if _, err := d.git(ctx, nil, args...); err != nil {
+	for range 4 {
+		removed, err := d.long().git(ctx, nil, "clean", "-f", "-f", "-d")
+		if err != nil {
 			return err
 		}
+		if removed == "" {
+			break
+		}
 	}
-	return nil
+	// The branch back; untracked files untracked again.
+	_, err = d.git(ctx, nil, "reset", "-q", parent)
+	return err
 }
 
 // FileChange is one file's lines added and removed.
@@ -163,8 +190,15 @@ type FileChange struct {
 // Changes are the lane's changes since its worktree began.
 type Changes struct {
 	Files []FileChange
-	Patch string // the whole diff, as `git diff` prints it
+	Patch string // the diff, as `git diff` prints it, up to maxPatch bytes
+	// Truncated says the diff was longer than maxPatch and Patch is its
+	// start.
+	Truncated bool
 }
+
+// maxPatch bounds the diff the daemon holds in memory: a lane's files, and
+// so its diff, can be as large as its disk quota.
+const maxPatch = 8 << 20
 
 // Totals are the lines added and removed over every file.
 func (c Changes) Totals() (added, deleted int) {
@@ -178,11 +212,14 @@ func (c Changes) Totals() (added, deleted int) {
 // Diff is what the lane changed since its worktree began: committed on its
 // branch or not, new files included.
 func Diff(ctx context.Context, t Tree) (Changes, error) {
+	unlock := lockTree(t)
 	d, err := t.git()
 	if err != nil {
+		unlock()
 		return Changes{}, err
 	}
 	tree, err := writeTree(ctx, t, d)
+	unlock()
 	if err != nil {
 		return Changes{}, err
 	}
@@ -190,11 +227,11 @@ func Diff(ctx context.Context, t Tree) (Changes, error) {
 	if err != nil {
 		return Changes{}, err
 	}
-	patch, err := d.git(ctx, nil, "diff", "--no-ext-diff", "--no-textconv", t.Base, tree)
+	patch, truncated, err := d.run(ctx, nil, "", maxPatch, "diff", "--no-ext-diff", "--no-textconv", t.Base, tree)
 	if err != nil {
 		return Changes{}, err
 	}
-	return Changes{Files: parseNumstat(stat), Patch: patch}, nil
+	return Changes{Files: parseNumstat(stat), Patch: patch, Truncated: truncated}, nil
 }
 
 // parseNumstat reads `git diff --numstat`: "added<TAB>deleted<TAB>path",

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -54,6 +55,8 @@ type Tree struct {
 	// Base is the commit the worktree began from: /diff is measured
 	// against it.
 	Base string
+	// Format is the repository's object format: "sha1" or "sha256".
+	Format string
 }
 
 // Objects is the project's object directory, which a lane's commands
@@ -140,45 +143,98 @@ func laneRepoState(l Lane) laneRepo {
 }
 
 // repo is the project's repository: its top, the project's directory
-// within it, and its git directory (shared by its linked worktrees).
+// within it, its git directory (the checkout's own, which may be a linked
+// worktree's: its HEAD is the checkout's) and common directory (refs and
+// objects), its object format, and the "-c" overrides every git on it
+// gets (projectOverrides).
 type repo struct {
-	top, prefix, common string
+	top, prefix, gitDir, common, format string
+	overrides                           []string
 }
 
-func (r repo) dirs() repoDirs { return repoDirs{gitDir: r.common, workTree: r.top} }
+func (r repo) dirs() repoDirs {
+	return repoDirs{gitDir: r.gitDir, workTree: r.top, overrides: r.overrides}
+}
 
 // bare is the project's repository read as a repository only (no work
-// tree): refs and objects.
-func (r repo) bare() repoDirs { return repoDirs{gitDir: r.common} }
+// tree): HEAD, refs and objects.
+func (r repo) bare() repoDirs { return repoDirs{gitDir: r.gitDir, overrides: r.overrides} }
+
+func (r repo) objects() string { return filepath.Join(r.common, "objects") }
 
 func openRepo(ctx context.Context, project string) (repo, error) {
-	out, err := discover(ctx, project, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--show-prefix")
+	out, err := discover(ctx, project, "rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
+		"--git-common-dir", "--show-object-format", "--show-prefix")
+	if errors.Is(err, ErrNotRepo) {
+		return repo{}, err
+	}
 	if err != nil {
-		return repo{}, fmt.Errorf("%w: %s", ErrNotRepo, project)
+		return repo{}, err
 	}
 	lines := strings.Split(out, "\n")
-	if len(lines) < 2 || lines[0] == "" {
+	if len(lines) < 4 || lines[0] == "" {
 		return repo{}, fmt.Errorf("%w: %s (a bare repository)", ErrNotRepo, project)
 	}
-	r := repo{top: lines[0], common: lines[1]}
-	if len(lines) > 2 {
-		r.prefix = lines[2]
+	r := repo{top: lines[0], gitDir: lines[1], common: lines[2], format: lines[3], overrides: trustProject}
+	if len(lines) > 4 {
+		r.prefix = lines[4]
 	}
 	if !r.bare().ok(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}") {
 		return repo{}, fmt.Errorf("%w: %s has no commit yet", ErrNotRepo, project)
 	}
+	r.overrides = append(slices.Clip(trustProject), projectOverrides(ctx, r.bare())...)
 	return r, nil
 }
 
-// ObjectsOf is the object directory of the repository the project
-// directory is in, for granting it read-only to lanes; "" when it is not
-// a git repository.
-func ObjectsOf(ctx context.Context, project string) string {
+// projectOverrides neutralise the filter drivers the project's config
+// names (its own or included): before issue 38 a lane's commands could
+// write the project's .git, so its config may hold a filter a lane
+// planted, and the daemon's git on the checkout (status) would run it.
+// An empty clean, smudge or process command is no filter at all. The
+// operator's own filters (Git LFS) are not applied by the daemon either:
+// it only reads the checkout's state and makes lanes' worktrees.
+func projectOverrides(ctx context.Context, d repoDirs) []string {
+	out, err := d.git(ctx, nil, "config", "--name-only", "--get-regexp", `^filter\..*\.(clean|smudge|process)$`)
+	if err != nil || out == "" {
+		return nil
+	}
+	var overrides []string
+	for _, key := range strings.Split(out, "\n") {
+		if key != "" && !slices.Contains(overrides, key+"=") {
+			overrides = append(overrides, "-c", key+"=")
+		}
+	}
+	return overrides
+}
+
+// ObjectDirsOf are the object directories lanes' worktrees of the project
+// read: the project's and, following git's alternates (at most 5 deep, as
+// git does), those it borrows from; nil when it is not a git repository.
+func ObjectDirsOf(ctx context.Context, project string) []string {
 	r, err := openRepo(ctx, project)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return filepath.Join(r.common, "objects")
+	dirs := []string{r.objects()}
+	for i := 0; i < len(dirs) && len(dirs) <= 6; i++ {
+		data, err := os.ReadFile(filepath.Join(dirs[i], "info", "alternates"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if !filepath.IsAbs(line) {
+				line = filepath.Join(dirs[i], line)
+			}
+			if line = filepath.Clean(line); !slices.Contains(dirs, line) {
+				dirs = append(dirs, line)
+			}
+		}
+	}
+	return dirs
 }
 
 // create makes the lane's repository and checks out its branch: the
@@ -207,7 +263,7 @@ func (r repo) create(ctx context.Context, l Lane) (Ensured, error) {
 	if err != nil {
 		return Ensured{}, err
 	}
-	if err := checkout(ctx, d, l, start); err != nil {
+	if err := checkout(ctx, d.long(), l, start); err != nil {
 		return Ensured{}, err
 	}
 	t, err := r.tree(ctx, l)
@@ -225,11 +281,11 @@ func (r repo) initLaneRepo(ctx context.Context, l Lane) (repoDirs, error) {
 	// No template: no sample hooks, nothing but what git needs. The
 	// repository is not bare and records no core.worktree: the lane's
 	// own git finds it as the .git of its working directory.
-	if _, err := (repoDirs{gitDir: l.gitDir()}).git(ctx, nil, "init", "-q", "--template="); err != nil {
+	if _, err := (repoDirs{gitDir: l.gitDir()}).git(ctx, nil, "init", "-q", "--template=", "--object-format="+r.format); err != nil {
 		return repoDirs{}, err
 	}
 	d := repoDirs{gitDir: l.gitDir(), workTree: l.Dir}
-	if err := writeLaneRepoFiles(l.gitDir(), filepath.Join(r.common, "objects")); err != nil {
+	if _, err := repair(l.gitDir(), r.objects(), r.format); err != nil {
 		return repoDirs{}, err
 	}
 	return d, nil
@@ -279,7 +335,7 @@ func (r repo) checkoutState(ctx context.Context) (dirty, detached bool) {
 // tree describes the lane's existing worktree, recording its base the
 // first time (or, for a branch older than its base ref, where it forked).
 func (r repo) tree(ctx context.Context, l Lane) (Tree, error) {
-	t := Tree{Lane: l, Work: filepath.Join(l.Dir, r.prefix), GitDir: l.gitDir(), CommonDir: r.common}
+	t := Tree{Lane: l, Work: filepath.Join(l.Dir, r.prefix), GitDir: l.gitDir(), CommonDir: r.common, Format: r.format}
 	d, err := t.git()
 	if err != nil {
 		return Tree{}, err
@@ -343,11 +399,50 @@ func (r repo) convert(ctx context.Context, l Lane) (Ensured, error) {
 		}
 	}
 	if drops.Len() > 0 {
+		// The snapshots' objects are in the project's repository, where
+		// nothing names them once their refs go: copy them first.
+		if err := r.copyObjects(ctx, d, refs, start); err != nil {
+			return Ensured{}, err
+		}
 		_, _ = r.bare().gitIn(ctx, nil, drops.String(), "update-ref", "--stdin")
 	}
 	r.forgetLinked(l)
 	t, err := r.tree(ctx, l)
 	return Ensured{Tree: t, Made: Converted}, err
+}
+
+// copyObjects packs the objects the refs (lines "refname id") reach and
+// start does not, from the project's repository into the lane's: git
+// pack-objects piped into git index-pack.
+func (r repo) copyObjects(ctx context.Context, lane repoDirs, refs, start string) error {
+	var revs strings.Builder
+	for _, line := range strings.Split(refs, "\n") {
+		if _, id, ok := strings.Cut(line, " "); ok {
+			revs.WriteString(id + "\n")
+		}
+	}
+	revs.WriteString("^" + start + "\n")
+	ctx, cancel := context.WithTimeout(ctx, checkoutTimeout)
+	defer cancel()
+	pack := r.bare().command(ctx, nil, "pack-objects", "--revs", "--stdout", "-q")
+	pack.Stdin = strings.NewReader(revs.String())
+	index := lane.command(ctx, nil, "index-pack", "--stdin", "--fix-thin")
+	pipe, err := pack.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	index.Stdin = pipe
+	var errs cappedBuffer
+	errs.limit = 64 << 10
+	pack.Stderr, index.Stderr = &errs, &errs
+	if err := pack.Start(); err != nil {
+		return fmt.Errorf("worktree: git pack-objects: %w", err)
+	}
+	indexErr := index.Run()
+	if err := pack.Wait(); err != nil || indexErr != nil {
+		return fmt.Errorf("worktree: copying the lane's snapshots: %s", firstLine(strings.TrimSpace(errs.String()+" "+errors.Join(err, indexErr).Error())))
+	}
+	return nil
 }
 
 // forgetLinked removes the project repository's record of the lane's old

@@ -28,12 +28,15 @@ func newRepo(t testing.TB, files map[string]string) string {
 	return dir
 }
 
+// personEnv is who a person at a terminal commits as.
+var personEnv = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@localhost", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@localhost"}
+
 // run is git in dir as a person at a terminal runs it: it finds the
 // repository from dir.
 func run(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), gitEnv...)
+	cmd.Env = append(os.Environ(), personEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v: %s", args, err, out)
@@ -298,7 +301,7 @@ func commitAt(t testing.TB, dir, id string, unix int64) string {
 	tree := run(t, dir, "rev-parse", id+"^{tree}")
 	parent := run(t, dir, "rev-parse", id+"^")
 	cmd := exec.Command("git", "-C", dir, "commit-tree", tree, "-p", parent, "-m", "snap")
-	cmd.Env = append(append(os.Environ(), gitEnv...), fmt.Sprintf("GIT_COMMITTER_DATE=%d +0000", unix))
+	cmd.Env = append(append(os.Environ(), personEnv...), fmt.Sprintf("GIT_COMMITTER_DATE=%d +0000", unix))
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)

@@ -54,8 +54,10 @@ func ReadableToLanes(cfg *config.Config) []string {
 	defer cancel()
 	var out []string
 	for _, dir := range cfg.Projects {
-		if objects := worktree.ObjectsOf(ctx, dir); objects != "" && !slices.Contains(out, objects) {
-			out = append(out, objects)
+		for _, objects := range worktree.ObjectDirsOf(ctx, dir) {
+			if !slices.Contains(out, objects) {
+				out = append(out, objects)
+			}
 		}
 	}
 	slices.Sort(out)
