@@ -308,6 +308,7 @@ func (d *daemon) buildGateway() error {
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
+		DiskQuota:    lanes.DiskQuota,
 		CodexHome:    CodexHome(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
