@@ -226,6 +226,8 @@ func (d *daemon) newCodex() error {
 		StartTimeout:  c.StartTimeout,
 		ResumeTimeout: c.ResumeTimeout,
 		TurnTimeout:   c.TurnTimeout,
+		MaxProcesses:  c.MaxProcesses,
+		MaxFileSize:   c.MaxFileSize,
 		// The account's windows go straight to the gauges; the gateway
 		// reads the same snapshot from the client when it needs it.
 		RateLimitsUpdated: d.rateLimitsUpdated,
