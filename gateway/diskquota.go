@@ -38,6 +38,7 @@ type diskQuota struct {
 	// measure is measureDirs; tests count its calls.
 	measure func(dirs []string) diskUsage
 	refuse  refusals
+	undo    bool // lanes have worktrees, which /undo restores: the refusal says so
 	out     *deliverer
 	log     *zap.Logger
 
@@ -53,7 +54,7 @@ type laneDisk struct {
 }
 
 func newDiskQuota(cfg Config, st refusalStore, j journal, in inbox, out *deliverer, log *zap.Logger) *diskQuota {
-	d := &diskQuota{limit: cfg.DiskQuota, measure: measureDirs, out: out, log: log,
+	d := &diskQuota{limit: cfg.DiskQuota, measure: measureDirs, undo: cfg.Worktrees != "", out: out, log: log,
 		refuse: refusals{journal: j, st: st, inbox: in, out: out, log: log}, lanes: make(map[string]laneDisk)}
 	d.dirsOf = laneDirs(cfg)
 	return d
@@ -171,8 +172,12 @@ func (d *diskQuota) overText(u diskUsage) string {
 
 // refusalText answers a message refused for the quota.
 func (d *diskQuota) refusalText(u diskUsage) string {
+	how := "(an operator can)"
+	if d.undo {
+		how = "(an operator can, or /undo restores a worktree as it was before a turn)"
+	}
 	return "Not run: this conversation's files " + d.describe(u) + ". Delete files from its directories " +
-		"(an operator can, or /undo restores a worktree), then send this again."
+		how + ", then send this again."
 }
 
 // describe says how the usage stands against the quota.

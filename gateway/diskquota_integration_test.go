@@ -23,8 +23,8 @@ func bigFileModel(req codextest.Request) codextest.Reply {
 
 // Through the real app-server: a command the agent runs writes 3 MB into
 // the lane's worktree, over its 1 MiB quota. The turn is answered; the
-// lane is told it is over (the notice rides on its next request); its next
-// message is refused without a turn; once the file is deleted (by the
+// lane is told once that it is over (the notice rides on its next
+// request); its next messages are refused without a turn; once the file is deleted (by the
 // operator: the lane cannot run a turn to do it) the next message runs.
 func TestIntegrationDiskQuotaRefusesUntilFilesAreDeleted(t *testing.T) {
 	w := newWorld(t)
@@ -49,6 +49,13 @@ func TestIntegrationDiskQuotaRefusesUntilFilesAreDeleted(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(refused.Notices, "\n"), "Its next messages will not run") {
 		t.Errorf("the lane was not told it went over: notices %q", refused.Notices)
+	}
+	again := gw.ask(t, "q", "still?")
+	if !strings.HasPrefix(again.Reply, "Not run: ") {
+		t.Errorf("the second message answered %q, want the refusal", again.Reply)
+	}
+	if strings.Contains(strings.Join(again.Notices, "\n"), "Its next messages will not run") {
+		t.Errorf("the lane was told twice: %q", again.Notices)
 	}
 	if n := len(w.model.Requests()); n != turns {
 		t.Errorf("the refused message reached the model (%d requests, had %d)", n, turns)
