@@ -24,9 +24,9 @@ import (
 //     that stops short says why, and the quota treats that lane as over:
 //     hiding usage behind more files must not be a way around the quota.
 
-// Bounds of one measurement. At about 4µs per entry with the inodes
-// cached (BenchmarkLaneUsage, on a shared 2-core machine), maxUsageEntries
-// is about a second of the lane's worker; a tree that large is past what a
+// Bounds of one measurement. At 4-8µs per entry with the inodes cached
+// (BenchmarkLaneUsage, on a busy shared 2-core machine), maxUsageEntries
+// is one to two seconds of the lane's worker; a tree that large is past what a
 // conversation's work needs (a large node_modules is 100k files). One open
 // descriptor is held per level, so maxUsageDepth also bounds them.
 const (
