@@ -99,6 +99,10 @@ type Codex struct {
 	TurnTimeout   time.Duration
 	ResumeTimeout time.Duration
 	StartTimeout  time.Duration
+	// MaxProcesses and MaxFileSize are the app-server's RLIMIT_NPROC and
+	// RLIMIT_FSIZE, inherited by every command it runs; 0 = unlimited.
+	MaxProcesses int
+	MaxFileSize  int64
 
 	// ApprovalTimeout declines a chat approval nobody answered: codex has
 	// no timeout of its own, so the turn would wait forever.
@@ -201,6 +205,10 @@ type Lanes struct {
 	// notifies its requester (not an edit of the streamed preview, which
 	// notifies nobody); 0: never.
 	NotifyAfter time.Duration
+	// DiskQuota bounds what a lane keeps in its own directories (working
+	// directory, worktrees, tmp, files); a lane over it is refused turns.
+	// 0 = off.
+	DiskQuota int64
 	// Timezone is the IANA zone schedules read times in, for lanes that
 	// chose none with /tz; "" is the machine's.
 	Timezone string

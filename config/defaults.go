@@ -38,6 +38,13 @@ const (
 	DefaultDrainTimeout        = 60 * time.Second // shutdown.drain_timeout
 	DefaultFilesMaxBytes       = 20 << 20         // files.max_bytes: one attachment
 	DefaultFilesLaneQuota      = 1 << 30          // files.lane_quota: all of a lane's stored files
+	DefaultLaneDiskQuota       = 5 << 30          // lanes.disk_quota: a lane's own directories
+	// codex.max_processes: RLIMIT_NPROC counts every task of the daemon's
+	// uid, not the app-server's alone; above the unit's TasksMax (4096) so
+	// under systemd the cgroup trips first, and far above the few hundred
+	// tasks a desktop user's session runs besides.
+	DefaultCodexMaxProcesses = 8192
+	DefaultCodexMaxFileSize  = 4 << 30 // codex.max_file_size: above any rollout or build artifact, below a filled disk
 )
 
 // Defaults of behaviour that is not a key.

@@ -46,6 +46,8 @@ var keys = []key{
 	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),
 	durKey("codex.resume_timeout", DefaultResumeTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ResumeTimeout }, positive),
 	durKey("codex.start_timeout", DefaultStartTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.StartTimeout }, positive),
+	intKey("codex.max_processes", DefaultCodexMaxProcesses, func(c *Config) *int { return &c.Codex.MaxProcesses }, 0),
+	offSizeKey("codex.max_file_size", DefaultCodexMaxFileSize, func(c *Config) *int64 { return &c.Codex.MaxFileSize }),
 	dirMapKey("projects", func(c *Config) *map[string]string { return &c.Projects }),
 
 	strKey("api.listen", "127.0.0.1:8787", func(c *Config) *string { return &c.API.Listen }, hostPort),
@@ -99,6 +101,7 @@ var keys = []key{
 	intKey("lanes.context_messages", DefaultContextMessages, func(c *Config) *int { return &c.Lanes.ContextMessages }, 1),
 	strKey("lanes.verbose", DefaultVerbose, func(c *Config) *string { return &c.Lanes.Verbose }, oneOf(VerboseModes...)),
 	strKey("lanes.timezone", "", func(c *Config) *string { return &c.Lanes.Timezone }, optional(timeZone)),
+	offSizeKey("lanes.disk_quota", DefaultLaneDiskQuota, func(c *Config) *int64 { return &c.Lanes.DiskQuota }),
 
 	durKey("schedules.min_interval", DefaultScheduleMinInterval.String(), func(c *Config) *time.Duration { return &c.Schedules.MinInterval }, positive),
 	durKey("schedules.catch_up", DefaultScheduleCatchUp.String(), func(c *Config) *time.Duration { return &c.Schedules.CatchUp }, nonNegative),
@@ -293,6 +296,13 @@ func sizeOrZeroKey(name string, field func(*Config) *int64) key {
 		*field(c) = n
 		return nil
 	}
+	return k
+}
+
+// offSizeKey is a size key with a default whose 0 turns the limit off.
+func offSizeKey(name string, def int64, field func(*Config) *int64) key {
+	k := sizeOrZeroKey(name, field)
+	k.def = def
 	return k
 }
 

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/runtime/codex"
-	"github.com/gatewayd/gatewayd/store"
 )
 
 // The account check: a codex that has no account and needs an OpenAI login
@@ -102,26 +101,16 @@ func (a *accountState) remember(id string, w loginWaiter) {
 // account notifications and /healthz.
 type Account struct {
 	cx      accountRuntime
-	journal journal // a refused item's journal entry goes
-	refuse  refusalStore
+	refuse  refusals
 	out     *deliverer
-	inbox   inbox
 	log     *zap.Logger
 	now     func() time.Time
 	missing string // the reason lanes hear while codex has no account
 	state   accountState
 }
 
-// refusalStore closes a refused message, keeps it and its answer in the
-// lane's transcript and queues the answer, in one transaction.
-type refusalStore interface {
-	RefuseInbound(ctx context.Context, r store.Refusal) (int64, error)
-}
-
-var _ refusalStore = (*store.Store)(nil)
-
 func newAccount(cx accountRuntime, j journal, rs refusalStore, out *deliverer, in inbox, log *zap.Logger, now func() time.Time, login string) *Account {
-	return &Account{cx: cx, journal: j, refuse: rs, out: out, inbox: in, log: log, now: now,
+	return &Account{cx: cx, refuse: refusals{journal: j, st: rs, inbox: in, out: out, log: log}, out: out, log: log, now: now,
 		missing: accountMissingReason(login)}
 }
 
@@ -180,18 +169,7 @@ func (a *Account) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 		return false
 	}
 	a.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
-	a.journal.dropUnstarted(ctx, l, it)
-	notice := noticeFor(l.addr, replyTarget(it), reason)
-	r := store.Refusal{InboundID: it.inboundID, Text: it.text, MessageID: it.msgID, Notice: notice}
-	if _, err := a.refuse.RefuseInbound(ctx, r); err != nil {
-		// Not kept in the transcript, but never silent: the row is closed
-		// and the answer sent as any notice is.
-		a.log.Error("turn.refusal_record_failed", zap.String("lane", l.key), zap.Error(err))
-		a.inbox.set(ctx, it.inboundID, store.InboundFailed)
-		a.out.notify(ctx, l.addr, replyTarget(it), reason)
-		return true
-	}
-	a.out.poke()
+	a.refuse.refuse(ctx, l, it, reason)
 	return true
 }
 

@@ -93,6 +93,9 @@ type Config struct {
 	// of their own (lanes.worktrees: <state_dir>/worktrees); "" lets them
 	// work in the project's checkout.
 	Worktrees string
+	// DiskQuota is lanes.disk_quota: what a lane may keep in its own
+	// directories before its turns are refused (0: off).
+	DiskQuota int64
 	// GroupContext keeps ambient messages of shared rooms for the lane's
 	// next addressed turn (lanes.group_context); ContextMessages bounds
 	// how many a turn carries (default config.DefaultContextMessages).
@@ -254,6 +257,7 @@ type Gateway struct {
 	projects  *projects    // /project: the directories lanes may work in
 	confine   *confinement // codex.isolation: each lane's commands in its own directories
 	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
+	diskQuota *diskQuota   // lanes.disk_quota: turns refused while a lane is over it
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status

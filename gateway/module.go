@@ -136,6 +136,10 @@ type turnHooks struct {
 	result []func(ctx context.Context, t *turn, res codex.TurnResult, err error) bool
 	// finished sees a turn that ran to an answer, before its commit.
 	finished []func(t *turn, res codex.TurnResult)
+	// after runs in the lane's worker once a turn or a task (itemTask) has
+	// been processed and committed, before the lane's next item: what the
+	// work left behind (files) can be looked at there.
+	after []func(ctx context.Context, l *lane, it item)
 	// stopped runs when a lane's turn is stopped or its conversation
 	// reset (/stop, /new, /reset, an operator's reset).
 	stopped []func(sessionKey string)
@@ -206,6 +210,13 @@ func (h *host) takenOver(ctx context.Context, t *turn, res codex.TurnResult, err
 func (h *host) finished(t *turn, res codex.TurnResult) {
 	for _, fn := range h.hooks.finished {
 		fn(t, res)
+	}
+}
+
+// after runs the after hooks of a processed turn or task.
+func (h *host) after(ctx context.Context, l *lane, it item) {
+	for _, fn := range h.hooks.after {
+		fn(ctx, l, it)
 	}
 }
 

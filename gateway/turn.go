@@ -135,6 +135,7 @@ func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
 		return
 	case itemTask:
 		it.task(ctx, l, it)
+		r.host.after(ctx, l, it)
 		return
 	}
 	r.runTurn(ctx, l, it)
@@ -142,6 +143,7 @@ func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
 	l.opMu.Lock()
 	r.threads.releaseStale(ctx, l)
 	l.opMu.Unlock()
+	r.host.after(ctx, l, it)
 }
 
 // runTurn is the turn lifecycle: journal, ensure the thread, run, commit

@@ -68,6 +68,7 @@ func wireFeatures(g *Gateway) {
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.rotation = newRotation(cfg, st, g.out, log)
+	g.diskQuota = newDiskQuota(cfg, st, g.journal, g.inbox, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
@@ -136,6 +137,7 @@ func modules(g *Gateway) []module {
 		g.usage,
 		g.compaction,
 		g.rotation,
+		g.diskQuota,
 		// No order among these.
 		g.account,
 		g.diffs,

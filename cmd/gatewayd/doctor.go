@@ -235,6 +235,7 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, binary 
 	cx, err := codex.Start(ctx, codex.Options{
 		Command: cfg.Codex.Command, Args: args, Home: cfg.Codex.Home,
 		Env: daemon.ChildEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
+		MaxProcesses: cfg.Codex.MaxProcesses, MaxFileSize: cfg.Codex.MaxFileSize,
 		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: Version(),
 	})
 	versionFix := "check the codex version (see above)"

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,25 @@ func TestUnitKeepsLaneIsolationWorking(t *testing.T) {
 	envFile := strings.TrimPrefix(u["EnvironmentFile"], "-")
 	if filepath.Dir(envFile) != filepath.Dir(cfgFile) {
 		t.Errorf("EnvironmentFile %s is not beside the config %s: lane isolation denies the config's directory only", envFile, cfgFile)
+	}
+}
+
+// The unit bounds the service's memory, tasks and CPU (issue 38), keeps
+// running when the OOM killer ends one lane's command, and trips its task
+// limit before the per-user process limit the app-server gets
+// (codex.max_processes), which would fail the daemon's own threads too.
+func TestUnitBoundsResources(t *testing.T) {
+	u := unitSettings(t)
+	for k, want := range map[string]string{"MemoryMax": "75%", "OOMPolicy": "continue", "TasksMax": "4096", "CPUQuota": "400%"} {
+		if u[k] != want {
+			t.Errorf("%s=%q, want %q", k, u[k], want)
+		}
+	}
+	tasks, err := strconv.Atoi(u["TasksMax"])
+	if err != nil {
+		t.Fatalf("TasksMax=%q: %v", u["TasksMax"], err)
+	}
+	if tasks >= config.DefaultCodexMaxProcesses {
+		t.Errorf("TasksMax=%d is not below codex.max_processes' default %d", tasks, config.DefaultCodexMaxProcesses)
 	}
 }

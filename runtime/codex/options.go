@@ -80,6 +80,13 @@ type Options struct {
 	ClientName    string // default "gatewayd"
 	ClientVersion string
 
+	// MaxProcesses and MaxFileSize are the app-server's RLIMIT_NPROC and
+	// RLIMIT_FSIZE, which every command it runs inherits (rlimit.go);
+	// 0 leaves the limit as inherited. The daemon passes
+	// codex.max_processes and codex.max_file_size.
+	MaxProcesses int
+	MaxFileSize  int64
+
 	// Additions beyond the contract; zero values take the defaults.
 
 	// InterruptGrace bounds the wait for turn/completed after the watchdog

@@ -66,7 +66,7 @@ func spawn(opts Options, binary string, log *zap.Logger) (*process, error) {
 
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{})}
 	started := make(chan error, 1)
-	go p.own(started)
+	go p.own(started, func(pid int) error { return limitChild(pid, opts) })
 	startErr := <-started
 	closeAll(inR, outW, errW) // the child holds its own copies now
 	if startErr != nil {
@@ -78,16 +78,25 @@ func spawn(opts Options, binary string, log *zap.Logger) (*process, error) {
 	return p, nil
 }
 
-// own forks the child on a locked OS thread and reaps it (see spawn).
-func (p *process) own(started chan<- error) {
+// own forks the child on a locked OS thread, sets its limits, and reaps
+// it (see spawn). A child whose limits cannot be set is killed: running
+// commands without them would be silently less safe than configured.
+func (p *process) own(started chan<- error, limit func(pid int) error) {
 	runtime.LockOSThread()
 	if err := p.cmd.Start(); err != nil {
 		runtime.UnlockOSThread()
 		started <- err
 		return
 	}
-	started <- nil
 	pid := p.cmd.Process.Pid
+	if err := limit(pid); err != nil {
+		killGroup(pid)
+		_ = p.cmd.Wait()
+		runtime.UnlockOSThread()
+		started <- err
+		return
+	}
+	started <- nil
 	// Stragglers the app-server forked (shell commands) share its group.
 	// Kill them while the exited leader is still an unreaped zombie: until
 	// it is reaped its pid cannot be reused, so -pid is still its group.

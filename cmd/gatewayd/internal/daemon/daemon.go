@@ -226,6 +226,8 @@ func (d *daemon) newCodex() error {
 		StartTimeout:  c.StartTimeout,
 		ResumeTimeout: c.ResumeTimeout,
 		TurnTimeout:   c.TurnTimeout,
+		MaxProcesses:  c.MaxProcesses,
+		MaxFileSize:   c.MaxFileSize,
 		// The account's windows go straight to the gauges; the gateway
 		// reads the same snapshot from the client when it needs it.
 		RateLimitsUpdated: d.rateLimitsUpdated,
@@ -308,6 +310,7 @@ func (d *daemon) buildGateway() error {
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
+		DiskQuota:    lanes.DiskQuota,
 		CodexHome:    CodexHome(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
