@@ -78,7 +78,11 @@ type Config struct {
 	// approval (telegram.admins, discord.admins).
 	Approvers string
 	Admins    map[string][]string
-	Thread    codex.ThreadConfig
+	// AllowEscalation is codex.allow_escalation: a request that widens a
+	// lane's boundary (outside the sandbox, a grantRoot outside its
+	// roots) is asked, of admins only and for once only; false declines it.
+	AllowEscalation bool
+	Thread          codex.ThreadConfig
 	// Effort is codex.effort: the reasoning effort of lanes that chose
 	// none ("" = the model's default). Thread.Model is the default model.
 	Effort string
