@@ -195,8 +195,8 @@ type approvals struct {
 
 // newApprovals builds the approvals module.
 func newApprovals(cfg Config, lanes *laneTable, base context.Context, out *deliverer, log *zap.Logger) *approvals {
-	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, allowEscalation: cfg.AllowEscalation, laneOf: lanes.addressOfThread,
-		requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, deciders: newApproverRule(cfg),
+	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, allowEscalation: cfg.AllowEscalation,
+		laneOf: lanes.addressOfThread, requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, deciders: newApproverRule(cfg),
 		base: base, out: out, log: log, now: cfg.Now}
 }
 
