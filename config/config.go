@@ -107,6 +107,10 @@ type Codex struct {
 	// ApprovalTimeout declines a chat approval nobody answered: codex has
 	// no timeout of its own, so the turn would wait forever.
 	ApprovalTimeout time.Duration
+	// AllowEscalation lets an admin approve, once, a request that widens
+	// a lane's boundary (run outside the sandbox, write under a root
+	// outside the lane's); false declines every such request.
+	AllowEscalation bool
 	// QuestionTimeout gives up a question Codex asked (Plan mode's
 	// request_user_input) that nobody answered; Codex goes on without it.
 	QuestionTimeout time.Duration

@@ -77,6 +77,7 @@ func keyCases(secretDir string) []keyCase {
 		{"codex.isolation", "none", "none", func(c *Config) any { return c.Codex.Isolation }, "none"},
 		{"codex.approvals", "chat", "chat", func(c *Config) any { return c.Codex.Approvals }, "chat"},
 		{"codex.approvers", "anyone", "anyone", func(c *Config) any { return c.Codex.Approvers }, "anyone"},
+		{"codex.allow_escalation", "true", "true", func(c *Config) any { return c.Codex.AllowEscalation }, true},
 		{"codex.approval_timeout", "90s", "90s", func(c *Config) any { return c.Codex.ApprovalTimeout }, 90 * time.Second},
 		{"codex.question_timeout", "5m", "5m", func(c *Config) any { return c.Codex.QuestionTimeout }, 5 * time.Minute},
 		{"codex.turn_timeout", "5m", "5m", func(c *Config) any { return c.Codex.TurnTimeout }, 5 * time.Minute},

@@ -41,6 +41,7 @@ var keys = []key{
 	strKey("codex.isolation", DefaultIsolation, func(c *Config) *string { return &c.Codex.Isolation }, oneOf(IsolationModes...)),
 	strKey("codex.approvals", DefaultApprovals, func(c *Config) *string { return &c.Codex.Approvals }, oneOf(ApprovalModes...)),
 	strKey("codex.approvers", ApproversRequester, func(c *Config) *string { return &c.Codex.Approvers }, oneOf(ApproverModes...)),
+	boolKey("codex.allow_escalation", false, func(c *Config) *bool { return &c.Codex.AllowEscalation }),
 	durKey("codex.approval_timeout", DefaultApprovalTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.ApprovalTimeout }, positive),
 	durKey("codex.question_timeout", DefaultQuestionTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.QuestionTimeout }, positive),
 	durKey("codex.turn_timeout", DefaultTurnTimeout.String(), func(c *Config) *time.Duration { return &c.Codex.TurnTimeout }, positive),

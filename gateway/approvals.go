@@ -40,12 +40,21 @@ var (
 	// only who started the turn, or an admin, decides (NotApproverError
 	// names them).
 	ErrNotApprover = errors.New("gateway: only the turn's requester or an admin decides this approval")
+	// ErrAdminsOnly: a request that widens the lane's boundary
+	// (codex.allow_escalation) is allowed by an admin only.
+	ErrAdminsOnly = errors.New("gateway: only an admin can allow this approval")
+	// ErrOnceOnly: a request that widens the lane's boundary is allowed
+	// once, never for the session.
+	ErrOnceOnly = errors.New("gateway: this approval can be allowed once only, never for the session")
 )
 
 // NotApproverError is ErrNotApprover naming who may decide.
 type NotApproverError struct{ Requester string }
 
 func (e *NotApproverError) Error() string {
+	if e.Requester == "" {
+		return "Only an admin can decide this (who asked for this turn is not known)"
+	}
 	return "Only " + e.Requester + " or an admin can decide this"
 }
 func (e *NotApproverError) Unwrap() error { return ErrNotApprover }
@@ -72,8 +81,20 @@ type PendingApproval struct {
 	Asked                      time.Time
 	// Requester (platform user id) and RequesterName: in a shared room
 	// with codex.approvers: requester, only they or an admin decide.
-	// "" when anyone allowed decides.
+	// "" when anyone allowed decides; requesterUnknown when nobody is
+	// known to have asked for the turn (then only admins decide).
 	Requester, RequesterName string
+	// GrantRoot (a file change) asks for writes under this directory for
+	// the rest of the session; Files are the paths the change writes
+	// ("path (add)"); Network is the host a command asks to reach.
+	GrantRoot string
+	Files     []string
+	Network   string
+	// Escalation says, in words, how the request would widen the lane's
+	// boundary ("run outside the sandbox"); "" when it stays inside.
+	// Such a request is only asked with codex.allow_escalation, and then
+	// only an admin allows it, once (acceptForSession is refused).
+	Escalation string
 }
 
 type pendingApproval struct {
@@ -150,6 +171,10 @@ type approvals struct {
 	mode    string        // Config.Approvals
 	timeout time.Duration // Config.ApprovalTimeout
 	book    approvalBook
+	// allowEscalation is Config.AllowEscalation; roots are each lane's
+	// directories as its latest turn was given them (the input hook).
+	allowEscalation bool
+	roots           laneRoots
 
 	// laneOf returns the address of the lane whose thread is threadID
 	// (laneTable.addressOfThread).
@@ -170,8 +195,8 @@ type approvals struct {
 
 // newApprovals builds the approvals module.
 func newApprovals(cfg Config, lanes *laneTable, base context.Context, out *deliverer, log *zap.Logger) *approvals {
-	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, laneOf: lanes.addressOfThread,
-		requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, deciders: newApproverRule(cfg),
+	return &approvals{mode: cfg.Approvals, timeout: cfg.ApprovalTimeout, allowEscalation: cfg.AllowEscalation,
+		laneOf: lanes.addressOfThread, requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, deciders: newApproverRule(cfg),
 		base: base, out: out, log: log, now: cfg.Now}
 }
 
@@ -194,25 +219,44 @@ func newApproverRule(cfg Config) approverRule {
 	return approverRule{anyone: cfg.Approvers == config.ApproversAnyone, admins: admins}
 }
 
+// requesterUnknown is the requester of a turn in a shared room that
+// nobody is known to have asked for: no sender is ever equal to it, so
+// only admins decide what the turn asks.
+const requesterUnknown = "\x00unknown"
+
 // requester is who decides for the turn asking on threadID in the lane
 // at addr: "" when anyone allowed does (a private chat, the API, or
-// codex.approvers: anyone).
+// codex.approvers: anyone); requesterUnknown when the turn carries no
+// requester, so a stranger's press cannot decide for a turn whose author
+// was lost.
 func (r approverRule) requester(addr Address, requesterOf func(string) (string, string), threadID string) (id, name string) {
 	if r.anyone || !isGroupPlace(addr.Kind) {
 		return "", ""
 	}
-	return requesterOf(threadID)
+	if id, name = requesterOf(threadID); id == "" {
+		return requesterUnknown, ""
+	}
+	return id, name
 }
 
 // may reports whether sender decides what requester's turn asks on
 // platform; platformAdmin is the platform's own word that the sender
 // administers the place (Discord: Manage Channels).
 func (r approverRule) may(platform, requester, sender string, platformAdmin bool) bool {
-	return requester == "" || sender == requester || platformAdmin || r.admins[platform][sender]
+	return requester == "" || (sender == requester && requester != requesterUnknown) || r.admin(platform, sender, platformAdmin)
+}
+
+// admin reports whether sender administers platform: named in its
+// admins list, or the platform says so.
+func (r approverRule) admin(platform, sender string, platformAdmin bool) bool {
+	return platformAdmin || r.admins[platform][sender]
 }
 
 // refusal names who may decide instead.
 func (r approverRule) refusal(requester, requesterName string) error {
+	if requester == requesterUnknown {
+		return &NotApproverError{}
+	}
 	if requesterName == "" {
 		requesterName = requester
 	}
@@ -230,6 +274,10 @@ func (a *approvals) register(h *host) {
 	h.command("deny", decide)
 	h.callback(callbackPrefix, a.pressed)
 	h.hooks.stopped = append(h.hooks.stopped, func(key string) { a.cancel(key) })
+	// After confinement and worktrees: the roots the turn really gets.
+	h.hooks.input = append(h.hooks.input, func(_ context.Context, t *turn, in *codex.TurnInput) {
+		a.roots.set(t.l.key, turnRoots(in))
+	})
 }
 
 // PendingApprovals lists the lane's requests waiting for a decision.
@@ -281,7 +329,15 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 		return codex.DecisionDecline
 	}
 	info := PendingApproval{SessionKey: key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
-		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: a.now()}
+		Reason: req.Reason, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID, Asked: a.now(),
+		GrantRoot: req.GrantRoot, Files: fileLines(req.Files), Network: req.Network,
+		Escalation: a.widening(key, req)}
+	if info.Escalation != "" && !a.allowEscalation {
+		a.log.Warn("approval.declined", zap.String("why", "escalation"), zap.String("lane", key),
+			zap.String("kind", req.Kind), zap.String("escalation", info.Escalation))
+		a.out.notify(a.base, addr, "", escalationDeclined(info))
+		return codex.DecisionDecline
+	}
 	info.Requester, info.RequesterName = a.deciders.requester(addr, a.requesterOf, req.ThreadID)
 	p := a.book.add(info)
 	p.platform = addr.Platform
@@ -323,35 +379,7 @@ func (a *approvals) ask(ctx context.Context, addr Address, info PendingApproval)
 			out.Ping, out.ReplyTo = user, msgID
 		}
 	}
-	a.out.askDirect(ctx, out, approvalButtons(info.ID))
-}
-
-func approvalQuestion(info PendingApproval, timeout time.Duration) string {
-	var b strings.Builder
-	switch info.Kind {
-	case "command":
-		fmt.Fprintf(&b, "Codex asks to run a command (approval %s):\n%s\n", info.ID, info.Command)
-	default:
-		fmt.Fprintf(&b, "Codex asks to change files (approval %s).\n", info.ID)
-	}
-	if info.Cwd != "" {
-		fmt.Fprintf(&b, "In: %s\n", info.Cwd)
-	}
-	if info.Reason != "" {
-		fmt.Fprintf(&b, "Why: %s\n", info.Reason)
-	}
-	fmt.Fprintf(&b, "Reply /approve %[1]s to allow it once, /approve %[1]s session to allow it for this thread, "+
-		"or /deny %[1]s. Without an answer it is declined in %[2]s.", info.ID, timeout)
-	return b.String()
-}
-
-func approvalButtons(id string) []Button {
-	return []Button{
-		{ID: callbackPrefix + id + ":" + string(codex.DecisionAccept), Label: "Approve"},
-		{ID: callbackPrefix + id + ":" + string(codex.DecisionAcceptForSession), Label: "Approve for this thread"},
-		{ID: callbackPrefix + id + ":" + string(codex.DecisionDecline), Label: "Decline"},
-		{ID: callbackPrefix + id + ":" + string(codex.DecisionCancel), Label: "Cancel"},
-	}
+	a.out.askDirect(ctx, out, approvalButtons(info))
 }
 
 // decide answers a pending approval for the lane sessionKey.
@@ -388,6 +416,11 @@ func (a *approvals) claim(sessionKey, id, decision, senderID string, platformAdm
 		a.log.Info("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
 			zap.String("why", "not the requester"), zap.String("sender", senderID))
 		return nil, a.deciders.refusal(p.info.Requester, p.info.RequesterName)
+	}
+	if err := a.mayWiden(p, d, senderID, platformAdmin); err != nil {
+		a.log.Info("approval.refused", zap.String("approval", id), zap.String("lane", sessionKey),
+			zap.String("why", err.Error()), zap.String("sender", senderID))
+		return nil, err
 	}
 	if a.book.take(id) == nil {
 		return nil, ErrApprovalNotFound
@@ -446,6 +479,10 @@ func decisionText(id, decision string, err error) string {
 		return fmt.Sprintf("Approval %s is no longer pending (answered, expired or unknown).", id)
 	case errors.Is(err, ErrNotApprover):
 		return err.Error() + "; approval " + id + " is still waiting."
+	case errors.Is(err, ErrAdminsOnly):
+		return fmt.Sprintf("Only an admin can allow approval %s (it would widen what this conversation's commands can reach); it is still waiting.", id)
+	case errors.Is(err, ErrOnceOnly):
+		return fmt.Sprintf("Approval %[1]s can be allowed once only (/approve %[1]s), never for the session; it is still waiting.", id)
 	}
 	return err.Error()
 }

@@ -26,7 +26,7 @@ func (p *buttonPlatform) SendButtons(ctx context.Context, out Outbound, b []Butt
 func approvalRun(g **Gateway) func(ctx context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
 	return func(ctx context.Context, thread, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
 		d := (*g).Approve(ctx, codex.ApprovalRequest{Kind: "command", ThreadID: thread, TurnID: "u1", ItemID: "call_1",
-			Command: "/bin/bash -lc 'touch marker'", Cwd: "/work", Reason: "to test"})
+			Command: "/bin/bash -lc 'touch marker'", Cwd: "/work"})
 		status := codex.TurnCompleted
 		if d == codex.DecisionCancel {
 			status = codex.TurnInterrupted
@@ -64,8 +64,8 @@ func TestApprovalByButton(t *testing.T) {
 	h, bp := newApprovalHarness(t, true, time.Minute)
 	h.send(t, "a", "m1", "please run it")
 	q := question(t, h.p)
-	if !strings.Contains(q, "touch marker") || !strings.Contains(q, "In: /work") || !strings.Contains(q, "Why: to test") {
-		t.Errorf("question lacks what/where/why:\n%s", q)
+	if !strings.Contains(q, "command: /bin/bash -lc 'touch marker'") || !strings.Contains(q, "in:      /work") {
+		t.Errorf("question lacks what/where:\n%s", q)
 	}
 	b := <-bp.buttons
 	if len(b) != 4 || b[0].Label != "Approve" || b[1].Label != "Approve for this thread" || b[2].Label != "Decline" {
@@ -243,7 +243,7 @@ func TestApprovalInASharedRoomIsTheRequesters(t *testing.T) {
 			question(t, h.p)
 			press := func(id, who string) {
 				t.Helper()
-				if _, err := h.g.Deliver(ctx, Inbound{Address: group, MessageID: id, SenderID: who, Callback: approvalButtons("a1")[0].ID}); err != nil {
+				if _, err := h.g.Deliver(ctx, Inbound{Address: group, MessageID: id, SenderID: who, Callback: approvalButtons(PendingApproval{ID: "a1"})[0].ID}); err != nil {
 					t.Fatal(err)
 				}
 			}

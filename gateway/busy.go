@@ -36,6 +36,9 @@ type steerLog struct {
 	mu     sync.Mutex
 	closed bool
 	inputs []store.SteeredInput
+	// senders are who sent each of inputs (id and name), so a message
+	// requeued from it (a usage-limit pause) is still their turn.
+	senders [][2]string
 }
 
 // close ends steering and returns the steered messages.
@@ -44,6 +47,13 @@ func (s *steerLog) close() []store.SteeredInput {
 	defer s.mu.Unlock()
 	s.closed = true
 	return s.inputs
+}
+
+// sender is who sent the i-th steered message (id, name).
+func (s *steerLog) sender(i int) (id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.senders[i][0], s.senders[i][1]
 }
 
 // busyPolicy applies lanes.busy_mode to a message that arrives while its
@@ -143,6 +153,7 @@ func (b *busyPolicy) steerInto(ctx context.Context, l *lane, cur *turnState, thr
 	cancel()
 	if err == nil {
 		cur.steer.inputs = append(cur.steer.inputs, store.SteeredInput{Text: it.text, MessageID: it.msgID, InboundID: it.inboundID})
+		cur.steer.senders = append(cur.steer.senders, [2]string{it.requester, it.requesterName})
 	}
 	cur.steer.mu.Unlock()
 	switch {

@@ -110,7 +110,7 @@ func (c *controls) register(h *host) {
 		if c.retryAfterLimit(ctx, call.lane, call.inboundID, call.msgID) {
 			return false
 		}
-		c.retry(ctx, call.lane, call.inboundID, call.msgID)
+		c.retry(ctx, call)
 		return false // the queued turn marks the inbound done
 	})
 	h.command("status", func(ctx context.Context, call commandCall) bool {

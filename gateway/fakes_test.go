@@ -637,6 +637,8 @@ type fakeCodex struct {
 	// interruptFn, when set, decides what Interrupt returns (after the
 	// call is recorded on interr).
 	interruptFn func(ctx context.Context, thread string) error
+	// reviewFn, when set, runs RunReview (/review) instead of failing it.
+	reviewFn func(ctx context.Context, thread string, target codex.ReviewTarget, ev codex.TurnEvents) (codex.TurnResult, error)
 }
 
 func newFakeCodex() *fakeCodex {

@@ -20,7 +20,10 @@ func (c *fakeCodex) Turns(context.Context, string) ([]codex.TurnSummary, error) 
 
 func (c *fakeCodex) RevertThread(context.Context, string, string) error { return errFakeThreadOp }
 
-func (c *fakeCodex) RunReview(context.Context, string, codex.ReviewTarget, codex.TurnEvents) (codex.TurnResult, error) {
+func (c *fakeCodex) RunReview(ctx context.Context, thread string, target codex.ReviewTarget, ev codex.TurnEvents) (codex.TurnResult, error) {
+	if c.reviewFn != nil {
+		return c.reviewFn(ctx, thread, target, ev)
+	}
 	return codex.TurnResult{}, errFakeThreadOp
 }
 

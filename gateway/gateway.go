@@ -68,6 +68,10 @@ type Config struct {
 	// declines an unanswered request (default config.DefaultApprovalTimeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
+	// AllowEscalation is codex.allow_escalation: a request that widens a
+	// lane's boundary (outside the sandbox, a grantRoot outside its
+	// roots) is asked, of admins only and for once only; false declines it.
+	AllowEscalation bool
 	// Schedules is schedules.* and lanes.timezone (/at, /every).
 	Schedules ScheduleConfig
 	// QuestionTimeout gives up an unanswered question of Codex's

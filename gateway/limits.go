@@ -271,8 +271,11 @@ func (m *usageLimits) requeueForReset(l *lane, it item) {
 	cur := l.current()
 	items := []item{it}
 	if cur != nil {
-		for _, s := range cur.steer.close() {
-			items = append(items, item{kind: itemTurn, inboundID: s.InboundID, msgID: s.MessageID, text: s.Text})
+		steered := cur.steer.close()
+		for i, s := range steered {
+			id, name := cur.steer.sender(i)
+			items = append(items, item{kind: itemTurn, inboundID: s.InboundID, msgID: s.MessageID, text: s.Text,
+				requester: id, requesterName: name})
 		}
 	}
 	m.sched.requeue(l, items)

@@ -339,6 +339,43 @@ func TestUsageLimitRequeuesSteeredMessages(t *testing.T) {
 	}
 }
 
+// TestUsageLimitRequeuedSteerKeepsItsSender: a steered message put back by
+// the pause runs, after the reset, as its sender's turn (issue 38): in a
+// shared room they, not anyone, decide what it asks.
+func TestUsageLimitRequeuedSteerKeepsItsSender(t *testing.T) {
+	h := newLimitHarness(t, withBusy(BusySteer))
+	entered, release := make(chan string, 8), make(chan struct{})
+	requesters := make(chan string, 8)
+	limited := h.cx.run
+	h.cx.run = func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error) {
+		entered <- text
+		if text == "slow one" {
+			<-release
+		}
+		if text == "steered two" {
+			id, _ := h.g.lanes.requesterOfThread(thread)
+			requesters <- id
+		}
+		return limited(ctx, thread, text, ev)
+	}
+	h.cx.steerFn = func(string, string) error { return nil }
+	h.start(t)
+	h.limited.Store(true)
+	h.send(t, "a", "a1", "slow one")
+	<-entered
+	h.send(t, "a", "a2", "steered two")
+	h.p.replyTo(t, "a2")
+	close(release)
+	waitFor(t, "lane a parked", func() bool { return h.parked(apiAddr("a").SessionKey()) })
+	h.limited.Store(false)
+	h.clock.Advance(usageLimitFallback)
+	h.timers.fireLast(t)
+	h.awaitReplies(t, "a1", "a2")
+	if id := <-requesters; id != "u1" {
+		t.Errorf("the requeued steered message ran as %q's turn, want u1's", id)
+	}
+}
+
 // TestRetryOverridesUsedUpWindows: /retry during a pause that codex's
 // windows caused runs the waiting message even though the windows still
 // say 100% until the reset; it is not parked again.

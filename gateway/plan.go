@@ -56,7 +56,8 @@ func (p *planMode) command(ctx context.Context, c commandCall) bool {
 		p.out.notify(ctx, c.lane.addr, c.msgID, "Plan mode is on: Codex plans with you and asks before it acts. /plan off ends it.")
 		return true
 	}
-	p.enqueue(ctx, c.lane, item{kind: itemTurn, inboundID: c.inboundID, msgID: c.msgID, text: args, requester: c.sender})
+	p.enqueue(ctx, c.lane, item{kind: itemTurn, inboundID: c.inboundID, msgID: c.msgID, text: args, requester: c.sender,
+		requesterName: c.senderName})
 	return false // the turn closes the inbound row
 }
 

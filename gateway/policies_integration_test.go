@@ -393,3 +393,42 @@ func (in *instance) decideHTTP(t *testing.T, lane, id, body string) (int, map[st
 	}
 	return resp.StatusCode, out
 }
+
+// A file change codex asks to approve names no path; its question and the
+// API's approval event show the paths from the change's own item, and the
+// change is made once accepted.
+func TestIntegrationFileChangeApprovalShowsItsPaths(t *testing.T) {
+	w := newWorld(t)
+	cfg := gateway.Config{Approvals: gateway.ApprovalsChat, ApprovalTimeout: 30 * time.Second}
+	cfg.Thread.ApprovalPolicy = "untrusted"
+	gw := w.start(t, cfg)
+	patch := "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: hello.txt\n+hello from patch\n*** End Patch\nEOF\n"
+	w.model.Respond(func(req codextest.Request) codextest.Reply {
+		if _, ok := req.ToolOutput(); !ok && strings.Contains(req.LastUserText(), "CASE-patch") {
+			return codextest.Reply{ToolCall: codextest.ExecCommand("call_patch", patch)}
+		}
+		return codextest.DefaultReply(req)
+	})
+	want := filepath.Join(w.dir, "hello.txt") + " (add)"
+	res, seen := gw.streamApproving(t, "alpha", "CASE-patch add a file", func(a api.Approval) {
+		if a.Kind != "fileChange" || len(a.Files) != 1 || a.Files[0] != want || a.Escalation != "" {
+			t.Errorf("approval event %+v, want the file change naming %s", a, want)
+		}
+		if code, body := gw.decideHTTP(t, "alpha", a.ID, `{"decision":"accept"}`); code != http.StatusOK {
+			t.Errorf("accept: %d %v", code, body)
+		}
+	})
+	if seen != 1 || res.Status != "completed" {
+		t.Fatalf("%d approval events, answer %+v", seen, res)
+	}
+	shown := false
+	for _, n := range res.Notices {
+		shown = shown || strings.Contains(n, "```\nfile:    "+want)
+	}
+	if !shown {
+		t.Errorf("notices %q lack the path in the question's code block", res.Notices)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.dir, "hello.txt")); err != nil || string(b) != "hello from patch\n" {
+		t.Errorf("the accepted change wrote %q, %v", b, err)
+	}
+}

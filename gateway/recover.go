@@ -59,9 +59,9 @@ func (r *recovery) all(ctx context.Context) error {
 func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry, pending []store.InboundRow) error {
 	// A cut-off turn whose inbound row is still pending was never handled
 	// by a recovery; one already marked failed was retried once before.
-	fresh := make(map[int64]string, len(pending)) // inbound id → platform message id
+	fresh := make(map[int64]store.InboundRow, len(pending)) // by inbound id
 	for _, row := range pending {
-		fresh[row.ID] = row.MessageID
+		fresh[row.ID] = row
 	}
 	cut := make(map[int64]bool, len(entries))
 	told := 0
@@ -70,8 +70,8 @@ func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry
 		if e.CutOff {
 			continue // told by an earlier start; kept for /retry
 		}
-		msgID, isFresh := fresh[e.InboundID]
-		if r.recoverCutOff(ctx, e, msgID, r.autoRetry && isFresh) {
+		row, isFresh := fresh[e.InboundID]
+		if r.recoverCutOff(ctx, e, row, r.autoRetry && isFresh) {
 			told++
 		}
 	}
@@ -118,10 +118,10 @@ func (r *recovery) rowLane(ctx context.Context, row store.InboundRow, away map[s
 }
 
 // recoverCutOff tells a lane its turn was cut off (or reruns it once, as
-// the reply to msgID) and reports whether the lane was told now. An entry
-// the lane has moved past is dropped with its inbound row closed, so no
-// later start runs it.
-func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, msgID string, autoRetry bool) bool {
+// the reply to row, the message's inbound row, on behalf of its sender)
+// and reports whether the lane was told now. An entry the lane has moved
+// past is dropped with its inbound row closed, so no later start runs it.
+func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, row store.InboundRow, autoRetry bool) bool {
 	sl, err := r.st.Lane(ctx, e.SessionKey)
 	if store.Transient(err) {
 		// Not known to be stale: left as it is, told at the lane's next
@@ -151,8 +151,8 @@ func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, msgI
 	r.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
 		zap.Bool("auto_retry", autoRetry))
 	if autoRetry {
-		r.sched.enqueueRetry(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: msgID, text: e.Text,
-			retries: r.retryTurn(ctx, e)})
+		r.sched.enqueueRetry(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: row.MessageID, text: e.Text,
+			retries: r.retryTurn(ctx, e), requester: row.SenderID, requesterName: row.SenderName})
 	}
 	return true
 }

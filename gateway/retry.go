@@ -100,8 +100,11 @@ func firstWords(text string) string {
 }
 
 // retry queues the lane's turn to retry again, as the answer to the
-// /retry message (inboundID, msgID), or says there is none.
-func (c *controls) retry(ctx context.Context, l *lane, inboundID int64, msgID string) {
+// /retry message, or says there is none. The rerun is the /retry
+// sender's turn: in a shared room they, or an admin, decide what it asks
+// (whoever sent the message first may have left long ago).
+func (c *controls) retry(ctx context.Context, call commandCall) {
+	l, inboundID, msgID := call.lane, call.inboundID, call.msgID
 	r, ok, err := c.st.RetryTurn(ctx, l.key)
 	if err != nil {
 		c.log.Warn("retry.lookup_failed", zap.String("lane", l.key), zap.Error(err))
@@ -114,7 +117,8 @@ func (c *controls) retry(ctx context.Context, l *lane, inboundID int64, msgID st
 		c.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
-	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: r.Text, retries: &r}
+	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: r.Text, retries: &r,
+		requester: call.sender, requesterName: call.senderName}
 	if !c.sched.enqueueRetry(ctx, l, it) {
 		c.out.notify(ctx, l.addr, msgID, alreadyQueuedNotice(r.Text))
 		c.inbox.set(ctx, inboundID, store.InboundDone)

@@ -31,7 +31,7 @@ func (r *reviews) register(h *host) {
 			return true
 		}
 		r.sched.enqueue(ctx, c.lane, item{kind: itemTurn, inboundID: c.inboundID, msgID: c.msgID,
-			text: strings.TrimSpace("/review " + c.args), review: &target})
+			text: strings.TrimSpace("/review " + c.args), review: &target, requester: c.sender, requesterName: c.senderName})
 		return false // the turn closes the inbound row
 	})
 }

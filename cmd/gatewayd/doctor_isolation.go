@@ -66,7 +66,7 @@ func (d *doctor) reportIsolation(cfg *config.Config, read []string, canary strin
 			"report it (gatewayd and codex versions above); until then treat every lane as able to read the others")
 	case c.Approvals == config.ApprovalsChat:
 		d.pass("lanes isolated: a probe command wrote its own directory and could not read the database, the state dir, CODEX_HOME or the config; " +
-			"commands approved in chat run outside it (codex.approvals: chat)")
+			"codex may rerun a command allowed in chat without it, unasked (codex.approvals: chat)")
 	default:
 		d.pass("lanes isolated: a probe command wrote its own directory and could not read the database, the state dir, CODEX_HOME or the config")
 	}

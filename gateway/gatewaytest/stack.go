@@ -28,6 +28,9 @@ type World struct {
 	Home  string
 	DB    string
 	Work  string
+	// TurnTimeout is the client's turn watchdog (0: its default); a turn
+	// it stops becomes the lane's turn to /retry.
+	TurnTimeout time.Duration
 }
 
 // NewWorld makes a fresh world in t's temp directories.
@@ -81,7 +84,7 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	}
 	cx, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(t), Args: codextest.Args(w.Model.URL),
 		Home: w.Home, Env: codextest.Env(), Dir: w.Work, StartTimeout: 20 * time.Second, Logger: log, ToolCall: tool,
-		Approvals: approve, UserInput: ask})
+		Approvals: approve, UserInput: ask, TurnTimeout: w.TurnTimeout})
 	if err != nil {
 		_ = st.Close()
 		t.Fatalf("codex.Start: %v", err)

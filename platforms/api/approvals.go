@@ -22,15 +22,25 @@ import (
 
 // Approval is one pending approval as the API shows it.
 type Approval struct {
-	ID       string    `json:"id"`
-	Kind     string    `json:"kind"` // "command" | "fileChange"
-	Command  string    `json:"command,omitempty"`
-	Cwd      string    `json:"cwd,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
-	ThreadID string    `json:"thread_id,omitempty"`
-	TurnID   string    `json:"turn_id,omitempty"`
-	ItemID   string    `json:"item_id,omitempty"`
-	Asked    time.Time `json:"asked"`
+	ID      string `json:"id"`
+	Kind    string `json:"kind"` // "command" | "fileChange"
+	Command string `json:"command,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// GrantRoot, Files and Network are what a request would allow beyond
+	// its command: writes under a root for the session, the paths of a
+	// file change ("path (kind)"), a host to reach.
+	GrantRoot string   `json:"grant_root,omitempty"`
+	Files     []string `json:"files,omitempty"`
+	Network   string   `json:"network,omitempty"`
+	// Escalation says how the request would widen the lane's boundary
+	// (codex.allow_escalation): only an admin allows it, once, so
+	// Decisions then lacks acceptForSession.
+	Escalation string    `json:"escalation,omitempty"`
+	ThreadID   string    `json:"thread_id,omitempty"`
+	TurnID     string    `json:"turn_id,omitempty"`
+	ItemID     string    `json:"item_id,omitempty"`
+	Asked      time.Time `json:"asked"`
 	// Decide is the path to POST the decision to; Decisions are the values
 	// it accepts.
 	Decide    string   `json:"decide"`
@@ -51,9 +61,16 @@ func validDecision(d string) bool {
 }
 
 func newApproval(lane string, p gateway.PendingApproval) Approval {
-	return Approval{ID: p.ID, Kind: p.Kind, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason,
+	a := Approval{ID: p.ID, Kind: p.Kind, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason,
+		GrantRoot: p.GrantRoot, Files: p.Files, Network: p.Network, Escalation: p.Escalation,
 		ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID, Asked: p.Asked,
-		Decide: "/api/lanes/" + lane + "/approvals/" + p.ID, Decisions: append([]string(nil), decisions...)}
+		Decide: "/api/lanes/" + lane + "/approvals/" + p.ID}
+	for _, d := range decisions {
+		if p.Escalation == "" || d != "acceptForSession" {
+			a.Decisions = append(a.Decisions, d)
+		}
+	}
+	return a
 }
 
 // maxDecisionBody bounds the body of a decision; it is a few words.
@@ -163,6 +180,10 @@ func (p *Platform) decisionFailed(w http.ResponseWriter, lane, id string, err er
 		writeError(w, http.StatusForbidden, "approval "+id+" belongs to another lane")
 	case errors.Is(err, gateway.ErrBadDecision):
 		writeError(w, http.StatusBadRequest, "decision must be accept, acceptForSession, decline or cancel")
+	case errors.Is(err, gateway.ErrNotApprover), errors.Is(err, gateway.ErrAdminsOnly):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, gateway.ErrOnceOnly):
+		writeError(w, http.StatusBadRequest, "approval "+id+" can be allowed once only (accept), never for the session")
 	default:
 		p.log.Error("api.decide_failed", zap.String("lane", lane), zap.String("approval", id), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "the decision could not be applied; try again")

@@ -316,3 +316,18 @@ func TestApprovalRoutesWithoutDecider(t *testing.T) {
 		t.Errorf("list %d %v, want 501", code, body)
 	}
 }
+
+// An approval shows what it would allow beyond its command; one that
+// widens the lane's boundary offers no acceptForSession.
+func TestApprovalShowsWhatItAllows(t *testing.T) {
+	plain := newApproval("demo", gateway.PendingApproval{ID: "a1", Kind: "fileChange", GrantRoot: "/w/src",
+		Files: []string{"/w/src/a.go (update)"}})
+	if plain.GrantRoot != "/w/src" || len(plain.Files) != 1 || strings.Join(plain.Decisions, ",") != "accept,acceptForSession,decline,cancel" {
+		t.Errorf("plain approval %+v", plain)
+	}
+	wide := newApproval("demo", gateway.PendingApproval{ID: "a2", Kind: "command", Command: "curl x", Network: "x",
+		Escalation: "reach the network, which the sandbox blocks"})
+	if wide.Network != "x" || wide.Escalation == "" || strings.Join(wide.Decisions, ",") != "accept,decline,cancel" {
+		t.Errorf("widening approval %+v, want it shown and no acceptForSession", wide)
+	}
+}

@@ -110,7 +110,7 @@ func (a *Adapter) sendPart(ctx context.Context, target string, out gateway.Outbo
 	msg := &discordgo.MessageSend{
 		Content:         text,
 		Components:      components,
-		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}},
+		AllowedMentions: allowedMentions(out),
 	}
 	if out.Silent {
 		msg.Flags = discordgo.MessageFlagsSuppressNotifications
@@ -132,6 +132,20 @@ func (a *Adapter) sendPart(ctx context.Context, target string, out gateway.Outbo
 // edited any more: it was deleted (404, Unknown Message) or is not the
 // bot's (50005). An unknown channel is not included: posting there fails
 // the same way.
+// allowedMentions is who a message may notify: the users it names, except
+// on an approval question, whose text quotes what the agent chose (a
+// command may hold <@id>): only the requester it pings.
+func allowedMentions(out gateway.Outbound) *discordgo.MessageAllowedMentions {
+	if out.Approval == nil {
+		return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}}
+	}
+	m := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+	if out.Ping != "" {
+		m.Users = []string{out.Ping}
+	}
+	return m
+}
+
 func uneditable(err error) bool {
 	var re *discordgo.RESTError
 	if !errors.As(err, &re) || re.Response == nil {

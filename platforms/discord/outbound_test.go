@@ -279,3 +279,31 @@ func TestSendIsNotStartedAfterCancel(t *testing.T) {
 		t.Fatalf("%d POSTs, want none", n)
 	}
 }
+
+// An approval question quotes the agent's command, which may name anyone
+// (<@id>, @everyone): it notifies only the requester it pings, while other
+// messages keep notifying the users they name.
+func TestApprovalQuestionNotifiesOnlyItsRequester(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, channel)
+	r := start(t, baseConfig(t, srv))
+	text := "Codex asks to run a command (approval a1):\n```\ncommand: echo <@999> @everyone\n```"
+	for _, out := range []gateway.Outbound{
+		{Address: channelAddr, Kind: gateway.OutNotice, Text: text, Ping: "42", Approval: &gateway.PendingApproval{ID: "a1"}},
+		{Address: channelAddr, Kind: gateway.OutNotice, Text: text, Approval: &gateway.PendingApproval{ID: "a2"}},
+		{Address: channelAddr, Kind: gateway.OutReply, Text: "hi <@7>"},
+	} {
+		if _, err := r.a.Send(context.Background(), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := srv.Sent(channel)
+	if len(got) != 3 {
+		t.Fatalf("%d messages sent, want 3", len(got))
+	}
+	for i, want := range []struct{ parsed, users string }{{"", "42"}, {"", ""}, {"users", ""}} {
+		if p, u := strings.Join(got[i].MentionsParsed, ","), strings.Join(got[i].MentionsUsers, ","); p != want.parsed || u != want.users {
+			t.Errorf("message %d allows mentions parse=%q users=%q, want parse=%q users=%q", i, p, u, want.parsed, want.users)
+		}
+	}
+}

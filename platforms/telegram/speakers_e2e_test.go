@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,4 +203,75 @@ func TestEndToEndAnEditOfAQueuedMessageReplacesIt(t *testing.T) {
 	if n := len(world.Model.Requests()); n != before+1 {
 		t.Errorf("%d model requests after a late edit and the sentinel, want %d (the edit starts nothing)", n, before+1)
 	}
+}
+
+// TestEndToEndRetryApprovalIsTheRetriers: through the real app-server, a
+// turn the watchdog stopped is rerun by Bob's /retry; the command approval
+// the rerun asks for is Bob's, so Alice's press (she wrote the message)
+// is refused and the command runs only on Bob's. The question shows the
+// command whole, escaped inside a <pre> block.
+func TestEndToEndRetryApprovalIsTheRetriers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
+	world.TurnTimeout = 2 * time.Second
+	group := models.Chat{ID: -2004, Type: models.ChatTypeSupergroup, Title: "ops"}
+	alice := models.User{ID: 1001, FirstName: "Alice"}
+	bob := models.User{ID: 1002, FirstName: "Bob"}
+	srv.Chat(group)
+	var hang atomic.Bool
+	hang.Store(true)
+	runs := gatewaytest.RunsCommand("run the check", "echo CHECKED-$((6*7)) '<b>x</b>' '||hidden||'")
+	world.Model.Respond(func(req codextest.Request) codextest.Reply {
+		if hang.Load() && strings.Contains(req.LastUserText(), "run the check") {
+			return codextest.Reply{HangBeforeHeaders: true}
+		}
+		return runs(req)
+	})
+	cfg := gateway.Config{Approvals: gateway.ApprovalsChat, ApprovalTimeout: time.Minute}
+	cfg.Thread.ApprovalPolicy = "untrusted"
+	startStackWith(t, ctx, world, srv, cfg)
+	srv.Text(group, alice, 0, "@gatewayd_test_bot run the check", nil)
+	srv.WaitFor(60*time.Second, "the timed-out turn's notice", func() bool {
+		return countContaining(srv.Messages(group.ID, 0), "/retry") > 0
+	})
+	hang.Store(false)
+	srv.Text(group, bob, 0, "/retry@gatewayd_test_bot", nil)
+	var question telegramtest.Message
+	srv.WaitFor(60*time.Second, "the rerun's approval question", func() bool {
+		for _, m := range srv.Messages(group.ID, 0) {
+			if strings.Contains(m.Markup, "approval:a1:accept") {
+				question = m
+				return true
+			}
+		}
+		return false
+	})
+	_, pre, _ := strings.Cut(question.Raw, "<pre>")
+	pre, _, closed := strings.Cut(pre, "</pre>")
+	if !closed || !containsAll(pre, "command: /bin/bash -c 'echo CHECKED-$((6*7)) '", "&lt;b&gt;x&lt;/b&gt;", "||hidden||") ||
+		strings.Contains(question.Raw, "<b>") {
+		t.Errorf("the question as sent:\n%s\nwant the command whole and escaped in a <pre> block", question.Raw)
+	}
+	srv.Press(alice, question, "approval:a1:accept")
+	srv.WaitFor(30*time.Second, "Alice's refusal", func() bool {
+		return countContaining(srv.Messages(group.ID, 0), "Only Bob or an admin can decide this") == 1
+	})
+	if countContaining(srv.Messages(group.ID, 0), "CHECKED-42") != 0 {
+		t.Fatal("the command ran on Alice's press")
+	}
+	srv.Press(bob, question, "approval:a1:accept")
+	srv.WaitFor(60*time.Second, "the approved command's output in the answer", func() bool {
+		return countContaining(srv.Messages(group.ID, 0), "CHECKED-42") > 0
+	})
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -11,6 +11,8 @@
 package codex
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +54,10 @@ type Client struct {
 	threads map[string]*threadState
 
 	limits rateLimitBook // the account's last rate-limit snapshot
+
+	// changes are the files of the fileChange items in progress, for the
+	// approval request about one (which names no path of its own).
+	changes changeBook
 
 	// userAgent is initialize's userAgent from the latest handshake
 	// ("<client>/<codex version> (<os>) ..."); a restart may bring an
@@ -482,6 +488,9 @@ func (c *Client) serveRequest(ctx context.Context, cn *conn, id json.RawMessage,
 		return
 	}
 	req := parseApproval(kind, params)
+	if kind == "fileChange" {
+		req.Files = c.changes.of(req.ThreadID, req.ItemID)
+	}
 	decision := c.opts.Approvals(ctx, req)
 	if ctx.Err() != nil {
 		c.log.Info("codex.approval_resolved_elsewhere", zap.String("kind", kind), zap.String("thread_id", req.ThreadID),
@@ -524,16 +533,45 @@ var approvalKinds = map[string]string{
 
 func parseApproval(kind string, params json.RawMessage) ApprovalRequest {
 	var p struct {
-		ThreadID string `json:"threadId"`
-		TurnID   string `json:"turnId"`
-		ItemID   string `json:"itemId"`
-		Command  string `json:"command"`
-		Cwd      string `json:"cwd"`
-		Reason   string `json:"reason"`
+		ThreadID  string `json:"threadId"`
+		TurnID    string `json:"turnId"`
+		ItemID    string `json:"itemId"`
+		Command   string `json:"command"`
+		Cwd       string `json:"cwd"`
+		Reason    string `json:"reason"`
+		GrantRoot string `json:"grantRoot"`
+		Network   *struct {
+			Host string `json:"host"`
+		} `json:"networkApprovalContext"`
+		Extra json.RawMessage `json:"additionalPermissions"`
 	}
 	_ = json.Unmarshal(params, &p) // best effort: the handler still gets Raw
-	return ApprovalRequest{
+	req := ApprovalRequest{
 		Kind: kind, ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID,
-		Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Raw: params,
+		Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, GrantRoot: p.GrantRoot,
+		ExtraPermissions: extraPermissions(p.Extra), Raw: params,
 	}
+	if p.Network != nil {
+		// An empty host still asks for the network: never let it read as none.
+		req.Network = cmp.Or(p.Network.Host, "(unnamed host)")
+	}
+	return req
+}
+
+// extraPermissions reports whether additionalPermissions asks for
+// anything: null, {} and a profile of nulls ask for nothing.
+func extraPermissions(raw json.RawMessage) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return true // not a profile we can read: assume it widens
+	}
+	for _, v := range m {
+		if s := string(bytes.TrimSpace(v)); s != "null" && s != "{}" {
+			return true
+		}
+	}
+	return false
 }

@@ -24,7 +24,19 @@ type ApprovalRequest struct {
 	Kind                     string // "command" | "fileChange" | other method
 	ThreadID, TurnID, ItemID string
 	Command, Cwd, Reason     string
-	Raw                      json.RawMessage
+	// GrantRoot (a file change) asks for writes under this directory for
+	// the rest of the session.
+	GrantRoot string
+	// Files are the paths the file change writes, from its fileChange
+	// item (item/started); the request itself names none.
+	Files []FileChange
+	// Network is the host of a managed-network prompt (a command asking
+	// for network access the sandbox blocks).
+	Network string
+	// ExtraPermissions: the command asks for file-system or network
+	// permissions beyond the sandbox's (additionalPermissions).
+	ExtraPermissions bool
+	Raw              json.RawMessage
 }
 
 // Decision answers an approval request. Only the v2 strings are valid: the

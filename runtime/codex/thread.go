@@ -226,6 +226,9 @@ func (c *Client) routeEvent(cn *conn, method string, e *turnEvent) {
 		cn.resolveRequest(e.RequestID)
 	case method == "turn/completed" && e.Turn != nil:
 		cn.endTurnRequests(e.ThreadID, e.Turn.ID)
+		c.changes.forget(e.ThreadID)
+	case method == "item/started" || method == "item/completed":
+		c.changes.note(e.ThreadID, method == "item/started", e.Item)
 	}
 	if e.ThreadID == "" {
 		cn.log.Debug("codex.notification", zap.String("method", method))

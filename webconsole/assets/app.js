@@ -630,7 +630,10 @@ const decisionOutcomes = { accept: 'Allowed once', acceptForSession: 'Allowed fo
 
 function approvalNode(a) {
   const outcome = el('span', { class: 'outcome' });
-  const buttons = Object.entries(decisionLabels).map(([decision, label]) => el('button', {
+  // Only the decisions the gateway takes: one that widens the lane's
+  // boundary is allowed once, never for the session.
+  const offered = Object.entries(decisionLabels).filter(([d]) => !a.decisions || a.decisions.includes(d));
+  const buttons = offered.map(([decision, label]) => el('button', {
     type: 'button', class: 'decide-' + decision, onclick: async () => {
       buttons.forEach((b) => { b.disabled = true; });
       try {
@@ -643,9 +646,23 @@ function approvalNode(a) {
     },
   }, label));
   return el('div', { class: 'approval', dataset: { id: a.id } },
-    el('p', {}, a.kind === 'command' ? 'Codex asks to run ' : 'Codex asks to change files ',
-      a.command ? el('code', {}, a.command) : null, a.cwd ? ` in ${a.cwd}` : '', a.reason ? ` — ${a.reason}` : ''),
+    el('p', {}, a.kind === 'command' ? 'Codex asks to run a command:' : 'Codex asks to change files:'),
+    a.escalation ? el('p', { class: 'escalation' }, `It would ${a.escalation}: only an admin can allow it, once.`) : null,
+    // What the agent chose is text in a <pre>, never markup.
+    el('pre', {}, approvalDetails(a)),
     ...buttons, outcome);
+}
+
+function approvalDetails(a) {
+  const lines = [];
+  const add = (label, v) => { if (v) lines.push(label + v); };
+  add('command: ', a.command);
+  (a.files || []).forEach((f) => add('file:    ', f));
+  add('grant:   writes under ', a.grant_root);
+  add('network: ', a.network);
+  add('in:      ', a.cwd);
+  add('reason:  ', a.reason);
+  return lines.join('\n');
 }
 
 // questionNode shows one of Codex's question requests (Plan mode): each

@@ -141,7 +141,12 @@ type messageBody struct {
 	Content      *string           `json:"content"`
 	Components   []json.RawMessage `json:"components"`
 	Flags        int               `json:"flags"`
-	Reference    *struct {
+	// AllowedMentions is who the message may notify.
+	AllowedMentions *struct {
+		Parse []string `json:"parse"`
+		Users []string `json:"users"`
+	} `json:"allowed_mentions"`
+	Reference *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
 	files []Attachment // a multipart message's files[n] parts
@@ -209,6 +214,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, channelID
 	sent := SentMessage{ID: m.ID, ChannelID: channelID, Content: m.Content, ButtonIDs: buttonIDs(comps), Files: body.files,
 		Components: comps, ComponentsSent: body.Components != nil,
 		Silent: body.Flags&int(discordgo.MessageFlagsSuppressNotifications) != 0}
+	if am := body.AllowedMentions; am != nil {
+		sent.MentionsParsed, sent.MentionsUsers = am.Parse, am.Users
+	}
 	if len(comps) > 0 {
 		s.components[channelID+"/"+m.ID] = comps
 	}

@@ -39,6 +39,9 @@ type SentMessage struct {
 	ComponentsSent bool
 	Files          []Attachment // uploaded with the message (multipart)
 	Silent         bool         // sent with the SUPPRESS_NOTIFICATIONS flag
+	// MentionsParsed and MentionsUsers are its allowed_mentions: the
+	// kinds of mention parsed from the text, and the users it may notify.
+	MentionsParsed, MentionsUsers []string
 }
 
 // InteractionResponse is the bot's answer to an interaction.

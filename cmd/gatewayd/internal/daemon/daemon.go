@@ -314,7 +314,7 @@ func (d *daemon) buildGateway() error {
 		CodexHome:    CodexHome(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
-		Approvers: d.cfg.Codex.Approvers,
+		Approvers: d.cfg.Codex.Approvers, AllowEscalation: d.cfg.Codex.AllowEscalation,
 		Voice: gateway.VoiceConfig{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey, Model: d.cfg.Voice.Model,
 			Timeout: d.cfg.Voice.Timeout},
 		Admins:       map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins},

@@ -135,7 +135,8 @@ func warnIsolation(cfg *config.Config, log *zap.Logger) {
 			"codex.sandbox is danger-full-access: commands run unsandboxed, so lanes are not isolated from each other or from the daemon's files"))
 	case c.Approvals == config.ApprovalsChat:
 		log.Warn("isolation.partial", zap.String("key", "codex.approvals"), zap.String("reason",
-			"codex.approvals is chat: a command approved in chat (or a retry without the sandbox) runs outside the lane's confinement"))
+			"codex.approvals is chat: codex may rerun a command allowed in chat without the sandbox, unasked, when the sandbox stopped it "+
+				"(requests to leave the sandbox are declined unless codex.allow_escalation)"))
 	}
 }
 
