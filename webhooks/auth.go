@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,9 @@ func (d *delivery) authenticate(secret string, body []byte, now time.Time) (v ve
 	if ts == "" || id == "" {
 		return v, OutcomeSignature, "missing " + HeaderTimestamp + " or " + HeaderDelivery
 	}
+	if !gatewaydDeliveryID.MatchString(id) {
+		return v, OutcomeSignature, "malformed " + HeaderDelivery + " (1-128 of A-Z a-z 0-9 _ - :)"
+	}
 	if why := checkMAC(gatewaydSig, secret, signedContent(ts, id, body)); why != "" {
 		return v, OutcomeSignature, why
 	}
@@ -69,8 +73,13 @@ func (d *delivery) authenticate(secret string, body []byte, now time.Time) (v ve
 		return v, OutcomeStale, "timestamp " + age.Round(time.Second).String() + " from now, over max_age " + d.s.cfg.MaxAge.String()
 	}
 	// The timestamp and the id are signed: the id alone keys the turn.
-	return verified{id: deliveryID(id, body)}, "", ""
+	return verified{id: id}, "", ""
 }
+
+// gatewaydDeliveryID is what X-Gatewayd-Delivery may be. Without a dot,
+// TIMESTAMP.DELIVERY.BODY splits one way only: an id "a.2" signed over the
+// body "3" cannot be presented as the id "a" with the body "2.3".
+var gatewaydDeliveryID = regexp.MustCompile(`^[A-Za-z0-9_:-]{1,128}$`)
 
 // signedContent is what gatewayd's signature covers.
 func signedContent(timestamp, delivery string, body []byte) []byte {

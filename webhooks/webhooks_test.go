@@ -311,6 +311,9 @@ func TestSignatureRefusals(t *testing.T) {
 		{"gatewayd's with another timestamp", with(good(), HeaderTimestamp, strconv.FormatInt(now.Unix()-1, 10)), "mismatch"},
 		{"gatewayd's without a timestamp", with(good(), HeaderTimestamp, ""), "missing X-Gatewayd-Timestamp or X-Gatewayd-Delivery"},
 		{"gatewayd's without a delivery id", with(good(), HeaderDelivery, ""), "missing X-Gatewayd-Timestamp or X-Gatewayd-Delivery"},
+		// TIMESTAMP.a.2.3 would also be the id "a.2" and the body "3".
+		{"gatewayd's id with a dot", signedAt(secret, now, "a.2", "3"), "malformed X-Gatewayd-Delivery (1-128 of A-Z a-z 0-9 _ - :)"},
+		{"gatewayd's id too long", signedAt(secret, now, strings.Repeat("y", 129), body), "malformed X-Gatewayd-Delivery (1-128 of A-Z a-z 0-9 _ - :)"},
 		{"no prefix", with(good(), HeaderSignature, strings.TrimPrefix(good()[HeaderSignature], "sha256=")), "malformed"},
 		{"sha1", map[string]string{"X-Hub-Signature": "sha1=" + strings.Repeat("0", 40)}, "missing"},
 		{"not hex", map[string]string{HeaderGitHubSignature: "sha256=zz"}, "malformed"},
@@ -511,9 +514,9 @@ func TestDuplicates(t *testing.T) {
 	if code, _, _ := h.do(t, "POST", "/hooks/ci", other, github(other, "")); code != http.StatusAccepted {
 		t.Errorf("another body: %d", code)
 	}
-	// A delivery id too long, or with spaces, is hashed.
+	// A GitHub delivery id too long, or with spaces, is hashed.
 	long := strings.Repeat("y", 500)
-	if code, _, _ := h.do(t, "POST", "/hooks/ci", body, h.signed(body, long)); code != http.StatusAccepted {
+	if code, _, _ := h.do(t, "POST", "/hooks/ci", `{"build": 44}`, github(`{"build": 44}`, long)); code != http.StatusAccepted {
 		t.Errorf("long id: %d", code)
 	}
 	if id := h.gw.ran[3].ID; len(id) != len("hook:ci:")+64 {
