@@ -60,6 +60,9 @@ var keys = []key{
 	boolKey("api.metrics_public", false, func(c *Config) *bool { return &c.API.MetricsPublic }),
 
 	strKey("webhooks.listen", "", func(c *Config) *string { return &c.Webhooks.Listen }, optional(hostPort)),
+	durKey("webhooks.max_age", DefaultWebhookMaxAge.String(), func(c *Config) *time.Duration { return &c.Webhooks.MaxAge }, positive),
+	durKey("webhooks.replay_window", DefaultWebhookReplayWindow.String(), func(c *Config) *time.Duration { return &c.Webhooks.ReplayWindow }, positive),
+	intKey("webhooks.max_connections", DefaultWebhookMaxConnections, func(c *Config) *int { return &c.Webhooks.MaxConnections }, 1),
 	hookMapKey("webhooks.hooks", func(c *Config) *map[string]Hook { return &c.Webhooks.Hooks }),
 
 	secretKey("telegram.token", func(c *Config) *string { return &c.Telegram.Token }),

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 	"unicode/utf8"
 )
 
@@ -20,6 +21,15 @@ import (
 // HMAC secret, not the API token, authenticates a delivery.
 type Webhooks struct {
 	Listen string // host:port; "" = no listener
+	// MaxAge is how far a gatewayd-signed delivery's X-Gatewayd-Timestamp
+	// may be from now, either way (issue 39): an older capture is refused.
+	MaxAge time.Duration
+	// ReplayWindow is how long a GitHub-style body (signed alone) is
+	// remembered, so the same body under a new delivery id runs nothing.
+	ReplayWindow time.Duration
+	// MaxConnections bounds the listener's open connections; more wait
+	// in the kernel backlog.
+	MaxConnections int
 	// Hooks by name as configured (a file's names are read in lower case);
 	// nil when there are none. The URL of one is /hooks/NAME.
 	Hooks map[string]Hook
@@ -35,11 +45,22 @@ type Hook struct {
 	// TemplateText is its source.
 	Template     *template.Template
 	TemplateText string
+	// MaxPerMinute is how many authenticated deliveries the hook takes in
+	// any minute; past it they are answered 429 and run nothing.
+	MaxPerMinute int
 }
+
+// Defaults of the webhooks keys (issue 39).
+const (
+	DefaultWebhookMaxAge         = 5 * time.Minute
+	DefaultWebhookReplayWindow   = 24 * time.Hour
+	DefaultWebhookMaxConnections = 128
+	DefaultHookMaxPerMinute      = 30
+)
 
 // String redacts the secret, so %v of a Hook never leaks it.
 func (h Hook) String() string {
-	return fmt.Sprintf("{lane: %q, secret: %s, template: %q}", h.Lane, Redacted, h.TemplateText)
+	return fmt.Sprintf("{lane: %q, secret: %s, template: %q, max_per_minute: %d}", h.Lane, Redacted, h.TemplateText, h.MaxPerMinute)
 }
 
 // GoString is String, so %#v never leaks the secret either.
@@ -50,7 +71,7 @@ func (h Hook) GoString() string { return h.String() }
 var hookName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // hookFields are the keys of one hook entry.
-var hookFields = []string{"secret", "secret_file", "lane", "template"}
+var hookFields = []string{"secret", "secret_file", "lane", "template", "max_per_minute"}
 
 // MaxHookTemplateOutput bounds what a hook's template may render.
 const MaxHookTemplateOutput = 1 << 20
@@ -169,7 +190,15 @@ func decodeHook(key, name string, raw any) (Hook, error) {
 		return Hook{}, errors.Join(errs...)
 	}
 	h := Hook{Name: name, Secret: strings.TrimSpace(fields["secret"]), SecretFile: strings.TrimSpace(fields["secret_file"]),
-		Lane: strings.TrimSpace(fields["lane"]), TemplateText: fields["template"]}
+		Lane: strings.TrimSpace(fields["lane"]), TemplateText: fields["template"], MaxPerMinute: DefaultHookMaxPerMinute}
+	if v, ok := fields["max_per_minute"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			errs = append(errs, errorf(key+".max_per_minute", "must be a whole number of at least 1, got %q", v))
+		} else {
+			h.MaxPerMinute = n
+		}
+	}
 	if err := readSecretFile(key+".secret", &h.Secret, h.SecretFile); err != nil {
 		errs = append(errs, err)
 	} else if h.Secret == "" {
@@ -342,7 +371,7 @@ func showHooks(hooks map[string]Hook) string {
 		if h.SecretFile != "" {
 			secret = "secret_file: " + strconv.Quote(h.SecretFile)
 		}
-		parts[i] = fmt.Sprintf("%s: {lane: %q, %s, template: %q}", n, h.Lane, secret, h.TemplateText)
+		parts[i] = fmt.Sprintf("%s: {lane: %q, %s, template: %q, max_per_minute: %d}", n, h.Lane, secret, h.TemplateText, h.MaxPerMinute)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -16,14 +16,14 @@ const (
 	hookCaseEnv  = `{"gh": {"secret": "hook-s3cret", "lane": "v1:api:hooks", "template": "Build {{.build}} failed"}}`
 )
 
-var hookCaseWant = map[string]string{"gh": `lane=v1:api:hooks secret=hook-s3cret text="Build 42 failed"`}
+var hookCaseWant = map[string]string{"gh": `lane=v1:api:hooks secret=hook-s3cret per_minute=30 text="Build 42 failed"`}
 
-// hookSummary is what a hook amounts to: its lane, its secret and what its
-// template makes of {"build": 42}.
+// hookSummary is what a hook amounts to: its lane, its secret, its rate
+// limit and what its template makes of {"build": 42}.
 func hookSummary(c *Config) any {
 	out := map[string]string{}
 	for name, h := range c.Webhooks.Hooks {
-		out[name] = fmt.Sprintf("lane=%s secret=%s text=%q", h.Lane, h.Secret, render(h, `{"build": 42}`))
+		out[name] = fmt.Sprintf("lane=%s secret=%s per_minute=%d text=%q", h.Lane, h.Secret, h.MaxPerMinute, render(h, `{"build": 42}`))
 	}
 	return out
 }
@@ -58,14 +58,14 @@ func TestWebhookHooks(t *testing.T) {
 		{name: "empty section", file: "webhooks:\n  hooks:\n"},
 		{name: "yaml", file: "webhooks:\n  listen: 0.0.0.0:8788\n  hooks:\n    ci:\n      secret: " + secret +
 			"\n      lane: v1:telegram:dm:-100\n      template: |\n        Build {{.build}} failed\n",
-			want: map[string]string{"ci": `lane=v1:telegram:dm:-100 secret=` + secret + ` text="Build 42 failed\n"`}},
+			want: map[string]string{"ci": `lane=v1:telegram:dm:-100 secret=` + secret + ` per_minute=30 text="Build 42 failed\n"`}},
 		{name: "file names are read in lower case", file: "webhooks:\n  hooks:\n    GitHub:\n      secret: x\n      lane: v1:api:gh\n      template: b{{.build}}\n",
-			want: map[string]string{"github": `lane=v1:api:gh secret=x text="b42"`}},
+			want: map[string]string{"github": `lane=v1:api:gh secret=x per_minute=30 text="b42"`}},
 		{name: "secret_file", secretFile: "  from-file\n",
 			file: "webhooks:\n  hooks:\n    ci:\n      secret_file: SECRETDIR/secret\n      lane: v1:api:ci\n      template: x\n",
-			want: map[string]string{"ci": `lane=v1:api:ci secret=from-file text="x"`}},
+			want: map[string]string{"ci": `lane=v1:api:ci secret=from-file per_minute=30 text="x"`}},
 		{name: "env JSON", env: `{"CI": {"secret": "e", "lane": "v1:discord:thread:123", "template": "{{json .}}"}}`,
-			want: map[string]string{"CI": `lane=v1:discord:thread:123 secret=e text="{\"build\":42}"`}},
+			want: map[string]string{"CI": `lane=v1:discord:thread:123 secret=e per_minute=30 text="{\"build\":42}"`}},
 		{name: "env blank", env: "  "},
 		{name: "env not JSON", env: "ci=" + secret,
 			err: `config: webhooks.hooks: GATEWAYD_WEBHOOKS_HOOKS must be a JSON object {"NAME": {"secret": "...", "lane": "v1:...", "template": "..."}}, or set the hooks in the config file`},
@@ -105,7 +105,11 @@ func TestWebhookHooks(t *testing.T) {
 				`config: webhooks.hooks.ci.lane: invalid lane "nope" (a session key such as v1:api:NAME, v1:telegram:dm:ID or v1:discord:thread:ID)` + "\n" +
 				`config: webhooks.hooks.ci.template: required: the text of the turn, a Go template over the JSON body (e.g. "Build {{.build}} failed")`},
 		{name: "unknown field", file: "webhooks:\n  hooks:\n    ci:\n      secret: " + secret + "\n      lane: v1:api:ci\n      template: x\n      url: http://x\n",
-			err: `config: webhooks.hooks.ci.url: unknown key (a hook has secret, secret_file, lane, template)`},
+			err: `config: webhooks.hooks.ci.url: unknown key (a hook has secret, secret_file, lane, template, max_per_minute)`},
+		{name: "max_per_minute", file: "webhooks:\n  hooks:\n    ci:\n      secret: x\n      lane: v1:api:ci\n      template: x\n      max_per_minute: 5\n",
+			want: map[string]string{"ci": `lane=v1:api:ci secret=x per_minute=5 text="x"`}},
+		{name: "max_per_minute zero", file: "webhooks:\n  hooks:\n    ci:\n      secret: x\n      lane: v1:api:ci\n      template: x\n      max_per_minute: 0\n",
+			err: `config: webhooks.hooks.ci.max_per_minute: must be a whole number of at least 1, got "0"`},
 		{name: "bad name", file: "webhooks:\n  hooks:\n    my.hook:\n      secret: " + secret + "\n      lane: v1:api:ci\n      template: x\n",
 			err: `config: webhooks.hooks: invalid hook name "my.hook" (1-64 letters, digits, '_' or '-')`},
 		{name: "entry not a map", file: "webhooks:\n  hooks:\n    ci: " + secret + "\n",
@@ -183,8 +187,8 @@ func TestWebhookSecretsAreNotShown(t *testing.T) {
 		t.Fatalf("secrets not loaded: %q %q", cfg.Webhooks.Hooks["ci"].Secret, cfg.Webhooks.Hooks["gh"].Secret)
 	}
 	red := cfg.Redacted()
-	want := `webhooks.hooks: {ci: {lane: "v1:api:ci", secret: [redacted], template: "Build {{.build}}"}, ` +
-		`gh: {lane: "v1:telegram:dm:42", secret_file: "` + filepath.Join(dir, "secret") + `", template: "x"}}` + "\n"
+	want := `webhooks.hooks: {ci: {lane: "v1:api:ci", secret: [redacted], template: "Build {{.build}}", max_per_minute: 30}, ` +
+		`gh: {lane: "v1:telegram:dm:42", secret_file: "` + filepath.Join(dir, "secret") + `", template: "x", max_per_minute: 30}}` + "\n"
 	if !strings.Contains(red, want) || !strings.Contains(red, "webhooks.listen: \"0.0.0.0:8788\"\n") {
 		t.Errorf("Redacted lacks\n%s\n%s", want, red)
 	}

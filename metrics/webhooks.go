@@ -7,8 +7,8 @@ import "github.com/prometheus/client_golang/prometheus"
 func newWebhookDeliveries(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "webhook_deliveries_total",
-		Help: "Webhook deliveries by hook and outcome (accepted, duplicate, ping; refused: signature, unknown_hook, " +
-			"too_large, bad_body, template, lane, shutting_down, error).",
+		Help: "Webhook deliveries by hook and outcome (accepted, duplicate, ping; refused: signature, stale, unknown_hook, " +
+			"replay, rate_limited, too_large, bad_body, template, lane, shutting_down, error).",
 	}, []string{"hook", "outcome"})
 	reg.MustRegister(c)
 	return c

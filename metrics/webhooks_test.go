@@ -19,7 +19,7 @@ func TestWebhookDeliveries(t *testing.T) {
 	m.WebhookDelivery("github", "duplicate")
 	m.WebhookDelivery("", "unknown_hook")
 	want := `
-# HELP gatewayd_webhook_deliveries_total Webhook deliveries by hook and outcome (accepted, duplicate, ping; refused: signature, unknown_hook, too_large, bad_body, template, lane, shutting_down, error).
+# HELP gatewayd_webhook_deliveries_total Webhook deliveries by hook and outcome (accepted, duplicate, ping; refused: signature, stale, unknown_hook, replay, rate_limited, too_large, bad_body, template, lane, shutting_down, error).
 # TYPE gatewayd_webhook_deliveries_total counter
 gatewayd_webhook_deliveries_total{hook="",outcome="unknown_hook"} 1
 gatewayd_webhook_deliveries_total{hook="github",outcome="accepted"} 2

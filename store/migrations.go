@@ -350,6 +350,20 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules(next_at);
 CREATE INDEX schedules_lane ON schedules(session_key, id);
 `,
+	// 22: webhook bodies seen (issue 39). A GitHub-style delivery signs
+	// only its body, so a captured one could be sent again under a new
+	// delivery id: its body's SHA-256 is kept for webhooks.replay_window
+	// with the delivery id that first brought it, and older rows pruned.
+	`
+CREATE TABLE webhook_bodies (
+	hook        TEXT    NOT NULL,
+	body_sha256 TEXT    NOT NULL,
+	delivery_id TEXT    NOT NULL,
+	received_at INTEGER NOT NULL,
+	PRIMARY KEY (hook, body_sha256)
+) WITHOUT ROWID;
+CREATE INDEX webhook_bodies_by_age ON webhook_bodies(received_at);
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

@@ -255,6 +255,17 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules(next_at);
 CREATE INDEX schedules_lane ON schedules(session_key, id);
 `,
+	// 10: SQLite's 22, webhook bodies seen within webhooks.replay_window.
+	`
+CREATE TABLE webhook_bodies (
+	hook        TEXT COLLATE "C" NOT NULL,
+	body_sha256 TEXT COLLATE "C" NOT NULL,
+	delivery_id TEXT   NOT NULL,
+	received_at BIGINT NOT NULL,
+	PRIMARY KEY (hook, body_sha256)
+);
+CREATE INDEX webhook_bodies_by_age ON webhook_bodies(received_at);
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

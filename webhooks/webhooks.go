@@ -2,22 +2,27 @@
 // POSTs from GitHub, a CI system or anything that can compute an HMAC
 // start a turn in a configured lane.
 //
-// A delivery is POST /hooks/NAME with a JSON body. It must be signed with
-// the hook's secret: X-Hub-Signature-256 (GitHub's header) or
-// X-Gatewayd-Signature, each "sha256=" and the hex HMAC-SHA256 of the raw
-// body. The hook's template renders the decoded body into the turn's
-// text, which gateway.Trigger records once per delivery id
-// (X-GitHub-Delivery or X-Gatewayd-Delivery, else the body's SHA-256), so
-// a redelivery runs nothing.
+// A delivery is POST /hooks/NAME with a JSON body, signed with the hook's
+// secret (auth.go): gatewayd's X-Gatewayd-Signature over a timestamp, the
+// delivery id and the body, or GitHub's X-Hub-Signature-256 over the body.
+// The body is read (bounded, within the read timeout) and the signature
+// checked before the delivery takes one of MaxConcurrent slots, and the
+// listener serves at most MaxConnections connections, so slow or unsigned
+// senders cannot hold the slots a real delivery needs (issue 39). The
+// hook's template renders the decoded body into the turn's text, framed as
+// outside data (frame.go), which gateway.Trigger records once per delivery
+// id, so a redelivery runs nothing.
 //
 // Answers (JSON):
 //
 //	202 {"inbound_id": N, "duplicate": false}  accepted: the turn is queued
 //	200 {"inbound_id": N, "duplicate": true}   this delivery id ran before
 //	200 {"pong": true}                         GitHub's ping event (signed)
-//	400 the body is not JSON                   401 signature missing or wrong
-//	404 no such hook, or the lane is unknown   405 not a POST
+//	400 the body is not JSON                   401 no such hook, or signature missing, wrong or stale
+//	404 the lane is unknown                    405 not a POST
+//	409 this body ran under another delivery id within the replay window (GitHub's signature)
 //	413 the body is over the limit (1 MiB)     422 the template failed or rendered nothing
+//	429 the hook's max_per_minute is reached (Retry-After)
 //	503 gatewayd is shutting down              500 anything else (logged)
 //
 // Nothing runs unless the answer is 202.
@@ -26,16 +31,18 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
@@ -66,6 +73,9 @@ const (
 	OutcomePing      = "ping"
 	// Refusals: nothing ran.
 	OutcomeSignature    = "signature"
+	OutcomeStale        = "stale"  // gatewayd's timestamp is outside MaxAge
+	OutcomeReplay       = "replay" // a GitHub-signed body seen under another delivery id
+	OutcomeRateLimited  = "rate_limited"
 	OutcomeUnknownHook  = "unknown_hook"
 	OutcomeTooLarge     = "too_large"
 	OutcomeBadBody      = "bad_body"
@@ -81,6 +91,7 @@ const (
 	HeaderSignature       = "X-Gatewayd-Signature"
 	HeaderGitHubDelivery  = "X-GitHub-Delivery"
 	HeaderDelivery        = "X-Gatewayd-Delivery"
+	HeaderTimestamp       = "X-Gatewayd-Timestamp"
 	HeaderGitHubEvent     = "X-GitHub-Event"
 	signaturePrefix       = "sha256="
 )
@@ -94,6 +105,10 @@ const (
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultTriggerTimeout    = 30 * time.Second
 	DefaultMaxConcurrent     = 64
+	DefaultMaxAge            = config.DefaultWebhookMaxAge
+	DefaultReplayWindow      = config.DefaultWebhookReplayWindow
+	DefaultMaxConnections    = config.DefaultWebhookMaxConnections
+	DefaultMaxPerMinute      = config.DefaultHookMaxPerMinute
 )
 
 const (
@@ -103,20 +118,29 @@ const (
 
 // Hook is one configured hook.
 type Hook struct {
-	Name     string // the NAME of /hooks/NAME (matched ignoring case)
-	Secret   string // the HMAC-SHA256 key
-	Lane     string // the session key the turns run in
-	Template *template.Template
+	Name         string // the NAME of /hooks/NAME (matched ignoring case)
+	Secret       string // the HMAC-SHA256 key
+	Lane         string // the session key the turns run in
+	Template     *template.Template
+	MaxPerMinute int // authenticated deliveries taken in any minute; 0: DefaultMaxPerMinute
 }
 
 // HooksFrom converts the configuration's hooks, in name order.
 func HooksFrom(hooks map[string]config.Hook) []Hook {
 	out := make([]Hook, 0, len(hooks))
 	for _, h := range hooks {
-		out = append(out, Hook{Name: h.Name, Secret: h.Secret, Lane: h.Lane, Template: h.Template})
+		out = append(out, Hook{Name: h.Name, Secret: h.Secret, Lane: h.Lane, Template: h.Template, MaxPerMinute: h.MaxPerMinute})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Replays remembers GitHub-signed bodies: *store.Store.
+type Replays interface {
+	// ClaimWebhookBody reports whether hook may run a body with this
+	// SHA-256 under deliveryID: false when another delivery id brought it
+	// since `since`. It records the claim at now.
+	ClaimWebhookBody(ctx context.Context, hook, bodySHA256, deliveryID string, now, since time.Time) (bool, error)
 }
 
 // Config is what a Server needs. Zero durations and sizes take the
@@ -125,8 +149,10 @@ type Config struct {
 	Listen    string // host:port
 	Hooks     []Hook
 	Triggerer Triggerer
-	Observer  Observer    // nil: nothing is counted
-	Logger    *zap.Logger // nil: nothing is logged
+	Replays   Replays
+	Observer  Observer         // nil: nothing is counted
+	Logger    *zap.Logger      // nil: nothing is logged
+	Now       func() time.Time // nil: time.Now; what MaxAge, the rate limits and the log's bound read
 
 	MaxBodyBytes      int64
 	ReadHeaderTimeout time.Duration
@@ -134,17 +160,26 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	TriggerTimeout    time.Duration // recording one delivery
-	MaxConcurrent     int           // deliveries handled at once; more wait
+	MaxConcurrent     int           // authenticated deliveries handled at once; more wait
+	MaxConnections    int           // connections served at once; more wait in the kernel's backlog
+	MaxAge            time.Duration // how far X-Gatewayd-Timestamp may be from now, either way
+	ReplayWindow      time.Duration // how long a GitHub-signed body is remembered
 }
 
 // Server serves the hooks.
 type Server struct {
-	cfg   Config
-	hooks map[string]Hook // by lower-case name
-	log   *zap.Logger
-	obs   Observer
-	slots chan struct{}
-	srv   *http.Server
+	cfg     Config
+	hooks   map[string]Hook // by lower-case name
+	log     *zap.Logger
+	obs     Observer
+	slots   chan struct{}
+	srv     *http.Server
+	now     func() time.Time
+	rate    rateLimiter
+	refused *refusalLog
+	// decoy is the key an unknown hook's delivery is checked with, so it
+	// costs what a known one's does and its answer comes as late.
+	decoy string
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -159,8 +194,8 @@ func (nopObserver) WebhookDelivery(string, string) {}
 
 // New checks the hooks and builds the server; nothing listens yet.
 func New(cfg Config) (*Server, error) {
-	if cfg.Triggerer == nil {
-		return nil, errors.New("webhooks: no Triggerer")
+	if cfg.Triggerer == nil || cfg.Replays == nil {
+		return nil, errors.New("webhooks: no Triggerer or Replays")
 	}
 	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -169,11 +204,18 @@ func New(cfg Config) (*Server, error) {
 	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&cfg.TriggerTimeout, DefaultTriggerTimeout)
 	setDefault(&cfg.MaxConcurrent, DefaultMaxConcurrent)
+	setDefault(&cfg.MaxConnections, DefaultMaxConnections)
+	setDefault(&cfg.MaxAge, DefaultMaxAge)
+	setDefault(&cfg.ReplayWindow, DefaultReplayWindow)
 	s := &Server{cfg: cfg, hooks: make(map[string]Hook, len(cfg.Hooks)), log: cfg.Logger, obs: cfg.Observer,
-		slots: make(chan struct{}, cfg.MaxConcurrent), served: make(chan struct{})}
+		slots: make(chan struct{}, cfg.MaxConcurrent), served: make(chan struct{}), now: cfg.Now, decoy: rand.Text()}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.refused = &refusalLog{log: s.log, every: refusalLogInterval}
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
@@ -191,6 +233,7 @@ func New(cfg Config) (*Server, error) {
 		case h.Template == nil:
 			return nil, fmt.Errorf("webhooks: hook %q has no template", h.Name)
 		}
+		setDefault(&h.MaxPerMinute, DefaultMaxPerMinute)
 		s.hooks[key] = h
 	}
 	s.srv = &http.Server{
@@ -234,7 +277,7 @@ func (s *Server) Listen() error {
 		ln.Close()
 		return errors.New("webhooks: Listen called twice, or after Shutdown")
 	}
-	s.ln = ln
+	s.ln = newLimitListener(ln, s.cfg.MaxConnections)
 	return nil
 }
 
@@ -291,57 +334,86 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// serveHook handles one delivery.
+// serveHook handles one delivery. What is refused before the hook is
+// known (the method, the body's size) is refused alike for every name.
 func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	h, ok := s.hooks[strings.ToLower(name)]
-	if !ok {
-		s.obs.WebhookDelivery("", OutcomeUnknownHook)
-		s.log.Warn("webhooks.refused", zap.String("hook", clip(name)), zap.String("reason", OutcomeUnknownHook),
-			zap.String("remote", r.RemoteAddr))
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook %q", clip(name)))
-		return
-	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "deliveries are POSTs")
 		return
 	}
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	case <-r.Context().Done():
-		return
-	}
-	d := delivery{s: s, h: h, w: w, r: r}
+	name := r.PathValue("name")
+	h, known := s.hooks[strings.ToLower(name)]
+	d := &delivery{s: s, h: h, known: known, name: name, w: w, r: r}
 	d.handle()
 }
 
-// delivery is one POST to a known hook.
+// delivery is one POST to /hooks/NAME.
 type delivery struct {
-	s *Server
-	h Hook
-	w http.ResponseWriter
-	r *http.Request
+	s     *Server
+	h     Hook // the zero Hook when known is false
+	known bool
+	name  string // as requested
+	w     http.ResponseWriter
+	r     *http.Request
 }
 
-func (d delivery) handle() {
+// handle reads and authenticates the delivery, then, holding a slot,
+// renders and records it. Until it is authentic it holds nothing shared.
+func (d *delivery) handle() {
 	body, ok := d.readBody()
 	if !ok {
 		return
 	}
-	if why := d.checkSignature(body); why != "" {
-		d.refuse(OutcomeSignature, http.StatusUnauthorized, "signature "+why+
-			": sign the raw body with the hook's secret, "+HeaderGitHubSignature+" or "+HeaderSignature+": sha256=<hex HMAC-SHA256>",
-			zap.String("detail", why))
+	v, ok := d.authentic(body)
+	if !ok {
 		return
 	}
 	if d.r.Header.Get(HeaderGitHubEvent) == "ping" {
 		d.s.obs.WebhookDelivery(d.h.Name, OutcomePing)
-		d.s.log.Info("webhooks.ping", zap.String("hook", d.h.Name), zap.String("delivery", clip(d.deliveryHeader())))
+		d.s.log.Info("webhooks.ping", zap.String("hook", d.h.Name), zap.String("delivery", clip(v.id)))
 		writeJSON(d.w, http.StatusOK, map[string]bool{"pong": true})
 		return
 	}
+	if wait, ok := d.s.rate.take(d.h.Name, d.h.MaxPerMinute, d.s.now()); !ok {
+		d.w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		d.refuse(OutcomeRateLimited, http.StatusTooManyRequests,
+			fmt.Sprintf("hook %s took %d deliveries in the last minute (its max_per_minute); deliver again later", d.h.Name, d.h.MaxPerMinute))
+		return
+	}
+	select {
+	case d.s.slots <- struct{}{}:
+		defer func() { <-d.s.slots }()
+	case <-d.r.Context().Done():
+		return
+	}
+	text, ok := d.render(body)
+	if !ok || !d.claimBody(v, body) {
+		return
+	}
+	d.trigger(frame(d.h.Name, text), v.id)
+}
+
+// authentic checks the signature, or refuses the delivery with the one
+// answer an unknown hook gets too.
+func (d *delivery) authentic(body []byte) (verified, bool) {
+	secret := d.h.Secret
+	if !d.known {
+		secret = d.s.decoy
+	}
+	v, outcome, detail := d.authenticate(secret, body, d.s.now())
+	if !d.known {
+		outcome, detail = OutcomeUnknownHook, "no hook "+strconv.Quote(clip(d.name))
+	}
+	if outcome != "" {
+		d.refuse(outcome, http.StatusUnauthorized, unauthorized, zap.String("detail", detail))
+		return verified{}, false
+	}
+	return v, true
+}
+
+// render decodes the body and runs the hook's template over it.
+func (d *delivery) render(body []byte) (string, bool) {
 	value, err := decodeJSON(body)
 	if err != nil {
 		msg := "the body is not JSON: " + err.Error()
@@ -349,18 +421,45 @@ func (d delivery) handle() {
 			msg += fmt.Sprintf(" (Content-Type is %q: send application/json; on GitHub set the webhook's content type to application/json)", clip(ct))
 		}
 		d.refuse(OutcomeBadBody, http.StatusBadRequest, msg)
-		return
+		return "", false
 	}
 	text, err := render(d.h.Template, value)
 	if err != nil {
 		d.refuse(OutcomeTemplate, http.StatusUnprocessableEntity, err.Error())
-		return
+		return "", false
 	}
-	d.trigger(text, deliveryID(d.deliveryHeader(), body))
+	return text, true
 }
 
-// readBody reads the body up to the limit; a larger one is refused.
-func (d delivery) readBody() ([]byte, bool) {
+// claimBody refuses a GitHub-signed body that ran under another delivery
+// id within the replay window: its id is not signed, so a captured
+// delivery with a new id is otherwise a new delivery.
+func (d *delivery) claimBody(v verified, body []byte) bool {
+	if !v.bodyOnly {
+		return true
+	}
+	sum := sha256.Sum256(body)
+	now := d.s.now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.r.Context()), d.s.cfg.TriggerTimeout)
+	defer cancel()
+	fresh, err := d.s.cfg.Replays.ClaimWebhookBody(ctx, d.h.Name, hex.EncodeToString(sum[:]), v.id, now, now.Add(-d.s.cfg.ReplayWindow))
+	switch {
+	case err != nil:
+		d.s.obs.WebhookDelivery(d.h.Name, OutcomeError)
+		d.s.log.Error("webhooks.replay_check_failed", zap.String("hook", d.h.Name), zap.Error(err))
+		writeError(d.w, http.StatusInternalServerError, "internal error: the delivery was not recorded; deliver again later")
+		return false
+	case !fresh:
+		d.refuse(OutcomeReplay, http.StatusConflict, "this body was delivered under another delivery id within the replay window; "+
+			"nothing runs (a sender whose bodies repeat signs with "+HeaderSignature+")")
+		return false
+	}
+	return true
+}
+
+// readBody reads the body up to the limit; a larger one is refused. The
+// server's ReadTimeout bounds how long a sender may take over it.
+func (d *delivery) readBody() ([]byte, bool) {
 	limit := d.s.cfg.MaxBodyBytes
 	tooLarge := func() ([]byte, bool) {
 		d.refuse(OutcomeTooLarge, http.StatusRequestEntityTooLarge,
@@ -382,44 +481,9 @@ func (d delivery) readBody() ([]byte, bool) {
 	return body, true
 }
 
-// checkSignature explains what is wrong with the delivery's signatures,
-// "" when every one given matches and there is at least one.
-func (d delivery) checkSignature(body []byte) string {
-	mac := hmac.New(sha256.New, []byte(d.h.Secret))
-	mac.Write(body)
-	want := mac.Sum(nil)
-	given := 0
-	for _, header := range []string{HeaderGitHubSignature, HeaderSignature} {
-		v := strings.TrimSpace(d.r.Header.Get(header))
-		if v == "" {
-			continue
-		}
-		given++
-		hexSig, ok := strings.CutPrefix(v, signaturePrefix)
-		got, err := hex.DecodeString(hexSig)
-		if !ok || err != nil || len(got) != sha256.Size {
-			return "malformed"
-		}
-		if !hmac.Equal(got, want) {
-			return "mismatch"
-		}
-	}
-	if given == 0 {
-		return "missing"
-	}
-	return ""
-}
-
-func (d delivery) deliveryHeader() string {
-	if id := strings.TrimSpace(d.r.Header.Get(HeaderGitHubDelivery)); id != "" {
-		return id
-	}
-	return strings.TrimSpace(d.r.Header.Get(HeaderDelivery))
-}
-
 // trigger hands the rendered text to the gateway. The request's end does
 // not cancel it: a delivery half recorded helps nobody.
-func (d delivery) trigger(text, id string) {
+func (d *delivery) trigger(text, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.r.Context()), d.s.cfg.TriggerTimeout)
 	defer cancel()
 	inboundID, dup, err := d.s.cfg.Triggerer.Trigger(ctx, gateway.Trigger{
@@ -450,12 +514,17 @@ func (d delivery) trigger(text, id string) {
 	}
 }
 
-// refuse answers a delivery that runs nothing, counts and logs it. The
-// log has the hook's name and the reason, never its secret.
-func (d delivery) refuse(outcome string, code int, msg string, fields ...zap.Field) {
+// refuse answers a delivery that runs nothing, and counts it; the log
+// gets at most a line a minute per hook (refusalLog). The log has the
+// hook's name and the reason, never its secret.
+func (d *delivery) refuse(outcome string, code int, msg string, fields ...zap.Field) {
 	d.s.obs.WebhookDelivery(d.h.Name, outcome)
-	d.s.log.Warn("webhooks.refused", append([]zap.Field{zap.String("hook", d.h.Name), zap.String("reason", outcome),
-		zap.Int("status", code), zap.String("remote", d.r.RemoteAddr)}, fields...)...)
+	hook := d.h.Name
+	if !d.known {
+		hook = clip(d.name)
+	}
+	d.s.refused.warn(d.h.Name, d.s.now(), append([]zap.Field{zap.String("hook", hook), zap.String("reason", outcome),
+		zap.Int("status", code), zap.String("remote", d.r.RemoteAddr)}, fields...))
 	writeError(d.w, code, msg)
 }
 

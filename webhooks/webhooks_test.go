@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 const secret = "s3cret-hmac-key-never-shown"
@@ -78,10 +81,41 @@ func (o *countingObserver) outcomes() []string {
 }
 
 type harness struct {
-	srv  *Server
-	gw   *fakeGateway
-	obs  *countingObserver
-	logs *observer.ObservedLogs
+	srv   *Server
+	gw    *fakeGateway
+	obs   *countingObserver
+	logs  *observer.ObservedLogs
+	clock *testClock
+	ids   int // deliveries signed by next
+}
+
+// testClock is the server's clock: the tests move it.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// openStore is a real SQLite store, the Replays the daemon passes.
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func hook(t *testing.T, name, lane, tmpl string) Hook {
@@ -96,7 +130,8 @@ func hook(t *testing.T, name, lane, tmpl string) Hook {
 func newHarness(t *testing.T, mod func(*Config)) *harness {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
-	h := &harness{gw: &fakeGateway{}, obs: &countingObserver{}, logs: logs}
+	h := &harness{gw: &fakeGateway{}, obs: &countingObserver{}, logs: logs,
+		clock: &testClock{t: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)}}
 	cfg := Config{
 		Listen: "127.0.0.1:0",
 		Hooks: []Hook{
@@ -105,7 +140,7 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 			hook(t, "funcs", "v1:api:hooks", `{{truncate .n .text}}`),
 			hook(t, "blank", "v1:api:hooks", `{{if .x}}x{{end}}  `),
 		},
-		Triggerer: h.gw, Observer: h.obs, Logger: zap.New(core),
+		Triggerer: h.gw, Replays: openStore(t), Observer: h.obs, Logger: zap.New(core), Now: h.clock.Now,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -119,8 +154,50 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	return h
 }
 
+// sign is GitHub's signature of body with the hooks' secret.
 func sign(body string) string {
 	return signWith(secret, body)
+}
+
+// signed is gatewayd's headers for body as delivery id, timestamped now.
+func (h *harness) signed(body, id string) map[string]string {
+	return signedAt(secret, h.clock.Now(), id, body)
+}
+
+// next is signed with a delivery id of its own.
+func (h *harness) next(body string) map[string]string {
+	h.ids++
+	return h.signed(body, fmt.Sprint("d", h.ids))
+}
+
+func signedAt(key string, at time.Time, id, body string) map[string]string {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	return map[string]string{HeaderSignature: Sign(key, ts, id, []byte(body)), HeaderTimestamp: ts, HeaderDelivery: id}
+}
+
+// github is GitHub's headers for body, with delivery id id when not "".
+func github(body, id string) map[string]string {
+	hdr := map[string]string{HeaderGitHubSignature: sign(body)}
+	if id != "" {
+		hdr[HeaderGitHubDelivery] = id
+	}
+	return hdr
+}
+
+// unframe checks that text is framed as outside data from hook and
+// returns what the frame holds.
+func unframe(t *testing.T, hook, text string) string {
+	t.Helper()
+	head, rest, ok := strings.Cut(text, "\n<<<WEBHOOK DATA ")
+	if !ok || !strings.HasPrefix(head, FramePreamble(hook)) {
+		t.Fatalf("text %q is not framed as hook %s's data", text, hook)
+	}
+	token, rest, _ := strings.Cut(rest, ">>>\n")
+	data, ok := strings.CutSuffix(rest, "\n<<<END WEBHOOK DATA "+token+">>>")
+	if !ok || !strings.Contains(head, token) {
+		t.Fatalf("text %q does not end its frame", text)
+	}
+	return data
 }
 
 func signWith(key, body string) string {
@@ -163,18 +240,20 @@ func (h *harness) checkNoSecret(t *testing.T) {
 	}
 }
 
-func TestAcceptedWithEitherHeader(t *testing.T) {
+func TestAcceptedWithEitherSignature(t *testing.T) {
 	h := newHarness(t, nil)
-	body := `{"build": 42}`
-	for i, header := range []string{HeaderGitHubSignature, HeaderSignature} {
-		code, ans, _ := h.do(t, "POST", "/hooks/ci", body, map[string]string{header: sign(body), HeaderDelivery: fmt.Sprint("d", i)})
+	for i, hdr := range []map[string]string{github(`{"build": 42}`, "d0"), h.signed(`{"build": 43}`, "d1")} {
+		code, ans, _ := h.do(t, "POST", "/hooks/ci", fmt.Sprintf(`{"build": %d}`, 42+i), hdr)
 		if code != http.StatusAccepted || ans["duplicate"] != false || ans["inbound_id"] != float64(100+i) {
-			t.Fatalf("%s: %d %v, want 202 with the inbound id", header, code, ans)
+			t.Fatalf("delivery %d: %d %v, want 202 with the inbound id", i, code, ans)
 		}
 	}
-	want := gateway.Trigger{Lane: "v1:api:hooks", ID: "hook:ci:d0", Text: "Build 42 failed", Origin: "🪝 ci",
-		SenderID: "hook:ci", SenderName: "webhook ci"}
-	if got := h.gw.ran[0]; got != want {
+	want := gateway.Trigger{Lane: "v1:api:hooks", ID: "hook:ci:d0", Origin: "🪝 ci", SenderID: "hook:ci", SenderName: "webhook ci"}
+	got := h.gw.ran[0]
+	if text := unframe(t, "ci", got.Text); text != "Build 42 failed" {
+		t.Errorf("framed text %q", text)
+	}
+	if got.Text = ""; got != want {
 		t.Errorf("trigger %+v,\n want %+v", got, want)
 	}
 	if got := h.gw.ran[1].ID; got != "hook:ci:d1" {
@@ -193,13 +272,14 @@ func TestAcceptedWithEitherHeader(t *testing.T) {
 func TestGitHubDelivery(t *testing.T) {
 	h := newHarness(t, nil)
 	body := `{"action": "opened", "pull_request": {"title": "Fix it"}}`
-	code, ans, _ := h.do(t, "POST", "/hooks/github", body, map[string]string{HeaderGitHubSignature: sign(body),
-		HeaderGitHubDelivery: "72d3162e-cc78-11e3-81ab-4c9367dc0958", HeaderGitHubEvent: "pull_request"})
+	hdr := github(body, "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+	hdr[HeaderGitHubEvent] = "pull_request"
+	code, ans, _ := h.do(t, "POST", "/hooks/github", body, hdr)
 	if code != http.StatusAccepted {
 		t.Fatalf("%d %v", code, ans)
 	}
 	got := h.gw.ran[0]
-	if got.ID != "hook:GitHub:72d3162e-cc78-11e3-81ab-4c9367dc0958" || got.Text != "opened Fix it" || got.Lane != "v1:telegram:dm:42" ||
+	if got.ID != "hook:GitHub:72d3162e-cc78-11e3-81ab-4c9367dc0958" || unframe(t, "GitHub", got.Text) != "opened Fix it" || got.Lane != "v1:telegram:dm:42" ||
 		got.Origin != "🪝 GitHub" {
 		t.Errorf("trigger %+v", got)
 	}
@@ -207,6 +287,16 @@ func TestGitHubDelivery(t *testing.T) {
 
 func TestSignatureRefusals(t *testing.T) {
 	body := `{"build": 42}`
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC) // the harness's clock
+	ts := strconv.FormatInt(now.Unix(), 10)
+	with := func(hdr map[string]string, k, v string) map[string]string {
+		hdr[k] = v
+		if v == "" {
+			delete(hdr, k)
+		}
+		return hdr
+	}
+	good := func() map[string]string { return signedAt(secret, now, "d1", body) }
 	tests := []struct {
 		name   string
 		hdr    map[string]string
@@ -214,21 +304,30 @@ func TestSignatureRefusals(t *testing.T) {
 	}{
 		{"missing", nil, "missing"},
 		{"wrong secret", map[string]string{HeaderGitHubSignature: signWith("other", body)}, "mismatch"},
-		{"signature of another body", map[string]string{HeaderSignature: sign(`{"build": 43}`)}, "mismatch"},
-		{"no prefix", map[string]string{HeaderSignature: strings.TrimPrefix(sign(body), "sha256=")}, "malformed"},
+		{"gatewayd's, wrong secret", signedAt("other", now, "d1", body), "mismatch"},
+		{"gatewayd's of another body", with(good(), HeaderSignature, Sign(secret, ts, "d1", []byte(`{"build": 43}`))), "mismatch"},
+		{"gatewayd's over the body alone", with(good(), HeaderSignature, sign(body)), "mismatch"},
+		{"gatewayd's with another delivery id", with(good(), HeaderDelivery, "d2"), "mismatch"},
+		{"gatewayd's with another timestamp", with(good(), HeaderTimestamp, strconv.FormatInt(now.Unix()-1, 10)), "mismatch"},
+		{"gatewayd's without a timestamp", with(good(), HeaderTimestamp, ""), "missing X-Gatewayd-Timestamp or X-Gatewayd-Delivery"},
+		{"gatewayd's without a delivery id", with(good(), HeaderDelivery, ""), "missing X-Gatewayd-Timestamp or X-Gatewayd-Delivery"},
+		// TIMESTAMP.a.2.3 would also be the id "a.2" and the body "3".
+		{"gatewayd's id with a dot", signedAt(secret, now, "a.2", "3"), "malformed X-Gatewayd-Delivery (1-128 of A-Z a-z 0-9 _ - :)"},
+		{"gatewayd's id too long", signedAt(secret, now, strings.Repeat("y", 129), body), "malformed X-Gatewayd-Delivery (1-128 of A-Z a-z 0-9 _ - :)"},
+		{"no prefix", with(good(), HeaderSignature, strings.TrimPrefix(good()[HeaderSignature], "sha256=")), "malformed"},
 		{"sha1", map[string]string{"X-Hub-Signature": "sha1=" + strings.Repeat("0", 40)}, "missing"},
 		{"not hex", map[string]string{HeaderGitHubSignature: "sha256=zz"}, "malformed"},
 		{"short", map[string]string{HeaderGitHubSignature: sign(body)[:20]}, "malformed"},
-		{"one of two wrong", map[string]string{HeaderGitHubSignature: sign(body), HeaderSignature: signWith("other", body)}, "mismatch"},
-		{"the secret itself", map[string]string{HeaderSignature: "sha256=" + secret}, "malformed"},
+		{"one of two wrong", with(good(), HeaderGitHubSignature, signWith("other", body)), "mismatch"},
+		{"the secret itself", map[string]string{HeaderGitHubSignature: "sha256=" + secret}, "malformed"},
 		{"ping unsigned", map[string]string{HeaderGitHubEvent: "ping"}, "missing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			code, ans, _ := h.do(t, "POST", "/hooks/ci", body, tc.hdr)
-			if code != http.StatusUnauthorized || !strings.HasPrefix(fmt.Sprint(ans["error"]), "signature "+tc.detail) {
-				t.Errorf("%d %v, want 401 signature %s", code, ans, tc.detail)
+			if code != http.StatusUnauthorized || ans["error"] != unauthorized {
+				t.Errorf("%d %v, want 401 %q", code, ans, unauthorized)
 			}
 			if calls, _ := h.gw.counts(); calls != 0 {
 				t.Errorf("the gateway was called %d times", calls)
@@ -244,28 +343,28 @@ func TestSignatureRefusals(t *testing.T) {
 	}
 }
 
-func TestUnknownHookAndMethods(t *testing.T) {
+// Paths that are not /hooks/NAME are 404; a method other than POST is 405
+// for every name, known or not, so neither tells which hooks exist.
+func TestUnknownPathsAndMethods(t *testing.T) {
 	h := newHarness(t, nil)
 	body := `{"build": 42}`
-	code, ans, _ := h.do(t, "POST", "/hooks/nope", body, map[string]string{HeaderSignature: sign(body)})
-	if code != http.StatusNotFound || ans["error"] != `no hook "nope"` {
-		t.Errorf("unknown hook: %d %v", code, ans)
-	}
 	for _, path := range []string{"/", "/hooks/", "/hooks/ci/x", "/healthz"} {
-		if code, _, _ := h.do(t, "POST", path, body, map[string]string{HeaderSignature: sign(body)}); code != http.StatusNotFound {
+		if code, _, _ := h.do(t, "POST", path, body, h.next(body)); code != http.StatusNotFound {
 			t.Errorf("POST %s: %d, want 404", path, code)
 		}
 	}
 	for _, m := range []string{"GET", "PUT", "DELETE"} {
-		code, _, hdr := h.do(t, m, "/hooks/ci", body, map[string]string{HeaderSignature: sign(body)})
-		if code != http.StatusMethodNotAllowed || hdr.Get("Allow") != "POST" {
-			t.Errorf("%s: %d Allow %q, want 405 POST", m, code, hdr.Get("Allow"))
+		for _, path := range []string{"/hooks/ci", "/hooks/nope"} {
+			code, _, hdr := h.do(t, m, path, body, h.next(body))
+			if code != http.StatusMethodNotAllowed || hdr.Get("Allow") != "POST" {
+				t.Errorf("%s %s: %d Allow %q, want 405 POST", m, path, code, hdr.Get("Allow"))
+			}
 		}
 	}
 	if calls, _ := h.gw.counts(); calls != 0 {
 		t.Errorf("the gateway was called %d times", calls)
 	}
-	if got := h.obs.outcomes(); strings.Join(got, " ") != "/unknown_hook" {
+	if got := h.obs.outcomes(); len(got) != 0 {
 		t.Errorf("outcomes %v", got)
 	}
 }
@@ -273,14 +372,14 @@ func TestUnknownHookAndMethods(t *testing.T) {
 func TestBodyLimit(t *testing.T) {
 	h := newHarness(t, nil)
 	big := `{"build": "` + strings.Repeat("x", DefaultMaxBodyBytes) + `"}`
-	code, ans, _ := h.do(t, "POST", "/hooks/ci", big, map[string]string{HeaderSignature: sign(big)})
+	code, ans, _ := h.do(t, "POST", "/hooks/ci", big, github(big, ""))
 	if code != http.StatusRequestEntityTooLarge || ans["error"] != "the body is larger than 1048576 bytes" {
 		t.Errorf("over 1 MiB: %d %v", code, ans)
 	}
 	// Without a Content-Length (chunked) the read stops at the limit.
 	req := httptest.NewRequest("POST", "/hooks/ci", io.MultiReader(strings.NewReader(big)))
 	req.ContentLength = -1
-	req.Header.Set(HeaderSignature, sign(big))
+	req.Header.Set(HeaderGitHubSignature, sign(big))
 	rec := httptest.NewRecorder()
 	h.srv.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusRequestEntityTooLarge {
@@ -291,7 +390,7 @@ func TestBodyLimit(t *testing.T) {
 	}
 	// Exactly at the limit is fine.
 	at := `{"build": "` + strings.Repeat("x", DefaultMaxBodyBytes-len(`{"build": ""}`)) + `"}`
-	if code, ans, _ := h.do(t, "POST", "/hooks/ci", at, map[string]string{HeaderSignature: sign(at)}); code != http.StatusAccepted {
+	if code, ans, _ := h.do(t, "POST", "/hooks/ci", at, h.next(at)); code != http.StatusAccepted {
 		t.Errorf("at 1 MiB: %d %v", code, ans)
 	}
 	if got := h.obs.outcomes(); strings.Join(got, " ") != "ci/too_large ci/too_large ci/accepted" {
@@ -313,7 +412,9 @@ func TestBadBodies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			code, ans, _ := h.do(t, "POST", "/hooks/ci", tc.body, map[string]string{HeaderSignature: sign(tc.body), "Content-Type": tc.contentType})
+			hdr := h.next(tc.body)
+			hdr["Content-Type"] = tc.contentType
+			code, ans, _ := h.do(t, "POST", "/hooks/ci", tc.body, hdr)
 			if code != http.StatusBadRequest || ans["error"] != tc.want {
 				t.Errorf("%d %v, want 400 %q", code, ans, tc.want)
 			}
@@ -333,10 +434,10 @@ func TestAnyJSONValue(t *testing.T) {
 		c.Hooks = append(c.Hooks, hook(t, "list", "v1:api:hooks", `{{range .}}{{.}},{{end}}`))
 	})
 	body := `[1, "two", 98765432101]`
-	if code, ans, _ := h.do(t, "POST", "/hooks/list", body, map[string]string{HeaderSignature: sign(body)}); code != http.StatusAccepted {
+	if code, ans, _ := h.do(t, "POST", "/hooks/list", body, h.next(body)); code != http.StatusAccepted {
 		t.Fatalf("%d %v", code, ans)
 	}
-	if got := h.gw.ran[0].Text; got != "1,two,98765432101," {
+	if got := unframe(t, "list", h.gw.ran[0].Text); got != "1,two,98765432101," {
 		t.Errorf("text %q", got)
 	}
 }
@@ -362,7 +463,7 @@ func TestTemplateFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			code, ans, _ := h.do(t, "POST", "/hooks/"+tc.hook, tc.body, map[string]string{HeaderSignature: sign(tc.body)})
+			code, ans, _ := h.do(t, "POST", "/hooks/"+tc.hook, tc.body, h.next(tc.body))
 			if code != http.StatusUnprocessableEntity || ans["error"] != tc.want {
 				t.Errorf("%d %v,\n want 422 %q", code, ans, tc.want)
 			}
@@ -378,7 +479,7 @@ func TestTemplateOutputBounded(t *testing.T) {
 		c.Hooks = append(c.Hooks, hook(t, "loop", "v1:api:hooks", `{{range .}}{{range $}}{{json $}}{{end}}{{end}}`))
 	})
 	body := "[" + strings.Repeat(`"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",`, 2000) + `"x"]`
-	code, ans, _ := h.do(t, "POST", "/hooks/loop", body, map[string]string{HeaderSignature: sign(body)})
+	code, ans, _ := h.do(t, "POST", "/hooks/loop", body, h.next(body))
 	if code != http.StatusUnprocessableEntity || ans["error"] != "the template's output is larger than 1048576 bytes" {
 		t.Errorf("%d %v", code, ans)
 	}
@@ -387,7 +488,7 @@ func TestTemplateOutputBounded(t *testing.T) {
 func TestDuplicates(t *testing.T) {
 	h := newHarness(t, nil)
 	body := `{"build": 42}`
-	hdr := map[string]string{HeaderSignature: sign(body), HeaderDelivery: "d1"}
+	hdr := h.signed(body, "d1")
 	code, first, _ := h.do(t, "POST", "/hooks/ci", body, hdr)
 	if code != http.StatusAccepted {
 		t.Fatalf("first: %d %v", code, first)
@@ -396,9 +497,9 @@ func TestDuplicates(t *testing.T) {
 	if code != http.StatusOK || again["duplicate"] != true || again["inbound_id"] != first["inbound_id"] {
 		t.Errorf("repeat: %d %v, want 200 duplicate with id %v", code, again, first["inbound_id"])
 	}
-	// Without a delivery id the body's hash is the id: an exact resend is
-	// a duplicate, another body is not.
-	plain := map[string]string{HeaderSignature: sign(body)}
+	// GitHub's signature without a delivery id: the body's hash is the id,
+	// so an exact resend is a duplicate, another body is not.
+	plain := github(body, "")
 	if code, _, _ := h.do(t, "POST", "/hooks/ci", body, plain); code != http.StatusAccepted {
 		t.Errorf("no delivery id, first: %d", code)
 	}
@@ -410,12 +511,12 @@ func TestDuplicates(t *testing.T) {
 		t.Errorf("id without a delivery header %q, want %q", got, want)
 	}
 	other := `{"build": 43}`
-	if code, _, _ := h.do(t, "POST", "/hooks/ci", other, map[string]string{HeaderSignature: sign(other)}); code != http.StatusAccepted {
+	if code, _, _ := h.do(t, "POST", "/hooks/ci", other, github(other, "")); code != http.StatusAccepted {
 		t.Errorf("another body: %d", code)
 	}
-	// A delivery id too long, or with spaces, is hashed.
+	// A GitHub delivery id too long, or with spaces, is hashed.
 	long := strings.Repeat("y", 500)
-	if code, _, _ := h.do(t, "POST", "/hooks/ci", body, map[string]string{HeaderSignature: sign(body), HeaderDelivery: long}); code != http.StatusAccepted {
+	if code, _, _ := h.do(t, "POST", "/hooks/ci", `{"build": 44}`, github(`{"build": 44}`, long)); code != http.StatusAccepted {
 		t.Errorf("long id: %d", code)
 	}
 	if id := h.gw.ran[3].ID; len(id) != len("hook:ci:")+64 {
@@ -449,7 +550,7 @@ func TestGatewayErrors(t *testing.T) {
 			h := newHarness(t, nil)
 			h.gw.err = tc.err
 			body := `{"build": 42}`
-			code, ans, hdr := h.do(t, "POST", "/hooks/ci", body, map[string]string{HeaderSignature: sign(body)})
+			code, ans, hdr := h.do(t, "POST", "/hooks/ci", body, h.next(body))
 			if code != tc.code || ans["error"] != tc.want {
 				t.Errorf("%d %v, want %d %q", code, ans, tc.code, tc.want)
 			}
@@ -472,8 +573,9 @@ func TestGatewayErrors(t *testing.T) {
 func TestPing(t *testing.T) {
 	h := newHarness(t, nil)
 	body := `{"zen": "Keep it logically awesome.", "hook_id": 1}`
-	code, ans, _ := h.do(t, "POST", "/hooks/GITHUB", body, map[string]string{HeaderGitHubSignature: sign(body),
-		HeaderGitHubEvent: "ping", HeaderGitHubDelivery: "p1"})
+	hdr := github(body, "p1")
+	hdr[HeaderGitHubEvent] = "ping"
+	code, ans, _ := h.do(t, "POST", "/hooks/GITHUB", body, hdr)
 	if code != http.StatusOK || ans["pong"] != true {
 		t.Errorf("ping: %d %v", code, ans)
 	}
@@ -500,12 +602,15 @@ func TestNewChecksHooks(t *testing.T) {
 		{"no name", []Hook{{Secret: "s", Lane: "l", Template: tp}}, `webhooks: a hook without a name`},
 	}
 	for _, tc := range tests {
-		if _, err := New(Config{Hooks: tc.hooks, Triggerer: &fakeGateway{}}); err == nil || err.Error() != tc.want {
+		if _, err := New(Config{Hooks: tc.hooks, Triggerer: &fakeGateway{}, Replays: openStore(t)}); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := New(Config{Hooks: []Hook{good}}); err == nil {
+	if _, err := New(Config{Hooks: []Hook{good}, Replays: openStore(t)}); err == nil {
 		t.Error("New without a Triggerer")
+	}
+	if _, err := New(Config{Hooks: []Hook{good}, Triggerer: &fakeGateway{}}); err == nil {
+		t.Error("New without Replays")
 	}
 }
 
@@ -513,9 +618,9 @@ func TestHooksFrom(t *testing.T) {
 	tp, _ := config.ParseHookTemplate("x", "x")
 	got := HooksFrom(map[string]config.Hook{
 		"b": {Name: "b", Secret: "sb", Lane: "v1:api:b", Template: tp},
-		"a": {Name: "a", Secret: "sa", Lane: "v1:api:a", Template: tp, SecretFile: "/f"},
+		"a": {Name: "a", Secret: "sa", Lane: "v1:api:a", Template: tp, SecretFile: "/f", MaxPerMinute: 7},
 	})
-	if len(got) != 2 || got[0] != (Hook{Name: "a", Secret: "sa", Lane: "v1:api:a", Template: tp}) || got[1].Name != "b" {
+	if len(got) != 2 || got[0] != (Hook{Name: "a", Secret: "sa", Lane: "v1:api:a", Template: tp, MaxPerMinute: 7}) || got[1].Name != "b" {
 		t.Errorf("HooksFrom = %v", got)
 	}
 }
@@ -536,7 +641,9 @@ func TestListenServeShutdown(t *testing.T) {
 	}
 	body := `{"build": 7}`
 	req, _ := http.NewRequest("POST", "http://"+addr+"/hooks/ci", strings.NewReader(body))
-	req.Header.Set(HeaderSignature, sign(body))
+	for k, v := range h.next(body) {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -547,7 +654,7 @@ func TestListenServeShutdown(t *testing.T) {
 		t.Errorf("%d %s", resp.StatusCode, raw)
 	}
 
-	other, err := New(Config{Listen: addr, Triggerer: &fakeGateway{}})
+	other, err := New(Config{Listen: addr, Triggerer: &fakeGateway{}, Replays: openStore(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +700,8 @@ func TestShutdownWaitsForADelivery(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{})
 	gw := &blockingGateway{entered: entered, release: release}
-	srv, err := New(Config{Listen: "127.0.0.1:0", Hooks: []Hook{hook(t, "ci", "v1:api:hooks", "b{{.build}}")}, Triggerer: gw})
+	srv, err := New(Config{Listen: "127.0.0.1:0", Hooks: []Hook{hook(t, "ci", "v1:api:hooks", "b{{.build}}")}, Triggerer: gw,
+		Replays: openStore(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +715,9 @@ func TestShutdownWaitsForADelivery(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", "http://"+srv.Addr()+"/hooks/ci", strings.NewReader(body))
-		req.Header.Set(HeaderSignature, sign(body))
+		for k, v := range signedAt(secret, time.Now(), "d1", body) {
+			req.Header.Set(k, v)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- 0

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/metrics"
+	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webhooks"
 )
 
@@ -17,7 +18,10 @@ import (
 // gateway is ready; closed first on a stop, so the deliveries in flight
 // still reach a gateway that takes them, before it drains.
 
-var _ webhooks.Observer = (*metrics.Metrics)(nil)
+var (
+	_ webhooks.Observer = (*metrics.Metrics)(nil)
+	_ webhooks.Replays  = (*store.Store)(nil)
+)
 
 // webhooksShutdownTimeout bounds the wait for deliveries in flight; each
 // only records a row.
@@ -35,8 +39,9 @@ func (d *daemon) listenWebhooks() error {
 		return nil
 	}
 	srv, err := webhooks.New(webhooks.Config{
-		Listen: w.Listen, Hooks: webhooks.HooksFrom(w.Hooks), Triggerer: d.gateway,
+		Listen: w.Listen, Hooks: webhooks.HooksFrom(w.Hooks), Triggerer: d.gateway, Replays: d.store,
 		Observer: d.metrics, Logger: d.log.Named("webhooks"),
+		MaxAge: w.MaxAge, ReplayWindow: w.ReplayWindow, MaxConnections: w.MaxConnections,
 	})
 	if err != nil {
 		return fmt.Errorf("gatewayd: webhooks: %w", err)
@@ -46,7 +51,7 @@ func (d *daemon) listenWebhooks() error {
 	}
 	if len(w.Hooks) == 0 {
 		d.log.Warn("webhooks.no_hooks", zap.String("addr", srv.Addr()),
-			zap.String("reason", "webhooks.listen is set but webhooks.hooks is empty: every delivery is refused (404)"))
+			zap.String("reason", "webhooks.listen is set but webhooks.hooks is empty: every delivery is refused (401)"))
 	}
 	d.webhooks = srv
 	return nil
