@@ -26,7 +26,7 @@ func TestIntegrationCommandsRunUnderLimits(t *testing.T) {
 	// its logs database outgrows that at once (it died of SIGXFSZ).
 	const fileLimit, procLimit = 8 << 20, 7777
 	c := startClient(t, m, w.home, func(o *codex.Options) {
-		o.Args = append(codextest.SandboxArgs(m.URL), codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied())...)
+		o.Args = append(codextest.SandboxArgs(m.URL), codex.IsolationArgs(codex.CodexDir(codextest.CodexBinary(t)), true, w.denied(), nil)...)
 		o.MaxFileSize, o.MaxProcesses = fileLimit, procLimit
 	})
 	var own unix.Rlimit
