@@ -255,6 +255,15 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules(next_at);
 CREATE INDEX schedules_lane ON schedules(session_key, id);
 `,
+	// 10: SQLite's 22, every thread a lane was ever bound to (/attach).
+	`
+CREATE TABLE lane_threads (
+	thread_id   TEXT COLLATE "C" NOT NULL,
+	session_key TEXT COLLATE "C" NOT NULL,
+	bound_at    BIGINT NOT NULL,
+	PRIMARY KEY (thread_id, session_key)
+);
+` + laneThreadsCarryOver("INSERT", "ON CONFLICT DO NOTHING"),
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one
