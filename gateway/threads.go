@@ -188,7 +188,7 @@ func claimedText(id string, held bool) string {
 	if held {
 		return "Thread " + id + " is held by another conversation of this gateway; it cannot be attached here."
 	}
-	return "Thread " + id + " was released by another conversation of this gateway (/reset, /new or a new session); " +
+	return "Thread " + id + " was released by another conversation of this gateway (/reset, /new, a new session or a replaced thread); " +
 		"its history stays that conversation's, so it cannot be attached here."
 }
 
