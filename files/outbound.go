@@ -161,21 +161,26 @@ func CopyOut(resolved string, allowedRoots []string, outDir string, maxBytes int
 	if err := os.MkdirAll(outDir, dirMode); err != nil {
 		return "", fmt.Errorf("files: copy out: %w", err)
 	}
-	tmp, err := copyTemp(resolved, allowedRoots, outDir, maxBytes)
+	root, err := os.OpenRoot(outDir)
+	if err != nil {
+		return "", fmt.Errorf("files: copy out: %w", err)
+	}
+	defer root.Close()
+	tmp, err := copyTemp(resolved, allowedRoots, root, ".", maxBytes)
 	if err != nil {
 		return "", err
 	}
 	defer tmp.discard()
-	stored, err := tmp.publish(outDir, SanitizeName(filepath.Base(resolved)))
+	stored, err := tmp.publish(".", SanitizeName(filepath.Base(resolved)))
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(outDir, stored), nil
 }
 
-// copyTemp copies the file CopyOut snapshots into a temporary file in
-// outDir, which must exist.
-func copyTemp(resolved string, allowedRoots []string, outDir string, maxBytes int64) (*tempFile, error) {
+// copyTemp copies the file CopyOut snapshots into a temporary file in dir
+// within root, which must exist.
+func copyTemp(resolved string, allowedRoots []string, root *os.Root, dir string, maxBytes int64) (*tempFile, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
@@ -191,7 +196,7 @@ func copyTemp(resolved string, allowedRoots []string, outDir string, maxBytes in
 	if info.Size() > maxBytes {
 		return nil, tooLargeToSend(maxBytes, info.Size())
 	}
-	return writeTemp(context.Background(), outDir, src, maxBytes)
+	return writeTemp(context.Background(), root, dir, src, maxBytes)
 }
 
 // openRegular opens a regular file for reading, refusing anything else.

@@ -14,7 +14,8 @@ import (
 // usage is one unit pruning removes whole, and what it holds: a message
 // directory of the lane, or one file of its out directory.
 type usage struct {
-	path     string
+	path     string // absolute, as saving and held know it
+	rel      string // within the lane's root, where it is measured and removed
 	modified time.Time
 	bytes    int64
 	inUse    bool
@@ -32,16 +33,26 @@ func (s *Store) Prune(lane string, budget int64) (freed int64, err error) {
 	if lane == "" {
 		return 0, fmt.Errorf("%w: Prune needs a lane", ErrInvalid)
 	}
+	root, err := s.laneRoot(lane, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pruneLocked(lane, budget)
+	return s.pruneLocked(root, lane, budget)
 }
 
-// pruneLocked is Prune with s.mu held. Everything on disk counts, files
-// still being written included, so a save in progress is charged to the
-// lane as soon as its bytes are, not only once published.
-func (s *Store) pruneLocked(lane string, budget int64) (int64, error) {
-	units, err := s.laneUsage(lane)
+// pruneLocked is Prune with s.mu held, in the lane's root (root.go): what
+// it measures and removes is the lane's, whatever links the lane put in
+// its directory. Everything on disk counts, files still being written
+// included, so a save in progress is charged to the lane as soon as its
+// bytes are, not only once published.
+func (s *Store) pruneLocked(root *os.Root, lane string, budget int64) (int64, error) {
+	units, err := s.laneUsage(root, lane)
 	if err != nil {
 		return 0, err
 	}
@@ -71,7 +82,7 @@ func (s *Store) pruneLocked(lane string, budget int64) (int64, error) {
 		if u.inUse {
 			continue
 		}
-		if err := os.RemoveAll(u.path); err != nil {
+		if err := root.RemoveAll(u.rel); err != nil {
 			return freed, fmt.Errorf("files: prune: %w", err)
 		}
 		freed += u.bytes
@@ -83,12 +94,9 @@ func (s *Store) pruneLocked(lane string, budget int64) (int64, error) {
 // oldest first: by modification time (a directory changes when a file is
 // added to it, a copy when it is written), then by path so the order is
 // the same on every run.
-func (s *Store) laneUsage(lane string) ([]usage, error) {
+func (s *Store) laneUsage(root *os.Root, lane string) ([]usage, error) {
 	laneDir := s.LaneDir(lane)
-	entries, err := os.ReadDir(laneDir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	entries, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
 		return nil, fmt.Errorf("files: read lane: %w", err)
 	}
@@ -98,14 +106,14 @@ func (s *Store) laneUsage(lane string) ([]usage, error) {
 			continue
 		}
 		if e.Name() == outName {
-			out, err := s.outUsage(filepath.Join(laneDir, outName))
+			out, err := s.outUsage(root, laneDir)
 			if err != nil {
 				return nil, err
 			}
 			units = append(units, out...)
 			continue
 		}
-		u, err := measure(filepath.Join(laneDir, e.Name()))
+		u, err := measure(root, laneDir, e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -125,15 +133,16 @@ func (s *Store) laneUsage(lane string) ([]usage, error) {
 // its own. In use here are those held by CopyOut and, while a copy is
 // being made, the temporary files (a temporary file left by a crash is
 // not, and goes); markNeeded adds those still to be sent.
-func (s *Store) outUsage(dir string) ([]usage, error) {
-	entries, err := os.ReadDir(dir)
+func (s *Store) outUsage(root *os.Root, laneDir string) ([]usage, error) {
+	dir := filepath.Join(laneDir, outName)
+	entries, err := fs.ReadDir(root.FS(), outName)
 	if err != nil {
 		return nil, fmt.Errorf("files: read out directory: %w", err)
 	}
 	copying := s.saving[dir] > 0
 	units := make([]usage, 0, len(entries))
 	for _, e := range entries {
-		u, err := measure(filepath.Join(dir, e.Name()))
+		u, err := measure(root, laneDir, filepath.Join(outName, e.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a copy's temporary file, removed without s.mu
 		}
@@ -187,14 +196,23 @@ func (s *Store) pinned(lane string) map[string]bool {
 	return set
 }
 
-// measure sums the sizes of the regular files at or under path.
-func measure(path string) (usage, error) {
-	info, err := os.Lstat(path)
+// measure sums the sizes of the regular files at or under rel, within the
+// lane's root (laneDir is its path).
+func measure(root *os.Root, laneDir, rel string) (usage, error) {
+	info, err := root.Lstat(rel)
 	if err != nil {
 		return usage{}, fmt.Errorf("files: measure: %w", err)
 	}
-	m := usage{path: path, modified: info.ModTime()}
-	err = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+	m := usage{path: filepath.Join(laneDir, rel), rel: rel, modified: info.ModTime()}
+	if !info.IsDir() {
+		// A file, or a link the lane left: only a regular file counts, and
+		// nothing is read through a link.
+		if info.Mode().IsRegular() {
+			m.bytes = info.Size()
+		}
+		return m, nil
+	}
+	err = fs.WalkDir(root.FS(), filepath.ToSlash(rel), func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			var fi fs.FileInfo
 			if fi, err = d.Info(); err == nil {

@@ -128,59 +128,73 @@ func (s *Store) Save(ctx context.Context, lane, message, name string, r io.Reade
 	if lane == "" || message == "" {
 		return Saved{}, fmt.Errorf("%w: Save needs a lane and a message id", ErrInvalid)
 	}
-	dir := s.MessageDir(lane, message)
-	if err := s.beginSaving(dir); err != nil {
+	root, err := s.laneRoot(lane, true)
+	if err != nil {
 		return Saved{}, err
 	}
-	saved, err := s.save(ctx, lane, dir, SanitizeName(name), r)
-	s.endSaving(dir, err != nil)
+	defer root.Close()
+	d := laneSub{root: root, rel: dirName(message), path: s.MessageDir(lane, message)}
+	if err := s.beginSaving(d); err != nil {
+		return Saved{}, err
+	}
+	saved, err := s.save(ctx, lane, d, SanitizeName(name), r)
+	s.endSaving(d, err != nil)
 	return saved, err
 }
 
-func (s *Store) save(ctx context.Context, lane, dir, name string, r io.Reader) (Saved, error) {
-	tmp, err := writeTemp(ctx, dir, r, s.limits.MaxBytes)
+// laneSub is a directory of a lane's directory that a save or a copy
+// writes in: its name within the lane's root and its path.
+type laneSub struct {
+	root *os.Root
+	rel  string
+	path string
+}
+
+func (s *Store) save(ctx context.Context, lane string, d laneSub, name string, r io.Reader) (Saved, error) {
+	tmp, err := writeTemp(ctx, d.root, d.rel, r, s.limits.MaxBytes)
 	if err != nil {
 		return Saved{}, err
 	}
 	defer tmp.discard()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.pruneLocked(lane, s.limits.LaneQuota); err != nil {
+	if _, err := s.pruneLocked(d.root, lane, s.limits.LaneQuota); err != nil {
 		return Saved{}, err
 	}
-	stored, err := tmp.publish(dir, name)
+	stored, err := tmp.publish(d.rel, name)
 	if err != nil {
 		return Saved{}, err
 	}
 	mime, isImage := Detect(stored, tmp.head)
-	return Saved{Path: filepath.Join(dir, stored), Name: stored, Size: tmp.size, MIME: mime, IsImage: isImage}, nil
+	return Saved{Path: filepath.Join(d.path, stored), Name: stored, Size: tmp.size, MIME: mime, IsImage: isImage}, nil
 }
 
-// beginSaving creates the message directory and shields it from pruning
-// until endSaving.
-func (s *Store) beginSaving(dir string) error {
+// beginSaving creates the directory (through the lane's root: a link the
+// lane put in its place fails the save instead of leading it elsewhere)
+// and shields it from pruning until endSaving.
+func (s *Store) beginSaving(d laneSub) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+	if err := d.root.MkdirAll(d.rel, dirMode); err != nil {
 		return fmt.Errorf("files: save: %w", err)
 	}
-	s.saving[dir]++
+	s.saving[d.path]++
 	return nil
 }
 
 // endSaving lifts beginSaving's shield. After a failed save it removes the
 // directory if that left it empty, so a refused first file leaves nothing;
 // the message's other files, and other saves still streaming, keep it.
-func (s *Store) endSaving(dir string, failed bool) {
+func (s *Store) endSaving(d laneSub, failed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.saving[dir]--
-	if s.saving[dir] > 0 {
+	s.saving[d.path]--
+	if s.saving[d.path] > 0 {
 		return
 	}
-	delete(s.saving, dir)
+	delete(s.saving, d.path)
 	if failed {
-		_ = os.Remove(dir) // fails, as meant, on a directory holding files
+		_ = d.root.Remove(d.rel) // fails, as meant, on a directory holding files
 	}
 }
 
@@ -190,21 +204,28 @@ func (s *Store) endSaving(dir string, failed bool) {
 // a *QuotaError when the files the lane still needs leave none. The copy is
 // held, safe from pruning, until Release: the caller releases it once its
 // outbox row is committed (OutInUse keeps it from then on) or it is dropped.
+// It is written through the lane's root: an out directory the lane replaced
+// with a link out of its directory fails the copy.
 func (s *Store) CopyOut(lane, resolved string, allowedRoots []string) (string, error) {
 	if lane == "" {
 		return "", fmt.Errorf("%w: CopyOut needs a lane", ErrInvalid)
 	}
-	dir := s.OutDir(lane)
-	if err := s.beginSaving(dir); err != nil {
+	root, err := s.laneRoot(lane, true)
+	if err != nil {
 		return "", err
 	}
-	path, err := s.copyOut(lane, dir, resolved, allowedRoots)
-	s.endSaving(dir, err != nil)
+	defer root.Close()
+	d := laneSub{root: root, rel: outName, path: s.OutDir(lane)}
+	if err := s.beginSaving(d); err != nil {
+		return "", err
+	}
+	path, err := s.copyOut(lane, d, resolved, allowedRoots)
+	s.endSaving(d, err != nil)
 	return path, err
 }
 
-func (s *Store) copyOut(lane, dir, resolved string, allowedRoots []string) (string, error) {
-	tmp, err := copyTemp(resolved, allowedRoots, dir, s.limits.MaxBytes)
+func (s *Store) copyOut(lane string, d laneSub, resolved string, allowedRoots []string) (string, error) {
+	tmp, err := copyTemp(resolved, allowedRoots, d.root, d.rel, s.limits.MaxBytes)
 	if err != nil {
 		return "", err
 	}
@@ -213,18 +234,18 @@ func (s *Store) copyOut(lane, dir, resolved string, allowedRoots []string) (stri
 	// the copy under its name before it is held.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.pruneLocked(lane, s.limits.LaneQuota); err != nil {
+	if _, err := s.pruneLocked(d.root, lane, s.limits.LaneQuota); err != nil {
 		var q *QuotaError
 		if errors.As(err, &q) {
 			return "", &RefusedError{Reason: "no room left in this conversation's " + FormatSize(q.Quota) + " of files", Err: err}
 		}
 		return "", err
 	}
-	stored, err := tmp.publish(dir, SanitizeName(filepath.Base(resolved)))
+	stored, err := tmp.publish(d.rel, SanitizeName(filepath.Base(resolved)))
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, stored)
+	path := filepath.Join(d.path, stored)
 	s.held[path]++
 	return path, nil
 }

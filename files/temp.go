@@ -2,6 +2,8 @@ package files
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,22 +24,26 @@ const (
 )
 
 // tempFile is a complete copy of a file's bytes, written and synced, under a
-// temporary name in the directory it will be published in.
+// temporary name in the directory it will be published in. Every name is
+// within root: the lane's directory, where the lane's agent may have put
+// links; through root none leads out of it.
 type tempFile struct {
-	path string
+	root *os.Root
+	path string // within root
 	size int64
 	head []byte // the first sniffBytes bytes, for Detect
 }
 
-// writeTemp streams r into a new temporary file in dir, reading at most
-// limit bytes. On any error (the reader's, the disk's, ctx ending, the
-// limit) the temporary file is removed.
-func writeTemp(ctx context.Context, dir string, r io.Reader, limit int64) (*tempFile, error) {
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
+// writeTemp streams r into a new temporary file in dir (within root),
+// reading at most limit bytes. On any error (the reader's, the disk's, ctx
+// ending, the limit) the temporary file is removed. root must stay open
+// until the file is published or discarded.
+func writeTemp(ctx context.Context, root *os.Root, dir string, r io.Reader, limit int64) (*tempFile, error) {
+	f, path, err := createTemp(root, dir)
 	if err != nil {
 		return nil, fmt.Errorf("files: create temporary file: %w", err)
 	}
-	t := &tempFile{path: f.Name()}
+	t := &tempFile{root: root, path: path}
 	if err := t.fill(ctx, f, r, limit); err != nil {
 		_ = f.Close()
 		t.discard()
@@ -48,6 +54,24 @@ func writeTemp(ctx context.Context, dir string, r io.Reader, limit int64) (*temp
 		return nil, fmt.Errorf("files: write: %w", err)
 	}
 	return t, nil
+}
+
+// createTemp is os.CreateTemp within root: a new file under a random name,
+// created exclusively, so nothing already there (a link among them) is
+// opened.
+func createTemp(root *os.Root, dir string) (*os.File, string, error) {
+	for range 100 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, "", err
+		}
+		path := filepath.Join(dir, tempPrefix+hex.EncodeToString(b[:]))
+		f, err := root.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		if !errors.Is(err, os.ErrExist) {
+			return f, path, err
+		}
+	}
+	return nil, "", fmt.Errorf("files: no free temporary name in %s", dir)
 }
 
 func (t *tempFile) fill(ctx context.Context, f *os.File, r io.Reader, limit int64) error {
@@ -71,9 +95,9 @@ func (t *tempFile) fill(ctx context.Context, f *os.File, r io.Reader, limit int6
 }
 
 // publish gives the file the first free name among name, "stem (2).ext",
-// "stem (3).ext", ... in dir and returns it. A hard link claims the name
-// atomically and fails on one already taken, so nothing is ever
-// overwritten, whoever else writes in dir.
+// "stem (3).ext", ... in dir (within root) and returns it. A hard link
+// claims the name atomically and fails on one already taken, so nothing is
+// ever overwritten, whoever else writes in dir.
 func (t *tempFile) publish(dir, name string) (string, error) {
 	ext := extension(name)
 	stem := name[:len(name)-len(ext)]
@@ -82,7 +106,7 @@ func (t *tempFile) publish(dir, name string) (string, error) {
 		if n > 1 {
 			candidate = fitName(stem, " ("+strconv.Itoa(n)+")", ext)
 		}
-		err := os.Link(t.path, filepath.Join(dir, candidate))
+		err := t.root.Link(t.path, filepath.Join(dir, candidate))
 		if err == nil {
 			t.discard()
 			return candidate, nil
@@ -98,7 +122,7 @@ func (t *tempFile) publish(dir, name string) (string, error) {
 // under the published one.
 func (t *tempFile) discard() {
 	if t.path != "" {
-		_ = os.Remove(t.path)
+		_ = t.root.Remove(t.path)
 		t.path = ""
 	}
 }

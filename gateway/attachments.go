@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -59,7 +58,10 @@ func isTooLarge(err error) (*files.TooLargeError, bool) {
 // storeAttachments saves the message's files and returns what was stored
 // and the notices for the ones that were not. Without a files store every
 // file is refused.
-func discardAttachments(in Inbound, saved []store.Attachment) {
+//
+// The files are removed through the lane's directory, which its agent can
+// write: a link put in a file's place goes, not what it points at.
+func discardAttachments(fstore *files.Store, in Inbound, saved []store.Attachment) {
 	stored := map[string]bool{}
 	for _, a := range in.Attachments {
 		if a.Stored != nil {
@@ -67,8 +69,8 @@ func discardAttachments(in Inbound, saved []store.Attachment) {
 		}
 	}
 	for _, a := range saved {
-		if !stored[a.Path] {
-			_ = os.Remove(a.Path)
+		if !stored[a.Path] && fstore != nil {
+			_ = fstore.Remove(in.Address.SessionKey(), a.Path)
 		}
 	}
 }

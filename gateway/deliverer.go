@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/internal/backoff"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -63,6 +65,8 @@ type deliverer struct {
 	// owned, in cluster mode with a gate that lists its lanes, lists the
 	// lanes this node owns: only their rows are read (SetLaneGate).
 	owned func() []string
+	// files opens the snapshots of file rows (nil: no files store).
+	files *files.Store
 }
 
 // due reads the next batch of due rows: the owned lanes' in cluster mode,
@@ -266,13 +270,23 @@ func (d *deliverer) outboundOf(m store.OutboxMessage, parts *rowParts) Outbound 
 	case store.OutboxFile:
 		out.Kind = OutFile
 		out.Turn = &TurnInfo{ThreadID: m.ThreadID, TurnID: m.TurnID, Status: m.TurnStatus}
-		out.File = sentFileOf(m)
+		out.File = d.sentFile(m)
 	}
 	if m.ForkLane != "" {
 		out.Fork = &ForkInfo{Lane: m.ForkLane, ThreadID: m.ThreadID}
 	}
 	out.Ping = m.Ping
 	return out
+}
+
+// sentFile is the file of a file row, read through the lane's directory
+// in the files store.
+func (d *deliverer) sentFile(m store.OutboxMessage) *SentFile {
+	f := sentFileOf(m)
+	if d.files != nil {
+		f.open = func() (*os.File, error) { return d.files.Open(m.SessionKey, m.FilePath) }
+	}
+	return f
 }
 
 // sendOutbound delivers out: a file through the platform's FileSender, or

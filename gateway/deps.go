@@ -29,7 +29,7 @@ type Store interface {
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
-	ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)              // /attach
+	ThreadClaim(ctx context.Context, threadID, exceptKey string) (store.ThreadClaim, error)    // /attach
 	AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error     // /attach
 	SetInboundState(ctx context.Context, id int64, state string) error                         // inbox
 	ClearJournal(ctx context.Context, sessionKey string) error                                 // journal

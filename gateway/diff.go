@@ -139,7 +139,7 @@ func (d *diffs) sendPatch(ctx context.Context, l *lane, msgID, patch string) boo
 	row.OutKind, row.FilePath, row.FileName, row.FileMIME, row.FileSize = store.OutboxFile, copied, diffFileName, "text/x-diff", int64(len(patch))
 	if _, err := d.out.st.Enqueue(ctx, row); err != nil {
 		d.log.Error("outbox.enqueue_failed", zap.String("lane", l.key), zap.Error(err))
-		_ = os.Remove(copied)
+		_ = d.files.Remove(l.key, copied)
 		return false
 	}
 	d.out.poke()

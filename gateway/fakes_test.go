@@ -36,6 +36,7 @@ type fakeStore struct {
 	turnIdx     map[string]bool             // session key + turn id committed
 	firstDue    int                         // outbox rows before it are all settled
 	bindings    []string                    // "bind:<thread>", "lost:<thread>" in order
+	boundTo     map[string][]string         // thread → the lanes ever bound to it (lane_threads)
 	now         func() time.Time
 	// compactions ("<thread>:<before>:<after>") and rotations
 	// ("<reason>:<keep>") recorded, in order.
@@ -137,6 +138,7 @@ func (s *fakeStore) BindThread(_ context.Context, key string, gen int64, thread 
 	}
 	l.ThreadID, l.Binding = thread, store.BindingPending
 	s.bindings = append(s.bindings, "bind:"+thread)
+	s.recordBoundLocked(thread, key)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -35,21 +36,37 @@ func (c *fakeCodex) ListThreads(context.Context, codex.ThreadFilter) ([]codex.Th
 	return nil, errFakeThreadOp
 }
 
-// ThreadHolder and AttachThread keep the real store's rule: a thread
-// bound (pending or confirmed) to one lane is refused to another.
-func (s *fakeStore) ThreadHolder(_ context.Context, thread, except string) (string, error) {
+// ThreadClaim and AttachThread keep the real store's rule: a thread
+// bound (pending or confirmed) to one lane, or ever bound to it, is
+// refused to another.
+func (s *fakeStore) ThreadClaim(_ context.Context, thread, except string) (store.ThreadClaim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.holderLocked(thread, except), nil
+	return s.claimLocked(thread, except), nil
 }
 
-func (s *fakeStore) holderLocked(thread, except string) string {
+func (s *fakeStore) claimLocked(thread, except string) store.ThreadClaim {
 	for key, l := range s.lanes {
 		if key != except && l.ThreadID == thread && (l.Binding == store.BindingPending || l.Binding == store.BindingConfirmed) {
-			return key
+			return store.ThreadClaim{Lane: key, Held: true}
 		}
 	}
-	return ""
+	for _, key := range s.boundTo[thread] {
+		if key != except {
+			return store.ThreadClaim{Lane: key}
+		}
+	}
+	return store.ThreadClaim{}
+}
+
+// recordBoundLocked remembers that key was bound to thread.
+func (s *fakeStore) recordBoundLocked(thread, key string) {
+	if s.boundTo == nil {
+		s.boundTo = map[string][]string{}
+	}
+	if !slices.Contains(s.boundTo[thread], key) {
+		s.boundTo[thread] = append(s.boundTo[thread], key)
+	}
 }
 
 func (s *fakeStore) AttachThread(_ context.Context, key string, gen int64, thread string) error {
@@ -59,11 +76,14 @@ func (s *fakeStore) AttachThread(_ context.Context, key string, gen int64, threa
 	if l == nil || l.Generation != gen {
 		return store.ErrStaleGeneration
 	}
-	if s.holderLocked(thread, key) != "" {
+	if c := s.claimLocked(thread, key); c.Held {
 		return store.ErrThreadHeld
+	} else if c.Lane != "" {
+		return store.ErrThreadReleased
 	}
 	l.ThreadID, l.Binding = thread, store.BindingPending
 	s.bindings = append(s.bindings, "attach:"+thread)
+	s.recordBoundLocked(thread, key)
 	return nil
 }
 

@@ -113,12 +113,12 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	id, dup, journal, release, err := k.record(ctx, in.Address, rec)
 	defer release()
 	if err != nil {
-		discardAttachments(in, saved)
+		discardAttachments(k.files, in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
 	}
 	k.titled.recorded(key, title)
 	if dup {
-		discardAttachments(in, saved)
+		discardAttachments(k.files, in, saved)
 		k.obs.Duplicate(in.Address.Platform)
 		k.log.Info("inbound.duplicate", zap.String("lane", key), zap.String("message", in.MessageID))
 		return true, nil

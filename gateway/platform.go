@@ -9,7 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -175,7 +178,7 @@ const (
 // out directory (<state_dir>/files/<lane>/out), taken when the agent asked,
 // so later edits do not change what is sent.
 type SentFile struct {
-	Path string // the snapshot
+	Path string // the snapshot; read it with Open
 	// ID is the snapshot's name within the lane's out directory: the API
 	// lane serves it as GET /api/lanes/{lane}/files/{ID}.
 	ID      string
@@ -183,6 +186,36 @@ type SentFile struct {
 	MIME    string
 	Size    int64
 	IsImage bool
+
+	// open reads the snapshot through the lane's directory (files.Store.
+	// Open); nil where there is no files store.
+	open func() (*os.File, error)
+}
+
+// Open opens the snapshot to upload it. The lane's agent can write its out
+// directory: it may have replaced the snapshot, or out/ itself, with a
+// link since it was taken, so the open never follows one out of the
+// lane's directory (issue 38), and only a regular file is opened.
+func (f *SentFile) Open() (*os.File, error) {
+	if f.open != nil {
+		return f.open()
+	}
+	return openNoFollow(f.Path)
+}
+
+// openNoFollow opens path for reading unless it is a link or not a
+// regular file: the check where no files store knows the lane's
+// directory. It does not block on a FIFO.
+func openNoFollow(path string) (*os.File, error) {
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := file.Stat(); err != nil || !info.Mode().IsRegular() {
+		_ = file.Close()
+		return nil, fmt.Errorf("gateway: %s is not a regular file", filepath.Base(path))
+	}
+	return file, nil
 }
 
 // TurnInfo describes the Codex turn a reply came from.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -151,26 +150,32 @@ func (s *sendFiles) snapshot(key, path, dir string, roots []string) (store.Outbo
 	if err != nil {
 		return store.OutboxMessage{}, err
 	}
-	info, err := os.Stat(copied)
+	size, mime, err := s.describe(key, copied)
 	if err != nil {
-		s.drop([]store.OutboxMessage{{FilePath: copied}})
+		s.drop([]store.OutboxMessage{{SessionKey: key, FilePath: copied}})
 		return store.OutboxMessage{}, err
 	}
 	name := files.SanitizeName(filepath.Base(resolved))
-	mime, _ := detectFile(copied)
-	return store.OutboxMessage{OutKind: store.OutboxFile, FilePath: copied, FileName: name, FileMIME: mime, FileSize: info.Size()}, nil
+	return store.OutboxMessage{SessionKey: key, OutKind: store.OutboxFile, FilePath: copied, FileName: name, FileMIME: mime, FileSize: size}, nil
 }
 
-// detectFile names the media type of a stored file from its name and head.
-func detectFile(path string) (string, bool) {
-	head := make([]byte, 512)
-	f, err := os.Open(path)
+// describe gives the size and media type (from its name and head) of a
+// copy in the lane's out directory, read through the lane's directory: the
+// lane may have swapped it for a link already.
+func (s *sendFiles) describe(key, copied string) (int64, string, error) {
+	f, err := s.files.Open(key, copied)
 	if err != nil {
-		return files.Detect(path, nil)
+		return 0, "", err
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return 0, "", err
+	}
+	head := make([]byte, 512)
 	n, _ := f.Read(head)
-	return files.Detect(filepath.Base(path), head[:n])
+	mime, _ := files.Detect(filepath.Base(copied), head[:n])
+	return info.Size(), mime, nil
 }
 
 // generatedImages snapshots the images codex generated in the turn
@@ -223,10 +228,11 @@ func (s *sendFiles) release(sent []store.OutboxMessage) {
 	s.files.Release(paths...)
 }
 
-// drop removes copies no turn took, and their holds.
+// drop removes copies no turn took, and their holds, through the lane's
+// directory (a link put in a copy's place goes, not its target).
 func (s *sendFiles) drop(copies []store.OutboxMessage) {
 	for _, f := range copies {
-		_ = os.Remove(f.FilePath)
+		_ = s.files.Remove(f.SessionKey, f.FilePath)
 	}
 	s.release(copies)
 }

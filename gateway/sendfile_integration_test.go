@@ -103,6 +103,23 @@ func TestSendFileAPIAnswerCarriesFile(t *testing.T) {
 	if code, _ := in.getFile(t, "/api/lanes/other/files/report.txt"); code != http.StatusNotFound {
 		t.Errorf("GET of another lane's file = %d, want 404", code)
 	}
+	// The lane's agent replaces its out/ with a link to a directory
+	// outside the lane holding a file of the same name (issue 38): it is
+	// not served.
+	outDir := filepath.Join(w.dir, "state", "files", files.DirName("v1:api:out"), "out")
+	victim := t.TempDir()
+	if err := os.WriteFile(filepath.Join(victim, filepath.Base(resp.Files[0].URL)), []byte("VICTIM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(outDir, outDir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, outDir); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := in.getFile(t, resp.Files[0].URL); code != http.StatusNotFound {
+		t.Errorf("GET through a linked out/ = %d %q, want 404", code, body)
+	}
 }
 
 // The SSE stream carries the file as a "file" event before "done".

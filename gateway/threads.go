@@ -17,9 +17,13 @@ import (
 // or an IDE on the same CODEX_HOME share threads. /threads lists the
 // threads of the lane's project (its checkout, where a terminal session
 // starts, and the lane's worktree), whoever started them; /attach binds
-// the lane to one and resumes it, pending like any new binding until a
-// turn completes on it, refused for a thread another lane holds (the
-// database checks, in the same write); /handoff releases the lane's thread
+// the lane to one of those and resumes it, pending like any new binding
+// until a turn completes on it (issue 38: every lane's agent may be hostile,
+// so /attach reaches no further than /threads shows): refused for a thread
+// not listed for the lane's project, one another lane holds, and one another
+// lane let go of (/reset, /new, rotation, a replaced thread: its history is
+// that conversation's); the database checks the last two again in the same
+// write. /handoff releases the lane's thread
 // from the app-server and prints the command that continues it in a
 // terminal. The lane's binding stays, so its next message resumes the
 // thread with what the terminal added.
@@ -32,7 +36,7 @@ const (
 type threadLinks struct {
 	st interface {
 		Lane(ctx context.Context, sessionKey string) (store.Lane, error)
-		ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)
+		ThreadClaim(ctx context.Context, threadID, exceptKey string) (store.ThreadClaim, error)
 		AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error
 	}
 	cx       threadListRuntime
@@ -124,8 +128,9 @@ func (tl *threadLinks) attachTask(ctx context.Context, l *lane, it item) {
 	tl.out.notify(ctx, l.addr, it.msgID, tl.attach(ctx, l, it.text))
 }
 
-// attach is /attach ID: find the thread, check no other lane holds it,
-// resume it, then bind it. A thread codex cannot resume changes nothing.
+// attach is /attach ID: find the thread among the project's, check no
+// other lane holds it or let go of it, resume it, then bind it. A thread
+// codex cannot resume changes nothing.
 func (tl *threadLinks) attach(ctx context.Context, l *lane, arg string) string {
 	sl, err := tl.st.Lane(ctx, l.key)
 	if err != nil {
@@ -141,10 +146,10 @@ func (tl *threadLinks) attach(ctx context.Context, l *lane, arg string) string {
 	if id == sl.ThreadID && sl.Binding != store.BindingLost {
 		return "This conversation is already on thread " + id + "."
 	}
-	if holder, err := tl.st.ThreadHolder(ctx, id, l.key); err != nil {
+	if claim, err := tl.st.ThreadClaim(ctx, id, l.key); err != nil {
 		return storeErrorNotice
-	} else if holder != "" {
-		return "Thread " + id + " belongs to another conversation of this gateway; it cannot be attached here too."
+	} else if claim.Lane != "" {
+		return claimedText(id, claim.Held)
 	}
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
@@ -158,8 +163,8 @@ func (tl *threadLinks) attach(ctx context.Context, l *lane, arg string) string {
 	}
 	if err := tl.st.AttachThread(ctx, l.key, sl.Generation, id); err != nil {
 		tl.threads.release(ctx, l.key, id, "attach refused")
-		if errors.Is(err, store.ErrThreadHeld) {
-			return "Thread " + id + " belongs to another conversation of this gateway; it cannot be attached here too."
+		if held := errors.Is(err, store.ErrThreadHeld); held || errors.Is(err, store.ErrThreadReleased) {
+			return claimedText(id, held)
 		}
 		tl.log.Error("threads.attach_failed", zap.String("lane", l.key), zap.Error(err))
 		return storeErrorNotice
@@ -177,11 +182,23 @@ func (tl *threadLinks) attach(ctx context.Context, l *lane, arg string) string {
 	return text
 }
 
-// resolve finds the thread arg names: a thread of the lane's directories
-// whose id is arg or starts with it, else arg itself when it looks like a
-// whole id (a thread of another directory).
+// claimedText refuses a thread another lane holds or let go of. The other
+// lane is not named: its key says whose chat it is.
+func claimedText(id string, held bool) string {
+	if held {
+		return "Thread " + id + " is held by another conversation of this gateway; it cannot be attached here."
+	}
+	return "Thread " + id + " was released by another conversation of this gateway (/reset, /new, a new session or a replaced thread); " +
+		"its history stays that conversation's, so it cannot be attached here."
+}
+
+// resolve finds the thread arg names among the lane's directories'
+// threads (what /threads lists, and older ones up to threadsMatchMax):
+// the one whose id is arg or the only one starting with it. A thread of
+// another directory is not one of them, whatever its id.
 func (tl *threadLinks) resolve(ctx context.Context, sl store.Lane, arg string) (id, why string) {
-	threads, err := tl.cx.ListThreads(ctx, codex.ThreadFilter{Cwds: tl.dirs(sl), Limit: threadsMatchMax})
+	dirs := tl.dirs(sl)
+	threads, err := tl.cx.ListThreads(ctx, codex.ThreadFilter{Cwds: dirs, Limit: threadsMatchMax})
 	if err != nil {
 		return "", "Could not list Codex's threads: " + briefError(err)
 	}
@@ -194,33 +211,14 @@ func (tl *threadLinks) resolve(ctx context.Context, sl store.Lane, arg string) (
 			matches = append(matches, th.ID)
 		}
 	}
-	switch {
-	case len(matches) == 1:
+	switch len(matches) {
+	case 1:
 		return matches[0], ""
-	case len(matches) > 1:
-		return "", fmt.Sprintf("%q is the start of %d threads (%s); give more of the id.", arg, len(matches), strings.Join(matches, ", "))
-	case looksLikeThreadID(arg):
-		return arg, ""
+	case 0:
+		return "", fmt.Sprintf("No thread listed for this conversation's project (%s) starts with %q; /threads lists those it can attach.",
+			strings.Join(dirs, " or "), arg)
 	}
-	return "", fmt.Sprintf("No thread of this conversation's directories starts with %q; /threads lists them.", arg)
-}
-
-// looksLikeThreadID: codex's thread ids are UUIDs.
-func looksLikeThreadID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if r != '-' {
-				return false
-			}
-		case !strings.ContainsRune("0123456789abcdefABCDEF", r):
-			return false
-		}
-	}
-	return true
+	return "", fmt.Sprintf("%q is the start of %d threads (%s); give more of the id.", arg, len(matches), strings.Join(matches, ", "))
 }
 
 func (tl *threadLinks) handoffTask(ctx context.Context, l *lane, it item) {

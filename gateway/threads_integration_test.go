@@ -66,7 +66,8 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 		t.Errorf("/threads is not newest first: %q", list)
 	}
 
-	if r := gw.ask(t, "alpha", "/attach ffffffff"); !strings.Contains(r.Reply, `No thread of this conversation's directories starts with "ffffffff"`) {
+	if r := gw.ask(t, "alpha", "/attach ffffffff"); !strings.Contains(r.Reply, `No thread listed for this conversation's project (`+repo) ||
+		!strings.Contains(r.Reply, `starts with "ffffffff"`) {
 		t.Errorf("/attach of an unknown id answered %q", r.Reply)
 	}
 	common := commonPrefix(cli, own.ThreadID)
@@ -87,8 +88,9 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 	if sl, err := gw.st.Lane(context.Background(), "v1:api:alpha"); err != nil || sl.ThreadID != cli || sl.Binding != store.BindingConfirmed {
 		t.Errorf("after a turn on the attached thread the lane is %+v, %v; want %s confirmed", sl, err, cli)
 	}
+	gw.ask(t, "beta", "/project app")
 	gw.ask(t, "beta", "hello")
-	if r := gw.ask(t, "beta", "/attach "+cli); !strings.Contains(r.Reply, "belongs to another conversation") {
+	if r := gw.ask(t, "beta", "/attach "+cli); !strings.Contains(r.Reply, "held by another conversation") {
 		t.Errorf("a second lane attaching the thread was answered %q", r.Reply)
 	}
 
@@ -100,6 +102,61 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 	back := gw.ask(t, "alpha", "back in the chat")
 	if text := w.lastRequestFor(t, cli); back.ThreadID != cli || !strings.Contains(text, "TERMINAL-WORK") {
 		t.Errorf("after the terminal's turn the lane's request lacks it (thread %s)", back.ThreadID)
+	}
+}
+
+// TestIntegrationAttachOnlyListedFreeThreads (issue 38): /attach reaches
+// only threads /threads lists for the lane's project that no lane holds
+// and no lane let go of. Another lane's thread released by /new, another
+// lane's current thread and a thread of another directory are refused
+// with their reason, and the lane's model never sees what they hold; a
+// listed thread no lane ever had is attached.
+func TestIntegrationAttachOnlyListedFreeThreads(t *testing.T) {
+	w := newWorld(t)
+	repo := gitRepo(t)
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, CodexHome: w.home})
+	term := w.terminal(t)
+	elsewhere := terminalTurn(t, term, "", t.TempDir(), "ELSEWHERE-SECRET remember the word KIWI")
+
+	gw.ask(t, "alpha", "/project app")
+	released := gw.ask(t, "alpha", "RELEASED-SECRET remember the word MANGO").ThreadID
+	gw.ask(t, "alpha", "/new")
+	held := gw.ask(t, "alpha", "HELD-SECRET remember the word GUAVA").ThreadID
+	if released == "" || held == "" || released == held {
+		t.Fatalf("alpha's threads: %q before /new, %q after", released, held)
+	}
+	gw.ask(t, "beta", "/project app")
+	own := gw.ask(t, "beta", "beta's own work").ThreadID
+	if list := gw.ask(t, "beta", "/threads").Reply; !strings.Contains(list, released) || !strings.Contains(list, held) {
+		t.Fatalf("/threads on beta = %q; want alpha's threads listed (same checkout)", list)
+	}
+
+	refusals := []struct{ name, thread, want string }{
+		{"released by another lane", released, "was released by another conversation"},
+		{"held by another lane", held, "is held by another conversation"},
+		{"not listed for the project", elsewhere, "No thread listed for this conversation's project"},
+	}
+	for _, r := range refusals {
+		if got := gw.ask(t, "beta", "/attach "+r.thread).Reply; !strings.Contains(got, r.want) {
+			t.Errorf("/attach of a thread %s answered %q; want %q", r.name, got, r.want)
+		}
+	}
+	after := gw.ask(t, "beta", "which words do you know?")
+	if after.ThreadID != own {
+		t.Fatalf("after the refusals beta ran on %s, want its own %s", after.ThreadID, own)
+	}
+	for _, secret := range []string{"MANGO", "GUAVA", "KIWI"} {
+		if strings.Contains(w.lastRequestFor(t, own), secret) {
+			t.Errorf("beta's model was shown %s from a thread it was refused", secret)
+		}
+	}
+
+	free := terminalTurn(t, term, "", repo, "FREE-THREAD remember the word LIME")
+	if got := gw.ask(t, "beta", "/attach "+free).Reply; !strings.Contains(got, "Attached thread "+free) {
+		t.Fatalf("/attach of a listed thread no lane had answered %q", got)
+	}
+	if next := gw.ask(t, "beta", "and now?"); next.ThreadID != free || !strings.Contains(w.lastRequestFor(t, free), "LIME") {
+		t.Errorf("after /attach beta ran on %s without the free thread's context", next.ThreadID)
 	}
 }
 

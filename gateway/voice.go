@@ -9,12 +9,13 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/files"
 )
 
 // Voice (issue 28, voice.*): Codex cannot hear. With a transcription
@@ -37,16 +38,17 @@ const voiceShownMax = 200
 
 type voice struct {
 	cfg    VoiceConfig
+	files  *files.Store // where the audio is stored (nil: none is)
 	client *http.Client
 	out    *deliverer
 	log    *zap.Logger
 }
 
-func newVoice(cfg VoiceConfig, out *deliverer, log *zap.Logger) *voice {
+func newVoice(cfg VoiceConfig, fstore *files.Store, out *deliverer, log *zap.Logger) *voice {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Minute
 	}
-	return &voice{cfg: cfg, client: &http.Client{}, out: out, log: log}
+	return &voice{cfg: cfg, files: fstore, client: &http.Client{}, out: out, log: log}
 }
 
 func (v *voice) on() bool { return v.cfg.URL != "" }
@@ -62,7 +64,7 @@ func (v *voice) prepare(ctx context.Context, t *turn) {
 	for _, path := range t.it.audio {
 		name := filepath.Base(path)
 		started := time.Now()
-		text, err := v.transcribe(ctx, path)
+		text, err := v.transcribe(ctx, t.l.key, path)
 		if err != nil {
 			v.log.Warn("voice.transcribe_failed", zap.String("lane", t.l.key), zap.String("file", name), zap.Error(err))
 			// Lane notices, not answers: the message's answer is the turn's.
@@ -78,10 +80,10 @@ func (v *voice) prepare(ctx context.Context, t *turn) {
 
 // transcribe posts one file as multipart (file, model) and returns the
 // "text" of the JSON answer.
-func (v *voice) transcribe(ctx context.Context, path string) (string, error) {
+func (v *voice) transcribe(ctx context.Context, lane, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
 	defer cancel()
-	body, contentType, err := transcriptionForm(path, v.cfg.Model)
+	body, contentType, err := v.transcriptionForm(lane, path)
 	if err != nil {
 		return "", err
 	}
@@ -120,9 +122,15 @@ func (v *voice) transcribe(ctx context.Context, path string) (string, error) {
 	return strings.TrimSpace(out.Text), nil
 }
 
-// transcriptionForm is the multipart body of /v1/audio/transcriptions.
-func transcriptionForm(path, model string) (io.Reader, string, error) {
-	f, err := os.Open(path)
+// transcriptionForm is the multipart body of /v1/audio/transcriptions. The
+// audio is read through the lane's directory, which its agent can write: a
+// link put in the file's place does not send its target to the server.
+func (v *voice) transcriptionForm(lane, path string) (io.Reader, string, error) {
+	if v.files == nil {
+		return nil, "", errors.New("voice: no files store holds the audio")
+	}
+	model := v.cfg.Model
+	f, err := v.files.Open(lane, path)
 	if err != nil {
 		return nil, "", fmt.Errorf("voice: %w", err)
 	}

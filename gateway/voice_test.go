@@ -1,14 +1,16 @@
 package gateway
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/files"
 )
 
 // BenchmarkTranscribe is one voice note (32 KB) through a fake
@@ -25,13 +27,15 @@ func BenchmarkTranscribe(b *testing.B) {
 		_, _ = io.WriteString(w, `{"text":"please deploy the staging branch"}`)
 	}))
 	defer srv.Close()
-	path := filepath.Join(b.TempDir(), "note.ogg")
-	if err := os.WriteFile(path, make([]byte, 32<<10), 0o600); err != nil {
+	fstore := files.New(filepath.Join(b.TempDir(), "files"), files.Limits{}, nil)
+	const lane = "v1:api:bench"
+	saved, err := fstore.Save(b.Context(), lane, "m1", "note.ogg", bytes.NewReader(make([]byte, 32<<10)))
+	if err != nil {
 		b.Fatal(err)
 	}
-	v := newVoice(VoiceConfig{URL: srv.URL, Model: "whisper-1"}, nil, zap.NewNop())
+	v := newVoice(VoiceConfig{URL: srv.URL, Model: "whisper-1"}, fstore, nil, zap.NewNop())
 	for b.Loop() {
-		if text, err := v.transcribe(b.Context(), path); err != nil || text == "" {
+		if text, err := v.transcribe(b.Context(), lane, saved.Path); err != nil || text == "" {
 			b.Fatalf("transcribe: %q, %v", text, err)
 		}
 	}

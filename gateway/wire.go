@@ -67,6 +67,7 @@ func wireFeatures(g *Gateway) {
 	g.confine = newConfinement(cfg, log)
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
+	g.out.files = cfg.Files
 	g.rotation = newRotation(cfg, st, g.out, log)
 	g.diskQuota = newDiskQuota(cfg, st, g.journal, g.inbox, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
@@ -106,7 +107,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
 	g.reviews = &reviews{sched: g.sched, out: g.out}
-	g.voice = newVoice(cfg.Voice, g.out, log)
+	g.voice = newVoice(cfg.Voice, cfg.Files, g.out, log)
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}

@@ -228,7 +228,7 @@ func (s *Store) BindThread(ctx context.Context, sessionKey string, gen int64, th
 		if lane.ThreadID == threadID && lane.Binding == BindingConfirmed {
 			binding = BindingConfirmed
 		}
-		return setBinding(ctx, q, sessionKey, threadID, binding, "", toDB(s.now()))
+		return bindNewThread(ctx, q, lane, threadID, binding, "", toDB(s.now()))
 	})
 	if err != nil {
 		return fmt.Errorf("store: bind thread on %q: %w", sessionKey, err)
@@ -237,10 +237,12 @@ func (s *Store) BindThread(ctx context.Context, sessionKey string, gen int64, th
 }
 
 // AttachThread binds the lane to a thread it did not start (/attach: one
-// the Codex CLI, an IDE or another lane once held), pending until a turn
-// completes on it, if the lane is still at generation gen and no other
-// lane is bound to the thread (ErrThreadHeld, naming that lane). The check
-// and the write are one transaction of the single writer.
+// the Codex CLI or an IDE started, or one this lane let go of), pending
+// until a turn completes on it, if the lane is still at generation gen and
+// no other lane is bound to the thread (ErrThreadHeld) or ever was
+// (ErrThreadReleased): a thread another lane let go of holds that
+// conversation. The check and the write are one transaction of the single
+// writer.
 func (s *Store) AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error {
 	if threadID == "" {
 		return fmt.Errorf("%w: AttachThread needs a thread id", ErrInvalid)
@@ -253,14 +255,14 @@ func (s *Store) AttachThread(ctx context.Context, sessionKey string, gen int64, 
 		if err := checkGeneration(lane, gen); err != nil {
 			return err
 		}
-		holder, err := threadHolder(ctx, q, threadID, sessionKey)
+		claim, err := threadClaim(ctx, q, threadID, sessionKey)
 		if err != nil {
 			return err
 		}
-		if holder != "" {
-			return fmt.Errorf("%w: %s", ErrThreadHeld, holder)
+		if err := claim.refusal(); err != nil {
+			return err
 		}
-		return setBinding(ctx, q, sessionKey, threadID, BindingPending, "attached", toDB(s.now()))
+		return bindNewThread(ctx, q, lane, threadID, BindingPending, "attached", toDB(s.now()))
 	})
 	if err != nil {
 		return fmt.Errorf("store: attach thread on %q: %w", sessionKey, err)
@@ -268,14 +270,47 @@ func (s *Store) AttachThread(ctx context.Context, sessionKey string, gen int64, 
 	return nil
 }
 
-// ThreadHolder is the lane other than exceptKey bound to threadID (its
-// binding pending or confirmed), "" when none is.
-func (s *Store) ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error) {
-	holder, err := threadHolder(s.shortRead(ctx), s.rq, threadID, exceptKey)
-	if err != nil {
-		return "", fmt.Errorf("store: thread holder: %w", classify(err))
+// ThreadClaim is another lane's claim on a Codex thread, which /attach
+// refuses: the lane bound to it now, or the lane that once was and let it
+// go. The zero value: no other lane ever had the thread.
+type ThreadClaim struct {
+	Lane string // the other lane's session key; "" when none
+	Held bool   // bound to it now (pending or confirmed), not let go of
+}
+
+// refusal is the error AttachThread gives for the claim, nil for none.
+func (c ThreadClaim) refusal() error {
+	switch {
+	case c.Lane == "":
+		return nil
+	case c.Held:
+		return fmt.Errorf("%w: %s", ErrThreadHeld, c.Lane)
 	}
-	return holder, nil
+	return fmt.Errorf("%w: %s", ErrThreadReleased, c.Lane)
+}
+
+// ThreadClaim is the claim of a lane other than exceptKey on threadID: the
+// lane bound to it now, else one that ever was.
+func (s *Store) ThreadClaim(ctx context.Context, threadID, exceptKey string) (ThreadClaim, error) {
+	claim, err := threadClaim(s.shortRead(ctx), s.rq, threadID, exceptKey)
+	if err != nil {
+		return ThreadClaim{}, fmt.Errorf("store: thread claim: %w", classify(err))
+	}
+	return claim, nil
+}
+
+func threadClaim(ctx context.Context, q querier, threadID, exceptKey string) (ThreadClaim, error) {
+	holder, err := threadHolder(ctx, q, threadID, exceptKey)
+	if err != nil || holder != "" {
+		return ThreadClaim{Lane: holder, Held: true}, err
+	}
+	var key string
+	err = q.QueryRowContext(ctx, `SELECT session_key FROM lane_threads
+		WHERE thread_id = ? AND session_key <> ? ORDER BY bound_at LIMIT 1`, threadID, exceptKey).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ThreadClaim{}, nil
+	}
+	return ThreadClaim{Lane: key}, err
 }
 
 func threadHolder(ctx context.Context, q querier, threadID, exceptKey string) (string, error) {
@@ -317,6 +352,21 @@ func setBinding(ctx context.Context, q querier, sessionKey, threadID string, b B
 	_, err := q.ExecContext(ctx, `UPDATE gateway_routing
 		SET codex_thread_id = ?, binding = ?, binding_reason = ?, updated_at = ? WHERE session_key = ?`,
 		threadID, string(b), reason, now, sessionKey)
+	return err
+}
+
+// bindNewThread is setBinding of a thread the lane may not have had: it
+// also remembers that the lane had it, so the thread stays this lane's
+// after the lane lets it go (ThreadClaim). Only BindThread and
+// AttachThread give a lane another thread; confirming or losing a binding
+// keeps the thread, and a resume of the lane's current thread (recorded
+// when it was bound, or carried over by migration 22) costs no write.
+func bindNewThread(ctx context.Context, q querier, lane Lane, threadID string, b Binding, reason string, now int64) error {
+	if err := setBinding(ctx, q, lane.SessionKey, threadID, b, reason, now); err != nil || lane.ThreadID == threadID {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO lane_threads (thread_id, session_key, bound_at) VALUES (?, ?, ?)
+		ON CONFLICT DO NOTHING`, threadID, lane.SessionKey, now)
 	return err
 }
 

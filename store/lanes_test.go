@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -234,8 +235,7 @@ func TestSetMeta(t *testing.T) {
 }
 
 // TestAttachThreadRefusesAThreadAnotherLaneHolds: a lane attaches a thread
-// no lane holds (pending), is refused one another lane is bound to, and
-// may attach a thread whose binding another lane lost.
+// no lane holds (pending) and is refused one another lane is bound to.
 func TestAttachThreadRefusesAThreadAnotherLaneHolds(t *testing.T) {
 	t.Parallel()
 	s, _ := openTestStore(t)
@@ -247,11 +247,11 @@ func TestAttachThreadRefusesAThreadAnotherLaneHolds(t *testing.T) {
 	if err := s.AttachThread(ctx, b.SessionKey, b.Generation, "t-a"); !errors.Is(err, ErrThreadHeld) {
 		t.Fatalf("attaching a's thread to b: %v, want ErrThreadHeld", err)
 	}
-	if holder, err := s.ThreadHolder(ctx, "t-a", b.SessionKey); err != nil || holder != a.SessionKey {
-		t.Fatalf("ThreadHolder(t-a) = %q, %v; want %q", holder, err, a.SessionKey)
+	if claim, err := s.ThreadClaim(ctx, "t-a", b.SessionKey); err != nil || claim != (ThreadClaim{Lane: a.SessionKey, Held: true}) {
+		t.Fatalf("ThreadClaim(t-a) = %+v, %v; want held by %q", claim, err, a.SessionKey)
 	}
-	if holder, _ := s.ThreadHolder(ctx, "t-a", a.SessionKey); holder != "" {
-		t.Fatalf("ThreadHolder excluding the holder = %q", holder)
+	if claim, _ := s.ThreadClaim(ctx, "t-a", a.SessionKey); claim != (ThreadClaim{}) {
+		t.Fatalf("ThreadClaim excluding the holder = %+v", claim)
 	}
 	if err := s.AttachThread(ctx, b.SessionKey, b.Generation, "t-cli"); err != nil {
 		t.Fatalf("attaching a free thread: %v", err)
@@ -259,13 +259,52 @@ func TestAttachThreadRefusesAThreadAnotherLaneHolds(t *testing.T) {
 	if got, _ := s.Lane(ctx, b.SessionKey); got.ThreadID != "t-cli" || got.Binding != BindingPending {
 		t.Fatalf("after attach b = %+v, want t-cli pending", got)
 	}
-	if err := s.MarkBindingLost(ctx, a.SessionKey, a.Generation, "t-a", "gone"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AttachThread(ctx, b.SessionKey, b.Generation, "t-a"); err != nil {
-		t.Fatalf("attaching a thread whose binding was lost: %v", err)
-	}
 	if err := s.AttachThread(ctx, b.SessionKey, b.Generation-1, "t-x"); !errors.Is(err, ErrStaleGeneration) {
 		t.Fatalf("attach under an old generation: %v", err)
+	}
+}
+
+// TestAttachThreadRefusesAThreadAnotherLaneLetGo (issue 38): a thread a
+// lane let go of — its binding lost, the lane reset, or replaced by
+// another — stays that lane's: another lane is refused it, naming the
+// lane, while the lane itself may come back to it.
+func TestAttachThreadRefusesAThreadAnotherLaneLetGo(t *testing.T) {
+	t.Parallel()
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	a, b := mustEnsure(t, s, "a"), mustEnsure(t, s, "b")
+	bind := func(l Lane, thread string) {
+		t.Helper()
+		cur, _ := s.Lane(ctx, l.SessionKey)
+		if err := s.BindThread(ctx, l.SessionKey, cur.Generation, thread); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind(a, "t-lost")
+	if err := s.MarkBindingLost(ctx, a.SessionKey, a.Generation, "t-lost", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	bind(a, "t-reset")
+	if _, err := s.ResetLane(ctx, a.SessionKey, "reset"); err != nil {
+		t.Fatal(err)
+	}
+	bind(a, "t-replaced")
+	bind(a, "t-now")
+	cur, _ := s.Lane(ctx, b.SessionKey)
+	for _, thread := range []string{"t-lost", "t-reset", "t-replaced"} {
+		err := s.AttachThread(ctx, b.SessionKey, cur.Generation, thread)
+		if !errors.Is(err, ErrThreadReleased) || !strings.Contains(err.Error(), a.SessionKey) {
+			t.Errorf("attaching %s, which a let go of, to b: %v; want ErrThreadReleased naming a", thread, err)
+		}
+		if claim, err := s.ThreadClaim(ctx, thread, b.SessionKey); err != nil || claim != (ThreadClaim{Lane: a.SessionKey}) {
+			t.Errorf("ThreadClaim(%s) = %+v, %v; want released by a", thread, claim, err)
+		}
+	}
+	if got, _ := s.Lane(ctx, b.SessionKey); got.ThreadID != "" {
+		t.Errorf("after the refusals b is on %q, want no thread", got.ThreadID)
+	}
+	acur, _ := s.Lane(ctx, a.SessionKey)
+	if err := s.AttachThread(ctx, a.SessionKey, acur.Generation, "t-reset"); err != nil {
+		t.Errorf("a coming back to its own thread: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // migrations is the ordered schema history. The schema version stored in
@@ -364,6 +365,35 @@ CREATE TABLE webhook_bodies (
 ) WITHOUT ROWID;
 CREATE INDEX webhook_bodies_by_age ON webhook_bodies(received_at);
 `,
+	// 23: every thread a lane was ever bound to (issue 38), so /attach can
+	// refuse a thread another lane let go of (/reset, /new, rotation, a
+	// replaced thread): its rollout is that conversation's. Filled from
+	// what the store still remembers of each lane's threads.
+	`
+CREATE TABLE lane_threads (
+	thread_id   TEXT    NOT NULL,
+	session_key TEXT    NOT NULL,
+	bound_at    INTEGER NOT NULL,
+	PRIMARY KEY (thread_id, session_key)
+) WITHOUT ROWID;
+` + laneThreadsCarryOver("INSERT OR IGNORE", ""),
+}
+
+// laneThreadsCarryOver fills lane_threads from the threads the store
+// recorded before it: the lanes' current (or lost) bindings, the turns'
+// journal, the outbox's replies and the compactions. insert and conflict
+// are the dialect's way of skipping a row already there.
+func laneThreadsCarryOver(insert, conflict string) string {
+	var b strings.Builder
+	for _, src := range []string{
+		"SELECT codex_thread_id, session_key, updated_at FROM gateway_routing WHERE codex_thread_id <> ''",
+		"SELECT thread_id, session_key, started_at FROM turn_journal WHERE thread_id <> ''",
+		"SELECT thread_id, session_key, MIN(created_at) FROM outbox WHERE thread_id <> '' GROUP BY thread_id, session_key",
+		"SELECT thread_id, session_key, MIN(created_at) FROM compactions WHERE thread_id <> '' GROUP BY thread_id, session_key",
+	} {
+		fmt.Fprintf(&b, "%s INTO lane_threads (thread_id, session_key, bound_at) %s %s;\n", insert, src, conflict)
+	}
+	return b.String()
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

@@ -88,6 +88,14 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 				if l, err := s.Lane(ctx, "old"); err != nil || l.Project != "api" || l.ThreadID != "th-old" {
 					t.Fatalf("migrated lane after SetProject = %+v, %v", l, err)
 				}
+				// A thread bound before lane_threads (23) existed is still
+				// the old lane's once it lets go of it (issue 38).
+				if _, err := s.ResetLane(ctx, "old", "reset"); err != nil {
+					t.Fatal(err)
+				}
+				if claim, err := s.ThreadClaim(ctx, "th-old", "other"); k < 23 && (err != nil || claim != (ThreadClaim{Lane: "old"})) {
+					t.Fatalf("ThreadClaim of a migrated lane's thread = %+v, %v; want released by old", claim, err)
+				}
 			}
 			l := mustEnsure(t, s, "new")
 			res, err := s.CommitTurn(ctx, CompletedTurn{SessionKey: l.SessionKey, Generation: l.Generation, TurnID: "t1",

@@ -266,6 +266,15 @@ CREATE TABLE webhook_bodies (
 );
 CREATE INDEX webhook_bodies_by_age ON webhook_bodies(received_at);
 `,
+	// 11: SQLite's 23, every thread a lane was ever bound to (/attach).
+	`
+CREATE TABLE lane_threads (
+	thread_id   TEXT COLLATE "C" NOT NULL,
+	session_key TEXT COLLATE "C" NOT NULL,
+	bound_at    BIGINT NOT NULL,
+	PRIMARY KEY (thread_id, session_key)
+);
+` + laneThreadsCarryOver("INSERT", "ON CONFLICT DO NOTHING"),
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

@@ -33,6 +33,9 @@ var (
 	// ErrThreadHeld refuses to attach a lane to a Codex thread another
 	// lane is bound to: two lanes writing one thread would interleave.
 	ErrThreadHeld = errors.New("store: the thread is bound to another lane")
+	// ErrThreadReleased refuses to attach a lane to a Codex thread another
+	// lane was bound to and let go of: its history is that conversation's.
+	ErrThreadReleased = errors.New("store: the thread was another lane's")
 )
 
 // Binding is the state of a lane's Codex thread id.

@@ -65,11 +65,22 @@ func (d *doctor) reportIsolation(cfg *config.Config, read []string, canary strin
 		d.fail("lane isolation leaks: a command under the lane profile read "+what,
 			"report it (gatewayd and codex versions above); until then treat every lane as able to read the others")
 	case c.Approvals == config.ApprovalsChat:
-		d.pass("lanes isolated: a probe command wrote its own directory and could not read the database, the state dir, CODEX_HOME or the config; " +
-			"codex may rerun a command allowed in chat without it, unasked (codex.approvals: chat)")
+		d.pass("lanes isolated: a probe command wrote its own directory and could not read %s; "+
+			"codex may rerun a command allowed in chat without it, unasked (codex.approvals: chat)", unreadList(cfg))
 	default:
-		d.pass("lanes isolated: a probe command wrote its own directory and could not read the database, the state dir, CODEX_HOME or the config")
+		d.pass("lanes isolated: a probe command wrote its own directory and could not read %s", unreadList(cfg))
 	}
+}
+
+// unreadList names what the probe failed to read: the fixed places, and
+// the secret files the configuration names (every *_file key), which
+// secretFiles probed with their directories.
+func unreadList(cfg *config.Config) string {
+	what := "the database, the state dir, CODEX_HOME or the config"
+	if secrets := cfg.SecretFiles(); len(secrets) > 0 {
+		what += " or the secret files " + strings.Join(secrets, ", ") + " and their directories"
+	}
+	return what
 }
 
 // readList names what was read, briefly: the first few files and how

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -335,7 +336,7 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv(codextest.APIKeyEnv, codextest.APIKey)
 	model := codextest.NewModel(t)
-	withDatabase := func(t *testing.T, isolation string) string {
+	withDatabase := func(t *testing.T, isolation string, extra ...map[string]any) string {
 		dir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
 			t.Fatal(err)
@@ -347,9 +348,13 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return doctorConfig(t, dir, model, map[string]any{"codex": map[string]any{
+		cfg := map[string]any{"codex": map[string]any{
 			"command": codextest.CodexBinary(t), "home": codextest.Home(t), "cwd": filepath.Join(dir, "work"),
-			"args": codextest.Args(model.URL), "isolation": isolation}})
+			"args": codextest.Args(model.URL), "isolation": isolation}}
+		for _, e := range extra {
+			maps.Copy(cfg, e)
+		}
+		return doctorConfig(t, dir, model, cfg)
 	}
 
 	t.Run("lanes", func(t *testing.T) {
@@ -359,6 +364,18 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 		}
 		if !strings.Contains(out, "✓ git boundary: a lane's command could not write its worktree's .git") {
 			t.Errorf("doctor did not prove the git boundary:\n%s", out)
+		}
+	})
+	// A secret file under /etc (which the sandbox lets commands read) is
+	// probed with its directory and named on the line (issue 38).
+	t.Run("secret file", func(t *testing.T) {
+		keyFile := filepath.Join(codextest.EtcDir(t), "voice.key")
+		if err := os.WriteFile(keyFile, []byte("sk-voice"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out := runDoctor(t, withDatabase(t, "lanes", map[string]any{"voice": map[string]any{"api_key_file": keyFile}}), "sk-voice")
+		if code != exitOK || !strings.Contains(out, "✓ lanes isolated") || !strings.Contains(out, keyFile) {
+			t.Fatalf("exit %d, want 0 and ✓ lanes isolated naming %s:\n%s", code, keyFile, out)
 		}
 	})
 	t.Run("none", func(t *testing.T) {

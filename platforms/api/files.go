@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
@@ -21,9 +22,12 @@ import (
 // bytes from the lane's out directory, behind the same token. The file
 // rows are committed before the reply, so they reach the request first.
 
-// OutDirs names a lane's out directory (*files.Store implements it).
+// OutDirs names a lane's out directory and opens a file in it through
+// the lane's directory, so a link the lane's agent put there is not
+// followed out of it (*files.Store implements it).
 type OutDirs interface {
 	OutDir(sessionKey string) string
+	Open(sessionKey, path string) (*os.File, error)
 }
 
 // FileRef is one file in an answer and in a "file" event.
@@ -71,13 +75,8 @@ func (p *Platform) getFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such file")
 		return
 	}
-	root, err := os.OpenRoot(p.cfg.Files.OutDir(laneAddress(lane).SessionKey()))
-	if err != nil {
-		writeError(w, http.StatusNotFound, "no such file")
-		return
-	}
-	defer root.Close()
-	f, err := root.Open(id)
+	key := laneAddress(lane).SessionKey()
+	f, err := p.cfg.Files.Open(key, filepath.Join(p.cfg.Files.OutDir(key), id))
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			p.log.Warn("api.file_open_failed", zap.String("lane", lane), zap.Error(err))
@@ -87,7 +86,7 @@ func (p *Platform) getFile(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.Close()
 	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() {
+	if err != nil {
 		writeError(w, http.StatusNotFound, "no such file")
 		return
 	}

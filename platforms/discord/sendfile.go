@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -74,7 +73,9 @@ func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, e
 		}
 		return a.send(ctx, notice, nil)
 	}
-	f, err := os.Open(out.File.Path)
+	// Through the lane's directory: a link the lane's agent put in the
+	// snapshot's place (or out/'s) is not followed out of it.
+	f, err := out.File.Open()
 	if err != nil {
 		return "", fmt.Errorf("discord: open %s: %v: %w", out.File.Name, err, gateway.ErrPermanent)
 	}

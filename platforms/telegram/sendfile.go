@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -34,9 +33,12 @@ func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, e
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(out.File.Path)
+	// Through the lane's directory: a link the lane's agent put in the
+	// snapshot's place (or out/'s) is not followed out of it.
+	f, err := out.File.Open()
 	if err != nil {
-		// The snapshot is gone (state dir cleaned): retrying cannot help.
+		// The snapshot is gone (state dir cleaned) or was replaced by a
+		// link: retrying cannot help.
 		return "", fmt.Errorf("telegram: open %s: %v: %w", out.File.Name, err, gateway.ErrPermanent)
 	}
 	defer f.Close()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -68,16 +69,21 @@ func ReadableToLanes(cfg *config.Config) []string {
 // the state directory (the database, every lane's files), codex.cwd
 // (every project-less lane's directory), CODEX_HOME (credentials and
 // rollouts), the config file's directory (the environment file beside
-// it) and the token files. Each lane's own directories, under the first
-// two, stay reachable as its workspace roots. The list matters most for
-// paths under /etc or /usr, which the profile's system paths grant.
+// it), and every file a secret is read from (each *_file key, each
+// webhook's secret_file: config.SecretFiles) with the directory holding
+// it, where its neighbours (a key, a certificate) are likely secrets too.
+// Each lane's own directories, under the first two, stay reachable as its
+// workspace roots. The list matters most for paths under /etc or /usr,
+// which the profile's system paths grant.
 func DeniedToLanes(cfg *config.Config) []string {
 	configDir := ""
 	if cfg.File != "" {
 		configDir = filepath.Dir(cfg.File)
 	}
-	paths := []string{cfg.StateDir, configDir, cfg.Codex.Cwd, CodexHome(cfg),
-		cfg.API.TokenFile, cfg.Telegram.TokenFile, cfg.Discord.TokenFile}
+	paths := []string{cfg.StateDir, configDir, cfg.Codex.Cwd, CodexHome(cfg)}
+	for _, f := range cfg.SecretFiles() {
+		paths = append(paths, f, secretsDir(f))
+	}
 	var out []string
 	add := func(p string) {
 		if abs, err := filepath.Abs(p); err == nil && !slices.Contains(out, abs) {
@@ -94,7 +100,42 @@ func DeniedToLanes(cfg *config.Config) []string {
 			add(real)
 		}
 	}
+	return outermost(out)
+}
+
+// outermost drops the paths inside another of paths: the sandbox cannot
+// mask a file inside a directory it already masked (bubblewrap fails the
+// command), and the directory's mask hides the file anyway.
+func outermost(paths []string) []string {
+	out := paths[:0:0]
+	for _, p := range paths {
+		inside := false
+		for _, q := range paths {
+			if rel, err := filepath.Rel(q, p); err == nil && q != p && rel != ".." && !strings.HasPrefix(rel, "../") {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, p)
+		}
+	}
 	return out
+}
+
+// secretsDir is the directory holding the secret file f, "" when that is
+// a top-level directory (/etc, /): denying all of it would take the
+// system's files from every lane, so there only the file is denied.
+func secretsDir(f string) string {
+	abs, err := filepath.Abs(f)
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Dir(abs)
+	if filepath.Dir(dir) == dir || filepath.Dir(filepath.Dir(dir)) == filepath.Dir(dir) {
+		return ""
+	}
+	return dir
 }
 
 // CodexHome is the CODEX_HOME the app-server runs with: codex.home, else

@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -46,15 +49,17 @@ func TestWarnIsolationNamesTheKey(t *testing.T) {
 }
 
 // What is denied to lanes: the state dir, codex.cwd, CODEX_HOME, the
-// config's directory and the token files, absolute and once each; with
-// isolation off the app-server gets codex.args alone.
+// config's directory and the token files, absolute and once each, and
+// none inside another (the token file beside the config is in its
+// directory's mask); with isolation off the app-server gets codex.args
+// alone.
 func TestDeniedToLanesAndCodexArgs(t *testing.T) {
 	dir := t.TempDir()
 	cfg := &config.Config{File: filepath.Join(dir, "etc", "gatewayd.yaml"), StateDir: filepath.Join(dir, "state"),
 		Codex: config.Codex{Command: "/bin/true", Args: []string{"-c", "x=1"}, Cwd: filepath.Join(dir, "state"),
 			Home: filepath.Join(dir, "home"), Isolation: config.IsolationLanes, Sandbox: "workspace-write"},
 		Telegram: config.Telegram{TokenFile: filepath.Join(dir, "etc", "tg.token")}}
-	want := []string{filepath.Join(dir, "state"), filepath.Join(dir, "etc"), filepath.Join(dir, "home"), filepath.Join(dir, "etc", "tg.token")}
+	want := []string{filepath.Join(dir, "state"), filepath.Join(dir, "etc"), filepath.Join(dir, "home")}
 	if got := DeniedToLanes(cfg); !slices.Equal(got, want) {
 		t.Errorf("DeniedToLanes = %q, want %q", got, want)
 	}
@@ -66,4 +71,82 @@ func TestDeniedToLanesAndCodexArgs(t *testing.T) {
 	if args, err := CodexArgs(cfg); err != nil || !slices.Equal(args, cfg.Codex.Args) {
 		t.Errorf("unisolated CodexArgs = %q, %v; want codex.args alone", args, err)
 	}
+}
+
+// TestDeniedToLanesCoversEverySecretFile (issue 38) walks the
+// configuration's keys: every key ending in _file, and a webhook's
+// secret_file, set to a file in a directory of its own, is denied with
+// that directory — so a *_file key added later cannot be left readable.
+// A secret file directly in a top-level directory is denied alone.
+func TestDeniedToLanesCoversEverySecretFile(t *testing.T) {
+	dir := t.TempDir()
+	var yaml strings.Builder
+	var files []string
+	secret := func(name string) string {
+		sub := filepath.Join(dir, strings.ReplaceAll(name, ".", "-"))
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(sub, "secret")
+		if err := os.WriteFile(f, []byte("s3cret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+		return f
+	}
+	for _, k := range config.Keys() {
+		if strings.HasSuffix(k, "_file") {
+			fmt.Fprintf(&yaml, "%s: %q\n", k, secret(k))
+		}
+	}
+	if len(files) < 5 {
+		t.Fatalf("walked %d *_file keys; the token, DSN and API key files are 5", len(files))
+	}
+	// What the secrets need beside them to load (who may talk, which store).
+	fmt.Fprintf(&yaml, "state_dir: %q\ntelegram.allowed_users: [1]\ndiscord.allowed_users: [\"1\"]\nstore.driver: postgres\n", filepath.Join(dir, "state"))
+	fmt.Fprintf(&yaml, "webhooks.hooks: {ci: {secret_file: %q, lane: \"v1:api:ci\", template: \"x\"}}\n", secret("webhooks.hooks.ci"))
+	cfgFile := filepath.Join(dir, "etc", "gatewayd.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfgFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgFile, []byte(dottedToNested(yaml.String())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: cfgFile})
+	if err != nil {
+		t.Fatalf("load a config setting every *_file key: %v", err)
+	}
+	denied := DeniedToLanes(cfg)
+	for _, f := range files {
+		if !slices.Contains(denied, filepath.Dir(f)) {
+			t.Errorf("the directory of %s is not denied to lanes: %q", f, denied)
+		}
+	}
+	cfg.Telegram.TokenFile = "/tg.token"
+	if got := DeniedToLanes(cfg); !slices.Contains(got, "/tg.token") || slices.Contains(got, "/") {
+		t.Errorf("a token file in / : denied %q; want the file, not /", got)
+	}
+}
+
+// dottedToNested turns "a.b.c: v" lines into nested YAML maps, sorted so
+// each section is written once.
+func dottedToNested(flat string) string {
+	var b strings.Builder
+	var prev []string
+	lines := strings.Split(strings.TrimSpace(flat), "\n")
+	slices.Sort(lines)
+	for _, line := range lines {
+		name, value, _ := strings.Cut(line, ": ")
+		parts := strings.Split(name, ".")
+		same := 0
+		for same < len(prev) && same < len(parts)-1 && prev[same] == parts[same] {
+			same++
+		}
+		for i := same; i < len(parts)-1; i++ {
+			fmt.Fprintf(&b, "%s%s:\n", strings.Repeat("  ", i), parts[i])
+		}
+		fmt.Fprintf(&b, "%s%s: %s\n", strings.Repeat("  ", len(parts)-1), parts[len(parts)-1], value)
+		prev = parts[:len(parts)-1]
+	}
+	return b.String()
 }
