@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,6 +90,10 @@ var (
 	checkoutTimeout = 15 * time.Minute
 )
 
+// gitRuns counts the gits run on repositories, for tests that prove a
+// snapshot needed none (or one).
+var gitRuns atomic.Int64
+
 // repoDirs is where git runs: a git directory and its work tree, both
 // named by the daemon. workTree is "" for commands that read only the
 // repository. overrides are further "-c" settings for this repository
@@ -141,6 +146,7 @@ func (r repoDirs) gitIn(ctx context.Context, env []string, input string, args ..
 // run is git with input, its output kept up to limit bytes (0: all);
 // truncated says output was dropped past the limit.
 func (r repoDirs) run(ctx context.Context, env []string, input string, limit int, args ...string) (out string, truncated bool, err error) {
+	gitRuns.Add(1)
 	timeout := r.timeout
 	if timeout == 0 {
 		timeout = gitTimeout
@@ -170,22 +176,27 @@ func (r repoDirs) run(ctx context.Context, env []string, input string, limit int
 // cappedBuffer keeps at most limit bytes (0: no limit) of what is written
 // to it and says whether it dropped any: a lane's diff can be as large as
 // the files it writes, and the daemon must not hold it all.
+//
+// The buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
+// would let io.Copy write past the limit.
 type cappedBuffer struct {
-	bytes.Buffer
+	buf     bytes.Buffer
 	limit   int
 	dropped bool
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if b.limit > 0 && b.Len()+len(p) > b.limit {
+	if b.limit > 0 && b.buf.Len()+len(p) > b.limit {
 		b.dropped = true
-		if room := b.limit - b.Len(); room > 0 {
-			b.Buffer.Write(p[:room])
+		if room := b.limit - b.buf.Len(); room > 0 {
+			b.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
 
 // ok runs git and reports only whether it succeeded (a query whose
 // failure is an answer: a ref that does not exist).

@@ -31,42 +31,185 @@ func lockTree(t Tree) func() {
 }
 
 // Snapshot records the worktree's files as a commit and returns its id.
-// It is not named by any ref until Save.
+// It is not named by any ref until Save. When nothing changed since the
+// last snapshot (watch.go) it is that snapshot; when a few paths did, git
+// looks at those only.
 func Snapshot(ctx context.Context, t Tree) (string, error) {
 	defer lockTree(t)()
 	d, err := t.git()
 	if err != nil {
 		return "", err
 	}
-	tree, err := writeTree(ctx, t, d)
+	w := theWatcher()
+	last, lastHead, paths, full := w.changes(t.Dir)
+	id, err := snapshot(ctx, t, d, last, lastHead, paths, full)
 	if err != nil {
+		w.failed(t.Dir)
 		return "", err
 	}
+	return id, nil
+}
+
+func snapshot(ctx context.Context, t Tree, d repoDirs, last, lastHead string, paths []string, full bool) (string, error) {
 	head, err := d.git(ctx, nil, "rev-parse", "HEAD")
 	if err != nil {
 		return "", err
 	}
-	return d.git(ctx, nil, "commit-tree", tree, "-p", head, "-m", "gatewayd: snapshot before a turn")
+	if !full && len(paths) == 0 && head == lastHead {
+		return last, nil
+	}
+	tree, err := writeTreeOf(ctx, t, d, paths, full)
+	if err != nil {
+		return "", err
+	}
+	id, err := d.git(ctx, nil, "commit-tree", tree, "-p", head, "-m", "gatewayd: snapshot before a turn")
+	if err != nil {
+		return "", err
+	}
+	theWatcher().took(t.Dir, id, head)
+	return id, nil
 }
 
-// writeTree writes the worktree's files as a tree object through the
+// writeTree writes all the worktree's files as a tree object (writeTreeOf).
+func writeTree(ctx context.Context, t Tree, d repoDirs) (string, error) {
+	return writeTreeOf(ctx, t, d, nil, true)
+}
+
+// writeTreeOf writes the worktree's files as a tree object through the
 // lane's snapshot index, an index of the daemon's own kept between turns
 // (begun as a copy of the worktree's): its stat data lets `git add` skip
 // every file unchanged since the last snapshot instead of hashing it, and
-// its untracked cache skips the directories that did not change. The
-// caller holds the tree's lock.
-func writeTree(ctx context.Context, t Tree, d repoDirs) (string, error) {
+// its untracked cache skips the directories that did not change. With
+// full false, only paths (relative to the worktree) are looked at: the
+// rest is as the index has it. A changed ignore or attributes file changes
+// what every path means, so it makes the add a full one. The caller holds
+// the tree's lock.
+func writeTreeOf(ctx context.Context, t Tree, d repoDirs, paths []string, full bool) (string, error) {
 	index := filepath.Join(t.GitDir, "gatewayd-snapshot.index")
 	if _, err := os.Lstat(index); errors.Is(err, os.ErrNotExist) {
 		if err := copyIndex(filepath.Join(t.GitDir, "index"), index); err != nil {
 			return "", err
 		}
+		full = true
 	}
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := d.git(ctx, env, "-c", "core.untrackedCache=true", "add", "-A", "."); err != nil {
-		return "", err
+	for _, p := range paths {
+		if base := filepath.Base(p); base == ".gitignore" || base == ".gitattributes" {
+			full = true
+		}
+	}
+	env := []string{"GIT_INDEX_FILE=" + index, "GIT_LITERAL_PATHSPECS=1"}
+	switch {
+	case full:
+		if err := addAll(ctx, d, env[:1]); err != nil {
+			return "", err
+		}
+	case len(paths) > 0:
+		if err := addPaths(ctx, d, env, paths); err != nil {
+			return "", err
+		}
 	}
 	return d.git(ctx, env, "write-tree")
+}
+
+// addAll is `git add -A .`, passing over repositories the lane made with
+// no commit (git refuses to record them, which would leave the turn
+// without a snapshot): each is excluded and the add run again.
+func addAll(ctx context.Context, d repoDirs, env []string) error {
+	args := []string{"-c", "core.untrackedCache=true", "add", "-A", "--", "."}
+	for range 8 {
+		_, err := d.git(ctx, env, args...)
+		nested, ok := emptyNested(err)
+		if !ok {
+			return err
+		}
+		args = append(args, ":(exclude,literal)"+nested)
+	}
+	return fmt.Errorf("worktree: too many empty repositories in %s", d.workTree)
+}
+
+// emptyNested reads git's "error: 'sub/' does not have a commit checked
+// out" and returns sub/.
+func emptyNested(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	i := strings.Index(msg, "error: '")
+	j := strings.Index(msg, "' does not have a commit checked out")
+	if i < 0 || j < i+8 {
+		return "", false
+	}
+	return msg[i+8 : j], true
+}
+
+// outsideNested replaces each path inside a repository the lane made in
+// its worktree (a directory with its own .git below the top) by that
+// repository's directory: the snapshot records it as a gitlink, and git
+// refuses a path inside it.
+func outsideNested(top string, paths []string) []string {
+	seen := make(map[string]bool, len(paths))
+	out := paths[:0:0]
+	for _, p := range paths {
+		parts := strings.Split(p, string(filepath.Separator))
+		for i := 1; i <= len(parts); i++ {
+			prefix := filepath.Join(parts[:i]...)
+			if i == len(parts) && parts[i-1] != ".git" {
+				break
+			}
+			if parts[i-1] == ".git" {
+				p = filepath.Join(parts[:i-1]...)
+				break
+			}
+			if _, err := os.Lstat(filepath.Join(top, prefix, ".git")); err == nil {
+				p = prefix
+				break
+			}
+		}
+		if p == "" || p == "." {
+			continue
+		}
+		// A directory is named as one, so check-ignore matches "build/".
+		if fi, err := os.Lstat(filepath.Join(top, p)); err == nil && fi.IsDir() {
+			p += "/"
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// addPaths is `git add -A` of the paths a watch saw change, without the
+// ignored ones (git refuses to add a path named explicitly that its ignore
+// rules exclude, where a full add passes over it).
+func addPaths(ctx context.Context, d repoDirs, env []string, paths []string) error {
+	paths = outsideNested(d.workTree, paths)
+	list := strings.Join(paths, "\x00") + "\x00"
+	// check-ignore takes no pathspec magic: the index only.
+	ignored, err := d.gitIn(ctx, env[:1], list, "check-ignore", "--stdin", "-z")
+	// check-ignore exits 1 when nothing is ignored: no output, an error.
+	if err != nil && ignored != "" {
+		return err
+	}
+	skip := make(map[string]bool)
+	for _, p := range strings.Split(ignored, "\x00") {
+		skip[p] = true
+	}
+	var keep strings.Builder
+	for _, p := range paths {
+		if !skip[p] {
+			keep.WriteString(p + "\x00")
+		}
+	}
+	if keep.Len() == 0 {
+		return nil
+	}
+	_, err = d.gitIn(ctx, env, keep.String(), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+	if _, empty := emptyNested(err); empty {
+		return addAll(ctx, d, env[:1])
+	}
+	return err
 }
 
 func copyIndex(from, to string) error {

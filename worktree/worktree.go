@@ -432,15 +432,15 @@ func (r repo) copyObjects(ctx context.Context, lane repoDirs, refs, start string
 		return fmt.Errorf("worktree: %w", err)
 	}
 	index.Stdin = pipe
-	var errs cappedBuffer
-	errs.limit = 64 << 10
-	pack.Stderr, index.Stderr = &errs, &errs
+	packErr, indexErr := &cappedBuffer{limit: 32 << 10}, &cappedBuffer{limit: 32 << 10}
+	pack.Stderr, index.Stderr = packErr, indexErr
 	if err := pack.Start(); err != nil {
 		return fmt.Errorf("worktree: git pack-objects: %w", err)
 	}
-	indexErr := index.Run()
-	if err := pack.Wait(); err != nil || indexErr != nil {
-		return fmt.Errorf("worktree: copying the lane's snapshots: %s", firstLine(strings.TrimSpace(errs.String()+" "+errors.Join(err, indexErr).Error())))
+	indexRun := index.Run()
+	if err := pack.Wait(); err != nil || indexRun != nil {
+		return fmt.Errorf("worktree: copying the lane's snapshots: %s",
+			firstLine(strings.TrimSpace(packErr.String()+indexErr.String()+" "+errors.Join(err, indexRun).Error())))
 	}
 	return nil
 }
