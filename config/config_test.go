@@ -93,6 +93,7 @@ func keyCases(secretDir string) []keyCase {
 			func(c *Config) any { return c.API.AllowedOrigins }, []string{"https://console.example", "http://127.0.0.1:3000"}},
 		{"api.max_connections", "8", "8", func(c *Config) any { return c.API.MaxConnections }, 8},
 		{"api.metrics_public", "true", "true", func(c *Config) any { return c.API.MetricsPublic }, true},
+		{"api.allow_group", "gatewayd-users", "gatewayd-users", func(c *Config) any { return c.API.AllowGroup }, "gatewayd-users"},
 		{"webhooks.listen", "0.0.0.0:8788", "0.0.0.0:8788", func(c *Config) any { return c.Webhooks.Listen }, "0.0.0.0:8788"},
 		{"webhooks.hooks", hookCaseYAML, hookCaseEnv, hookSummary, hookCaseWant},
 		{"telegram.token", "tg", "tg", func(c *Config) any { return c.Telegram.Token }, "tg"},

@@ -55,6 +55,7 @@ var keys = []key{
 	checkedListKey("api.allowed_origins", func(c *Config) *[]string { return &c.API.AllowedOrigins }, webOrigin),
 	intKey("api.max_connections", 256, func(c *Config) *int { return &c.API.MaxConnections }, 1),
 	boolKey("api.metrics_public", false, func(c *Config) *bool { return &c.API.MetricsPublic }),
+	strKey("api.allow_group", "", func(c *Config) *string { return &c.API.AllowGroup }, nil),
 
 	strKey("webhooks.listen", "", func(c *Config) *string { return &c.Webhooks.Listen }, optional(hostPort)),
 	hookMapKey("webhooks.hooks", func(c *Config) *map[string]Hook { return &c.Webhooks.Hooks }),
