@@ -42,20 +42,21 @@ type peerPolicy struct {
 
 	mu     sync.Mutex
 	member map[uint32]bool // per uid: in group; users and groups are read once
+	desc   string          // String's, made at start
 }
 
 // newPeerPolicy lets in the daemon's own user and root, and the members of
 // group ("" for none), which must exist: it is resolved now, at start.
 func newPeerPolicy(group string) (*peerPolicy, error) {
 	p := &peerPolicy{own: uint32(os.Getuid()), group: group, groupsOf: userGroups, member: map[uint32]bool{}}
-	if group == "" {
-		return p, nil
+	if group != "" {
+		g, err := user.LookupGroup(group)
+		if err != nil {
+			return nil, fmt.Errorf("api: api.allow_group %q: %v: %w", group, err, gateway.ErrConfig)
+		}
+		p.gid = g.Gid
 	}
-	g, err := user.LookupGroup(group)
-	if err != nil {
-		return nil, fmt.Errorf("api: api.allow_group %q: %v: %w", group, err, gateway.ErrConfig)
-	}
-	p.gid = g.Gid
+	p.desc = p.describe()
 	return p, nil
 }
 
@@ -101,6 +102,13 @@ func (p *peerPolicy) allows(uid uint32) (bool, error) {
 
 // String names who is let in, for refusals and the log.
 func (p *peerPolicy) String() string {
+	if p.desc != "" {
+		return p.desc
+	}
+	return p.describe()
+}
+
+func (p *peerPolicy) describe() string {
 	s := "root and uid " + strconv.FormatUint(uint64(p.own), 10)
 	if u, err := user.LookupId(strconv.FormatUint(uint64(p.own), 10)); err == nil {
 		s += " (" + u.Username + ")"
