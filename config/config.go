@@ -140,6 +140,9 @@ type API struct {
 	// MetricsPublic serves /metrics without Token (a scraper that cannot
 	// send it); by default /metrics needs the token whenever one is set.
 	MetricsPublic bool
+	// AllowGroup names a group whose members may use the loopback API
+	// without Token, besides the daemon's own user and root; "" = none.
+	AllowGroup string
 }
 
 // Telegram configures the Telegram adapter; enabled when Token is set.

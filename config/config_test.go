@@ -94,6 +94,7 @@ func keyCases(secretDir string) []keyCase {
 			func(c *Config) any { return c.API.AllowedOrigins }, []string{"https://console.example", "http://127.0.0.1:3000"}},
 		{"api.max_connections", "8", "8", func(c *Config) any { return c.API.MaxConnections }, 8},
 		{"api.metrics_public", "true", "true", func(c *Config) any { return c.API.MetricsPublic }, true},
+		{"api.allow_group", "gatewayd-users", "gatewayd-users", func(c *Config) any { return c.API.AllowGroup }, "gatewayd-users"},
 		{"webhooks.listen", "0.0.0.0:8788", "0.0.0.0:8788", func(c *Config) any { return c.Webhooks.Listen }, "0.0.0.0:8788"},
 		{"webhooks.max_age", "30s", "30s", func(c *Config) any { return c.Webhooks.MaxAge }, 30 * time.Second},
 		{"webhooks.replay_window", "48h", "48h", func(c *Config) any { return c.Webhooks.ReplayWindow }, 48 * time.Hour},

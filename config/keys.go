@@ -58,6 +58,7 @@ var keys = []key{
 	checkedListKey("api.allowed_origins", func(c *Config) *[]string { return &c.API.AllowedOrigins }, webOrigin),
 	intKey("api.max_connections", 256, func(c *Config) *int { return &c.API.MaxConnections }, 1),
 	boolKey("api.metrics_public", false, func(c *Config) *bool { return &c.API.MetricsPublic }),
+	strKey("api.allow_group", "", func(c *Config) *string { return &c.API.AllowGroup }, nil),
 
 	strKey("webhooks.listen", "", func(c *Config) *string { return &c.Webhooks.Listen }, optional(hostPort)),
 	durKey("webhooks.max_age", DefaultWebhookMaxAge.String(), func(c *Config) *time.Duration { return &c.Webhooks.MaxAge }, positive),

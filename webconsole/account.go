@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,8 +19,14 @@ import (
 //	GET  /api/account        {usable, reason, account, login}
 //	POST /api/account/login  start a device-code login (or hand back the
 //	                         one still pending); {login} or {note}
-//	POST /api/account/api-key  {"api_key": "sk-…"}: log codex in with an
-//	                         OpenAI API key; the account as GET shows it
+//	POST /api/account/api-key  {"api_key": "sk-…", "replace": bool}: log
+//	                         codex in with an OpenAI API key; the account as
+//	                         GET shows it. While codex has an account, 409
+//	                         naming it unless replace is true.
+//
+// Both POSTs take only Content-Type: application/json (415): a page of
+// another origin may send a form or text/plain without the browser asking
+// first, but never JSON.
 //
 // login is {verification_url, user_code, started_at} and, once codex says
 // the login failed, error; a POST after a failure starts a new login.
@@ -104,6 +111,9 @@ func (c *Console) accountState(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) startLogin(w http.ResponseWriter, r *http.Request) {
+	if !jsonContent(w, r) {
+		return
+	}
 	if c.account == nil {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("the account is not available in this process"))
 		return
@@ -134,12 +144,16 @@ func (c *Console) startLogin(w http.ResponseWriter, r *http.Request) {
 // account as it is then (usable at once when codex took the key). The key
 // is never echoed: a refusal is codex's reason without it.
 func (c *Console) loginAPIKey(w http.ResponseWriter, r *http.Request) {
+	if !jsonContent(w, r) {
+		return
+	}
 	if c.account == nil {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("the account is not available in this process"))
 		return
 	}
 	var body struct {
-		APIKey string `json:"api_key"`
+		APIKey  string `json:"api_key"`
+		Replace bool   `json:"replace"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAPIKeyBody))
 	if err := dec.Decode(&body); err != nil {
@@ -156,11 +170,49 @@ func (c *Console) loginAPIKey(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody("api_key must be an OpenAI API key: one word, not empty"))
 		return
 	}
+	if !body.Replace {
+		if held := c.heldAccount(r.Context()); held != "" {
+			writeJSON(w, http.StatusConflict, errorBody(held+`; send "replace": true to replace it with the API key`))
+			return
+		}
+	}
 	if err := c.account.LoginAPIKey(r.Context(), key); err != nil {
 		writeJSON(w, http.StatusBadGateway, errorBody(strings.ReplaceAll(err.Error(), key, "[the key]")))
 		return
 	}
 	c.accountState(w, r)
+}
+
+// heldAccount says which account an API key would replace ("" when codex
+// has none). An account that cannot be read counts as held: the key would
+// log out whoever is logged in. The label is the account's kind and e-mail
+// address, never a credential.
+func (c *Console) heldAccount(ctx context.Context) string {
+	if c.statusSrc == nil || c.statusSrc.Codex == nil {
+		return "Codex's account cannot be read here, so the key could replace a login"
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusCallTimeout)
+	defer cancel()
+	a, err := c.statusSrc.Codex.Account(ctx)
+	switch {
+	case err != nil:
+		return "Codex's account could not be read (" + err.Error() + "), so the key could replace a login"
+	case a.Type == "":
+		return ""
+	case a.Email != "":
+		return "Codex is logged in with the " + a.Type + " account " + a.Email
+	}
+	return "Codex is logged in with an account of type " + a.Type
+}
+
+// jsonContent answers 415 unless the request says its body is JSON.
+func jsonContent(w http.ResponseWriter, r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, errorBody("Content-Type must be application/json"))
+		return false
+	}
+	return true
 }
 
 func (c *Console) now() time.Time {

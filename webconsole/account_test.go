@@ -106,6 +106,7 @@ func TestConsoleAccount(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	w := newAccountWorld(t, "s3cret", acc, cx, clock)
 	auth := map[string]string{"Authorization": "Bearer s3cret"}
+	postJSON := map[string]string{"Authorization": "Bearer s3cret", "Content-Type": "application/json"}
 
 	for _, path := range []string{"/api/account", "/api/account/login"} {
 		if code := w.do(t, http.MethodGet, path, nil, nil); code != http.StatusUnauthorized {
@@ -126,13 +127,21 @@ func TestConsoleAccount(t *testing.T) {
 	}
 	for i := range 2 {
 		got = accountBody{}
-		if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusOK || got.Login == nil ||
+		if code := w.do(t, http.MethodPost, "/api/account/login", postJSON, &got); code != http.StatusOK || got.Login == nil ||
 			got.Login.VerificationURL != "https://auth.example/codex/device" || got.Login.UserCode != "ABCD-1234" {
 			t.Fatalf("POST /api/account/login #%d: %d %+v", i+1, code, got)
 		}
 	}
 	if acc.starts != 1 {
 		t.Errorf("%d logins started, want 1 (the second POST hands the pending one back)", acc.starts)
+	}
+	for _, ctype := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
+		hdr := map[string]string{"Authorization": "Bearer s3cret", "Content-Type": ctype}
+		got = accountBody{}
+		if code := w.do(t, http.MethodPost, "/api/account/login", hdr, &got); code != http.StatusUnsupportedMediaType ||
+			!strings.Contains(got.Error, "application/json") {
+			t.Errorf("POST /api/account/login as %q: %d %+v, want 415 asking for JSON", ctype, code, got)
+		}
 	}
 	got = accountBody{}
 	if w.get(t, "/api/account", auth, &got); got.Login == nil || got.Login.UserCode != "ABCD-1234" {
@@ -147,7 +156,7 @@ func TestConsoleAccount(t *testing.T) {
 		t.Errorf("GET /api/account after a failed login: %+v", got.Login)
 	}
 	got = accountBody{}
-	if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusOK || got.Login == nil ||
+	if code := w.do(t, http.MethodPost, "/api/account/login", postJSON, &got); code != http.StatusOK || got.Login == nil ||
 		got.Login.Error != "" || acc.starts != 2 {
 		t.Errorf("POST after a failed login: %d %+v, %d starts", code, got.Login, acc.starts)
 	}
@@ -165,7 +174,7 @@ func TestConsoleAccount(t *testing.T) {
 		f.err = errors.New("could not start the Codex login: failed to request device code")
 	})
 	got = accountBody{}
-	if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusBadGateway ||
+	if code := w.do(t, http.MethodPost, "/api/account/login", postJSON, &got); code != http.StatusBadGateway ||
 		got.Error != "could not start the Codex login: failed to request device code" {
 		t.Errorf("failed start: %d %+v", code, got)
 	}
@@ -179,7 +188,7 @@ func TestConsoleAccount(t *testing.T) {
 		t.Errorf("GET /api/account when logged in: %+v", got)
 	}
 	got = accountBody{}
-	if code := w.do(t, http.MethodPost, "/api/account/login", auth, &got); code != http.StatusOK || got.Login != nil ||
+	if code := w.do(t, http.MethodPost, "/api/account/login", postJSON, &got); code != http.StatusOK || got.Login != nil ||
 		got.Note != "Codex is already logged in (chatgpt)." {
 		t.Errorf("POST when logged in: %d %+v", code, got)
 	}
@@ -190,7 +199,8 @@ func TestConsoleAccountWithoutSource(t *testing.T) {
 	w := newConsoleWorld(t, "")
 	for _, r := range []struct{ method, path string }{{http.MethodGet, "/api/account"}, {http.MethodPost, "/api/account/login"}} {
 		var body map[string]string
-		if code := w.do(t, r.method, r.path, nil, &body); code != http.StatusServiceUnavailable || body["error"] == "" {
+		hdr := map[string]string{"Content-Type": "application/json"}
+		if code := w.do(t, r.method, r.path, hdr, &body); code != http.StatusServiceUnavailable || body["error"] == "" {
 			t.Errorf("%s %s: %d %v, want 503", r.method, r.path, code, body)
 		}
 	}
@@ -204,13 +214,13 @@ func TestConsoleAPIKeyLogin(t *testing.T) {
 	acc := &fakeAccount{reason: "Codex is not logged in"}
 	cx := &fakeCodexStatus{account: codex.Account{RequiresOpenAIAuth: true}}
 	w := newAccountWorld(t, "s3cret", acc, cx, time.Now)
-	post := func(body string, token string) (int, accountBody) {
+	postAs := func(ctype, body string, token string) (int, accountBody) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, w.srv.URL+"/api/account/api-key", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -222,6 +232,10 @@ func TestConsoleAPIKeyLogin(t *testing.T) {
 		var got accountBody
 		_ = json.NewDecoder(resp.Body).Decode(&got)
 		return resp.StatusCode, got
+	}
+	post := func(body string, token string) (int, accountBody) {
+		t.Helper()
+		return postAs("application/json", body, token)
 	}
 	if code, _ := post(`{"api_key":"sk-a"}`, ""); code != http.StatusUnauthorized {
 		t.Errorf("without the token: %d, want 401", code)
@@ -257,5 +271,37 @@ func TestConsoleAPIKeyLogin(t *testing.T) {
 	}
 	if len(acc.keys) != 1 || acc.keys[0] != "sk-live-1" {
 		t.Errorf("codex was given %q, want the trimmed key once", acc.keys)
+	}
+
+	// Only JSON: a form or text/plain, which a page of another origin may
+	// send without asking, is 415 and logs nothing in.
+	for _, ctype := range []string{"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		if code, got := postAs(ctype, `{"api_key":"sk-form"}`, "s3cret"); code != http.StatusUnsupportedMediaType ||
+			!strings.Contains(got.Error, "application/json") {
+			t.Errorf("Content-Type %q: %d %+v, want 415 asking for JSON", ctype, code, got)
+		}
+	}
+
+	// Logged in: a key replaces the account only when the body says so;
+	// the 409 names the account, never a key.
+	cx.account = codex.Account{Type: "chatgpt", Email: "me@example.com", PlanType: "plus", RequiresOpenAIAuth: true}
+	code, got = post(`{"api_key":"sk-live-2"}`, "s3cret")
+	if code != http.StatusConflict || !strings.Contains(got.Error, "chatgpt") || !strings.Contains(got.Error, "me@example.com") ||
+		!strings.Contains(got.Error, `"replace": true`) || strings.Contains(got.Error, "sk-") {
+		t.Errorf("a key while logged in: %d %+v, want 409 naming the account and replace, without a key", code, got)
+	}
+	cx.account, cx.accountErr = codex.Account{}, errors.New("account/read timed out")
+	if code, got = post(`{"api_key":"sk-live-2", "replace": false}`, "s3cret"); code != http.StatusConflict || !strings.Contains(got.Error, "could not be read") {
+		t.Errorf("a key while the account is unreadable: %d %+v, want 409", code, got)
+	}
+	if len(acc.keys) != 1 {
+		t.Errorf("codex was given %q after the 409s, want only the first key", acc.keys)
+	}
+	cx.account, cx.accountErr = codex.Account{Type: "chatgpt", Email: "me@example.com", RequiresOpenAIAuth: true}, nil
+	if code, got = post(`{"api_key":"sk-live-2", "replace": true}`, "s3cret"); code != http.StatusOK {
+		t.Errorf("a key with replace: %d %+v, want 200", code, got)
+	}
+	if len(acc.keys) != 2 || acc.keys[1] != "sk-live-2" {
+		t.Errorf("codex was given %q, want the replacing key second", acc.keys)
 	}
 }

@@ -32,7 +32,7 @@ const usageText = `Usage:
                [--allow-user [PLATFORM:]ID]... [--project NAME=DIR]... [--yes] [--force]
                                         write a config and the token env file (asks in a terminal)
   gatewayd version                      print the version
-  gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens and api.listen
+  gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens, api.listen and who may use it
   gatewayd cluster status [--config FILE]  nodes (heartbeat age), lanes per node, the Telegram poller
   gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
   gatewayd send [--config FILE] [--json] LANE [TEXT...]

@@ -88,6 +88,7 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 		d.checkTelegram(ctx, cfg.Telegram)
 		d.checkDiscord(ctx, cfg.Discord)
 		d.checkListen(ctx, cfg.API.Listen)
+		d.checkAPIAccess(cfg)
 	}
 	if d.failed > 0 {
 		fmt.Fprintf(std.out, "%d check(s) failed.\n", d.failed)

@@ -187,7 +187,8 @@ type httpError struct {
 func (e *httpError) Error() string {
 	msg := fmt.Sprintf("POST %s: %s", e.path, e.text)
 	if e.status == http.StatusUnauthorized {
-		msg += "; set api.token or api.token_file to the daemon's token (or pass its --config)"
+		// Without a token the daemon answers only its own user and root.
+		msg += "; set api.token or api.token_file to the daemon's token (or pass its --config), or run as the daemon's user or with sudo"
 	}
 	return msg
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,14 @@ const MaxTextBytes = 64 << 10
 type Config struct {
 	Listen string // loopback address, e.g. "127.0.0.1:8377" (port 0 picks one)
 	Token  string // optional bearer token for /api/; "" allows only loopback listeners
+	// AllowGroup (api.allow_group) names a group whose members may use the
+	// listener without Token, besides the daemon's user and root (peer.go).
+	AllowGroup string
+	// Public are the paths answered to every local user without Token
+	// (/healthz; /metrics with api.metrics_public). Every other path of the
+	// listener Run serves is answered without Token only to the users
+	// peer.go lets in.
+	Public []string
 	Logger *zap.Logger
 	// Answers records the answer to every message, so a repeated message id
 	// is answered with the same body and GET .../messages/{id} can show it.
@@ -148,6 +157,12 @@ type Platform struct {
 	seq   atomic.Uint64
 	spool *spoolBudget // the uploads' shared room in SpoolDir
 
+	// Who may come without a token (peer.go): set by Run; lookupUID is a
+	// test's stand-in for the kernel's socket tables.
+	policy                 *peerPolicy
+	lookupUID              func(local, remote netip.AddrPort) (uint32, error)
+	refusedLog, unknownLog rateLog
+
 	mu       sync.Mutex
 	addr     string
 	sink     gateway.Sink
@@ -173,7 +188,8 @@ var (
 func New(cfg Config) *Platform {
 	cfg = cfg.withDefaults()
 	return &Platform{cfg: cfg, log: cfg.Logger.Named("api"), ready: make(chan struct{}), stop: make(chan struct{}),
-		spool:   &spoolBudget{max: cfg.MaxSpoolBytes},
+		spool:      &spoolBudget{max: cfg.MaxSpoolBytes},
+		refusedLog: rateLog{every: peerLogEvery}, unknownLog: rateLog{every: peerLogEvery},
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
 		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{}}
 }
@@ -199,6 +215,11 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 	if err := checkListen(p.cfg.Listen, p.cfg.Token); err != nil {
 		return err
 	}
+	policy, err := newPeerPolicy(p.cfg.AllowGroup)
+	if err != nil {
+		return err
+	}
+	p.policy = policy
 	ln, err := net.Listen("tcp", p.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("api: listen %s: %w", p.cfg.Listen, err)
@@ -217,7 +238,7 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 	if p.cfg.SharedAnswers {
 		go p.pollShared()
 	}
-	p.log.Info("api.listening", zap.String("addr", ln.Addr().String()))
+	p.log.Info("api.listening", zap.String("addr", ln.Addr().String()), zap.String("without_token", p.withoutToken()))
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -244,12 +265,21 @@ func (p *Platform) server() (*http.Server, error) {
 	// read to its end (see readBody), so it cannot cut a streamed answer;
 	// there is no WriteTimeout for the same reason.
 	return &http.Server{
-		Handler:           p.Handler(),
+		Handler:           p.checkPeer(p.Handler()),
+		ConnContext:       p.connContext,
 		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
 		ReadTimeout:       p.cfg.BodyTimeout,
 		IdleTimeout:       p.cfg.IdleTimeout,
 		ErrorLog:          errLog,
 	}, nil
+}
+
+// withoutToken says who the listener serves without a token, for the log.
+func (p *Platform) withoutToken() string {
+	if p.cfg.Token != "" {
+		return "nobody: api.token is set"
+	}
+	return p.policy.String()
 }
 
 // checkListen refuses to serve the API without a token on a non-loopback
@@ -269,7 +299,8 @@ func checkListen(listen, token string) error {
 }
 
 // Handler returns the HTTP routes (exported for tests and embedding),
-// every one behind the Host and Origin checks of guard.go.
+// every one behind the Host and Origin checks of guard.go. The peer check
+// of peer.go is the listener's (Run), around this.
 func (p *Platform) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/lanes/{lane}/messages",

@@ -170,7 +170,19 @@ accountKeyForm.addEventListener('submit', (e) => {
   accountKey.value = '';
   if (!key) return;
   accountAction(accountKeySave, 'Logging Codex in with the API key…', async () => {
-    renderAccount(await api.postJSON('/api/account/api-key', { api_key: key }));
+    try {
+      renderAccount(await api.postJSON('/api/account/api-key', { api_key: key }));
+    } catch (err) {
+      // 409: Codex holds an account (the message names it), which the key
+      // would replace; only the user's yes sends it again with replace.
+      if (err.status !== 409) throw err;
+      const held = err.message.replace(/; send "replace".*$/, '');
+      if (!confirm(held + '. Replace it with this API key?')) {
+        accountLoginInfo.textContent = held + '; the key was not used.';
+        return;
+      }
+      renderAccount(await api.postJSON('/api/account/api-key', { api_key: key, replace: true }));
+    }
   });
 });
 

@@ -353,6 +353,7 @@ func (d *daemon) buildGateway() error {
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
+		AllowGroup: d.cfg.API.AllowGroup, Public: d.publicPaths(),
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
 		SpoolDir: d.cfg.SpoolDir(), MaxSpoolBytes: d.cfg.Files.SpoolMaxBytes,
@@ -400,6 +401,15 @@ func (d *daemon) metricsHandler() http.Handler {
 		return d.metrics.Handler()
 	}
 	return api.RequireToken(d.cfg.API.Token, d.metrics.Handler())
+}
+
+// publicPaths are answered to every local user without the token: /healthz
+// (a liveness probe tells nothing), and /metrics with api.metrics_public.
+func (d *daemon) publicPaths() []string {
+	if d.cfg.API.MetricsPublic {
+		return []string{"/healthz", "/metrics"}
+	}
+	return []string{"/healthz"}
 }
 
 // filesStore keeps inbound attachments under <state_dir>/files. A lane's
