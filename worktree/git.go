@@ -168,9 +168,29 @@ func (r repoDirs) run(ctx context.Context, env []string, input string, limit int
 		} else if msg == "" {
 			msg = err.Error()
 		}
-		return "", false, fmt.Errorf("worktree: git %s: %s", args[0], firstLine(msg))
+		return "", false, &gitError{command: subcommand(args), stderr: msg}
 	}
 	return strings.TrimSuffix(stdout.String(), "\n"), stdout.dropped, nil
+}
+
+// subcommand is the git command args run, past any "-c" settings.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" {
+			i++
+			continue
+		}
+		return args[i]
+	}
+	return "git"
+}
+
+// gitError is a git that failed: its first line of complaint in Error,
+// all of it kept for the callers that must tell one failure from another.
+type gitError struct{ command, stderr string }
+
+func (e *gitError) Error() string {
+	return fmt.Sprintf("worktree: git %s: %s", e.command, firstLine(e.stderr))
 }
 
 // cappedBuffer keeps at most limit bytes (0: no limit) of what is written

@@ -180,36 +180,43 @@ func outsideNested(top string, paths []string) []string {
 	return out
 }
 
-// addPaths is `git add -A` of the paths a watch saw change, without the
-// ignored ones (git refuses to add a path named explicitly that its ignore
-// rules exclude, where a full add passes over it).
+// addPaths is `git add -A` of the paths a watch saw change. Git refuses a
+// path named explicitly that its ignore rules exclude (where a full add
+// passes over it) but adds the others and writes the index: that
+// complaint, and only that one, is no failure.
 func addPaths(ctx context.Context, d repoDirs, env []string, paths []string) error {
 	paths = outsideNested(d.workTree, paths)
-	list := strings.Join(paths, "\x00") + "\x00"
-	// check-ignore takes no pathspec magic: the index only.
-	ignored, err := d.gitIn(ctx, env[:1], list, "check-ignore", "--stdin", "-z")
-	// check-ignore exits 1 when nothing is ignored: no output, an error.
-	if err != nil && ignored != "" {
-		return err
-	}
-	skip := make(map[string]bool)
-	for _, p := range strings.Split(ignored, "\x00") {
-		skip[p] = true
-	}
-	var keep strings.Builder
-	for _, p := range paths {
-		if !skip[p] {
-			keep.WriteString(p + "\x00")
-		}
-	}
-	if keep.Len() == 0 {
+	if len(paths) == 0 {
 		return nil
 	}
-	_, err = d.gitIn(ctx, env, keep.String(), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+	list := strings.Join(paths, "\x00") + "\x00"
+	_, err := d.gitIn(ctx, env, list, "-c", "advice.addIgnoredFile=false", "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
 	if _, empty := emptyNested(err); empty {
 		return addAll(ctx, d, env[:1])
 	}
+	if onlyIgnored(err) {
+		return nil
+	}
 	return err
+}
+
+// onlyIgnored reports whether git add failed only to say some paths were
+// ignored: its complaint is that line and the paths, nothing else.
+func onlyIgnored(err error) bool {
+	var ge *gitError
+	if !errors.As(err, &ge) {
+		return false
+	}
+	lines := strings.Split(ge.stderr, "\n")
+	if !strings.HasPrefix(lines[0], "The following paths are ignored by one of your .gitignore files") {
+		return false
+	}
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "warning:") {
+			return false
+		}
+	}
+	return true
 }
 
 func copyIndex(from, to string) error {
