@@ -125,10 +125,13 @@ func (c Confinement) threadParams(p map[string]any) {
 	delete(p, "sandbox")
 	p["permissions"] = c.Profile
 	p["runtimeWorkspaceRoots"] = c.Roots
-	// Read at every thread/start and thread/resume, as codex reads its own
-	// once a session: an edited AGENTS.md reaches the next new chat, and a
-	// live thread when it is next loaded. Only a working directory that is
-	// one of the lane's roots is read: the sandbox showed codex no other.
+	// Read at every thread/start, thread/resume and fork: an edited
+	// AGENTS.md reaches the lane's next new thread. codex 0.169 keeps the
+	// developer instructions a thread started with and ignores a resume's
+	// (seen), so a live or resumed thread keeps the text it started with,
+	// where codex's own discovery would refresh it at the next turn. Only
+	// a working directory that is one of the lane's roots is read: the
+	// sandbox showed codex no other.
 	if cwd, _ := p["cwd"].(string); cwd != "" && slices.Contains(c.Roots, cwd) {
 		if doc := ProjectDoc(cwd, ProjectDocMaxBytes); doc != "" {
 			p["developerInstructions"] = joinInstructions(p["developerInstructions"], doc)
