@@ -24,7 +24,7 @@ import (
 // configuration, and the ratios lanes/none of a new chat (thread/start
 // and first turn) and of a follow-up turn: the goal is at most 1.15.
 //
-//	go test -run '^$' -bench BenchmarkIsolationCost -benchtime 8x ./runtime/codex/
+//	go test -run '^$' -bench BenchmarkIsolationCost -benchtime 5x ./runtime/codex/
 func BenchmarkIsolationCost(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts the real app-server")
@@ -88,7 +88,7 @@ func (r *chatRun) report(b *testing.B) {
 // offline provider without the harness's own sandbox mode and shell
 // snapshot switch (the daemon sets neither), plus the lane profile when
 // lanes are isolated. root holds the state directory it denies.
-func startBenchClient(b testing.TB, m *codextest.Model, root string, lanes bool, tweak ...func(*codex.Options)) *codex.Client {
+func startBenchClient(b testing.TB, m *codextest.Model, root string, lanes bool) *codex.Client {
 	b.Helper()
 	var args []string
 	all := codextest.SandboxArgs(m.URL)
@@ -106,12 +106,8 @@ func startBenchClient(b testing.TB, m *codextest.Model, root string, lanes bool,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts := codex.Options{Command: codextest.CodexBinary(b), Args: args, Home: home,
-		Env: codextest.Env(), Dir: root, StartTimeout: 20 * time.Second, ClientName: "gatewayd-bench"}
-	for _, f := range tweak {
-		f(&opts)
-	}
-	c, err := codex.Start(ctx, opts)
+	c, err := codex.Start(ctx, codex.Options{Command: codextest.CodexBinary(b), Args: args, Home: home,
+		Env: codextest.Env(), Dir: root, StartTimeout: 20 * time.Second, ClientName: "gatewayd-bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
