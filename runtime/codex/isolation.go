@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,6 +62,15 @@ func IsolationArgs(codexDir string, write bool, deny, readOnly []string) []strin
 		"-c", "permissions." + LaneProfile + ".filesystem=" + fs.String(),
 		"-c", "permissions." + LaneProfile + ".network.enabled=false",
 		"-c", "default_permissions=" + strconv.Quote(LaneProfile),
+		// Under a permissions profile every file codex reads for a thread
+		// is a sandboxed helper process (0.1-2 s each on a busy machine).
+		// AGENTS.md discovery made ~17 of them per thread/start: it is off,
+		// and the confinement sends the lane's AGENTS.md (ProjectDoc).
+		"-c", "project_doc_max_bytes=0",
+		// The project root is then the working directory: the skills
+		// lookup stops walking up for a .git marker, one helper each step
+		// (the directories above a lane's root are not in its sandbox).
+		"-c", "project_root_markers=[]",
 	}
 }
 
@@ -115,9 +125,29 @@ func (c Confinement) threadParams(p map[string]any) {
 	delete(p, "sandbox")
 	p["permissions"] = c.Profile
 	p["runtimeWorkspaceRoots"] = c.Roots
+	// Read at every thread/start, thread/resume and fork: an edited
+	// AGENTS.md reaches the lane's next new thread. codex 0.169 keeps the
+	// developer instructions a thread started with and ignores a resume's
+	// (seen), so a live or resumed thread keeps the text it started with,
+	// where codex's own discovery would refresh it at the next turn. Only
+	// a working directory that is one of the lane's roots is read: the
+	// sandbox showed codex no other.
+	if cwd, _ := p["cwd"].(string); cwd != "" && slices.Contains(c.Roots, cwd) {
+		if doc := ProjectDoc(cwd, ProjectDocMaxBytes); doc != "" {
+			p["developerInstructions"] = joinInstructions(p["developerInstructions"], doc)
+		}
+	}
 	if len(c.Env) > 0 {
 		p["config"] = map[string]any{"shell_environment_policy": map[string]any{"set": c.Env}}
 	}
+}
+
+// joinInstructions appends doc to the thread's developer instructions.
+func joinInstructions(prev any, doc string) string {
+	if s, _ := prev.(string); s != "" {
+		return s + "\n\n" + doc
+	}
+	return doc
 }
 
 // turnParams adds the confinement to turn/start params: a turn may move

@@ -56,3 +56,42 @@ func TestCodexDirResolvesSymlinks(t *testing.T) {
 		t.Errorf("CodexDir = %s, want %s", got, want)
 	}
 }
+
+// codex's own AGENTS.md discovery is off under the profile (each file a
+// sandboxed helper process), and the skills lookup does not walk up.
+func TestIsolationArgsTurnOffCodexDiscovery(t *testing.T) {
+	args := strings.Join(IsolationArgs("/opt/codex", true, nil, nil), " ")
+	for _, want := range []string{"-c project_doc_max_bytes=0", "-c project_root_markers=[]"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("IsolationArgs lacks %q: %s", want, args)
+		}
+	}
+}
+
+// A confined thread gets its working directory's AGENTS.md after any
+// developer instructions it had; a cwd that is not one of the lane's
+// roots is not read.
+func TestConfinementSendsTheLanesAgentsMD(t *testing.T) {
+	work, other := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(work, "AGENTS.md"), "LANE-DOC")
+	write(t, filepath.Join(other, "AGENTS.md"), "OTHER-DOC")
+	conf := Confinement{Profile: LaneProfile, Roots: []string{work}}
+	tests := []struct {
+		name string
+		cfg  ThreadConfig
+		want string
+	}{
+		{"lane's cwd", ThreadConfig{Cwd: work, Confine: conf}, "# AGENTS.md instructions for " + work + "\n\n<INSTRUCTIONS>\nLANE-DOC\n</INSTRUCTIONS>"},
+		{"after its own", ThreadConfig{Cwd: work, DeveloperInstructions: "OWN", Confine: conf}, "OWN\n\n# AGENTS.md instructions for " + work},
+		{"cwd not a root", ThreadConfig{Cwd: other, Confine: conf}, ""},
+		{"not confined", ThreadConfig{Cwd: work}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := tt.cfg.startParams()["developerInstructions"].(string)
+			if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
+				t.Errorf("developerInstructions = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
