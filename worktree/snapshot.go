@@ -185,11 +185,19 @@ func outsideNested(top string, paths []string) []string {
 // passes over it) but adds the others and writes the index: that
 // complaint, and only that one, is no failure.
 func addPaths(ctx context.Context, d repoDirs, env []string, paths []string) error {
-	paths = outsideNested(d.workTree, paths)
-	if len(paths) == 0 {
+	present, gone := splitGone(d.workTree, outsideNested(d.workTree, paths))
+	// A path gone since is a file to drop from the index, or one made and
+	// removed between snapshots, which add would refuse ("did not match").
+	if len(gone) > 0 {
+		list := strings.Join(gone, "\x00") + "\x00"
+		if _, err := d.gitIn(ctx, env, list, "rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return err
+		}
+	}
+	if len(present) == 0 {
 		return nil
 	}
-	list := strings.Join(paths, "\x00") + "\x00"
+	list := strings.Join(present, "\x00") + "\x00"
 	_, err := d.gitIn(ctx, env, list, "-c", "advice.addIgnoredFile=false", "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
 	if _, empty := emptyNested(err); empty {
 		return addAll(ctx, d, env[:1])
@@ -198,6 +206,18 @@ func addPaths(ctx context.Context, d repoDirs, env []string, paths []string) err
 		return nil
 	}
 	return err
+}
+
+// splitGone parts paths into those on disk and those not.
+func splitGone(top string, paths []string) (present, gone []string) {
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(top, p)); err != nil {
+			gone = append(gone, strings.TrimSuffix(p, "/"))
+		} else {
+			present = append(present, p)
+		}
+	}
+	return present, gone
 }
 
 // onlyIgnored reports whether git add failed only to say some paths were

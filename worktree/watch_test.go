@@ -79,6 +79,12 @@ func TestWatchedSnapshotsMissNothing(t *testing.T) {
 		}},
 		{"uncover", func() { write(t, filepath.Join(e.Work, ".gitignore"), "*.log\n") }},
 		{"chmod", func() { must(t, os.Chmod(filepath.Join(e.Work, "renamed.txt"), 0o755)) }},
+		{"made and removed", func() {
+			write(t, filepath.Join(e.Work, ".codex", "tmp"), "t\n")
+			must(t, os.RemoveAll(filepath.Join(e.Work, ".codex")))
+			write(t, filepath.Join(e.Work, "gone.txt"), "g\n")
+			must(t, os.Remove(filepath.Join(e.Work, "gone.txt")))
+		}},
 		{"nested repository", func() {
 			run(t, t.TempDir(), "init", "-q", filepath.Join(e.Work, "sub"))
 			write(t, filepath.Join(e.Work, "sub", "f"), "f\n")
