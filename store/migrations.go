@@ -350,6 +350,11 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules(next_at);
 CREATE INDEX schedules_lane ON schedules(session_key, id);
 `,
+	// 22: why a schedule stopped firing (issue 39: its maker is no longer
+	// allowed); '' while it fires.
+	`
+ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // retryTurnsCarryOver fills retry_turns from what the store had before it

@@ -255,6 +255,10 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules(next_at);
 CREATE INDEX schedules_lane ON schedules(session_key, id);
 `,
+	// 10: SQLite's 22, why a schedule stopped firing.
+	`
+ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one
