@@ -27,6 +27,7 @@ type Store interface {
 	usageLimitStore
 	scheduleStore
 	refusalStore
+	senderLimitStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
 	ThreadHolder(ctx context.Context, threadID, exceptKey string) (string, error)              // /attach

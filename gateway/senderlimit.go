@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // Limits per sender (issue 39, lanes.max_per_minute): one sender may send
@@ -47,11 +50,21 @@ func ceilSeconds(d time.Duration) time.Duration {
 	return max(s, time.Second)
 }
 
+// senderLimitStore finds a message recorded before: a redelivery of an
+// accepted message is a duplicate, never a refusal, even past the limit
+// (it is recorded, so it runs, and the sender must not hear otherwise).
+type senderLimitStore interface {
+	Exchange(ctx context.Context, platform, messageID string) (store.Exchange, error)
+}
+
+var _ senderLimitStore = (*store.Store)(nil)
+
 // senderLimits counts each sender's messages per lane in fixed windows
 // that start with the sender's first message.
 type senderLimits struct {
 	max    int // lanes.max_per_minute; 0: off
 	admins approverRule
+	st     senderLimitStore
 	out    *deliverer
 	base   context.Context // the notice outlives the adapter's request
 	log    *zap.Logger
@@ -70,8 +83,8 @@ type senderWindow struct {
 	told bool // the sender heard of the refusal in this window
 }
 
-func newSenderLimits(cfg Config, out *deliverer, base context.Context, log *zap.Logger) *senderLimits {
-	return &senderLimits{max: cfg.MaxPerMinute, admins: newApproverRule(cfg), out: out, base: base, log: log,
+func newSenderLimits(cfg Config, st senderLimitStore, out *deliverer, base context.Context, log *zap.Logger) *senderLimits {
+	return &senderLimits{max: cfg.MaxPerMinute, admins: newApproverRule(cfg), st: st, out: out, base: base, log: log,
 		now: cfg.Now, windows: make(map[senderKey]*senderWindow)}
 }
 
@@ -84,17 +97,25 @@ func (s *senderLimits) register(h *host) {
 // admit counts in and reports whether it is refused. A refused message on
 // the API lane is answered with a *SenderLimitError; on a chat lane the
 // sender is told once per window and the error is nil.
-func (s *senderLimits) admit(_ context.Context, in Inbound) (bool, error) {
+func (s *senderLimits) admit(ctx context.Context, in Inbound) (bool, error) {
 	if in.SenderAdmin || s.admins.admins[in.Address.Platform][in.SenderID] {
 		return false, nil
 	}
-	ok, first, wait := s.count(senderKey{lane: in.Address.SessionKey(), sender: in.SenderID})
-	if ok {
+	k := senderKey{lane: in.Address.SessionKey(), sender: in.SenderID}
+	wait, over := s.count(k)
+	if !over {
 		return false, nil
 	}
+	switch _, err := s.st.Exchange(ctx, in.Address.Platform, in.MessageID); {
+	case err == nil: // recorded before: intake answers it as the duplicate it is
+		return false, nil
+	case !errors.Is(err, store.ErrNotFound): // unknown: not acknowledged, so redelivered
+		return true, fmt.Errorf("gateway: sender limit: %w", err)
+	}
+	first := s.refused(k)
 	if first {
-		s.log.Info("inbound.sender_limited", zap.String("lane", in.Address.SessionKey()),
-			zap.String("sender", in.SenderID), zap.Int("limit", s.max), zap.Duration("until", wait))
+		s.log.Info("inbound.sender_limited", zap.String("lane", k.lane), zap.String("sender", k.sender),
+			zap.Int("limit", s.max), zap.Duration("until", wait))
 	}
 	if in.Address.Kind == LaneAPI { // the request's answer is the refusal
 		return true, &SenderLimitError{Limit: s.max, RetryAfter: ceilSeconds(wait)}
@@ -107,10 +128,9 @@ func (s *senderLimits) admit(_ context.Context, in Inbound) (bool, error) {
 	return true, nil
 }
 
-// count adds a message to the sender's window. It reports whether the
-// message is within the limit; if not, whether it is the window's first
-// refusal and how long until the window ends.
-func (s *senderLimits) count(k senderKey) (ok, first bool, wait time.Duration) {
+// count adds a message to the sender's window and reports whether it is
+// past the limit, and then how long until the window ends.
+func (s *senderLimits) count(k senderKey) (wait time.Duration, over bool) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,10 +142,22 @@ func (s *senderLimits) count(k senderKey) (ok, first bool, wait time.Duration) {
 	}
 	w.n++
 	if w.n <= s.max {
-		return true, false, 0
+		return 0, false
 	}
-	first, w.told = !w.told, true
-	return false, first, w.end.Sub(now)
+	return w.end.Sub(now), true
+}
+
+// refused notes a refusal in the sender's window and reports whether it
+// is the window's first (the one the sender hears of).
+func (s *senderLimits) refused(k senderKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.windows[k]
+	if w == nil || w.told {
+		return false
+	}
+	w.told = true
+	return true
 }
 
 // makeRoom removes ended windows, at most once a window's length unless

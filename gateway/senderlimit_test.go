@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatewayd/gatewayd/store"
 )
 
 func withSenderLimit(max int, admins ...string) harnessOpt {
@@ -25,6 +27,18 @@ func (h *harness) deliverAs(t *testing.T, addr Address, sender, id, text string)
 	if _, err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: sender, Text: text}); err != nil {
 		t.Fatalf("Deliver(%s): %v", id, err)
 	}
+}
+
+// Exchange finds a recorded message as the real store does (its answer
+// is not kept here).
+func (s *fakeStore) Exchange(_ context.Context, platform, messageID string) (store.Exchange, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.inIdx[platform+"\x00"+messageID]
+	if !ok {
+		return store.Exchange{}, store.ErrNotFound
+	}
+	return store.Exchange{InboundRow: s.inbound[id-1]}, nil
 }
 
 // storedIDs is the message ids of the inbox rows, by id.
@@ -160,21 +174,46 @@ func TestSenderLimitWindowsAreBounded(t *testing.T) {
 	clock := newFakeClock()
 	s := &senderLimits{max: 1, now: clock.Now, windows: make(map[senderKey]*senderWindow)}
 	for _, k := range []senderKey{{"l1", "a"}, {"l1", "b"}, {"l2", "a"}} {
-		if ok, _, _ := s.count(k); !ok {
+		if _, over := s.count(k); over {
 			t.Fatalf("first message of %v refused", k)
 		}
 	}
-	if ok, first, _ := s.count(senderKey{"l1", "a"}); ok || !first {
-		t.Fatalf("second message of l1/a: ok %v first %v, want refused, first", ok, first)
+	if _, over := s.count(senderKey{"l1", "a"}); !over {
+		t.Fatal("second message of l1/a within the limit, want past it")
 	}
-	if ok, first, _ := s.count(senderKey{"l1", "a"}); ok || first {
-		t.Fatalf("third message of l1/a: ok %v first %v, want refused, not first", ok, first)
+	if !s.refused(senderKey{"l1", "a"}) || s.refused(senderKey{"l1", "a"}) {
+		t.Fatal("the first refusal of l1/a is not the only one told")
 	}
 	clock.Advance(senderWindowLen)
-	if ok, _, _ := s.count(senderKey{"l3", "c"}); !ok {
+	if _, over := s.count(senderKey{"l3", "c"}); over {
 		t.Fatal("a new sender refused")
 	}
 	if n := s.size(); n != 1 {
 		t.Errorf("%d windows kept after a minute, want 1 (ended ones swept)", n)
+	}
+}
+
+// TestSenderLimitRedeliveryIsADuplicate: a message recorded before and
+// delivered again past the limit (an adapter that did not see the first
+// answer) is the duplicate it is, never refused: it runs once, and its
+// sender does not hear it was refused.
+func TestSenderLimitRedeliveryIsADuplicate(t *testing.T) {
+	h := newHarness(t, withSenderLimit(2))
+	h.start(t)
+	lane := dmAddr("c1")
+	h.deliverAs(t, lane, "u1", "m1", "first")
+	h.deliverAs(t, lane, "u1", "m2", "second")
+	dup, err := h.g.Deliver(context.Background(), Inbound{Address: lane, MessageID: "m1", SenderID: "u1", Text: "first"})
+	if err != nil || !dup {
+		t.Fatalf("redelivery past the limit: duplicate %v, %v; want a duplicate", dup, err)
+	}
+	h.deliverAs(t, lane, "u1", "m3", "third") // refused, told
+	// The outbox sends in order: a notice for the redelivery would come first.
+	if n := nextContaining(t, h.p, "lanes.max_per_minute"); n.InReplyTo != "m3" {
+		t.Errorf("limit notice %+v, want it to answer m3", n)
+	}
+	waitFor(t, "two turns", func() bool { return len(h.cx.turnCounts()) == 2 })
+	if turns := h.cx.turnCounts(); turns["first"] != 1 || turns["second"] != 1 || turns["third"] != 0 {
+		t.Errorf("turns %v, want first and second once, third never", turns)
 	}
 }

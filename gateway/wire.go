@@ -75,7 +75,7 @@ func wireFeatures(g *Gateway) {
 	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
 	g.schedules.gate = func() LaneGate { return g.gate }
-	g.senders = newSenderLimits(cfg, g.out, g.baseCtx, log)
+	g.senders = newSenderLimits(cfg, st, g.out, g.baseCtx, log)
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
