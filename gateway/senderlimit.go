@@ -31,8 +31,9 @@ const maxSenderWindows = 10000
 
 // SenderLimitError is Deliver's answer on the API lane to a sender past
 // lanes.max_per_minute: nothing of the message was stored; it may be sent
-// again after RetryAfter (whole seconds). Chat lanes hear a notice instead, and their
-// Deliver reports no error so the update is acknowledged.
+// again after RetryAfter (whole seconds). Chat lanes hear a notice
+// instead, and their Deliver reports no error so the update is
+// acknowledged.
 type SenderLimitError struct {
 	Limit      int
 	RetryAfter time.Duration
