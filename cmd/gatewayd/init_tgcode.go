@@ -20,9 +20,8 @@ import (
 
 // learnTelegramUser shows a one-time code and waits for `/start CODE` to
 // the bot; it returns the sender's numeric id once the operator confirms
-// it ("" when nothing arrived or they said no). Only the code proves who
-// sent it: a display name anyone can choose, and "whoever wrote first"
-// may be a stranger, or an old message still queued.
+// it ("" when nothing arrived, the bot could not be read, or they said
+// no: init then asks for ids).
 func (c *initCmd) learnTelegramUser(ctx context.Context, tok, bot string) (string, error) {
 	newCode := c.newCode
 	if newCode == nil {
