@@ -189,6 +189,7 @@ type Lanes struct {
 	Rotate             Rotate
 	CompactAt          float64 // context fraction that triggers compaction; 0 = off
 	QueueLimit         int     // queued messages per lane
+	MaxPerMinute       int     // messages per sender per lane per minute; 0 = no limit
 	MaxConcurrentTurns int
 	AutoRetryCutOff    bool // re-run a turn cut off by a crash instead of only telling the lane
 	// Worktrees gives each lane on a git project a worktree of its own

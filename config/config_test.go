@@ -128,6 +128,7 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.rotate", "daily@04:30", "daily@04:30", func(c *Config) any { return c.Lanes.Rotate }, Rotate{Daily: true, Hour: 4, Minute: 30}},
 		{"lanes.compact_at", "0.8", "0.8", func(c *Config) any { return c.Lanes.CompactAt }, 0.8},
 		{"lanes.queue_limit", "5", "5", func(c *Config) any { return c.Lanes.QueueLimit }, 5},
+		{"lanes.max_per_minute", "0", "0", func(c *Config) any { return c.Lanes.MaxPerMinute }, 0},
 		{"lanes.max_concurrent_turns", "2", "2", func(c *Config) any { return c.Lanes.MaxConcurrentTurns }, 2},
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
 		{"lanes.worktrees", "false", "false", func(c *Config) any { return c.Lanes.Worktrees }, false},
@@ -284,7 +285,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
-			QueueLimit: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true, WorktreeRetention: 720 * time.Hour,
+			QueueLimit: 20, MaxPerMinute: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true, WorktreeRetention: 720 * time.Hour,
 			GroupContext: true, ContextMessages: DefaultContextMessages, NotifyAfter: time.Minute,
 			DiskQuota: DefaultLaneDiskQuota,
 		},

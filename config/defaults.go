@@ -11,8 +11,8 @@ import (
 // who does not set the key gets.
 //
 // One convention for "never": a zero value means off/never where the key
-// documents one (lanes.idle_evict, lanes.compact_at, lanes.rotate), and the
-// packages' fields read it the same way. Every other key must be positive,
+// documents one (lanes.idle_evict, lanes.compact_at, lanes.rotate,
+// lanes.max_per_minute), and the packages' fields read it the same way. Every other key must be positive,
 // so there a zero field means "take the default below". No field uses a
 // negative value as a sentinel.
 
@@ -21,6 +21,7 @@ const (
 	DefaultMaxLive         = 32               // lanes.max_live
 	DefaultIdleEvict       = 30 * time.Minute // lanes.idle_evict
 	DefaultQueueLimit      = 20               // lanes.queue_limit
+	DefaultMaxPerMinute    = 20               // lanes.max_per_minute (0: no limit)
 	DefaultContextMessages = 30               // lanes.context_messages
 	DefaultBusyMode        = BusyQueue        // lanes.busy_mode
 	DefaultVerbose         = VerboseSummary   // lanes.verbose

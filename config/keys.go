@@ -96,6 +96,7 @@ var keys = []key{
 	rotateKey("lanes.rotate", func(c *Config) *Rotate { return &c.Lanes.Rotate }),
 	fracKey("lanes.compact_at", func(c *Config) *float64 { return &c.Lanes.CompactAt }),
 	intKey("lanes.queue_limit", DefaultQueueLimit, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
+	intKey("lanes.max_per_minute", DefaultMaxPerMinute, func(c *Config) *int { return &c.Lanes.MaxPerMinute }, 0),
 	// Default: 4 per CPU, at least 4, at most 64 (DefaultMaxConcurrentTurns).
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),

@@ -40,7 +40,7 @@ func (s *fakeStore) Schedules(_ context.Context, key string) ([]store.Schedule, 
 }
 
 func (s *fakeStore) DueSchedules(_ context.Context, now time.Time, limit int) ([]store.Schedule, error) {
-	due := s.schedulesWhere(func(sc store.Schedule) bool { return !sc.NextAt.After(now) })
+	due := s.schedulesWhere(func(sc store.Schedule) bool { return !sc.NextAt.After(now) && sc.Paused == "" })
 	sort.Slice(due, func(i, j int) bool { return due[i].NextAt.Before(due[j].NextAt) })
 	if len(due) > limit {
 		due = due[:limit]
@@ -96,4 +96,16 @@ func (s *fakeStore) FireSchedule(_ context.Context, f store.Firing) (int64, bool
 		s.schedules[sc.ID] = sc
 	}
 	return id, true, nil
+}
+
+func (s *fakeStore) PauseSchedule(_ context.Context, sc store.Schedule, reason string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.schedules[sc.ID]
+	if !ok || !cur.NextAt.Equal(sc.NextAt) || cur.Paused != "" {
+		return false, nil
+	}
+	cur.Paused = reason
+	s.schedules[sc.ID] = cur
+	return true, nil
 }

@@ -94,6 +94,11 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		k.log.Info("inbound.empty_ignored", zap.String("platform", in.Address.Platform))
 		return false, nil
 	}
+	// Before anything of it is stored: a refused message leaves nothing
+	// to run, and the adapter still acknowledges it (senderlimit.go).
+	if refused, err := k.host.admitted(ctx, in); refused {
+		return false, err
+	}
 	if id, qid, ok := k.questions.textTarget(in); ok {
 		return k.answer(ctx, in, id, qid)
 	}

@@ -111,6 +111,10 @@ func (h *host) routeCallback(ctx context.Context, in Inbound, log *zap.Logger) {
 // the order the core reaches them. Hooks of one point run in registration
 // order.
 type turnHooks struct {
+	// admit runs in intake before anything of a message is stored: a
+	// hook reporting true refused it, and told the sender or returned
+	// the error that is Deliver's answer (nothing is stored or run).
+	admit []func(ctx context.Context, in Inbound) (refused bool, err error)
 	// refuse runs before a queued item is processed; a hook returning
 	// true has answered the item and closed it, and it does not run.
 	refuse []func(ctx context.Context, l *lane, it item) bool
@@ -145,6 +149,17 @@ type turnHooks struct {
 	stopped []func(sessionKey string)
 	// status adds lines to /status for a lane whose row could be read.
 	status []func(ctx context.Context, sl store.Lane, b *strings.Builder)
+}
+
+// admitted runs the admit hooks and reports whether one refused in,
+// with the error Deliver answers (nil: the update is acknowledged).
+func (h *host) admitted(ctx context.Context, in Inbound) (refused bool, err error) {
+	for _, fn := range h.hooks.admit {
+		if refused, err := fn(ctx, in); refused {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // refused runs the refuse hooks and reports whether one answered the item.

@@ -42,6 +42,7 @@ type scheduleStore interface {
 	DueSchedules(ctx context.Context, now time.Time, limit int) ([]store.Schedule, error)
 	DeleteSchedule(ctx context.Context, sessionKey string, id int64) error
 	FireSchedule(ctx context.Context, f store.Firing) (inboundID int64, fired bool, err error)
+	PauseSchedule(ctx context.Context, sc store.Schedule, reason string) (paused bool, err error)
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
 }
@@ -186,15 +187,12 @@ func (s *schedules) list(ctx context.Context, c commandCall) bool {
 	fmt.Fprintf(&b, "Schedules (%d):\n", len(all))
 	for _, sc := range all {
 		loc := s.location(sc.Timezone)
-		rule := "once"
-		if sc.Rule != "" {
-			rule = sc.Rule
+		rule, by := ruleText(sc), makerOf(sc)
+		if sc.Paused != "" {
+			fmt.Fprintf(&b, "%s · paused: %s · %s", scheduleName(sc.ID), sc.Paused, rule)
+		} else {
+			fmt.Fprintf(&b, "%s · next %s · %s", scheduleName(sc.ID), when(sc.NextAt, loc), rule)
 		}
-		by := sc.CreatorName
-		if by == "" {
-			by = sc.CreatorID
-		}
-		fmt.Fprintf(&b, "%s · next %s · %s", scheduleName(sc.ID), when(sc.NextAt, loc), rule)
 		if by != "" {
 			fmt.Fprintf(&b, " · by %s", by)
 		}
@@ -293,13 +291,24 @@ func (s *schedules) status(ctx context.Context, sl store.Lane, b *strings.Builde
 	if err != nil || len(all) == 0 {
 		return
 	}
-	next := all[0]
-	for _, sc := range all[1:] {
-		if sc.NextAt.Before(next.NextAt) {
-			next = sc
+	var next *store.Schedule
+	paused := 0
+	for i, sc := range all {
+		switch {
+		case sc.Paused != "":
+			paused++
+		case next == nil || sc.NextAt.Before(next.NextAt):
+			next = &all[i]
 		}
 	}
-	fmt.Fprintf(b, "Schedules: %d (next %s at %s)\n", len(all), scheduleName(next.ID), when(next.NextAt, s.location(next.Timezone)))
+	fmt.Fprintf(b, "Schedules: %d", len(all))
+	if next != nil {
+		fmt.Fprintf(b, " (next %s at %s)", scheduleName(next.ID), when(next.NextAt, s.location(next.Timezone)))
+	}
+	if paused > 0 {
+		fmt.Fprintf(b, ", %d paused", paused)
+	}
+	b.WriteString("\n")
 }
 
 // loop fires due schedules once a second until ctx ends.
@@ -348,6 +357,10 @@ func (s *schedules) fire(ctx context.Context, sc store.Schedule, now time.Time) 
 	}
 	addr := addressOfLane(sl)
 	loc := s.location(sc.Timezone)
+	if !s.in.makerAllowed(addr, sc.CreatorID) {
+		s.pause(ctx, addr, sc, loc)
+		return
+	}
 	next, err := s.next(sc, now, loc)
 	if err != nil {
 		s.log.Error("schedule.rule_unreadable", zap.Int64("schedule", sc.ID), zap.String("rule", sc.Rule), zap.Error(err))
@@ -403,6 +416,62 @@ func (s *schedules) skip(ctx context.Context, addr Address, sc store.Schedule, n
 		text += " Next: " + when(next, loc) + "."
 	}
 	s.out.notify(ctx, addr, "", text)
+}
+
+// makerGone is why a schedule whose maker is no longer allowed stopped.
+const makerGone = "its maker is no longer allowed"
+
+// pause stops a schedule whose maker was removed from the allowlist
+// (SIGHUP) from firing: it would run their prompt, as them, in a lane
+// they may no longer use. The lane is told once; /schedules shows why.
+func (s *schedules) pause(ctx context.Context, addr Address, sc store.Schedule, loc *time.Location) {
+	paused, err := s.st.PauseSchedule(ctx, sc, makerGone)
+	if err != nil || !paused {
+		if err != nil {
+			s.log.Warn("schedule.pause_failed", zap.Int64("schedule", sc.ID), zap.Error(err))
+		}
+		return
+	}
+	s.log.Info("schedule.paused", zap.Int64("schedule", sc.ID), zap.String("lane", sc.SessionKey),
+		zap.String("maker", sc.CreatorID), zap.String("reason", makerGone))
+	s.out.notify(ctx, addr, "", fmt.Sprintf("⏰ Paused %s (%s, by %s), due %s: %s. /unschedule %s removes it.",
+		scheduleName(sc.ID), ruleText(sc), makerOf(sc), when(sc.NextAt, loc), makerGone, scheduleName(sc.ID)))
+}
+
+func ruleText(sc store.Schedule) string {
+	if sc.Rule == "" {
+		return "once"
+	}
+	return sc.Rule
+}
+
+func makerOf(sc store.Schedule) string {
+	if sc.CreatorName != "" {
+		return sc.CreatorName
+	}
+	return sc.CreatorID
+}
+
+// MakerAuthorizer is an optional capability of an Authorizer that cannot
+// always tell from a sender's id alone (Discord allows by role, and a
+// schedule keeps no roles): known is false when it cannot.
+type MakerAuthorizer interface {
+	AuthorizeMaker(addr Address, senderID string) (allowed, known bool)
+}
+
+// makerAllowed says whether the maker of a schedule in the lane at addr
+// may still use it, by the platform's current allowlist. A maker the
+// platform cannot judge (no id, a Discord role) keeps it firing, as
+// before allowlists were checked here.
+func (k *intake) makerAllowed(addr Address, maker string) bool {
+	if maker == "" {
+		return true
+	}
+	if m, ok := k.platforms[addr.Platform].(MakerAuthorizer); ok {
+		allowed, known := m.AuthorizeMaker(addr, maker)
+		return allowed || !known
+	}
+	return k.authorized(Inbound{Address: addr, SenderID: maker})
 }
 
 // scheduleOrigin is what a firing's reply starts with.

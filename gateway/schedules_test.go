@@ -222,3 +222,75 @@ func (s *fakeStore) inboundStatusByText(text string) string {
 	}
 	return ""
 }
+
+// TestScheduleOfAMakerNoLongerAllowedIsPaused: once its maker is taken
+// off the allowlist (a SIGHUP reload), a due /every or /at does not fire:
+// it is paused, the lane told once, and /schedules says why; another
+// member's schedule still fires.
+func TestScheduleOfAMakerNoLongerAllowedIsPaused(t *testing.T) {
+	h := newHarness(t)
+	h.start(t)
+	room := Address{Platform: "test", Kind: LaneGroup, ChatID: "g"}
+	say := func(id, sender, text string) string {
+		t.Helper()
+		if _, err := h.g.Deliver(context.Background(), Inbound{Address: room, MessageID: id, SenderID: sender, DisplayName: sender + "-name",
+			Text: text, Mentioned: true}); err != nil {
+			t.Fatal(err)
+		}
+		return h.p.replyTo(t, id).Text
+	}
+	say("c1", "ana", "/every 30m ana's report")
+	say("c2", "ana", "/at 45m ana's reminder")
+	say("c3", "ben", "/every 30m ben's report")
+	h.p.mu.Lock()
+	h.p.allow = func(in Inbound) bool { return in.SenderID != "ana" } // the reload took ana off
+	h.p.mu.Unlock()
+
+	h.clock.Advance(30 * time.Minute)
+	h.fireNow()
+	paused := nextContaining(t, h.p, "Paused s1")
+	if want := "⏰ Paused s1 (every 30m, by ana-name), due Mon 30 Nov 12:30 UTC: its maker is no longer allowed. /unschedule s1 removes it."; paused.Text != want {
+		t.Errorf("pause notice %q, want %q", paused.Text, want)
+	}
+	nextContaining(t, h.p, "⏰ every 30m: re: ben's report")
+	h.clock.Advance(30 * time.Minute) // ana's /at is due too, and s1 again
+	h.fireNow()
+	nextContaining(t, h.p, "Paused s2")
+	nextContaining(t, h.p, "⏰ every 30m: re: ben's report")
+
+	for _, turn := range h.cx.turnTexts() {
+		if strings.Contains(turn, "ana's") {
+			t.Errorf("a schedule of ana's fired: %q", turn)
+		}
+	}
+	got := say("c4", "ben", "/schedules")
+	for _, want := range []string{
+		"s1 · paused: its maker is no longer allowed · every 30m · by ana-name · ana's report",
+		"s2 · paused: its maker is no longer allowed · once · by ana-name · ana's reminder",
+		"s3 · next Mon 30 Nov 13:30 UTC · every 30m · by ben-name · ben's report",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/schedules lacks %q:\n%s", want, got)
+		}
+	}
+	h.clock.Advance(time.Hour) // paused stays paused, and is not told again
+	h.fireNow()
+	// The lane's outbox is sent in order: anything the firing queued
+	// comes before the answer to a command sent after it.
+	if _, err := h.g.Deliver(context.Background(), Inbound{Address: room, MessageID: "c6", SenderID: "ben", Text: "/status",
+		Mentioned: true}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		o := h.p.next(t)
+		if strings.Contains(o.Text, "Paused") {
+			t.Errorf("told again: %q", o.Text)
+		}
+		if o.InReplyTo == "c6" {
+			if !strings.Contains(o.Text, "Schedules: 3 (next s3 at") || !strings.Contains(o.Text, "2 paused") {
+				t.Errorf("/status does not show the paused schedules:\n%s", o.Text)
+			}
+			break
+		}
+	}
+}

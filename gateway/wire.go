@@ -77,6 +77,7 @@ func wireFeatures(g *Gateway) {
 	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
 	g.schedules.gate = func() LaneGate { return g.gate }
+	g.senders = newSenderLimits(cfg, st, g.out, g.baseCtx, log)
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -154,5 +155,6 @@ func modules(g *Gateway) []module {
 		g.approvals,
 		g.questions,
 		g.schedules,
+		g.senders,
 	}
 }

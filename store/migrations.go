@@ -377,6 +377,11 @@ CREATE TABLE lane_threads (
 	PRIMARY KEY (thread_id, session_key)
 ) WITHOUT ROWID;
 ` + laneThreadsCarryOver("INSERT OR IGNORE", ""),
+	// 24: why a schedule stopped firing (issue 39: its maker is no longer
+	// allowed); '' while it fires.
+	`
+ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // laneThreadsCarryOver fills lane_threads from the threads the store

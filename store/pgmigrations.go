@@ -275,6 +275,10 @@ CREATE TABLE lane_threads (
 	PRIMARY KEY (thread_id, session_key)
 );
 ` + laneThreadsCarryOver("INSERT", "ON CONFLICT DO NOTHING"),
+	// 12: SQLite's 24, why a schedule stopped firing.
+	`
+ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

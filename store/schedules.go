@@ -29,15 +29,18 @@ type Schedule struct {
 	NextAt                 time.Time // the next firing's due time
 	CreatedAt              time.Time
 	Fired                  int64 // how many times it fired
+	// Paused says why the schedule no longer fires (its maker is no
+	// longer allowed); "" while it fires. DueSchedules leaves it out.
+	Paused string
 }
 
-const scheduleColumns = `id, session_key, rule, prompt, timezone, creator_id, creator_name, next_at, created_at, fired`
+const scheduleColumns = `id, session_key, rule, prompt, timezone, creator_id, creator_name, next_at, created_at, fired, paused`
 
 func scanSchedule(row rowScanner) (Schedule, error) {
 	var sc Schedule
 	var next, created int64
 	err := row.Scan(&sc.ID, &sc.SessionKey, &sc.Rule, &sc.Prompt, &sc.Timezone, &sc.CreatorID, &sc.CreatorName,
-		&next, &created, &sc.Fired)
+		&next, &created, &sc.Fired, &sc.Paused)
 	sc.NextAt, sc.CreatedAt = fromDB(next), fromDB(created)
 	return sc, err
 }
@@ -77,17 +80,18 @@ func (s *Store) Schedules(ctx context.Context, sessionKey string) ([]Schedule, e
 	return s.querySchedules(ctx, "SELECT "+scheduleColumns+" FROM schedules WHERE session_key = ? ORDER BY id", sessionKey)
 }
 
-// DueSchedules lists up to limit schedules due at now, earliest first.
+// DueSchedules lists up to limit schedules due at now, earliest first;
+// paused ones are never due.
 func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]Schedule, error) {
-	return s.querySchedules(ctx, "SELECT "+scheduleColumns+" FROM schedules WHERE next_at <= ? ORDER BY next_at, id LIMIT ?",
-		toDB(now), limit)
+	return s.querySchedules(ctx, "SELECT "+scheduleColumns+" FROM schedules WHERE next_at <= ? AND paused = '' "+
+		"ORDER BY next_at, id LIMIT ?", toDB(now), limit)
 }
 
 // CountSchedules is how many schedules there are and the earliest due
-// time among them (zero when none): what /metrics shows.
+// time among those not paused (zero when none): what /metrics shows.
 func (s *Store) CountSchedules(ctx context.Context) (n int, next time.Time, err error) {
 	var first sql.NullInt64
-	if err := s.rq.QueryRowContext(ctx, "SELECT COUNT(*), MIN(next_at) FROM schedules").Scan(&n, &first); err != nil {
+	if err := s.rq.QueryRowContext(ctx, "SELECT COUNT(*), MIN(CASE WHEN paused = '' THEN next_at END) FROM schedules").Scan(&n, &first); err != nil {
 		return 0, time.Time{}, fmt.Errorf("store: count schedules: %w", classify(err))
 	}
 	return n, fromDB(first.Int64), nil
@@ -123,6 +127,30 @@ func (s *Store) DeleteSchedule(ctx context.Context, sessionKey string, id int64)
 		return fmt.Errorf("store: delete schedule %d of %q: %w", id, sessionKey, err)
 	}
 	return nil
+}
+
+// PauseSchedule stops sc from firing, with why, only while it is still
+// due at sc.NextAt and not paused: it reports whether this call paused
+// it (false: fired, moved, paused or deleted meanwhile, by another node
+// maybe), so one caller tells the lane.
+func (s *Store) PauseSchedule(ctx context.Context, sc Schedule, reason string) (paused bool, err error) {
+	if reason == "" {
+		return false, fmt.Errorf("%w: a paused schedule needs a reason", ErrInvalid)
+	}
+	err = s.writeLane(ctx, sc.SessionKey, func(ctx context.Context, q querier) error {
+		res, err := q.ExecContext(ctx, "UPDATE schedules SET paused = ? WHERE id = ? AND next_at = ? AND paused = ''",
+			reason, sc.ID, toDB(sc.NextAt))
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		paused = n == 1
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: pause schedule %d: %w", sc.ID, err)
+	}
+	return paused, nil
 }
 
 // Firing is one due firing of a schedule: the schedule as it was read,

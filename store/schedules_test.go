@@ -107,3 +107,51 @@ func TestLaneTimezoneIsKept(t *testing.T) {
 		t.Errorf("lane = %+v, %v", l, err)
 	}
 }
+
+// TestPausedScheduleIsNeverDue: a paused schedule keeps its reason, is
+// listed with it and is never due again; only one of two concurrent
+// pauses (two nodes) reports pausing it, so the lane is told once.
+func TestPausedScheduleIsNeverDue(t *testing.T) {
+	t.Parallel()
+	s, _ := openTestStore(t)
+	ctx := context.Background()
+	lane := mustEnsure(t, s, "paused")
+	due := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	sc, err := s.AddSchedule(ctx, Schedule{SessionKey: lane.SessionKey, Rule: "every 30m", Prompt: "tick", Timezone: "UTC",
+		CreatorID: "u1", NextAt: due}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	paused := 0
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := s.PauseSchedule(ctx, sc, "its maker is no longer allowed")
+			if err != nil {
+				t.Errorf("PauseSchedule: %v", err)
+			}
+			if ok {
+				mu.Lock()
+				paused++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if paused != 1 {
+		t.Errorf("%d concurrent pauses reported pausing, want 1", paused)
+	}
+	if got, err := s.DueSchedules(ctx, due.Add(time.Hour), 10); err != nil || len(got) != 0 {
+		t.Errorf("DueSchedules = %+v, %v; want the paused schedule left out", got, err)
+	}
+	all, err := s.Schedules(ctx, lane.SessionKey)
+	if err != nil || len(all) != 1 || all[0].Paused != "its maker is no longer allowed" {
+		t.Errorf("Schedules = %+v, %v; want it listed with its reason", all, err)
+	}
+	if n, next, err := s.CountSchedules(ctx); err != nil || n != 1 || !next.IsZero() {
+		t.Errorf("CountSchedules = %d, %v, %v; want 1 and no next due time", n, next, err)
+	}
+}

@@ -45,7 +45,8 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 	bin := buildDaemon(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, nil)
+	// One sender posts a transcript page's worth to one lane: past lanes.max_per_minute.
+	cfgFile := processConfig(t, dir, addr, model, map[string]any{"lanes": map[string]any{"max_per_minute": 0}})
 	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
 	d := startDaemon(t, bin, cfgFile, dir, "console-commands", listenNotify(t).path)
 	waitHealthy(t, api, d)

@@ -76,6 +76,9 @@ type initCmd struct {
 	interactive bool
 	http        *http.Client
 	tgBot       string // the bot's @username, once getMe answered
+	// newCode makes the one-time code the operator sends the bot
+	// (oneTimeCode; tests fix it).
+	newCode func() (string, error)
 }
 
 func cmdInit(ctx context.Context, args []string, std stdio) error {
@@ -487,36 +490,24 @@ func scrub(text, secret string) string {
 	return strings.ReplaceAll(text, secret, "<token>")
 }
 
-// askTelegramUsers offers to learn the user's id from a message to the bot,
-// else asks for ids.
+// askTelegramUsers offers to learn the operator's user id from a one-time
+// code they send the bot, else asks for ids.
 func (c *initCmd) askTelegramUsers(ctx context.Context, st *initState) error {
 	bot := "the bot"
 	if c.tgBot != "" {
 		bot = "@" + c.tgBot
 	}
-	wait, err := c.confirm(fmt.Sprintf("Learn your Telegram user id from a message you send to %s? [Y/n] ", bot), true)
+	learn, err := c.confirm(fmt.Sprintf("Learn your Telegram user id from a code you send to %s? [Y/n] ", bot), true)
 	if err != nil {
 		return err
 	}
-	if wait {
-		fmt.Fprintf(c.std.out, "Send any message to %s now (waiting up to %s)...\n", bot, initWaitForMessage)
-		senders, err := c.waitForSenders(ctx, st.tgToken)
+	if learn {
+		id, err := c.learnTelegramUser(ctx, st.tgToken, bot)
 		if err != nil {
-			fmt.Fprintf(c.std.err, "%v\n", err)
+			return err
 		}
-		if len(senders) == 0 && err == nil {
-			fmt.Fprintln(c.std.out, "No message arrived.")
-		}
-		for _, s := range senders {
-			ok, err := c.confirm(fmt.Sprintf("Allow %s? [Y/n] ", s.label()), true)
-			if err != nil {
-				return err
-			}
-			if ok {
-				st.tgUsers = appendUnique(st.tgUsers, strconv.FormatInt(s.ID, 10))
-			}
-		}
-		if len(st.tgUsers) > 0 {
+		if id != "" {
+			st.tgUsers = appendUnique(st.tgUsers, id)
 			return nil
 		}
 	}
@@ -530,6 +521,7 @@ func (c *initCmd) askTelegramUsers(ctx context.Context, st *initState) error {
 
 type tgSender struct {
 	ID        int64  `json:"id"`
+	IsBot     bool   `json:"is_bot"`
 	FirstName string `json:"first_name"`
 	LastName  string `json:"last_name"`
 	Username  string `json:"username"`
@@ -554,70 +546,6 @@ func (s tgSender) label() string {
 		return strconv.FormatInt(s.ID, 10)
 	}
 	return fmt.Sprintf("%d (%s)", s.ID, name)
-}
-
-// waitForSenders long-polls getUpdates until a message arrives or the wait
-// ends, then acknowledges what it read so the daemon does not answer it.
-func (c *initCmd) waitForSenders(ctx context.Context, tok string) ([]tgSender, error) {
-	shown := c.opts.tgAPIURL + "/bot<token>/getUpdates"
-	deadline := time.Now().Add(initWaitForMessage)
-	offset := int64(0)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		timeout := min(int(left/time.Second), 25)
-		q := url.Values{"timeout": {strconv.Itoa(timeout)}, "allowed_updates": {`["message"]`}}
-		if offset != 0 {
-			q.Set("offset", strconv.FormatInt(offset, 10))
-		}
-		var body struct {
-			OK     bool   `json:"ok"`
-			Desc   string `json:"description"`
-			Result []struct {
-				UpdateID int64 `json:"update_id"`
-				Message  *struct {
-					From *tgSender `json:"from"`
-				} `json:"message"`
-			} `json:"result"`
-		}
-		status, err := c.getJSON(ctx, c.opts.tgAPIURL+"/bot"+tok+"/getUpdates?"+q.Encode(), shown, nil, &body)
-		if err != nil {
-			return nil, fmt.Errorf("init: telegram: %v", err)
-		}
-		if status != http.StatusOK || !body.OK {
-			return nil, fmt.Errorf("init: telegram: %s answered %d %s (is another gatewayd polling this bot, or a webhook set?)",
-				shown, status, scrub(body.Desc, tok))
-		}
-		var senders []tgSender
-		for _, u := range body.Result {
-			offset = max(offset, u.UpdateID+1)
-			if u.Message != nil && u.Message.From != nil {
-				if !containsSender(senders, u.Message.From.ID) {
-					senders = append(senders, *u.Message.From)
-				}
-			}
-		}
-		if len(senders) > 0 {
-			ack := url.Values{"offset": {strconv.FormatInt(offset, 10)}, "timeout": {"0"}}
-			var ignored struct{}
-			_, _ = c.getJSON(ctx, c.opts.tgAPIURL+"/bot"+tok+"/getUpdates?"+ack.Encode(), shown, nil, &ignored)
-			return senders, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func containsSender(list []tgSender, id int64) bool {
-	for _, s := range list {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *initCmd) askIDs(prompt string) ([]string, error) {

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
 
 // initTerminal is `gatewayd init` running in a pseudo-terminal: what it
@@ -63,6 +66,24 @@ func (p *initTerminal) expect(want string) {
 	}
 }
 
+// word returns the word printed right after the last match, once a
+// space or line end follows it.
+func (p *initTerminal) word() string {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rest := p.output()[p.seen:]
+		if i := strings.IndexAny(rest, " \r\n"); i > 0 {
+			p.seen += i
+			return rest[:i]
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no word after the last match; the terminal shows:\n%s", p.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (p *initTerminal) send(line string) {
 	p.t.Helper()
 	if _, err := io.WriteString(p.tty, line+"\n"); err != nil {
@@ -74,7 +95,9 @@ func TestInitInteractiveTerminal(t *testing.T) {
 	bin := buildDaemon(t)
 	dir := initEnv(t)
 	initFakeCodex(t, dir, false)
-	tg := newInitFakeTelegram(t)
+	tg := telegramtest.New(t)
+	// Waiting from before init ran: never taken for the operator.
+	tg.Text(models.Chat{ID: 999, Type: models.ChatTypePrivate}, models.User{ID: 999, FirstName: "Early"}, 0, "hi", nil)
 	cfg := filepath.Join(dir, "conf", "gatewayd.yaml")
 
 	cmd := exec.Command(bin, "init", "--config", cfg, "--telegram-api-url", tg.URL)
@@ -95,24 +118,28 @@ func TestInitInteractiveTerminal(t *testing.T) {
 
 	const tokenPrompt = "Telegram bot token (from @BotFather; empty to skip Telegram): "
 	p.expect(tokenPrompt)
-	p.send(initBadToken)
+	p.send("123456:BAD-token")
 	p.expect("telegram rejected the bot token")
 	p.expect(tokenPrompt)
-	p.send(initGoodToken)
-	p.expect("Telegram: token accepted (@init_test_bot)")
+	p.send(telegramtest.Token)
+	p.expect("Telegram: token accepted (@gatewayd_test_bot)")
 	p.expect("Discord bot token (Developer Portal, Bot, Reset Token; empty to skip Discord): ")
 	p.send("")
-	p.expect("Learn your Telegram user id from a message you send to @init_test_bot? [Y/n] ")
+	p.expect("Learn your Telegram user id from a code you send to @gatewayd_test_bot? [Y/n] ")
 	p.send("")
-	p.expect("Send any message to @init_test_bot now")
-	p.expect("Allow 4242 (Alice)? [Y/n] ")
+	p.expect("Send this message to @gatewayd_test_bot now")
+	p.expect("/start ")
+	code := p.word()
+	alice := models.User{ID: 4242, FirstName: "Alice"}
+	tg.Text(models.Chat{ID: 4242, Type: models.ChatTypePrivate}, alice, 0, "/start "+code, nil)
+	p.expect("Allow 4242 (Alice)? [y/N] ")
 	p.send("y")
 	p.expect("Project (name=/absolute/dir; empty when done): ")
 	p.send("")
 	p.expect("Codex: not logged in")
 	p.expect("codex login --device-auth")
 	p.expect("Config valid.")
-	p.expect("✓ telegram token accepted (@init_test_bot)")
+	p.expect("✓ telegram token accepted (@gatewayd_test_bot)")
 
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
@@ -133,7 +160,7 @@ func TestInitInteractiveTerminal(t *testing.T) {
 	}
 	out := p.output()
 	t.Logf("terminal:\n%s", out)
-	if strings.Contains(out, "GOOD-token") || strings.Contains(out, "BAD-token") {
+	if strings.Contains(out, "TEST-token") || strings.Contains(out, "BAD-token") {
 		t.Errorf("a token was shown on the terminal (echo not off?):\n%s", out)
 	}
 	yaml := initReadFile(t, cfg)
@@ -142,7 +169,7 @@ func TestInitInteractiveTerminal(t *testing.T) {
 		t.Errorf("config:\n%s", yaml)
 	}
 	envFile := filepath.Join(dir, "conf", "env")
-	if env := initReadFile(t, envFile); !strings.Contains(env, "\nGATEWAYD_TELEGRAM_TOKEN="+initGoodToken+"\n") {
+	if env := initReadFile(t, envFile); !strings.Contains(env, "\nGATEWAYD_TELEGRAM_TOKEN="+telegramtest.Token+"\n") {
 		t.Errorf("env file:\n%s", env)
 	}
 	if m := initFileMode(t, envFile); m != 0o600 {
@@ -151,10 +178,7 @@ func TestInitInteractiveTerminal(t *testing.T) {
 	if m := initFileMode(t, cfg); m != 0o640 {
 		t.Errorf("config mode %04o", m)
 	}
-	tg.mu.Lock()
-	acked := tg.acked
-	tg.mu.Unlock()
-	if !acked {
-		t.Error("init did not acknowledge the update it read (the daemon would answer it)")
+	if n := tg.Pending(); n != 0 {
+		t.Errorf("%d updates left unconfirmed: the daemon would answer them", n)
 	}
 }

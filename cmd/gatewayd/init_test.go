@@ -16,19 +16,17 @@ const (
 	initBadToken  = "4242:BAD-token-for-init-tests"
 )
 
-// initFakeTelegram answers getMe (200 for initGoodToken, 401 otherwise) and
-// getUpdates (one message from user 4242 "Alice", then nothing).
+// initFakeTelegram answers getMe (200 for initGoodToken, 401 otherwise).
+// The interactive tests, which read updates, use telegramtest.
 type initFakeTelegram struct {
 	*httptest.Server
-	mu       sync.Mutex
-	getMe    int
-	acked    bool
-	delivers bool
+	mu    sync.Mutex
+	getMe int
 }
 
 func newInitFakeTelegram(t *testing.T) *initFakeTelegram {
 	t.Helper()
-	f := &initFakeTelegram{delivers: true}
+	f := &initFakeTelegram{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -42,17 +40,6 @@ func newInitFakeTelegram(t *testing.T) *initFakeTelegram {
 		case "getMe":
 			f.getMe++
 			json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{"id": 1, "is_bot": true, "username": "init_test_bot"}})
-		case "getUpdates":
-			var result []any
-			if r.URL.Query().Get("offset") == "" && f.delivers {
-				result = append(result, map[string]any{"update_id": 7, "message": map[string]any{
-					"message_id": 1, "text": "hi", "chat": map[string]any{"id": 4242, "type": "private"},
-					"from": map[string]any{"id": 4242, "is_bot": false, "first_name": "Alice"}}})
-			}
-			if r.URL.Query().Get("offset") == "8" {
-				f.acked = true
-			}
-			json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
 		default:
 			http.NotFound(w, r)
 		}

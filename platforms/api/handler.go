@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -200,7 +201,12 @@ func (p *Platform) deliver(w http.ResponseWriter, r *http.Request, in gateway.In
 		return refused
 	}
 	dup, err := sink.Deliver(r.Context(), in)
+	var limited *gateway.SenderLimitError
 	switch {
+	case errors.As(err, &limited): // nothing was stored: the client sends it again later
+		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter/time.Second)))
+		writeError(w, http.StatusTooManyRequests, strings.TrimPrefix(limited.Error(), "gateway: "))
+		return refused
 	case errors.Is(err, gateway.ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is shutting down; try again shortly")
 		return refused

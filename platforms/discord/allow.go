@@ -119,3 +119,19 @@ func (a *Adapter) Authorize(in gateway.Inbound) bool {
 	}
 	return a.allow.addressAllowed(in.Address) && a.allow.userAllowed(in.SenderID, in.SenderRoles)
 }
+
+// AuthorizeMaker implements gateway.MakerAuthorizer: whether a
+// schedule's maker may still use the lane, by their user id. A user not
+// listed by id while roles are allowed is not known: their roles are not
+// at hand here.
+func (a *Adapter) AuthorizeMaker(addr gateway.Address, userID string) (allowed, known bool) {
+	if addr.Platform != PlatformName || !a.allow.addressAllowed(addr) {
+		return false, true
+	}
+	if a.allow.userAllowed(userID, nil) {
+		return true, true
+	}
+	return false, !a.allow.needsRoles(userID)
+}
+
+var _ gateway.MakerAuthorizer = (*Adapter)(nil)

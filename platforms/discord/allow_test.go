@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gatewayd/gatewayd/gateway"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -55,5 +56,29 @@ func TestSnowflakeAt(t *testing.T) {
 	at := time.Date(2016, 4, 30, 11, 18, 25, 796e6, time.UTC)
 	if got, id := snowflakeAt(at), uint64(175928847299117063); got > id || id-got >= 1<<22 {
 		t.Fatalf("snowflakeAt = %d, want the millisecond of %d", got, id)
+	}
+}
+
+// TestAuthorizeMakerKnowsOnlyByID: a schedule's maker listed by id is
+// allowed; one not listed is refused when no roles are allowed, and not
+// known (their roles are not at hand) when some are.
+func TestAuthorizeMakerKnowsOnlyByID(t *testing.T) {
+	t.Parallel()
+	a := &Adapter{allow: newAllowlist(Config{Now: time.Now})}
+	dm := gateway.Address{Platform: PlatformName, Kind: gateway.LaneDM, ChatID: "9"}
+	for _, c := range []struct {
+		name           string
+		roles          []string
+		user           string
+		allowed, known bool
+	}{
+		{"listed", nil, "1", true, true},
+		{"removed, no roles", nil, "2", false, true},
+		{"removed, roles allowed", []string{"r"}, "2", false, false},
+	} {
+		a.allow.set([]string{"1"}, c.roles)
+		if allowed, known := a.AuthorizeMaker(dm, c.user); allowed != c.allowed || known != c.known {
+			t.Errorf("%s: AuthorizeMaker = %v, %v; want %v, %v", c.name, allowed, known, c.allowed, c.known)
+		}
 	}
 }

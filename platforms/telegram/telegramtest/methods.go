@@ -57,9 +57,17 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 	}
 }
 
-// confirmLocked forgets the updates below offset, as Telegram does.
+// confirmLocked forgets the updates below offset, as Telegram does; a
+// negative offset keeps only the last -offset updates, forgetting the
+// ones before them.
 func (s *Server) confirmLocked(offset int64) {
-	if offset <= 0 {
+	if offset < 0 {
+		if n := int(-offset); len(s.updates) > n {
+			s.updates = append([]queued(nil), s.updates[len(s.updates)-n:]...)
+		}
+		return
+	}
+	if offset == 0 {
 		return
 	}
 	kept := s.updates[:0]

@@ -299,7 +299,7 @@ func (d *daemon) buildGateway() error {
 	lanes := d.cfg.Lanes
 	fstore := d.filesStore()
 	gw, err := gateway.New(gateway.Config{
-		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
+		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit, MaxPerMinute: lanes.MaxPerMinute,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
