@@ -242,7 +242,7 @@ func TestDeliveryIsFramedAsOutsideData(t *testing.T) {
 	if got := unframe(t, "echo", text); got != attack {
 		t.Errorf("framed data %q, want %q", got, attack)
 	}
-	if frame("echo", "x") == frame("echo", "x") {
+	if first, second := frame("echo", "x"), frame("echo", "x"); first == second {
 		t.Error("two frames share their marker")
 	}
 }
