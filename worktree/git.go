@@ -98,6 +98,9 @@ type repoDirs struct {
 	gitDir, workTree string
 	overrides        []string
 	timeout          time.Duration
+	// nice runs git at the lowest CPU priority: the pool's checkouts are
+	// background work and must not slow the turns running beside them.
+	nice bool
 }
 
 // long is d for checking out a whole tree.
@@ -155,7 +158,7 @@ func (r repoDirs) run(ctx context.Context, env []string, input string, limit int
 	var errOut cappedBuffer
 	errOut.limit = 64 << 10
 	cmd.Stdout, cmd.Stderr = stdout, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := r.start(cmd); err != nil {
 		msg := strings.TrimSpace(errOut.String())
 		if ctx.Err() != nil {
 			msg = fmt.Sprintf("did not finish within %s", timeout)
@@ -165,6 +168,18 @@ func (r repoDirs) run(ctx context.Context, env []string, input string, limit int
 		return "", false, fmt.Errorf("worktree: git %s: %s", args[0], firstLine(msg))
 	}
 	return strings.TrimSuffix(stdout.String(), "\n"), stdout.dropped, nil
+}
+
+// start runs cmd to its end, at low priority when r is nice.
+func (r repoDirs) start(cmd *exec.Cmd) error {
+	if !r.nice {
+		return cmd.Run()
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	lowerPriority(cmd.Process.Pid)
+	return cmd.Wait()
 }
 
 // cappedBuffer keeps at most limit bytes (0: no limit) of what is written
