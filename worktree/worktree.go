@@ -259,28 +259,56 @@ func (r repo) create(ctx context.Context, l Lane, p *Pool) (Ensured, error) {
 	if start, err := r.bare().git(ctx, nil, "rev-parse", "-q", "--verify", l.branchRef()+"^{commit}"); err == nil {
 		return r.checkoutNew(ctx, l, start, Ensured{Made: Recreated})
 	}
-	e := Ensured{Made: Created}
-	e.Dirty, e.Detached = r.checkoutState(ctx)
+	e, pooled, err := r.createPooled(ctx, l, p)
+	if err != nil || pooled {
+		return e, err
+	}
+	return r.createChecked(ctx, l, e)
+}
+
+// createPooled takes the lane's worktree ready from p; without one (or
+// without a pool) it returns pooled false and the checkout's state, for
+// create to check the worktree out. The project's status (a git status
+// of all its files) is the slowest step once the checkout is taken
+// ready: it runs beside the take.
+func (r repo) createPooled(ctx context.Context, l Lane, p *Pool) (e Ensured, pooled bool, err error) {
+	state := make(chan [2]bool, 1)
+	go func() { dirty, detached := r.checkoutState(ctx); state <- [2]bool{dirty, detached} }()
 	d, start, pooled, err := p.takeInto(ctx, r, l)
+	if err == nil && pooled {
+		err = r.pinAndPoint(ctx, d, l, start)
+	}
+	st := <-state
+	e = Ensured{Made: Created, Dirty: st[0], Detached: st[1], Pooled: pooled}
+	if err != nil || !pooled {
+		return e, false, err
+	}
+	e.Tree, err = r.tree(ctx, l)
+	return e, true, err
+}
+
+// createChecked is create checking out the project's HEAD.
+func (r repo) createChecked(ctx context.Context, l Lane, e Ensured) (Ensured, error) {
+	start, err := r.bare().git(ctx, nil, "rev-parse", "HEAD^{commit}")
 	if err != nil {
 		return Ensured{}, err
 	}
-	if !pooled {
-		if start, err = r.bare().git(ctx, nil, "rev-parse", "HEAD^{commit}"); err != nil {
-			return Ensured{}, err
-		}
-		return r.checkoutNew(ctx, l, start, e)
-	}
-	e.Pooled = true
-	// The entry's files and index are start's already: only refs.
+	return r.checkoutNew(ctx, l, start, e)
+}
+
+// pinAndPoint writes a pooled worktree's refs (its files and index are
+// start's already): the project's pin, then the lane's branch and base
+// in one transaction, and HEAD on the branch.
+func (r repo) pinAndPoint(ctx context.Context, d repoDirs, l Lane, start string) error {
 	if err := r.pin(ctx, l, start); err != nil {
-		return Ensured{}, err
+		return err
 	}
-	if err := checkout(ctx, d, l, start, false); err != nil {
-		return Ensured{}, err
+	refs := fmt.Sprintf("update %s %s\nupdate %s %s\n", l.branchRef(), start, l.baseRef(), start)
+	if _, err := d.gitIn(ctx, nil, refs, "update-ref", "--stdin"); err != nil {
+		return err
 	}
-	e.Tree, err = r.tree(ctx, l)
-	return e, err
+	_, err := d.git(ctx, nil, "symbolic-ref", "HEAD", l.branchRef())
+	return err
 }
 
 // checkoutNew makes the lane's repository at l.Dir and checks start out
@@ -295,7 +323,7 @@ func (r repo) checkoutNew(ctx context.Context, l Lane, start string, e Ensured) 
 	if err != nil {
 		return Ensured{}, err
 	}
-	if err := checkout(ctx, d.long(), l, start, true); err != nil {
+	if err := checkout(ctx, d.long(), l, start); err != nil {
 		return Ensured{}, err
 	}
 	e.Tree, err = r.tree(ctx, l)
@@ -329,15 +357,13 @@ func (r repo) initLaneRepo(ctx context.Context, l Lane) (repoDirs, error) {
 	return d, nil
 }
 
-// checkout puts the lane's branch at start and, with files, its files
-// as start has them (a pooled worktree has them already).
-func checkout(ctx context.Context, d repoDirs, l Lane, start string, files bool) error {
+// checkout puts the lane's branch at start and its files as start has
+// them.
+func checkout(ctx context.Context, d repoDirs, l Lane, start string) error {
 	steps := [][]string{
 		{"update-ref", l.branchRef(), start},
 		{"symbolic-ref", "HEAD", l.branchRef()},
-	}
-	if files {
-		steps = append(steps, []string{"read-tree", "--reset", "-u", start})
+		{"read-tree", "--reset", "-u", start},
 	}
 	for _, args := range steps {
 		if _, err := d.git(ctx, nil, args...); err != nil {
@@ -472,15 +498,15 @@ func (r repo) copyObjects(ctx context.Context, lane repoDirs, refs, start string
 		return fmt.Errorf("worktree: %w", err)
 	}
 	index.Stdin = pipe
-	var errs cappedBuffer
-	errs.limit = 64 << 10
-	pack.Stderr, index.Stderr = &errs, &errs
+	// One buffer each: the two gits write their errors at once.
+	packErrs, indexErrs := &cappedBuffer{limit: 32 << 10}, &cappedBuffer{limit: 32 << 10}
+	pack.Stderr, index.Stderr = packErrs, indexErrs
 	if err := pack.Start(); err != nil {
 		return fmt.Errorf("worktree: git pack-objects: %w", err)
 	}
 	indexErr := index.Run()
 	if err := pack.Wait(); err != nil || indexErr != nil {
-		return fmt.Errorf("worktree: copying the lane's snapshots: %s", firstLine(strings.TrimSpace(errs.String()+" "+errors.Join(err, indexErr).Error())))
+		return fmt.Errorf("worktree: copying the lane's snapshots: %s", firstLine(strings.TrimSpace(packErrs.String()+" "+indexErrs.String()+" "+errors.Join(err, indexErr).Error())))
 	}
 	return nil
 }
