@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -94,5 +95,44 @@ func BenchmarkSnapshot(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkFirstTurnInBigProject is what a new lane's first message on a
+// big project waits for its worktree (issue 40): Ensure from its first
+// need of the worktree to having it, with the pool off (a checkout of
+// every file) and on (the pool filled beforehand, as the daemon keeps it,
+// outside the timing).
+func BenchmarkFirstTurnInBigProject(b *testing.B) {
+	for _, n := range []int{20000, 100000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			project := bigRepo(b, n)
+			for _, size := range []int{0, 1} {
+				b.Run(fmt.Sprintf("pool=%d", size), func(b *testing.B) { benchFirstTurn(b, project, size) })
+			}
+		})
+	}
+}
+
+func benchFirstTurn(b *testing.B, project string, size int) {
+	ctx := context.Background()
+	p := poolOf(project, size)
+	for i := range b.N {
+		b.StopTimer()
+		fill(b, p, project)
+		l := poolLane(b, project, fmt.Sprintf("lane-%d-%d", size, i))
+		b.StartTimer()
+		e, err := p.Ensure(ctx, l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if e.Pooled != (size > 0) {
+			b.Fatalf("Pooled = %v with a pool of %d", e.Pooled, size)
+		}
+		b.StopTimer()
+		if err := os.RemoveAll(l.Dir); err != nil { // the disk for the next
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }
