@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 )
 
@@ -114,13 +115,16 @@ func BenchmarkFirstTurnInBigProject(b *testing.B) {
 	}
 }
 
+var benchLanes atomic.Int64
+
 func benchFirstTurn(b *testing.B, project string, size int) {
 	ctx := context.Background()
 	p := poolOf(project, size)
 	for i := range b.N {
 		b.StopTimer()
 		fill(b, p, project)
-		l := poolLane(b, project, fmt.Sprintf("lane-%d-%d", size, i))
+		// A new lane each time, also across -count runs on one project.
+		l := poolLane(b, project, fmt.Sprintf("lane-%d-%d-%d", size, i, benchLanes.Add(1)))
 		b.StartTimer()
 		e, err := p.Ensure(ctx, l)
 		if err != nil {

@@ -39,6 +39,8 @@ type Pool struct {
 	// name is always one this Fill is making or one a crash left.
 	fillMu sync.Mutex
 	kick   chan struct{}
+	// rounds, when set (tests), hears of each of Run's rounds done.
+	rounds chan<- struct{}
 }
 
 // PoolDir is the pool's directory under the worktrees' root; it is no
@@ -111,7 +113,8 @@ func (p *Pool) take(projectDir, head, dst string) (bool, error) {
 	defer p.mu.Unlock()
 	for _, src := range p.ready(projectDir) {
 		if entryCommit(src) != head {
-			continue // made before the project moved: Fill replaces it
+			p.Kick() // made before the project moved: Fill replaces it
+			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return false, fmt.Errorf("worktree: %w", err)
@@ -169,6 +172,7 @@ func (p *Pool) Run(ctx context.Context, projects map[string]string, every time.D
 	if p == nil {
 		return
 	}
+	p.forget(projects)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	last := make(map[string]string)
@@ -180,11 +184,31 @@ func (p *Pool) Run(ctx context.Context, projects map[string]string, every time.D
 			}
 			p.report(name, err, last, failed)
 		}
+		if p.rounds != nil {
+			select {
+			case p.rounds <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.kick:
 		case <-tick.C:
+		}
+	}
+}
+
+// forget removes the entries of projects no longer configured: nothing
+// would take them.
+func (p *Pool) forget(projects map[string]string) {
+	dirs, _ := os.ReadDir(p.root)
+	for _, d := range dirs {
+		if _, ok := projects[d.Name()]; !ok {
+			p.mu.Lock()
+			_ = os.RemoveAll(filepath.Join(p.root, d.Name()))
+			p.mu.Unlock()
 		}
 	}
 }

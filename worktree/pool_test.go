@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // poolLane places a lane as the gateway does, <root>/<lane>/<project dir
@@ -205,4 +206,34 @@ func TestListSkipsThePool(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(worktreesOf(project), PoolDir)); err != nil {
 		t.Error(err)
 	}
+}
+
+// Run fills the pool at once, refills it after a take, drops the entries
+// of a project no longer configured, and ends with its context.
+func TestRunKeepsThePoolFull(t *testing.T) {
+	project := newRepo(t, map[string]string{"a.txt": "a\n"})
+	p := poolOf(project, 1)
+	rounds := make(chan struct{}, 1)
+	p.rounds = rounds
+	stray := filepath.Join(worktreesOf(project), PoolDir, "unconfigured", "entry")
+	write(t, filepath.Join(stray, "a.txt"), "a\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx, map[string]string{"project": project}, time.Hour, func(_ string, err error) { t.Errorf("fill failed: %v", err) })
+	}()
+	<-rounds
+	if n := p.Count("project"); n != 1 || exists(stray) {
+		t.Errorf("after the first round: %d entries, unconfigured project's left: %v", n, exists(stray))
+	}
+	if e, err := p.Ensure(ctx, poolLane(t, project, "lane")); err != nil || !e.Pooled {
+		t.Fatalf("Ensure: pooled %v, %v", e.Pooled, err)
+	}
+	<-rounds // the take asked for a fill
+	if n := p.Count("project"); n != 1 {
+		t.Errorf("after a take and a round: %d entries; want 1", n)
+	}
+	cancel()
+	<-done
 }
