@@ -140,3 +140,34 @@ func benchFirstTurn(b *testing.B, project string, size int) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkForkInBigProject is /fork of a lane that changed 10 files of a
+// project of 20,000, with the pool off (every file written) and on (only
+// what differs from the project's HEAD written over a ready checkout).
+func BenchmarkForkInBigProject(b *testing.B) {
+	project := bigRepo(b, 20000)
+	ctx := context.Background()
+	parent := ensure(b, poolLane(b, project, "parent"))
+	for f := range 10 {
+		write(b, filepath.Join(parent.Work, fmt.Sprintf("d%02d", f), fmt.Sprintf("f%05d.txt", f)), "the parent's\n")
+	}
+	for _, size := range []int{0, 1} {
+		b.Run(fmt.Sprintf("pool=%d", size), func(b *testing.B) {
+			p := poolOf(project, size)
+			for i := range b.N {
+				b.StopTimer()
+				fill(b, p, project)
+				child := poolLane(b, project, fmt.Sprintf("fork-%d-%d-%d", size, i, benchLanes.Add(1)))
+				b.StartTimer()
+				if _, err := p.Fork(ctx, parent.Tree, child); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := os.RemoveAll(child.Dir); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
