@@ -200,15 +200,14 @@ func (p *Pool) Run(ctx context.Context, projects map[string]string, every time.D
 	}
 }
 
-// forget removes the entries of projects no longer configured: nothing
-// would take them.
+// forget removes the entries of projects no longer configured. No lane
+// can take them (its project is one of projects), so mu is not held
+// through what may be a long removal.
 func (p *Pool) forget(projects map[string]string) {
 	dirs, _ := os.ReadDir(p.root)
 	for _, d := range dirs {
 		if _, ok := projects[d.Name()]; !ok {
-			p.mu.Lock()
 			_ = os.RemoveAll(filepath.Join(p.root, d.Name()))
-			p.mu.Unlock()
 		}
 	}
 }
