@@ -61,9 +61,11 @@ type Config struct {
 	Telegram Telegram
 	Discord  Discord
 	Lanes    Lanes
-	Shutdown Shutdown
-	Files    Files
-	Voice    Voice
+	// Worktrees tunes the lanes' git worktrees (issue 40).
+	Worktrees Worktrees
+	Shutdown  Shutdown
+	Files     Files
+	Voice     Voice
 	// Schedules bounds /at and /every (issue 29).
 	Schedules Schedules
 	Cluster   Cluster
@@ -221,6 +223,18 @@ type Lanes struct {
 	// chose none with /tz; "" is the machine's.
 	Timezone string
 }
+
+// Worktrees tunes how lanes' git worktrees (lanes.worktrees) are made.
+type Worktrees struct {
+	// Pool is how many ready worktrees of each project are kept checked
+	// out in the background, so a new lane or a /fork takes one instead
+	// of waiting for a checkout; 0: off.
+	Pool int
+}
+
+// DefaultWorktreePool keeps one ready worktree per project: enough for
+// the usual one new lane at a time, at the disk cost of one checkout.
+const DefaultWorktreePool = 1
 
 // Schedules bounds the prompts lanes schedule with /at and /every.
 type Schedules struct {

@@ -109,6 +109,8 @@ var keys = []key{
 	strKey("lanes.timezone", "", func(c *Config) *string { return &c.Lanes.Timezone }, optional(timeZone)),
 	offSizeKey("lanes.disk_quota", DefaultLaneDiskQuota, func(c *Config) *int64 { return &c.Lanes.DiskQuota }),
 
+	intKey("worktrees.pool", DefaultWorktreePool, func(c *Config) *int { return &c.Worktrees.Pool }, 0),
+
 	durKey("schedules.min_interval", DefaultScheduleMinInterval.String(), func(c *Config) *time.Duration { return &c.Schedules.MinInterval }, positive),
 	durKey("schedules.catch_up", DefaultScheduleCatchUp.String(), func(c *Config) *time.Duration { return &c.Schedules.CatchUp }, nonNegative),
 	intKey("schedules.max_per_lane", DefaultSchedulesPerLane, func(c *Config) *int { return &c.Schedules.MaxPerLane }, 1),

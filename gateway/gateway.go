@@ -13,6 +13,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // Observer receives metrics events. Implementations must be fast and safe
@@ -98,6 +99,10 @@ type Config struct {
 	// of their own (lanes.worktrees: <state_dir>/worktrees); "" lets them
 	// work in the project's checkout.
 	Worktrees string
+	// WorktreePool, when set, holds ready worktrees of each project
+	// (worktrees.pool), which a lane's first turn and /fork take instead
+	// of checking one out; the daemon keeps it filled.
+	WorktreePool *worktree.Pool
 	// DiskQuota is lanes.disk_quota: what a lane may keep in its own
 	// directories before its turns are refused (0: off).
 	DiskQuota int64

@@ -125,6 +125,9 @@ type projects struct {
 	st  projectStore
 	out *deliverer
 	log *zap.Logger
+	// picked, when set, hears of a lane that switched to a project (the
+	// worktrees module prepares its worktree in the background).
+	picked func(sessionKey, name, dir string)
 }
 
 // projectStore is the part of the store /project uses.
@@ -236,6 +239,9 @@ func (p *projects) switchTo(ctx context.Context, addr Address, name string) stri
 	}
 	dir, _ := p.set.dir(key, found)
 	p.log.Info("project.switched", zap.String("lane", key), zap.String("project", found))
+	if p.picked != nil {
+		p.picked(key, found, dir)
+	}
 	return fmt.Sprintf("Project: %s. This conversation now works in %s; the Codex thread is kept.", found, dir)
 }
 

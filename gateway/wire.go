@@ -66,6 +66,8 @@ func wireFeatures(g *Gateway) {
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.confine = newConfinement(cfg, log)
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
+	g.worktrees.pool, g.worktrees.base = cfg.WorktreePool, g.baseCtx
+	g.projects.picked = g.worktrees.prepareSoon
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
 	g.rotation = newRotation(cfg, st, g.out, log)

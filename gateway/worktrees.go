@@ -29,6 +29,11 @@ import (
 // Before each turn the worktree's files are snapshotted (a commit named
 // refs/gatewayd/<lane>/turns/<turn id> once codex names the turn), which
 // is what /undo restores.
+//
+// With worktrees.pool (issue 40) a lane's first turn and /fork take a
+// ready worktree from the pool the daemon keeps filled, instead of
+// waiting for a checkout of every file; and a lane that picks a project
+// with /project has its worktree prepared at once, in the background.
 
 // keepSnapshots is how many turns' snapshots a lane keeps: /undo promises
 // at least 20 turns back.
@@ -43,9 +48,17 @@ type worktrees struct {
 	projects *projects // the lane's project and, without a worktree, its directory
 	out      *deliverer
 	log      *zap.Logger
+	pool     *worktree.Pool  // ready worktrees (worktrees.pool); nil: none
+	base     context.Context // background preparation ends with it
 
 	mu    sync.Mutex
 	trees map[string]worktree.Tree // by worktree directory
+	// making is each worktree being made now, closed when it is: a turn
+	// waits for its lane's background preparation rather than racing it.
+	making map[string]chan struct{}
+	// untold are worktrees made without a lane to tell (in the
+	// background): the lane's next turn says what its first would have.
+	untold map[string]worktree.Ensured
 	// pending is each lane's snapshot taken before its running turn, saved
 	// under the turn's id when codex names it.
 	pending map[string]string
@@ -55,8 +68,9 @@ type worktrees struct {
 }
 
 func newWorktrees(root string, p *projects, out *deliverer, log *zap.Logger) *worktrees {
-	return &worktrees{root: root, projects: p, out: out, log: log,
-		trees: make(map[string]worktree.Tree), pending: make(map[string]string), toldNotRepo: make(map[string]bool)}
+	return &worktrees{root: root, projects: p, out: out, log: log, base: context.Background(),
+		trees: make(map[string]worktree.Tree), pending: make(map[string]string), toldNotRepo: make(map[string]bool),
+		making: make(map[string]chan struct{}), untold: make(map[string]worktree.Ensured)}
 }
 
 func (w *worktrees) on() bool { return w.root != "" }
@@ -102,7 +116,7 @@ func (w *worktrees) prepare(ctx context.Context, t *turn) {
 	if name == "" {
 		return // no project: the lane's own directory, nothing to share
 	}
-	tree, err := w.ensure(ctx, t.l, w.laneOf(t.l.key, name, dir))
+	tree, err := w.ensure(ctx, t.l.key, t.l, w.laneOf(t.l.key, name, dir))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepo):
 		w.noteNotRepo(t.l, name)
@@ -115,38 +129,109 @@ func (w *worktrees) prepare(ctx context.Context, t *turn) {
 }
 
 // ensure returns the lane's worktree: from memory while it is on disk,
-// else from git (made, or made again and the lane told unless l is nil).
-func (w *worktrees) ensure(ctx context.Context, l *lane, wl worktree.Lane) (worktree.Tree, error) {
-	w.mu.Lock()
-	tree, ok := w.trees[wl.Dir]
-	w.mu.Unlock()
-	if ok && worktree.Present(tree) {
-		return tree, nil
+// else from git (made, or made again, taken from the pool when it can
+// be). The lane is told what was made; with l nil (no lane at hand) the
+// news waits for its next turn.
+func (w *worktrees) ensure(ctx context.Context, key string, l *lane, wl worktree.Lane) (worktree.Tree, error) {
+	for {
+		tree, e, told, done, wait := w.known(l, wl.Dir)
+		switch {
+		case wait != nil:
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return worktree.Tree{}, ctx.Err()
+			}
+		case done:
+			if told {
+				w.tellMade(ctx, l, e)
+			}
+			return tree, nil
+		}
+		return w.make(ctx, key, l, wl)
 	}
-	e, err := worktree.Ensure(ctx, wl)
+}
+
+// known is what memory says of the worktree at dir: ready (done, with
+// news for l if told), being made (wait), or neither (the caller makes
+// it, and is now recorded as making it).
+func (w *worktrees) known(l *lane, dir string) (tree worktree.Tree, e worktree.Ensured, told, done bool, wait chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch, busy := w.making[dir]; busy {
+		return worktree.Tree{}, worktree.Ensured{}, false, false, ch
+	}
+	if tree, ok := w.trees[dir]; ok && worktree.Present(tree) {
+		e, told = w.untold[dir]
+		if told && l != nil {
+			delete(w.untold, dir)
+		}
+		return tree, e, told && l != nil, true, nil
+	}
+	w.making[dir] = make(chan struct{})
+	return worktree.Tree{}, worktree.Ensured{}, false, false, nil
+}
+
+// make makes (or finds on disk) the lane's worktree; the caller is
+// recorded as making it.
+func (w *worktrees) make(ctx context.Context, key string, l *lane, wl worktree.Lane) (worktree.Tree, error) {
+	e, err := w.pool.Ensure(ctx, wl)
+	w.mu.Lock()
+	close(w.making[wl.Dir])
+	delete(w.making, wl.Dir)
+	if err == nil {
+		w.trees[wl.Dir] = e.Tree
+		if l == nil && e.Made != worktree.Existing {
+			w.untold[wl.Dir] = e
+		}
+	}
+	w.mu.Unlock()
 	if err != nil {
 		return worktree.Tree{}, err
 	}
-	w.mu.Lock()
-	w.trees[wl.Dir] = e.Tree
-	w.mu.Unlock()
+	w.logMade(key, e)
 	if l != nil {
 		w.tellMade(ctx, l, e)
 	}
 	return e.Tree, nil
 }
 
-// tellMade tells the lane about a worktree just made.
-func (w *worktrees) tellMade(ctx context.Context, l *lane, e worktree.Ensured) {
-	if e.Made == worktree.Existing {
+// logMade logs a worktree made (pooled: taken ready from the pool) or
+// converted.
+func (w *worktrees) logMade(key string, e worktree.Ensured) {
+	switch e.Made {
+	case worktree.Existing:
+	case worktree.Converted:
+		w.log.Info("worktree.converted", zap.String("lane", key), zap.String("dir", e.Dir), zap.String("branch", e.Branch()))
+	default:
+		w.log.Info("worktree.made", zap.String("lane", key), zap.String("dir", e.Dir), zap.String("branch", e.Branch()),
+			zap.Bool("recreated", e.Made == worktree.Recreated), zap.Bool("pooled", e.Pooled))
+	}
+}
+
+// prepareSoon makes the lane's worktree of the project it just picked
+// in the background (/project), so its first turn finds it ready; the
+// lane hears what it would have at that turn.
+func (w *worktrees) prepareSoon(sessionKey, name, dir string) {
+	if !w.on() || !worktree.IsRepo(dir) {
 		return
 	}
-	if e.Made == worktree.Converted {
-		w.log.Info("worktree.converted", zap.String("lane", l.key), zap.String("dir", e.Dir), zap.String("branch", e.Branch()))
+	wl := w.laneOf(sessionKey, name, dir)
+	go func() {
+		ctx, cancel := context.WithTimeout(w.base, 15*time.Minute)
+		defer cancel()
+		if _, err := w.ensure(ctx, sessionKey, nil, wl); err != nil && !errors.Is(err, worktree.ErrNotRepo) && ctx.Err() == nil {
+			w.log.Warn("worktree.prepare_failed", zap.String("lane", sessionKey), zap.String("project", name), zap.Error(err))
+		}
+	}()
+}
+
+// tellMade tells the lane about a worktree just made.
+func (w *worktrees) tellMade(ctx context.Context, l *lane, e worktree.Ensured) {
+	if e.Made == worktree.Existing || e.Made == worktree.Converted {
 		return // the same files and branch: nothing the lane needs to hear
 	}
-	w.log.Info("worktree.made", zap.String("lane", l.key), zap.String("dir", e.Dir), zap.String("branch", e.Branch()),
-		zap.Bool("recreated", e.Made == worktree.Recreated))
 	var text string
 	switch {
 	case e.Made == worktree.Recreated:
@@ -257,7 +342,7 @@ func (w *worktrees) explain(ctx context.Context, l *lane, sl store.Lane) (worktr
 	if name == "" {
 		return worktree.Tree{}, "This conversation has no project: choose one that is a git repository with /project, and it gets a git worktree of its own.", false
 	}
-	tree, err := w.ensure(ctx, l, w.laneOf(sl.SessionKey, name, dir))
+	tree, err := w.ensure(ctx, sl.SessionKey, l, w.laneOf(sl.SessionKey, name, dir))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepo):
 		return worktree.Tree{}, fmt.Sprintf("Project %s is not a git repository, so this conversation has no git worktree of its own.", name), false
@@ -277,7 +362,7 @@ func (w *worktrees) fork(ctx context.Context, l *lane, parent store.Lane, childK
 		return worktree.Tree{}, why, false
 	}
 	name, dir := w.projects.chosen(parent)
-	tree, err := worktree.Fork(ctx, ptree, w.laneOf(childKey, name, dir))
+	tree, err := w.pool.Fork(ctx, ptree, w.laneOf(childKey, name, dir))
 	if err != nil {
 		w.log.Warn("worktree.fork_failed", zap.String("lane", l.key), zap.String("child", childKey), zap.Error(err))
 		return worktree.Tree{}, "Could not copy this conversation's worktree: " + briefError(err), false
@@ -298,7 +383,7 @@ func (w *worktrees) dirOf(sl store.Lane) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	tree, err := w.ensure(ctx, nil, w.laneOf(sl.SessionKey, name, dir))
+	tree, err := w.ensure(ctx, sl.SessionKey, nil, w.laneOf(sl.SessionKey, name, dir))
 	if err != nil {
 		if !errors.Is(err, worktree.ErrNotRepo) {
 			w.log.Warn("worktree.failed", zap.String("lane", sl.SessionKey), zap.String("project", name), zap.Error(err))

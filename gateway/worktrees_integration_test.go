@@ -1,16 +1,20 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // writeMarker makes fileWritingModel write the rest of the user's text to
@@ -141,5 +145,60 @@ func TestIntegrationDiffWithoutAGitProject(t *testing.T) {
 	r := gw.ask(t, "alpha", "works anyway")
 	if got := w.lastCwd(t, r.ThreadID); got != plain {
 		t.Errorf("a lane on a plain directory works in %q; want %s", got, plain)
+	}
+}
+
+// TestIntegrationFirstMessageTakesAWorktreeFromThePool: with the real
+// app-server, a lane that picks a git project gets a worktree taken ready
+// from the pool (worktrees.pool) rather than checked out, its first
+// message is answered working in it, and /fork takes the next one.
+func TestIntegrationFirstMessageTakesAWorktreeFromThePool(t *testing.T) {
+	w := newWorld(t)
+	w.model.Respond(fileWritingModel)
+	repo, root := gitRepo(t), t.TempDir()
+	pool := worktree.NewPool(root, 1)
+	fillPool(t, pool, repo)
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root, WorktreePool: pool})
+
+	gw.ask(t, "alpha", "/project app")
+	r := gw.ask(t, "alpha", "please "+writeMarker+" from the pool")
+	dir := worktreeOf(root, "alpha", "app")
+	if got := w.lastCwd(t, r.ThreadID); got != dir {
+		t.Fatalf("the request's cwd = %q; want the lane's worktree %s", got, dir)
+	}
+	if got := readFile(t, filepath.Join(dir, "notes.txt")); got != "from the pool\n" {
+		t.Errorf("the worktree's notes.txt = %q", got)
+	}
+	made := gw.logs.FilterMessage("worktree.made").FilterField(zap.String("lane", "v1:api:alpha")).All()
+	if len(made) != 1 || made[0].ContextMap()["pooled"] != true {
+		t.Errorf("worktree.made for alpha = %+v; want one, pooled", made)
+	}
+	if n := pool.Count(files.DirName("app")); n != 0 {
+		t.Errorf("the pool still holds %d worktrees; the lane's should have come from it", n)
+	}
+
+	fillPool(t, pool, repo)
+	f := gw.ask(t, "alpha", "/fork experiment")
+	if f.Fork == nil {
+		t.Fatalf("/fork answered %q", f.Reply)
+	}
+	child := worktreeOf(root, strings.TrimPrefix(f.Fork.Lane, "v1:api:"), "app")
+	if got := readFile(t, filepath.Join(child, "notes.txt")); got != "from the pool\n" {
+		t.Errorf("the fork's notes.txt = %q, want the parent's", got)
+	}
+	if n := pool.Count(files.DirName("app")); n != 0 {
+		t.Errorf("the pool still holds %d worktrees after /fork; the fork's should have come from it", n)
+	}
+}
+
+// fillPool fills pool with the project "app" at repo, as the daemon's
+// background fill does.
+func fillPool(t *testing.T, pool *worktree.Pool, repo string) {
+	t.Helper()
+	if err := pool.Fill(context.Background(), repo, files.DirName("app")); err != nil {
+		t.Fatalf("filling the pool: %v", err)
+	}
+	if n := pool.Count(files.DirName("app")); n != 1 {
+		t.Fatalf("the pool holds %d worktrees after Fill; want 1", n)
 	}
 }

@@ -3,7 +3,9 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 )
 
@@ -94,5 +96,78 @@ func BenchmarkSnapshot(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkFirstTurnInBigProject is what a new lane's first message on a
+// big project waits for its worktree (issue 40): Ensure from its first
+// need of the worktree to having it, with the pool off (a checkout of
+// every file) and on (the pool filled beforehand, as the daemon keeps it,
+// outside the timing).
+func BenchmarkFirstTurnInBigProject(b *testing.B) {
+	for _, n := range []int{20000, 100000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			project := bigRepo(b, n)
+			for _, size := range []int{0, 1} {
+				b.Run(fmt.Sprintf("pool=%d", size), func(b *testing.B) { benchFirstTurn(b, project, size) })
+			}
+		})
+	}
+}
+
+var benchLanes atomic.Int64
+
+func benchFirstTurn(b *testing.B, project string, size int) {
+	ctx := context.Background()
+	p := poolOf(project, size)
+	for i := range b.N {
+		b.StopTimer()
+		fill(b, p, project)
+		// A new lane each time, also across -count runs on one project.
+		l := poolLane(b, project, fmt.Sprintf("lane-%d-%d-%d", size, i, benchLanes.Add(1)))
+		b.StartTimer()
+		e, err := p.Ensure(ctx, l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if e.Pooled != (size > 0) {
+			b.Fatalf("Pooled = %v with a pool of %d", e.Pooled, size)
+		}
+		b.StopTimer()
+		if err := os.RemoveAll(l.Dir); err != nil { // the disk for the next
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkForkInBigProject is /fork of a lane that changed 10 files of a
+// project of 20,000, with the pool off (every file written) and on (only
+// what differs from the project's HEAD written over a ready checkout).
+func BenchmarkForkInBigProject(b *testing.B) {
+	project := bigRepo(b, 20000)
+	ctx := context.Background()
+	parent := ensure(b, poolLane(b, project, "parent"))
+	for f := range 10 {
+		write(b, filepath.Join(parent.Work, fmt.Sprintf("d%02d", f), fmt.Sprintf("f%05d.txt", f)), "the parent's\n")
+	}
+	for _, size := range []int{0, 1} {
+		b.Run(fmt.Sprintf("pool=%d", size), func(b *testing.B) {
+			p := poolOf(project, size)
+			for i := range b.N {
+				b.StopTimer()
+				fill(b, p, project)
+				child := poolLane(b, project, fmt.Sprintf("fork-%d-%d-%d", size, i, benchLanes.Add(1)))
+				b.StartTimer()
+				if _, err := p.Fork(ctx, parent.Tree, child); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := os.RemoveAll(child.Dir); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -14,6 +14,14 @@ import (
 // parent's, both the daemon's). A child worktree that already exists is
 // refused: a fork is always a new lane.
 func Fork(ctx context.Context, parent Tree, child Lane) (Tree, error) {
+	return (*Pool)(nil).Fork(ctx, parent, child)
+}
+
+// Fork is Fork starting from a ready worktree of p when it has one of the
+// project's HEAD: the snapshot's files are then written over a checkout
+// that is there already, which costs what differs from the project's
+// HEAD (what the parent changed) instead of every file.
+func (p *Pool) Fork(ctx context.Context, parent Tree, child Lane) (Tree, error) {
 	snap, err := Snapshot(ctx, parent)
 	if err != nil {
 		return Tree{}, err
@@ -44,9 +52,14 @@ func Fork(ctx context.Context, parent Tree, child Lane) (Tree, error) {
 		return Tree{}, err
 	}
 	defer func() { _, _ = pd.git(ctx, nil, "update-ref", "-d", forkRef) }()
-	d, err := r.initLaneRepo(ctx, child)
+	d, _, pooled, err := p.takeInto(ctx, r, child)
 	if err != nil {
 		return Tree{}, err
+	}
+	if !pooled {
+		if d, err = r.initLaneRepo(ctx, child); err != nil {
+			return Tree{}, err
+		}
 	}
 	// The branch starts at the snapshot's parent (the parent lane's branch
 	// head): the snapshot's files are checked out, and the index set to

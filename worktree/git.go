@@ -103,6 +103,9 @@ type repoDirs struct {
 	gitDir, workTree string
 	overrides        []string
 	timeout          time.Duration
+	// nice runs git at the lowest CPU priority: the pool's checkouts are
+	// background work and must not slow the turns running beside them.
+	nice bool
 }
 
 // long is d for checking out a whole tree.
@@ -161,7 +164,7 @@ func (r repoDirs) run(ctx context.Context, env []string, input string, limit int
 	var errOut cappedBuffer
 	errOut.limit = 64 << 10
 	cmd.Stdout, cmd.Stderr = stdout, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := r.start(cmd); err != nil {
 		msg := strings.TrimSpace(errOut.String())
 		if ctx.Err() != nil {
 			msg = fmt.Sprintf("did not finish within %s", timeout)
@@ -191,6 +194,18 @@ type gitError struct{ command, stderr string }
 
 func (e *gitError) Error() string {
 	return fmt.Sprintf("worktree: git %s: %s", e.command, firstLine(e.stderr))
+}
+
+// start runs cmd to its end, at low priority when r is nice.
+func (r repoDirs) start(cmd *exec.Cmd) error {
+	if !r.nice {
+		return cmd.Run()
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	lowerPriority(cmd.Process.Pid)
+	return cmd.Wait()
 }
 
 // cappedBuffer keeps at most limit bytes (0: no limit) of what is written

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -20,7 +21,8 @@ type Found struct {
 }
 
 // List finds the lanes' worktrees under root (<root>/<lane>/<project>),
-// without following links.
+// without following links. The pool's ready worktrees (PoolDir) are no
+// lane's: a lane's directory never starts with a dot (files.DirName).
 func List(root string) ([]Found, error) {
 	lanes, err := os.ReadDir(root)
 	if os.IsNotExist(err) {
@@ -31,7 +33,7 @@ func List(root string) ([]Found, error) {
 	}
 	var out []Found
 	for _, lane := range lanes {
-		if !lane.IsDir() {
+		if !lane.IsDir() || strings.HasPrefix(lane.Name(), ".") {
 			continue
 		}
 		projects, err := os.ReadDir(filepath.Join(root, lane.Name()))

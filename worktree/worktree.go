@@ -83,33 +83,44 @@ type Ensured struct {
 	// worktree was created: its uncommitted changes are not in the
 	// worktree, and a detached HEAD gives the commit, not a branch.
 	Dirty, Detached bool
+	// Pooled says a created worktree was taken ready from the Pool.
+	Pooled bool
 }
 
 // createMu serialises creating worktrees: two lanes' branches are written
-// into one project repository.
+// into one project repository. It is held for a pooled worktree's
+// renames and refs, never for the pool's checkouts.
 var createMu sync.Mutex
 
 // Ensure returns the lane's worktree, creating it from the project's HEAD
 // on a branch of its own the first time, and again from that branch when
 // it was deleted. A project that is not in a git repository is
 // ErrNotRepo.
-func Ensure(ctx context.Context, l Lane) (Ensured, error) {
+func Ensure(ctx context.Context, l Lane) (Ensured, error) { return (*Pool)(nil).Ensure(ctx, l) }
+
+// Ensure is Ensure taking a ready worktree from p, when it has one of
+// the project's HEAD, instead of checking one out.
+func (p *Pool) Ensure(ctx context.Context, l Lane) (Ensured, error) {
 	r, err := openRepo(ctx, l.Project)
 	if err != nil {
 		return Ensured{}, err
 	}
+	if laneRepoState(l) == laneRepoOwn {
+		t, err := r.tree(ctx, l)
+		return Ensured{Tree: t, Made: Existing}, err
+	}
+	createMu.Lock()
+	defer createMu.Unlock()
+	// Looked at again under the lock: another caller (the lane's
+	// worktree prepared in the background) may have just made it.
 	switch laneRepoState(l) {
 	case laneRepoOwn:
 		t, err := r.tree(ctx, l)
 		return Ensured{Tree: t, Made: Existing}, err
 	case laneRepoLinked:
-		createMu.Lock()
-		defer createMu.Unlock()
 		return r.convert(ctx, l)
 	}
-	createMu.Lock()
-	defer createMu.Unlock()
-	return r.create(ctx, l)
+	return r.create(ctx, l, p)
 }
 
 // Present reports whether the worktree of t is still on disk (cheap: one
@@ -239,23 +250,72 @@ func ObjectDirsOf(ctx context.Context, project string) []string {
 
 // create makes the lane's repository and checks out its branch: the
 // branch as the project's repository records it when there is one (a
-// worktree deleted by hand), else a new branch at the project's HEAD.
-func (r repo) create(ctx context.Context, l Lane) (Ensured, error) {
+// worktree deleted by hand), else a new branch at the project's HEAD,
+// taken ready from the pool when it has one.
+func (r repo) create(ctx context.Context, l Lane, p *Pool) (Ensured, error) {
 	if err := clearDir(l.Dir); err != nil {
 		return Ensured{}, err
 	}
-	e := Ensured{Made: Created}
-	start, err := r.bare().git(ctx, nil, "rev-parse", "-q", "--verify", l.branchRef()+"^{commit}")
-	if err == nil {
-		e.Made = Recreated
-	} else {
-		e.Dirty, e.Detached = r.checkoutState(ctx)
-		if start, err = r.bare().git(ctx, nil, "rev-parse", "HEAD^{commit}"); err != nil {
-			return Ensured{}, err
-		}
-		// The project's repository names the lane's starting commit, so
-		// `git gc` there keeps the objects the lane's repository borrows.
-		if _, err := r.bare().git(ctx, nil, "update-ref", l.branchRef(), start); err != nil {
+	if start, err := r.bare().git(ctx, nil, "rev-parse", "-q", "--verify", l.branchRef()+"^{commit}"); err == nil {
+		return r.checkoutNew(ctx, l, start, Ensured{Made: Recreated})
+	}
+	e, pooled, err := r.createPooled(ctx, l, p)
+	if err != nil || pooled {
+		return e, err
+	}
+	return r.createChecked(ctx, l, e)
+}
+
+// createPooled takes the lane's worktree ready from p; without one (or
+// without a pool) it returns pooled false and the checkout's state, for
+// create to check the worktree out. The project's status (a git status
+// of all its files) is the slowest step once the checkout is taken
+// ready: it runs beside the take.
+func (r repo) createPooled(ctx context.Context, l Lane, p *Pool) (e Ensured, pooled bool, err error) {
+	state := make(chan [2]bool, 1)
+	go func() { dirty, detached := r.checkoutState(ctx); state <- [2]bool{dirty, detached} }()
+	d, start, pooled, err := p.takeInto(ctx, r, l)
+	if err == nil && pooled {
+		err = r.pinAndPoint(ctx, d, l, start)
+	}
+	st := <-state
+	e = Ensured{Made: Created, Dirty: st[0], Detached: st[1], Pooled: pooled}
+	if err != nil || !pooled {
+		return e, false, err
+	}
+	e.Tree, err = r.tree(ctx, l)
+	return e, true, err
+}
+
+// createChecked is create checking out the project's HEAD.
+func (r repo) createChecked(ctx context.Context, l Lane, e Ensured) (Ensured, error) {
+	start, err := r.bare().git(ctx, nil, "rev-parse", "HEAD^{commit}")
+	if err != nil {
+		return Ensured{}, err
+	}
+	return r.checkoutNew(ctx, l, start, e)
+}
+
+// pinAndPoint writes a pooled worktree's refs (its files and index are
+// start's already): the project's pin, then the lane's branch and base
+// in one transaction, and HEAD on the branch.
+func (r repo) pinAndPoint(ctx context.Context, d repoDirs, l Lane, start string) error {
+	if err := r.pin(ctx, l, start); err != nil {
+		return err
+	}
+	refs := fmt.Sprintf("update %s %s\nupdate %s %s\n", l.branchRef(), start, l.baseRef(), start)
+	if _, err := d.gitIn(ctx, nil, refs, "update-ref", "--stdin"); err != nil {
+		return err
+	}
+	_, err := d.git(ctx, nil, "symbolic-ref", "HEAD", l.branchRef())
+	return err
+}
+
+// checkoutNew makes the lane's repository at l.Dir and checks start out
+// in it on the lane's branch.
+func (r repo) checkoutNew(ctx context.Context, l Lane, start string, e Ensured) (Ensured, error) {
+	if e.Made == Created {
+		if err := r.pin(ctx, l, start); err != nil {
 			return Ensured{}, err
 		}
 	}
@@ -266,9 +326,15 @@ func (r repo) create(ctx context.Context, l Lane) (Ensured, error) {
 	if err := checkout(ctx, d.long(), l, start); err != nil {
 		return Ensured{}, err
 	}
-	t, err := r.tree(ctx, l)
-	e.Tree = t
+	e.Tree, err = r.tree(ctx, l)
 	return e, err
+}
+
+// pin names the lane's starting commit in the project's repository, so
+// `git gc` there keeps the objects the lane's repository borrows.
+func (r repo) pin(ctx context.Context, l Lane, start string) error {
+	_, err := r.bare().git(ctx, nil, "update-ref", l.branchRef(), start)
+	return err
 }
 
 // initLaneRepo makes Dir/.git: an empty repository with no hooks (no

@@ -182,10 +182,18 @@ func TestALaneWorksInTheProjectsSubdirectory(t *testing.T) {
 	}
 }
 
-func TestRestoreUndoesEverythingATurnDid(t *testing.T) {
+// makeWorktree is how a test's lane gets its worktree of project: Ensure
+// as the gateway calls it without a pool, or with one (pool_test.go).
+type makeWorktree func(t *testing.T, project, slug string) Ensured
+
+func created(t *testing.T, project, slug string) Ensured { return ensure(t, laneOf(t, project, slug)) }
+
+func TestRestoreUndoesEverythingATurnDid(t *testing.T) { checkRestore(t, created) }
+
+func checkRestore(t *testing.T, make makeWorktree) {
 	project := newRepo(t, map[string]string{"keep.txt": "keep\n", "edit.txt": "before\n", "gone.txt": "gone\n", ".gitignore": "build/\n"})
 	ctx := context.Background()
-	e := ensure(t, laneOf(t, project, "lane"))
+	e := make(t, project, "lane")
 	w := e.Work
 	write(t, filepath.Join(w, "draft.txt"), "untracked before the turn\n")
 	write(t, filepath.Join(w, "build", "cache"), "ignored\n")
@@ -241,9 +249,11 @@ func TestRestoreUndoesEverythingATurnDid(t *testing.T) {
 	}
 }
 
-func TestDiffCountsCommittedUncommittedAndNewFiles(t *testing.T) {
+func TestDiffCountsCommittedUncommittedAndNewFiles(t *testing.T) { checkDiff(t, created) }
+
+func checkDiff(t *testing.T, make makeWorktree) {
 	project := newRepo(t, map[string]string{"a.txt": "1\n2\n3\n", "b.txt": "b\n"})
-	e := ensure(t, laneOf(t, project, "lane"))
+	e := make(t, project, "lane")
 	write(t, filepath.Join(e.Work, "a.txt"), "1\nTWO\n3\n4\n")
 	run(t, e.Work, "commit", "-q", "-am", "edit a")
 	write(t, filepath.Join(e.Work, "b.txt"), "")

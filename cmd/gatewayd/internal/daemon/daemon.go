@@ -30,6 +30,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
 	"github.com/gatewayd/gatewayd/webhooks"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 var _ gateway.Observer = (*metrics.Metrics)(nil)
@@ -65,6 +66,7 @@ type daemon struct {
 	health   *lifecycle.Health
 	notifier *lifecycle.Notifier
 	webhooks *webhooks.Server // webhooks.listen; nil when off (webhooks.go)
+	pool     *worktree.Pool   // worktrees.pool; nil when off (worktrees.go)
 }
 
 // Run builds everything, runs until ctx ends and shuts down in order:
@@ -298,6 +300,7 @@ func (d *daemon) threadConfig() codex.ThreadConfig {
 func (d *daemon) buildGateway() error {
 	lanes := d.cfg.Lanes
 	fstore := d.filesStore()
+	d.pool = worktreePool(d.cfg)
 	gw, err := gateway.New(gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit, MaxPerMinute: lanes.MaxPerMinute,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
@@ -310,6 +313,7 @@ func (d *daemon) buildGateway() error {
 		TurnTimeout: d.cfg.Codex.TurnTimeout,
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
+		WorktreePool: d.pool,
 		DiskQuota:    lanes.DiskQuota,
 		CodexHome:    CodexHome(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
@@ -471,6 +475,7 @@ func (d *daemon) run(parent context.Context, opts config.Options, hup <-chan str
 	var exitErr error
 	d.runCluster(ctx)
 	go pruneWorktreesDaily(ctx, d.cfg, d.store, d.log.Named("worktrees"))
+	go fillPool(ctx, d.pool, d.cfg, d.log.Named("worktrees"))
 	wd := &watchdog{}
 	defer wd.stop()
 	ready := d.gateway.Ready()

@@ -101,3 +101,29 @@ func pruneWorktreesDaily(ctx context.Context, cfg *config.Config, st LaneLister,
 		}
 	}
 }
+
+// poolEvery is how often the pool looks whether a project's HEAD moved
+// (one rev-parse per project), beside the fills a take asks for.
+const poolEvery = time.Minute
+
+// worktreePool is the pool of ready worktrees (worktrees.pool, issue 40),
+// nil with worktrees or the pool off. Its entries live under the
+// worktrees' root, on the lanes' filesystem, so taking one is a rename.
+func worktreePool(cfg *config.Config) *worktree.Pool {
+	if !cfg.Lanes.Worktrees {
+		return nil
+	}
+	return worktree.NewPool(cfg.WorktreesDir(), cfg.Worktrees.Pool)
+}
+
+// fillPool keeps the pool of every configured project full until ctx
+// ends (shutdown), logging a project whose entries cannot be made.
+func fillPool(ctx context.Context, pool *worktree.Pool, cfg *config.Config, log *zap.Logger) {
+	projects := make(map[string]string, len(cfg.Projects))
+	for name, dir := range cfg.Projects {
+		projects[files.DirName(name)] = dir
+	}
+	pool.Run(ctx, projects, poolEvery, func(projectDir string, err error) {
+		log.Warn("worktrees.pool_failed", zap.String("project_dir", projectDir), zap.Error(err))
+	})
+}

@@ -50,6 +50,20 @@ func TestPruneWorktreesRemovesWhatItShouldAndNothingElse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The pool's ready worktree (issue 40) is no lane's, however old.
+	cfg.Worktrees.Pool = 1
+	if err := worktreePool(cfg).Fill(ctx, repo, files.DirName("app")); err != nil {
+		t.Fatal(err)
+	}
+	pool := filepath.Join(cfg.WorktreesDir(), worktree.PoolDir)
+	if err := filepath.Walk(pool, func(p string, _ os.FileInfo, err error) error {
+		if err == nil && !strings.Contains(p, string(filepath.Separator)+".git"+string(filepath.Separator)) {
+			err = os.Chtimes(p, old, old)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	foreign := filepath.Join(cfg.WorktreesDir(), "not-a-lane", "dir")
 	if err := os.MkdirAll(foreign, 0o700); err != nil {
 		t.Fatal(err)
@@ -66,7 +80,7 @@ func TestPruneWorktreesRemovesWhatItShouldAndNothingElse(t *testing.T) {
 	if !slices.Equal(removed, want) {
 		t.Errorf("removed %v; want %v", removed, want)
 	}
-	for _, dir := range []string{active, recent, foreign} {
+	for _, dir := range []string{active, recent, foreign, pool} {
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("%s was removed: %v", dir, err)
 		}
@@ -75,6 +89,9 @@ func TestPruneWorktreesRemovesWhatItShouldAndNothingElse(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s is still there: %v", dir, err)
 		}
+	}
+	if n := worktreePool(cfg).Count(files.DirName("app")); n != 1 {
+		t.Errorf("the pool holds %d ready worktrees after pruning; want its 1", n)
 	}
 	branches := gitIn(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/gatewayd/")
 	for key, kept := range map[string]bool{"v1:api:active": true, "v1:api:recent": true, "v1:api:idle": false, "v1:api:gone": false} {
