@@ -52,6 +52,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/netlimit"
 )
 
 // Triggerer starts a turn no one typed: *gateway.Gateway.
@@ -277,7 +278,7 @@ func (s *Server) Listen() error {
 		ln.Close()
 		return errors.New("webhooks: Listen called twice, or after Shutdown")
 	}
-	s.ln = newLimitListener(ln, s.cfg.MaxConnections)
+	s.ln = netlimit.Listen(ln, s.cfg.MaxConnections)
 	return nil
 }
 

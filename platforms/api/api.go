@@ -22,6 +22,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/netlimit"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -233,7 +234,7 @@ func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(newLimitListener(ln, p.cfg.MaxConnections)) }()
+	go func() { errc <- srv.Serve(netlimit.Listen(ln, p.cfg.MaxConnections)) }()
 	close(p.ready)
 	if p.cfg.SharedAnswers {
 		go p.pollShared()

@@ -1,4 +1,5 @@
-package api
+// Package netlimit bounds how many connections a listener serves at once.
+package netlimit
 
 import (
 	"net"
@@ -9,13 +10,17 @@ import (
 // Accept waits until one of them is closed, so further clients wait in the
 // kernel's backlog instead of costing a goroutine and buffers each. (The
 // same idea as golang.org/x/net/netutil.LimitListener, which this module
-// does not depend on.)
+// does not depend on.) The local API (api.max_connections) and the
+// webhook listener (webhooks.max_connections) both serve through one.
 type limitListener struct {
 	net.Listener
 	slots     chan struct{} // one token per connection being served
 	done      chan struct{} // closed by Close: a waiting Accept gives up
 	closeOnce sync.Once
 }
+
+// Listen wraps ln so that at most n connections are served at once.
+func Listen(ln net.Listener, n int) net.Listener { return newLimitListener(ln, n) }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
 	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
