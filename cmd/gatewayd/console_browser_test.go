@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -31,6 +32,7 @@ type browser struct {
 	mu         sync.Mutex
 	exceptions []string
 	requests   []string // "METHOD URL" of every request the page made, in order
+	dialogs    []string // the messages of the page's confirm() and alert() dialogs, each accepted
 }
 
 // newBrowser starts Chromium with a fresh profile. Outside CI a machine
@@ -71,7 +73,23 @@ func (b *browser) listen(ev any) {
 		b.exceptions = append(b.exceptions, exceptionText(e.ExceptionDetails))
 	case *network.EventRequestWillBeSent:
 		b.requests = append(b.requests, e.Request.Method+" "+e.Request.URL)
+	case *page.EventJavascriptDialogOpening:
+		// A dialog blocks the page's script (and every evaluation) until it
+		// is answered: accept it, as a user who read it would, and keep its
+		// words for the test. Not from this goroutine: it delivers the
+		// answer's own events.
+		b.dialogs = append(b.dialogs, e.Message)
+		go func() {
+			_, _ = chromedp.Call(b.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}()
 	}
+}
+
+// dialogsSeen returns the dialogs' messages so far.
+func (b *browser) dialogsSeen() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.dialogs)
 }
 
 // requestsSince returns the requests after the first n (a count taken

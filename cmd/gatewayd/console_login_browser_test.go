@@ -167,6 +167,13 @@ func TestBrowserConsoleLogin(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#account-api-key`), key), chromedp.Click(chromedp.CSS(`#account-key-save`)))
 	b.waitJS(t, "the banner gone", `document.getElementById('account-banner').hidden && `+
 		`document.getElementById('account-state').textContent === 'Codex: apiKey'`)
+	// The failed ChatGPT login may have left codex an account: the key
+	// then replaces it only after the user confirms, told which one.
+	for _, d := range b.dialogsSeen() {
+		if !strings.Contains(d, "Replace it with this API key?") {
+			t.Errorf("unexpected dialog %q", d)
+		}
+	}
 	if v := evalJS[string](t, b, `document.getElementById('account-api-key').value`); v != "" {
 		t.Errorf("the key field still holds %q", v)
 	}
