@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -52,33 +53,37 @@ func (p *initTerminal) output() string {
 // expect waits until want appears after the previous match.
 func (p *initTerminal) expect(want string) {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out := p.output()
-		if i := strings.Index(out[p.seen:], want); i >= 0 {
-			p.seen += i + len(want)
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no %q in the terminal after 30s; it shows:\n%s", want, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p.await(fmt.Sprintf("%q", want), func(rest string) (int, bool) {
+		i := strings.Index(rest, want)
+		return i + len(want), i >= 0
+	})
 }
 
 // word returns the word printed right after the last match, once a
 // space or line end follows it.
 func (p *initTerminal) word() string {
 	p.t.Helper()
+	start := p.seen
+	p.await("word", func(rest string) (int, bool) {
+		i := strings.IndexAny(rest, " \r\n")
+		return i, i > 0
+	})
+	return p.output()[start:p.seen]
+}
+
+// await polls the terminal's output past the previous match until found
+// says where the match ends (the pty gives no other signal), at most 30s.
+func (p *initTerminal) await(what string, found func(rest string) (end int, ok bool)) {
+	p.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		rest := p.output()[p.seen:]
-		if i := strings.IndexAny(rest, " \r\n"); i > 0 {
-			p.seen += i
-			return rest[:i]
+		out := p.output()
+		if end, ok := found(out[p.seen:]); ok {
+			p.seen += end
+			return
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("no word after the last match; the terminal shows:\n%s", p.output())
+			p.t.Fatalf("no %s in the terminal after 30s; it shows:\n%s", what, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
