@@ -56,17 +56,17 @@ type Config struct {
 	Log      Log
 	Codex    Codex
 	API      API
-	// Webhooks is the signed-POST listener that starts turns (issue 29).
+	// Webhooks is the signed-POST listener that starts turns.
 	Webhooks Webhooks
 	Telegram Telegram
 	Discord  Discord
 	Lanes    Lanes
-	// Worktrees tunes the lanes' git worktrees (issue 40).
+	// Worktrees tunes the lanes' git worktrees.
 	Worktrees Worktrees
 	Shutdown  Shutdown
 	Files     Files
 	Voice     Voice
-	// Schedules bounds /at and /every (issue 29).
+	// Schedules bounds /at and /every.
 	Schedules Schedules
 	Cluster   Cluster
 	Store     Store

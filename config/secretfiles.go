@@ -14,7 +14,7 @@ const secretFileSuffix = "_file"
 // SecretFiles are the files the configuration reads secrets from, as
 // configured and once each: every set key whose name ends in _file, and
 // every webhook's secret_file. Derived from the key list, so a *_file key
-// added later is included without anyone remembering to (issue 38: no
+// added later is included without anyone remembering to (no
 // lane may read them).
 func (c *Config) SecretFiles() []string {
 	var out []string

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestSecretFilesCoverEveryFileKey (issue 38): every key whose name ends
+// TestSecretFilesCoverEveryFileKey: every key whose name ends
 // in _file, and every field of a webhook entry that does, is among
 // SecretFiles once set — so DeniedToLanes, built from it, cannot forget
 // one added later.

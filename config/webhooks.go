@@ -15,14 +15,14 @@ import (
 	"unicode/utf8"
 )
 
-// Webhooks configures the webhook listener (issue 29): signed HTTP POSTs,
+// Webhooks configures the webhook listener: signed HTTP POSTs,
 // from GitHub or anything that can sign a body, that start a turn in a
 // lane. The listener is its own (api.listen stays on loopback): a hook's
 // HMAC secret, not the API token, authenticates a delivery.
 type Webhooks struct {
 	Listen string // host:port; "" = no listener
 	// MaxAge is how far a gatewayd-signed delivery's X-Gatewayd-Timestamp
-	// may be from now, either way (issue 39): an older capture is refused.
+	// may be from now, either way: an older capture is refused.
 	MaxAge time.Duration
 	// ReplayWindow is how long a GitHub-style body (signed alone) is
 	// remembered, so the same body under a new delivery id runs nothing.
@@ -50,7 +50,7 @@ type Hook struct {
 	MaxPerMinute int
 }
 
-// Defaults of the webhooks keys (issue 39).
+// Defaults of the webhooks keys.
 const (
 	DefaultWebhookMaxAge         = 5 * time.Minute
 	DefaultWebhookReplayWindow   = 24 * time.Hour

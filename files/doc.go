@@ -1,5 +1,4 @@
-// Package files keeps the files that travel through gatewayd (issue 12,
-// "Projects and files"): attachments received from a platform, stored for the
+// Package files keeps the files that travel through gatewayd: attachments received from a platform, stored for the
 // agent to read, and files the agent asks to send with the send_file tool.
 //
 // Inbound, a [Store] writes each attachment to

@@ -12,7 +12,7 @@ import (
 // A lane's directory is one of its agent's workspace roots: whatever runs
 // there may replace out/, a message directory or a file in them with a
 // link. Every file the store opens, writes, lists or removes in it goes
-// through an os.Root of the lane's directory (issue 38), so no link, and no
+// through an os.Root of the lane's directory, so no link, and no
 // swap made between a check and an open, leads the daemon out of the lane:
 // not a write through a linked out/, not an upload of a linked copy's
 // target, not a prune of another directory's files. The lane's directory

@@ -10,7 +10,7 @@ import (
 
 // linkedLane is a store whose lane directory exists, with a victim
 // directory outside it holding a secret: what a hostile lane's links aim
-// at (issue 38).
+// at.
 func linkedLane(t *testing.T) (s *Store, victim, secret string) {
 	t.Helper()
 	s = newTestStore(t, Limits{}, nil)

@@ -10,7 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
-// Approvals never widen a lane's boundary (issue 38). The lane's agent
+// Approvals never widen a lane's boundary. The lane's agent
 // runs what strangers told it to, so a request to leave the sandbox, to
 // reach what it blocks, or to write under a directory outside the lane's
 // own is declined at once, and the lane told, unless
@@ -67,7 +67,7 @@ func (a *approvals) widening(key string, req codex.ApprovalRequest) string {
 		// Codex gives a reason only for a request that leaves the
 		// sandbox: the model's justification for running escalated, or
 		// "command failed; retry without sandbox?" after the sandbox
-		// stopped it (doc §10.3). A plain request has none.
+		// stopped it (docs/codex-app-server.md §10.3). A plain request has none.
 		return "run outside the sandbox"
 	}
 	return ""

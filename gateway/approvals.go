@@ -23,7 +23,7 @@ import (
 // same lane counts (the platform's Authorizer already admitted the sender);
 // each request is answered exactly once; an unanswered one is declined after
 // ApprovalTimeout and the lane is told; /stop and /reset cancel the lane's
-// pending requests. Codex itself never times a request out (doc §10.1).
+// pending requests. Codex itself never times a request out (docs/codex-app-server.md §10.1).
 
 // Approval policies (Config.Approvals).
 const (
@@ -549,7 +549,7 @@ func (a *approvals) unsupported(threadID, method string) {
 		requestWhat(method), method))
 }
 
-// requestWhat names in plain words what a server request asks for (doc §4).
+// requestWhat names in plain words what a server request asks for (docs/codex-app-server.md §4).
 func requestWhat(method string) string {
 	switch method {
 	case "item/permissions/requestApproval":

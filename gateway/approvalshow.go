@@ -10,7 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
-// What an approval question shows (issue 38). Everything in it that Codex
+// What an approval question shows. Everything in it that Codex
 // or the agent chose (the command, paths, the reason) sits in one fenced
 // code block, made inert first: no platform renders markdown, mentions or
 // HTML inside a code block (Telegram's renderer escapes it into <pre>),

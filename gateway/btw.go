@@ -11,7 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// /btw QUESTION (issue 27): a side question answered with the lane's
+// /btw QUESTION: a side question answered with the lane's
 // context without entering it. An ephemeral fork of the lane's thread
 // (thread/fork, ephemeral: in codex's memory only, no rollout) takes the
 // question and is released after the answer, so the lane's thread, its

@@ -11,8 +11,8 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// LaneGate makes the gateway one node of several on a shared database
-// (issue 15): a lane is served by the node holding its lease. Without a
+// LaneGate makes the gateway one node of several on a shared database:
+// a lane is served by the node holding its lease. Without a
 // gate (one node) every lane is this gateway's.
 type LaneGate interface {
 	// Recorded says an inbound message of the lane is in the shared inbox.

@@ -12,7 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Lane isolation (issue 25, codex.isolation: lanes). The app-server defines
+// Lane isolation (codex.isolation: lanes). The app-server defines
 // one permissions profile (codex.LaneProfile) that grants the system paths
 // a toolchain reads and the thread's workspace roots, and nothing else:
 // codex's sandbox (bubblewrap on Linux) builds each command's view of the

@@ -104,8 +104,7 @@ func (in *instance) getMessage(t *testing.T, lane, id string) (int, map[string]a
 }
 
 // Two restarts in a row with no request in between: the cut-off notice is
-// still owed to the lane and reaches its next request exactly once. (Before
-// issue 11 the first restart marked it sent while the API lane held it in
+// still owed to the lane and reaches its next request exactly once. (An older version's first restart marked it sent while the API lane held it in
 // memory, and the second restart lost it.)
 func TestIntegrationHeldNoticeSurvivesTwoRestarts(t *testing.T) {
 	w := newWorld(t)

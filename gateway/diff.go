@@ -15,7 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/worktree"
 )
 
-// /diff (issue 27): the lane's changes since its worktree began, committed
+// /diff: the lane's changes since its worktree began, committed
 // on its branch or not, new files included. The message lists each file's
 // lines added and removed; a short diff follows inline, a long one goes as
 // a .diff file (where the platform takes files).

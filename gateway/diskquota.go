@@ -13,7 +13,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Disk quota (issue 38, lanes.disk_quota). A lane's commands write where a
+// Disk quota (lanes.disk_quota). A lane's commands write where a
 // stranger tells them to, and every lane's directories share one disk with
 // the database: one lane's 100 GB file would stop them all. So what a lane
 // keeps in its own directories is measured after each of its turns

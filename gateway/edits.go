@@ -6,7 +6,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Edits (issue 28): people fix a message after sending it. An edit of a
+// Edits: people fix a message after sending it. An edit of a
 // message still waiting in the lane's queue replaces its text, there and
 // in its inbox row (a restart runs the edited text); an edit of the
 // message whose turn is running is steered into the turn as

@@ -12,7 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// /fork [title] (issue 27): the lane's thread is forked (thread/fork) into
+// /fork [title]: the lane's thread is forked (thread/fork) into
 // a new lane in a new place beside it — a Discord thread in the channel, a
 // Telegram forum topic, a new API lane — whose worktree starts from the
 // parent's files as they are now, on a branch of its own. The fork is

@@ -340,7 +340,7 @@ func TestUsageLimitRequeuesSteeredMessages(t *testing.T) {
 }
 
 // TestUsageLimitRequeuedSteerKeepsItsSender: a steered message put back by
-// the pause runs, after the reset, as its sender's turn (issue 38): in a
+// the pause runs, after the reset, as its sender's turn: in a
 // shared room they, not anyone, decide what it asks.
 func TestUsageLimitRequeuedSteerKeepsItsSender(t *testing.T) {
 	h := newLimitHarness(t, withBusy(BusySteer))

@@ -14,7 +14,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Model and effort per lane (issue 13). A lane may choose one of the models
+// Model and effort per lane. A lane may choose one of the models
 // codex lists (model/list) with /model and one of that model's reasoning
 // efforts with /effort. Both are stored with the lane's routing, so they
 // outlive /new, rotation, eviction and restarts, and both go with every

@@ -11,7 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// /plan [text] and /plan off (issue 28): the lane's turns run in codex's
+// /plan [text] and /plan off: the lane's turns run in codex's
 // Plan mode (turn/start collaborationMode), where the model plans with the
 // user and may ask questions (questions.go) before it acts. The choice is
 // kept with the lane like /verbose, across /new, restarts and eviction.

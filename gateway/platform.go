@@ -195,7 +195,7 @@ type SentFile struct {
 // Open opens the snapshot to upload it. The lane's agent can write its out
 // directory: it may have replaced the snapshot, or out/ itself, with a
 // link since it was taken, so the open never follows one out of the
-// lane's directory (issue 38), and only a regular file is opened.
+// lane's directory, and only a regular file is opened.
 func (f *SentFile) Open() (*os.File, error) {
 	if f.open != nil {
 		return f.open()

@@ -13,13 +13,13 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Projects (issue 12): a lane works in one of the configured project
+// Projects: a lane works in one of the configured project
 // directories (Config.Projects) or, with none chosen, in Config.Thread.Cwd.
 // The choice is stored with the lane's routing, so it outlives /new, an
 // eviction and a restart, and it is sent with every thread/start,
 // thread/resume and turn/start: codex moves the thread's working directory
 // (and, with workspace-write, its writable root) with the turn's cwd and
-// keeps it across a resume (doc §11). Only a configured name can be chosen;
+// keeps it across a resume (docs/codex-app-server.md §11). Only a configured name can be chosen;
 // nothing typed in chat becomes a path.
 
 // projectPrefix starts the Button.ID of /project's buttons: "project:<name>".

@@ -15,7 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
-// Questions (issue 28): in Plan mode the model asks the user with its
+// Questions: in Plan mode the model asks the user with its
 // request_user_input tool. Each question of a request becomes a message in
 // the lane that owns the thread, with one button per option; a question
 // that takes free text (isOther, or no options) is answered by replying to

@@ -10,7 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Every turn carries its requester (issue 38): in a shared room what a
+// Every turn carries its requester: in a shared room what a
 // turn asks is decided by whoever caused it, or an admin; a turn nobody
 // is known to have caused is decided by admins only.
 

@@ -14,7 +14,7 @@ import (
 
 // /retry through the real stack: the real store, codex app-server and fake
 // model, the gateway and the API lane, whose notices wait for the lane's
-// next request (issue 25).
+// next request.
 
 // requestsWith counts the model requests among reqs whose last user
 // message contains substr.

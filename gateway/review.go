@@ -7,7 +7,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
-// /review [base BRANCH | commit SHA] (issue 27): codex's reviewer
+// /review [base BRANCH | commit SHA]: codex's reviewer
 // (review/start, delivered inline) on the lane's thread. It runs as a
 // turn, in the lane's order, with the work view and the reply like any
 // other; only the call that starts it differs. With no argument it

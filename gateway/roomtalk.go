@@ -10,7 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// The room as context (issue 28, lanes.group_context): in a shared room
+// The room as context (lanes.group_context): in a shared room
 // where only addressed messages start turns, what allowed members say in
 // between is kept in the store (durable, never shown to Codex on its own)
 // and the next addressed turn starts with it, newest last, at most

@@ -14,7 +14,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Schedules (issue 29): /at WHEN PROMPT and /every SPEC PROMPT run a
+// Schedules: /at WHEN PROMPT and /every SPEC PROMPT run a
 // prompt in the lane later, once or again and again; /schedules lists the
 // lane's, /unschedule ID removes one (its maker or an admin), /tz sets the
 // zone the lane's times are read in. A schedule lives in the database

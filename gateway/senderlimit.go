@@ -12,7 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Limits per sender (issue 39, lanes.max_per_minute): one sender may send
+// Limits per sender (lanes.max_per_minute): one sender may send
 // a lane at most max messages a minute. Past it, the message is refused
 // before anything of it is stored, so it is never run, not even after a
 // restart; the sender hears it once per minute in the lane (on the API

@@ -15,7 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Files out (issue 12): the agent sends a file with the send_file dynamic
+// Files out: the agent sends a file with the send_file dynamic
 // tool, registered on every thread/start while a files store is
 // configured. The path is resolved against the lane's working directory
 // and must lie, once symlinks are resolved, in that directory or in the

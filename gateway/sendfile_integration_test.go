@@ -104,7 +104,7 @@ func TestSendFileAPIAnswerCarriesFile(t *testing.T) {
 		t.Errorf("GET of another lane's file = %d, want 404", code)
 	}
 	// The lane's agent replaces its out/ with a link to a directory
-	// outside the lane holding a file of the same name (issue 38): it is
+	// outside the lane holding a file of the same name: it is
 	// not served.
 	outDir := filepath.Join(w.dir, "state", "files", files.DirName("v1:api:out"), "out")
 	victim := t.TempDir()

@@ -6,7 +6,7 @@ import (
 )
 
 // In a shared room Codex must tell Ana's request from Ben's correction and
-// see what "do it like she said above" points at (issue 28). So a message's
+// see what "do it like she said above" points at. So a message's
 // text is framed before it is recorded — the transcript, the journal and a
 // rerun after a restart all hold what Codex was given:
 //   - in group places (Telegram groups and topics, Discord channels and

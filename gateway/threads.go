@@ -13,12 +13,12 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// /threads, /attach ID and /handoff (issue 27): the lane and the Codex CLI
+// /threads, /attach ID and /handoff: the lane and the Codex CLI
 // or an IDE on the same CODEX_HOME share threads. /threads lists the
 // threads of the lane's project (its checkout, where a terminal session
 // starts, and the lane's worktree), whoever started them; /attach binds
 // the lane to one of those and resumes it, pending like any new binding
-// until a turn completes on it (issue 38: every lane's agent may be hostile,
+// until a turn completes on it (every lane's agent may be hostile,
 // so /attach reaches no further than /threads shows): refused for a thread
 // not listed for the lane's project, one another lane holds, and one another
 // lane let go of (/reset, /new, rotation, a replaced thread: its history is

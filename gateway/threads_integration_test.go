@@ -105,7 +105,7 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 	}
 }
 
-// TestIntegrationAttachOnlyListedFreeThreads (issue 38): /attach reaches
+// TestIntegrationAttachOnlyListedFreeThreads: /attach reaches
 // only threads /threads lists for the lane's project that no lane holds
 // and no lane let go of. Another lane's thread released by /new, another
 // lane's current thread and a thread of another directory are refused

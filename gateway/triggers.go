@@ -9,7 +9,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Triggers (issue 29) start turns no one typed: a schedule's firing, a
+// Triggers start turns no one typed: a schedule's firing, a
 // webhook's delivery. Each is an inbox row like a message, keyed by an id
 // the trigger gives (a firing's schedule and due time, a delivery id), so
 // the database runs it once; it queues behind a running turn whatever the

@@ -14,7 +14,7 @@ import (
 	"github.com/gatewayd/gatewayd/worktree"
 )
 
-// /undo (issue 27) takes back the lane's last turn: Codex's history loses
+// /undo takes back the lane's last turn: Codex's history loses
 // it (thread/revert, which rewrites the rollout, so a restart does not
 // bring it back) and the lane's worktree gets its files back from the
 // snapshot taken before that turn. /undo again goes one turn further back,

@@ -18,7 +18,7 @@ import (
 	"github.com/gatewayd/gatewayd/files"
 )
 
-// Voice (issue 28, voice.*): Codex cannot hear. With a transcription
+// Voice (voice.*): Codex cannot hear. With a transcription
 // endpoint configured (OpenAI's /v1/audio/transcriptions or a compatible
 // local whisper server) each voice note or audio file of a message is
 // transcribed before its turn and the transcript becomes part of the

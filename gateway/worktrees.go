@@ -17,7 +17,7 @@ import (
 	"github.com/gatewayd/gatewayd/worktree"
 )
 
-// Worktrees (issue 27, lanes.worktrees): a lane whose project is a git
+// Worktrees (lanes.worktrees): a lane whose project is a git
 // repository works in a git worktree of its own,
 // <root>/<lane>/<project>, on the branch gatewayd/<lane>, made from the
 // project's HEAD at the lane's first turn there. Two lanes on one
@@ -30,7 +30,7 @@ import (
 // refs/gatewayd/<lane>/turns/<turn id> once codex names the turn), which
 // is what /undo restores.
 //
-// With worktrees.pool (issue 40) a lane's first turn and /fork take a
+// With worktrees.pool a lane's first turn and /fork take a
 // ready worktree from the pool the daemon keeps filled, instead of
 // waiting for a checkout of every file; and a lane that picks a project
 // with /project has its worktree prepared at once, in the background.

@@ -1,5 +1,5 @@
 // Package schedule reads the arguments of the chat commands that schedule
-// prompts in a lane (issue 29) and computes when they are due:
+// prompts in a lane and computes when they are due:
 //
 //	/at WHEN PROMPT      one firing: ParseAt
 //	/every SPEC PROMPT   a recurring Rule: ParseEvery, Rule.String, ParseRule, Rule.After

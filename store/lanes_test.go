@@ -264,7 +264,7 @@ func TestAttachThreadRefusesAThreadAnotherLaneHolds(t *testing.T) {
 	}
 }
 
-// TestAttachThreadRefusesAThreadAnotherLaneLetGo (issue 38): a thread a
+// TestAttachThreadRefusesAThreadAnotherLaneLetGo: a thread a
 // lane let go of — its binding lost, the lane reset, or replaced by
 // another — stays that lane's: another lane is refused it, naming the
 // lane, while the lane itself may come back to it.

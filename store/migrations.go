@@ -179,7 +179,7 @@ UPDATE gateway_routing SET user_id = substr(session_key, instr(session_key, ':us
 	`
 ALTER TABLE turn_journal ADD COLUMN cut_off INTEGER NOT NULL DEFAULT 0;
 `,
-	// 6: held outbox rows and recorded API answers (issue 11). A held row
+	// 6: held outbox rows and recorded API answers. A held row
 	// was taken by a platform that has nobody to give it to yet (the API
 	// lane with no request open); it is not due until the platform asks for
 	// it again. The state CHECK cannot be altered in place, hence a column.
@@ -197,19 +197,19 @@ CREATE TABLE answers (
 	PRIMARY KEY (session_key, message_id)
 ) WITHOUT ROWID;
 `,
-	// 7: the lane's project (issue 12): the name of a configured working
+	// 7: the lane's project: the name of a configured working
 	// directory, '' for codex.cwd. It belongs to the lane, not to a
 	// session or a thread, so /new and rotation keep it.
 	`
 ALTER TABLE gateway_routing ADD COLUMN project TEXT NOT NULL DEFAULT '';
 `,
-	// 8: the files a message came with (issue 12, files in): a JSON array
+	// 8: the files a message came with (files in): a JSON array
 	// of the attachments stored under <state_dir>/files before the row was
 	// written, '' for none, so a restart queues them with the message.
 	`
 ALTER TABLE inbox ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
 `,
-	// 9: files out (issue 12): an outbox row of kind file carries the
+	// 9: files out: an outbox row of kind file carries the
 	// snapshot the send_file tool (or an image codex generated) copied
 	// under <state_dir>/files/<lane>/out, its name, media type and size;
 	// its text is the caption. out_kind's CHECK (migration 4) cannot be
@@ -222,7 +222,7 @@ ALTER TABLE outbox ADD COLUMN file_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN file_mime TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN file_size INTEGER NOT NULL DEFAULT 0;
 `,
-	// 10: the lane's own choices (issue 13): how much of Codex's work it
+	// 10: the lane's own choices: how much of Codex's work it
 	// sees (/verbose), and its model and reasoning effort (/model, /effort).
 	// '' means the configured default. Like the project they belong to the
 	// lane, so /new, rotation and restarts keep them.
@@ -265,7 +265,7 @@ CREATE INDEX messages_by_key ON messages(session_key, id);
 	`
 CREATE INDEX outbox_due ON outbox(id) WHERE state = 'pending';
 `,
-	// 15: a platform's channel index (issue 15): the channels the bot has
+	// 15: a platform's channel index: the channels the bot has
 	// a conversation in, one row each, with the newest message id handled
 	// there. Backfill after a reconnect reads it; on several nodes each
 	// writes only its own rows, so no node's channel is lost to another's
@@ -281,7 +281,7 @@ CREATE TABLE channel_index (
 ) WITHOUT ROWID;
 CREATE INDEX channel_index_by_seen ON channel_index(platform, seen_at DESC);
 `,
-	// 16: the lane's turn to retry (issue 25), apart from the journal,
+	// 16: the lane's turn to retry, apart from the journal,
 	// whose next turn replaced a cut-off entry, so /retry after another
 	// turn ran that turn instead. Carried over: a cut-off entry still in
 	// the journal, else a lane whose last turn timed out.
@@ -296,7 +296,7 @@ CREATE TABLE retry_turns (
 	retried_at  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 ` + retryTurnsCarryOver,
-	// 17: /fork's answer names the lane it made (issue 27): the API
+	// 17: /fork's answer names the lane it made: the API
 	// returns it as "fork", also when the answer is delivered after a
 	// restart.
 	`
@@ -318,18 +318,18 @@ CREATE TABLE room_context (
 );
 CREATE INDEX room_context_lane ON room_context(session_key, id);
 `,
-	// 19: the user a reply pings (issue 28, lanes.notify_after): a long
+	// 19: the user a reply pings (lanes.notify_after): a long
 	// turn's answer notifies whoever asked, also when delivered after a
 	// restart.
 	`
 ALTER TABLE outbox ADD COLUMN ping TEXT NOT NULL DEFAULT '';
 `,
-	// 20: the lane's collaboration mode (issue 28, /plan): "plan", or
+	// 20: the lane's collaboration mode (/plan): "plan", or
 	// "default" once /plan off left it; "" when never chosen.
 	`
 ALTER TABLE gateway_routing ADD COLUMN collab_mode TEXT NOT NULL DEFAULT '';
 `,
-	// 21: triggers (issue 29): what started an inbound row that no one
+	// 21: triggers: what started an inbound row that no one
 	// typed (a schedule's firing, a webhook), the lane's time zone (/tz),
 	// and the schedules (/at, /every). A firing is an inbox row whose
 	// message id names the schedule and the due time, so it runs once.
@@ -351,7 +351,7 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules(next_at);
 CREATE INDEX schedules_lane ON schedules(session_key, id);
 `,
-	// 22: webhook bodies seen (issue 39). A GitHub-style delivery signs
+	// 22: webhook bodies seen. A GitHub-style delivery signs
 	// only its body, so a captured one could be sent again under a new
 	// delivery id: its body's SHA-256 is kept for webhooks.replay_window
 	// with the delivery id that first brought it, and older rows pruned.
@@ -365,7 +365,7 @@ CREATE TABLE webhook_bodies (
 ) WITHOUT ROWID;
 CREATE INDEX webhook_bodies_by_age ON webhook_bodies(received_at);
 `,
-	// 23: every thread a lane was ever bound to (issue 38), so /attach can
+	// 23: every thread a lane was ever bound to, so /attach can
 	// refuse a thread another lane let go of (/reset, /new, rotation, a
 	// replaced thread): its rollout is that conversation's. Filled from
 	// what the store still remembers of each lane's threads.
@@ -377,7 +377,7 @@ CREATE TABLE lane_threads (
 	PRIMARY KEY (thread_id, session_key)
 ) WITHOUT ROWID;
 ` + laneThreadsCarryOver("INSERT OR IGNORE", ""),
-	// 24: why a schedule stopped firing (issue 39: its maker is no longer
+	// 24: why a schedule stopped firing (its maker is no longer
 	// allowed); '' while it fires.
 	`
 ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';

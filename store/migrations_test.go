@@ -89,7 +89,7 @@ func TestMigrationsFromEachVersion(t *testing.T) {
 					t.Fatalf("migrated lane after SetProject = %+v, %v", l, err)
 				}
 				// A thread bound before lane_threads (23) existed is still
-				// the old lane's once it lets go of it (issue 38).
+				// the old lane's once it lets go of it.
 				if _, err := s.ResetLane(ctx, "old", "reset"); err != nil {
 					t.Fatal(err)
 				}

@@ -42,7 +42,7 @@ const (
 // ("gate", "wayd"). Advisory locks are scoped to the database, so two
 // gatewayds on different databases of one server do not collide. This is
 // the single-node rule, as the lock file is for SQLite; several nodes on
-// one database will own lanes by lease instead (issue 15, cluster step).
+// one database will own lanes by lease instead (cluster step).
 const (
 	pgLockClass = 0x67617465
 	pgLockID    = 0x77617964

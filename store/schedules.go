@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Schedules (issue 29): prompts a lane runs at a time (/at) or again and
+// Schedules: prompts a lane runs at a time (/at) or again and
 // again (/every). A schedule keeps its next due time; firing it writes the
 // lane's inbox row and moves the due time on in one commit, and only if
 // the due time is still the one the firing read, so a firing runs once

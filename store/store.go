@@ -40,7 +40,7 @@ type Options struct {
 	Now       func() time.Time // clock for timestamps (default time.Now)
 	ReadConns int              // read-only pool size (default 4)
 
-	// Cluster mode (PostgreSQL only, issue 15): see ClusterOptions.
+	// Cluster mode (PostgreSQL only): see ClusterOptions.
 	Cluster ClusterOptions
 
 	// writePragmas are test hooks run on the write connection after the

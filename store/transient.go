@@ -17,7 +17,7 @@ import (
 	"github.com/gatewayd/gatewayd/internal/backoff"
 )
 
-// Transient failures (issue 26). A PostgreSQL restart or failover ends
+// Transient failures. A PostgreSQL restart or failover ends
 // every session: the next statement on each connection fails although the
 // server is back a moment later. SQLite's write lock may be held by
 // another process (a backup, the sqlite3 shell) past busy_timeout. Such a

@@ -11,7 +11,7 @@ import (
 // when no delivery brought the same body since `since`, or when the one
 // that did is this same delivery id (a redelivery, which the inbox's
 // unique message id then answers as a duplicate). false is a replay: the
-// same signed body under another delivery id (issue 39). Rows older than
+// same signed body under another delivery id. Rows older than
 // since are pruned in the same commit, so the table holds at most one
 // replay window of deliveries.
 //

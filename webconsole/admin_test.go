@@ -117,7 +117,7 @@ func adminDo(h http.Handler, method, path, auth, ctype, body string) *httptest.R
 	return rec
 }
 
-// An admin POST must say it is JSON (issue 25: one with no body and no
+// An admin POST must say it is JSON (one with no body and no
 // Content-Type reset a lane); {} and an empty JSON body are what the
 // routes take, and a refused POST changes nothing.
 func TestAdminPostsNeedJSON(t *testing.T) {

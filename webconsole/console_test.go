@@ -322,7 +322,7 @@ func TestConsoleShowsOneLaneByNameOrKey(t *testing.T) {
 }
 
 // A {lane} that is not a lane name is refused 400 with an error that says
-// so, on every console route that takes one (issue 25: a crafted name
+// so, on every console route that takes one (a crafted name
 // reached the admin routes), before the store is asked.
 func TestConsoleRefusesALaneSegmentThatIsNotALaneName(t *testing.T) {
 	w := newConsoleWorld(t, "")

@@ -117,7 +117,7 @@ func TestExistingRoutesAreUnaffected(t *testing.T) {
 
 // The page loads its own files and no page may frame it; every other
 // answer of the listener (a JSON route, a refusal, the mux's 404) loads
-// nothing and cannot be framed either (issue 25).
+// nothing and cannot be framed either.
 func TestNothingServedCanBeFramed(t *testing.T) {
 	h := handler(t)
 	for _, path := range []string{"/healthz", "/api/nothing", "/console/nope.js", "/api/lanes/demo/messages"} {

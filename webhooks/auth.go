@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Two ways to sign a delivery (issue 39):
+// Two ways to sign a delivery:
 //
 //   - gatewayd's: X-Gatewayd-Signature is the HMAC-SHA256 of
 //     TIMESTAMP "." DELIVERY "." BODY, with X-Gatewayd-Timestamp (Unix

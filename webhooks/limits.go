@@ -8,7 +8,7 @@ import (
 )
 
 // rateLimiter lets each hook take at most its max_per_minute deliveries
-// in any minute (issue 39): a sender with the secret, or a leaked one,
+// in any minute: a sender with the secret, or a leaked one,
 // cannot queue turns faster than that. It keeps the times of the last
 // deliveries taken, at most max per hook, so its memory is bounded by the
 // configuration.
@@ -43,7 +43,7 @@ func (l *rateLimiter) take(hook string, max int, now time.Time) (retryAfter time
 }
 
 // refusalLog writes at most one webhooks.refused line per hook per
-// interval (issue 39): a sender refused in a loop, or a scan of hook
+// interval: a sender refused in a loop, or a scan of hook
 // names, must not fill the journal. The next line written says how many
 // were left out since the one before; the metric counts every refusal.
 // Names no hook has share one entry, so the map is bounded by the hooks.

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Who may talk to the daemon through a webhook (issue 39): what a captured
+// Who may talk to the daemon through a webhook: what a captured
 // delivery, a slow sender or a scan of hook names can no longer do.
 
 // A GitHub-signed delivery captured once and sent again under a new

@@ -1,4 +1,4 @@
-// Package webhooks is gatewayd's webhook listener (issue 29): signed HTTP
+// Package webhooks is gatewayd's webhook listener: signed HTTP
 // POSTs from GitHub, a CI system or anything that can compute an HMAC
 // start a turn in a configured lane.
 //
@@ -8,7 +8,7 @@
 // The body is read (bounded, within the read timeout) and the signature
 // checked before the delivery takes one of MaxConcurrent slots, and the
 // listener serves at most MaxConnections connections, so slow or unsigned
-// senders cannot hold the slots a real delivery needs (issue 39). The
+// senders cannot hold the slots a real delivery needs. The
 // hook's template renders the decoded body into the turn's text, framed as
 // outside data (frame.go), which gateway.Trigger records once per delivery
 // id, so a redelivery runs nothing.

@@ -72,7 +72,7 @@ func BenchmarkRestore10k(b *testing.B) {
 	}
 }
 
-// BenchmarkSnapshot is the git a turn pays before it starts (issue 40):
+// BenchmarkSnapshot is the git a turn pays before it starts:
 // the snapshot of a worktree of 1,000, 20,000 and 100,000 files, when the
 // last turn changed nothing and when it changed 10 files.
 func BenchmarkSnapshot(b *testing.B) {
@@ -100,7 +100,7 @@ func BenchmarkSnapshot(b *testing.B) {
 }
 
 // BenchmarkFirstTurnInBigProject is what a new lane's first message on a
-// big project waits for its worktree (issue 40): Ensure from its first
+// big project waits for its worktree: Ensure from its first
 // need of the worktree to having it, with the pool off (a checkout of
 // every file) and on (the pool filled beforehand, as the daemon keeps it,
 // outside the timing).

@@ -13,8 +13,7 @@ import (
 	"time"
 )
 
-// A Pool keeps ready worktrees of each project (issue 40,
-// worktrees.pool): checking out a project of 100,000 files takes
+// A Pool keeps ready worktrees of each project (worktrees.pool): checking out a project of 100,000 files takes
 // seconds, and a new lane's first message or a /fork should not wait for
 // it. An entry is a lane repository like any other (its own .git, the
 // project's objects borrowed through alternates) with HEAD detached at

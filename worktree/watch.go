@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Snapshots at no cost when nothing changed (issue 40). A full snapshot
+// Snapshots at no cost when nothing changed. A full snapshot
 // stats every file of the worktree (a second at 100,000 files); most turns
 // change a few files or none. So each worktree's directories are watched
 // with inotify from its first snapshot on, and the next snapshot asks git

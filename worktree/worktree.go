@@ -198,7 +198,7 @@ func openRepo(ctx context.Context, project string) (repo, error) {
 }
 
 // projectOverrides neutralise the filter drivers the project's config
-// names (its own or included): before issue 38 a lane's commands could
+// names (its own or included): in older versions a lane's commands could
 // write the project's .git, so its config may hold a filter a lane
 // planted, and the daemon's git on the checkout (status) would run it.
 // An empty clean, smudge or process command is no filter at all. The

@@ -1,4 +1,4 @@
-// Package node is this process's part in a gatewayd cluster (issue 15): on
+// Package node is this process's part in a gatewayd cluster: on
 // PostgreSQL every gatewayd is a node. A lane is served by the node holding
 // lease "lane:<session key>", which rendezvous placement over the live
 // nodes picks; Telegram is polled by the holder of "telegram:poller" and

@@ -16,7 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// Cluster faults from outside (issue 26): two real daemons on one real
+// Cluster faults from outside: two real daemons on one real
 // PostgreSQL of their own, eight API lanes, each node its own fake model so
 // every model request is tied to a node, and a client that sends every
 // message with its own id and a unique token.

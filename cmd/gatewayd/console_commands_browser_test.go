@@ -121,7 +121,7 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 
 	// Retry: nothing was cut off or timed out (the stopped turn was the
 	// user's), so the answered message does not go to the model again
-	// (issue 25: /retry no longer reruns the last message).
+	// (/retry no longer reruns the last message).
 	b.send(t, "retry me")
 	b.command(t, "#cmd-retry")
 	if n := countUserText(model, "retry me"); n != 1 {
@@ -139,7 +139,7 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 			evalJS[string](t, b, `document.getElementById('lane-notes').textContent`))
 	}
 
-	// Undo and Fork (issue 27): the last turn leaves Codex's history (the
+	// Undo and Fork: the last turn leaves Codex's history (the
 	// lane has no worktree, so files are said not to be restored), and the
 	// fork's answer links to the lane it made.
 	b.command(t, "#cmd-undo")

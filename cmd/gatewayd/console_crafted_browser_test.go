@@ -16,7 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// craftedLane is the lane name of issue 25's report: decoded, it is
+// craftedLane is the lane name of a security report's: decoded, it is
 // "v1:api:../admin/sessions/v1:api:B/reset?", which, put into a request
 // path unencoded, turned "New thread" into a reset of lane B through the
 // admin route.

@@ -48,7 +48,7 @@ func (c rawCall) do(t *testing.T, base string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// The built daemon with api.token set (issue 25): every response of its
+// The built daemon with api.token set: every response of its
 // listener, whatever route or refusal, forbids framing and sniffing (the
 // console's page with a CSP that loads its own files, everything else
 // with one that loads nothing); an admin POST that is not JSON is 415 and

@@ -14,7 +14,7 @@ import (
 )
 
 // checkGitBoundary proves on this machine that a lane cannot turn the
-// daemon's own git against it (issue 38): in a throwaway repository, a
+// daemon's own git against it: in a throwaway repository, a
 // lane's worktree is made as the daemon makes them; a command under the
 // lane profile tries to set core.fsmonitor and write a hook in the
 // worktree's .git (the sandbox must refuse both); then the doctor plants

@@ -369,7 +369,7 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 		}
 	})
 	// A secret file under /etc (which the sandbox lets commands read) is
-	// probed with its directory and named on the line (issue 38).
+	// probed with its directory and named on the line.
 	t.Run("secret file", func(t *testing.T) {
 		keyFile := filepath.Join(codextest.EtcDir(t), "voice.key")
 		if err := os.WriteFile(keyFile, []byte("sk-voice"), 0o600); err != nil {

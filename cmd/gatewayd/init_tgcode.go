@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// How `gatewayd init` learns whom to allow on Telegram (issue 39): it
+// How `gatewayd init` learns whom to allow on Telegram: it
 // shows a one-time code and takes the numeric id of whoever sends the bot
 // exactly `/start CODE` after it was shown. Neither the first sender nor
 // a display name proves anything: a stranger may have written first, an

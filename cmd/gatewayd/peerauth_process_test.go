@@ -225,7 +225,7 @@ func startPeerDaemon(t *testing.T, name, addr string, apiCfg map[string]any, env
 	return peerDaemon{d: d, api: &apiClient{base: "http://" + addr, token: token, http: &http.Client{Timeout: 2 * time.Minute}}}
 }
 
-// Issue 39: with no api.token, another local user (uid 65534, nobody) gets
+// with no api.token, another local user (uid 65534, nobody) gets
 // 401 on every route of the loopback listener but /healthz, over 127.0.0.1
 // and [::1], and its message runs nothing; the daemon's own user (here root,
 // as the tests run) is served as before, with no token; with a token set,

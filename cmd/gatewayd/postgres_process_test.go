@@ -16,7 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// The daemon on PostgreSQL (issue 15), as a process: store.driver postgres
+// The daemon on PostgreSQL, as a process: store.driver postgres
 // with the DSN from store.dsn_file, the API lane, the real codex app-server
 // and the fake model. A message is answered; kill -9; the restarted daemon
 // (which first waits out the dead one's ownership lock) resumes the lane's

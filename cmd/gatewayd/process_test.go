@@ -22,7 +22,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// The real thing, as a process (issue 5): the built binary with the API
+// The real thing, as a process: the built binary with the API
 // lane, the real codex app-server and the fake model; kill -9 mid-turn,
 // restart, one cut-off notice, context intact; SIGTERM exits 0 within the
 // drain timeout and leaves no app-server behind.
@@ -114,7 +114,7 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 	}
 
 	// /retry, sent after the answer that carried the notice, reruns the
-	// message the notice names, not that answer's message (issue 25); a
+	// message the notice names, not that answer's message; a
 	// second /retry has nothing left to run.
 	n = len(model.Requests())
 	if reply := postMessage(t, api, "proc", "/retry"); !strings.Contains(reply, "HANG until killed") {

@@ -15,7 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// `gatewayd send` as a user runs it (issue 29): the built binary against
+// `gatewayd send` as a user runs it: the built binary against
 // the built daemon with the real codex and the fake model, the token from
 // api.token_file; exit 0 with the reply for a completed turn, 1 for a
 // failed one.

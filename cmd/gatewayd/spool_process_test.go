@@ -17,7 +17,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// The upload spool, as a process (issue 25): <state_dir>/spool is emptied
+// The upload spool, as a process: <state_dir>/spool is emptied
 // of a killed daemon's leftovers at start (spool.cleaned counts them) and
 // made 0700, and an API upload is spooled there, never under TMPDIR, and
 // gone once the message is taken.

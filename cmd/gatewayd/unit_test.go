@@ -117,7 +117,7 @@ func TestUnitKeepsLaneIsolationWorking(t *testing.T) {
 	}
 }
 
-// The unit bounds the service's memory, tasks and CPU (issue 38), keeps
+// The unit bounds the service's memory, tasks and CPU, keeps
 // running when the OOM killer ends one lane's command, and trips its task
 // limit before the per-user process limit the app-server gets
 // (codex.max_processes), which would fail the daemon's own threads too.

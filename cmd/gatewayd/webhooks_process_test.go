@@ -17,7 +17,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// The built daemon with webhooks.listen (issue 29, 39): a signed delivery
+// The built daemon with webhooks.listen: a signed delivery
 // runs its rendered template in an API lane once, framed for the model as
 // outside data, and the lane's answer starts with the hook's origin; a
 // redelivery, a GitHub-signed body replayed under a new delivery id, a

@@ -113,7 +113,7 @@ func TestProcessUndoAfterKill9(t *testing.T) {
 }
 
 // A prompt-injected lane on a git project tries to make the daemon's own
-// git run its commands (issue 38): through the real app-server and its
+// git run its commands: through the real app-server and its
 // sandbox, a command in the lane's worktree sets core.fsmonitor, writes
 // hooks for every step the daemon's git takes, tries the same in the
 // project's own .git, replaces the worktree's .git, and makes a nested

@@ -10,7 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// LinkAttack is a hostile lane's agent (issue 38): the commands it runs
+// LinkAttack is a hostile lane's agent: the commands it runs
 // replace what the daemon writes and uploads in the lane's files
 // directory with links to a secret outside every lane, and the test checks
 // that the daemon neither wrote there nor uploaded it.

@@ -48,7 +48,7 @@ type Approval struct {
 }
 
 // decisions are the values POST .../approvals/{id} accepts: the app-server's
-// v2 answers (doc §10.4); "cancel" also ends the turn as interrupted.
+// v2 answers (docs/codex-app-server.md §10.4); "cancel" also ends the turn as interrupted.
 var decisions = []string{"accept", "acceptForSession", "decline", "cancel"}
 
 func validDecision(d string) bool {

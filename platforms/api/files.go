@@ -16,7 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
-// Files out (issue 12): a file the agent sent rides on the request that
+// Files out: a file the agent sent rides on the request that
 // asked (the answer's "files" and an SSE "file" event), like a notice,
 // as {"name","size","url"}; GET /api/lanes/{lane}/files/{id} serves its
 // bytes from the lane's out directory, behind the same token. The file

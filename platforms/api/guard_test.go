@@ -200,7 +200,7 @@ func TestOriginCheck(t *testing.T) {
 }
 
 // Every response of the listener, answers and refusals alike, forbids
-// framing, loading anything and type sniffing (issue 25: a framed console
+// framing, loading anything and type sniffing (a framed console
 // could be steered into clicks).
 func TestEveryResponseCarriesTheSecurityHeaders(t *testing.T) {
 	p, _ := startAPI(t, "tok", echo)

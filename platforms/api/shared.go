@@ -14,7 +14,7 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Shared answers (issue 15, several nodes on one database). A request may
+// Shared answers (several nodes on one database). A request may
 // reach a node that does not own its lane: the message is recorded in the
 // shared inbox and the owner runs it and records the answer. The node
 // holding the request learns of the answer from the database, not from its

@@ -13,7 +13,7 @@ import (
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 )
 
-// TestEndToEndLinksInTheLaneLeadNowhere (issue 38) is Telegram's test of
+// TestEndToEndLinksInTheLaneLeadNowhere is Telegram's test of
 // the same name on Discord: the agent (real codex, fake model) replaces
 // its out/ directory with a link out of the lane, or the copy send_file
 // made with a link to a secret before its upload; the daemon neither

@@ -12,7 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
-// Files out (issue 12): a file goes as an attachment of a message whose
+// Files out: a file goes as an attachment of a message whose
 // content is the caption, up to the server's upload limit (by its boost
 // tier; 10 MiB without boosts and in DMs). A larger one is answered with a
 // message saying so, since retrying cannot help.

@@ -12,7 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
 
-// TestEndToEndLinksInTheLaneLeadNowhere (issue 38): the agent (real codex,
+// TestEndToEndLinksInTheLaneLeadNowhere: the agent (real codex,
 // fake model) runs commands that replace its out/ directory with a link
 // to a directory outside the lane, and, in another lane, swap the copy
 // send_file made for a link to a secret before it is uploaded. The daemon

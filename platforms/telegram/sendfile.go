@@ -10,7 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
-// Files out (issue 12): an image under maxPhotoBytes goes as sendPhoto
+// Files out: an image under maxPhotoBytes goes as sendPhoto
 // (Telegram shows it inline), anything else as sendDocument; the caption
 // is cut to Telegram's 1024 units.
 const (

@@ -23,7 +23,7 @@ type Account struct {
 
 // Usable reports whether turns can reach a model: either codex holds an
 // account, or its provider does not need one. A bare CODEX_HOME is not
-// usable; its turns retry "Reconnecting… n/5" for minutes (doc §11).
+// usable; its turns retry "Reconnecting… n/5" for minutes (docs/codex-app-server.md §11).
 func (a Account) Usable() bool { return a.Type != "" || !a.RequiresOpenAIAuth }
 
 // AccountUpdate is an account/updated notification: the auth mode and plan

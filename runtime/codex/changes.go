@@ -46,7 +46,7 @@ func (b *changeBook) of(threadID, itemID string) []FileChange {
 }
 
 // forget drops threadID's items: a completed turn closes every open item,
-// including those that never get item/completed (doc §10.5).
+// including those that never get item/completed (docs/codex-app-server.md §10.5).
 func (b *changeBook) forget(threadID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -510,7 +510,7 @@ func (c *Client) serveRequest(ctx context.Context, cn *conn, id json.RawMessage,
 
 // refuseRequest answers a request gatewayd cannot serve with a JSON-RPC
 // error (the result shapes of permissions, user input, elicitation and
-// dynamic tools are not ours to invent; doc §4), then tells the
+// dynamic tools are not ours to invent; docs/codex-app-server.md §4), then tells the
 // Unsupported hook which thread asked, so its lane is not left wondering.
 func (c *Client) refuseRequest(cn *conn, id json.RawMessage, method string, params json.RawMessage) {
 	var p struct {

@@ -77,7 +77,7 @@ func (f *fakeServer) script(tid string, t *fakeTurn, text string) {
 		os.Exit(3)
 	case "approve-pending":
 		// Nobody answers in time; turn/interrupt ends the turn, which
-		// withdraws the request (doc §10.4).
+		// withdraws the request (docs/codex-app-server.md §10.4).
 		reqID, _ := f.sendRequest("item/commandExecution/requestApproval", map[string]any{
 			"threadId": tid, "turnId": t.id, "itemId": "call_1", "command": "touch x", "cwd": "/work"})
 		<-t.interrupt

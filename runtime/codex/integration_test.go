@@ -702,7 +702,7 @@ func TestIntegrationSteerRunningTurn(t *testing.T) {
 // turn's model request, and the later ones, name the new directory as the
 // environment's cwd, and under workspace-write as the writable directory in
 // place of the old one (so turn/start needs no sandboxPolicy of its own); a
-// thread resumed by another process without a cwd keeps it (doc §11).
+// thread resumed by another process without a cwd keeps it (docs/codex-app-server.md §11).
 func TestIntegrationTurnCwdMovesTheThread(t *testing.T) {
 	t.Parallel()
 	ctx := integrationContext(t)

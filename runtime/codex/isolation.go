@@ -35,7 +35,7 @@ const LaneProfile = "gatewayd_lane"
 // Every root's .git is read-only, whatever the sandbox: a lane's worktree
 // has its git directory there, and the daemon runs git on it, so a lane
 // that could write it could plant config or hooks for the daemon's git to
-// run (issue 38). readOnly are further paths every lane may read and none
+// run. readOnly are further paths every lane may read and none
 // may write: the object directories of the projects' repositories, which
 // each lane's repository borrows through git's alternates.
 func IsolationArgs(codexDir string, write bool, deny, readOnly []string) []string {

@@ -65,7 +65,7 @@ const maxModelPages = 20
 
 // ListModels returns the models model/list offers (hidden ones left out),
 // following nextCursor. With a custom provider codex still lists its
-// built-in presets (doc §11).
+// built-in presets (docs/codex-app-server.md §11).
 func (c *Client) ListModels(ctx context.Context) ([]Model, error) {
 	var models []Model
 	cursor := ""

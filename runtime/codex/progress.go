@@ -9,7 +9,7 @@ import (
 // ProgressKind says what a Progress event reports.
 type ProgressKind string
 
-// Progress kinds, from the app-server's notifications (doc §3, §11).
+// Progress kinds, from the app-server's notifications (docs/codex-app-server.md §3, §11).
 const (
 	ProgressPlan      ProgressKind = "plan"      // turn/plan/updated: the whole plan
 	ProgressAction    ProgressKind = "action"    // item/started or item/completed of a tool item

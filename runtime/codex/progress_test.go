@@ -10,7 +10,7 @@ import (
 func intPtr(n int) *int { return &n }
 
 // TestProgressOf decodes the notifications the work view uses, in the
-// shapes of codex 0.169.0 (generate-json-schema and doc §3, §10).
+// shapes of codex 0.169.0 (generate-json-schema and docs/codex-app-server.md §3, §10).
 func TestProgressOf(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Questions (experimental, doc §4): in Plan mode the model asks the user
+// Questions (experimental, docs/codex-app-server.md §4): in Plan mode the model asks the user
 // with its request_user_input tool, and the app-server sends the server
 // request item/tool/requestUserInput with one or more questions. The
 // answer maps each question id to the chosen labels or typed text.

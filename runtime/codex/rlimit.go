@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Per-command limits (issue 38). Codex offers none of its own for the
+// Per-command limits. Codex offers none of its own for the
 // commands its agent runs (its command/exec has a timeout and an output
 // cap, for commands a client runs; the app-server protocol has nothing for
 // the agent's), so the kernel's are used: resource limits are inherited

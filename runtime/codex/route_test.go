@@ -9,7 +9,7 @@ import (
 )
 
 // oneTurnLines is what the app-server writes for one plain text turn of
-// thread T (doc §3), one JSON line each, in order.
+// thread T (docs/codex-app-server.md §3), one JSON line each, in order.
 var oneTurnLines = []string{
 	`{"method":"thread/status/changed","params":{"threadId":"T","status":{"type":"active","activeFlags":[]}}}`,
 	`{"method":"turn/started","params":{"threadId":"T","turn":{"id":"U","items":[],"status":"inProgress","error":null}}}`,

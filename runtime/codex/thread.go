@@ -21,7 +21,7 @@ type ThreadConfig struct {
 	Cwd, Model, Sandbox, ApprovalPolicy, DeveloperInstructions string
 	// DynamicTools are registered with thread/start only: thread/resume
 	// takes none, and a resumed thread keeps the tools it started with
-	// (doc §11). Options.ToolCall serves them.
+	// (docs/codex-app-server.md §11). Options.ToolCall serves them.
 	DynamicTools []DynamicTool
 	// Confine, when set, confines the thread's commands and file tools to
 	// the lane's own directories (isolation.go); it replaces Sandbox, and
@@ -256,7 +256,7 @@ var turnNotifications = map[string]bool{
 }
 
 // unreadNotifications are notifications the app-server sends on every turn
-// (doc §3) that nothing here reads: the reader drops them by their method
+// (docs/codex-app-server.md §3) that nothing here reads: the reader drops them by their method
 // before decoding the line. Only notification methods belong here, never
 // a server request's, which must be answered.
 var unreadNotifications = map[string]bool{
@@ -267,7 +267,7 @@ var unreadNotifications = map[string]bool{
 }
 
 // optedOutNotifications lists unreadNotifications, sorted, for initialize's
-// capabilities.optOutNotificationMethods (doc §1).
+// capabilities.optOutNotificationMethods (docs/codex-app-server.md §1).
 func optedOutNotifications() []string {
 	return slices.Sorted(maps.Keys(unreadNotifications))
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The thread-level operations a coding tool needs (issue 27): fork a
+// The thread-level operations a coding tool needs: fork a
 // thread (for /fork and the ephemeral side question of /btw), rewind its
 // history (/undo), list its turns, review changes on it (/review) and list
 // the threads of a directory (/threads, including those the CLI or an IDE

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Dynamic tools (doc §11): function tools the client registers on
+// Dynamic tools (docs/codex-app-server.md §11): function tools the client registers on
 // thread/start (dynamicTools; initialize declares experimentalApi) and
 // serves itself. When the model calls one, the app-server sends the server
 // request item/tool/call; the answer's text is what the model sees as the

@@ -82,7 +82,7 @@ func TestIntegrationDynamicToolCall(t *testing.T) {
 
 // TestIntegrationDynamicToolSurvivesKillAndResume: thread/resume takes no
 // dynamicTools, yet a thread started with send_file keeps it after its
-// app-server was SIGKILLed and another client resumed it (doc §11).
+// app-server was SIGKILLed and another client resumed it (docs/codex-app-server.md §11).
 func TestIntegrationDynamicToolSurvivesKillAndResume(t *testing.T) {
 	t.Parallel()
 	ctx := integrationContext(t)

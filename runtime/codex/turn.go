@@ -17,11 +17,11 @@ import (
 type TurnInput struct {
 	Text string
 	// Cwd, when set, moves the thread's working directory for this turn
-	// and the later ones (doc §11); a resumed thread keeps it. With the
+	// and the later ones (docs/codex-app-server.md §11); a resumed thread keeps it. With the
 	// workspace-write sandbox the writable root follows it.
 	Cwd string
 	// Images are absolute paths of image files sent with the text, each a
-	// localImage input item after it (doc §11): the model sees them as
+	// localImage input item after it (docs/codex-app-server.md §11): the model sees them as
 	// input_image parts.
 	Images []string
 	// Model and Effort, when set, choose the model and reasoning effort

@@ -462,7 +462,7 @@ func TestAbandonedTurnStartIsInterruptedAndKeepsTheThreadBusy(t *testing.T) {
 
 // An approval handler's ctx ends when the server no longer waits for the
 // answer: on serverRequest/resolved for its id, or when its turn completes
-// (an interrupted turn withdraws its pending approvals, doc §10.4).
+// (an interrupted turn withdraws its pending approvals, docs/codex-app-server.md §10.4).
 func TestApprovalContextEndsWhenTheRequestIsWithdrawn(t *testing.T) {
 	tests := []struct {
 		name, text string

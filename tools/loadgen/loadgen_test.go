@@ -61,7 +61,7 @@ func TestLoad(t *testing.T) {
 	}
 	r.log(t)
 	if *settle > 0 {
-		// thread/unsubscribe does not unload a thread at once (doc §2):
+		// thread/unsubscribe does not unload a thread at once (docs/codex-app-server.md §2):
 		// what the tree keeps once codex had time to let go.
 		time.Sleep(*settle)
 		u, err := Measure(r.pid)

@@ -14,7 +14,7 @@ const (
 	APIKeyEnv    = "FAKE_API_KEY"
 	APIKey       = "sk-fake-test"
 	// StreamIdleTimeoutMS bounds a stream that stalls after its headers. A
-	// model that never sends headers is not covered by it (doc §8).
+	// model that never sends headers is not covered by it (docs/codex-app-server.md §8).
 	StreamIdleTimeoutMS = 30000
 )
 
@@ -22,7 +22,7 @@ const (
 // that run codex fully offline against the fake model at baseURL (the server
 // root, e.g. Model.URL): provider "fake" without retries, approvals never,
 // full-access sandbox, no update check, analytics, feedback, web search or
-// plugin sync (doc §7).
+// plugin sync (docs/codex-app-server.md §7).
 func Args(baseURL string) []string {
 	provider := fmt.Sprintf(
 		`model_providers.%s={name=%q, base_url=%q, wire_api="responses", env_key=%q, request_max_retries=0, stream_max_retries=0, stream_idle_timeout_ms=%d}`,

@@ -16,7 +16,7 @@ import (
 )
 
 // CompactionMarker is the text codex appends as the last user message when it
-// asks the model for a compaction summary (doc §6).
+// asks the model for a compaction summary (docs/codex-app-server.md §6).
 const CompactionMarker = "CONTEXT CHECKPOINT COMPACTION"
 
 // CompactionSummary is the summary the default reply gives to a compaction
@@ -48,7 +48,7 @@ type Reply struct {
 	// response.failed with this message.
 	StreamFailure string
 	// ToolCall, when set, makes the model call a tool instead of answering
-	// with Text (doc §10.2).
+	// with Text (docs/codex-app-server.md §10.2).
 	ToolCall *ToolCall
 }
 
@@ -582,7 +582,7 @@ func (r Request) IsCompaction() bool {
 }
 
 // ToolOutput returns the output of the last function_call_output that follows
-// the last user message: the request is a tool call's follow-up (doc §10.2).
+// the last user message: the request is a tool call's follow-up (docs/codex-app-server.md §10.2).
 func (r Request) ToolOutput() (string, bool) {
 	items := r.Items()
 	for i := len(items) - 1; i > lastUserIndex(items); i-- {

@@ -289,7 +289,7 @@ func (d *daemon) bindCodex(gw *gateway.Gateway) error {
 
 func (d *daemon) threadConfig() codex.ThreadConfig {
 	// chat: "untrusted" makes codex ask before any command that is not
-	// known safe (doc §10.1); never: codex never asks, the sandbox decides.
+	// known safe (docs/codex-app-server.md §10.1); never: codex never asks, the sandbox decides.
 	policy := "never"
 	if d.cfg.Codex.Approvals == gateway.ApprovalsChat {
 		policy = "untrusted"

@@ -73,7 +73,7 @@ func TestDeniedToLanesAndCodexArgs(t *testing.T) {
 	}
 }
 
-// TestDeniedToLanesCoversEverySecretFile (issue 38) walks the
+// TestDeniedToLanesCoversEverySecretFile walks the
 // configuration's keys: every key ending in _file, and a webhook's
 // secret_file, set to a file in a directory of its own, is denied with
 // that directory — so a *_file key added later cannot be left readable.

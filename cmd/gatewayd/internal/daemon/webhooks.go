@@ -13,7 +13,7 @@ import (
 	"github.com/gatewayd/gatewayd/webhooks"
 )
 
-// The daemon's wiring of the webhook listener (webhooks.listen, issue 29):
+// The daemon's wiring of the webhook listener (webhooks.listen):
 // bound at start, so a bad address fails the start; serving once the
 // gateway is ready; closed first on a stop, so the deliveries in flight
 // still reach a gateway that takes them, before it drains.

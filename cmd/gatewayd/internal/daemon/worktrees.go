@@ -13,7 +13,7 @@ import (
 	"github.com/gatewayd/gatewayd/worktree"
 )
 
-// Worktree retention (lanes.worktree_retention, issue 38): a lane's
+// Worktree retention (lanes.worktree_retention): a lane's
 // worktree, its repository with its snapshots, and the branch the
 // project's repository keeps for it are removed once the lane is gone
 // from the store or has been idle for the retention; the daemon does it
@@ -106,7 +106,7 @@ func pruneWorktreesDaily(ctx context.Context, cfg *config.Config, st LaneLister,
 // (one rev-parse per project), beside the fills a take asks for.
 const poolEvery = time.Minute
 
-// worktreePool is the pool of ready worktrees (worktrees.pool, issue 40),
+// worktreePool is the pool of ready worktrees (worktrees.pool),
 // nil with worktrees or the pool off. Its entries live under the
 // worktrees' root, on the lanes' filesystem, so taking one is a rename.
 func worktreePool(cfg *config.Config) *worktree.Pool {

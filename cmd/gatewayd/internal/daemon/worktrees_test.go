@@ -50,7 +50,7 @@ func TestPruneWorktreesRemovesWhatItShouldAndNothingElse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The pool's ready worktree (issue 40) is no lane's, however old.
+	// The pool's ready worktree is no lane's, however old.
 	cfg.Worktrees.Pool = 1
 	if err := worktreePool(cfg).Fill(ctx, repo, files.DirName("app")); err != nil {
 		t.Fatal(err)
