@@ -21,7 +21,6 @@ type Store interface {
 	compactionStore
 	outboxStore
 	projectStore
-	rotationStore
 	modelStore
 	verboseStore
 	usageLimitStore
