@@ -26,7 +26,6 @@ type Store interface {
 	usageLimitStore
 	scheduleStore
 	refusalStore
-	senderLimitStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
 	ThreadClaim(ctx context.Context, threadID, exceptKey string) (store.ThreadClaim, error)    // /attach

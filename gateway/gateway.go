@@ -47,12 +47,11 @@ const (
 
 // Config tunes the gateway. Zero values take the defaults noted, except
 // where zero means never or off, as it does for the config key the field
-// mirrors (IdleEvict, CompactAt, MaxPerMinute); see package config's defaults.
+// mirrors (IdleEvict, CompactAt); see package config's defaults.
 type Config struct {
 	MaxLive            int           // live Codex threads kept loaded (default config.DefaultMaxLive)
 	IdleEvict          time.Duration // release a thread idle this long (0 = never, as lanes.idle_evict)
 	QueueLimit         int           // messages waiting per lane (default config.DefaultQueueLimit)
-	MaxPerMinute       int           // messages per sender per lane per minute, admins exempt (0 = no limit, as lanes.max_per_minute)
 	MaxConcurrentTurns int           // turns running at once over all lanes (default config.DefaultMaxConcurrentTurns)
 	BusyMode           string        // "queue" (default config.DefaultBusyMode) | "interrupt" | "steer"
 	// CompactAt is the fraction of the context window (codex-reported usage)
@@ -248,7 +247,6 @@ type Gateway struct {
 	cluster    *ClusterLanes   // cluster mode: takeovers, claimed rows, step-downs
 	present    *presenter      // the running turns' streamers and work views
 	views      *workViews      // /verbose and the lanes' work view modes
-	senders    *senderLimits   // lanes.max_per_minute
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so

@@ -24,6 +24,9 @@ type (
 	Address  = chat.Address
 	Inbound  = chat.Inbound
 	Quote    = chat.Quote
+	// SenderLimitError is Deliver's answer on the API lane to a sender
+	// past lanes.max_per_minute.
+	SenderLimitError = chat.SenderLimitError
 )
 
 const (

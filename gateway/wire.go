@@ -81,7 +81,6 @@ func wireFeatures(g *Gateway) {
 	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
 	g.schedules.gate = func() LaneGate { return g.gate }
-	g.senders = newSenderLimits(cfg, st, g.out, g.baseCtx, log)
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -158,6 +157,5 @@ func modules(g *Gateway) []module {
 		g.approvals,
 		g.questions,
 		g.schedules,
-		g.senders,
 	}
 }

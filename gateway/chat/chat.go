@@ -182,3 +182,18 @@ func Age(d time.Duration) time.Duration {
 		return d.Round(time.Minute)
 	}
 }
+
+// SenderLimitError is Deliver's answer on the API lane to a sender past
+// lanes.max_per_minute: nothing of the message was stored; it may be sent
+// again after RetryAfter (whole seconds). Chat lanes hear a notice
+// instead, and their Deliver reports no error so the update is
+// acknowledged.
+type SenderLimitError struct {
+	Limit      int
+	RetryAfter time.Duration
+}
+
+func (e *SenderLimitError) Error() string {
+	return fmt.Sprintf("gateway: more than %d messages a minute from this sender (lanes.max_per_minute); "+
+		"this one was refused, not stored; send it again in %s", e.Limit, e.RetryAfter)
+}

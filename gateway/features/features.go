@@ -8,17 +8,20 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
+	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 )
 
 // Settings are the features' configuration, as the config file gives it.
 type Settings struct {
-	Rotate config.Rotate // lanes.rotate
+	Rotate       config.Rotate // lanes.rotate
+	MaxPerMinute int           // lanes.max_per_minute
 }
 
 // Store is what the features use of the store: the union of their own
 // narrow interfaces, each checked against *store.Store in its package.
 type Store interface {
 	rotate.Store
+	senderlimit.Store
 }
 
 // List builds every feature, in the order they register (the order of
@@ -26,5 +29,6 @@ type Store interface {
 func List(s Settings, st Store) []ext.Feature {
 	return []ext.Feature{
 		rotate.New(s.Rotate, st),
+		senderlimit.New(s.MaxPerMinute, st),
 	}
 }

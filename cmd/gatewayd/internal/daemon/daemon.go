@@ -303,10 +303,10 @@ func (d *daemon) buildGateway() error {
 	fstore := d.filesStore()
 	d.pool = worktreePool(d.cfg)
 	gw, err := gateway.New(gateway.Config{
-		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit, MaxPerMinute: lanes.MaxPerMinute,
+		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		CompactAt: lanes.CompactAt,
-		Features:  features.List(features.Settings{Rotate: lanes.Rotate}, d.store),
+		Features:  features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute}, d.store),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
 		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
