@@ -1,36 +1,18 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// Attachment is one file sent with an inbound message. An adapter fills in
-// what the platform says of it and Open; the gateway stores it under
-// <state_dir>/files while Deliver runs, before the message is recorded, so
-// an adapter that acknowledges the message after Deliver has its files on
-// disk. Path is set when the file was stored before Deliver (the API lane
-// streams a multipart body straight into the store).
-type Attachment struct {
-	Name string // the sender's file name; sanitised when stored
-	MIME string // as the platform reported it; "" unknown (the stored file's type is detected)
-	Size int64  // as the platform reported it; 0 unknown
-	// Open fetches the file's bytes (a platform download). The gateway
-	// closes what it returns.
-	Open func(ctx context.Context) (io.ReadCloser, error)
-	// Stored is set instead of Open for a file already saved.
-	Stored *files.Saved
-	// Err is set instead of Open when the adapter could not get the file at
-	// all (a failed download); the lane is told, the rest of the message runs.
-	Err error
-}
+// Attachment is one file sent with an inbound message (chat.Attachment).
+type Attachment = chat.Attachment
 
 // Replies about the files of a message.
 const (

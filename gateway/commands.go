@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -276,16 +277,8 @@ func bindingName(b store.Binding) string {
 	return string(b)
 }
 
-func roundAge(d time.Duration) time.Duration {
-	switch {
-	case d < 0:
-		return 0
-	case d < time.Minute:
-		return d.Round(time.Second)
-	default:
-		return d.Round(time.Minute)
-	}
-}
+// roundAge is an age as the lane is told it (chat.Age).
+func roundAge(d time.Duration) time.Duration { return chat.Age(d) }
 
 func yesNo(b bool) string {
 	if b {

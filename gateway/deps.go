@@ -21,13 +21,11 @@ type Store interface {
 	compactionStore
 	outboxStore
 	projectStore
-	rotationStore
 	modelStore
 	verboseStore
 	usageLimitStore
 	scheduleStore
 	refusalStore
-	senderLimitStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
 	ThreadClaim(ctx context.Context, threadID, exceptKey string) (store.ThreadClaim, error)    // /attach

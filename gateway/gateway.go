@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/worktree"
 )
@@ -46,18 +47,13 @@ const (
 
 // Config tunes the gateway. Zero values take the defaults noted, except
 // where zero means never or off, as it does for the config key the field
-// mirrors (IdleEvict, Rotate, CompactAt, MaxPerMinute); see package config's defaults.
+// mirrors (IdleEvict, CompactAt); see package config's defaults.
 type Config struct {
 	MaxLive            int           // live Codex threads kept loaded (default config.DefaultMaxLive)
 	IdleEvict          time.Duration // release a thread idle this long (0 = never, as lanes.idle_evict)
 	QueueLimit         int           // messages waiting per lane (default config.DefaultQueueLimit)
-	MaxPerMinute       int           // messages per sender per lane per minute, admins exempt (0 = no limit, as lanes.max_per_minute)
 	MaxConcurrentTurns int           // turns running at once over all lanes (default config.DefaultMaxConcurrentTurns)
 	BusyMode           string        // "queue" (default config.DefaultBusyMode) | "interrupt" | "steer"
-	// Rotate starts a new transcript session when a message arrives after
-	// the lane was idle for Rotate.Every, or after a daily boundary passed
-	// since its last turn. Zero: never.
-	Rotate config.Rotate
 	// CompactAt is the fraction of the context window (codex-reported usage)
 	// above which the thread is compacted before the next turn; 0 = off.
 	CompactAt float64
@@ -137,6 +133,9 @@ type Config struct {
 	Logger          *zap.Logger
 	Now             func() time.Time
 	Observer        Observer
+	// Features are the feature packages, registered in order after the
+	// core's own parts; the daemon lists them (gateway/feature/...).
+	Features []ext.Feature
 
 	// Verbose is the work view mode of lanes that chose none with /verbose:
 	// off | summary (default config.DefaultVerbose) | full (lanes.verbose).
@@ -248,7 +247,6 @@ type Gateway struct {
 	cluster    *ClusterLanes   // cluster mode: takeovers, claimed rows, step-downs
 	present    *presenter      // the running turns' streamers and work views
 	views      *workViews      // /verbose and the lanes' work view modes
-	senders    *senderLimits   // lanes.max_per_minute
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -267,7 +265,6 @@ type Gateway struct {
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
 	confine   *confinement // codex.isolation: each lane's commands in its own directories
-	rotation  *rotation    // new transcript sessions after idle (Config.Rotate)
 	diskQuota *diskQuota   // lanes.disk_quota: turns refused while a lane is over it
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached

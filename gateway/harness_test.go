@@ -7,7 +7,27 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/features"
 )
+
+// withDefaultFeatures is the daemon's list of features with the ones a
+// test configured itself in place of the default of the same name.
+func withDefaultFeatures(defaults, own []ext.Feature) []ext.Feature {
+	mine := make(map[string]ext.Feature, len(own))
+	for _, f := range own {
+		mine[f.Name()] = f
+	}
+	list := make([]ext.Feature, 0, len(defaults))
+	for _, f := range defaults {
+		if m, ok := mine[f.Name()]; ok {
+			f = m
+		}
+		list = append(list, f)
+	}
+	return list
+}
 
 type fakeClock struct {
 	mu sync.Mutex
@@ -58,6 +78,7 @@ func newHarnessOn(t testing.TB, st *fakeStore, opts ...harnessOpt) *harness {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cfg.Features = withDefaultFeatures(features.List(features.Settings{}, st), cfg.Features)
 	g, err := New(cfg, h.st, h.cx)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -75,6 +76,9 @@ type world struct {
 	// storeAs, when set, is the store as the gateway sees it (a test
 	// hides one of its methods).
 	storeAs func(*store.Store) gateway.Store
+	// features configures the feature packages (default: as the daemon's
+	// defaults).
+	features features.Settings
 }
 
 func newWorld(t testing.TB) *world {
@@ -134,6 +138,9 @@ func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 	var gst gateway.Store = st
 	if w.storeAs != nil {
 		gst = w.storeAs(st)
+	}
+	if cfg.Features == nil {
+		cfg.Features = features.List(w.features, st)
 	}
 	g, err := gateway.New(cfg, gst, rec)
 	if err != nil {

@@ -11,138 +11,35 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
+
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"time"
 )
 
-// LaneKind says what kind of conversation place a lane is.
-type LaneKind string
-
-const (
-	LaneDM      LaneKind = "dm"      // a private chat with the bot
-	LaneGroup   LaneKind = "group"   // a Telegram group (not a forum topic)
-	LaneChannel LaneKind = "channel" // a Discord guild channel
-	LaneThread  LaneKind = "thread"  // a Discord thread
-	LaneTopic   LaneKind = "topic"   // a Telegram forum topic
-	LaneAPI     LaneKind = "api"     // the local HTTP API lane
+// The lane's vocabulary lives in package chat, which features and adapters
+// share without importing the core; these names keep the gateway's.
+type (
+	LaneKind = chat.LaneKind
+	Address  = chat.Address
+	Inbound  = chat.Inbound
+	Quote    = chat.Quote
+	// SenderLimitError is Deliver's answer on the API lane to a sender
+	// past lanes.max_per_minute.
+	SenderLimitError = chat.SenderLimitError
 )
 
-// Address names one lane on one platform. Adapters fill it in; the gateway
-// derives the stable session key from it.
-type Address struct {
-	Platform string   // "telegram", "discord", "api"
-	Kind     LaneKind // what the lane is
-	ChatID   string   // chat / channel / guild-channel / DM channel / API lane name
-	TopicID  string   // Telegram forum topic or Discord thread id; "" when none
-	// UserID is set only for per-user lanes in shared channels (a config
-	// choice); it then becomes part of the key.
-	UserID string
-}
+const (
+	LaneDM      = chat.LaneDM
+	LaneGroup   = chat.LaneGroup
+	LaneChannel = chat.LaneChannel
+	LaneThread  = chat.LaneThread
+	LaneTopic   = chat.LaneTopic
+	LaneAPI     = chat.LaneAPI
+)
 
-// SessionKeyVersion prefixes every session key so the derivation can evolve
-// without colliding with keys already stored.
-const SessionKeyVersion = "v1"
-
-// SessionKey derives the stable key of a lane. The format is documented in
-// the README and must not change for an existing version:
-//
-//	v1:telegram:dm:<chat>
-//	v1:telegram:group:<chat>
-//	v1:telegram:topic:<chat>:<topic>
-//	v1:discord:dm:<channel>
-//	v1:discord:channel:<channel>[:user:<user>]
-//	v1:discord:thread:<thread>
-//	v1:api:<lane>
-func (a Address) SessionKey() string {
-	var b strings.Builder
-	b.WriteString(SessionKeyVersion)
-	b.WriteByte(':')
-	b.WriteString(a.Platform)
-	if a.Kind != LaneAPI {
-		b.WriteByte(':')
-		b.WriteString(string(a.Kind))
-	}
-	b.WriteByte(':')
-	switch a.Kind {
-	case LaneTopic:
-		b.WriteString(a.ChatID)
-		b.WriteByte(':')
-		b.WriteString(a.TopicID)
-	case LaneThread:
-		b.WriteString(a.TopicID)
-	default:
-		b.WriteString(a.ChatID)
-	}
-	if a.UserID != "" {
-		b.WriteString(":user:")
-		b.WriteString(a.UserID)
-	}
-	return b.String()
-}
-
-// Validate reports an address that cannot name a lane.
-func (a Address) Validate() error {
-	switch {
-	case a.Platform == "":
-		return errors.New("gateway: address has no platform")
-	case a.ChatID == "" && a.Kind != LaneThread:
-		return fmt.Errorf("gateway: %s address has no chat id", a.Platform)
-	case (a.Kind == LaneTopic || a.Kind == LaneThread) && a.TopicID == "":
-		return fmt.Errorf("gateway: %s %s address has no topic/thread id", a.Platform, a.Kind)
-	}
-	switch a.Kind {
-	case LaneDM, LaneGroup, LaneChannel, LaneThread, LaneTopic, LaneAPI:
-		return nil
-	}
-	return fmt.Errorf("gateway: unknown lane kind %q", a.Kind)
-}
-
-// Inbound is one message (or button press) from a platform.
-type Inbound struct {
-	Address     Address
-	MessageID   string // platform message id; with Address.Platform it identifies a redelivery
-	SenderID    string
-	SenderName  string
-	SenderRoles []string // Discord role ids; empty elsewhere
-	// SenderAdmin: the platform says the sender administers the place
-	// (Discord: Manage Channels), so they decide any turn's approvals and
-	// questions there (codex.approvers).
-	SenderAdmin bool
-	Text        string
-	ReplyTo     string // id of the message this one replies to, if any
-	Mentioned   bool   // the bot was mentioned, replied to, or addressed with a command
-	ReceivedAt  time.Time
-	// Callback is set, and Text empty, when the inbound is a button press;
-	// it carries the Button.ID that was pressed.
-	Callback string
-	// Attachments are the files sent with the message (Text is then the
-	// caption, maybe empty). Deliver stores them before it returns.
-	Attachments []Attachment
-	// Title is the chat's, topic's or thread's name when the update carries
-	// it ("" otherwise): it names a lane in the console (title.go).
-	Title string
-	// DisplayName is the name people see for the sender (Telegram's first
-	// and last name, Discord's display name); "" falls back to SenderName.
-	DisplayName string
-	// Quote is the message this one replies to, when the platform sent it
-	// along (speaker.go puts it into the turn's text).
-	Quote *Quote
-	// Edited: the sender edited the message MessageID, delivered before;
-	// Text is its new text (edits.go).
-	Edited bool
-	// Ambient: said in a shared room without addressing the bot. It never
-	// starts a turn; with Config.GroupContext it is kept for the lane's
-	// next addressed turn (roomtalk.go), else dropped.
-	Ambient bool
-}
-
-// Quote is a replied-to message as the reply's update carries it.
-type Quote struct {
-	Author  string // its sender's display name
-	FromBot bool   // it is one of the bot's own messages (Codex's answer)
-	Text    string
-}
+// SessionKeyVersion prefixes every session key (chat.SessionKeyVersion).
+const SessionKeyVersion = chat.SessionKeyVersion
 
 // Sink receives inbound messages from an adapter. Deliver returns only after
 // the message is durably recorded, or recognised as one recorded before
@@ -375,11 +272,8 @@ type Typer interface {
 	Typing(ctx context.Context, addr Address) error
 }
 
-// Button is one choice offered with a message.
-type Button struct {
-	ID    string // opaque; comes back as Inbound.Callback
-	Label string
-}
+// Button is one choice offered with a message (chat.Button).
+type Button = chat.Button
 
 // ButtonSender is an optional capability: send a message with buttons.
 type ButtonSender interface {

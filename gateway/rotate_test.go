@@ -7,12 +7,20 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 )
 
 func (h *harness) sendAt(t *testing.T, addr Address, id, text string) {
 	t.Helper()
 	if _, err := h.g.Deliver(context.Background(), Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
 		t.Fatalf("Deliver(%s): %v", id, err)
+	}
+}
+
+// withRotation runs the harness with rotation by policy.
+func withRotation(st *fakeStore, policy config.Rotate) harnessOpt {
+	return func(c *Config) {
+		c.Features = append(c.Features, rotate.New(policy, st))
 	}
 }
 
@@ -35,7 +43,8 @@ func TestRotation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *Config) { c.Rotate = tc.rotate })
+			st := newFakeStore()
+			h := newHarnessOn(t, st, withRotation(st, tc.rotate))
 			h.start(t)
 			key := tc.addr.SessionKey()
 			h.sendAt(t, tc.addr, "m1", "one")
@@ -117,7 +126,8 @@ func TestRotationStatusLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *Config) { c.Rotate = tc.rotate })
+			st := newFakeStore()
+			h := newHarnessOn(t, st, withRotation(st, tc.rotate))
 			h.start(t)
 			h.send(t, "a", "s1", "/status")
 			if o := h.p.replyTo(t, "s1"); !strings.Contains(o.Text, tc.want) {

@@ -17,7 +17,8 @@ import (
 // model; the two accepted ones each reach it once.
 func TestIntegrationAPISenderLimit(t *testing.T) {
 	w := newWorld(t)
-	in := w.start(t, gateway.Config{MaxPerMinute: 2})
+	w.features.MaxPerMinute = 2
+	in := w.start(t, gateway.Config{})
 	for _, text := range []string{"first", "second"} {
 		if out := in.ask(t, "limited", text); out.Reply != "ECHO: "+text {
 			t.Fatalf("answer to %q = %q", text, out.Reply)

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 	"github.com/gatewayd/gatewayd/store"
 )
 
-func withSenderLimit(max int, admins ...string) harnessOpt {
+func withSenderLimit(st *fakeStore, max int, admins ...string) harnessOpt {
 	return func(c *Config) {
-		c.MaxPerMinute = max
+		c.Features = append(c.Features, senderlimit.New(max, st))
 		c.QueueLimit = 100 // the queue's own limit is not what is tested
 		c.Admins = map[string][]string{"test": admins}
 	}
@@ -68,7 +69,8 @@ func (c *fakeCodex) turnCounts() map[string]int {
 // 20 before each run once; an admin is exempt; the next minute accepts
 // again.
 func TestSenderLimitRefusesPastTheLimit(t *testing.T) {
-	h := newHarness(t, withSenderLimit(20, "boss"))
+	st := newFakeStore()
+	h := newHarnessOn(t, st, withSenderLimit(st, 20, "boss"))
 	h.start(t)
 	lane := dmAddr("c1")
 	for i := 1; i <= 25; i++ {
@@ -141,7 +143,8 @@ func (h *harness) limitNotices(t *testing.T, replies int) []Outbound {
 // Deliver's error (the request's 429), with the time left in the
 // minute, every time; nothing is stored and no notice is queued.
 func TestSenderLimitAPIAnswersTheError(t *testing.T) {
-	h := newHarness(t, withSenderLimit(2))
+	st := newFakeStore()
+	h := newHarnessOn(t, st, withSenderLimit(st, 2))
 	h.start(t)
 	h.send(t, "a", "1", "one")
 	h.clock.Advance(20 * time.Second)
@@ -168,37 +171,13 @@ func TestSenderLimitAPIAnswersTheError(t *testing.T) {
 	}
 }
 
-// TestSenderLimitWindowsAreBounded: windows are per lane and sender, and
-// ended ones are swept, so idle senders cost nothing.
-func TestSenderLimitWindowsAreBounded(t *testing.T) {
-	clock := newFakeClock()
-	s := &senderLimits{max: 1, now: clock.Now, windows: make(map[senderKey]*senderWindow)}
-	for _, k := range []senderKey{{"l1", "a"}, {"l1", "b"}, {"l2", "a"}} {
-		if _, over := s.count(k); over {
-			t.Fatalf("first message of %v refused", k)
-		}
-	}
-	if _, over := s.count(senderKey{"l1", "a"}); !over {
-		t.Fatal("second message of l1/a within the limit, want past it")
-	}
-	if !s.refused(senderKey{"l1", "a"}) || s.refused(senderKey{"l1", "a"}) {
-		t.Fatal("the first refusal of l1/a is not the only one told")
-	}
-	clock.Advance(senderWindowLen)
-	if _, over := s.count(senderKey{"l3", "c"}); over {
-		t.Fatal("a new sender refused")
-	}
-	if n := s.size(); n != 1 {
-		t.Errorf("%d windows kept after a minute, want 1 (ended ones swept)", n)
-	}
-}
-
 // TestSenderLimitRedeliveryIsADuplicate: a message recorded before and
 // delivered again past the limit (an adapter that did not see the first
 // answer) is the duplicate it is, never refused: it runs once, and its
 // sender does not hear it was refused.
 func TestSenderLimitRedeliveryIsADuplicate(t *testing.T) {
-	h := newHarness(t, withSenderLimit(2))
+	st := newFakeStore()
+	h := newHarnessOn(t, st, withSenderLimit(st, 2))
 	h.start(t)
 	lane := dmAddr("c1")
 	h.deliverAs(t, lane, "u1", "m1", "first")

@@ -23,6 +23,9 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	for _, m := range modules(g) {
 		m.register(g.host)
 	}
+	if err := registerFeatures(g); err != nil {
+		return nil, err
+	}
 	if err := g.host.check(); err != nil {
 		return nil, err
 	}
@@ -70,7 +73,6 @@ func wireFeatures(g *Gateway) {
 	g.projects.picked = g.worktrees.prepareSoon
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
-	g.rotation = newRotation(cfg, st, g.out, log)
 	g.diskQuota = newDiskQuota(cfg, st, g.journal, g.inbox, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
@@ -79,7 +81,6 @@ func wireFeatures(g *Gateway) {
 	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
 	g.schedules.gate = func() LaneGate { return g.gate }
-	g.senders = newSenderLimits(cfg, st, g.out, g.baseCtx, log)
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -140,7 +141,6 @@ func modules(g *Gateway) []module {
 		g.controls,
 		g.usage,
 		g.compaction,
-		g.rotation,
 		g.diskQuota,
 		// No order among these.
 		g.account,
@@ -157,6 +157,5 @@ func modules(g *Gateway) []module {
 		g.approvals,
 		g.questions,
 		g.schedules,
-		g.senders,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
@@ -60,6 +61,9 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	st, err := store.Open(ctx, w.DB, store.Options{Logger: log})
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
+	}
+	if cfg.Features == nil {
+		cfg.Features = features.List(features.Settings{}, st)
 	}
 	// Dynamic tools (send_file) are routed to the gateway once it exists,
 	// as the daemon does.

@@ -22,6 +22,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/discord"
@@ -302,9 +303,10 @@ func (d *daemon) buildGateway() error {
 	fstore := d.filesStore()
 	d.pool = worktreePool(d.cfg)
 	gw, err := gateway.New(gateway.Config{
-		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit, MaxPerMinute: lanes.MaxPerMinute,
+		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
-		Rotate: lanes.Rotate, CompactAt: lanes.CompactAt,
+		CompactAt: lanes.CompactAt,
+		Features:  features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute}, d.store),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
 		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,

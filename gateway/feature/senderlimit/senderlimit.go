@@ -1,4 +1,6 @@
-package gateway
+// Package senderlimit is lanes.max_per_minute: how many messages one sender
+// may send a lane in a minute.
+package senderlimit
 
 import (
 	"context"
@@ -9,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -29,21 +33,6 @@ const senderWindowLen = time.Minute
 // reached only by a flood of distinct API users.
 const maxSenderWindows = 10000
 
-// SenderLimitError is Deliver's answer on the API lane to a sender past
-// lanes.max_per_minute: nothing of the message was stored; it may be sent
-// again after RetryAfter (whole seconds). Chat lanes hear a notice
-// instead, and their Deliver reports no error so the update is
-// acknowledged.
-type SenderLimitError struct {
-	Limit      int
-	RetryAfter time.Duration
-}
-
-func (e *SenderLimitError) Error() string {
-	return fmt.Sprintf("gateway: more than %d messages a minute from this sender (lanes.max_per_minute); "+
-		"this one was refused, not stored; send it again in %s", e.Limit, ceilSeconds(e.RetryAfter))
-}
-
 // ceilSeconds rounds up to a whole second, never below one: what
 // Retry-After says and the notice shows.
 func ceilSeconds(d time.Duration) time.Duration {
@@ -54,22 +43,20 @@ func ceilSeconds(d time.Duration) time.Duration {
 // senderLimitStore finds a message recorded before: a redelivery of an
 // accepted message is a duplicate, never a refusal, even past the limit
 // (it is recorded, so it runs, and the sender must not hear otherwise).
-type senderLimitStore interface {
+type Store interface {
 	Exchange(ctx context.Context, platform, messageID string) (store.Exchange, error)
 }
 
-var _ senderLimitStore = (*store.Store)(nil)
+var _ Store = (*store.Store)(nil)
 
-// senderLimits counts each sender's messages per lane in fixed windows
-// that start with the sender's first message.
-type senderLimits struct {
-	max    int // lanes.max_per_minute; 0: off
-	admins approverRule
-	st     senderLimitStore
-	out    *deliverer
-	base   context.Context // the notice outlives the adapter's request
-	log    *zap.Logger
-	now    func() time.Time
+// Limits counts each sender's messages per lane in fixed windows that
+// start with the sender's first message.
+type Limits struct {
+	max  int // lanes.max_per_minute; 0: off
+	st   Store
+	host ext.Host
+	log  *zap.Logger
+	now  func() time.Time
 
 	mu      sync.Mutex
 	windows map[senderKey]*senderWindow
@@ -84,22 +71,28 @@ type senderWindow struct {
 	told bool // the sender heard of the refusal in this window
 }
 
-func newSenderLimits(cfg Config, st senderLimitStore, out *deliverer, base context.Context, log *zap.Logger) *senderLimits {
-	return &senderLimits{max: cfg.MaxPerMinute, admins: newApproverRule(cfg), st: st, out: out, base: base, log: log,
-		now: cfg.Now, windows: make(map[senderKey]*senderWindow)}
+// New limits each sender to max messages a minute per lane (0: off).
+func New(max int, st Store) *Limits {
+	return &Limits{max: max, st: st, now: time.Now, windows: make(map[senderKey]*senderWindow)}
 }
 
-func (s *senderLimits) register(h *host) {
+// Name is the feature's name.
+func (s *Limits) Name() string { return "senderlimit" }
+
+// Register counts messages in intake, before anything of them is stored.
+func (s *Limits) Register(h ext.Host) error {
+	s.host, s.log, s.now = h, h.Logger(), h.Now
 	if s.max > 0 {
-		h.hooks.admit = append(h.hooks.admit, s.admit)
+		h.OnAdmit(s.admit)
 	}
+	return nil
 }
 
 // admit counts in and reports whether it is refused. A refused message on
 // the API lane is answered with a *SenderLimitError; on a chat lane the
 // sender is told once per window and the error is nil.
-func (s *senderLimits) admit(ctx context.Context, in Inbound) (bool, error) {
-	if in.SenderAdmin || s.admins.admins[in.Address.Platform][in.SenderID] {
+func (s *Limits) admit(ctx context.Context, in chat.Inbound) (bool, error) {
+	if s.host.IsAdmin(in) {
 		return false, nil
 	}
 	k := senderKey{lane: in.Address.SessionKey(), sender: in.SenderID}
@@ -111,18 +104,18 @@ func (s *senderLimits) admit(ctx context.Context, in Inbound) (bool, error) {
 	case err == nil: // recorded before: intake answers it as the duplicate it is
 		return false, nil
 	case !errors.Is(err, store.ErrNotFound): // unknown: not acknowledged, so redelivered
-		return true, fmt.Errorf("gateway: sender limit: %w", err)
+		return true, fmt.Errorf("senderlimit: %w", err)
 	}
 	first := s.refused(k)
 	if first {
 		s.log.Info("inbound.sender_limited", zap.String("lane", k.lane), zap.String("sender", k.sender),
 			zap.Int("limit", s.max), zap.Duration("until", wait))
 	}
-	if in.Address.Kind == LaneAPI { // the request's answer is the refusal
-		return true, &SenderLimitError{Limit: s.max, RetryAfter: ceilSeconds(wait)}
+	if in.Address.Kind == chat.LaneAPI { // the request's answer is the refusal
+		return true, &chat.SenderLimitError{Limit: s.max, RetryAfter: ceilSeconds(wait)}
 	}
 	if first {
-		s.out.notify(s.base, in.Address, in.MessageID, fmt.Sprintf(
+		s.host.Notify(s.host.Context(), in.Address, in.MessageID, fmt.Sprintf(
 			"You sent more than %d messages here within a minute (lanes.max_per_minute). This one and what you "+
 				"send in the next %s are refused: not stored, not run. Send them again after that.", s.max, ceilSeconds(wait)))
 	}
@@ -131,7 +124,7 @@ func (s *senderLimits) admit(ctx context.Context, in Inbound) (bool, error) {
 
 // count adds a message to the sender's window and reports whether it is
 // past the limit, and then how long until the window ends.
-func (s *senderLimits) count(k senderKey) (wait time.Duration, over bool) {
+func (s *Limits) count(k senderKey) (wait time.Duration, over bool) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,7 +143,7 @@ func (s *senderLimits) count(k senderKey) (wait time.Duration, over bool) {
 
 // refused notes a refusal in the sender's window and reports whether it
 // is the window's first (the one the sender hears of).
-func (s *senderLimits) refused(k senderKey) bool {
+func (s *Limits) refused(k senderKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.windows[k]
@@ -164,7 +157,7 @@ func (s *senderLimits) refused(k senderKey) bool {
 // makeRoom removes ended windows, at most once a window's length unless
 // the map is full; a map still full loses arbitrary windows (their
 // senders start afresh), so memory stays bounded. s.mu is held.
-func (s *senderLimits) makeRoom(now time.Time) {
+func (s *Limits) makeRoom(now time.Time) {
 	full := len(s.windows) >= maxSenderWindows
 	if !full && now.Sub(s.swept) < senderWindowLen {
 		return
@@ -184,7 +177,7 @@ func (s *senderLimits) makeRoom(now time.Time) {
 }
 
 // size is how many windows are kept (tests).
-func (s *senderLimits) size() int {
+func (s *Limits) size() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.windows)

@@ -1,4 +1,6 @@
-package gateway
+// Package rotate is transcript rotation (lanes.rotate): a lane idle past
+// the policy starts a new transcript session at its next turn.
+package rotate
 
 import (
 	"context"
@@ -10,6 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -21,52 +25,58 @@ import (
 // thread. The old session stays in the store, archived.
 
 // keepsThread reports whether rotation keeps the lane's Codex thread.
-func keepsThread(k LaneKind) bool { return k != LaneDM }
+func keepsThread(k chat.LaneKind) bool { return k != chat.LaneDM }
 
-// rotation is Config.Rotate: it starts a new transcript session before a
-// turn when the lane was idle past the rotation policy.
-type rotation struct {
+// Rotation starts a new transcript session before a turn when the lane
+// was idle past the rotation policy.
+type Rotation struct {
 	policy config.Rotate
-	st     rotationStore
-	out    *deliverer
+	st     Store
+	host   ext.Host
 	log    *zap.Logger
-	now    func() time.Time
 }
 
-// rotationStore is the part of the store rotation uses.
-type rotationStore interface {
+// Store is the part of the store rotation uses.
+type Store interface {
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	LastTurnAt(ctx context.Context, sessionKey string) (time.Time, error)
 	RotateSession(ctx context.Context, sessionKey string, gen int64, reason string, keepThread bool) (store.Lane, error)
 }
 
-var _ rotationStore = (*store.Store)(nil)
+var _ Store = (*store.Store)(nil)
 
-func newRotation(cfg Config, st rotationStore, out *deliverer, log *zap.Logger) *rotation {
-	return &rotation{policy: cfg.Rotate, st: st, out: out, log: log, now: cfg.Now}
+// New is rotation by policy, its sessions kept in st.
+func New(policy config.Rotate, st Store) *Rotation {
+	return &Rotation{policy: policy, st: st}
 }
 
-// register checks the policy when a turn's session is read and adds the
+// Name is the feature's name.
+func (r *Rotation) Name() string { return "rotate" }
+
+// Register checks the policy when a turn's session is read and adds the
 // /status line.
-func (r *rotation) register(h *host) {
+func (r *Rotation) Register(h ext.Host) error {
+	r.host, r.log = h, h.Logger()
 	if !r.policy.Off() { // a turn of a lane that never rotates does not pass here
-		h.hooks.session = append(h.hooks.session, r.maybeRotate)
+		h.OnSession(r.maybeRotate)
 	}
-	h.hooks.status = append(h.hooks.status, func(_ context.Context, _ store.Lane, b *strings.Builder) {
+	h.OnStatus(func(_ context.Context, _ store.Lane, b *strings.Builder) {
 		b.WriteString(r.status())
 	})
+	return nil
 }
 
 // maybeRotate rotates the lane's session when the rotation boundary passed
 // since its last turn, and tells the lane once. t.sl is updated to the lane
 // after rotation. A failure to rotate is logged and the turn goes on in the
 // old session: the message is never lost over it.
-func (r *rotation) maybeRotate(ctx context.Context, t *turn) {
+func (r *Rotation) maybeRotate(ctx context.Context, t ext.Turn) {
 	if r.policy.Off() {
 		return
 	}
-	now := r.now()
-	last, ok := r.lastActivity(ctx, t.l.key)
+	now := r.host.Now()
+	l := t.Lane()
+	last, ok := r.lastActivity(ctx, l.Key())
 	if !ok {
 		return // an empty session has nothing to archive
 	}
@@ -74,32 +84,32 @@ func (r *rotation) maybeRotate(ctx context.Context, t *turn) {
 	if boundary.IsZero() || now.Before(boundary) {
 		return
 	}
-	keep := keepsThread(t.l.addr.Kind)
+	keep := keepsThread(l.Address().Kind)
 	why := r.why(now.Sub(last))
-	nl, err := r.st.RotateSession(ctx, t.l.key, t.sl.Generation, "rotate: "+why, keep)
+	nl, err := r.st.RotateSession(ctx, l.Key(), t.Row().Generation, "rotate: "+why, keep)
 	if errors.Is(err, store.ErrStaleGeneration) {
 		// Reset meanwhile: the lane already has a fresh session.
-		if sl, err := r.st.Lane(ctx, t.l.key); err == nil {
-			t.sl = sl
+		if sl, err := r.st.Lane(ctx, l.Key()); err == nil {
+			t.SetRow(sl)
 		}
 		return
 	}
 	if err != nil {
-		r.log.Error("lane.rotate_failed", zap.String("lane", t.l.key), zap.Error(err))
+		r.log.Error("lane.rotate_failed", zap.String("lane", l.Key()), zap.Error(err))
 		return
 	}
-	t.sl = nl
+	t.SetRow(nl)
 	if !keep {
-		t.l.retireThread() // released by ensure before the new thread starts
+		l.RetireThread() // released by ensure before the new thread starts
 	}
-	r.log.Info("lane.rotated", zap.String("lane", t.l.key), zap.String("why", why), zap.Bool("kept_thread", keep))
-	r.out.notify(ctx, t.l.addr, "", rotationNotice(why, keep))
+	r.log.Info("lane.rotated", zap.String("lane", l.Key()), zap.String("why", why), zap.Bool("kept_thread", keep))
+	r.host.Notify(ctx, l.Address(), "", rotationNotice(why, keep))
 }
 
 // lastActivity is the time of the last turn of the lane's current session.
 // Notices and refused messages are no activity: the "queued" notice of the
 // very message that starts this turn must not keep the lane from rotating.
-func (r *rotation) lastActivity(ctx context.Context, key string) (time.Time, bool) {
+func (r *Rotation) lastActivity(ctx context.Context, key string) (time.Time, bool) {
 	last, err := r.st.LastTurnAt(ctx, key)
 	if err != nil {
 		r.log.Warn("lane.rotate_transcript_failed", zap.String("lane", key), zap.Error(err))
@@ -109,12 +119,12 @@ func (r *rotation) lastActivity(ctx context.Context, key string) (time.Time, boo
 }
 
 // why says which boundary passed, for the notice and the log.
-func (r *rotation) why(idle time.Duration) string {
+func (r *Rotation) why(idle time.Duration) string {
 	p := r.policy
 	if p.Daily {
 		return fmt.Sprintf("the daily rotation time %02d:%02d passed since the last message", p.Hour, p.Minute)
 	}
-	return fmt.Sprintf("this conversation was idle for %s (rotation after %s)", roundAge(idle), p.Every)
+	return fmt.Sprintf("this conversation was idle for %s (rotation after %s)", chat.Age(idle), p.Every)
 }
 
 // rotationNotice says what rotation did, in the words that match it.
@@ -128,7 +138,7 @@ func rotationNotice(why string, keptThread bool) string {
 }
 
 // status is the /status line about rotation.
-func (r *rotation) status() string {
+func (r *Rotation) status() string {
 	p := r.policy
 	switch {
 	case p.Daily:

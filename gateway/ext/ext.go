@@ -1,0 +1,113 @@
+// Package ext is the gateway's extension API: what a feature sees of the
+// core. A feature is a package under gateway/feature that imports this one
+// and package chat, never the core: it registers, once, the commands,
+// buttons and hooks it adds, and reaches lanes, turns and the outbox only
+// through the interfaces here. The compiler then keeps a feature out of
+// the core's insides, and removing one is deleting its package and its line
+// in the daemon's list of features. The shape is tailscale's ipn/ipnext.
+package ext
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/store"
+)
+
+// A Feature adds to the gateway what its package is about.
+type Feature interface {
+	// Name is the feature's short name, for logs and errors.
+	Name() string
+	// Register adds the feature's commands, buttons and hooks to h. It
+	// runs once, while the gateway is built, before any message arrives;
+	// h stays valid for the gateway's life.
+	Register(h Host) error
+}
+
+// Host is the core as a feature sees it: where it registers, and the
+// services it may use from then on.
+type Host interface {
+	// Command adds a command: its name, its help and menu entry and its
+	// handler, in one value.
+	Command(c Command)
+	// Callback routes button presses whose id starts with prefix to fn.
+	Callback(prefix string, fn func(ctx context.Context, in chat.Inbound))
+
+	// OnAdmit runs in intake before anything of a message is stored; fn
+	// reports true when it refused the message, with the error that is
+	// Deliver's answer (nil: the update is acknowledged, the sender was
+	// told).
+	OnAdmit(fn func(ctx context.Context, in chat.Inbound) (refused bool, err error))
+	// OnSession runs once a turn's lane row is read, before its working
+	// directory is chosen: it may start a new transcript session
+	// (Turn.SetRow).
+	OnSession(fn func(ctx context.Context, t Turn))
+	// OnStatus adds lines to /status for a lane whose row could be read.
+	OnStatus(fn func(ctx context.Context, sl store.Lane, b *strings.Builder))
+
+	// Notify sends a gateway notice to the lane at addr through the
+	// durable outbox, as a reply to the platform message replyTo ("" for
+	// none).
+	Notify(ctx context.Context, addr chat.Address, replyTo, text string)
+	// IsAdmin reports whether the sender of in administers its place:
+	// the platform says so, or the config lists them (codex.admins).
+	IsAdmin(in chat.Inbound) bool
+
+	// Context outlives every request: work a feature starts on its own
+	// (a notice after the adapter's request ended) runs under it, and it
+	// ends when the gateway has stopped.
+	Context() context.Context
+	// Logger is the gateway's logger, named for the feature.
+	Logger() *zap.Logger
+	// Now is the gateway's clock.
+	Now() time.Time
+}
+
+// Command is one gateway command as /help, the platforms' menus and the
+// parser know it, with its handler.
+type Command struct {
+	Name        string // lower case, without the slash
+	Args        string // argument synopsis for /help ("" when none)
+	Description string // one line, for /help and the menus
+	// Menu: offered in the platforms' command menus. Commands that need
+	// an argument to be useful are typed instead.
+	Menu bool
+	// Run runs the command. It reports whether the command is answered
+	// and its inbound row can be closed as done; false when it queued
+	// work that closes the row, or closed the row itself.
+	Run func(ctx context.Context, c Call) (done bool)
+}
+
+// Call is one command as the lane received it.
+type Call struct {
+	Lane      Lane
+	Name      string // lower case, without the slash
+	Args      string
+	InboundID int64
+	MsgID     string // the platform message id of the command
+	Sender    string // platform user id of who typed it ("" after a restart)
+	// SenderName is the name shown for them ("" when not known).
+	SenderName string
+}
+
+// Lane is one conversation as a feature sees it.
+type Lane interface {
+	Key() string // the session key
+	Address() chat.Address
+	// RetireThread marks the lane's loaded thread as belonging to an
+	// ended session: it is released before the lane's next thread loads.
+	RetireThread()
+}
+
+// Turn is a turn being prepared or run.
+type Turn interface {
+	Lane() Lane
+	// Row is the lane's row as the turn read it; SetRow replaces it (a
+	// new session).
+	Row() store.Lane
+	SetRow(sl store.Lane)
+}

@@ -1,0 +1,34 @@
+// Package features is the list of the gateway's feature packages, each
+// built from its settings. The daemon and the tests that run a whole
+// gateway take the list from here; the core names no feature. Adding a
+// feature is its package and its line in List.
+package features
+
+import (
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
+	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
+)
+
+// Settings are the features' configuration, as the config file gives it.
+type Settings struct {
+	Rotate       config.Rotate // lanes.rotate
+	MaxPerMinute int           // lanes.max_per_minute
+}
+
+// Store is what the features use of the store: the union of their own
+// narrow interfaces, each checked against *store.Store in its package.
+type Store interface {
+	rotate.Store
+	senderlimit.Store
+}
+
+// List builds every feature, in the order they register (the order of
+// their /status lines).
+func List(s Settings, st Store) []ext.Feature {
+	return []ext.Feature{
+		rotate.New(s.Rotate, st),
+		senderlimit.New(s.MaxPerMinute, st),
+	}
+}
