@@ -26,7 +26,7 @@ import (
 // that is missing, wrong or stale: the same 401 and body, so a caller
 // learns neither which hook names exist nor what was wrong. The log says.
 const unauthorized = "unauthorized: no such hook, or the delivery's signature is missing, wrong or too old " +
-	"(sign as the README's Webhooks section shows)"
+	"(sign as docs/schedules-webhooks.md shows)"
 
 // verified is what authentication established about a delivery.
 type verified struct {

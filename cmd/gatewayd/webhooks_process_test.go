@@ -201,7 +201,7 @@ func TestWebhookListenErrorFailsStart(t *testing.T) {
 }
 
 // gatewaydHeaders signs body as gatewayd's signature does, at at: the
-// recipe the README gives, written out independently of the webhooks
+// recipe docs/schedules-webhooks.md gives, written out independently of the webhooks
 // package.
 func gatewaydHeaders(secret string, at time.Time, id, body string) map[string]string {
 	ts := strconv.FormatInt(at.Unix(), 10)

@@ -45,7 +45,7 @@ type Address struct {
 const SessionKeyVersion = "v1"
 
 // SessionKey derives the stable key of a lane. The format is documented in
-// the README and must not change for an existing version:
+// docs/platforms.md (session keys) and must not change for an existing version:
 //
 //	v1:telegram:dm:<chat>
 //	v1:telegram:group:<chat>
