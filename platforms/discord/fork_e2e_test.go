@@ -39,15 +39,7 @@ func TestEndToEndForkStartsAThreadInTheChannel(t *testing.T) {
 	stack := startStack(t, ctx, world, srv)
 	// The streamed preview shows the answer before its turn ends; /fork
 	// then would be told to wait for the answer, not fork.
-	waitIdle := func() {
-		t.Helper()
-		if !srv.WaitFor(60*time.Second, func() bool {
-			s := stack.Gateway.Stats()
-			return s.ActiveLanes == 0 && s.QueuedMessages == 0
-		}) {
-			t.Fatalf("the turn did not end: %+v", stack.Gateway.Stats())
-		}
-	}
+	waitIdle := func() { t.Helper(); stack.WaitIdle(t, 60*time.Second) }
 	say("11", "remember KIWI")
 	waitText("11", "ECHO: [u"+allowed+"]: remember KIWI")
 	waitIdle()

@@ -39,13 +39,7 @@ func TestEndToEndForkOpensAForumTopic(t *testing.T) {
 	stack := startStack(t, ctx, world, srv)
 	// The streamed preview shows the answer before its turn ends; /fork
 	// then would be told to wait for the answer, not fork.
-	waitIdle := func() {
-		t.Helper()
-		srv.WaitFor(60*time.Second, "the turn's end", func() bool {
-			s := stack.Gateway.Stats()
-			return s.ActiveLanes == 0 && s.QueuedMessages == 0
-		})
-	}
+	waitIdle := func() { t.Helper(); stack.WaitIdle(t, 60*time.Second) }
 	srv.Text(forum, alice, 42, "@gatewayd_test_bot remember KIWI", nil)
 	waitText(forum.ID, 42, "ECHO")
 	waitIdle()
