@@ -25,6 +25,10 @@ type LaneGate interface {
 	// TurnCommitted says a turn of the lane was committed, so its rollout
 	// can be shipped.
 	TurnCommitted(sessionKey, threadID string)
+	// OwnedLanes lists the lanes this node owns, so the outbox is read for
+	// those lanes only instead of filtered after the read (Serves still
+	// checks each row before it is sent).
+	OwnedLanes() []string
 }
 
 // SetLaneGate puts the gateway in cluster mode. Call it before Run: start-up
@@ -36,9 +40,7 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.in.room.shared = true // another node may keep a lane's room talk
 	g.out.serves = lg.Serves
 	g.present.serves = lg.Serves
-	if ol, ok := lg.(OwnedLanes); ok {
-		g.out.owned = ol.OwnedLanes
-	}
+	g.out.owned = lg.OwnedLanes
 }
 
 // Cluster is the face the node coordinator (cluster/node) drives: the
@@ -68,12 +70,6 @@ type clusterStore interface {
 }
 
 var _ clusterStore = (*store.Store)(nil)
-
-// OwnedLanes is a LaneGate that can list the lanes it owns, so the outbox
-// is read for those lanes only instead of filtered after the read.
-type OwnedLanes interface {
-	OwnedLanes() []string
-}
 
 // RecoverLane is start-up recovery for one lane this node just took over:
 // its cut-off turn is told once (or rerun), its unfinished inbox rows run

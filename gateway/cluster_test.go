@@ -31,6 +31,19 @@ func (f *fakeGate) Serves(key string) bool {
 	return f.serving[key]
 }
 
+// OwnedLanes lists the lanes the gate serves.
+func (f *fakeGate) OwnedLanes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var keys []string
+	for k, ok := range f.serving {
+		if ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 func (f *fakeGate) TurnCommitted(key, _ string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -62,8 +62,8 @@ type deliverer struct {
 	deferred *deferrals           // rows platforms took but nobody received yet
 	// serves, in cluster mode, says which lanes' rows this node delivers.
 	serves func(sessionKey string) bool
-	// owned, in cluster mode with a gate that lists its lanes, lists the
-	// lanes this node owns: only their rows are read (SetLaneGate).
+	// owned, in cluster mode, lists the lanes this node owns: only their
+	// rows are read (SetLaneGate).
 	owned func() []string
 	// files opens the snapshots of file rows (nil: no files store).
 	files *files.Store
@@ -289,18 +289,12 @@ func (d *deliverer) sentFile(m store.OutboxMessage) *SentFile {
 	return f
 }
 
-// sendOutbound delivers out: a file through the platform's FileSender, or
-// as the text fallbackFileText where it has none.
+// sendOutbound delivers out: a file row through the platform's upload,
+// any other as a message.
 func sendOutbound(ctx context.Context, p Platform, out Outbound) (string, error) {
-	if out.File == nil {
-		return p.Send(ctx, out)
+	if out.File != nil {
+		return p.SendFile(ctx, out)
 	}
-	if fs, ok := p.(FileSender); ok {
-		return fs.SendFile(ctx, out)
-	}
-	out.Text = fallbackFileText(out.File.Name, out.Text)
-	out.Kind = OutReply
-	out.File = nil
 	return p.Send(ctx, out)
 }
 
@@ -315,7 +309,7 @@ type rowParts struct {
 	lastID string // its platform message id; "" when none is deferred
 }
 
-// DeferLastPart implements lastPartLog: the part is recorded by markSent.
+// DeferLastPart implements PartLog: the part is recorded by markSent.
 func (r *rowParts) DeferLastPart(part int, platformMessageID string) {
 	r.mu.Lock()
 	r.last, r.lastID = part, platformMessageID

@@ -763,21 +763,34 @@ func (c *fakeCodex) snapshot() (ensures, released, turns []string) {
 	return append([]string(nil), c.ensures...), append([]string(nil), c.released...), append([]string(nil), c.turns...)
 }
 
-// fakePlatform records what the gateway sends.
+// fakePlatform records what the gateway sends: messages and files on out,
+// in order; a turn's transient display (streamed previews, work view
+// status messages and their edits) on shown, so tests reading out see what
+// stays in the chat. It implements the whole Platform, as every adapter
+// does; tests of one capability wrap it.
 type fakePlatform struct {
 	name   string
 	out    chan Outbound
+	ready  chan struct{} // closed: the fake connects at once
 	mu     sync.Mutex
 	sendFn func(Outbound) (string, error)
 	allow  func(Inbound) bool
 	seq    int
+	shown  []string // "send:<kind>:<text>", "edit:<id>:<text>"; guarded by mu
+	places int      // places opened (OpenPlace)
 }
 
 func newFakePlatform() *fakePlatform {
-	return &fakePlatform{name: "test", out: make(chan Outbound, 1024)}
+	ready := make(chan struct{})
+	close(ready)
+	return &fakePlatform{name: "test", out: make(chan Outbound, 1024), ready: ready}
 }
 
+var _ Platform = (*fakePlatform)(nil)
+
 func (p *fakePlatform) Name() string { return p.name }
+
+func (p *fakePlatform) Ready() <-chan struct{} { return p.ready }
 
 func (p *fakePlatform) Run(ctx context.Context, _ Sink) error {
 	<-ctx.Done()
@@ -785,6 +798,9 @@ func (p *fakePlatform) Run(ctx context.Context, _ Sink) error {
 }
 
 func (p *fakePlatform) Send(_ context.Context, out Outbound) (string, error) {
+	if out.Kind == OutPreview || out.Kind == OutProgress {
+		return p.show(out), nil
+	}
 	p.mu.Lock()
 	fn := p.sendFn
 	p.seq++
@@ -797,6 +813,38 @@ func (p *fakePlatform) Send(_ context.Context, out Outbound) (string, error) {
 	}
 	p.out <- out
 	return id, nil
+}
+
+// show records a preview or status message; its id is of its own series,
+// so the ids of the messages on out do not depend on how often a turn's
+// display happened to tick.
+func (p *fakePlatform) show(out Outbound) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shown = append(p.shown, "send:"+string(out.Kind)+":"+out.Text)
+	return "shown" + strconv.Itoa(len(p.shown))
+}
+
+// Edit records the edit of a preview or status message.
+func (p *fakePlatform) Edit(_ context.Context, _ Address, id, text string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shown = append(p.shown, "edit:"+id+":"+text)
+	return nil
+}
+
+// SendFile delivers a file row like a message: on out, with its File.
+func (p *fakePlatform) SendFile(ctx context.Context, out Outbound) (string, error) {
+	return p.Send(ctx, out)
+}
+
+// OpenPlace opens a new API-like lane beside near.
+func (p *fakePlatform) OpenPlace(_ context.Context, near Address, _ string) (Address, error) {
+	p.mu.Lock()
+	p.places++
+	n := p.places
+	p.mu.Unlock()
+	return Address{Platform: near.Platform, Kind: LaneAPI, ChatID: near.ChatID + "-fork" + strconv.Itoa(n)}, nil
 }
 
 func (p *fakePlatform) Authorize(in Inbound) bool {

@@ -67,9 +67,9 @@ func (f *forks) run(ctx context.Context, l *lane, it item) {
 // fork makes the fork and returns what to tell the parent lane, and the
 // fork made (nil when none was).
 func (f *forks) fork(ctx context.Context, l *lane, title string) (string, *ForkInfo) {
-	opener, ok := f.platforms[l.addr.Platform].(PlaceOpener)
+	plat, ok := f.platforms[l.addr.Platform]
 	if !ok {
-		return "Cannot fork here: this platform cannot open another conversation.", nil
+		return "Cannot fork here: this platform is not running.", nil
 	}
 	thread, err := f.loader.load(ctx, l)
 	if errors.Is(err, ErrNoThread) {
@@ -86,7 +86,7 @@ func (f *forks) fork(ctx context.Context, l *lane, title string) (string, *ForkI
 	if title == "" {
 		title = forkTitle(parent)
 	}
-	addr, err := opener.OpenPlace(ctx, l.addr, title)
+	addr, err := plat.OpenPlace(ctx, l.addr, title)
 	if errors.Is(err, ErrNoPlace) {
 		return "Cannot fork here: " + err.Error(), nil
 	}

@@ -26,6 +26,11 @@ type Observer interface {
 	Resume(outcome string)
 	Outbound(platform string, err error)
 	PlatformError(platform, kind string)
+	// Tokens counts a turn's spend of one kind (input, cached, output,
+	// reasoning).
+	Tokens(platform, kind string, n int64)
+	// ScheduleFired counts a schedule's firing.
+	ScheduleFired()
 }
 
 // NopObserver ignores every event.
@@ -37,6 +42,8 @@ func (NopObserver) TurnFinished(string, time.Duration) {}
 func (NopObserver) Resume(string)                      {}
 func (NopObserver) Outbound(string, error)             {}
 func (NopObserver) PlatformError(string, string)       {}
+func (NopObserver) Tokens(string, string, int64)       {}
+func (NopObserver) ScheduleFired()                     {}
 
 // Busy modes: what a message arriving while the lane's turn runs does.
 const (
@@ -291,7 +298,7 @@ func (g *Gateway) AddPlatform(p Platform) {
 }
 
 // Ready is closed once start-up recovery queued its notices and every
-// platform implementing Readier is ready.
+// platform is ready.
 func (g *Gateway) Ready() <-chan struct{} { return g.ready }
 
 // Stats returns a snapshot of the router.
@@ -388,12 +395,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 
 func (g *Gateway) awaitReady(ctx context.Context) {
 	for _, p := range g.platforms {
-		r, ok := p.(Readier)
-		if !ok {
-			continue
-		}
 		select {
-		case <-r.Ready():
+		case <-p.Ready():
 		case <-ctx.Done():
 			return
 		}

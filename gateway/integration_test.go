@@ -147,7 +147,7 @@ func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 		t.Fatal(err)
 	}
 	late.Store(g)
-	apiCfg := api.Config{Listen: "127.0.0.1:0", Logger: log, Answers: st}
+	apiCfg := api.Config{Listen: "127.0.0.1:0", Logger: log, Answers: st, Approvals: g, Questions: g, Deliveries: g}
 	if cfg.Files != nil {
 		apiCfg.Files = cfg.Files
 	}

@@ -1,8 +1,9 @@
 // Package gateway routes platform messages to per-lane Codex agents.
 //
 // This file holds the platform-neutral types every adapter speaks: the
-// address of a lane, inbound messages, outbound messages and the small
-// Platform interface with optional capabilities checked by type assertion.
+// address of a lane, inbound messages, outbound messages, the Platform
+// interface every adapter implements whole, and the few optional
+// capabilities an adapter may lack, checked by type assertion.
 package gateway
 
 import (
@@ -57,17 +58,15 @@ const (
 	OutReply  OutKind = "reply"  // an agent reply
 	OutNotice OutKind = "notice" // a gateway notice (queued, cut off, thread replaced)
 	// OutPreview is the first message of a streamed reply; later versions of
-	// the growing text arrive through Editor.Edit on the returned id. Only
-	// platforms implementing Editor receive previews.
+	// the growing text arrive through Platform.Edit on the returned id.
 	OutPreview OutKind = "preview"
-	// OutFile is a file the agent sent (Outbound.File; Text its caption).
-	// Only platforms implementing FileSender receive it; the others get
-	// the text fallbackFileText.
+	// OutFile is a file the agent sent (Outbound.File; Text its caption),
+	// delivered through Platform.SendFile.
 	OutFile OutKind = "file"
 	// OutProgress is a turn's status message (the work view, workview.go):
-	// sent silently, then edited in place through Editor (or
+	// sent silently, then edited in place through Platform.Edit (or
 	// ProgressEditor) and collapsed to one summary line when the reply
-	// comes. Only platforms implementing Editor receive it.
+	// comes.
 	OutProgress OutKind = "progress"
 )
 
@@ -134,8 +133,9 @@ type Outbound struct {
 	Text    string
 	ReplyTo string // platform message id to reply to, if the platform can
 	// EditID, when set, asks the platform to replace the text of that earlier
-	// message (a streamed preview) instead of sending a new one. A platform
-	// that cannot edit sends a new message.
+	// message (a streamed preview) instead of sending a new one. Where that
+	// edit fails, or the preview is not a message (the API lane), the
+	// platform sends a new one.
 	EditID string
 	// InReplyTo is the platform message id of the inbound message this
 	// outbound answers ("" for notices not caused by one message). The API
@@ -178,12 +178,16 @@ type Outbound struct {
 // PartLog is the durable record of one outbox row's parts. An adapter
 // calls RecordPart (through Outbound.RecordPart) as soon as the platform
 // accepted a part, before it sends the next, so after any crash the
-// remaining parts are sent and none twice. For the last part it may call
-// Outbound.RecordLastPart instead, and return that part's id from Send.
+// remaining parts are sent and none twice. For the last part it calls
+// Outbound.RecordLastPart instead, and returns that part's id from Send.
 // The outbox row id and the part index are the delivery's identity:
 // adapters may derive idempotency keys (Discord's nonce) from them.
 type PartLog interface {
 	RecordPart(ctx context.Context, part int, platformMessageID string) error
+	// DeferLastPart keeps the delivery's last part for the row's sent
+	// mark, written in the same commit (the outbox's); an in-memory log
+	// records it at once.
+	DeferLastPart(part int, platformMessageID string)
 }
 
 // RecordPart records that the platform accepted part (0-based) as
@@ -195,44 +199,56 @@ func (o Outbound) RecordPart(ctx context.Context, part int, platformMessageID st
 	return o.Parts.RecordPart(ctx, part, platformMessageID)
 }
 
-// lastPartLog is a PartLog that records the delivery's last part together
-// with the row's sent mark, in one commit instead of two: the outbox's.
-type lastPartLog interface {
-	PartLog
-	// DeferLastPart keeps the last part's record for the sent mark.
-	DeferLastPart(part int, platformMessageID string)
-}
-
 // RecordLastPart is RecordPart for the delivery's last part, the one whose
 // id Send returns. Nothing is sent after it, so nothing depends on its
 // record before Send returns: the outbox writes it with the sent mark (a
 // one-part reply costs one commit, not two). The window in which a crash
 // sends that part again is the same one RecordPart has, from the
-// platform's acceptance to the commit. Other PartLogs record it now.
-func (o Outbound) RecordLastPart(ctx context.Context, part int, platformMessageID string) error {
-	if l, ok := o.Parts.(lastPartLog); ok {
-		l.DeferLastPart(part, platformMessageID)
-		return nil
+// platform's acceptance to the commit.
+func (o Outbound) RecordLastPart(_ context.Context, part int, platformMessageID string) error {
+	if o.Parts != nil {
+		o.Parts.DeferLastPart(part, platformMessageID)
 	}
-	return o.RecordPart(ctx, part, platformMessageID)
+	return nil
 }
 
-// Platform is what every adapter implements.
+// Platform is what every adapter implements, whole: a chat platform that
+// can post, edit and upload (Telegram, Discord, Slack, Matrix) and the
+// local API all can. What some platforms lack is an optional capability
+// below (Typer, Deleter, ButtonSender, ButtonEditor, ProgressEditor,
+// Authorizer). An adapter asserts at compile time what it implements:
+//
+//	var _ gateway.Platform = (*Adapter)(nil)
 type Platform interface {
 	// Name is the platform name used in addresses ("telegram", ...).
 	Name() string
 	// Run connects and delivers inbound messages to sink until ctx ends.
-	// It returns nil on a clean stop. Ready is signalled through the
-	// optional Readier capability.
+	// It returns nil on a clean stop. The adapter checks the sender of
+	// each message against its allowlist before it delivers it: the
+	// gateway does not check again.
 	Run(ctx context.Context, sink Sink) error
-	// Send delivers one message, splitting it at the platform's limit, and
-	// returns the id of the last message sent (the one to edit later).
+	// Ready is closed once the adapter is connected (logged in, listening),
+	// so the daemon reports readiness only when it is true.
+	Ready() <-chan struct{}
+	// Send posts one message, splitting it at the platform's limit, and
+	// returns the id of the last message posted (the one to edit later).
+	// With out.EditID its first part replaces that message (the streamed
+	// preview) where it can. Parts are recorded through out.RecordPart and
+	// out.RecordLastPart.
 	Send(ctx context.Context, out Outbound) (messageID string, err error)
-}
-
-// Editor is an optional capability: replace the text of a sent message.
-type Editor interface {
+	// Edit replaces the text of a message the platform posted (a streamed
+	// preview, the work view's status message, an answered question).
 	Edit(ctx context.Context, addr Address, messageID, text string) error
+	// SendFile uploads out.File with out.Text as its caption and returns
+	// the message's id: the platform's media upload, one part of the row.
+	SendFile(ctx context.Context, out Outbound) (messageID string, err error)
+	// OpenPlace (/fork) opens a new conversation place beside near's,
+	// named title — a Discord thread in near's channel, a Telegram forum
+	// topic in near's group, a new API lane, a Matrix room — and returns
+	// its address. A place that cannot hold another (a private chat, a
+	// group without topics) is an error wrapping ErrNoPlace whose text
+	// says why.
+	OpenPlace(ctx context.Context, near Address, title string) (Address, error)
 }
 
 // Deleter is an optional capability: remove a sent message. The gateway
@@ -240,22 +256,6 @@ type Editor interface {
 // (a turn that sent files: the reply must come after them).
 type Deleter interface {
 	Delete(ctx context.Context, addr Address, messageID string) error
-}
-
-// FileSender is an optional capability: deliver an OutFile message (the
-// file with Text as its caption). Platforms without it get the text
-// "(file: name)" and the caption instead.
-type FileSender interface {
-	SendFile(ctx context.Context, out Outbound) (messageID string, err error)
-}
-
-// PlaceOpener is an optional capability (/fork): open a new conversation
-// place beside near's, named title — a Discord thread in near's channel, a
-// Telegram forum topic in near's group, a new API lane — and return its
-// address. A place that cannot hold another (a private chat, a group
-// without topics) is an error wrapping ErrNoPlace whose text says why.
-type PlaceOpener interface {
-	OpenPlace(ctx context.Context, near Address, title string) (Address, error)
 }
 
 // ErrNoPlace: the chat cannot hold another conversation beside this one.
@@ -286,16 +286,13 @@ type ButtonEditor interface {
 	EditButtons(ctx context.Context, addr Address, messageID, text string, buttons []Button) error
 }
 
-// Authorizer is an optional capability: decide whether a sender may use a
-// lane. The gateway asks it before anything of the message is stored.
+// Authorizer is an optional capability: whether a sender may use a lane
+// by the platform's allowlist now. The adapter checks every message it
+// delivers itself (it alone knows what the update carried: roles, the
+// place); the gateway asks this only for a sender who is not sending, a
+// schedule's maker whose schedule fires.
 type Authorizer interface {
 	Authorize(in Inbound) bool
-}
-
-// Readier is an optional capability: Ready is closed once the adapter is
-// connected, so the daemon reports readiness only when it is true.
-type Readier interface {
-	Ready() <-chan struct{}
 }
 
 // RetryAfterError is returned by Send and Edit when the platform asks us to
@@ -315,11 +312,11 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // nobody has received it yet (the API lane with no request open on the
 // lane). The outbox keeps the row held: not retried on a timer and not
 // holding back the lane's later rows, until the platform reports it through
-// the DeliveryReporter it found on its Sink.
+// the DeliveryReporter it was given.
 var ErrDeferred = errors.New("gateway: delivery deferred until the lane has a listener")
 
 // DeliveryReporter is what a platform that defers deliveries (ErrDeferred)
-// asserts on the Sink it is given; *Gateway implements it.
+// is given at construction (the API lane's Config); *Gateway implements it.
 type DeliveryReporter interface {
 	// Delivered marks outbox row id sent, once the platform really handed
 	// it over (the API lane: a response carrying it was written).

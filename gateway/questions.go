@@ -627,7 +627,7 @@ func (q *questions) edit(ctx context.Context, p *pendingQuestion, i int, msgID, 
 	switch pl := q.platforms[p.addr.Platform].(type) {
 	case ButtonEditor:
 		err = pl.EditButtons(ectx, p.addr, msgID, text, nil)
-	case Editor:
+	case Platform:
 		err = pl.Edit(ectx, p.addr, msgID, text)
 	default:
 		return

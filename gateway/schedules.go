@@ -69,21 +69,12 @@ type schedules struct {
 	log      *zap.Logger
 	now      func() time.Time
 	gate     func() LaneGate // the gateway's, set by SetLaneGate before Run
-	fired    func()          // counts a firing (TriggerObserver), never nil
+	fired    func()          // counts a firing (Observer.ScheduleFired)
 }
 
 func newSchedules(cfg Config, st scheduleStore, out *deliverer, log *zap.Logger) *schedules {
-	s := &schedules{cfg: cfg.Schedules, st: st, out: out, deciders: newApproverRule(cfg), log: log, now: cfg.Now, fired: func() {}}
-	if o, ok := cfg.Observer.(TriggerObserver); ok {
-		s.fired = o.ScheduleFired
-	}
-	return s
-}
-
-// TriggerObserver is an optional part of an Observer: it counts what
-// triggers did.
-type TriggerObserver interface {
-	ScheduleFired()
+	return &schedules{cfg: cfg.Schedules, st: st, out: out, deciders: newApproverRule(cfg), log: log, now: cfg.Now,
+		fired: cfg.Observer.ScheduleFired}
 }
 
 func (s *schedules) register(h *host) {

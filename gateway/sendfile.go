@@ -46,15 +46,6 @@ var sendFileSpec = codex.DynamicTool{
 // characters; longer ones are cut there, too).
 const maxCaption = 1024
 
-// fallbackFileText is what a platform without files shows instead.
-func fallbackFileText(name, caption string) string {
-	text := "(file: " + name + ")"
-	if caption != "" {
-		text = caption + "\n" + text
-	}
-	return text
-}
-
 // sendFileArgs are send_file's arguments.
 type sendFileArgs struct {
 	Path    string `json:"path"`

@@ -13,17 +13,17 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// A platform without FileSender gets the file as text: the caption and
-// "(file: name)".
-func TestFileRowFallsBackToTextWithoutFileSender(t *testing.T) {
+// A file row goes out through the platform's upload, its text the
+// caption.
+func TestFileRowIsUploadedWithItsCaption(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a",
 		OutKind: store.OutboxFile, Text: "the report", FilePath: "/state/files/a/out/report.pdf", FileName: "report.pdf"})
 	h.g.out.deliverDue(ctx)
 	got := <-h.p.out
-	if got.Text != "the report\n(file: report.pdf)" || got.File != nil {
-		t.Errorf("delivered %q (file %v), want the caption and the fallback", got.Text, got.File)
+	if got.Kind != OutFile || got.Text != "the report" || got.File == nil || got.File.Name != "report.pdf" {
+		t.Errorf("delivered %s %q (file %+v), want report.pdf uploaded with its caption", got.Kind, got.Text, got.File)
 	}
 }
 
@@ -126,7 +126,7 @@ func TestSentFileHeldUntilTheTurnEnds(t *testing.T) {
 		t.Fatalf("Prune during the turn = %v, want a QuotaError keeping the 5-byte copy", err)
 	}
 	close(finish)
-	if file := <-h.p.out; file.Text != "(file: notes.txt)" {
+	if file := <-h.p.out; file.File == nil || file.File.Name != "notes.txt" {
 		t.Fatalf("first delivery %+v, want the file", file)
 	}
 	<-h.p.out // the reply

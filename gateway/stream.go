@@ -39,8 +39,8 @@ func (p *presenter) servesLane(sessionKey string) bool {
 // newTicker starts a ticker with the current ticker func.
 func (p *presenter) newTicker(d time.Duration) (<-chan time.Time, func()) { return (*p.ticker)(d) }
 
-// streamer shows a running turn on its platform: the typing indicator,
-// refreshed every TypingInterval, and (where the platform can edit) a
+// streamer shows a running turn on its platform: the typing indicator
+// (where the platform has one), refreshed every TypingInterval, and a
 // preview of the reply, edited at most once per PreviewInterval. All
 // platform calls happen on the streamer's own goroutine, so codex's event
 // delivery never waits for a platform.
@@ -48,9 +48,8 @@ type streamer struct {
 	p       *presenter
 	addr    Address
 	replyTo string
-	plat    Platform
-	ed      Editor
-	ty      Typer
+	plat    Platform // nil: the lane's platform is not running, nothing is shown
+	ty      Typer    // nil: the platform shows no typing
 
 	mu    sync.Mutex
 	text  strings.Builder
@@ -77,19 +76,18 @@ func (p *presenter) newStreamer(addr Address, replyTo string, typedAt time.Time)
 	s := &streamer{p: p, addr: addr, replyTo: replyTo, quit: make(chan struct{}), done: make(chan struct{}),
 		lastTyping: typedAt}
 	s.plat = p.platforms[addr.Platform]
-	s.ed, _ = s.plat.(Editor)
-	s.ty, _ = s.plat.(Typer)
-	if s.ed == nil && s.ty == nil {
+	if s.plat == nil {
 		close(s.done)
 		return s
 	}
+	s.ty, _ = s.plat.(Typer)
 	go s.loop()
 	return s
 }
 
 // delta appends streamed text; it never blocks on the platform.
 func (s *streamer) delta(d string) {
-	if s.ed == nil {
+	if s.plat == nil {
 		return
 	}
 	s.mu.Lock()
@@ -150,7 +148,7 @@ func (s *streamer) tick(ctx context.Context, now time.Time) {
 			s.p.log.Debug("typing.failed", zap.String("platform", s.addr.Platform), zap.Error(err))
 		}
 	}
-	if s.ed == nil || (!s.lastEdit.IsZero() && now.Sub(s.lastEdit) < s.p.previewInterval) {
+	if !s.lastEdit.IsZero() && now.Sub(s.lastEdit) < s.p.previewInterval {
 		return
 	}
 	s.mu.Lock()
@@ -184,7 +182,7 @@ func (s *streamer) push(ctx context.Context, text string) {
 		s.previewID = id
 		return
 	}
-	if err := s.ed.Edit(ctx, s.addr, s.previewID, preview); err != nil {
+	if err := s.plat.Edit(ctx, s.addr, s.previewID, preview); err != nil {
 		s.p.obs.PlatformError(s.addr.Platform, "edit")
 		s.p.log.Debug("preview.edit_failed", zap.String("platform", s.addr.Platform), zap.Error(err))
 	}

@@ -12,12 +12,6 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// usageObserver is the optional part of an Observer that counts tokens
-// (metrics.Metrics implements it).
-type usageObserver interface {
-	Tokens(platform, kind string, n int64)
-}
-
 // usageRecord is what the store keeps of a turn's usage.
 func usageRecord(u codex.Usage) store.UsageRecord {
 	return store.UsageRecord{TotalTokens: u.TotalTokens, ContextWindow: u.ContextWindow,
@@ -28,8 +22,7 @@ func usageRecord(u codex.Usage) store.UsageRecord {
 // countTokens reports a turn's spend by kind. Input counts all input
 // tokens, cached ones included; cached is the part of it served from cache.
 func (m *usageLimits) countTokens(platform string, u codex.Usage) {
-	obs, ok := m.obs.(usageObserver)
-	if !ok || u.Turn.Total == 0 {
+	if u.Turn.Total == 0 {
 		return
 	}
 	for _, k := range []struct {
@@ -37,7 +30,7 @@ func (m *usageLimits) countTokens(platform string, u codex.Usage) {
 		n    int64
 	}{{"input", u.Turn.Input}, {"cached", u.Turn.CachedInput}, {"output", u.Turn.Output}, {"reasoning", u.Turn.Reasoning}} {
 		if k.n > 0 {
-			obs.Tokens(platform, k.kind, k.n)
+			m.obs.Tokens(platform, k.kind, k.n)
 		}
 	}
 }

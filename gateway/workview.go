@@ -94,7 +94,7 @@ type WorkAction struct {
 
 // ProgressEditor is an optional capability of a platform that shows the
 // work view structured (the API lane): edits of the status message come
-// with the view. Platforms without it get Editor.Edit with the text.
+// with the view. Platforms without it get Platform.Edit with the text.
 type ProgressEditor interface {
 	EditProgress(ctx context.Context, addr Address, messageID, text string, view WorkView) error
 }
@@ -110,7 +110,6 @@ type workView struct {
 	full    bool
 	started time.Time
 	plat    Platform
-	ed      Editor
 
 	mu    sync.Mutex
 	state workState
@@ -143,19 +142,14 @@ type workState struct {
 }
 
 // newWorkView starts the work view of a turn, or returns nil when the mode
-// is off or the platform cannot edit (a new message per step is what the
-// view exists to avoid).
+// is off or the lane's platform is not running.
 func (p *presenter) newWorkView(addr Address, replyTo, mode string, started time.Time) *workView {
-	if mode == VerboseOff {
-		return nil
-	}
-	plat := p.platforms[addr.Platform]
-	ed, ok := plat.(Editor)
-	if !ok {
+	plat, ok := p.platforms[addr.Platform]
+	if mode == VerboseOff || !ok {
 		return nil
 	}
 	w := &workView{p: p, addr: addr, replyTo: replyTo, full: mode == VerboseFull, started: started,
-		plat: plat, ed: ed, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+		plat: plat, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	w.state.index, w.state.files = map[string]int{}, map[string]bool{}
 	go w.loop()
 	return w
@@ -409,7 +403,7 @@ func (w *workView) show(ctx context.Context, text string, v WorkView) error {
 	if pe, ok := w.plat.(ProgressEditor); ok {
 		err = pe.EditProgress(ctx, w.addr, w.msgID, text, v)
 	} else {
-		err = w.ed.Edit(ctx, w.addr, w.msgID, text)
+		err = w.plat.Edit(ctx, w.addr, w.msgID, text)
 	}
 	if err != nil {
 		w.failed(ctx, "edit", err)

@@ -13,5 +13,5 @@ func newScheduleFirings(reg prometheus.Registerer) prometheus.Counter {
 	return c
 }
 
-// ScheduleFired counts one firing. Implements gateway.TriggerObserver.
+// ScheduleFired counts one firing (gateway.Observer).
 func (m *Metrics) ScheduleFired() { m.firings.Inc() }

@@ -22,7 +22,7 @@ func (c *Coordinator) SetAnswered(answered func(messageID string)) {
 	c.answered = answered
 }
 
-// OwnedLanes is gateway.OwnedLanes: the lanes whose outbox this node reads
+// OwnedLanes is gateway.LaneGate's: the lanes whose outbox this node reads
 // (Serves still checks each row's lease before it is sent).
 func (c *Coordinator) OwnedLanes() []string {
 	c.mu.Lock()

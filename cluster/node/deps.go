@@ -35,8 +35,7 @@ var (
 	_ Store   = (*store.Store)(nil)
 	_ Gateway = (*gateway.ClusterLanes)(nil)
 
-	_ gateway.LaneGate   = (*Coordinator)(nil)
-	_ gateway.OwnedLanes = (*Coordinator)(nil)
+	_ gateway.LaneGate = (*Coordinator)(nil)
 )
 
 // Clock is the time lease validity is judged by: a lease lasts at least the

@@ -278,10 +278,29 @@ func appendLine(t *testing.T, path, s string) {
 	}
 }
 
-// capturePlatform is the "test" platform: it records what the gateway sends.
+// capturePlatform is the "test" platform: it records the messages the
+// gateway sends; a turn's previews and status message, and their edits,
+// it takes and forgets.
 type capturePlatform struct{ out chan gateway.Outbound }
 
+var _ gateway.Platform = (*capturePlatform)(nil)
+
 func (p *capturePlatform) Name() string { return "test" }
+
+// connected is closed: the capture is connected at once.
+var connected = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (p *capturePlatform) Ready() <-chan struct{} { return connected }
+
+func (p *capturePlatform) Edit(context.Context, gateway.Address, string, string) error { return nil }
+
+func (p *capturePlatform) SendFile(ctx context.Context, out gateway.Outbound) (string, error) {
+	return p.Send(ctx, out)
+}
+
+func (p *capturePlatform) OpenPlace(context.Context, gateway.Address, string) (gateway.Address, error) {
+	return gateway.Address{}, fmt.Errorf("capture: %w", gateway.ErrNoPlace)
+}
 
 func (p *capturePlatform) Run(ctx context.Context, _ gateway.Sink) error {
 	<-ctx.Done()
@@ -289,6 +308,9 @@ func (p *capturePlatform) Run(ctx context.Context, _ gateway.Sink) error {
 }
 
 func (p *capturePlatform) Send(_ context.Context, out gateway.Outbound) (string, error) {
+	if out.Kind == gateway.OutPreview || out.Kind == gateway.OutProgress {
+		return "shown", nil
+	}
 	p.out <- out
 	return "sent", nil
 }

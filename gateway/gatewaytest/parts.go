@@ -32,6 +32,15 @@ func (p *Parts) RecordPart(_ context.Context, part int, platformMessageID string
 	return nil
 }
 
+// DeferLastPart implements gateway.PartLog. With no sent mark to write it
+// with, the last part is recorded at once.
+func (p *Parts) DeferLastPart(part int, platformMessageID string) {
+	// An out-of-order part is an adapter's bug that RecordPart reports;
+	// here the adapter has nothing to return it to, so the gap stays
+	// visible in Sent.
+	_ = p.RecordPart(context.Background(), part, platformMessageID)
+}
+
 // Sent returns the recorded parts, part 0 first.
 func (p *Parts) Sent() []string {
 	p.mu.Lock()

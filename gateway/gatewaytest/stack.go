@@ -145,3 +145,24 @@ func (s *Stack) Stop(t testing.TB) {
 		t.Errorf("store close: %v", err)
 	}
 }
+
+// WaitIdle waits until no lane has work running or queued: a turn's
+// answer may show in its streamed preview before the turn ends, and a
+// command sent then would find the lane busy. The gateway signals no
+// such moment, so this polls.
+func (s *Stack) WaitIdle(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for {
+		if st := s.Gateway.Stats(); st.ActiveLanes == 0 && st.QueuedMessages == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("gatewaytest: lanes still busy after %s: %+v", timeout, s.Gateway.Stats())
+		}
+	}
+}

@@ -50,6 +50,13 @@ type Config struct {
 	// is answered with the same body and GET .../messages/{id} can show it.
 	// Required: Run refuses to start without it.
 	Answers AnswerStore
+	// Approvals takes the decisions POSTed to .../approvals/{id} and lists
+	// what is pending; Questions the same for Codex's questions; Deliveries
+	// hears which deferred outbox rows a response carried. The gateway is
+	// all three. Required: Run refuses to start without them.
+	Approvals  ApprovalDecider
+	Questions  QuestionAnswerer
+	Deliveries DeliveryReporter
 	// Handlers are extra routes on the same listener (e.g. "/healthz",
 	// "/metrics"); they are served without the bearer token, behind the
 	// same Host check (and Origin check under /api/).
@@ -145,11 +152,40 @@ type AnswerStore interface {
 	Exchange(ctx context.Context, platform, messageID string) (store.Exchange, error)
 }
 
-// Platform implements gateway.Platform, gateway.Editor and gateway.Readier.
-// Approval decisions reach the gateway when the Sink given to Run is a
-// gateway.ApprovalDecider, answers to Codex's questions when it is a
-// gateway.QuestionAnswerer, and deferred deliveries are reported when it
-// is a gateway.DeliveryReporter (the gateway is all three).
+// ApprovalDecider is the gateway's side of chat approvals on the API lane;
+// *gateway.Gateway implements it.
+type ApprovalDecider interface {
+	PendingApprovals(sessionKey string) []gateway.PendingApproval
+	Decide(sessionKey, id, decision, senderID string) error
+}
+
+// QuestionAnswerer is the gateway's side of Codex's questions on the API
+// lane; *gateway.Gateway implements it.
+type QuestionAnswerer interface {
+	PendingQuestions(sessionKey string) []gateway.PendingQuestion
+	AnswerQuestion(sessionKey, id string, answers map[string][]string, senderID string) error
+}
+
+// DeliveryReporter is told what became of outbox rows the platform
+// deferred (gateway.ErrDeferred); *gateway.Gateway implements it.
+type DeliveryReporter interface {
+	// Delivered marks outbox row id sent: a response carrying it was
+	// written.
+	Delivered(ctx context.Context, id int64, platformMessageID string) error
+	// Redeliver makes the lane's held rows due again: a request opened on
+	// the lane, or one that took them went away before they reached it.
+	Redeliver(ctx context.Context, sessionKey string) error
+}
+
+var (
+	_ ApprovalDecider  = (*gateway.Gateway)(nil)
+	_ QuestionAnswerer = (*gateway.Gateway)(nil)
+	_ DeliveryReporter = (*gateway.Gateway)(nil)
+)
+
+// Platform is the API lane: the whole gateway.Platform and the
+// ProgressEditor capability. It hands messages to the Sink given to Run,
+// and decisions, answers and deliveries to the gateway's sides in Config.
 type Platform struct {
 	cfg   Config
 	log   *zap.Logger
@@ -179,10 +215,10 @@ type Platform struct {
 	endedSince map[string]time.Time
 }
 
+// Compile-time checks of everything the platform implements.
 var (
-	_ gateway.Platform = (*Platform)(nil)
-	_ gateway.Editor   = (*Platform)(nil)
-	_ gateway.Readier  = (*Platform)(nil)
+	_ gateway.Platform       = (*Platform)(nil)
+	_ gateway.ProgressEditor = (*Platform)(nil)
 )
 
 // New builds the platform; Run starts listening.
@@ -208,10 +244,28 @@ func (p *Platform) Addr() string {
 	return p.addr
 }
 
+// checkGateway refuses a config without the gateway's sides Run needs.
+func (c Config) checkGateway() error {
+	for _, need := range []struct {
+		missing bool
+		what    string
+	}{
+		{c.Answers == nil, "answer store (Config.Answers)"},
+		{c.Approvals == nil, "approval decider (Config.Approvals)"},
+		{c.Questions == nil, "question answerer (Config.Questions)"},
+		{c.Deliveries == nil, "delivery reporter (Config.Deliveries)"},
+	} {
+		if need.missing {
+			return errors.New("api: config has no " + need.what)
+		}
+	}
+	return nil
+}
+
 // Run serves HTTP until ctx ends.
 func (p *Platform) Run(ctx context.Context, sink gateway.Sink) error {
-	if p.cfg.Answers == nil {
-		return errors.New("api: config has no answer store (Config.Answers)")
+	if err := p.cfg.checkGateway(); err != nil {
+		return err
 	}
 	if err := checkListen(p.cfg.Listen, p.cfg.Token); err != nil {
 		return err

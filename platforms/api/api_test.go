@@ -37,7 +37,59 @@ type fakeSink struct {
 	accepted    int           // messages recorded (not duplicates)
 }
 
-var _ gateway.DeliveryReporter = (*fakeSink)(nil)
+var _ testGateway = (*fakeSink)(nil)
+
+// testGateway is what the tests stand in for the gateway with: the Sink
+// Run delivers to and the sides Config takes.
+type testGateway interface {
+	gateway.Sink
+	ApprovalDecider
+	QuestionAnswerer
+	DeliveryReporter
+}
+
+// PendingApprovals: the plain fake asks for none.
+func (s *fakeSink) PendingApprovals(string) []gateway.PendingApproval { return nil }
+
+// Decide: nothing is pending.
+func (s *fakeSink) Decide(_, _, _, _ string) error { return gateway.ErrApprovalNotFound }
+
+// PendingQuestions: the plain fake asks none.
+func (s *fakeSink) PendingQuestions(string) []gateway.PendingQuestion { return nil }
+
+// AnswerQuestion: nothing is asked.
+func (s *fakeSink) AnswerQuestion(_, _ string, _ map[string][]string, _ string) error {
+	return gateway.ErrQuestionNotFound
+}
+
+// lateGateway is the Config's gateway for a test whose fake is built after
+// the platform (it answers through it): it forwards to the fake, set
+// before Run.
+type lateGateway struct{ g testGateway }
+
+func (l *lateGateway) PendingApprovals(key string) []gateway.PendingApproval {
+	return l.g.PendingApprovals(key)
+}
+
+func (l *lateGateway) Decide(key, id, decision, sender string) error {
+	return l.g.Decide(key, id, decision, sender)
+}
+
+func (l *lateGateway) PendingQuestions(key string) []gateway.PendingQuestion {
+	return l.g.PendingQuestions(key)
+}
+
+func (l *lateGateway) AnswerQuestion(key, id string, answers map[string][]string, sender string) error {
+	return l.g.AnswerQuestion(key, id, answers, sender)
+}
+
+func (l *lateGateway) Delivered(ctx context.Context, id int64, platformMessageID string) error {
+	return l.g.Delivered(ctx, id, platformMessageID)
+}
+
+func (l *lateGateway) Redeliver(ctx context.Context, key string) error {
+	return l.g.Redeliver(ctx, key)
+}
 
 func newFakeSink(p *Platform, st *store.Store, answer func(*Platform, gateway.Inbound)) *fakeSink {
 	return &fakeSink{p: p, st: st, answer: answer, rows: map[int64]gateway.Outbound{}, held: map[int64]bool{},
@@ -127,7 +179,7 @@ func echo(p *Platform, in gateway.Inbound) {
 func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound)) (*Platform, *fakeSink) {
 	t.Helper()
 	var sink *fakeSink
-	p := startAPIWith(t, token, func(p *Platform, st *store.Store) gateway.Sink {
+	p := startAPIWith(t, token, func(p *Platform, st *store.Store) testGateway {
 		sink = newFakeSink(p, st, answer)
 		return sink
 	})
@@ -136,14 +188,14 @@ func startAPI(t *testing.T, token string, answer func(*Platform, gateway.Inbound
 
 // startAPIWith runs the platform over a store in a temp directory with the
 // sink newSink builds for it.
-func startAPIWith(t *testing.T, token string, newSink func(*Platform, *store.Store) gateway.Sink) *Platform {
+func startAPIWith(t *testing.T, token string, newSink func(*Platform, *store.Store) testGateway) *Platform {
 	t.Helper()
 	return runAPI(t, Config{Token: token}, newSink)
 }
 
 // runAPI runs the platform on 127.0.0.1 with cfg over a store in a temp
 // directory (a test logger and a /healthz route unless cfg sets them).
-func runAPI(t *testing.T, cfg Config, newSink func(*Platform, *store.Store) gateway.Sink) *Platform {
+func runAPI(t *testing.T, cfg Config, newSink func(*Platform, *store.Store) testGateway) *Platform {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
 	if err != nil {
@@ -160,8 +212,11 @@ func runAPI(t *testing.T, cfg Config, newSink func(*Platform, *store.Store) gate
 			w.Write([]byte("ok"))
 		})}
 	}
+	late := &lateGateway{}
+	cfg.Approvals, cfg.Questions, cfg.Deliveries = late, late, late
 	p := New(cfg)
 	sink := newSink(p, st)
+	late.g = sink
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, sink) }()

@@ -93,29 +93,17 @@ func laneAddress(lane string) gateway.Address {
 	return gateway.Address{Platform: PlatformName, Kind: gateway.LaneAPI, ChatID: lane}
 }
 
-// decider is the sink's approval side, or nil after answering why not.
-func (p *Platform) decider(w http.ResponseWriter) gateway.ApprovalDecider {
-	d, _ := sinkAs[gateway.ApprovalDecider](p, w, "this gateway does not take approval decisions")
-	return d
-}
-
-// sinkAs is the sink as the capability T, or false after answering why
-// not: 503 before Run, 501 (with missing) when the sink lacks T.
-func sinkAs[T any](p *Platform, w http.ResponseWriter, missing string) (T, bool) {
+// running says whether Run has started (with the gateway's sides it
+// checked), or answers 503: the routes are served (Handler) before it.
+func (p *Platform) running(w http.ResponseWriter) bool {
 	p.mu.Lock()
 	sink := p.sink
 	p.mu.Unlock()
-	var zero T
 	if sink == nil {
 		writeError(w, http.StatusServiceUnavailable, "gatewayd is not running yet")
-		return zero, false
+		return false
 	}
-	c, ok := sink.(T)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, missing)
-		return zero, false
-	}
-	return c, true
+	return true
 }
 
 func (p *Platform) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -124,12 +112,11 @@ func (p *Platform) listApprovals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
 		return
 	}
-	d := p.decider(w)
-	if d == nil {
+	if !p.running(w) {
 		return
 	}
 	out := []Approval{} // an empty list, not null, when nothing is pending
-	for _, pa := range d.PendingApprovals(laneAddress(lane).SessionKey()) {
+	for _, pa := range p.cfg.Approvals.PendingApprovals(laneAddress(lane).SessionKey()) {
 		out = append(out, newApproval(lane, pa))
 	}
 	writeJSON(w, http.StatusOK, map[string][]Approval{"approvals": out})
@@ -155,15 +142,14 @@ func (p *Platform) decideApproval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "decision must be accept, acceptForSession, decline or cancel")
 		return
 	}
-	d := p.decider(w)
-	if d == nil {
+	if !p.running(w) {
 		return
 	}
 	user := req.User
 	if user == "" {
 		user = "local"
 	}
-	if err := d.Decide(laneAddress(lane).SessionKey(), id, req.Decision, user); err != nil {
+	if err := p.cfg.Approvals.Decide(laneAddress(lane).SessionKey(), id, req.Decision, user); err != nil {
 		p.decisionFailed(w, lane, id, err)
 		return
 	}

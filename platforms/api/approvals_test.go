@@ -104,7 +104,7 @@ func (d *deciderSink) decisions() []string {
 func startDecider(t *testing.T, token string) (*Platform, *deciderSink) {
 	t.Helper()
 	var d *deciderSink
-	p := startAPIWith(t, token, func(p *Platform, st *store.Store) gateway.Sink {
+	p := startAPIWith(t, token, func(p *Platform, st *store.Store) testGateway {
 		d = newDeciderSink(p, st)
 		return d
 	})
@@ -305,15 +305,31 @@ func readSSE(t *testing.T, body io.Reader, on func(event, data string)) {
 	}
 }
 
-// A sink that cannot decide (not the gateway) makes the routes say so.
-func TestApprovalRoutesWithoutDecider(t *testing.T) {
+// Run refuses a config without one of the gateway's sides, naming it:
+// there is no gateway that lacks them, so no route answers for one.
+func TestRunRefusesConfigWithoutTheGatewaysSides(t *testing.T) {
 	t.Parallel()
-	p, _ := startAPI(t, "", echo)
-	if code, body := call(t, p, "POST", "/api/lanes/demo/approvals/a1", "", `{"decision":"accept"}`); code != 501 {
-		t.Errorf("decide %d %v, want 501", code, body)
+	late := &lateGateway{}
+	full := Config{Listen: "127.0.0.1:0", Answers: &store.Store{}, Approvals: late, Questions: late, Deliveries: late}
+	tests := []struct {
+		name string
+		drop func(*Config)
+		want string
+	}{
+		{name: "answers", drop: func(c *Config) { c.Answers = nil }, want: "Config.Answers"},
+		{name: "approvals", drop: func(c *Config) { c.Approvals = nil }, want: "Config.Approvals"},
+		{name: "questions", drop: func(c *Config) { c.Questions = nil }, want: "Config.Questions"},
+		{name: "deliveries", drop: func(c *Config) { c.Deliveries = nil }, want: "Config.Deliveries"},
 	}
-	if code, body := call(t, p, "GET", "/api/lanes/demo/approvals", "", ""); code != 501 {
-		t.Errorf("list %d %v, want 501", code, body)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := full
+			tt.drop(&cfg)
+			err := New(cfg).Run(context.Background(), &fakeSink{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run = %v, want a refusal naming %s", err, tt.want)
+			}
+		})
 	}
 }
 

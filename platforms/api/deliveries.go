@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // Requests and the outbox rows they carry. A request registers before its
@@ -114,14 +112,13 @@ func (p *Platform) report(ctx context.Context, via string, w *waiter, rows []int
 		}
 	}
 	p.mu.Unlock()
-	rep := p.reporter()
-	if rep == nil || (len(delivered) == 0 && !lost) {
+	if len(delivered) == 0 && !lost {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	for _, id := range delivered {
-		if err := rep.Delivered(ctx, id, "api:"+via); err != nil {
+		if err := p.cfg.Deliveries.Delivered(ctx, id, "api:"+via); err != nil {
 			p.log.Error("api.delivered_report_failed", zap.Int64("outbox", id), zap.Error(err))
 		}
 	}
@@ -134,25 +131,14 @@ func (p *Platform) report(ctx context.Context, via string, w *waiter, rows []int
 // redeliver asks the gateway for the lane's held rows; if it cannot, the
 // lane's next request asks again.
 func (p *Platform) redeliver(ctx context.Context, lane string) {
-	rep := p.reporter()
-	if rep == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	if err := rep.Redeliver(ctx, laneAddress(lane).SessionKey()); err != nil {
+	if err := p.cfg.Deliveries.Redeliver(ctx, laneAddress(lane).SessionKey()); err != nil {
 		p.log.Error("api.redeliver_failed", zap.String("lane", lane), zap.Error(err))
 		p.mu.Lock()
 		p.deferredLanes[lane] = true
 		p.mu.Unlock()
 	}
-}
-
-func (p *Platform) reporter() gateway.DeliveryReporter {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	rep, _ := p.sink.(gateway.DeliveryReporter)
-	return rep
 }
 
 // primaryOf returns the request that sent the message (not a replay).

@@ -42,8 +42,6 @@ func fileURL(lane, id string) string {
 	return "/api/lanes/" + url.PathEscape(lane) + "/files/" + url.PathEscape(id)
 }
 
-var _ gateway.FileSender = (*Platform)(nil)
-
 // SendFile hands a file to the request that sent out.InReplyTo, or, with
 // none open, to the lane's requests like a notice (deferred to its next
 // request when there is none).

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -17,7 +16,7 @@ import (
 func startGuarded(t *testing.T, hosts, origins []string) (*Platform, *fakeSink) {
 	t.Helper()
 	var sink *fakeSink
-	p := runAPI(t, Config{AllowedHosts: hosts, AllowedOrigins: origins}, func(p *Platform, st *store.Store) gateway.Sink {
+	p := runAPI(t, Config{AllowedHosts: hosts, AllowedOrigins: origins}, func(p *Platform, st *store.Store) testGateway {
 		sink = newFakeSink(p, st, echo)
 		return sink
 	})
@@ -239,7 +238,7 @@ func TestEveryResponseCarriesTheSecurityHeaders(t *testing.T) {
 func TestRequireToken(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("served")) })
 	p := runAPI(t, Config{Token: "tok", Handlers: map[string]http.Handler{"/guarded": RequireToken("tok", ok), "/open": RequireToken("", ok)}},
-		func(p *Platform, st *store.Store) gateway.Sink { return newFakeSink(p, st, echo) })
+		func(p *Platform, st *store.Store) testGateway { return newFakeSink(p, st, echo) })
 	for _, tc := range []struct {
 		path string
 		hdr  []string

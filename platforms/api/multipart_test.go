@@ -52,7 +52,7 @@ func (s *fileSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error
 func startUploads(t *testing.T, maxFile int64) (*Platform, *fileSink) {
 	t.Helper()
 	var sink *fileSink
-	p := runAPI(t, Config{MaxFileBytes: maxFile, SpoolDir: t.TempDir()}, func(p *Platform, st *store.Store) gateway.Sink {
+	p := runAPI(t, Config{MaxFileBytes: maxFile, SpoolDir: t.TempDir()}, func(p *Platform, st *store.Store) testGateway {
 		sink = &fileSink{fakeSink: newFakeSink(p, st, echo), got: map[string][]byte{}, mimes: map[string]string{}}
 		return sink
 	})

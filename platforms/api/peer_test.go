@@ -116,7 +116,7 @@ func runPeerAPI(t *testing.T, cfg Config) *peerAPI {
 	pa := &peerAPI{logs: logs}
 	cfg.Logger = zap.New(core)
 	cfg.Public = []string{"/healthz"}
-	pa.p = runAPI(t, cfg, func(p *Platform, st *store.Store) gateway.Sink {
+	pa.p = runAPI(t, cfg, func(p *Platform, st *store.Store) testGateway {
 		p.lookupUID = func(netip.AddrPort, netip.AddrPort) (uint32, error) {
 			pa.mu.Lock()
 			defer pa.mu.Unlock()

@@ -11,8 +11,6 @@ import (
 // events carrying the gateway.WorkView as JSON, and the answer carries the
 // last view ("progress") and its summary line ("summary").
 
-var _ gateway.ProgressEditor = (*Platform)(nil)
-
 // startProgress attaches a status message to the request waiting for the
 // message it reports on. Its id shares the previews' table, so it leaves
 // with the request; only EditProgress ever names it.

@@ -88,24 +88,17 @@ type AnswerResponse struct {
 
 const answerShape = `body must be JSON: {"answers": {"<question id>": ["<option label or text>"]}, "user": "..."}`
 
-// answerer is the sink's question side, or nil after answering why not.
-func (p *Platform) answerer(w http.ResponseWriter) gateway.QuestionAnswerer {
-	a, _ := sinkAs[gateway.QuestionAnswerer](p, w, "this gateway does not take answers to questions")
-	return a
-}
-
 func (p *Platform) listQuestions(w http.ResponseWriter, r *http.Request) {
 	lane := r.PathValue("lane")
 	if !laneName.MatchString(lane) {
 		writeError(w, http.StatusBadRequest, "lane name must be 1-128 characters of A-Z a-z 0-9 . _ -")
 		return
 	}
-	a := p.answerer(w)
-	if a == nil {
+	if !p.running(w) {
 		return
 	}
 	out := []Question{} // an empty list, not null, when nothing is pending
-	for _, pq := range a.PendingQuestions(laneAddress(lane).SessionKey()) {
+	for _, pq := range p.cfg.Questions.PendingQuestions(laneAddress(lane).SessionKey()) {
 		out = append(out, newQuestion(lane, pq))
 	}
 	writeJSON(w, http.StatusOK, map[string][]Question{"questions": out})
@@ -121,11 +114,10 @@ func (p *Platform) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a := p.answerer(w)
-	if a == nil {
+	if !p.running(w) {
 		return
 	}
-	if err := a.AnswerQuestion(laneAddress(lane).SessionKey(), id, req.Answers, req.User); err != nil {
+	if err := p.cfg.Questions.AnswerQuestion(laneAddress(lane).SessionKey(), id, req.Answers, req.User); err != nil {
 		p.answerFailed(w, lane, id, err)
 		return
 	}

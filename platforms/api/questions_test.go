@@ -169,7 +169,7 @@ func (a *askerSink) calls() []string {
 func startAsker(t *testing.T, token string) (*Platform, *askerSink) {
 	t.Helper()
 	var a *askerSink
-	p := startAPIWith(t, token, func(p *Platform, st *store.Store) gateway.Sink {
+	p := startAPIWith(t, token, func(p *Platform, st *store.Store) testGateway {
 		a = newAskerSink(p, st)
 		return a
 	})
@@ -361,19 +361,7 @@ func TestQuestionEventInStream(t *testing.T) {
 	}
 }
 
-// A sink that cannot answer (not the gateway) makes the routes say so.
-func TestQuestionRoutesWithoutAnswerer(t *testing.T) {
-	t.Parallel()
-	p, _ := startAPI(t, "", echo)
-	if code, body := call(t, p, "POST", "/api/lanes/demo/questions/q1", "", `{"answers":{"color":["Red"]}}`); code != 501 {
-		t.Errorf("answer %d %v, want 501", code, body)
-	}
-	if code, body := call(t, p, "GET", "/api/lanes/demo/questions", "", ""); code != 501 {
-		t.Errorf("list %d %v, want 501", code, body)
-	}
-}
-
-// Before Run has a sink, the routes answer 503 rather than failing.
+// Before Run, the routes answer 503 rather than failing.
 func TestQuestionRoutesBeforeRunning(t *testing.T) {
 	t.Parallel()
 	p := New(Config{Listen: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})

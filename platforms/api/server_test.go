@@ -67,7 +67,7 @@ func readToEOF(t *testing.T, c net.Conn, r io.Reader) string {
 
 func TestIdleKeepAliveConnectionIsClosed(t *testing.T) {
 	t.Parallel()
-	p := runAPI(t, Config{IdleTimeout: 50 * time.Millisecond}, func(p *Platform, st *store.Store) gateway.Sink {
+	p := runAPI(t, Config{IdleTimeout: 50 * time.Millisecond}, func(p *Platform, st *store.Store) testGateway {
 		return newFakeSink(p, st, echo)
 	})
 	c := dial(t, p)
@@ -102,7 +102,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 func startAPIConfig(t *testing.T, cfg Config) (*Platform, *fakeSink) {
 	t.Helper()
 	var sink *fakeSink
-	p := runAPI(t, cfg, func(p *Platform, st *store.Store) gateway.Sink {
+	p := runAPI(t, cfg, func(p *Platform, st *store.Store) testGateway {
 		sink = newFakeSink(p, st, echo)
 		return sink
 	})
@@ -177,7 +177,7 @@ func TestSSEKeepAliveDuringSilentTurn(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	p := runAPI(t, Config{KeepAliveInterval: 40 * time.Millisecond, BodyTimeout: 50 * time.Millisecond},
-		func(p *Platform, st *store.Store) gateway.Sink {
+		func(p *Platform, st *store.Store) testGateway {
 			return newFakeSink(p, st, silentTurn(release))
 		})
 	sc := streamLines(t, p)
@@ -208,7 +208,7 @@ func TestHTTPServerErrorsGoToTheLog(t *testing.T) {
 			w.WriteHeader(200)
 			w.WriteHeader(500) // net/http logs "superfluous response.WriteHeader call"
 		}),
-	}}, func(p *Platform, st *store.Store) gateway.Sink { return newFakeSink(p, st, echo) })
+	}}, func(p *Platform, st *store.Store) testGateway { return newFakeSink(p, st, echo) })
 	resp, err := http.Get("http://" + p.Addr() + "/twice")
 	if err != nil {
 		t.Fatal(err)

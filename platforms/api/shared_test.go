@@ -26,7 +26,7 @@ type twoNodes struct {
 func startTwoNodes(t *testing.T, poll time.Duration) *twoNodes {
 	t.Helper()
 	n := &twoNodes{received: make(chan gateway.Inbound, 10)}
-	n.front = runAPI(t, Config{SharedAnswers: true, SharedPoll: poll}, func(p *Platform, st *store.Store) gateway.Sink {
+	n.front = runAPI(t, Config{SharedAnswers: true, SharedPoll: poll}, func(p *Platform, st *store.Store) testGateway {
 		n.st = st
 		n.sink = newFakeSink(p, st, func(_ *Platform, in gateway.Inbound) { n.received <- in })
 		return n.sink

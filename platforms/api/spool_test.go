@@ -22,7 +22,7 @@ func startSpool(t *testing.T, maxSpool int64, answer func(*Platform, gateway.Inb
 	dir := t.TempDir()
 	var sink *fileSink
 	p := runAPI(t, Config{MaxFileBytes: 1 << 10, MaxSpoolBytes: maxSpool, SpoolDir: dir},
-		func(p *Platform, st *store.Store) gateway.Sink {
+		func(p *Platform, st *store.Store) testGateway {
 			sink = &fileSink{fakeSink: newFakeSink(p, st, answer), got: map[string][]byte{}, mimes: map[string]string{}}
 			return sink
 		})

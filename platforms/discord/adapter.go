@@ -16,14 +16,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// Compile-time checks that the adapter offers every capability it claims.
+// Compile-time checks of everything the adapter implements.
 var (
-	_ gateway.Platform     = (*Adapter)(nil)
-	_ gateway.Editor       = (*Adapter)(nil)
-	_ gateway.Typer        = (*Adapter)(nil)
-	_ gateway.ButtonSender = (*Adapter)(nil)
-	_ gateway.Authorizer   = (*Adapter)(nil)
-	_ gateway.Readier      = (*Adapter)(nil)
+	_ gateway.Platform        = (*Adapter)(nil)
+	_ gateway.Typer           = (*Adapter)(nil)
+	_ gateway.Deleter         = (*Adapter)(nil)
+	_ gateway.ButtonSender    = (*Adapter)(nil)
+	_ gateway.ButtonEditor    = (*Adapter)(nil)
+	_ gateway.Authorizer      = (*Adapter)(nil)
+	_ gateway.MakerAuthorizer = (*Adapter)(nil)
 )
 
 // intents are the gateway intents needed to read message content in guild
@@ -133,7 +134,7 @@ func newSession(cfg Config, shard Shard) (*discordgo.Session, error) {
 // Name implements gateway.Platform.
 func (a *Adapter) Name() string { return PlatformName }
 
-// Ready implements gateway.Readier: closed after the first READY has been
+// Ready implements gateway.Platform: closed after the first READY has been
 // handled (commands registered, missed messages fed to the sink).
 func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 

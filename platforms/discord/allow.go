@@ -133,5 +133,3 @@ func (a *Adapter) AuthorizeMaker(addr gateway.Address, userID string) (allowed, 
 	}
 	return false, !a.allow.needsRoles(userID)
 }
-
-var _ gateway.MakerAuthorizer = (*Adapter)(nil)

@@ -36,9 +36,13 @@ func TestEndToEndForkStartsAThreadInTheChannel(t *testing.T) {
 			t.Fatalf("no message containing %q in %s: %+v", want, where, srv.BotMessages(where))
 		}
 	}
-	startStack(t, ctx, world, srv)
+	stack := startStack(t, ctx, world, srv)
+	// The streamed preview shows the answer before its turn ends; /fork
+	// then would be told to wait for the answer, not fork.
+	waitIdle := func() { t.Helper(); stack.WaitIdle(t, 60*time.Second) }
 	say("11", "remember KIWI")
 	waitText("11", "ECHO: [u"+allowed+"]: remember KIWI")
+	waitIdle()
 	say("11", "/fork kiwi experiments")
 	waitText("11", `Forked into "kiwi experiments"`)
 	made := srv.ThreadsMade()
@@ -64,6 +68,7 @@ func TestEndToEndForkStartsAThreadInTheChannel(t *testing.T) {
 
 	say("99", "hello from a DM")
 	waitText("99", "ECHO: hello from a DM")
+	waitIdle()
 	say("99", "/fork")
 	waitText("99", "Cannot fork here")
 	if n := len(srv.ThreadsMade()); n != 1 {

@@ -233,7 +233,7 @@ func partNonce(id int64, part int, text string) string {
 	return hex.EncodeToString(sum[:])[:maxNonce]
 }
 
-// Edit implements gateway.Editor (streamed previews). A preview longer than
+// Edit implements gateway.Platform (streamed previews). A preview longer than
 // one message is cut at the limit and marked with "…"; the final reply goes
 // through Send with EditID, which splits it.
 func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, messageID, text string) error {

@@ -24,8 +24,6 @@ const (
 	tier3UploadBytes   = 100 << 20
 )
 
-var _ gateway.FileSender = (*Adapter)(nil)
-
 // uploadLimit is the largest attachment the channel's server takes.
 func (a *Adapter) uploadLimit(ctx context.Context, channelID string) int64 {
 	info, err := a.channel(ctx, channelID)
@@ -50,7 +48,7 @@ func tooLargeText(name string, size, limit int64) string {
 		name, files.FormatSize(size), files.FormatSize(limit))
 }
 
-// SendFile implements gateway.FileSender. The upload is part 0 of the row,
+// SendFile implements gateway.Platform. The upload is part 0 of the row,
 // sent with the row's nonce, so a retry whose answer was lost does not
 // post it twice.
 func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, error) {

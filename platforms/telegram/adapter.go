@@ -78,8 +78,8 @@ type Config struct {
 // for the gate again.
 var ErrNotPoller = errors.New("telegram: another node is the poller now")
 
-// Adapter is the Telegram platform. It implements gateway.Platform and the
-// Editor, Typer, ButtonSender, Authorizer and Readier capabilities.
+// Adapter is the Telegram platform: the whole gateway.Platform and every
+// optional capability but ProgressEditor (see the checks below).
 type Adapter struct {
 	cfg    Config
 	log    *zap.Logger
@@ -102,13 +102,14 @@ type Adapter struct {
 	edits  *editCache
 }
 
+// Compile-time checks of everything the adapter implements.
 var (
 	_ gateway.Platform     = (*Adapter)(nil)
-	_ gateway.Editor       = (*Adapter)(nil)
 	_ gateway.Typer        = (*Adapter)(nil)
+	_ gateway.Deleter      = (*Adapter)(nil)
 	_ gateway.ButtonSender = (*Adapter)(nil)
+	_ gateway.ButtonEditor = (*Adapter)(nil)
 	_ gateway.Authorizer   = (*Adapter)(nil)
-	_ gateway.Readier      = (*Adapter)(nil)
 )
 
 // maxIdleConnsPerHost is how many Bot API connections stay open between

@@ -36,9 +36,13 @@ func TestEndToEndForkOpensAForumTopic(t *testing.T) {
 			return false
 		})
 	}
-	startStack(t, ctx, world, srv)
+	stack := startStack(t, ctx, world, srv)
+	// The streamed preview shows the answer before its turn ends; /fork
+	// then would be told to wait for the answer, not fork.
+	waitIdle := func() { t.Helper(); stack.WaitIdle(t, 60*time.Second) }
 	srv.Text(forum, alice, 42, "@gatewayd_test_bot remember KIWI", nil)
 	waitText(forum.ID, 42, "ECHO")
+	waitIdle()
 	srv.Text(forum, alice, 42, "/fork@gatewayd_test_bot kiwi experiments", nil)
 	waitText(forum.ID, 42, `Forked into "kiwi experiments"`)
 	created := srv.CreatedTopics()
@@ -68,6 +72,7 @@ func TestEndToEndForkOpensAForumTopic(t *testing.T) {
 	dm, _ := aliceDM(srv)
 	srv.Text(dm, alice, 0, "hello", nil)
 	waitText(dm.ID, 0, "ECHO")
+	waitIdle()
 	srv.Text(dm, alice, 0, "/fork", nil)
 	waitText(dm.ID, 0, "Cannot fork here")
 	if n := len(srv.CreatedTopics()); n != 1 {

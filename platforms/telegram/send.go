@@ -220,7 +220,7 @@ func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 }
 
-// Edit implements gateway.Editor for streamed previews. Unchanged text is
+// Edit implements gateway.Platform for streamed previews. Unchanged text is
 // not sent again, and Telegram's "message is not modified" is success. A
 // preview longer than one message shows its first chunk; the final Send
 // splits the whole text.

@@ -18,9 +18,7 @@ const (
 	maxCaptionUnits = 1024
 )
 
-var _ gateway.FileSender = (*Adapter)(nil)
-
-// SendFile implements gateway.FileSender. The upload is one part: a retry
+// SendFile implements gateway.Platform. The upload is one part: a retry
 // of a row whose upload was recorded sends nothing again.
 func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, error) {
 	if len(out.SentParts) > 0 {

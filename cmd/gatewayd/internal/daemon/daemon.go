@@ -359,6 +359,7 @@ func (d *daemon) buildGateway() error {
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
 		Listen: d.cfg.API.Listen, Token: d.cfg.API.Token, Logger: d.log, Answers: d.store,
+		Approvals: gw, Questions: gw, Deliveries: gw,
 		AllowGroup: d.cfg.API.AllowGroup, Public: d.publicPaths(),
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
