@@ -23,7 +23,8 @@ func TestEndToEndSenderLimit(t *testing.T) {
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
 	dm, alice := aliceDM(srv)
-	startStackWith(t, ctx, world, srv, gateway.Config{MaxPerMinute: 2})
+	world.Features.MaxPerMinute = 2
+	startStackWith(t, ctx, world, srv, gateway.Config{})
 	var refused []int
 	for i := 1; i <= 4; i++ {
 		m := srv.Text(dm, alice, 0, fmt.Sprintf("message %d", i), nil)
