@@ -90,6 +90,8 @@ func benchDaemonCPU(b *testing.B, isolation string) {
 	b.ReportMetric(ms(after.sys-before.sys)/n, "daemon-sys-ms/msg")
 	b.ReportMetric(ms(after.reaped-before.reaped)/n, "daemon-children-ms/msg")
 	b.ReportMetric(ms(after.codex-before.codex)/n, "codex-ms/msg")
+	b.ReportMetric(float64(after.writes-before.writes)/n, "daemon-writes/msg")
+	b.ReportMetric(float64(after.written-before.written)/n/1024, "daemon-written-KB/msg")
 	if code := d.terminate(b, 30*time.Second); code != 0 {
 		b.Fatalf("exit %d after SIGTERM:\n%s", code, d.logs())
 	}
@@ -112,6 +114,10 @@ type daemonCPU struct {
 	own, sys time.Duration // the daemon's own (utime + stime) and of it stime
 	reaped   time.Duration // the daemon's children that exited (git, …): cutime + cstime
 	codex    time.Duration // the live process tree below the daemon: the app-server and what it ran
+	// From /proc/<pid>/io: the daemon's write syscalls (pwrite of WAL
+	// frames, sockets, pipes) and the bytes they wrote, exact where CPU
+	// time moves with the machine's load.
+	writes, written int64
 }
 
 func cpuOf(b *testing.B, pid int) daemonCPU {
@@ -133,7 +139,29 @@ func cpuOf(b *testing.B, pid int) daemonCPU {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return daemonCPU{own: tick(14) + tick(15), sys: tick(15), reaped: tick(16) + tick(17), codex: u.ChildCPU}
+	c := daemonCPU{own: tick(14) + tick(15), sys: tick(15), reaped: tick(16) + tick(17), codex: u.ChildCPU}
+	c.writes, c.written = ioOf(b, pid)
+	return c
+}
+
+// ioOf reads syscw and wchar from /proc/<pid>/io.
+func ioOf(b *testing.B, pid int) (writes, written int64) {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, value, _ := strings.Cut(line, ": ")
+		v, _ := strconv.ParseInt(value, 10, 64)
+		switch name {
+		case "syscw":
+			writes = v
+		case "wchar":
+			written = v
+		}
+	}
+	return writes, written
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
