@@ -20,14 +20,25 @@ func (s *Store) RecordAnswer(ctx context.Context, sessionKey, messageID string, 
 	}
 	var stored []byte
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
-		if _, err := q.ExecContext(ctx, `INSERT INTO answers (session_key, message_id, body, created_at)
+		res, err := q.ExecContext(ctx, `INSERT INTO answers (session_key, message_id, body, created_at)
 			VALUES (?, ?, ?, ?) ON CONFLICT (session_key, message_id) DO NOTHING`,
-			sessionKey, messageID, body, toDB(s.now())); err != nil {
+			sessionKey, messageID, body, toDB(s.now()))
+		if err != nil {
 			return err
 		}
-		if err := q.QueryRowContext(ctx, "SELECT body FROM answers WHERE session_key = ? AND message_id = ?",
-			sessionKey, messageID).Scan(&stored); err != nil {
+		// Inserted: body is what is recorded, so the read back of nearly
+		// every answer is saved. Otherwise the first answer wins.
+		n, err := res.RowsAffected()
+		if err != nil {
 			return err
+		}
+		stored = body
+		if n == 0 {
+			err := q.QueryRowContext(ctx, "SELECT body FROM answers WHERE session_key = ? AND message_id = ?",
+				sessionKey, messageID).Scan(&stored)
+			if err != nil {
+				return err
+			}
 		}
 		return s.notifyAnswer(ctx, q, messageID)
 	})

@@ -19,8 +19,13 @@ const MaxHeldPerLane = 100
 
 // HoldOutbox holds a pending row. A row no longer pending (already reported
 // delivered, or failed) is left alone: holding it would change nothing.
+//
+// It is a lazy commit (writeLazy): a hold lasts only as long as the process
+// (UnholdAll makes every held row due at start-up), so a power cut that
+// undoes it undoes nothing a restart would keep. The row itself, pending,
+// was made durable by the commit that queued it.
 func (s *Store) HoldOutbox(ctx context.Context, id int64) error {
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.writeLazy(ctx, func(ctx context.Context, q querier) error {
 		now := toDB(s.now())
 		if _, err := q.ExecContext(ctx, "UPDATE outbox SET held = 1, updated_at = ? WHERE id = ? AND state = 'pending'",
 			now, id); err != nil {

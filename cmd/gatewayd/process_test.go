@@ -344,7 +344,7 @@ func (d *daemonProc) terminate(t testing.TB, limit time.Duration) int {
 }
 
 // waitHealthy polls /healthz: the daemon has no other signal to give.
-func waitHealthy(t *testing.T, api *apiClient, d *daemonProc) {
+func waitHealthy(t testing.TB, api *apiClient, d *daemonProc) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
