@@ -133,7 +133,9 @@ func (b *busyPolicy) steer(ctx context.Context, l *lane, it item) bool {
 // steerEdit steers the edit of the running turn's own message into it,
 // whatever waits behind it (edits.go).
 func (b *busyPolicy) steerEdit(ctx context.Context, l *lane, msgID, text string) bool {
-	cur, thread := l.editTarget(msgID)
+	wctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	cur, thread := l.editTarget(wctx, msgID)
+	cancel()
 	if cur == nil {
 		return false
 	}

@@ -628,6 +628,9 @@ type fakeCodex struct {
 	images   [][]string          // TurnInput.Images of each RunTurn, in order
 	ensureFn func(stored string) (codex.Ensured, error)
 	run      func(ctx context.Context, thread, text string, ev codex.TurnEvents) (codex.TurnResult, error)
+	// starting, when set, runs in RunTurn before codex has the turn (its
+	// Started event): a turn/start still on its way.
+	starting func(text string)
 	modes    []string    // each turn's TurnInput.Mode
 	interr   chan string // Interrupt calls
 	turnSeq  int
@@ -689,8 +692,11 @@ func (c *fakeCodex) RunTurn(ctx context.Context, thread string, in codex.TurnInp
 	c.modes = append(c.modes, in.Mode)
 	c.turnSeq++
 	turnID := "turn" + strconv.Itoa(c.turnSeq)
-	run := c.run
+	run, starting := c.run, c.starting
 	c.mu.Unlock()
+	if starting != nil {
+		starting(text)
+	}
 	if ev.Started != nil {
 		ev.Started(turnID)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/features"
+	"github.com/gatewayd/gatewayd/internal/testclock"
 )
 
 // withDefaultFeatures is the daemon's list of features with the ones a
@@ -29,26 +30,10 @@ func withDefaultFeatures(defaults, own []ext.Feature) []ext.Feature {
 	return list
 }
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is a settable clock so tests never sleep.
+type fakeClock = testclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeClock { return testclock.New() }
 
 // harness runs a gateway over the fakes.
 type harness struct {

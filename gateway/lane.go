@@ -135,6 +135,8 @@ type turnState struct {
 	files []store.OutboxMessage
 	// stream is the turn's streamer, held once the agent sent a file.
 	stream *streamer
+	// edits of the item's message before codex has its turn (edits.go).
+	edits turnEdits
 }
 
 // idle reports whether the lane has no work; l.mu must be held.
@@ -182,19 +184,6 @@ func (l *lane) steerTarget() (*turnState, string) {
 	cur := l.cur
 	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
 		cur.compacting || cur.threadID == "" || l.queue.len() > 0 {
-		return nil, ""
-	}
-	return cur, cur.threadID
-}
-
-// editTarget is the running turn and its thread when it is message
-// msgID's and can still take input.
-func (l *lane) editTarget(msgID string) (*turnState, string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur := l.cur
-	if cur == nil || cur.kind != itemTurn || cur.msgID != msgID || cur.answered || cur.finishing || cur.discard ||
-		cur.cutOff || cur.compacting || cur.threadID == "" {
 		return nil, ""
 	}
 	return cur, cur.threadID
@@ -561,20 +550,6 @@ func (l *lane) waitPing(thread string) (user, msgID string, ok bool) {
 	return l.cur.requester, l.cur.msgID, true
 }
 
-// replaceQueued gives the queued turn of message msgID the text, when it
-// waits in the queue as text only (a file list is the message's too), and
-// returns its inbound row.
-func (l *lane) replaceQueued(msgID, text string) (inboundID int64, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ok = l.queue.update(func(it item) bool {
-		return it.kind == itemTurn && it.msgID == msgID && !it.retry && len(it.images) == 0 && it.review == nil
-	}, func(it *item) {
-		it.text, it.journal, inboundID = text, nil, it.inboundID
-	})
-	return inboundID, ok
-}
-
 // setFinishing marks the current turn as past its codex work.
 func (l *lane) setFinishing() {
 	l.mu.Lock()
@@ -620,6 +595,7 @@ func (l *lane) endItem(usedAt int64) []store.OutboxMessage {
 	var sent []store.OutboxMessage
 	if l.cur != nil {
 		sent = l.cur.files
+		l.cur.edits.release()
 	}
 	l.cur = nil
 	l.lastUsed = usedAt
@@ -735,7 +711,8 @@ func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, b
 	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID}
+	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID,
+		edits: newTurnEdits(it)}
 	return it, true
 }
 
@@ -748,6 +725,9 @@ func (l *lane) park(it item, wait func() bool, queued, active *atomic.Int64) boo
 	defer l.mu.Unlock()
 	if !wait() {
 		return false
+	}
+	if l.cur != nil && l.cur.edits.text != "" {
+		it.text = l.cur.edits.text // edited after it was taken: it waits as edited
 	}
 	it.journal = nil
 	l.queue.prepend([]item{it})

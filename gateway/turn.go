@@ -209,6 +209,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 		r.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
 		return
 	}
+	r.takeEditedText(ctx, t)
 	res, err := r.execute(ctx, t)
 	// A turn that completed while shutdown was cutting it off is kept: the
 	// thread has it, so asking the user to /retry would run it twice.
@@ -234,6 +235,22 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	t.turnID = res.TurnID
 	r.host.finished(t, res)
 	r.finish(ctx, t, string(res.Status), replyText(res), res.Usage)
+}
+
+// takeEditedText takes the text the turn runs: its message's edit when
+// it was edited after leaving the queue (edits.go), journaled again so a
+// restart tells or reruns what ran.
+func (r *turnRunner) takeEditedText(ctx context.Context, t *turn) {
+	text, edited := t.l.takeTurnText(t.it.text)
+	if !edited {
+		return
+	}
+	t.it.text = text
+	err := r.st.JournalTurn(ctx, store.JournalEntry{SessionKey: t.l.key, Generation: t.sl.Generation,
+		InboundID: t.it.inboundID, ThreadID: t.sl.ThreadID, Text: text, StartedAt: t.started})
+	if err != nil {
+		r.log.Warn("turn.journal_edit_failed", zap.String("lane", t.l.key), zap.Error(err))
+	}
 }
 
 // journaledAs says whether the journal entry written with the inbound row
@@ -313,8 +330,13 @@ func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error 
 // thread the app-server forgot (it restarted) is ensured again once.
 func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, error) {
 	ev := codex.TurnEvents{
-		Started: func(id string) { t.turnID = id; r.host.started(ctx, t); r.superseded(t.l, t.thread) },
-		Delta:   t.stream.delta,
+		Started: func(id string) {
+			t.turnID = id
+			t.l.turnInCodex()
+			r.host.started(ctx, t)
+			r.superseded(t.l, t.thread)
+		},
+		Delta: t.stream.delta,
 	}
 	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/testclock"
 )
 
 // TestMain doubles as the crash-test child: when crashChildEnv names a
@@ -37,26 +37,9 @@ func sqliteOnly(t testing.TB, why string) {
 }
 
 // fakeClock is a settable clock so tests never sleep.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = testclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newFakeClock() *fakeClock { return testclock.New() }
 
 // testDBPath is where a test's database lives: a file in a temp dir, or on
 // PostgreSQL the DSN of a fresh database (reopening it is a restart).

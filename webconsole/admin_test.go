@@ -5,46 +5,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/store/storetest"
 	"github.com/gatewayd/gatewayd/webconsole"
 )
 
 // openTestStore opens a real store with two lanes and one committed turn.
-func openTestStore(t *testing.T) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	for _, k := range []store.LaneKey{
-		{SessionKey: "v1:api:default", Platform: "api", Kind: "api", ChatID: "default"},
-		{SessionKey: "v1:telegram:topic:-100:42", Platform: "telegram", Kind: "topic", ChatID: "-100", TopicID: "42"},
-	} {
-		if _, err := st.EnsureLane(ctx, k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lane, err := st.Lane(ctx, "v1:api:default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CommitTurn(ctx, store.CompletedTurn{
-		SessionKey: lane.SessionKey, Generation: lane.Generation, SessionID: lane.SessionID,
-		ThreadID: "thr-1", TurnID: "turn-1", UserText: "remember 42", AssistantText: "noted: 42",
-		Status: "completed",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+func openTestStore(t *testing.T) *store.Store { return storetest.OpenWithTurn(t) }
 
 // storeBackend serves the admin routes from the store alone, as the
 // sessions CLI's offline backend does.

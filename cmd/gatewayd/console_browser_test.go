@@ -451,7 +451,8 @@ func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
 		t.Skip("builds and runs the daemon and a browser")
 	}
 	b := newBrowser(t)
-	model := codextest.NewModel(t)
+	s := newDaemonSetup(t)
+	model := s.model
 	long := strings.Repeat("a rather long reply that wraps over several lines on a phone ", 6)
 	model.Respond(func(req codextest.Request) codextest.Reply {
 		if req.LastUserText() == "slowly" {
@@ -459,13 +460,9 @@ func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
 		}
 		return codextest.DefaultReply(req)
 	})
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, nil)
-	api := &apiClient{base: "http://" + addr}
-	d := startDaemon(t, bin, cfgFile, dir, "console-phone", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	s.configure(t, nil)
+	api := s.api
+	s.start(t, "console-phone")
 
 	b.run(t, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	b.run(t, "open /", chromedp.Navigate(api.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body`)))

@@ -26,7 +26,8 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 		t.Skip("builds and runs the daemon and a browser")
 	}
 	b := newBrowser(t)
-	model := codextest.NewModel(t)
+	s := newDaemonSetup(t)
+	model := s.model
 	resets := time.Now().Add(4 * time.Hour).Truncate(time.Second)
 	entered := make(chan struct{}, 1)
 	var holds atomic.Int32
@@ -42,14 +43,10 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 		r.Headers = codextest.RateLimitHeaders(37, 300, resets)
 		return r
 	})
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
 	// One sender posts a transcript page's worth to one lane: past lanes.max_per_minute.
-	cfgFile := processConfig(t, dir, addr, model, map[string]any{"lanes": map[string]any{"max_per_minute": 0}})
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "console-commands", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	s.configure(t, map[string]any{"lanes": map[string]any{"max_per_minute": 0}})
+	api := s.api
+	d := s.start(t, "console-commands")
 
 	// Three lanes through the API: one to command, one named by its first
 	// message, and one longer than a transcript page (50 messages).

@@ -7,13 +7,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // craftedLane is the lane name of a security report's: decoded, it is
@@ -41,14 +38,10 @@ func TestBrowserCraftedLaneNameReachesNoOtherRoute(t *testing.T) {
 		t.Skip("builds and runs the daemon and a browser")
 	}
 	b := newBrowser(t)
-	model := codextest.NewModel(t)
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, nil)
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "console-crafted", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	s := newDaemonSetup(t)
+	s.configure(t, nil)
+	api := s.api
+	s.start(t, "console-crafted")
 
 	if reply := postMessage(t, api, "B", "hello B"); reply != "ECHO: hello B" {
 		t.Fatalf("lane B's first reply %q", reply)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 const (
@@ -55,18 +53,12 @@ func (c rawCall) do(t *testing.T, base string) (*http.Response, string) {
 // resets nothing, while {} and an empty JSON body reset; /metrics needs
 // the token, unless GATEWAYD_API_METRICS_PUBLIC=true after a restart.
 func TestProcessFramingAdminJSONAndMetricsToken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon")
-	}
-	model := codextest.NewModel(t)
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
+	s := newDaemonSetup(t)
+	bin, dir := s.bin, s.dir
 	const token = "tok"
-	cfgFile := processConfig(t, dir, addr, model, map[string]any{"api": map[string]any{"listen": addr, "token": token}})
-	api := &apiClient{base: "http://" + addr, token: token, http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "guarded", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	s.configure(t, map[string]any{"api": map[string]any{"token": token}})
+	cfgFile, api := s.cfgFile, s.api
+	d := s.start(t, "guarded")
 	if reply := postMessage(t, api, "web", "hello"); reply != "ECHO: hello" {
 		t.Fatalf("first reply %q", reply)
 	}

@@ -48,10 +48,8 @@ func waitLane(t *testing.T, api *apiClient, name, what string, ok func(processLa
 // the lane's transcript pages through both of its sessions (a /new in
 // between) with the real user and assistant rows, newest first.
 func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon")
-	}
-	model := codextest.NewModel(t)
+	s := newDaemonSetup(t)
+	model := s.model
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	t.Cleanup(func() {
@@ -68,13 +66,9 @@ func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
 		}
 		return codextest.DefaultReply(req)
 	})
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, map[string]any{"api": map[string]any{"listen": addr, "token": "tok"}})
-	api := &apiClient{base: "http://" + addr, token: "tok", http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "console", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	s.configure(t, map[string]any{"api": map[string]any{"token": "tok"}})
+	api := s.api
+	d := s.start(t, "console")
 
 	resp, err := http.Get(api.base + "/api/lanes")
 	if err != nil {

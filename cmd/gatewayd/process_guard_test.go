@@ -37,18 +37,11 @@ func processConfig(t *testing.T, dir, addr string, model *codextest.Model, extra
 // another origin) without running a turn, while `gatewayd chat` and a
 // curl-style JSON POST keep working.
 func TestProcessRefusesCrossOriginButChatWorks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon")
-	}
-	model := codextest.NewModel(t)
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, nil)
-	notify := listenNotify(t)
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "guard", notify.path)
-	waitHealthy(t, api, d)
+	s := newDaemonSetup(t)
+	model := s.model
+	s.configure(t, nil)
+	api := s.api
+	d := s.start(t, "guard")
 
 	before := len(model.Requests())
 	tests := []struct {

@@ -20,29 +20,24 @@ import (
 // api.token_file; exit 0 with the reply for a completed turn, 1 for a
 // failed one.
 func TestProcessSendWithTheRealCodex(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon")
-	}
-	model := codextest.NewModel(t)
+	s := newDaemonSetup(t)
+	model := s.model
+	bin, dir := s.bin, s.dir
 	model.Respond(func(req codextest.Request) codextest.Reply {
 		if strings.Contains(req.LastUserText(), "FAIL-THIS-TURN") {
 			return codextest.Reply{HTTPStatus: http.StatusBadRequest} // codex does not retry a 400
 		}
 		return codextest.DefaultReply(req)
 	})
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
 	tokenFile := filepath.Join(dir, "api-token")
 	if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfgFile := processConfig(t, dir, addr, model, map[string]any{
-		"api": map[string]any{"listen": addr, "token_file": tokenFile},
+	s.configure(t, map[string]any{
+		"api": map[string]any{"token_file": tokenFile},
 	})
-	api := &apiClient{base: "http://" + addr, token: "tok", http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "send", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	cfgFile := s.cfgFile
+	d := s.start(t, "send")
 
 	runSend := func(stdin string, args ...string) (int, string, string) {
 		t.Helper()

@@ -17,30 +17,25 @@ import (
 // window codex reported; /api/models is codex's own list with efforts;
 // /api/projects the configured ones.
 func TestProcessStatusWithTheRealCodex(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon")
-	}
 	resets := time.Now().Add(3 * time.Hour).Truncate(time.Second)
-	model := codextest.NewModel(t)
+	s := newDaemonSetup(t)
+	model := s.model
+	dir := s.dir
 	model.Respond(func(req codextest.Request) codextest.Reply {
 		r := codextest.DefaultReply(req)
 		r.Headers = codextest.RateLimitHeaders(37, 300, resets)
 		return r
 	})
-	bin := buildDaemon(t)
-	dir := t.TempDir()
 	proj := filepath.Join(dir, "proj")
 	if err := os.MkdirAll(proj, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, map[string]any{
-		"api":      map[string]any{"listen": addr, "token": "tok"},
+	s.configure(t, map[string]any{
+		"api":      map[string]any{"token": "tok"},
 		"projects": map[string]any{"proj": proj},
 	})
-	api := &apiClient{base: "http://" + addr, token: "tok", http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "status", listenNotify(t).path)
-	waitHealthy(t, api, d)
+	api := s.api
+	d := s.start(t, "status")
 
 	resp, err := http.Get(api.base + "/api/status")
 	if err != nil {

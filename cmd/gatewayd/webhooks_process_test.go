@@ -23,15 +23,11 @@ import (
 // redelivery, a GitHub-signed body replayed under a new delivery id, a
 // stale timestamp, a bad signature and an unknown hook run nothing.
 func TestWebhookDeliveryRunsOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon")
-	}
 	const secret = "process-test-hook-secret"
-	model := codextest.NewModel(t)
-	bin := buildDaemon(t)
-	dir := t.TempDir()
-	addr, hookAddr := freeAddr(t), freeAddr(t)
-	cfgFile := processConfig(t, dir, addr, model, map[string]any{
+	s := newDaemonSetup(t)
+	model := s.model
+	hookAddr := freeAddr(t)
+	s.configure(t, map[string]any{
 		"webhooks": map[string]any{
 			"listen": hookAddr,
 			"hooks": map[string]any{
@@ -39,10 +35,8 @@ func TestWebhookDeliveryRunsOnce(t *testing.T) {
 			},
 		},
 	})
-	notify := listenNotify(t)
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
-	d := startDaemon(t, bin, cfgFile, dir, "webhooks", notify.path)
-	waitHealthy(t, api, d)
+	api := s.api
+	d := s.start(t, "webhooks")
 	if got := waitLogEvents(t, d, "webhooks.listening", func(e map[string]any) bool { return e["addr"] == hookAddr }); len(got) != 1 {
 		t.Fatalf("no webhooks.listening on %s:\n%s", hookAddr, d.logs())
 	}

@@ -1,14 +1,11 @@
 package daemon
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
-
-	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/store/storetest"
 )
 
 // cleanEnv clears the GATEWAYD_* variables and points the XDG and home
@@ -16,12 +13,4 @@ import (
 func cleanEnv(t *testing.T) string { return processtest.CleanEnv(t) }
 
 // openTestStore opens an empty SQLite store the platforms keep cursors in.
-func openTestStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
+func openTestStore(t *testing.T) *store.Store { return storetest.Open(t) }
