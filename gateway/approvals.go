@@ -59,16 +59,6 @@ func (e *NotApproverError) Error() string {
 }
 func (e *NotApproverError) Unwrap() error { return ErrNotApprover }
 
-// ApprovalDecider is what an adapter that takes decisions itself (the API
-// lane: pending approvals in its SSE stream, POST .../approvals/{id}) can
-// assert on the Sink it is given; *Gateway implements it.
-type ApprovalDecider interface {
-	PendingApprovals(sessionKey string) []PendingApproval
-	Decide(sessionKey, id, decision, senderID string) error
-}
-
-var _ ApprovalDecider = (*Gateway)(nil)
-
 // callbackPrefix starts the Button.ID of approval buttons:
 // "approval:<id>:<decision>".
 const callbackPrefix = "approval:"

@@ -35,15 +35,6 @@ var (
 	ErrBadAnswer         = errors.New("gateway: not an answer to the question")
 )
 
-// QuestionAnswerer is what an adapter that takes answers itself (the API
-// lane) can assert on the Sink it is given; *Gateway implements it.
-type QuestionAnswerer interface {
-	PendingQuestions(sessionKey string) []PendingQuestion
-	AnswerQuestion(sessionKey, id string, answers map[string][]string, senderID string) error
-}
-
-var _ QuestionAnswerer = (*Gateway)(nil)
-
 // PendingQuestion is one request_user_input request waiting for answers.
 type PendingQuestion struct {
 	ID, SessionKey           string

@@ -31,7 +31,7 @@ type deciderSink struct {
 	decided []string // "<key> <id> <decision> <user>"
 }
 
-var _ gateway.ApprovalDecider = (*deciderSink)(nil)
+var _ ApprovalDecider = (*deciderSink)(nil)
 
 func newDeciderSink(p *Platform, st *store.Store) *deciderSink {
 	d := &deciderSink{asked: make(chan gateway.PendingApproval, 4),

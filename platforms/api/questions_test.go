@@ -40,7 +40,7 @@ type fakeQuestion struct {
 	done    chan map[string][]string
 }
 
-var _ gateway.QuestionAnswerer = (*askerSink)(nil)
+var _ QuestionAnswerer = (*askerSink)(nil)
 
 func newAskerSink(p *Platform, st *store.Store) *askerSink {
 	a := &askerSink{asked: make(chan gateway.PendingQuestion, 4), pending: map[string]*fakeQuestion{}}
