@@ -99,9 +99,6 @@ type Config struct {
 	// (worktrees.pool), which a lane's first turn and /fork take instead
 	// of checking one out; the daemon keeps it filled.
 	WorktreePool *worktree.Pool
-	// DiskQuota is lanes.disk_quota: what a lane may keep in its own
-	// directories before its turns are refused (0: off).
-	DiskQuota int64
 	// GroupContext keeps ambient messages of shared rooms for the lane's
 	// next addressed turn (lanes.group_context); ContextMessages bounds
 	// how many a turn carries (default config.DefaultContextMessages).
@@ -265,7 +262,6 @@ type Gateway struct {
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
 	confine   *confinement // codex.isolation: each lane's commands in its own directories
-	diskQuota *diskQuota   // lanes.disk_quota: turns refused while a lane is over it
 	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status

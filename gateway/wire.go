@@ -73,7 +73,6 @@ func wireFeatures(g *Gateway) {
 	g.projects.picked = g.worktrees.prepareSoon
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
-	g.diskQuota = newDiskQuota(cfg, st, g.journal, g.inbox, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
@@ -141,7 +140,6 @@ func modules(g *Gateway) []module {
 		g.controls,
 		g.usage,
 		g.compaction,
-		g.diskQuota,
 		// No order among these.
 		g.account,
 		g.diffs,

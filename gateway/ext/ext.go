@@ -31,6 +31,10 @@ type Feature interface {
 // Host is the core as a feature sees it: where it registers, and the
 // services it may use from then on.
 type Host interface {
+	// WorkHooks are the hooks around a lane's queued work and the
+	// services they use.
+	WorkHooks
+
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.
 	Command(c Command)
@@ -110,4 +114,50 @@ type Turn interface {
 	// new session).
 	Row() store.Lane
 	SetRow(sl store.Lane)
+}
+
+// WorkHooks are the points around a lane's queued work where features
+// that act on it take part (a quota, lane isolation), and the lane's
+// directories they look at.
+type WorkHooks interface {
+	// OnRefuse runs before a queued item is processed: a non-empty reason
+	// refuses it, and the core answers the item with the reason and closes
+	// it instead of running it (the first hook to refuse wins).
+	OnRefuse(fn func(ctx context.Context, l Lane, it Item) (reason string))
+	// OnAfter runs in the lane's worker once an item was processed and
+	// committed, before the lane's next item: what the work left behind
+	// (files) can be looked at there.
+	OnAfter(fn func(ctx context.Context, l Lane, it Item))
+	// LaneDirs are the directories that are the lane's own, as the
+	// gateway's configuration places them.
+	LaneDirs(sessionKey string) LaneDirs
+}
+
+// Item is a queued message or task as a feature sees it.
+type Item struct {
+	Turn      bool   // it runs a turn; false for a command's task (/new, /undo)
+	InboundID int64  // its inbound row
+	ReplyTo   string // the platform message its answers reply to ("" when none)
+}
+
+// LaneDirs are the directories no other lane and no operator shares: what
+// a lane's commands may fill. A project's checkout is the operator's and
+// is not among them. "" is a directory the configuration does not give
+// the lane.
+type LaneDirs struct {
+	Work      string // its working directory under codex.cwd (isolated lanes only)
+	Worktrees string // the directory of all its worktrees (codex.worktrees)
+	Temp      string // its temporary directory, its commands' TMPDIR and HOME (isolated lanes)
+	Files     string // its files directory
+}
+
+// All are the directories that are set.
+func (d LaneDirs) All() []string {
+	var all []string
+	for _, dir := range []string{d.Work, d.Worktrees, d.Temp, d.Files} {
+		if dir != "" {
+			all = append(all, dir)
+		}
+	}
+	return all
 }

@@ -7,6 +7,7 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 )
@@ -15,6 +16,7 @@ import (
 type Settings struct {
 	Rotate       config.Rotate // lanes.rotate
 	MaxPerMinute int           // lanes.max_per_minute
+	DiskQuota    int64         // lanes.disk_quota, in bytes
 }
 
 // Store is what the features use of the store: the union of their own
@@ -30,5 +32,6 @@ func List(s Settings, st Store) []ext.Feature {
 	return []ext.Feature{
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
+		diskquota.New(s.DiskQuota),
 	}
 }

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
+)
+
+// The core's side of ext.WorkHooks: hooks around a lane's queued work.
+
+// workServices are what the work hooks use of the core.
+type workServices struct {
+	refuse   refusals
+	laneDirs func(sessionKey string) ext.LaneDirs
+}
+
+func newWorkServices(g *Gateway) workServices {
+	return workServices{
+		refuse:   refusals{journal: g.journal, st: g.st, inbox: g.inbox, out: g.out, log: g.log},
+		laneDirs: laneDirs(g.cfg),
+	}
+}
+
+// itemView is what a feature sees of a queued item.
+func itemView(it item) ext.Item {
+	return ext.Item{Turn: it.kind == itemTurn, InboundID: it.inboundID, ReplyTo: replyTarget(it)}
+}
+
+func (e *extHost) OnRefuse(fn func(ctx context.Context, l ext.Lane, it ext.Item) string) {
+	e.h.hooks.refuse = append(e.h.hooks.refuse, func(ctx context.Context, l *lane, it item) bool {
+		reason := fn(ctx, l, itemView(it))
+		if reason == "" {
+			return false
+		}
+		e.work.refuse.refuse(ctx, l, it, reason)
+		return true
+	})
+}
+
+func (e *extHost) OnAfter(fn func(ctx context.Context, l ext.Lane, it ext.Item)) {
+	e.h.hooks.after = append(e.h.hooks.after, func(ctx context.Context, l *lane, it item) { fn(ctx, l, itemView(it)) })
+}
+
+func (e *extHost) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
+
+// laneDirs names the directories that are a lane's own under cfg: the
+// same places projects, worktrees and the files store put them.
+func laneDirs(cfg Config) func(sessionKey string) ext.LaneDirs {
+	workRoot := ""
+	if cfg.Isolation.on() {
+		workRoot = cfg.Thread.Cwd // without isolation lanes share codex.cwd: the operator's
+	}
+	return func(key string) ext.LaneDirs {
+		var d ext.LaneDirs
+		if workRoot != "" {
+			d.Work = files.WorkDir(workRoot, key)
+		}
+		if cfg.Worktrees != "" {
+			d.Worktrees = filepath.Join(cfg.Worktrees, files.DirName(key))
+		}
+		if cfg.Isolation.TempRoot != "" {
+			d.Temp = filepath.Join(cfg.Isolation.TempRoot, files.DirName(key))
+		}
+		if cfg.Files != nil {
+			d.Files = cfg.Files.LaneDir(key)
+		}
+		return d
+	}
+}
