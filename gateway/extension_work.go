@@ -6,6 +6,8 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/runtime/codex"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // The core's side of ext.WorkHooks: hooks around a lane's queued work.
@@ -14,12 +16,14 @@ import (
 type workServices struct {
 	refuse   refusals
 	laneDirs func(sessionKey string) ext.LaneDirs
+	profile  string // codex.isolation's permissions profile ("" when lanes are not isolated)
 }
 
 func newWorkServices(g *Gateway) workServices {
 	return workServices{
 		refuse:   refusals{journal: g.journal, st: g.st, inbox: g.inbox, out: g.out, log: g.log},
 		laneDirs: laneDirs(g.cfg),
+		profile:  g.cfg.Isolation.Profile,
 	}
 }
 
@@ -43,7 +47,23 @@ func (e *extHost) OnAfter(fn func(ctx context.Context, l ext.Lane, it ext.Item))
 	e.h.hooks.after = append(e.h.hooks.after, func(ctx context.Context, l *lane, it item) { fn(ctx, l, itemView(it)) })
 }
 
+func (e *extHost) OnPrepare(fn func(ctx context.Context, t ext.Turn)) {
+	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) { fn(ctx, t) })
+}
+
+func (e *extHost) OnThread(fn func(sl store.Lane, dir string, cfg *codex.ThreadConfig)) {
+	e.h.hooks.thread = append(e.h.hooks.thread, fn)
+}
+
+func (e *extHost) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
+	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) { fn(ctx, t, in) })
+}
+
 func (e *extHost) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
+func (e *extHost) LaneProfile() string                     { return e.work.profile }
+
+// Dir is the turn's working directory (ext.Turn).
+func (t *turn) Dir() string { return t.dir }
 
 // laneDirs names the directories that are a lane's own under cfg: the
 // same places projects, worktrees and the files store put them.

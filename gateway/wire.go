@@ -67,9 +67,8 @@ func wireFeatures(g *Gateway) {
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.projects = newProjects(cfg, st, g.out, log)
-	g.confine = newConfinement(cfg, log)
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
-	g.worktrees.pool, g.worktrees.base = cfg.WorktreePool, g.baseCtx
+	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
 	g.projects.picked = g.worktrees.prepareSoon
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
@@ -90,7 +89,8 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
+		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start,
+		noteRoots: g.approvals.noteRoots}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
@@ -133,8 +133,7 @@ func modules(g *Gateway) []module {
 	return []module{
 		// The order of /status's lines.
 		g.projects,
-		g.confine,   // after projects: it confines the directory projects chose
-		g.worktrees, // after confinement: it moves the lane into its worktree and extends the roots
+		g.worktrees, // after projects: it moves the lane into its worktree of the project projects chose
 		g.models,
 		g.plan, // after models: Plan mode carries the turn's model
 		g.controls,

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -109,6 +110,10 @@ type Lane interface {
 
 // Turn is a turn being prepared or run.
 type Turn interface {
+	// Dir is the turn's working directory, as the core chose it (a
+	// project's, its worktree, or the lane's own).
+	Dir() string
+
 	Lane() Lane
 	// Row is the lane's row as the turn read it; SetRow replaces it (a
 	// new session).
@@ -128,9 +133,23 @@ type WorkHooks interface {
 	// committed, before the lane's next item: what the work left behind
 	// (files) can be looked at there.
 	OnAfter(fn func(ctx context.Context, l Lane, it Item))
+	// OnPrepare runs before a turn's thread is loaded, once the core
+	// chose the turn's working directory (Turn.Dir).
+	OnPrepare(fn func(ctx context.Context, t Turn))
+	// OnThread adjusts the config a lane's thread is started or resumed
+	// with (sl is the lane's row, dir its working directory). Hooks of the
+	// core ran before.
+	OnThread(fn func(sl store.Lane, dir string, cfg *codex.ThreadConfig))
+	// OnInput adjusts what turn/start sends. Hooks of the core ran before.
+	OnInput(fn func(ctx context.Context, t Turn, in *codex.TurnInput))
+
 	// LaneDirs are the directories that are the lane's own, as the
 	// gateway's configuration places them.
 	LaneDirs(sessionKey string) LaneDirs
+	// LaneProfile is the app-server's permissions profile that keeps a
+	// lane's commands to the roots its thread and turns name
+	// (codex.LaneProfile); "" when lanes are not isolated.
+	LaneProfile() string
 }
 
 // Item is a queued message or task as a feature sees it.

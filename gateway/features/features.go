@@ -7,6 +7,7 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
@@ -33,5 +34,6 @@ func List(s Settings, st Store) []ext.Feature {
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		diskquota.New(s.DiskQuota),
+		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 	}
 }
