@@ -16,7 +16,8 @@ import (
 type workServices struct {
 	refuse   refusals
 	laneDirs func(sessionKey string) ext.LaneDirs
-	profile  string // codex.isolation's permissions profile ("" when lanes are not isolated)
+	profile  string       // codex.isolation's permissions profile ("" when lanes are not isolated)
+	files    *files.Store // nil: no files are kept
 }
 
 func newWorkServices(g *Gateway) workServices {
@@ -24,6 +25,7 @@ func newWorkServices(g *Gateway) workServices {
 		refuse:   refusals{journal: g.journal, st: g.st, inbox: g.inbox, out: g.out, log: g.log},
 		laneDirs: laneDirs(g.cfg),
 		profile:  g.cfg.Isolation.Profile,
+		files:    g.cfg.Files,
 	}
 }
 
@@ -59,8 +61,18 @@ func (e *extHost) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.Tur
 	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) { fn(ctx, t, in) })
 }
 
+func (e *extHost) OnAudio(fn func(ctx context.Context, l ext.Lane, path string) string) {
+	e.h.transcribes = true
+	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) {
+		for _, path := range t.it.audio {
+			t.it.text += fn(ctx, t.l, path)
+		}
+	})
+}
+
 func (e *extHost) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
 func (e *extHost) LaneProfile() string                     { return e.work.profile }
+func (e *extHost) Files() *files.Store                     { return e.work.files }
 
 // Dir is the turn's working directory (ext.Turn).
 func (t *turn) Dir() string { return t.dir }

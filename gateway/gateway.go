@@ -107,8 +107,6 @@ type Config struct {
 	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
 	// a new message notifying its requester (0: never).
 	NotifyAfter time.Duration
-	// Voice transcribes voice notes and audio before their turn.
-	Voice VoiceConfig
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command so a terminal continues the same threads.
 	CodexHome string
@@ -237,7 +235,6 @@ type Gateway struct {
 	side       *sideQuestions  // /btw
 	forks      *forks          // /fork
 	cmdButtons *commandButtons // buttons that run a command as typed
-	voice      *voice          // voice notes transcribed before their turn
 	links      *threadLinks    // /threads, /attach, /handoff
 	loader     *threadLoader   // loads a lane's thread for the commands that act on it
 	recovery   *recovery       // what the last stop cut short

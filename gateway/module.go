@@ -29,6 +29,9 @@ type host struct {
 	commands  map[string]commandFunc
 	callbacks []callbackRoute
 	hooks     turnHooks
+	// transcribes: a feature transcribes audio before the turn (OnAudio),
+	// so intake does not tell the lane it goes untranscribed.
+	transcribes bool
 }
 
 func newHost() *host { return &host{commands: make(map[string]commandFunc)} }

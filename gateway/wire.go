@@ -101,7 +101,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions, transcribes: cfg.Voice.URL != ""}
+		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions}
 	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
@@ -110,7 +110,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
 	g.reviews = &reviews{sched: g.sched, out: g.out}
-	g.voice = newVoice(cfg.Voice, cfg.Files, g.out, log)
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
@@ -147,7 +146,6 @@ func modules(g *Gateway) []module {
 		g.side,
 		g.forks,
 		g.cmdButtons,
-		g.voice,
 		g.links,
 		g.sendFiles,
 		g.views,

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -142,10 +143,19 @@ type WorkHooks interface {
 	OnThread(fn func(sl store.Lane, dir string, cfg *codex.ThreadConfig))
 	// OnInput adjusts what turn/start sends. Hooks of the core ran before.
 	OnInput(fn func(ctx context.Context, t Turn, in *codex.TurnInput))
+	// OnAudio transcribes: fn runs in the prepare step, before the turn,
+	// for each voice note or audio file of its message (path, in the
+	// lane's files), and returns what to add to the turn's text ("" adds
+	// nothing). With one registered, intake no longer tells a lane that
+	// audio goes to the agent untranscribed.
+	OnAudio(fn func(ctx context.Context, l Lane, path string) (text string))
 
 	// LaneDirs are the directories that are the lane's own, as the
 	// gateway's configuration places them.
 	LaneDirs(sessionKey string) LaneDirs
+	// Files is where the lanes' files are kept (attachments, what the
+	// agent sends); nil when the gateway keeps none.
+	Files() *files.Store
 	// LaneProfile is the app-server's permissions profile that keeps a
 	// lane's commands to the roots its thread and turns name
 	// (codex.LaneProfile); "" when lanes are not isolated.

@@ -11,6 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
+	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 )
 
 // Settings are the features' configuration, as the config file gives it.
@@ -18,6 +19,7 @@ type Settings struct {
 	Rotate       config.Rotate // lanes.rotate
 	MaxPerMinute int           // lanes.max_per_minute
 	DiskQuota    int64         // lanes.disk_quota, in bytes
+	Voice        voice.Config  // voice.*
 }
 
 // Store is what the features use of the store: the union of their own
@@ -35,5 +37,6 @@ func List(s Settings, st Store) []ext.Feature {
 		senderlimit.New(s.MaxPerMinute, st),
 		diskquota.New(s.DiskQuota),
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
+		voice.New(s.Voice),
 	}
 }
