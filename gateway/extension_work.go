@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway/ext"
@@ -18,6 +19,7 @@ type workServices struct {
 	laneDirs func(sessionKey string) ext.LaneDirs
 	profile  string       // codex.isolation's permissions profile ("" when lanes are not isolated)
 	files    *files.Store // nil: no files are kept
+	lanes    *laneTable
 }
 
 func newWorkServices(g *Gateway) workServices {
@@ -26,6 +28,7 @@ func newWorkServices(g *Gateway) workServices {
 		laneDirs: laneDirs(g.cfg),
 		profile:  g.cfg.Isolation.Profile,
 		files:    g.cfg.Files,
+		lanes:    g.lanes,
 	}
 }
 
@@ -70,6 +73,22 @@ func (e *extHost) OnAudio(fn func(ctx context.Context, l ext.Lane, path string) 
 	})
 }
 
+func (e *extHost) OnFinished(fn func(t ext.Turn, res codex.TurnResult)) {
+	e.h.hooks.finished = append(e.h.hooks.finished, func(t *turn, res codex.TurnResult) { fn(t, res) })
+}
+
+func (e *extHost) Tool(spec codex.DynamicTool, fn func(ctx context.Context, call codex.ToolCall) codex.ToolResult) {
+	e.h.tools[spec.Name] = fn
+	e.h.hooks.thread = append(e.h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
+		cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), spec)
+	})
+}
+
+func (e *extHost) LaneOfThread(threadID string) (ext.Lane, bool) {
+	l := e.work.lanes.ofThread(threadID)
+	return l, l != nil
+}
+
 func (e *extHost) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
 func (e *extHost) LaneProfile() string                     { return e.work.profile }
 func (e *extHost) Files() *files.Store                     { return e.work.files }
@@ -101,3 +120,26 @@ func laneDirs(cfg Config) func(sessionKey string) ext.LaneDirs {
 		return d
 	}
 }
+
+// AddFiles adds files to what the turn sends (ext.Turn).
+func (t *turn) AddFiles(files []store.OutboxMessage) bool { return t.l.addFiles(files) }
+
+// Running is the lane's running turn (ext.Lane).
+func (l *lane) Running() (ext.RunningTurn, bool) {
+	cur, dir := l.curDir()
+	if cur == nil {
+		return nil, false
+	}
+	return runningTurn{l: l, cur: cur, dir: dir}, true
+}
+
+// runningTurn is a lane's turn as a tool call sees it: files it sends go
+// to that turn or to none, never to the lane's next.
+type runningTurn struct {
+	l   *lane
+	cur *turnState
+	dir string
+}
+
+func (r runningTurn) Dir() string                         { return r.dir }
+func (r runningTurn) SendFile(f store.OutboxMessage) bool { return r.l.addSentFile(r.cur, f) }

@@ -258,7 +258,6 @@ type Gateway struct {
 	plan      *planMode    // /plan: the lane's turns in Plan mode
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
-	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
 	account   *Account     // whether codex can answer; logins from chats

@@ -72,7 +72,6 @@ func wireFeatures(g *Gateway) {
 	g.projects.picked = g.worktrees.prepareSoon
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
-	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
@@ -89,13 +88,13 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start,
+		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start,
 		noteRoots: g.approvals.noteRoots}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
 		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
-		endFiles: g.sendFiles.release, sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
+		endFiles: releaseFiles(cfg.Files), sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.usage.sched = g.sched
 	g.plan.enqueue = g.sched.enqueue
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
@@ -147,7 +146,6 @@ func modules(g *Gateway) []module {
 		g.forks,
 		g.cmdButtons,
 		g.links,
-		g.sendFiles,
 		g.views,
 		g.approvals,
 		g.questions,

@@ -102,6 +102,10 @@ type Call struct {
 
 // Lane is one conversation as a feature sees it.
 type Lane interface {
+	// Running is the lane's turn while codex runs it, for a tool it
+	// calls; false when none runs.
+	Running() (RunningTurn, bool)
+
 	Key() string // the session key
 	Address() chat.Address
 	// RetireThread marks the lane's loaded thread as belonging to an
@@ -114,6 +118,10 @@ type Turn interface {
 	// Dir is the turn's working directory, as the core chose it (a
 	// project's, its worktree, or the lane's own).
 	Dir() string
+	// AddFiles adds files to what the turn sends with its reply (outbox
+	// rows of kind file, addressed by the core); false when the lane has
+	// no turn to take them, and they are not sent.
+	AddFiles(files []store.OutboxMessage) bool
 
 	Lane() Lane
 	// Row is the lane's row as the turn read it; SetRow replaces it (a
@@ -149,6 +157,15 @@ type WorkHooks interface {
 	// nothing). With one registered, intake no longer tells a lane that
 	// audio goes to the agent untranscribed.
 	OnAudio(fn func(ctx context.Context, l Lane, path string) (text string))
+	// OnFinished sees a turn that ran to an answer, before its commit.
+	OnFinished(fn func(t Turn, res codex.TurnResult))
+	// Tool offers a dynamic tool on every thread the gateway starts or
+	// resumes, and answers its calls with fn (Gateway.ToolCall, where
+	// the daemon routes codex's tool calls).
+	Tool(spec codex.DynamicTool, fn func(ctx context.Context, call codex.ToolCall) codex.ToolResult)
+	// LaneOfThread is the lane whose thread (loaded or running) is
+	// threadID; false when no lane has it.
+	LaneOfThread(threadID string) (Lane, bool)
 
 	// LaneDirs are the directories that are the lane's own, as the
 	// gateway's configuration places them.
@@ -189,4 +206,13 @@ func (d LaneDirs) All() []string {
 		}
 	}
 	return all
+}
+
+// RunningTurn is a lane's turn while codex runs it, as a tool call sees it.
+type RunningTurn interface {
+	Dir() string // its working directory
+	// SendFile adds a file to what the turn sends with its reply (an
+	// outbox row of kind file, addressed by the core); false when the
+	// turn is no longer the lane's or has answered, and it is not sent.
+	SendFile(f store.OutboxMessage) bool
 }

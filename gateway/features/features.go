@@ -11,6 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
+	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 )
 
@@ -38,5 +39,6 @@ func List(s Settings, st Store) []ext.Feature {
 		diskquota.New(s.DiskQuota),
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),
+		sendfile.New(), // the core's files store (gateway.Config.Files) keeps what it sends
 	}
 }
