@@ -131,8 +131,9 @@ type Turn interface {
 }
 
 // WorkHooks are the points around a lane's queued work where features
-// that act on it take part (a quota, lane isolation), and the lane's
-// directories they look at.
+// that act on it take part (a disk quota, lane isolation, transcription,
+// the files the agent sends), and the services they use: the lane's
+// directories, its files, the lane running a thread.
 type WorkHooks interface {
 	// OnRefuse runs before a queued item is processed: a non-empty reason
 	// refuses it, and the core answers the item with the reason and closes
@@ -192,7 +193,7 @@ type Item struct {
 // the lane.
 type LaneDirs struct {
 	Work      string // its working directory under codex.cwd (isolated lanes only)
-	Worktrees string // the directory of all its worktrees (codex.worktrees)
+	Worktrees string // the directory of all its worktrees (lanes.worktrees)
 	Temp      string // its temporary directory, its commands' TMPDIR and HOME (isolated lanes)
 	Files     string // its files directory
 }
