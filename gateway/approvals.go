@@ -264,10 +264,12 @@ func (a *approvals) register(h *host) {
 	h.command("deny", decide)
 	h.callback(callbackPrefix, a.pressed)
 	h.hooks.stopped = append(h.hooks.stopped, func(key string) { a.cancel(key) })
-	// After confinement and worktrees: the roots the turn really gets.
-	h.hooks.input = append(h.hooks.input, func(_ context.Context, t *turn, in *codex.TurnInput) {
-		a.roots.set(t.l.key, turnRoots(in))
-	})
+}
+
+// noteRoots keeps the roots the lane's turn really gets: what turn/start
+// sends once every input hook ran (confinement and worktrees add them).
+func (a *approvals) noteRoots(sessionKey string, in *codex.TurnInput) {
+	a.roots.set(sessionKey, turnRoots(in))
 }
 
 // PendingApprovals lists the lane's requests waiting for a decision.

@@ -31,7 +31,8 @@ func TestIntegrationDiskQuotaRefusesUntilFilesAreDeleted(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(bigFileModel)
 	repo, root := gitRepo(t), t.TempDir()
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root, DiskQuota: 1 << 20})
+	w.features.DiskQuota = 1 << 20
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
 
 	gw.ask(t, "q", "/project app")
 	r := gw.ask(t, "q", "please "+bigFileMarker)

@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -17,10 +17,7 @@ import (
 // their temporary directories under tmpRoot.
 func quotaHarness(t *testing.T, tmpRoot string) *harness {
 	t.Helper()
-	h := newHarness(t, func(c *Config) {
-		c.DiskQuota = 1 << 20
-		c.Isolation.TempRoot = tmpRoot
-	})
+	h := newHarness(t, withDiskQuota(1<<20), func(c *Config) { c.Isolation.TempRoot = tmpRoot })
 	h.start(t)
 	return h
 }
@@ -81,9 +78,13 @@ func TestDiskQuotaRefusesTurnsUntilUnder(t *testing.T) {
 	}
 }
 
-// Another lane is not held back by one over its quota, and a quota of 0
-// measures nothing.
-func TestDiskQuotaIsPerLaneAndOff(t *testing.T) {
+// withDiskQuota runs the harness with a quota of limit bytes per lane.
+func withDiskQuota(limit int64) harnessOpt {
+	return func(c *Config) { c.Features = append(c.Features, diskquota.New(limit)) }
+}
+
+// Another lane is not held back by one over its quota.
+func TestDiskQuotaIsPerLane(t *testing.T) {
 	root := t.TempDir()
 	h := quotaHarness(t, root)
 	dir := filepath.Join(root, files.DirName(apiAddr("a").SessionKey()))
@@ -100,17 +101,5 @@ func TestDiskQuotaIsPerLaneAndOff(t *testing.T) {
 	h.send(t, "b", "m2", "hi")
 	if out := h.p.replyTo(t, "m2"); out.Text != "re: hi" {
 		t.Errorf("the other lane answered %q", out.Text)
-	}
-
-	var calls atomic.Int32
-	off := newHarness(t, func(c *Config) { c.Isolation.TempRoot = root })
-	off.g.diskQuota.measure = func([]string) diskUsage { calls.Add(1); return diskUsage{} }
-	off.start(t)
-	off.send(t, "a", "m1", "hi")
-	if out := off.p.replyTo(t, "m1"); out.Text != "re: hi" {
-		t.Errorf("quota off: %q", out.Text)
-	}
-	if n := calls.Load(); n != 0 {
-		t.Errorf("quota off measured %d times", n)
 	}
 }

@@ -23,6 +23,7 @@ type extHost struct {
 	base   context.Context
 	log    *zap.Logger
 	now    func() time.Time
+	work   workServices
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -32,7 +33,7 @@ var _ ext.Host = (*extHost)(nil)
 func registerFeatures(g *Gateway) error {
 	for _, f := range g.cfg.Features {
 		eh := &extHost{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx,
-			log: g.log.Named(f.Name()), now: g.cfg.Now}
+			log: g.log.Named(f.Name()), now: g.cfg.Now, work: newWorkServices(g)}
 		if err := f.Register(eh); err != nil {
 			return fmt.Errorf("gateway: feature %s: %w", f.Name(), err)
 		}

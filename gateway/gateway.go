@@ -106,9 +106,6 @@ type Config struct {
 	// (worktrees.pool), which a lane's first turn and /fork take instead
 	// of checking one out; the daemon keeps it filled.
 	WorktreePool *worktree.Pool
-	// DiskQuota is lanes.disk_quota: what a lane may keep in its own
-	// directories before its turns are refused (0: off).
-	DiskQuota int64
 	// GroupContext keeps ambient messages of shared rooms for the lane's
 	// next addressed turn (lanes.group_context); ContextMessages bounds
 	// how many a turn carries (default config.DefaultContextMessages).
@@ -117,8 +114,6 @@ type Config struct {
 	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
 	// a new message notifying its requester (0: never).
 	NotifyAfter time.Duration
-	// Voice transcribes voice notes and audio before their turn.
-	Voice VoiceConfig
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command so a terminal continues the same threads.
 	CodexHome string
@@ -247,7 +242,6 @@ type Gateway struct {
 	side       *sideQuestions  // /btw
 	forks      *forks          // /fork
 	cmdButtons *commandButtons // buttons that run a command as typed
-	voice      *voice          // voice notes transcribed before their turn
 	links      *threadLinks    // /threads, /attach, /handoff
 	loader     *threadLoader   // loads a lane's thread for the commands that act on it
 	recovery   *recovery       // what the last stop cut short
@@ -271,9 +265,6 @@ type Gateway struct {
 	plan      *planMode    // /plan: the lane's turns in Plan mode
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
-	confine   *confinement // codex.isolation: each lane's commands in its own directories
-	diskQuota *diskQuota   // lanes.disk_quota: turns refused while a lane is over it
-	sendFiles *sendFiles   // files the agent sends (send_file, generated images)
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
 	account   *Account     // whether codex can answer; logins from chats

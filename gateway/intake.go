@@ -38,9 +38,6 @@ type intake struct {
 	// steerEdit steers an edit of the running turn's message into it
 	// (busyPolicy.steer); nil: edits of it are ignored.
 	steerEdit func(ctx context.Context, l *lane, msgID, text string) bool
-	// transcribes: voice.transcribe_url is set, so audio is not told as
-	// untranscribed.
-	transcribes bool
 
 	paused func() bool                                      // usage pause in force
 	busy   func(ctx context.Context, l *lane, it item) bool // busy mode: true when it handled the message
@@ -286,7 +283,7 @@ func (k *intake) dispatch(ctx context.Context, m recorded) {
 			return
 		}
 	}
-	if hasAudio(att) && !k.transcribes && l.tellAudioOnce() {
+	if hasAudio(att) && !k.host.transcribes && l.tellAudioOnce() {
 		k.out.notify(ctx, addr, msgID, audioNotice)
 	}
 	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),

@@ -29,9 +29,17 @@ type host struct {
 	commands  map[string]commandFunc
 	callbacks []callbackRoute
 	hooks     turnHooks
+	// tools are the dynamic tools features offer, by name (ext.Host.Tool).
+	tools map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult
+	// transcribes: a feature transcribes audio before the turn (OnAudio),
+	// so intake does not tell the lane it goes untranscribed.
+	transcribes bool
 }
 
-func newHost() *host { return &host{commands: make(map[string]commandFunc)} }
+func newHost() *host {
+	return &host{commands: make(map[string]commandFunc),
+		tools: make(map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult)}
+}
 
 // commandCall is one gateway command as the lane received it.
 type commandCall struct {

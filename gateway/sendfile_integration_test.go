@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -84,7 +85,7 @@ func TestSendFileAPIAnswerCarriesFile(t *testing.T) {
 	if len(resp.Files) != 1 || resp.Files[0].Name != "report.txt" || resp.Files[0].Size != int64(len(report)) {
 		t.Fatalf("answer files = %+v, want report.txt of %d bytes", resp.Files, len(report))
 	}
-	if reqs := w.model.Requests(); len(reqs) == 0 || !slices.Contains(reqs[0].ToolNames(), gateway.SendFileTool) {
+	if reqs := w.model.Requests(); len(reqs) == 0 || !slices.Contains(reqs[0].ToolNames(), sendfile.Tool) {
 		t.Errorf("the model was not offered send_file")
 	}
 	if outs := toolOutputs(w.model); len(outs) != 1 || !strings.Contains(outs[0], "report.txt") || !strings.Contains(outs[0], "will be sent") {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -36,9 +37,9 @@ func TestToolCallRefusedWithoutARunningTurn(t *testing.T) {
 		name string
 		call codex.ToolCall
 	}{
-		{name: "unknown thread", call: codex.ToolCall{ThreadID: "nobody", Tool: SendFileTool, Arguments: args}},
+		{name: "unknown thread", call: codex.ToolCall{ThreadID: "nobody", Tool: sendfile.Tool, Arguments: args}},
 		{name: "unknown tool", call: codex.ToolCall{ThreadID: "nobody", Tool: "other", Arguments: args}},
-		{name: "bad arguments", call: codex.ToolCall{ThreadID: "nobody", Tool: SendFileTool, Arguments: json.RawMessage(`[1]`)}},
+		{name: "bad arguments", call: codex.ToolCall{ThreadID: "nobody", Tool: sendfile.Tool, Arguments: json.RawMessage(`[1]`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,37 +56,6 @@ func TestSendFileToolRegisteredWithFilesOnly(t *testing.T) {
 	h := newHarness(t)
 	if tools := h.g.host.threadConfig(store.Lane{}, "/w", h.g.cfg.Thread).DynamicTools; len(tools) != 0 {
 		t.Errorf("without files: tools %v, want none", tools)
-	}
-}
-
-// Images codex generated (imageGeneration items with a saved path) are
-// snapshotted into the lane's out directory like send_file's files.
-func TestGeneratedImagesAreSnapshotted(t *testing.T) {
-	root := t.TempDir()
-	fs := files.New(filepath.Join(root, "files"), files.Limits{}, nil)
-	h := newHarness(t, func(c *Config) { c.Files = fs })
-	img := filepath.Join(root, "generated", "ig_1.png")
-	if err := os.MkdirAll(filepath.Dir(img), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	png := []byte("\x89PNG\r\n\x1a\n0000")
-	if err := os.WriteFile(img, png, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(map[string]any{"type": "imageGeneration", "id": "ig_1", "savedPath": img})
-	items := []codex.Item{{Type: codex.ItemAgentMessage, Text: "hi"}, {Type: codex.ItemImageGeneration, ID: "ig_1", Raw: raw},
-		{Type: codex.ItemImageGeneration, ID: "ig_2", Raw: json.RawMessage(`{"savedPath":null}`)}}
-	got := h.g.sendFiles.generatedImages(laneA, items)
-	if len(got) != 1 {
-		t.Fatalf("rows = %+v, want one", got)
-	}
-	f := got[0]
-	if f.OutKind != store.OutboxFile || f.FileName != "ig_1.png" || f.FileMIME != "image/png" ||
-		filepath.Dir(f.FilePath) != fs.OutDir(laneA) {
-		t.Errorf("row = %+v, want ig_1.png as image/png under %s", f, fs.OutDir(laneA))
-	}
-	if h.g.host.threadConfig(store.Lane{}, "/w", h.g.cfg.Thread).DynamicTools[0].Name != SendFileTool {
-		t.Errorf("with files: send_file not registered")
 	}
 }
 
@@ -112,7 +82,7 @@ func TestSentFileHeldUntilTheTurnEnds(t *testing.T) {
 	finish := make(chan struct{})
 	h.cx.run = func(ctx context.Context, thread, _ string, _ codex.TurnEvents) (codex.TurnResult, error) {
 		args, _ := json.Marshal(map[string]string{"path": "notes.txt"})
-		sent <- h.g.ToolCall(ctx, codex.ToolCall{ThreadID: thread, Tool: SendFileTool, Arguments: args})
+		sent <- h.g.ToolCall(ctx, codex.ToolCall{ThreadID: thread, Tool: sendfile.Tool, Arguments: args})
 		<-finish
 		return codex.TurnResult{Status: codex.TurnCompleted, Text: "Here are the notes."}, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -154,7 +155,7 @@ func TestReplyAfterSentFileIsANewMessage(t *testing.T) {
 		streamed <- struct{}{}
 		<-previewed
 		args, _ := json.Marshal(map[string]string{"path": "notes.txt"})
-		sent <- h.g.ToolCall(ctx, codex.ToolCall{ThreadID: thread, Tool: SendFileTool, Arguments: args})
+		sent <- h.g.ToolCall(ctx, codex.ToolCall{ThreadID: thread, Tool: sendfile.Tool, Arguments: args})
 		ev.Delta(" now. Here are the notes.")
 		streamed <- struct{}{}
 		<-finish

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 )
 
 // oggNote starts as an Ogg stream does, so the files store sees audio.
@@ -75,9 +76,9 @@ func TestIntegrationVoiceNotesAreTranscribed(t *testing.T) {
 			srv := fakeTranscriber(t, tc.status, tc.body, tc.hang)
 			w := newWorld(t)
 			root := filepath.Join(w.dir, "state", "files")
-			gw := w.start(t, gateway.Config{Files: files.New(root, files.Limits{}, nil),
-				Voice: gateway.VoiceConfig{URL: srv.URL + "/v1/audio/transcriptions", APIKey: "sk-voice-SECRET",
-					Model: "whisper-test", Timeout: 300 * time.Millisecond}})
+			w.features.Voice = voice.Config{URL: srv.URL + "/v1/audio/transcriptions", APIKey: "sk-voice-SECRET",
+				Model: "whisper-test", Timeout: 300 * time.Millisecond}
+			gw := w.start(t, gateway.Config{Files: files.New(root, files.Limits{}, nil)})
 			code, resp := gw.askMultipart(t, "voice", "", upload{"note.ogg", "audio/ogg", oggNote})
 			if code != http.StatusOK || resp.Status != "completed" {
 				t.Fatalf("answer %d %+v", code, resp)

@@ -67,14 +67,11 @@ func wireFeatures(g *Gateway) {
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.projects = newProjects(cfg, st, g.out, log)
-	g.confine = newConfinement(cfg, log)
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
-	g.worktrees.pool, g.worktrees.base = cfg.WorktreePool, g.baseCtx
+	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
 	g.projects.picked = g.worktrees.prepareSoon
 	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
-	g.diskQuota = newDiskQuota(cfg, st, g.journal, g.inbox, g.out, log)
-	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
@@ -91,18 +88,19 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: g.sendFiles.dropPreview, workView: g.views.start}
+		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start,
+		noteRoots: g.approvals.noteRoots}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
 		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
-		endFiles: g.sendFiles.release, sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
+		endFiles: releaseFiles(cfg.Files), sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.usage.sched = g.sched
 	g.plan.enqueue = g.sched.enqueue
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions, transcribes: cfg.Voice.URL != ""}
+		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions}
 	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
@@ -111,7 +109,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
 	g.reviews = &reviews{sched: g.sched, out: g.out}
-	g.voice = newVoice(cfg.Voice, cfg.Files, g.out, log)
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
@@ -134,14 +131,12 @@ func modules(g *Gateway) []module {
 	return []module{
 		// The order of /status's lines.
 		g.projects,
-		g.confine,   // after projects: it confines the directory projects chose
-		g.worktrees, // after confinement: it moves the lane into its worktree and extends the roots
+		g.worktrees, // after projects: it moves the lane into its worktree of the project projects chose
 		g.models,
 		g.plan, // after models: Plan mode carries the turn's model
 		g.controls,
 		g.usage,
 		g.compaction,
-		g.diskQuota,
 		// No order among these.
 		g.account,
 		g.diffs,
@@ -150,9 +145,7 @@ func modules(g *Gateway) []module {
 		g.side,
 		g.forks,
 		g.cmdButtons,
-		g.voice,
 		g.links,
-		g.sendFiles,
 		g.views,
 		g.approvals,
 		g.questions,

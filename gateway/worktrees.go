@@ -50,6 +50,7 @@ type worktrees struct {
 	log      *zap.Logger
 	pool     *worktree.Pool  // ready worktrees (worktrees.pool); nil: none
 	base     context.Context // background preparation ends with it
+	confined bool            // lanes are isolated (codex.isolation: lanes): their roots are granted one by one
 
 	mu    sync.Mutex
 	trees map[string]worktree.Tree // by worktree directory
@@ -77,7 +78,8 @@ func (w *worktrees) on() bool { return w.root != "" }
 
 // register adds the worktree to a lane's turns, threads and /status. Its
 // prepare hook runs after the projects module chose the project directory;
-// its thread and input hooks after confinement's, whose roots they extend.
+// its thread and input hooks grant the worktree's top, to which the
+// feature confine adds the lane's own roots in front.
 func (w *worktrees) register(h *host) {
 	if !w.on() {
 		return
@@ -280,7 +282,7 @@ func (w *worktrees) treeAt(dir string) (worktree.Tree, bool) {
 // lane's working directory finds the lane's repository at the top. The
 // whole worktree is the lane's; its .git stays read-only, as every root's.
 func (w *worktrees) grantTop(dir string, c *codex.Confinement) {
-	if c.Profile == "" {
+	if !w.confined {
 		return
 	}
 	if t, ok := w.treeAt(dir); ok && t.Work != t.Dir {

@@ -7,14 +7,20 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/confine"
+	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
+	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
+	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 )
 
 // Settings are the features' configuration, as the config file gives it.
 type Settings struct {
 	Rotate       config.Rotate // lanes.rotate
 	MaxPerMinute int           // lanes.max_per_minute
+	DiskQuota    int64         // lanes.disk_quota, in bytes
+	Voice        voice.Config  // voice.*
 }
 
 // Store is what the features use of the store: the union of their own
@@ -30,5 +36,9 @@ func List(s Settings, st Store) []ext.Feature {
 	return []ext.Feature{
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
+		diskquota.New(s.DiskQuota),
+		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
+		voice.New(s.Voice),
+		sendfile.New(), // the core's files store (gateway.Config.Files) keeps what it sends
 	}
 }

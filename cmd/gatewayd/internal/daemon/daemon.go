@@ -22,6 +22,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
@@ -306,7 +307,9 @@ func (d *daemon) buildGateway() error {
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		CompactAt: lanes.CompactAt,
-		Features:  features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute}, d.store),
+		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
+			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
+				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout}}, d.store),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
 		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
@@ -316,13 +319,10 @@ func (d *daemon) buildGateway() error {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		WorktreePool: d.pool,
-		DiskQuota:    lanes.DiskQuota,
 		CodexHome:    CodexHome(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
 		Approvers: d.cfg.Codex.Approvers, AllowEscalation: d.cfg.Codex.AllowEscalation,
-		Voice: gateway.VoiceConfig{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey, Model: d.cfg.Voice.Model,
-			Timeout: d.cfg.Voice.Timeout},
 		Admins:       map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,

@@ -1,4 +1,6 @@
-package gateway
+// Package voice is voice.*: voice notes and audio files transcribed before
+// their turn.
+package voice
 
 import (
 	"bytes"
@@ -13,9 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"unicode/utf8"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
 // Voice (voice.*): Codex cannot hear. With a transcription
@@ -25,8 +30,8 @@ import (
 // turn's text, shown back to the lane in one line. A transcription that
 // fails or takes too long is told, and the audio still goes as a file.
 
-// VoiceConfig is the transcription endpoint (voice.*).
-type VoiceConfig struct {
+// Config is the transcription endpoint (voice.*).
+type Config struct {
 	URL     string        // voice.transcribe_url; "" = off
 	APIKey  string        // bearer token; "" sends none
 	Model   string        // voice.model
@@ -36,51 +41,60 @@ type VoiceConfig struct {
 // voiceShownMax bounds the transcript's echo in the lane.
 const voiceShownMax = 200
 
-type voice struct {
-	cfg    VoiceConfig
+// Voice transcribes the audio of a turn's message into its text.
+type Voice struct {
+	cfg    Config
 	files  *files.Store // where the audio is stored (nil: none is)
 	client *http.Client
-	out    *deliverer
+	host   ext.Host
 	log    *zap.Logger
 }
 
-func newVoice(cfg VoiceConfig, fstore *files.Store, out *deliverer, log *zap.Logger) *voice {
+// New transcribes with the endpoint of cfg (off without a URL).
+func New(cfg Config) *Voice {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Minute
 	}
-	return &voice{cfg: cfg, files: fstore, client: &http.Client{}, out: out, log: log}
+	return &Voice{cfg: cfg, client: &http.Client{}}
 }
 
-func (v *voice) on() bool { return v.cfg.URL != "" }
+// Name is the feature's name.
+func (v *Voice) Name() string { return "voice" }
 
-func (v *voice) register(h *host) {
+func (v *Voice) on() bool { return v.cfg.URL != "" }
+
+// Register transcribes each audio file before its turn, when an endpoint
+// is configured.
+func (v *Voice) Register(h ext.Host) error {
+	v.host, v.log, v.files = h, h.Logger(), h.Files()
 	if v.on() {
-		h.hooks.prepare = append(h.hooks.prepare, v.prepare)
+		h.OnAudio(v.transcript)
 	}
+	return nil
 }
 
-// prepare transcribes the turn's audio into its text.
-func (v *voice) prepare(ctx context.Context, t *turn) {
-	for _, path := range t.it.audio {
-		name := filepath.Base(path)
-		started := time.Now()
-		text, err := v.transcribe(ctx, t.l.key, path)
-		if err != nil {
-			v.log.Warn("voice.transcribe_failed", zap.String("lane", t.l.key), zap.String("file", name), zap.Error(err))
-			// Lane notices, not answers: the message's answer is the turn's.
-			v.out.notify(ctx, t.l.addr, "", "Could not transcribe "+name+" ("+briefError(err)+"); Codex gets it as a file.")
-			continue
-		}
-		v.log.Info("voice.transcribed", zap.String("lane", t.l.key), zap.String("file", name),
-			zap.Duration("took", time.Since(started)), zap.Int("chars", len(text)))
-		t.it.text += "\n\n🎙 Transcript of " + name + ": " + text
-		v.out.notify(ctx, t.l.addr, "", "🎙 "+quoteStartN(text, voiceShownMax))
+// transcript is what the audio at path adds to the turn's text: its
+// transcript, also shown back to the lane; nothing when it could not be
+// transcribed, and the lane is told.
+func (v *Voice) transcript(ctx context.Context, l ext.Lane, path string) string {
+	name := filepath.Base(path)
+	started := time.Now()
+	text, err := v.transcribe(ctx, l.Key(), path)
+	if err != nil {
+		v.log.Warn("voice.transcribe_failed", zap.String("lane", l.Key()), zap.String("file", name), zap.Error(err))
+		// Lane notices, not answers: the message's answer is the turn's.
+		v.host.Notify(ctx, l.Address(), "", "Could not transcribe "+name+" ("+briefError(err)+"); Codex gets it as a file.")
+		return ""
 	}
+	v.log.Info("voice.transcribed", zap.String("lane", l.Key()), zap.String("file", name),
+		zap.Duration("took", time.Since(started)), zap.Int("chars", len(text)))
+	v.host.Notify(ctx, l.Address(), "", "🎙 "+quoteStartN(text, voiceShownMax))
+	return "\n\n🎙 Transcript of " + name + ": " + text
 }
 
 // transcribe posts one file as multipart (file, model) and returns the
 // "text" of the JSON answer.
-func (v *voice) transcribe(ctx context.Context, lane, path string) (string, error) {
+func (v *Voice) transcribe(ctx context.Context, lane, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
 	defer cancel()
 	body, contentType, err := v.transcriptionForm(lane, path)
@@ -125,7 +139,7 @@ func (v *voice) transcribe(ctx context.Context, lane, path string) (string, erro
 // transcriptionForm is the multipart body of /v1/audio/transcriptions. The
 // audio is read through the lane's directory, which its agent can write: a
 // link put in the file's place does not send its target to the server.
-func (v *voice) transcriptionForm(lane, path string) (io.Reader, string, error) {
+func (v *Voice) transcriptionForm(lane, path string) (io.Reader, string, error) {
 	if v.files == nil {
 		return nil, "", errors.New("voice: no files store holds the audio")
 	}
@@ -151,4 +165,32 @@ func (v *voice) transcriptionForm(lane, path string) (io.Reader, string, error) 
 		return nil, "", err
 	}
 	return &b, w.FormDataContentType(), nil
+}
+
+// briefError is err for the lane: its first line, at most 200 bytes.
+func briefError(err error) string {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "the request was cancelled."
+	}
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// quoteStartN is text on one line, cut to max runes.
+func quoteStartN(text string, max int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if text == "" {
+		return "no text"
+	}
+	if utf8.RuneCountInString(text) <= max {
+		return text
+	}
+	r := []rune(text)
+	return string(r[:max]) + "…"
 }

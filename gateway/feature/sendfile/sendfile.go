@@ -1,4 +1,6 @@
-package gateway
+// Package sendfile is the files the agent sends: the send_file tool and
+// the images codex generates.
+package sendfile
 
 import (
 	"context"
@@ -6,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -27,12 +29,12 @@ import (
 // delivers it durably. Images codex generates (imageGeneration items with
 // a saved path) are sent the same way.
 
-// SendFileTool is the name of the dynamic tool.
-const SendFileTool = "send_file"
+// Tool is the name of the dynamic tool.
+const Tool = "send_file"
 
-// sendFileSpec is the send_file tool as registered on thread/start.
-var sendFileSpec = codex.DynamicTool{
-	Name: SendFileTool,
+// spec is the send_file tool as registered on thread/start.
+var spec = codex.DynamicTool{
+	Name: Tool,
 	Description: "Send a file to the user in this chat. path is relative to the working directory " +
 		"or absolute, and must be inside the project directory (or the files the user sent); " +
 		"caption is optional text shown with the file.",
@@ -52,77 +54,67 @@ type sendFileArgs struct {
 	Caption string `json:"caption"`
 }
 
-// sendFiles is the files a turn sends: the send_file tool, offered on
-// every thread while a files store is configured, and the images codex
-// generated in the turn; both committed with the turn's reply.
-type sendFiles struct {
+// Files is the files a turn sends: the send_file tool, offered on every
+// thread while a files store is configured, and the images codex generated
+// in the turn; both committed with the turn's reply.
+type Files struct {
 	files *files.Store // nil: no files are sent
-	// laneOf finds the lane whose thread is threadID (nil if none).
-	laneOf    func(threadID string) *lane
-	platforms map[string]Platform // filled by AddPlatform before Run
-	obs       Observer
-	log       *zap.Logger
+	host  ext.Host
+	log   *zap.Logger
 }
 
-func newSendFiles(cfg Config, laneOf func(threadID string) *lane, platforms map[string]Platform, log *zap.Logger) *sendFiles {
-	return &sendFiles{files: cfg.Files, laneOf: laneOf, platforms: platforms, obs: cfg.Observer, log: log}
-}
+// New sends files through the host's files store.
+func New() *Files { return &Files{} }
 
-// register offers the send_file tool on every thread and sends the images
-// codex generated with the turn.
-func (s *sendFiles) register(h *host) {
-	if s.files != nil {
-		h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
-			cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), sendFileSpec)
-		})
-		// Generated images are snapshotted into the files store; without
-		// one there is nothing to send them from.
-		h.hooks.finished = append(h.hooks.finished, func(t *turn, res codex.TurnResult) {
-			s.addGeneratedImages(t, res.Items)
-		})
+// Name is the feature's name.
+func (s *Files) Name() string { return "sendfile" }
+
+// Register offers the send_file tool on every thread and sends the images
+// codex generated with the turn; nothing without a files store.
+func (s *Files) Register(h ext.Host) error {
+	s.host, s.log, s.files = h, h.Logger(), h.Files()
+	if s.files == nil {
+		return nil
 	}
+	h.Tool(spec, s.toolCall)
+	// Generated images are snapshotted into the files store; without one
+	// there is nothing to send them from.
+	h.OnFinished(func(t ext.Turn, res codex.TurnResult) { s.addGeneratedImages(t, res.Items) })
+	return nil
 }
 
-// ToolCall serves the gateway's dynamic tools (codex.Options.ToolCall).
-// A call is answered for the lane running the thread's turn; anything
-// else is refused with a reason the agent reads.
-func (g *Gateway) ToolCall(ctx context.Context, call codex.ToolCall) codex.ToolResult {
-	return g.sendFiles.toolCall(ctx, call)
-}
-
-func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolResult {
-	if call.Tool != SendFileTool {
-		return codex.ToolResult{Text: fmt.Sprintf("unknown tool %q", call.Tool)}
-	}
+// toolCall answers send_file for the lane running the thread's turn;
+// anything else is refused with a reason the agent reads.
+func (s *Files) toolCall(_ context.Context, call codex.ToolCall) codex.ToolResult {
 	var args sendFileArgs
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
 		return codex.ToolResult{Text: "send_file: arguments must be {\"path\": string, \"caption\"?: string}"}
 	}
-	l := s.laneOf(call.ThreadID)
-	if l == nil || s.files == nil {
+	l, ok := s.host.LaneOfThread(call.ThreadID)
+	if !ok {
 		return codex.ToolResult{Text: "send_file is not available here: files cannot be sent from this conversation."}
 	}
-	cur, dir := l.curDir()
-	if cur == nil {
+	cur, ok := l.Running()
+	if !ok {
 		return codex.ToolResult{Text: "send_file: no turn of this conversation is running."}
 	}
-	f, err := s.snapshot(l.key, args.Path, dir, []string{dir, s.files.LaneDir(l.key)})
+	key, dir := l.Key(), cur.Dir()
+	f, err := s.snapshot(key, args.Path, dir, []string{dir, s.files.LaneDir(key)})
 	if err != nil {
 		reason := "the file could not be copied"
 		var r *files.RefusedError
 		if errors.As(err, &r) {
 			reason = r.Reason
 		}
-		s.log.Info("sendfile.refused", zap.String("lane", l.key), zap.String("reason", reason), zap.Error(err))
+		s.log.Info("sendfile.refused", zap.String("lane", key), zap.String("reason", reason), zap.Error(err))
 		return codex.ToolResult{Text: "send_file refused: " + reason + ". Nothing was sent."}
 	}
 	f.Text = truncateRunes(args.Caption, maxCaption)
-	ok := l.addSentFile(cur, f)
-	if !ok {
+	if !cur.SendFile(f) {
 		s.drop([]store.OutboxMessage{f})
 		return codex.ToolResult{Text: "send_file: the turn already ended; nothing was sent."}
 	}
-	s.log.Info("sendfile.accepted", zap.String("lane", l.key), zap.String("name", f.FileName), zap.Int64("size", f.FileSize))
+	s.log.Info("sendfile.accepted", zap.String("lane", key), zap.String("name", f.FileName), zap.Int64("size", f.FileSize))
 	return codex.ToolResult{Success: true,
 		Text: fmt.Sprintf("%s (%s) will be sent to the user with your reply.", f.FileName, files.FormatSize(f.FileSize))}
 }
@@ -131,7 +123,7 @@ func (s *sendFiles) toolCall(_ context.Context, call codex.ToolCall) codex.ToolR
 // row is the file's outbox row without its address. The copy is held in
 // the files store until the turn ends (release), so no prune takes it
 // before its row is committed.
-func (s *sendFiles) snapshot(key, path, dir string, roots []string) (store.OutboxMessage, error) {
+func (s *Files) snapshot(key, path, dir string, roots []string) (store.OutboxMessage, error) {
 	maxBytes := s.files.Limits().MaxBytes
 	resolved, err := files.ResolveOutbound(path, dir, roots, maxBytes)
 	if err != nil {
@@ -153,7 +145,7 @@ func (s *sendFiles) snapshot(key, path, dir string, roots []string) (store.Outbo
 // describe gives the size and media type (from its name and head) of a
 // copy in the lane's out directory, read through the lane's directory: the
 // lane may have swapped it for a link already.
-func (s *sendFiles) describe(key, copied string) (int64, string, error) {
+func (s *Files) describe(key, copied string) (int64, string, error) {
 	f, err := s.files.Open(key, copied)
 	if err != nil {
 		return 0, "", err
@@ -173,10 +165,7 @@ func (s *sendFiles) describe(key, copied string) (int64, string, error) {
 // (imageGeneration items with a saved path) as file rows. The path is
 // codex's own, so the only roots are its directory; size and type are
 // checked as for send_file.
-func (s *sendFiles) generatedImages(key string, items []codex.Item) []store.OutboxMessage {
-	if s.files == nil {
-		return nil
-	}
+func (s *Files) generatedImages(key string, items []codex.Item) []store.OutboxMessage {
 	var out []store.OutboxMessage
 	for _, it := range items {
 		path := it.SavedPath()
@@ -195,82 +184,25 @@ func (s *sendFiles) generatedImages(key string, items []codex.Item) []store.Outb
 
 // addGeneratedImages adds the images codex generated in the turn to the
 // files it sends.
-func (s *sendFiles) addGeneratedImages(t *turn, items []codex.Item) {
-	images := s.generatedImages(t.l.key, items)
+func (s *Files) addGeneratedImages(t ext.Turn, items []codex.Item) {
+	images := s.generatedImages(t.Lane().Key(), items)
 	if len(images) == 0 {
 		return
 	}
-	if !t.l.addFiles(images) {
+	if !t.AddFiles(images) {
 		s.drop(images)
 	}
 }
 
-// release lifts the files store's holds on a turn's copies once the turn
-// is over: committed, their pending rows keep them (files.OutInUse); not
-// committed, nothing will send them and the quota may take them.
-func (s *sendFiles) release(sent []store.OutboxMessage) {
-	if s.files == nil || len(sent) == 0 {
-		return
-	}
-	paths := make([]string, 0, len(sent))
-	for _, f := range sent {
+// drop removes copies no turn took, and their holds, through the lane's
+// directory (a link put in a copy's place goes, not its target).
+func (s *Files) drop(copies []store.OutboxMessage) {
+	paths := make([]string, 0, len(copies))
+	for _, f := range copies {
+		_ = s.files.Remove(f.SessionKey, f.FilePath)
 		paths = append(paths, f.FilePath)
 	}
 	s.files.Release(paths...)
-}
-
-// drop removes copies no turn took, and their holds, through the lane's
-// directory (a link put in a copy's place goes, not its target).
-func (s *sendFiles) drop(copies []store.OutboxMessage) {
-	for _, f := range copies {
-		_ = s.files.Remove(f.SessionKey, f.FilePath)
-	}
-	s.release(copies)
-}
-
-// dropPreview deletes a streamed preview the reply does not replace (the
-// turn's files went out after it, so the reply is a new message), where
-// the platform can; elsewhere it stays, an earlier draft of the reply that
-// follows.
-func (s *sendFiles) dropPreview(ctx context.Context, addr Address, id string) {
-	if id == "" {
-		return
-	}
-	d, ok := s.platforms[addr.Platform].(Deleter)
-	if !ok {
-		return
-	}
-	if err := d.Delete(ctx, addr, id); err != nil {
-		s.obs.PlatformError(addr.Platform, "delete")
-		s.log.Info("preview.delete_failed", zap.String("platform", addr.Platform), zap.Error(err))
-	}
-}
-
-// turnFiles takes the files the turn's agent sent, so they are committed
-// with it; addressed like the reply.
-func turnFiles(cur *turnState, reply *store.OutboxMessage) []store.OutboxMessage {
-	if cur == nil {
-		return nil
-	}
-	out := make([]store.OutboxMessage, 0, len(cur.files))
-	for _, f := range cur.files {
-		f.SessionKey, f.Platform, f.Kind = reply.SessionKey, reply.Platform, reply.Kind
-		f.ChatID, f.TopicID, f.UserID, f.ReplyTo = reply.ChatID, reply.TopicID, reply.UserID, reply.ReplyTo
-		out = append(out, f)
-	}
-	return out
-}
-
-// sentFileOf is the file of an outbox file row.
-func sentFileOf(m store.OutboxMessage) *SentFile {
-	mime := m.FileMIME
-	isImage := false
-	switch mime {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		isImage = true
-	}
-	return &SentFile{Path: m.FilePath, ID: filepath.Base(m.FilePath), Name: m.FileName, MIME: mime,
-		Size: m.FileSize, IsImage: isImage}
 }
 
 // truncateRunes cuts s to at most n runes.

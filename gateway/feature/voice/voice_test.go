@@ -1,4 +1,4 @@
-package gateway
+package voice
 
 import (
 	"bytes"
@@ -33,7 +33,8 @@ func BenchmarkTranscribe(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v := newVoice(VoiceConfig{URL: srv.URL, Model: "whisper-1"}, fstore, nil, zap.NewNop())
+	v := New(Config{URL: srv.URL, Model: "whisper-1"})
+	v.files, v.log = fstore, zap.NewNop()
 	for b.Loop() {
 		if text, err := v.transcribe(b.Context(), lane, saved.Path); err != nil || text == "" {
 			b.Fatalf("transcribe: %q, %v", text, err)

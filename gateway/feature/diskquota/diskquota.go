@@ -1,15 +1,17 @@
-package gateway
+// Package diskquota is lanes.disk_quota: what a lane may keep in its own
+// directories before its turns are refused.
+package diskquota
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -31,15 +33,12 @@ import (
 // disk while it runs. codex.max_file_size bounds one file, and the
 // systemd unit's limits the daemon as a whole (docs/operations.md).
 
-// diskQuota refuses turns of lanes over lanes.disk_quota.
-type diskQuota struct {
-	limit  int64 // bytes; 0: off
-	dirsOf func(sessionKey string) []string
+// Quota refuses turns of lanes over lanes.disk_quota.
+type Quota struct {
+	limit int64 // bytes; 0: off
 	// measure is measureDirs; tests count its calls.
 	measure func(dirs []string) diskUsage
-	refuse  refusals
-	undo    bool // lanes have worktrees, which /undo restores: the refusal says so
-	out     *deliverer
+	host    ext.Host
 	log     *zap.Logger
 
 	mu    sync.Mutex
@@ -53,54 +52,33 @@ type laneDisk struct {
 	told  bool // the lane has heard it is over, since it last was under
 }
 
-func newDiskQuota(cfg Config, st refusalStore, j journal, in inbox, out *deliverer, log *zap.Logger) *diskQuota {
-	d := &diskQuota{limit: cfg.DiskQuota, measure: measureDirs, undo: cfg.Worktrees != "", out: out, log: log,
-		refuse: refusals{journal: j, st: st, inbox: in, out: out, log: log}, lanes: make(map[string]laneDisk)}
-	d.dirsOf = laneDirs(cfg)
-	return d
+// New is a quota of limit bytes per lane (0: off).
+func New(limit int64) *Quota {
+	return &Quota{limit: limit, measure: measureDirs, lanes: make(map[string]laneDisk)}
 }
 
-// laneDirs names the directories that are a lane's own under cfg.
-func laneDirs(cfg Config) func(sessionKey string) []string {
-	workRoot := ""
-	if cfg.Isolation.on() {
-		workRoot = cfg.Thread.Cwd // without isolation lanes share codex.cwd: the operator's
-	}
-	return func(key string) []string {
-		var dirs []string
-		if workRoot != "" {
-			dirs = append(dirs, files.WorkDir(workRoot, key))
-		}
-		if cfg.Worktrees != "" {
-			dirs = append(dirs, filepath.Join(cfg.Worktrees, files.DirName(key)))
-		}
-		if cfg.Isolation.TempRoot != "" {
-			dirs = append(dirs, filepath.Join(cfg.Isolation.TempRoot, files.DirName(key)))
-		}
-		if cfg.Files != nil {
-			dirs = append(dirs, cfg.Files.LaneDir(key))
-		}
-		return dirs
-	}
-}
+// Name is the feature's name.
+func (d *Quota) Name() string { return "diskquota" }
 
-// register adds the refusal before a turn, the measurement after one and
+// Register adds the refusal before a turn, the measurement after one and
 // the /status line; nothing when the quota is off.
-func (d *diskQuota) register(h *host) {
+func (d *Quota) Register(h ext.Host) error {
+	d.host, d.log = h, h.Logger()
 	if d.limit <= 0 {
-		return
+		return nil
 	}
-	h.hooks.refuse = append(h.hooks.refuse, d.refuseOver)
-	h.hooks.after = append(h.hooks.after, d.afterWork)
-	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+	h.OnRefuse(d.refuseOver)
+	h.OnAfter(d.afterWork)
+	h.OnStatus(func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		b.WriteString(d.status(sl.SessionKey))
 	})
+	return nil
 }
 
 // check measures the lane now and records it; it returns the lane's state
 // before and after.
-func (d *diskQuota) check(key string) (was, now laneDisk) {
-	u := d.measure(d.dirsOf(key))
+func (d *Quota) check(key string) (was, now laneDisk) {
+	u := d.measure(d.host.LaneDirs(key).All())
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	was = d.lanes[key]
@@ -117,46 +95,47 @@ func (d *diskQuota) check(key string) (was, now laneDisk) {
 // measured since the daemon started) is measured first, so deleting files
 // lifts the refusal and a restart does not forget it. Commands and tasks
 // (/new, /undo) still run: they are how a lane gets under again.
-func (d *diskQuota) refuseOver(ctx context.Context, l *lane, it item) bool {
-	if it.kind != itemTurn {
-		return false
+func (d *Quota) refuseOver(_ context.Context, l ext.Lane, it ext.Item) (reason string) {
+	if !it.Turn {
+		return ""
 	}
+	key := l.Key()
 	d.mu.Lock()
-	last, known := d.lanes[l.key]
+	last, known := d.lanes[key]
 	d.mu.Unlock()
 	if known && !last.over {
-		return false
+		return ""
 	}
-	was, now := d.check(l.key)
+	was, now := d.check(key)
 	if !now.over {
 		if was.over {
-			d.log.Info("lane.disk_quota_lifted", zap.String("lane", l.key), zap.Int64("bytes", now.usage.bytes))
+			d.log.Info("lane.disk_quota_lifted", zap.String("lane", key), zap.Int64("bytes", now.usage.bytes))
 		}
-		return false
+		return ""
 	}
-	d.log.Warn("turn.refused_disk_quota", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID),
+	d.log.Warn("turn.refused_disk_quota", zap.String("lane", key), zap.Int64("inbound", it.InboundID),
 		zap.Int64("bytes", now.usage.bytes), zap.Int64("quota", d.limit), zap.String("short", now.usage.short))
-	d.markTold(l.key)
-	d.refuse.refuse(ctx, l, it, d.refusalText(now.usage))
-	return true
+	d.markTold(key)
+	return d.refusalText(now.usage, d.host.LaneDirs(key).Worktrees != "")
 }
 
 // afterWork measures the lane once its turn or task is done, and tells it
 // the first time it is found over.
-func (d *diskQuota) afterWork(ctx context.Context, l *lane, it item) {
-	was, now := d.check(l.key)
+func (d *Quota) afterWork(ctx context.Context, l ext.Lane, it ext.Item) {
+	key := l.Key()
+	was, now := d.check(key)
 	switch {
 	case now.over && !now.told:
-		d.log.Warn("lane.disk_quota_over", zap.String("lane", l.key), zap.Int64("bytes", now.usage.bytes),
+		d.log.Warn("lane.disk_quota_over", zap.String("lane", key), zap.Int64("bytes", now.usage.bytes),
 			zap.Int64("quota", d.limit), zap.String("short", now.usage.short))
-		d.markTold(l.key)
-		d.out.notify(ctx, l.addr, replyTarget(it), d.overText(now.usage))
+		d.markTold(key)
+		d.host.Notify(ctx, l.Address(), it.ReplyTo, d.overText(now.usage))
 	case !now.over && was.over:
-		d.log.Info("lane.disk_quota_lifted", zap.String("lane", l.key), zap.Int64("bytes", now.usage.bytes))
+		d.log.Info("lane.disk_quota_lifted", zap.String("lane", key), zap.Int64("bytes", now.usage.bytes))
 	}
 }
 
-func (d *diskQuota) markTold(key string) {
+func (d *Quota) markTold(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ld := d.lanes[key]
@@ -165,15 +144,16 @@ func (d *diskQuota) markTold(key string) {
 }
 
 // overText is the notice of a lane that just went over its quota.
-func (d *diskQuota) overText(u diskUsage) string {
+func (d *Quota) overText(u diskUsage) string {
 	return "This conversation's files " + d.describe(u) + ". Its next messages will not run until files are " +
 		"deleted from its working directory, temporary directory or files directory."
 }
 
-// refusalText answers a message refused for the quota.
-func (d *diskQuota) refusalText(u diskUsage) string {
+// refusalText answers a message refused for the quota; worktrees: the
+// lane has worktrees, which /undo restores.
+func (d *Quota) refusalText(u diskUsage, worktrees bool) string {
 	how := "(an operator can)"
-	if d.undo {
+	if worktrees {
 		how = "(an operator can, or /undo restores a worktree as it was before a turn)"
 	}
 	return "Not run: this conversation's files " + d.describe(u) + ". Delete files from its directories " +
@@ -181,7 +161,7 @@ func (d *diskQuota) refusalText(u diskUsage) string {
 }
 
 // describe says how the usage stands against the quota.
-func (d *diskQuota) describe(u diskUsage) string {
+func (d *Quota) describe(u diskUsage) string {
 	if u.short != "" {
 		return fmt.Sprintf("could not be measured (%s; at least %s), so they count as over the disk quota of %s (lanes.disk_quota)",
 			u.short, approxSize(u.bytes), files.FormatSize(d.limit))
@@ -191,7 +171,7 @@ func (d *diskQuota) describe(u diskUsage) string {
 
 // status is the lane's /status line: its last measurement, or one taken
 // now if there is none.
-func (d *diskQuota) status(key string) string {
+func (d *Quota) status(key string) string {
 	d.mu.Lock()
 	ld, known := d.lanes[key]
 	d.mu.Unlock()
