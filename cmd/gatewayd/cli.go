@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -217,7 +218,7 @@ func (f *flags) parse(args []string) ([]string, error) {
 }
 
 func (f *flags) load() (*config.Config, error) {
-	return config.Load(config.Options{File: f.config})
+	return config.Load(config.Options{File: f.config, Env: os.Environ()})
 }
 
 func cmdCheckConfig(args []string, std stdio) error {

@@ -144,7 +144,7 @@ func (c *initCmd) paths() (string, string, error) {
 		cfgPath = os.Getenv(config.EnvConfigFile)
 	}
 	if cfgPath == "" {
-		files := config.DefaultFiles()
+		files := config.DefaultFiles(os.Environ())
 		cfgPath = files[len(files)-1]
 		if os.Geteuid() != 0 && len(files) > 1 {
 			cfgPath = files[0]
@@ -751,7 +751,7 @@ func (c *initCmd) yaml(envPath string, st *initState) string {
 func (c *initCmd) verify(ctx context.Context, cfgPath, envPath string, st *initState) error {
 	restore := setEnv(map[string]string{envTelegramToken: st.tgToken, envDiscordToken: st.dcToken})
 	defer restore()
-	if _, err := config.Load(config.Options{File: cfgPath}); err != nil {
+	if _, err := config.Load(config.Options{File: cfgPath, Env: os.Environ()}); err != nil {
 		return fmt.Errorf("init: the written config does not load: %w", err)
 	}
 	fmt.Fprintf(c.std.out, "Config valid. Running `gatewayd doctor --config %s`:\n", cfgPath)

@@ -22,7 +22,7 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 	if len(pos) > 0 {
 		return usagef("run takes no arguments, got %q", pos)
 	}
-	opts := config.Options{File: f.config}
+	opts := config.Options{File: f.config, Env: os.Environ()}
 	cfg, err := config.Load(opts)
 	if err != nil {
 		return err
