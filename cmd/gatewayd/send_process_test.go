@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -40,7 +41,7 @@ func TestProcessSendWithTheRealCodex(t *testing.T) {
 	cfgFile := processConfig(t, dir, addr, model, map[string]any{
 		"api": map[string]any{"listen": addr, "token_file": tokenFile},
 	})
-	api := &apiClient{base: "http://" + addr, token: "tok", http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, Token: "tok", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 	d := startDaemon(t, bin, cfgFile, dir, "send", listenNotify(t).path)
 	waitHealthy(t, api, d)
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -38,11 +40,11 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 		"api":      map[string]any{"listen": addr, "token": "tok"},
 		"projects": map[string]any{"proj": proj},
 	})
-	api := &apiClient{base: "http://" + addr, token: "tok", http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, Token: "tok", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 	d := startDaemon(t, bin, cfgFile, dir, "status", listenNotify(t).path)
 	waitHealthy(t, api, d)
 
-	resp, err := http.Get(api.base + "/api/status")
+	resp, err := http.Get(api.Base + "/api/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +61,8 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := codexVersion(string(out)); got.Codex.Version != want || want != pinnedCodexVersion {
-		t.Errorf("status codex version %q (user agent %q), `codex --version` %q, pinned %s", got.Codex.Version, got.Codex.UserAgent, want, pinnedCodexVersion)
+	if want := doctor.CodexVersion(string(out)); got.Codex.Version != want || want != doctor.PinnedCodexVersion {
+		t.Errorf("status codex version %q (user agent %q), `codex --version` %q, pinned %s", got.Codex.Version, got.Codex.UserAgent, want, doctor.PinnedCodexVersion)
 	}
 	t.Logf("codex user agent: %s", got.Codex.UserAgent)
 	w := got.RateLimits.Windows[0]
@@ -81,7 +83,7 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 			Efforts []string
 		}
 	}
-	if err := api.do(context.Background(), http.MethodGet, "/api/models", nil, &models); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/models", nil, &models); err != nil {
 		t.Fatal(err)
 	}
 	if len(models.Models) == 0 || models.Models[0].ID == "" || len(models.Models[0].Efforts) == 0 {
@@ -90,7 +92,7 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	var projects struct {
 		Projects []struct{ Name, Directory string }
 	}
-	if err := api.do(context.Background(), http.MethodGet, "/api/projects", nil, &projects); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/projects", nil, &projects); err != nil {
 		t.Fatal(err)
 	}
 	if len(projects.Projects) != 1 || projects.Projects[0].Name != "proj" || projects.Projects[0].Directory != proj {
@@ -146,12 +148,12 @@ type statusBody struct {
 
 // waitStatus polls /api/status until ok holds: codex reports rate limits
 // on its own notification, after the reply may already be delivered.
-func waitStatus(t *testing.T, api *apiClient, ok func(statusBody) bool) statusBody {
+func waitStatus(t *testing.T, api *client.API, ok func(statusBody) bool) statusBody {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var s statusBody
-		if err := api.do(context.Background(), http.MethodGet, "/api/status", nil, &s); err != nil {
+		if err := api.Do(context.Background(), http.MethodGet, "/api/status", nil, &s); err != nil {
 			t.Fatal(err)
 		}
 		if ok(s) {
