@@ -58,7 +58,7 @@ func newHarnessOn(t testing.TB, st *fakeStore, opts ...harnessOpt) *harness {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, err := New(cfg, h.st, h.cx)
+	g, err := New(cfg.WithDefaults(), h.st, h.cx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 	if w.storeAs != nil {
 		gst = w.storeAs(st)
 	}
-	g, err := gateway.New(cfg, gst, rec)
+	g, err := gateway.New(cfg.WithDefaults(), gst, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
