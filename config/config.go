@@ -8,8 +8,8 @@
 // (codex.turn_timeout → GATEWAYD_CODEX_TURN_TIMEOUT); list values are
 // comma-separated there.
 //
-// Every default lives once, in defaults.go, which also states the one
-// convention for "never": a zero value, as the keys document it.
+// Every default lives once, in the key table (keys.go); defaults.go states
+// the one convention for "never": a zero value, as the keys document it.
 package config
 
 import (
@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -315,37 +316,75 @@ func errorf(key, format string, args ...any) *Error {
 	return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Options say where configuration comes from. The environment is always
-// the process environment (viper reads it).
+// Options say where configuration comes from.
 type Options struct {
 	// File is the --config flag. "" falls back to $GATEWAYD_CONFIG, then
 	// to the first existing DefaultFiles entry, then to no file at all.
 	File string
+	// Env is the environment in os.Environ's form: its GATEWAYD_* variables
+	// set keys (over the file); GATEWAYD_CONFIG, STATE_DIRECTORY,
+	// XDG_STATE_HOME, XDG_CONFIG_HOME and HOME choose files and state_dir.
+	// Load reads no other environment, so a caller (gatewayd init) can
+	// load a config with the tokens the service will have, without
+	// setting them in its own process.
+	Env []string
 }
 
-// DefaultFiles lists the files tried, in order, when no file is named.
-func DefaultFiles() []string {
+// DefaultFiles lists the files tried, in order, when no file is named: the
+// user's config directory (XDG_CONFIG_HOME, else HOME/.config, in env),
+// then /etc.
+func DefaultFiles(env []string) []string {
 	var files []string
-	if dir, err := os.UserConfigDir(); err == nil {
+	if dir := userConfigDir(lookupEnv(env)); dir != "" {
 		files = append(files, filepath.Join(dir, "gatewayd", "gatewayd.yaml"))
 	}
 	return append(files, "/etc/gatewayd/gatewayd.yaml")
 }
 
+// userConfigDir is os.UserConfigDir read from env: "" where it fails.
+func userConfigDir(env func(string) string) string {
+	home := env("HOME")
+	switch xdg := env("XDG_CONFIG_HOME"); {
+	case runtime.GOOS == "darwin" && home != "":
+		return filepath.Join(home, "Library", "Application Support")
+	case runtime.GOOS == "darwin":
+		return ""
+	case xdg != "":
+		if !filepath.IsAbs(xdg) {
+			return ""
+		}
+		return xdg
+	case home != "":
+		return filepath.Join(home, ".config")
+	}
+	return ""
+}
+
+// lookupEnv returns the value of a variable of env ("" when unset); the
+// first entry of a name wins, as in os.Getenv.
+func lookupEnv(env []string) func(string) string {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		name, val, ok := strings.Cut(kv, "=")
+		if _, seen := vars[name]; ok && !seen {
+			vars[name] = val
+		}
+	}
+	return func(name string) string { return vars[name] }
+}
+
 // Load reads, merges and validates the configuration. Every error it
 // returns is (or joins) *Error values.
 func Load(opts Options) (*Config, error) {
-	file, err := chooseFile(opts.File)
+	env := lookupEnv(opts.Env)
+	file, err := chooseFile(opts.File, opts.Env)
 	if err != nil {
 		return nil, err
 	}
 	v := viper.New()
-	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AutomaticEnv()
 	for _, k := range keys {
-		// A default for every key makes the environment visible to Get and
-		// AllKeys even when the file does not mention the key.
+		// A default for every key lists it in AllKeys even when the file
+		// does not mention it.
 		v.SetDefault(k.name, k.def)
 	}
 	if file != "" {
@@ -355,7 +394,14 @@ func Load(opts Options) (*Config, error) {
 			return nil, &Error{Msg: fmt.Sprintf("read %s: %v", file, err)}
 		}
 	}
-	if err := unknownKeys(v.AllKeys(), os.Environ(), func(key string) bool { return isMapOrNil(v.Get(key)) }); err != nil {
+	for _, k := range keys {
+		// The environment wins over the file; an empty variable is unset
+		// (as viper's AutomaticEnv read it).
+		if val := env(envName(k.name)); val != "" {
+			v.Set(k.name, val)
+		}
+	}
+	if err := unknownKeys(v.AllKeys(), opts.Env, func(key string) bool { return isMapOrNil(v.Get(key)) }); err != nil {
 		return nil, err
 	}
 	cfg := &Config{File: file}
@@ -366,7 +412,7 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 	if len(errs) == 0 {
-		errs = append(errs, cfg.resolve()...)
+		errs = append(errs, cfg.resolve(env)...)
 	}
 	if len(errs) == 0 {
 		errs = append(errs, cfg.validate()...)
@@ -377,14 +423,14 @@ func Load(opts Options) (*Config, error) {
 	return cfg, nil
 }
 
-func chooseFile(flag string) (string, error) {
+func chooseFile(flag string, env []string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if env := os.Getenv(EnvConfigFile); env != "" {
-		return env, nil
+	if f := lookupEnv(env)(EnvConfigFile); f != "" {
+		return f, nil
 	}
-	for _, f := range DefaultFiles() {
+	for _, f := range DefaultFiles(env) {
 		if _, err := os.Stat(f); err == nil {
 			return f, nil
 		}
@@ -483,10 +529,10 @@ func envName(key string) string {
 }
 
 // resolve fills values derived from other keys and reads secret files.
-func (c *Config) resolve() []error {
+func (c *Config) resolve(env func(string) string) []error {
 	var errs []error
 	if c.StateDir == "" {
-		dir, err := defaultStateDir()
+		dir, err := defaultStateDir(env)
 		if err != nil {
 			return []error{errorf("state_dir", "not set and %v", err)}
 		}
@@ -549,17 +595,17 @@ func readSecretFile(key string, token *string, file string) error {
 
 // defaultStateDir follows systemd's StateDirectory= first, then the XDG
 // base directory spec.
-func defaultStateDir() (string, error) {
-	if sd := os.Getenv("STATE_DIRECTORY"); sd != "" {
+func defaultStateDir(env func(string) string) (string, error) {
+	if sd := env("STATE_DIRECTORY"); sd != "" {
 		// systemd joins several state directories with ':'; ours is the first.
 		first, _, _ := strings.Cut(sd, ":")
 		return first, nil
 	}
-	if xdg := os.Getenv("XDG_STATE_HOME"); xdg != "" && filepath.IsAbs(xdg) {
+	if xdg := env("XDG_STATE_HOME"); xdg != "" && filepath.IsAbs(xdg) {
 		return filepath.Join(xdg, "gatewayd"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
+	home := env("HOME")
+	if home == "" {
 		return "", errors.New("no home directory to derive it from")
 	}
 	return filepath.Join(home, ".local", "state", "gatewayd"), nil

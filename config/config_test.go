@@ -212,7 +212,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 			for k, v := range requiredCompanions(tc.key) {
 				t.Setenv(EnvName(k), v)
 			}
-			cfg, err := Load(Options{File: writeFile(t, dir, "gw.yaml", doc)})
+			cfg, err := Load(Options{File: writeFile(t, dir, "gw.yaml", doc), Env: os.Environ()})
 			if err != nil {
 				t.Fatalf("Load: %v\nfile:\n%s", err, doc)
 			}
@@ -232,7 +232,7 @@ func TestEveryKeyFromEnv(t *testing.T) {
 			for k, v := range requiredCompanions(tc.key) {
 				t.Setenv(EnvName(k), v)
 			}
-			cfg, err := Load(Options{File: writeFile(t, dir, "empty.yaml", "")})
+			cfg, err := Load(Options{File: writeFile(t, dir, "empty.yaml", ""), Env: os.Environ()})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -247,7 +247,7 @@ func TestEnvOverridesFile(t *testing.T) {
 	dir := isolate(t)
 	file := writeFile(t, dir, "gw.yaml", "log:\n  level: warn\n")
 	t.Setenv("GATEWAYD_LOG_LEVEL", "error")
-	cfg, err := Load(Options{File: file})
+	cfg, err := Load(Options{File: file, Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestEnvOverridesFile(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	dir := isolate(t)
-	cfg, err := Load(Options{File: writeFile(t, dir, "empty.yaml", "")})
+	cfg, err := Load(Options{File: writeFile(t, dir, "empty.yaml", ""), Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestDefaults(t *testing.T) {
 			Sandbox: "workspace-write", Isolation: "lanes", Approvals: "never", Approvers: "requester", ApprovalTimeout: 10 * time.Minute,
 			QuestionTimeout: 30 * time.Minute,
 			TurnTimeout:     30 * time.Minute, ResumeTimeout: 10 * time.Minute, StartTimeout: 30 * time.Second,
-			MaxProcesses: DefaultCodexMaxProcesses, MaxFileSize: DefaultCodexMaxFileSize,
+			MaxProcesses: DefaultCodexMaxProcesses, MaxFileSize: 4 << 30,
 		},
 		API: API{Listen: "127.0.0.1:8787", AllowedHosts: []string{}, AllowedOrigins: []string{}, MaxConnections: 256},
 		Telegram: Telegram{
@@ -287,13 +287,13 @@ func TestDefaults(t *testing.T) {
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
 			QueueLimit: 20, MaxPerMinute: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true, WorktreeRetention: 720 * time.Hour,
-			GroupContext: true, ContextMessages: DefaultContextMessages, NotifyAfter: time.Minute,
-			DiskQuota: DefaultLaneDiskQuota,
+			GroupContext: true, ContextMessages: 30, NotifyAfter: time.Minute,
+			DiskQuota: 5 << 30,
 		},
 		Worktrees: Worktrees{Pool: 1},
 		Shutdown:  Shutdown{DrainTimeout: time.Minute},
 		Store:     Store{Driver: "sqlite"},
-		Files:     Files{MaxBytes: DefaultFilesMaxBytes, LaneQuota: DefaultFilesLaneQuota},
+		Files:     Files{MaxBytes: 20 << 20, LaneQuota: 1 << 30},
 		Voice:     Voice{Model: "whisper-1", Timeout: time.Minute},
 		Webhooks:  Webhooks{MaxAge: 5 * time.Minute, ReplayWindow: 24 * time.Hour, MaxConnections: 128},
 		Schedules: Schedules{MinInterval: time.Minute, CatchUp: time.Hour, MaxPerLane: 20},
@@ -325,7 +325,7 @@ func TestStateDirDefaults(t *testing.T) {
 			dir := isolate(t)
 			t.Setenv("STATE_DIRECTORY", tc.stateDirectory)
 			t.Setenv("XDG_STATE_HOME", tc.xdg)
-			cfg, err := Load(Options{File: writeFile(t, dir, "e.yaml", "")})
+			cfg, err := Load(Options{File: writeFile(t, dir, "e.yaml", ""), Env: os.Environ()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,7 +339,7 @@ func TestStateDirDefaults(t *testing.T) {
 func TestConfigFileFromEnv(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv(EnvConfigFile, writeFile(t, dir, "gw.yaml", "log:\n  format: console\n"))
-	cfg, err := Load(Options{})
+	cfg, err := Load(Options{Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestConfigFileFromEnv(t *testing.T) {
 
 func TestNoFileAtAll(t *testing.T) {
 	isolate(t)
-	cfg, err := Load(Options{})
+	cfg, err := Load(Options{Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +483,7 @@ func TestValidationErrors(t *testing.T) {
 			if tc.file != "-" {
 				file = writeFile(t, dir, "gw.yaml", tc.file)
 			}
-			_, err := Load(Options{File: file})
+			_, err := Load(Options{File: file, Env: os.Environ()})
 			if err == nil {
 				t.Fatalf("Load succeeded, want %q", tc.want)
 			}
@@ -509,7 +509,7 @@ func TestEmptySectionsAndPublicListenWithToken(t *testing.T) {
 		"api:\n  listen: localhost:8787\n",
 	} {
 		dir := isolate(t)
-		if _, err := Load(Options{File: writeFile(t, dir, "gw.yaml", file)}); err != nil {
+		if _, err := Load(Options{File: writeFile(t, dir, "gw.yaml", file), Env: os.Environ()}); err != nil {
 			t.Errorf("Load(%q): %v", file, err)
 		}
 	}
@@ -517,7 +517,7 @@ func TestEmptySectionsAndPublicListenWithToken(t *testing.T) {
 
 func TestSeveralErrorsAreAllReported(t *testing.T) {
 	dir := isolate(t)
-	_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", "log:\n  level: x\n  format: y\n")})
+	_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", "log:\n  level: x\n  format: y\n"), Env: os.Environ()})
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -533,7 +533,7 @@ func TestNonKeyEnvIsAccepted(t *testing.T) {
 	t.Setenv("GATEWAYD_CODEX_BIN", "/somewhere/codex")
 	t.Setenv("GATEWAYD_CPUPROFILE", "/somewhere/cpu.prof")
 	t.Setenv("GATEWAYD_TRACE", "/somewhere/run.trace")
-	if _, err := Load(Options{File: writeFile(t, dir, "e.yaml", "")}); err != nil {
+	if _, err := Load(Options{File: writeFile(t, dir, "e.yaml", ""), Env: os.Environ()}); err != nil {
 		t.Fatalf("GATEWAYD_CODEX_BIN, GATEWAYD_CPUPROFILE or GATEWAYD_TRACE rejected: %v", err)
 	}
 }
@@ -552,7 +552,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := isolate(t)
-			_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", tc.file)})
+			_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", tc.file), Env: os.Environ()})
 			if err == nil {
 				t.Fatal("want an error")
 			}
@@ -569,7 +569,7 @@ func TestRedacted(t *testing.T) {
 	writeFile(t, dir, "dtoken", secret+"-file\n")
 	t.Setenv("GATEWAYD_DISCORD_TOKEN_FILE", filepath.Join(dir, "dtoken"))
 	t.Setenv("GATEWAYD_DISCORD_ALLOWED_ROLES", "r1")
-	cfg, err := Load(Options{File: file})
+	cfg, err := Load(Options{File: file, Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

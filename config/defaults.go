@@ -1,51 +1,36 @@
 package config
 
 import (
+	"errors"
 	"runtime"
 	"time"
 )
 
-// Every default lives here once. Packages that apply a default to a zero
-// value of their own config (gateway.Config, codex.Options) use these
-// constants, so a caller that does not set a field gets what an operator
-// who does not set the key gets.
+// A key's default is written once, in the key table (keys.go); Defaults
+// decodes them all. The constants below are the defaults of keys that a
+// package reads for a field left zero by a caller that builds its own
+// options (codex.Options, webhooks.Config) or that a test checks against
+// the shipped unit; the table uses them, so they cannot drift apart.
 //
 // One convention for "never": a zero value means off/never where the key
 // documents one (lanes.idle_evict, lanes.compact_at, lanes.rotate,
-// lanes.max_per_minute), and the packages' fields read it the same way. Every other key must be positive,
-// so there a zero field means "take the default below". No field uses a
-// negative value as a sentinel.
+// lanes.max_per_minute), and the packages' fields read it the same way.
+// No field uses a negative value as a sentinel.
 
 // Defaults of configuration keys (the key is named beside each).
 const (
-	DefaultMaxLive         = 32               // lanes.max_live
-	DefaultIdleEvict       = 30 * time.Minute // lanes.idle_evict
-	DefaultQueueLimit      = 20               // lanes.queue_limit
-	DefaultMaxPerMinute    = 20               // lanes.max_per_minute (0: no limit)
-	DefaultContextMessages = 30               // lanes.context_messages
-	DefaultBusyMode        = BusyQueue        // lanes.busy_mode
-	DefaultVerbose         = VerboseSummary   // lanes.verbose
-	DefaultApprovals       = ApprovalsNever   // codex.approvals
-	DefaultIsolation       = IsolationLanes   // codex.isolation
-	DefaultApprovalTimeout = 10 * time.Minute // codex.approval_timeout
-	DefaultQuestionTimeout = 30 * time.Minute // codex.question_timeout
+	DefaultIdleEvict = 30 * time.Minute // lanes.idle_evict
 
 	DefaultScheduleMinInterval = time.Minute      // schedules.min_interval
-	DefaultScheduleCatchUp     = time.Hour        // schedules.catch_up
 	DefaultSchedulesPerLane    = 20               // schedules.max_per_lane
 	DefaultTurnTimeout         = 30 * time.Minute // codex.turn_timeout
 	DefaultResumeTimeout       = 10 * time.Minute // codex.resume_timeout: generous on purpose, ctx can cancel
 	DefaultStartTimeout        = 30 * time.Second // codex.start_timeout: initialize and thread/start
-	DefaultDrainTimeout        = 60 * time.Second // shutdown.drain_timeout
-	DefaultFilesMaxBytes       = 20 << 20         // files.max_bytes: one attachment
-	DefaultFilesLaneQuota      = 1 << 30          // files.lane_quota: all of a lane's stored files
-	DefaultLaneDiskQuota       = 5 << 30          // lanes.disk_quota: a lane's own directories
 	// codex.max_processes: RLIMIT_NPROC counts every task of the daemon's
 	// uid, not the app-server's alone; above the unit's TasksMax (4096) so
 	// under systemd the cgroup trips first, and far above the few hundred
 	// tasks a desktop user's session runs besides.
 	DefaultCodexMaxProcesses = 8192
-	DefaultCodexMaxFileSize  = 4 << 30 // codex.max_file_size: above any rollout or build artifact, below a filled disk
 )
 
 // Defaults of behaviour that is not a key.
@@ -77,4 +62,27 @@ var DefaultMaxConcurrentTurns = MaxConcurrentTurnsFor(runtime.NumCPU())
 // MaxConcurrentTurnsFor is the default turn concurrency on cpus CPUs.
 func MaxConcurrentTurnsFor(cpus int) int {
 	return min(max(4*cpus, 4), 64)
+}
+
+// Defaults is the configuration of an operator who sets no key: every
+// key's default from the key table, decoded as Load decodes it, without a
+// file, an environment or what Load derives from them (state_dir,
+// codex.cwd, cluster.node_id stay empty). Callers that build a package's
+// config by hand take its values from here, so the table stays the one
+// place a default is written.
+func Defaults() *Config {
+	c, _ := decodeDefaults() // every default decodes: TestDefaultsDecode
+	return c
+}
+
+// decodeDefaults decodes every key's default into a new Config.
+func decodeDefaults() (*Config, error) {
+	c := &Config{}
+	var errs []error
+	for _, k := range keys {
+		if err := k.decode(c, k.def); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return c, errors.Join(errs...)
 }

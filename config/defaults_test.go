@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"os"
+	"reflect"
+	"testing"
+)
 
 func TestMaxConcurrentTurnsFollowsTheCPUCount(t *testing.T) {
 	tests := []struct {
@@ -19,5 +23,23 @@ func TestMaxConcurrentTurnsFollowsTheCPUCount(t *testing.T) {
 				t.Errorf("MaxConcurrentTurnsFor(%d) = %d, want %d", tt.cpus, got, tt.want)
 			}
 		})
+	}
+}
+
+// Every key's default decodes, and Defaults is what Load gives for an
+// empty file but for what Load derives from the machine.
+func TestDefaultsDecode(t *testing.T) {
+	got, err := decodeDefaults()
+	if err != nil {
+		t.Fatalf("a default does not decode: %v", err)
+	}
+	dir := isolate(t)
+	want, err := Load(Options{File: writeFile(t, dir, "empty.yaml", ""), Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.File, want.StateDir, want.Codex.Cwd, want.Cluster.NodeID = "", "", "", ""
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Defaults:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -26,7 +26,7 @@ func FuzzLoadYAML(f *testing.F) {
 		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Load(Options{File: file})
+		cfg, err := Load(Options{File: file, Env: os.Environ()})
 		if err == nil {
 			if cfg == nil {
 				t.Fatal("Load returned neither a config nor an error")
@@ -55,7 +55,7 @@ func FuzzLoadEnv(f *testing.F) {
 			t.Fatal(err)
 		}
 		t.Setenv(envName(k.name), value)
-		_, err := Load(Options{File: file})
+		_, err := Load(Options{File: file, Env: os.Environ()})
 		if err == nil {
 			return
 		}
@@ -96,7 +96,7 @@ func leafErrors(err error) []error {
 // "config: unknown key", naming nothing.
 func TestEmptyKeyIsNamed(t *testing.T) {
 	dir := isolate(t)
-	_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", "!0 : ")})
+	_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", "!0 : "), Env: os.Environ()})
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Key == "" {
 		t.Fatalf("Load: %v, want a *config.Error naming the key", err)

@@ -82,23 +82,41 @@ func checkDirMap(name string, entries map[string]string) (map[string]string, err
 	}
 	sort.Strings(names)
 	dirs := make(map[string]string, len(entries))
-	folded := map[string]string{}
 	for _, n := range names {
-		entry := name + "." + n
-		if !projectName.MatchString(n) {
-			return nil, errorf(name, "invalid name %q (1-64 letters, digits, '.', '_' or '-')", n)
+		if msg, ofEntry := projectProblem(dirs, n, entries[n]); msg != "" {
+			if ofEntry {
+				return nil, errorf(name+"."+n, "%s", msg)
+			}
+			return nil, errorf(name, "%s", msg)
 		}
-		if other, dup := folded[strings.ToLower(n)]; dup {
-			return nil, errorf(entry, "differs from %q only in case; names must differ ignoring case", other)
-		}
-		folded[strings.ToLower(n)] = n
-		dir := entries[n]
-		if msg := existingAbsDir(dir); msg != "" {
-			return nil, errorf(entry, "%s", msg)
-		}
-		dirs[n] = filepath.Clean(dir)
+		dirs[n] = filepath.Clean(entries[n])
 	}
 	return dirs, nil
+}
+
+// CheckProject explains why name=dir cannot join the projects others
+// (projects.NAME): the rules Load applies, for a caller that gathers
+// projects one at a time (gatewayd init). dir must be absolute.
+func CheckProject(others map[string]string, name, dir string) error {
+	if msg, _ := projectProblem(others, name, dir); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// projectProblem is what is wrong with name=dir beside others, or "";
+// ofEntry says whether the message belongs to the entry (projects.NAME)
+// rather than to the map (an invalid name).
+func projectProblem(others map[string]string, name, dir string) (msg string, ofEntry bool) {
+	if !projectName.MatchString(name) {
+		return fmt.Sprintf("invalid name %q (1-64 letters, digits, '.', '_' or '-')", name), false
+	}
+	for other := range others {
+		if strings.EqualFold(other, name) {
+			return fmt.Sprintf("differs from %q only in case; names must differ ignoring case", other), true
+		}
+	}
+	return existingAbsDir(dir), true
 }
 
 // existingAbsDir explains why dir cannot be a working directory, or "".

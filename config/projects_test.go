@@ -59,7 +59,7 @@ func TestProjects(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv("GATEWAYD_PROJECTS", tc.env)
 			}
-			cfg, err := Load(Options{File: writeFile(t, t.TempDir(), "gw.yaml", tc.file)})
+			cfg, err := Load(Options{File: writeFile(t, t.TempDir(), "gw.yaml", tc.file), Env: os.Environ()})
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("Load err = %v, want %q", err, tc.err)
@@ -83,7 +83,7 @@ func TestProjects(t *testing.T) {
 func TestProjectsShownInRedacted(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv("GATEWAYD_PROJECTS", "site="+dir+",api="+dir)
-	cfg, err := Load(Options{File: writeFile(t, dir, "gw.yaml", "")})
+	cfg, err := Load(Options{File: writeFile(t, dir, "gw.yaml", ""), Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

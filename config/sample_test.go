@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -13,11 +14,11 @@ import (
 func TestSampleConfigShowsEveryKeyWithItsDefault(t *testing.T) {
 	const sample = "../deploy/gatewayd.yaml"
 	dir := isolate(t)
-	got, err := Load(Options{File: sample})
+	got, err := Load(Options{File: sample, Env: os.Environ()})
 	if err != nil {
 		t.Fatalf("the sample does not load: %v", err)
 	}
-	want, err := Load(Options{File: writeFile(t, dir, "empty.yaml", "")})
+	want, err := Load(Options{File: writeFile(t, dir, "empty.yaml", ""), Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -132,7 +133,7 @@ func TestWebhookHooks(t *testing.T) {
 				t.Setenv("GATEWAYD_WEBHOOKS_HOOKS", tc.env)
 			}
 			file := writeFile(t, dir, "gw.yaml", strings.ReplaceAll(tc.file, "SECRETDIR", dir))
-			cfg, err := Load(Options{File: file})
+			cfg, err := Load(Options{File: file, Env: os.Environ()})
 			if tc.err != "" {
 				want := strings.ReplaceAll(tc.err, "SECRETDIR", dir)
 				if err == nil || err.Error() != want {
@@ -179,7 +180,7 @@ func TestWebhookSecretsAreNotShown(t *testing.T) {
 	file := writeFile(t, dir, "gw.yaml", "webhooks:\n  listen: 0.0.0.0:8788\n  hooks:\n"+
 		"    ci:\n      secret: "+secret+"\n      lane: v1:api:ci\n      template: \"Build {{.build}}\"\n"+
 		"    gh:\n      secret_file: "+filepath.Join(dir, "secret")+"\n      lane: v1:telegram:dm:42\n      template: x\n")
-	cfg, err := Load(Options{File: file})
+	cfg, err := Load(Options{File: file, Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

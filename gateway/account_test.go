@@ -76,7 +76,7 @@ func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)
 		login: codex.Login{ID: "login-7", VerificationURL: "https://auth.example/codex/device", UserCode: "WXYZ-9876"}}
 	core, logs := observer.New(zap.InfoLevel)
 	g, err := New(Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
-		Logger: zap.New(core), Now: h.clock.Now}, h.st, ac)
+		Logger: zap.New(core), Now: h.clock.Now}.WithDefaults(), h.st, ac)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func TestApprovalWithoutChatOrLaneDeclines(t *testing.T) {
 	if d := hc.g.Approve(context.Background(), codex.ApprovalRequest{Kind: "command", ThreadID: "nobody"}); d != codex.DecisionDecline {
 		t.Errorf("unknown thread: %q", d)
 	}
-	if _, err := New(Config{Approvals: "sometimes"}, newFakeStore(), newFakeCodex()); err == nil {
+	if _, err := New(Config{Approvals: "sometimes"}.WithDefaults(), newFakeStore(), newFakeCodex()); err == nil {
 		t.Error("unknown approvals mode accepted")
 	}
 }

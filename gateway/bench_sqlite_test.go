@@ -39,7 +39,7 @@ func BenchmarkMessageOverheadSQLite(b *testing.B) {
 		defer func() { ended = time.Now() }()
 		return codex.TurnResult{Status: codex.TurnCompleted, Text: "re: " + text}, nil
 	}
-	g, err := New(Config{MaxLive: 16, QueueLimit: 10, Logger: productionLogger()}, st, cx)
+	g, err := New(Config{MaxLive: 16, QueueLimit: 10, Logger: productionLogger()}.WithDefaults(), st, cx)
 	if err != nil {
 		b.Fatal(err)
 	}

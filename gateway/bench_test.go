@@ -35,7 +35,7 @@ func BenchmarkLiveLaneMemory(b *testing.B) {
 	const lanes = 10_000
 	ctx := context.Background()
 	for range b.N {
-		g, err := New(Config{MaxLive: lanes + 1, Logger: zap.NewNop()}, newFakeStore(), newFakeCodex())
+		g, err := New(Config{MaxLive: lanes + 1, Logger: zap.NewNop()}.WithDefaults(), newFakeStore(), newFakeCodex())
 		if err != nil {
 			b.Fatal(err)
 		}

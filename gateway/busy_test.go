@@ -39,11 +39,11 @@ func withBusy(mode string) harnessOpt { return func(c *Config) { c.BusyMode = mo
 
 func TestBusyModeValidation(t *testing.T) {
 	for _, mode := range []string{"", BusyQueue, BusyInterrupt, BusySteer} {
-		if _, err := New(Config{BusyMode: mode}, newFakeStore(), newFakeCodex()); err != nil {
+		if _, err := New(Config{BusyMode: mode}.WithDefaults(), newFakeStore(), newFakeCodex()); err != nil {
 			t.Errorf("mode %q: %v", mode, err)
 		}
 	}
-	if _, err := New(Config{BusyMode: "shout"}, newFakeStore(), newFakeCodex()); err == nil {
+	if _, err := New(Config{BusyMode: "shout"}.WithDefaults(), newFakeStore(), newFakeCodex()); err == nil {
 		t.Error("unknown busy mode accepted")
 	}
 }

@@ -74,7 +74,7 @@ func TestMessageQueuedBeforeNewNeverRunsInTheFreshThread(t *testing.T) {
 	h := newHarness(t)
 	st := &pausingResetStore{fakeStore: h.st, committed: make(chan struct{}), resume: make(chan struct{})}
 	g, err := New(Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
-		Logger: zaptest.NewLogger(t), Now: h.clock.Now}, st, h.cx)
+		Logger: zaptest.NewLogger(t), Now: h.clock.Now}.WithDefaults(), st, h.cx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,15 +52,17 @@ const (
 	BusySteer     = config.BusySteer     // it is added to the running turn (turn/steer)
 )
 
-// Config tunes the gateway. Zero values take the defaults noted, except
-// where zero means never or off, as it does for the config key the field
-// mirrors (IdleEvict, CompactAt); see package config's defaults.
+// Config tunes the gateway. New takes every value as given: the daemon
+// builds it from the loaded configuration, and a Config built by hand
+// takes the defaults noted from WithDefaults. Zero means never or off
+// where the config key the field mirrors says so (IdleEvict,
+// CompactAt).
 type Config struct {
-	MaxLive            int           // live Codex threads kept loaded (default config.DefaultMaxLive)
+	MaxLive            int           // live Codex threads kept loaded (lanes.max_live)
 	IdleEvict          time.Duration // release a thread idle this long (0 = never, as lanes.idle_evict)
-	QueueLimit         int           // messages waiting per lane (default config.DefaultQueueLimit)
-	MaxConcurrentTurns int           // turns running at once over all lanes (default config.DefaultMaxConcurrentTurns)
-	BusyMode           string        // "queue" (default config.DefaultBusyMode) | "interrupt" | "steer"
+	QueueLimit         int           // messages waiting per lane (lanes.queue_limit)
+	MaxConcurrentTurns int           // turns running at once over all lanes (lanes.max_concurrent_turns)
+	BusyMode           string        // "queue" | "interrupt" | "steer" (lanes.busy_mode)
 	// CompactAt is the fraction of the context window (codex-reported usage)
 	// above which the thread is compacted before the next turn; 0 = off.
 	CompactAt float64
@@ -68,9 +70,9 @@ type Config struct {
 	// attempt before another automatic one (default
 	// config.DefaultCompactCooldownTurns).
 	CompactCooldownTurns int
-	// Approvals: "chat" asks the lane (Approve); "never" (default
-	// config.DefaultApprovals) lets the sandbox decide. ApprovalTimeout
-	// declines an unanswered request (default config.DefaultApprovalTimeout).
+	// Approvals (codex.approvals): "chat" asks the lane (Approve); "never"
+	// lets the sandbox decide. ApprovalTimeout
+	// declines an unanswered request (codex.approval_timeout).
 	Approvals       string
 	ApprovalTimeout time.Duration
 	// AllowEscalation is codex.allow_escalation: a request that widens a
@@ -80,7 +82,7 @@ type Config struct {
 	// Schedules is schedules.* and lanes.timezone (/at, /every).
 	Schedules ScheduleConfig
 	// QuestionTimeout gives up an unanswered question of Codex's
-	// (codex.question_timeout; default config.DefaultQuestionTimeout).
+	// (codex.question_timeout).
 	QuestionTimeout time.Duration
 	// Approvers is codex.approvers (requester | anyone; default
 	// requester) and Admins the user ids, per platform, who may decide any
@@ -108,7 +110,7 @@ type Config struct {
 	WorktreePool *worktree.Pool
 	// GroupContext keeps ambient messages of shared rooms for the lane's
 	// next addressed turn (lanes.group_context); ContextMessages bounds
-	// how many a turn carries (default config.DefaultContextMessages).
+	// how many a turn carries (lanes.context_messages).
 	GroupContext    bool
 	ContextMessages int
 	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
@@ -129,7 +131,7 @@ type Config struct {
 	// watchdog stopped (the runtime enforces it).
 	TurnTimeout     time.Duration
 	AutoRetryCutOff bool          // rerun a turn cut off by a restart once, instead of asking
-	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (default config.DefaultDrainTimeout)
+	DrainTimeout    time.Duration // on shutdown, wait this long for running turns (shutdown.drain_timeout)
 	PreviewInterval time.Duration // minimum time between streamed preview edits (default config.DefaultPreviewInterval)
 	TypingInterval  time.Duration // typing indicator refresh (default config.DefaultTypingInterval)
 	Logger          *zap.Logger
@@ -140,30 +142,41 @@ type Config struct {
 	Features []ext.Feature
 
 	// Verbose is the work view mode of lanes that chose none with /verbose:
-	// off | summary (default config.DefaultVerbose) | full (lanes.verbose).
+	// off | summary | full (lanes.verbose).
 	Verbose string
 }
 
-// applyDefaults fills the fields left zero that have a default and checks
-// the enumerated ones with config's rules (Load has already checked the
-// daemon's values; this catches a caller's own).
-func (c *Config) applyDefaults() error {
-	setDefault(&c.MaxLive, config.DefaultMaxLive)
-	setDefault(&c.QueueLimit, config.DefaultQueueLimit)
-	setDefault(&c.MaxConcurrentTurns, config.DefaultMaxConcurrentTurns)
-	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
-	setDefault(&c.ApprovalTimeout, config.DefaultApprovalTimeout)
-	setDefault(&c.QuestionTimeout, config.DefaultQuestionTimeout)
-	setDefault(&c.Schedules.MinInterval, config.DefaultScheduleMinInterval)
-	setDefault(&c.Schedules.MaxPerLane, config.DefaultSchedulesPerLane)
-	setDefault(&c.DrainTimeout, config.DefaultDrainTimeout)
-	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
-	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
-	setDefault(&c.BusyMode, config.DefaultBusyMode)
-	setDefault(&c.Approvals, config.DefaultApprovals)
-	setDefault(&c.Approvers, config.ApproversRequester)
-	setDefault(&c.Verbose, config.DefaultVerbose)
-	setDefault(&c.ContextMessages, config.DefaultContextMessages)
+// check rejects a Config New cannot run with: the enumerated values by
+// config's rules, and the counts and durations that have no "off". New
+// fills no defaults: the daemon sets every field from the loaded
+// configuration, and a Config built by hand starts from WithDefaults.
+// A nil Logger, Now or Observer is a no-op logger, the wall clock and no
+// metrics: dependencies, not configuration.
+func (c *Config) check() error {
+	for _, n := range []struct {
+		field string
+		value int
+	}{
+		{"MaxLive", c.MaxLive}, {"QueueLimit", c.QueueLimit}, {"MaxConcurrentTurns", c.MaxConcurrentTurns},
+		{"CompactCooldownTurns", c.CompactCooldownTurns}, {"ContextMessages", c.ContextMessages},
+		{"Schedules.MaxPerLane", c.Schedules.MaxPerLane},
+	} {
+		if n.value < 1 {
+			return fmt.Errorf("gateway: Config.%s must be at least 1, got %d", n.field, n.value)
+		}
+	}
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"ApprovalTimeout", c.ApprovalTimeout}, {"QuestionTimeout", c.QuestionTimeout},
+		{"Schedules.MinInterval", c.Schedules.MinInterval}, {"DrainTimeout", c.DrainTimeout},
+		{"PreviewInterval", c.PreviewInterval}, {"TypingInterval", c.TypingInterval},
+	} {
+		if d.value <= 0 {
+			return fmt.Errorf("gateway: Config.%s must be greater than zero, got %s", d.field, d.value)
+		}
+	}
 	for _, err := range []error{
 		config.CheckVerbose(c.Verbose),
 		config.CheckBusyMode(c.BusyMode),
@@ -185,6 +198,34 @@ func (c *Config) applyDefaults() error {
 		c.Observer = NopObserver{}
 	}
 	return nil
+}
+
+// WithDefaults is c with every field New requires that was left unset
+// (zero or negative, or "") taken from config's key table
+// (config.Defaults) and config's constants for behaviour that is not a
+// key. The fields whose zero means off (IdleEvict,
+// CompactAt, NotifyAfter, GroupContext...) are left as they
+// are. It is for a Config built by hand (tests, tools); the daemon sets
+// every field from the loaded configuration instead.
+func (c Config) WithDefaults() Config {
+	d := config.Defaults()
+	setDefault(&c.MaxLive, d.Lanes.MaxLive)
+	setDefault(&c.QueueLimit, d.Lanes.QueueLimit)
+	setDefault(&c.MaxConcurrentTurns, d.Lanes.MaxConcurrentTurns)
+	setDefault(&c.ContextMessages, d.Lanes.ContextMessages)
+	setDefault(&c.BusyMode, d.Lanes.BusyMode)
+	setDefault(&c.Verbose, d.Lanes.Verbose)
+	setDefault(&c.ApprovalTimeout, d.Codex.ApprovalTimeout)
+	setDefault(&c.QuestionTimeout, d.Codex.QuestionTimeout)
+	setDefault(&c.Approvals, d.Codex.Approvals)
+	setDefault(&c.Approvers, d.Codex.Approvers)
+	setDefault(&c.Schedules.MinInterval, d.Schedules.MinInterval)
+	setDefault(&c.Schedules.MaxPerLane, d.Schedules.MaxPerLane)
+	setDefault(&c.DrainTimeout, d.Shutdown.DrainTimeout)
+	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
+	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
+	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
+	return c
 }
 
 // setDefault sets a field left unset (empty, zero or negative) to def.

@@ -64,7 +64,7 @@ func newHarnessOn(t testing.TB, st *fakeStore, opts ...harnessOpt) *harness {
 		o(&cfg)
 	}
 	cfg.Features = withDefaultFeatures(features.List(features.Settings{}, st), cfg.Features)
-	g, err := New(cfg, h.st, h.cx)
+	g, err := New(cfg.WithDefaults(), h.st, h.cx)
 	if err != nil {
 		t.Fatal(err)
 	}

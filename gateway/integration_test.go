@@ -142,7 +142,7 @@ func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 	if cfg.Features == nil {
 		cfg.Features = features.List(w.features, st)
 	}
-	g, err := gateway.New(cfg, gst, rec)
+	g, err := gateway.New(cfg.WithDefaults(), gst, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func newModelHarness(t *testing.T, opts ...harnessOpt) (*harness, *modelCodex) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, err := New(cfg, h.st, mc)
+	g, err := New(cfg.WithDefaults(), h.st, mc)
 	if err != nil {
 		t.Fatal(err)
 	}

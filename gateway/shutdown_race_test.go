@@ -53,7 +53,7 @@ func (s *fakeStore) journalFor(key string) (store.JournalEntry, bool) {
 func restartNotices(t *testing.T, h *harness) []string {
 	t.Helper()
 	before := len(h.st.outboxRows())
-	g2, err := New(Config{Logger: zaptest.NewLogger(t), Now: h.clock.Now}, h.st, newFakeCodex())
+	g2, err := New(Config{Logger: zaptest.NewLogger(t), Now: h.clock.Now}.WithDefaults(), h.st, newFakeCodex())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestShutdownLeavesInterruptedTurnJournaledThenNotifiesOnce(t *testing.T) {
 	}
 	// Restart over the same store: exactly one cut-off notice.
 	p2 := newFakePlatform()
-	g2, err := New(Config{Logger: zaptest.NewLogger(t), Now: h.clock.Now}, h.st, newFakeCodex())
+	g2, err := New(Config{Logger: zaptest.NewLogger(t), Now: h.clock.Now}.WithDefaults(), h.st, newFakeCodex())
 	if err != nil {
 		t.Fatal(err)
 	}

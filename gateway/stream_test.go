@@ -56,7 +56,7 @@ func (p *editPlatform) expect(t *testing.T, want string) {
 func TestStreamerThrottlesEditsAndRefreshesTyping(t *testing.T) {
 	clock := newFakeClock()
 	p := &editPlatform{fakePlatform: newFakePlatform(), events: make(chan string, 64)}
-	g, err := New(Config{Logger: zaptest.NewLogger(t), Now: clock.Now}, newFakeStore(), newFakeCodex())
+	g, err := New(Config{Logger: zaptest.NewLogger(t), Now: clock.Now}.WithDefaults(), newFakeStore(), newFakeCodex())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestTurnUsageCountedRecordedAndShown(t *testing.T) {
 	st := &usageFakeStore{fakeStore: h.st, last: map[string]store.TurnUsage{}}
 	cfg := h.g.cfg
 	cfg.Observer = obs
-	g, err := New(cfg, st, h.cx)
+	g, err := New(cfg.WithDefaults(), st, h.cx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	if st == nil || cx == nil {
 		return nil, errors.New("gateway: store and codex are required")
 	}
-	if err := cfg.applyDefaults(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	g := newShell(cfg, st, cx)

@@ -98,7 +98,7 @@ func exitCode(n int) *int { return &n }
 func TestWorkViewEditsInPlaceThrottledAndCollapses(t *testing.T) {
 	clock := newFakeClock()
 	p := newWorkPlatform(newFakePlatform())
-	g, err := New(Config{Logger: zaptest.NewLogger(t), Now: clock.Now}, newFakeStore(), newFakeCodex())
+	g, err := New(Config{Logger: zaptest.NewLogger(t), Now: clock.Now}.WithDefaults(), newFakeStore(), newFakeCodex())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestWorkViewEditsInPlaceThrottledAndCollapses(t *testing.T) {
 // gets no status message, not even a summary.
 func TestWorkViewNothingToShowSendsNothing(t *testing.T) {
 	p := newWorkPlatform(newFakePlatform())
-	g, err := New(Config{Logger: zaptest.NewLogger(t)}, newFakeStore(), newFakeCodex())
+	g, err := New(Config{Logger: zaptest.NewLogger(t)}.WithDefaults(), newFakeStore(), newFakeCodex())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestVerboseStoreFailureStoresNothing(t *testing.T) {
 }
 
 func TestConfigRejectsUnknownVerbose(t *testing.T) {
-	_, err := New(Config{Verbose: "chatty"}, newFakeStore(), newFakeCodex())
+	_, err := New(Config{Verbose: "chatty"}.WithDefaults(), newFakeStore(), newFakeCodex())
 	if err == nil || !strings.Contains(err.Error(), "chatty") {
 		t.Errorf("New with verbose chatty: %v, want an error naming it", err)
 	}
@@ -305,7 +305,7 @@ func TestConfigRejectsUnknownVerbose(t *testing.T) {
 // rate-limits is retried after the delay it names, without holding stop.
 func TestWorkViewSummaryRetriedAfterRateLimit(t *testing.T) {
 	p := newWorkPlatform(newFakePlatform())
-	g, err := New(Config{Logger: zaptest.NewLogger(t)}, newFakeStore(), newFakeCodex())
+	g, err := New(Config{Logger: zaptest.NewLogger(t)}.WithDefaults(), newFakeStore(), newFakeCodex())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -388,7 +388,7 @@ func TestUnrestorableLaneGetsAFreshThreadAndOneNotice(t *testing.T) {
 	}
 
 	g, err := gateway.New(gateway.Config{MaxConcurrentTurns: 2, DrainTimeout: 5 * time.Second, Logger: zaptest.NewLogger(t),
-		Thread: codex.ThreadConfig{Cwd: t.TempDir()}}, st, cx)
+		Thread: codex.ThreadConfig{Cwd: t.TempDir()}}.WithDefaults(), st, cx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
 // waitHealthReason polls /healthz (the daemon has no other signal) until
 // it answers 503 with a reason containing want, and returns that reason.
-func waitHealthReason(t *testing.T, api *apiClient, d *daemonProc, want string) string {
+func waitHealthReason(t *testing.T, api *client.API, d *daemonProc, want string) string {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	last := ""
@@ -24,7 +26,7 @@ func waitHealthReason(t *testing.T, api *apiClient, d *daemonProc, want string) 
 			t.Fatalf("daemon exited:\n%s", d.logs())
 		default:
 		}
-		resp, err := http.Get(api.base + "/healthz")
+		resp, err := http.Get(api.Base + "/healthz")
 		if err == nil {
 			var body struct{ Status, Reason string }
 			json.NewDecoder(resp.Body).Decode(&body)
@@ -61,7 +63,7 @@ func TestProcessWithoutCodexAccount(t *testing.T) {
 			"cwd": filepath.Join(dir, "work"), "start_timeout": "60s"},
 		"api": map[string]any{"listen": addr},
 	})
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: time.Minute}}
+	api := &client.API{Base: "http://" + addr, HTTP: &http.Client{Timeout: time.Minute}}
 	d := startDaemon(t, bin, cfgFile, dir, "noaccount", listenNotify(t).path)
 
 	reason := waitHealthReason(t, api, d, "not logged in")
@@ -101,7 +103,7 @@ func TestProcessWithoutCodexAccount(t *testing.T) {
 
 	code, out := runDoctor(t, cfgFile)
 	failed := failedLines(out)
-	if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "no account") {
+	if code != cli.ExitFailure || len(failed) != 1 || !strings.Contains(failed[0], "no account") {
 		t.Errorf("doctor beside the daemon: exit %d, failed %q\n%s", code, failed, out)
 	}
 	for _, want := range []string{"integrity ok", "schema version", "held by a running gatewayd (/healthz 503"} {

@@ -10,101 +10,34 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
-	"github.com/gatewayd/gatewayd/config"
-	"github.com/gatewayd/gatewayd/gateway"
-)
-
-// Exit codes; documented in the package comment and the usage text.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/setup"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
 var version = ""
 
-const usageText = `Usage:
-  gatewayd [run] [--config FILE]        run the daemon (default command)
-  gatewayd check-config [--config FILE] validate; print the effective config (secrets redacted)
-  gatewayd init [--config FILE] [--env-file FILE] [--telegram-token-file F] [--discord-token-file F]
-               [--allow-user [PLATFORM:]ID]... [--project NAME=DIR]... [--yes] [--force]
-                                        write a config and the token env file (asks in a terminal)
-  gatewayd version                      print the version
-  gatewayd doctor [--config FILE]       check config, state, codex, its account, tokens, api.listen and who may use it
-  gatewayd cluster status [--config FILE]  nodes (heartbeat age), lanes per node, the Telegram poller
-  gatewayd chat [--config FILE] [LANE]  talk to a lane through the local API (default lane "default")
-  gatewayd send [--config FILE] [--json] LANE [TEXT...]
-                                        send one message (TEXT, else stdin) to the API lane LANE of the
-                                        running daemon; print the reply (--json: the whole answer)
-  gatewayd sessions list [--config FILE] [--limit N]
-  gatewayd sessions show KEY [--config FILE] [--limit N]
-  gatewayd sessions search TEXT... [--config FILE] [--limit N]
-                                        full-text search of every lane's transcripts
-  gatewayd sessions reset KEY [--config FILE]
-                                        reset = /reset in the lane; goes through the running daemon
-  gatewayd worktrees prune [--config FILE]
-                                        remove now the worktrees kept past lanes.worktree_retention
-
-Configuration: --config FILE, else $GATEWAYD_CONFIG, else ~/.config/gatewayd/gatewayd.yaml or
-/etc/gatewayd/gatewayd.yaml if present; every key can be set as GATEWAYD_<KEY> (dots → "_").
-
-Exit codes:
-  0  success (run: clean shutdown after SIGTERM/SIGINT)
-  1  runtime failure (store, app-server, platform or network error; forced exit on a second signal;
-     doctor: a check failed; send: the turn did not complete or the daemon is unreachable)
-  2  configuration or usage error (also: a platform rejected its bot token)
-`
-
-// usageError is a command-line mistake (exit 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// exitCode maps an error to the documented exit codes. A platform that
-// rejects its configuration at run time (a revoked bot token) is a
-// configuration error too: exit 2 is the status systemd does not restart.
-func exitCode(err error) int {
-	var ue *usageError
-	var ce *config.Error
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, gateway.ErrConfig):
-		return exitUsage
-	}
-	return exitFailure
-}
-
-// io bundles the standard streams so commands can be tested.
-type stdio struct {
-	in       io.Reader
-	out, err io.Writer
-}
-
 // Run executes one gatewayd command and returns its exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	std := stdio{in: stdin, out: stdout, err: stderr}
+	std := cli.Stdio{In: stdin, Out: stdout, Err: stderr}
 	err := dispatch(ctx, args, std)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stderr, "gatewayd: %v\n", err)
-		var ue *usageError
+		var ue *cli.UsageError
 		if errors.As(err, &ue) {
-			fmt.Fprint(stderr, "\n"+usageText)
+			fmt.Fprint(stderr, "\n"+cli.Usage)
 		}
 	}
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return cli.ExitOK
 	}
-	return exitCode(err)
+	return cli.ExitCode(err)
 }
 
-func dispatch(ctx context.Context, args []string, std stdio) error {
+func dispatch(ctx context.Context, args []string, std cli.Stdio) error {
 	cmd, rest := "run", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, rest = args[0], args[1:]
@@ -115,27 +48,27 @@ func dispatch(ctx context.Context, args []string, std stdio) error {
 	case "check-config":
 		return cmdCheckConfig(rest, std)
 	case "init":
-		return cmdInit(ctx, rest, std)
+		return setup.Run(ctx, rest, std, Version())
 	case "version":
-		printVersion(std.out)
+		printVersion(std.Out)
 		return nil
 	case "chat":
-		return cmdChat(ctx, rest, std)
+		return client.Chat(ctx, rest, std)
 	case "send":
-		return cmdSend(ctx, rest, std)
+		return client.Send(ctx, rest, std)
 	case "sessions":
-		return cmdSessions(ctx, rest, std)
+		return client.Sessions(ctx, rest, std)
 	case "doctor":
-		return cmdDoctor(ctx, rest, std)
+		return doctor.Run(ctx, rest, std, Version())
 	case "cluster":
-		return cmdCluster(ctx, rest, std)
+		return client.Cluster(ctx, rest, std)
 	case "worktrees":
-		return cmdWorktrees(ctx, rest, std)
+		return client.Worktrees(ctx, rest, std)
 	case "help", "-h", "--help":
-		fmt.Fprint(std.out, usageText)
+		fmt.Fprint(std.Out, cli.Usage)
 		return nil
 	}
-	return usagef("unknown command %q", cmd)
+	return cli.Usagef("unknown command %q", cmd)
 }
 
 // commit may be set at build time (-ldflags "-X main.commit=SHA") where
@@ -145,7 +78,7 @@ var commit = ""
 // printVersion is `gatewayd version`: the first line stays "gatewayd
 // VERSION" (scripts read it); then the commit (the -X flag, else the VCS
 // stamp of the build, else "unknown"), the Go release and the codex
-// release this gatewayd was verified against (pinnedCodexVersion, which
+// release this gatewayd was verified against (doctor.PinnedCodexVersion, which
 // TestPinnedCodexVersionMatchesTools keeps equal to tools/package.json).
 func printVersion(w io.Writer) {
 	rev, modified := commit, false
@@ -168,7 +101,7 @@ func printVersion(w io.Writer) {
 	fmt.Fprintln(w, "gatewayd", Version())
 	fmt.Fprintln(w, "commit:", rev)
 	fmt.Fprintln(w, "go:", runtime.Version())
-	fmt.Fprintln(w, "codex (pinned):", pinnedCodexVersion)
+	fmt.Fprintln(w, "codex (pinned):", doctor.PinnedCodexVersion)
 }
 
 // Version is the build version: the -X flag, else the module version.
@@ -182,60 +115,22 @@ func Version() string {
 	return "dev"
 }
 
-// flags is the common flag set: --config plus command-specific ones.
-type flags struct {
-	fs     *flag.FlagSet
-	config string
-}
-
-func newFlags(name string, std stdio) *flags {
-	f := &flags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	f.fs.SetOutput(std.err)
-	f.fs.Usage = func() { fmt.Fprint(std.err, usageText) }
-	f.fs.StringVar(&f.config, "config", "", "config file (YAML)")
-	return f
-}
-
-// parse accepts flags before and after positional arguments
-// ("sessions show KEY --config f" and "sessions show --config f KEY").
-func (f *flags) parse(args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := f.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usagef("%v", err)
-		}
-		args = f.fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
-	}
-}
-
-func (f *flags) load() (*config.Config, error) {
-	return config.Load(config.Options{File: f.config})
-}
-
-func cmdCheckConfig(args []string, std stdio) error {
-	f := newFlags("check-config", std)
-	pos, err := f.parse(args)
+func cmdCheckConfig(args []string, std cli.Stdio) error {
+	f := cli.NewFlags("check-config", std)
+	pos, err := f.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("check-config takes no arguments, got %q", pos)
+		return cli.Usagef("check-config takes no arguments, got %q", pos)
 	}
-	cfg, err := f.load()
+	cfg, err := f.Load()
 	if err != nil {
 		return err
 	}
 	if err := daemon.CheckRuntime(cfg); err != nil {
 		return err
 	}
-	fmt.Fprint(std.out, cfg.Redacted())
+	fmt.Fprint(std.Out, cfg.Redacted())
 	return nil
 }

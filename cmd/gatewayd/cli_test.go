@@ -15,6 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/internal/processtest"
@@ -141,7 +143,7 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	want := []string{"gatewayd " + Version(), "commit: ", "go: " + runtime.Version(), "codex (pinned): " + pinnedCodexVersion}
+	want := []string{"gatewayd " + Version(), "commit: ", "go: " + runtime.Version(), "codex (pinned): " + doctor.PinnedCodexVersion}
 	if len(lines) != len(want) {
 		t.Fatalf("version output %q, want %d lines", out, len(want))
 	}
@@ -150,7 +152,7 @@ func TestVersion(t *testing.T) {
 			t.Errorf("line %d %q, want prefix %q", i+1, lines[i], w)
 		}
 	}
-	if pinnedCodexVersion == "" || strings.TrimPrefix(lines[1], "commit: ") == "" {
+	if doctor.PinnedCodexVersion == "" || strings.TrimPrefix(lines[1], "commit: ") == "" {
 		t.Errorf("version output %q has an empty field", out)
 	}
 
@@ -177,8 +179,8 @@ func TestRunPreflightErrorsAreConfigErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			code, _, errOut := runCLI(t, "", "run", "--config", file)
-			if code != exitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, errOut)
+			if code != cli.ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, cli.ExitUsage, errOut)
 			}
 			if !strings.Contains(errOut, tc.wantErr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, errOut)
@@ -193,18 +195,18 @@ func TestExitCodes(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"success", nil, exitOK},
-		{"usage", usagef("bad flag"), exitUsage},
-		{"config key", fmt.Errorf("gatewayd: %w", &config.Error{Key: "api.listen", Msg: "bad"}), exitUsage},
+		{"success", nil, cli.ExitOK},
+		{"usage", cli.Usagef("bad flag"), cli.ExitUsage},
+		{"config key", fmt.Errorf("gatewayd: %w", &config.Error{Key: "api.listen", Msg: "bad"}), cli.ExitUsage},
 		// The gateway passes a platform's Run error on wrapped twice.
 		{"token rejected at run time", fmt.Errorf("gatewayd: %w",
-			fmt.Errorf("gateway: platform telegram: %w", fmt.Errorf("telegram: getMe: token rejected: %w", gateway.ErrConfig))), exitUsage},
-		{"runtime", errors.New("gatewayd: open store: disk full"), exitFailure},
+			fmt.Errorf("gateway: platform telegram: %w", fmt.Errorf("telegram: getMe: token rejected: %w", gateway.ErrConfig))), cli.ExitUsage},
+		{"runtime", errors.New("gatewayd: open store: disk full"), cli.ExitFailure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := exitCode(tt.err); got != tt.want {
-				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			if got := cli.ExitCode(tt.err); got != tt.want {
+				t.Errorf("cli.ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
 			}
 		})
 	}
@@ -246,8 +248,8 @@ func TestSignals(t *testing.T) {
 	}
 	select {
 	case code := <-exited:
-		if code != exitFailure {
-			t.Errorf("second signal exit code %d, want %d", code, exitFailure)
+		if code != cli.ExitFailure {
+			t.Errorf("second signal exit code %d, want %d", code, cli.ExitFailure)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("second signal did not exit")

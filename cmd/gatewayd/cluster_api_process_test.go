@@ -32,9 +32,9 @@ func postLane(n *clusterProc, lane, id, text string, stream bool) <-chan apiAnsw
 	ch := make(chan apiAnswer, 1)
 	go func() {
 		b, _ := json.Marshal(map[string]string{"text": text, "id": id})
-		req, _ := http.NewRequest(http.MethodPost, n.api.base+"/api/lanes/"+lane+"/messages", strings.NewReader(string(b)))
+		req, _ := http.NewRequest(http.MethodPost, n.api.Base+"/api/lanes/"+lane+"/messages", strings.NewReader(string(b)))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+n.api.token)
+		req.Header.Set("Authorization", "Bearer "+n.api.Token)
 		if stream {
 			req.Header.Set("Accept", "text/event-stream")
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
@@ -38,7 +39,7 @@ type clusterProc struct {
 	id      string
 	cfgFile string
 	dir     string
-	api     *apiClient
+	api     *client.API
 	*daemonProc
 }
 
@@ -83,7 +84,7 @@ func writeClusterNodeWith(t *testing.T, dsn, id string, model *codextest.Model, 
 		cfg[k] = v
 	}
 	return &clusterProc{id: id, cfgFile: writeProcessConfig(t, dir, cfg), dir: dir,
-		api: &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: time.Minute}}}
+		api: &client.API{Base: "http://" + addr, Token: "test-token", HTTP: &http.Client{Timeout: time.Minute}}}
 }
 
 // start runs the node's config as a new process.
@@ -348,7 +349,7 @@ func TestProcessClusterFailover(t *testing.T) {
 	}
 
 	// /healthz of a surviving node names its leases.
-	resp, err := http.Get(nodes["node-a"].api.base + "/healthz")
+	resp, err := http.Get(nodes["node-a"].api.Base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestProcessClusterFailover(t *testing.T) {
 	}
 
 	// Its metrics count the takeovers and the leases held.
-	req, err := http.NewRequest(http.MethodGet, nodes["node-a"].api.base+"/metrics", nil)
+	req, err := http.NewRequest(http.MethodGet, nodes["node-a"].api.Base+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

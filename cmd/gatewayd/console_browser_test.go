@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -237,12 +238,12 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 		"api": map[string]any{"listen": addr, "token": "right-token"},
 	})
 	setApprovals(t, cfgFile)
-	api := &apiClient{base: "http://" + addr, token: "right-token"}
+	api := &client.API{Base: "http://" + addr, Token: "right-token"}
 	d := startDaemon(t, bin, cfgFile, dir, "console", listenNotify(t).path)
 	waitHealthy(t, api, d)
 
 	// The token: asked for, a wrong one refused with a message, the right one kept.
-	b.run(t, "open /", chromedp.Navigate(api.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#login-form`)))
+	b.run(t, "open /", chromedp.Navigate(api.Base+"/"), chromedp.WaitVisible(chromedp.CSS(`#login-form`)))
 	b.run(t, "wrong token", chromedp.SendKeys(chromedp.CSS(`#login-token`), "wrong-token"), chromedp.Click(chromedp.CSS(`#login-submit`)))
 	b.waitJS(t, "the wrong token is refused", `!document.getElementById('login').hidden && document.getElementById('login-message').textContent.includes('refused')`)
 	b.run(t, "right token", chromedp.SendKeys(chromedp.CSS(`#login-token`), "right-token"), chromedp.Click(chromedp.CSS(`#login-submit`)))
@@ -254,7 +255,7 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 	}
 
 	// A streamed reply: the text grows before the turn is done.
-	b.run(t, "open the lane", chromedp.Navigate(api.base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
+	b.run(t, "open the lane", chromedp.Navigate(api.Base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.run(t, "type two lines", chromedp.SendKeys(chromedp.CSS(`#composer-text`), "stream please"), pressEnter(shift),
 		chromedp.SendKeys(chromedp.CSS(`#composer-text`), "now"), pressEnter(0))
 	b.waitJS(t, "part of the reply before the end", fmt.Sprintf(`%s.startsWith('one') && %s === ''`, lastReply, lastDone))
@@ -349,12 +350,12 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 	b.run(t, "reset", chromedp.Click(chromedp.CSS(`#cmd-reset`)))
 	b.waitJS(t, "the reset confirmed", `document.getElementById('lane-notes').textContent.includes('Lane reset')`)
 	b.send(t, "after the reset")
-	b.run(t, "lanes view", chromedp.Navigate(api.base+"/#/"))
+	b.run(t, "lanes view", chromedp.Navigate(api.Base+"/#/"))
 	b.waitJS(t, "the lanes view shows a new thread", fmt.Sprintf(
 		`(() => { const r = document.querySelector('tr[data-key="v1:api:web"] .thread'); return r && r.textContent !== '' && r.textContent !== %q; })()`, before))
 
 	// The transcript, from the store, renders model text as text too.
-	b.run(t, "the lane again", chromedp.Navigate(api.base+"/#/lane/v1%3Aapi%3Aweb"))
+	b.run(t, "the lane again", chromedp.Navigate(api.Base+"/#/lane/v1%3Aapi%3Aweb"))
 	b.waitJS(t, "the transcript", `[...document.querySelectorAll('#transcript .msg.assistant')].some(m => m.textContent.includes('ECHO: after the reset'))`)
 	if n := evalJS[int](t, b, `document.querySelectorAll('img').length`); n != 0 {
 		t.Errorf("the transcript has %d img elements, want none", n)
@@ -364,7 +365,7 @@ func TestBrowserConsoleWithTheRealCodex(t *testing.T) {
 	}
 
 	// The status page: health and the metrics, readable.
-	b.run(t, "status", chromedp.Navigate(api.base+"/#/status"))
+	b.run(t, "status", chromedp.Navigate(api.Base+"/#/status"))
 	b.waitJS(t, "healthy with metrics", `document.getElementById('health').textContent === 'Healthy' && document.querySelectorAll('#metrics-body tr').length > 0`)
 	if rows := evalJS[string](t, b, `document.getElementById('metrics-body').textContent`); !strings.Contains(rows, "Turns running") {
 		t.Errorf("status metrics %q, want turns running among them", rows)
@@ -443,7 +444,7 @@ func setApprovals(t *testing.T, cfgFile string) {
 	}
 }
 
-// Without api.token on loopback the page needs no token, and at phone
+// Without api.Token on loopback the page needs no token, and at phone
 // width nothing is wider than the screen. Streaming a reply moves nothing
 // on the page (Chromium's layout-shift entries, outside recent input).
 func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
@@ -465,11 +466,11 @@ func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
 	s.start(t, "console-phone")
 
 	b.run(t, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	b.run(t, "open /", chromedp.Navigate(api.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body`)))
+	b.run(t, "open /", chromedp.Navigate(api.Base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body`)))
 	if evalJS[bool](t, b, `!document.getElementById('login').hidden`) {
 		t.Fatal("the page asks for a token the daemon does not have")
 	}
-	b.run(t, "open a lane", chromedp.Navigate(api.base+"/#/lane/v1:api:phone"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
+	b.run(t, "open a lane", chromedp.Navigate(api.Base+"/#/lane/v1:api:phone"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.send(t, "hello")
 	// The head turns from "a new lane" to the lane's fields after the first
 	// reply; that is not streaming's doing, so it is waited for.
@@ -517,7 +518,7 @@ func TestBrowserConsoleAtPhoneWidthWithoutAToken(t *testing.T) {
 		{"/#/lane/v1:api:phone", `document.getElementById('lane-thread') !== null && document.querySelectorAll('#transcript .msg').length > 0`},
 	} {
 		page := p.page
-		b.run(t, "open "+page, chromedp.Navigate(api.base+page))
+		b.run(t, "open "+page, chromedp.Navigate(api.Base+page))
 		b.waitJS(t, page+" loaded", p.loaded)
 		if w := evalJS[int](t, b, rightmostEdge); w > 390 {
 			t.Errorf("%s reaches %d px at a 390 px screen", page, w)

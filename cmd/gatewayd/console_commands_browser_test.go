@@ -11,6 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -58,7 +60,7 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 	}
 
 	// The lanes filter: by title and by key; then transcript search.
-	b.run(t, "open /", chromedp.Navigate(api.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body tr`)))
+	b.run(t, "open /", chromedp.Navigate(api.Base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body tr`)))
 	if title := evalJS[string](t, b, `document.querySelector('tr[data-key="v1:api:alpha"] td:nth-child(3)').textContent`); title != "Deploy the site" {
 		t.Errorf("alpha's title %q, want its first message's first line", title)
 	}
@@ -74,7 +76,7 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 	}
 
 	// Paging: 50 of 52 messages, then the two oldest with "older".
-	b.run(t, "the long lane", chromedp.Navigate(api.base+"/#/lane/long"))
+	b.run(t, "the long lane", chromedp.Navigate(api.Base+"/#/lane/long"))
 	b.waitJS(t, "the first page", `document.querySelectorAll('#transcript .msg').length === 50 && !document.getElementById('older').hidden`)
 	b.run(t, "older", chromedp.Click(chromedp.CSS(`#older`)))
 	b.waitJS(t, "every message", `document.querySelectorAll('#transcript .msg').length === 52 && document.getElementById('older').hidden`)
@@ -82,7 +84,7 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 		t.Errorf("the oldest message shown first is %q, want message 00", first)
 	}
 
-	b.run(t, "the command lane", chromedp.Navigate(api.base+"/#/lane/cmds"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
+	b.run(t, "the command lane", chromedp.Navigate(api.Base+"/#/lane/cmds"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.waitJS(t, "the lane head", `(document.getElementById('lane-thread')?.textContent || '—') !== '—'`)
 	first := laneOf(t, api, "cmds")
 	if title := evalJS[string](t, b, `document.getElementById('lane-title').textContent`); title != "hello" {
@@ -160,8 +162,8 @@ func TestBrowserConsoleCommandsSearchPagingAndStatus(t *testing.T) {
 	b.waitJS(t, "the efforts of the chosen model", `document.querySelectorAll('#cmd-effort option').length > 2`)
 
 	// The status page: codex's version and the window the replies reported.
-	b.run(t, "status", chromedp.Navigate(api.base+"/#/status"))
-	b.waitJS(t, "the status", `document.getElementById('status-codex-version')?.textContent.includes('`+pinnedCodexVersion+`') && document.querySelector('#limits-body tr[data-window="primary"]') !== null`)
+	b.run(t, "status", chromedp.Navigate(api.Base+"/#/status"))
+	b.waitJS(t, "the status", `document.getElementById('status-codex-version')?.textContent.includes('`+doctor.PinnedCodexVersion+`') && document.querySelector('#limits-body tr[data-window="primary"]') !== null`)
 	if row := evalJS[string](t, b, `document.querySelector('#limits-body tr[data-window="primary"]').textContent`); !strings.Contains(row, "37%") || !strings.Contains(row, "5 h") || strings.Contains(row, "0 min") {
 		t.Errorf("the primary window row %q, want 37%% of 5 h", row)
 	}
@@ -192,10 +194,10 @@ func (b *browser) command(t *testing.T, button string) {
 	b.waitJS(t, button+" answered", `document.getElementById('lane-notes').textContent !== ''`)
 }
 
-func laneOf(t *testing.T, api *apiClient, name string) processLane {
+func laneOf(t *testing.T, api *client.API, name string) processLane {
 	t.Helper()
 	var l processLane
-	if err := api.do(context.Background(), http.MethodGet, "/api/lanes/"+name, nil, &l); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/lanes/"+name, nil, &l); err != nil {
 		t.Fatal(err)
 	}
 	return l

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 )
 
 // craftedLane is the lane name of a security report's: decoded, it is
@@ -51,9 +52,9 @@ func TestBrowserCraftedLaneNameReachesNoOtherRoute(t *testing.T) {
 		t.Fatalf("lane B has no thread after a turn: %+v", before)
 	}
 
-	b.run(t, "open /", chromedp.Navigate(api.base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body tr`)))
+	b.run(t, "open /", chromedp.Navigate(api.Base+"/"), chromedp.WaitVisible(chromedp.CSS(`#lanes-body tr`)))
 	mark := len(b.requestsSince(0))
-	b.run(t, "open the crafted lane", chromedp.Navigate(api.base+"/#/lane/"+craftedLane))
+	b.run(t, "open the crafted lane", chromedp.Navigate(api.Base+"/#/lane/"+craftedLane))
 	b.waitJS(t, "the lane page or its refusal", `document.getElementById('lane-error') !== null || document.getElementById('cmd-new') !== null`)
 
 	// Whatever the page offers is clicked, each answer awaited in the notes.
@@ -102,7 +103,7 @@ func TestBrowserCraftedLaneNameReachesNoOtherRoute(t *testing.T) {
 	// to show it (frame-ancestors 'none', X-Frame-Options DENY).
 	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><title>hostile</title><iframe id="f" src="%s/#/lane/B" onload="window.framed = true"></iframe>`, api.base)
+		fmt.Fprintf(w, `<!doctype html><title>hostile</title><iframe id="f" src="%s/#/lane/B" onload="window.framed = true"></iframe>`, api.Base)
 	}))
 	t.Cleanup(hostile.Close)
 	b.run(t, "open the hostile page", chromedp.Navigate(hostile.URL))
@@ -116,16 +117,16 @@ func TestBrowserCraftedLaneNameReachesNoOtherRoute(t *testing.T) {
 	}
 	// A refused frame is Chromium's error page, with the console's URL as
 	// the one it could not show.
-	if f := tree.FrameTree.ChildFrames[0].Frame; strings.HasPrefix(f.URL, api.base) || !strings.HasPrefix(f.UnreachableURL, api.base) {
+	if f := tree.FrameTree.ChildFrames[0].Frame; strings.HasPrefix(f.URL, api.Base) || !strings.HasPrefix(f.UnreachableURL, api.Base) {
 		t.Errorf("the framed console loaded: frame URL %q (unreachable %q), want it refused", f.URL, f.UnreachableURL)
 	}
 	b.noExceptions(t)
 }
 
-func laneStateOf(t *testing.T, api *apiClient, key string) laneState {
+func laneStateOf(t *testing.T, api *client.API, key string) laneState {
 	t.Helper()
 	var l laneState
-	if err := api.do(t.Context(), http.MethodGet, "/api/lanes/"+url.PathEscape(key), nil, &l); err != nil {
+	if err := api.Do(t.Context(), http.MethodGet, "/api/lanes/"+url.PathEscape(key), nil, &l); err != nil {
 		t.Fatal(err)
 	}
 	return l

@@ -46,7 +46,7 @@ func (c rawCall) do(t *testing.T, base string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// The built daemon with api.token set: every response of its
+// The built daemon with api.Token set: every response of its
 // listener, whatever route or refusal, forbids framing and sniffing (the
 // console's page with a CSP that loads its own files, everything else
 // with one that loads nothing); an admin POST that is not JSON is 415 and
@@ -80,7 +80,7 @@ func TestProcessFramingAdminJSONAndMetricsToken(t *testing.T) {
 		{rawCall{method: "GET", path: "/healthz"}, 200, listenerCSP},
 		{rawCall{method: "GET", path: "/nowhere"}, 404, listenerCSP},
 	} {
-		resp, body := c.do(t, api.base)
+		resp, body := c.do(t, api.Base)
 		if resp.StatusCode != c.code {
 			t.Errorf("%s %s = %d %.200s, want %d", c.method, c.path, resp.StatusCode, body, c.code)
 		}
@@ -105,7 +105,7 @@ func TestProcessFramingAdminJSONAndMetricsToken(t *testing.T) {
 		{rawCall{method: "POST", path: reset, token: token, ctype: "application/json"}, 200, true},
 	} {
 		before := laneStateOf(t, api, "v1:api:web")
-		resp, body := c.do(t, api.base)
+		resp, body := c.do(t, api.Base)
 		var answer struct{ Error string }
 		_ = json.Unmarshal([]byte(body), &answer)
 		if resp.StatusCode != c.code {
@@ -120,13 +120,13 @@ func TestProcessFramingAdminJSONAndMetricsToken(t *testing.T) {
 	}
 
 	// /metrics: the token, like the API.
-	if resp, body := (rawCall{method: "GET", path: "/metrics"}).do(t, api.base); resp.StatusCode != 401 || strings.Contains(body, "gatewayd_") {
+	if resp, body := (rawCall{method: "GET", path: "/metrics"}).do(t, api.Base); resp.StatusCode != 401 || strings.Contains(body, "gatewayd_") {
 		t.Errorf("GET /metrics without the token = %d %.200s, want 401 and no numbers", resp.StatusCode, body)
 	}
-	if resp, body := (rawCall{method: "GET", path: "/metrics", token: "wrong"}).do(t, api.base); resp.StatusCode != 401 {
+	if resp, body := (rawCall{method: "GET", path: "/metrics", token: "wrong"}).do(t, api.Base); resp.StatusCode != 401 {
 		t.Errorf("GET /metrics with a wrong token = %d %.200s, want 401", resp.StatusCode, body)
 	}
-	if resp, body := (rawCall{method: "GET", path: "/metrics", token: token}).do(t, api.base); resp.StatusCode != 200 || !strings.Contains(body, "gatewayd_turns_total") {
+	if resp, body := (rawCall{method: "GET", path: "/metrics", token: token}).do(t, api.Base); resp.StatusCode != 200 || !strings.Contains(body, "gatewayd_turns_total") {
 		t.Errorf("GET /metrics with the token = %d %.200s, want 200 with the numbers", resp.StatusCode, body)
 	}
 	if code := d.terminate(t, 30*time.Second); code != 0 {
@@ -140,10 +140,10 @@ func TestProcessFramingAdminJSONAndMetricsToken(t *testing.T) {
 		return c.Start()
 	})
 	waitHealthy(t, api, public)
-	if resp, body := (rawCall{method: "GET", path: "/metrics"}).do(t, api.base); resp.StatusCode != 200 || !strings.Contains(body, "gatewayd_") {
+	if resp, body := (rawCall{method: "GET", path: "/metrics"}).do(t, api.Base); resp.StatusCode != 200 || !strings.Contains(body, "gatewayd_") {
 		t.Errorf("GET /metrics without the token, metrics_public = %d %.200s, want 200", resp.StatusCode, body)
 	}
-	if resp, _ := (rawCall{method: "GET", path: "/api/lanes"}).do(t, api.base); resp.StatusCode != 401 {
+	if resp, _ := (rawCall{method: "GET", path: "/api/lanes"}).do(t, api.Base); resp.StatusCode != 401 {
 		t.Errorf("GET /api/lanes without the token, metrics_public = %d, want 401", resp.StatusCode)
 	}
 	if code := public.terminate(t, 30*time.Second); code != 0 {

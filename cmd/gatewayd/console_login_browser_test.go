@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -81,11 +82,11 @@ func TestBrowserConsoleLogin(t *testing.T) {
 			"cwd": filepath.Join(dir, "work"), "start_timeout": "60s"},
 		"api": map[string]any{"listen": addr},
 	})
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: time.Minute}}
+	api := &client.API{Base: "http://" + addr, HTTP: &http.Client{Timeout: time.Minute}}
 	d := startDaemon(t, bin, cfgFile, dir, "consolelogin", listenNotify(t).path)
 	waitHealthReason(t, api, d, "not logged in")
 
-	b.run(t, "open the lane", chromedp.Navigate(api.base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
+	b.run(t, "open the lane", chromedp.Navigate(api.Base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)))
 	b.waitJS(t, "the header says codex is not logged in",
 		`document.getElementById('account-state').textContent === 'Codex: not logged in'`)
 	b.waitJS(t, "the banner with the reason", `!document.getElementById('account-banner').hidden && `+
@@ -155,7 +156,7 @@ func TestBrowserConsoleLogin(t *testing.T) {
 	}
 
 	// Every page: the status page keeps the header and the banner.
-	b.run(t, "open the status page", chromedp.Navigate(api.base+"/#/status"), chromedp.WaitVisible(chromedp.CSS(`#status-overview`)))
+	b.run(t, "open the status page", chromedp.Navigate(api.Base+"/#/status"), chromedp.WaitVisible(chromedp.CSS(`#status-overview`)))
 	b.waitJS(t, "the banner on the status page", `!document.getElementById('account-banner').hidden && `+
 		`document.getElementById('account-state').textContent === 'Codex: not logged in'`)
 
@@ -163,7 +164,7 @@ func TestBrowserConsoleLogin(t *testing.T) {
 	// header names the account on every page; the next message reaches the
 	// model with that key (openai_base_url is the fake model).
 	const key = "sk-console-test-key"
-	b.run(t, "enter an API key", chromedp.Navigate(api.base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)),
+	b.run(t, "enter an API key", chromedp.Navigate(api.Base+"/#/lane/v1:api:web"), chromedp.WaitVisible(chromedp.CSS(`#composer-text`)),
 		chromedp.SendKeys(chromedp.CSS(`#account-api-key`), key), chromedp.Click(chromedp.CSS(`#account-key-save`)))
 	b.waitJS(t, "the banner gone", `document.getElementById('account-banner').hidden && `+
 		`document.getElementById('account-state').textContent === 'Codex: apiKey'`)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -27,12 +28,12 @@ type processLane struct {
 
 // waitLane polls GET /api/lanes/{name} until ok holds: the lane's live
 // state has no signal outside the daemon.
-func waitLane(t *testing.T, api *apiClient, name, what string, ok func(processLane) bool) processLane {
+func waitLane(t *testing.T, api *client.API, name, what string, ok func(processLane) bool) processLane {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var l processLane
-		err := api.do(context.Background(), http.MethodGet, "/api/lanes/"+name, nil, &l)
+		err := api.Do(context.Background(), http.MethodGet, "/api/lanes/"+name, nil, &l)
 		if err == nil && ok(l) {
 			return l
 		}
@@ -70,7 +71,7 @@ func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
 	api := s.api
 	d := s.start(t, "console")
 
-	resp, err := http.Get(api.base + "/api/lanes")
+	resp, err := http.Get(api.Base + "/api/lanes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
 		t.Errorf("after /new the lane still has thread %s", first.ThreadID)
 	}
 	var listed struct{ Lanes []processLane }
-	if err := api.do(context.Background(), http.MethodGet, "/api/lanes?platform=api", nil, &listed); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/lanes?platform=api", nil, &listed); err != nil {
 		t.Fatal(err)
 	}
 	if len(listed.Lanes) != 1 || listed.Lanes[0].Key != "v1:api:console" || !listed.Lanes[0].Running {
@@ -130,7 +131,7 @@ func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
 	var found struct {
 		Results []struct{ Lane, Role, Text string }
 	}
-	if err := api.do(context.Background(), http.MethodGet, "/api/search?q=hello+console", nil, &found); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/search?q=hello+console", nil, &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Results) != 2 || found.Results[0].Lane != "v1:api:console" {
@@ -143,7 +144,7 @@ func TestProcessConsoleRoutesWithTheRealCodex(t *testing.T) {
 
 // readTranscript follows next_before from path to the oldest page and
 // returns "role:text" newest first and how many sessions the rows span.
-func readTranscript(t *testing.T, api *apiClient, path string) ([]string, int) {
+func readTranscript(t *testing.T, api *client.API, path string) ([]string, int) {
 	t.Helper()
 	var texts []string
 	sessions := map[int64]bool{}
@@ -157,7 +158,7 @@ func readTranscript(t *testing.T, api *apiClient, path string) ([]string, int) {
 			}
 			NextBefore *int64 `json:"next_before"`
 		}
-		if err := api.do(context.Background(), http.MethodGet, next, nil, &page); err != nil {
+		if err := api.Do(context.Background(), http.MethodGet, next, nil, &page); err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range page.Messages {

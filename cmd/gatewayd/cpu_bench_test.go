@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/tools/loadgen"
 )
@@ -58,7 +59,7 @@ func benchDaemonCPU(b *testing.B, isolation string) {
 		// default, but above what the run sends in a minute.
 		"lanes": map[string]any{"max_per_minute": 1_000_000},
 	})
-	api := &apiClient{base: "http://" + addr, token: "bench-token", http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, Token: "bench-token", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 	start := func(c *exec.Cmd) error {
 		// The systemd unit's WatchdogSec=60s, not the process tests' 2s:
 		// a ping of the store and codex every second would be counted in
@@ -98,7 +99,7 @@ func benchDaemonCPU(b *testing.B, isolation string) {
 }
 
 // postEcho sends text and checks the fake model's echo came back.
-func postEcho(b *testing.B, api *apiClient, lane, text string) {
+func postEcho(b *testing.B, api *client.API, lane, text string) {
 	b.Helper()
 	reply, err := tryPostMessage(api, lane, text)
 	if err != nil {

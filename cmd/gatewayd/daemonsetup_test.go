@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -19,7 +20,7 @@ type daemonSetup struct {
 	dir     string // its state and work directories, and its config
 	addr    string // api.listen
 	cfgFile string
-	api     *apiClient
+	api     *client.API
 }
 
 // newDaemonSetup skips under -short; otherwise it starts the fake model,
@@ -47,7 +48,7 @@ func (s *daemonSetup) configure(t *testing.T, extra map[string]any) *daemonSetup
 	cfg["api"] = api
 	s.cfgFile = processConfig(t, s.dir, s.addr, s.model, cfg)
 	token, _ := api["token"].(string)
-	s.api = &apiClient{base: "http://" + s.addr, token: token, http: &http.Client{Timeout: 2 * time.Minute}}
+	s.api = &client.API{Base: "http://" + s.addr, Token: token, HTTP: &http.Client{Timeout: 2 * time.Minute}}
 	return s
 }
 

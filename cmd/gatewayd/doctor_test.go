@@ -3,19 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
@@ -35,16 +34,8 @@ func TestPinnedCodexVersionMatchesTools(t *testing.T) {
 	if err := json.Unmarshal(b, &pkg); err != nil {
 		t.Fatal(err)
 	}
-	if got := pkg.Dependencies["@openai/codex"]; got != pinnedCodexVersion {
-		t.Errorf("tools/package.json pins @openai/codex %q, doctor expects %q", got, pinnedCodexVersion)
-	}
-}
-
-func TestCodexVersionParse(t *testing.T) {
-	for in, want := range map[string]string{"codex-cli 0.169.0\n": "0.169.0", "": "", "0.170.1": "0.170.1"} {
-		if got := codexVersion(in); got != want {
-			t.Errorf("codexVersion(%q) = %q, want %q", in, got, want)
-		}
+	if got := pkg.Dependencies["@openai/codex"]; got != doctor.PinnedCodexVersion {
+		t.Errorf("tools/package.json pins @openai/codex %q, doctor expects %q", got, doctor.PinnedCodexVersion)
 	}
 }
 
@@ -183,7 +174,7 @@ func binaryVersion(t *testing.T, binary string) string {
 	if err != nil {
 		t.Fatalf("%s --version: %v", binary, err)
 	}
-	return codexVersion(string(out))
+	return doctor.CodexVersion(string(out))
 }
 
 // With the fake provider and both platform fakes every check passes; a
@@ -205,12 +196,12 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 
 	t.Run("all pass", func(t *testing.T) {
 		code, out := runDoctor(t, doctorConfig(t, t.TempDir(), model, platforms))
-		if code != exitOK || len(failedLines(out)) > 0 {
+		if code != cli.ExitOK || len(failedLines(out)) > 0 {
 			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
 		}
 		version := binaryVersion(t, codextest.CodexBinary(t))
-		if warned := linesWith(out, "⚠"); (version == pinnedCodexVersion) != (len(warned) == 0) {
-			t.Errorf("codex %s (pinned %s), warnings %q", version, pinnedCodexVersion, warned)
+		if warned := linesWith(out, "⚠"); (version == doctor.PinnedCodexVersion) != (len(warned) == 0) {
+			t.Errorf("codex %s (pinned %s), warnings %q", version, doctor.PinnedCodexVersion, warned)
 		}
 		for _, want := range []string{"config valid", "state dir", "database", "version " + version, "initialize answered",
 			"answers model/list", "configured model provider", "lanes isolated", "telegram token accepted", "telegram allowlist", "discord token accepted",
@@ -228,11 +219,11 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 	// warning naming both versions, and the doctor still passes.
 	t.Run("another codex version", func(t *testing.T) {
 		code, out := runDoctor(t, doctorConfigFor(t, codexWrapper(t, ""), t.TempDir(), model, nil))
-		if code != exitOK || len(failedLines(out)) > 0 || !strings.Contains(out, "All checks passed.") {
+		if code != cli.ExitOK || len(failedLines(out)) > 0 || !strings.Contains(out, "All checks passed.") {
 			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
 		}
 		warned := linesWith(out, "⚠")
-		want := "version " + fakeVersion + " (gatewayd is tested with " + pinnedCodexVersion + ")"
+		want := "version " + fakeVersion + " (gatewayd is tested with " + doctor.PinnedCodexVersion + ")"
 		if len(warned) != 1 || !strings.Contains(warned[0], want) {
 			t.Errorf("warnings %q, want one with %q\n%s", warned, want, out)
 		}
@@ -248,11 +239,11 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 	t.Run("initialize refused", func(t *testing.T) {
 		code, out := runDoctor(t, doctorConfigFor(t, codexWrapper(t, refuseInitialize), t.TempDir(), model, nil))
 		failed := failedLines(out)
-		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "codex app-server did not start") ||
+		if code != cli.ExitFailure || len(failed) != 1 || !strings.Contains(failed[0], "codex app-server did not start") ||
 			!strings.Contains(failed[0], "unknown capability") {
 			t.Fatalf("exit %d, failed %q, want 1 and only the app-server\n%s", code, failed, out)
 		}
-		if !strings.Contains(out, "fix: install @openai/codex@"+pinnedCodexVersion) {
+		if !strings.Contains(out, "fix: install @openai/codex@"+doctor.PinnedCodexVersion) {
 			t.Errorf("the fix does not name the pinned codex:\n%s", out)
 		}
 		if len(linesWith(out, "⚠")) != 1 {
@@ -265,7 +256,7 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 	t.Run("calls refused", func(t *testing.T) {
 		code, out := runDoctor(t, doctorConfigFor(t, codexWrapper(t, refuseCalls), t.TempDir(), model, nil))
 		failed := strings.Join(failedLines(out), "\n")
-		if code != exitFailure || !strings.Contains(out, "initialize answered") {
+		if code != cli.ExitFailure || !strings.Contains(out, "initialize answered") {
 			t.Fatalf("exit %d, want 1 after initialize\n%s", code, out)
 		}
 		for _, want := range []string{"model/list: rpc error -32601", "account/read failed"} {
@@ -278,7 +269,7 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 	t.Run("no account", func(t *testing.T) {
 		code, out := runDoctor(t, doctorConfig(t, t.TempDir(), nil, nil))
 		failed := failedLines(out)
-		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "no account") {
+		if code != cli.ExitFailure || len(failed) != 1 || !strings.Contains(failed[0], "no account") {
 			t.Fatalf("exit %d, failed %q, want 1 and only the account\n%s", code, failed, out)
 		}
 		if !strings.Contains(out, "fix: run `codex login --device-auth` as the service user") ||
@@ -308,25 +299,10 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 				t.Errorf("failed lines lack %q:\n%s", want, out)
 			}
 		}
-		if code != exitFailure {
+		if code != cli.ExitFailure {
 			t.Errorf("exit %d, want 1", code)
 		}
 	})
-}
-
-// A listener that answers /healthz as gatewayd does (ready or not) passes.
-func TestDoctorListenHeldByGatewayd(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write([]byte(`{"status":"unavailable","reason":"Codex is not logged in"}`))
-	}))
-	defer srv.Close()
-	var out strings.Builder
-	d := &doctor{out: &out, http: srv.Client()}
-	d.checkListen(t.Context(), strings.TrimPrefix(srv.URL, "http://"))
-	if d.failed != 0 || !strings.Contains(out.String(), "held by a running gatewayd (/healthz 503 unavailable: Codex is not logged in)") {
-		t.Errorf("failed %d:\n%s", d.failed, out.String())
-	}
 }
 
 // doctor's isolation line probes through the real app-server's sandbox:
@@ -361,7 +337,7 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 
 	t.Run("lanes", func(t *testing.T) {
 		code, out := runDoctor(t, withDatabase(t, "lanes"))
-		if code != exitOK || !strings.Contains(out, "✓ lanes isolated") {
+		if code != cli.ExitOK || !strings.Contains(out, "✓ lanes isolated") {
 			t.Fatalf("exit %d, want 0 and ✓ lanes isolated:\n%s", code, out)
 		}
 		if !strings.Contains(out, "✓ git boundary: a lane's command could not write its worktree's .git") {
@@ -376,14 +352,14 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out := runDoctor(t, withDatabase(t, "lanes", map[string]any{"voice": map[string]any{"api_key_file": keyFile}}), "sk-voice")
-		if code != exitOK || !strings.Contains(out, "✓ lanes isolated") || !strings.Contains(out, keyFile) {
+		if code != cli.ExitOK || !strings.Contains(out, "✓ lanes isolated") || !strings.Contains(out, keyFile) {
 			t.Fatalf("exit %d, want 0 and ✓ lanes isolated naming %s:\n%s", code, keyFile, out)
 		}
 	})
 	t.Run("none", func(t *testing.T) {
 		code, out := runDoctor(t, withDatabase(t, "none"))
 		failed := failedLines(out)
-		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "lanes are not isolated (codex.isolation: none)") ||
+		if code != cli.ExitFailure || len(failed) != 1 || !strings.Contains(failed[0], "lanes are not isolated (codex.isolation: none)") ||
 			!strings.Contains(failed[0], "gatewayd.db") {
 			t.Fatalf("exit %d, failed %q, want 1 and only isolation, naming the database:\n%s", code, failed, out)
 		}
@@ -391,41 +367,4 @@ func TestDoctorProbesLaneIsolation(t *testing.T) {
 			t.Errorf("the fix is not named:\n%s", out)
 		}
 	})
-}
-
-// doctor's access line: with a token, every client needs it; without, the
-// uid it names is the one listening on api.listen (here this process's);
-// an api.allow_group that does not exist is ✗, since the daemon would not
-// start.
-func TestDoctorAPIAccess(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	cfg := &config.Config{StateDir: t.TempDir(), API: config.API{Listen: ln.Addr().String()}}
-	for _, c := range []struct {
-		name       string
-		token      string
-		group      string
-		want       string
-		wantFailed int
-	}{
-		{"token", "s3cret", "", "✓ local API: api.token set; every client needs it", 0},
-		{"no token", "", "", fmt.Sprintf("✓ local API: only uid %d", os.Getuid()), 0},
-		{"no such group", "", "no-such-group-gatewayd-test", `✗ api.allow_group "no-such-group-gatewayd-test"`, 1},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var out strings.Builder
-			d := &doctor{out: &out}
-			cfg.API.Token, cfg.API.AllowGroup = c.token, c.group
-			d.checkAPIAccess(cfg)
-			if !strings.HasPrefix(out.String(), c.want) || d.failed != c.wantFailed || strings.Contains(out.String(), "s3cret") {
-				t.Errorf("got (failed %d):\n%s\nwant a line starting %q, failed %d, no token", d.failed, out.String(), c.want, c.wantFailed)
-			}
-			if c.name == "no token" && !strings.Contains(out.String(), "and root without a token (the running daemon's user)") {
-				t.Errorf("the line does not say whose uid it is:\n%s", out.String())
-			}
-		})
-	}
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 )
 
 const (
@@ -71,7 +74,7 @@ func initFakeCodex(t *testing.T, dir string, loggedIn bool) {
 	if loggedIn {
 		status = "echo 'Logged in using an API key - sk-SECRET'; exit 0"
 	}
-	script := "#!/bin/sh\ncase \"$1\" in\n--version) echo 'codex-cli " + pinnedCodexVersion + "'; exit 0;;\n" +
+	script := "#!/bin/sh\ncase \"$1\" in\n--version) echo 'codex-cli " + doctor.PinnedCodexVersion + "'; exit 0;;\n" +
 		"login) " + status + ";;\nesac\necho 'not here' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(bin, "codex"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -154,7 +157,7 @@ func TestInitFlagsWritesConfig(t *testing.T) {
 	}
 	// The written config is what check-config accepts with the env file's token.
 	t.Setenv("GATEWAYD_TELEGRAM_TOKEN", initGoodToken)
-	if _, err := (&flags{config: cfg}).load(); err != nil {
+	if _, err := (&cli.Flags{Config: cfg}).Load(); err != nil {
 		t.Errorf("written config does not load: %v", err)
 	}
 }

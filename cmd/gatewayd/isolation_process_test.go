@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -24,7 +25,7 @@ import (
 // codex.isolation left at its default (lanes).
 type isolatedDaemon struct {
 	bin, dir, cfgFile, state, etc, envFile, home, auth string
-	api                                                *apiClient
+	api                                                *client.API
 	model                                              *codextest.Model
 }
 
@@ -63,7 +64,7 @@ func newIsolatedDaemon(t *testing.T, edits ...func(cfg map[string]any)) *isolate
 		edit(cfg)
 	}
 	d.cfgFile = writeProcessConfig(t, d.etc, cfg)
-	d.api = &apiClient{base: "http://" + addr, token: "SECRET-APITOKEN", http: &http.Client{Timeout: 2 * time.Minute}}
+	d.api = &client.API{Base: "http://" + addr, Token: "SECRET-APITOKEN", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 	return d
 }
 
@@ -104,13 +105,13 @@ func (d *isolatedDaemon) upload(t *testing.T, lane, name, body string) string {
 	}
 	_, _ = io.WriteString(part, body)
 	_ = w.Close()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, d.api.base+"/api/lanes/"+lane+"/messages", &form)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, d.api.Base+"/api/lanes/"+lane+"/messages", &form)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", w.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+d.api.token)
-	resp, err := d.api.send(req)
+	req.Header.Set("Authorization", "Bearer "+d.api.Token)
+	resp, err := d.api.Send(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -203,7 +204,7 @@ func freeAddr6(t *testing.T) string {
 // peerDaemon is a daemon started for these tests, and how to reach it.
 type peerDaemon struct {
 	d   *daemonProc
-	api *apiClient
+	api *client.API
 }
 
 // startPeerDaemon starts the daemon listening on addr with the api section
@@ -222,10 +223,10 @@ func startPeerDaemon(t *testing.T, name, addr string, apiCfg map[string]any, env
 		c.Env = append(c.Env, env...)
 		return c.Start()
 	})
-	return peerDaemon{d: d, api: &apiClient{base: "http://" + addr, token: token, http: &http.Client{Timeout: 2 * time.Minute}}}
+	return peerDaemon{d: d, api: &client.API{Base: "http://" + addr, Token: token, HTTP: &http.Client{Timeout: 2 * time.Minute}}}
 }
 
-// with no api.token, another local user (uid 65534, nobody) gets
+// with no api.Token, another local user (uid 65534, nobody) gets
 // 401 on every route of the loopback listener but /healthz, over 127.0.0.1
 // and [::1], and its message runs nothing; the daemon's own user (here root,
 // as the tests run) is served as before, with no token; with a token set,
@@ -242,10 +243,10 @@ func TestProcessOtherLocalUsersNeedTheToken(t *testing.T) {
 	for _, pd := range []peerDaemon{v4, v6} {
 		waitHealthy(t, pd.api, pd.d)
 		if reply := postMessage(t, pd.api, "web", "hello"); reply != "ECHO: hello" {
-			t.Fatalf("%s: the daemon's own user: reply %q", pd.api.base, reply)
+			t.Fatalf("%s: the daemon's own user: reply %q", pd.api.Base, reply)
 		}
 		routes := everyRoute()
-		calls := append(at(pd.api.base, "", routes), peerCall{Method: "GET", URL: pd.api.base + "/healthz"})
+		calls := append(at(pd.api.Base, "", routes), peerCall{Method: "GET", URL: pd.api.Base + "/healthz"})
 		got := nobody.run(t, calls)
 		for i, r := range got[:len(routes)] {
 			if r.Code != http.StatusUnauthorized || !strings.Contains(r.Body, "uid 65534") {
@@ -253,14 +254,14 @@ func TestProcessOtherLocalUsersNeedTheToken(t *testing.T) {
 			}
 		}
 		if h := got[len(routes)]; h.Code != http.StatusOK {
-			t.Errorf("uid 65534 GET %s/healthz = %d %s, want 200", pd.api.base, h.Code, h.Err)
+			t.Errorf("uid 65534 GET %s/healthz = %d %s, want 200", pd.api.Base, h.Code, h.Err)
 		}
 		// The same child as the daemon's own user: served, without a token.
-		mine := self.run(t, at(pd.api.base, "", []peerCall{{Method: "GET", URL: "/api/lanes"},
+		mine := self.run(t, at(pd.api.Base, "", []peerCall{{Method: "GET", URL: "/api/lanes"},
 			{Method: "GET", URL: "/api/admin/sessions"}, {Method: "GET", URL: "/metrics"}, {Method: "GET", URL: "/"}}))
 		for _, r := range mine {
 			if r.Code != http.StatusOK {
-				t.Errorf("the daemon's own uid via %s: %d %s %.200s, want 200", pd.api.base, r.Code, r.Err, r.Body)
+				t.Errorf("the daemon's own uid via %s: %d %s %.200s, want 200", pd.api.Base, r.Code, r.Err, r.Body)
 			}
 		}
 		if lanes := laneKeys(t, pd.api); strings.Contains(lanes, "intruder") {
@@ -269,7 +270,7 @@ func TestProcessOtherLocalUsersNeedTheToken(t *testing.T) {
 	}
 	for _, pd := range []peerDaemon{v4, v6} {
 		if code := pd.d.terminate(t, 30*time.Second); code != 0 {
-			t.Errorf("%s: exit after SIGTERM = %d", pd.api.base, code)
+			t.Errorf("%s: exit after SIGTERM = %d", pd.api.Base, code)
 		}
 	}
 
@@ -281,9 +282,9 @@ func TestProcessOtherLocalUsersNeedTheToken(t *testing.T) {
 		group = startPeerDaemon(t, "allow-group", freeAddr6(t), nil, "GATEWAYD_API_ALLOW_GROUP="+groupName)
 	}
 	waitHealthy(t, withToken.api, withToken.d)
-	got := nobody.run(t, append(at(withToken.api.base, token, []peerCall{{Method: "GET", URL: "/api/lanes"},
+	got := nobody.run(t, append(at(withToken.api.Base, token, []peerCall{{Method: "GET", URL: "/api/lanes"},
 		{Method: "POST", URL: "/api/lanes/web/messages", Body: `{"text":"hi"}`}, {Method: "GET", URL: "/metrics"}}),
-		peerCall{Method: "GET", URL: withToken.api.base + "/api/lanes"}))
+		peerCall{Method: "GET", URL: withToken.api.Base + "/api/lanes"}))
 	for i, r := range got[:3] {
 		if r.Code != http.StatusOK {
 			t.Errorf("uid 65534 with the token, call %d = %d %s %.200s, want 200", i, r.Code, r.Err, r.Body)
@@ -297,7 +298,7 @@ func TestProcessOtherLocalUsersNeedTheToken(t *testing.T) {
 		return
 	}
 	waitHealthy(t, group.api, group.d)
-	if r := nobody.run(t, at(group.api.base, "", []peerCall{{Method: "GET", URL: "/api/lanes"}}))[0]; r.Code != http.StatusOK {
+	if r := nobody.run(t, at(group.api.Base, "", []peerCall{{Method: "GET", URL: "/api/lanes"}}))[0]; r.Code != http.StatusOK {
 		t.Errorf("uid 65534 in api.allow_group %s = %d %s %.200s, want 200", groupName, r.Code, r.Err, r.Body)
 	}
 }
@@ -317,9 +318,9 @@ func nobodyGroup(t *testing.T) string {
 }
 
 // laneKeys lists the daemon's lanes as the daemon's own user sees them.
-func laneKeys(t *testing.T, api *apiClient) string {
+func laneKeys(t *testing.T, api *client.API) string {
 	t.Helper()
-	resp, body := (rawCall{method: "GET", path: "/api/lanes", token: api.token}).do(t, api.base)
+	resp, body := (rawCall{method: "GET", path: "/api/lanes", token: api.Token}).do(t, api.Base)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /api/lanes = %d %s", resp.StatusCode, body)
 	}

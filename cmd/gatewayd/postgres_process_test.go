@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
@@ -60,7 +62,7 @@ func TestProcessOnPostgres(t *testing.T) {
 		"api": map[string]any{"listen": addr, "token": "test-token"},
 	})
 	notify := listenNotify(t)
-	api := &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, Token: "test-token", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 
 	d1 := startDaemon(t, bin, cfgFile, dir, "run1", notify.path)
 	waitHealthy(t, api, d1)
@@ -119,7 +121,7 @@ func TestDoctorOnPostgres(t *testing.T) {
 	t.Run("reachable", func(t *testing.T) {
 		cfg := doctorConfig(t, t.TempDir(), model, map[string]any{"store": map[string]any{"driver": "postgres", "dsn": u.String()}})
 		code, out := runDoctor(t, cfg, password)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Fatalf("exit %d, failed %q\n%s", code, failedLines(out), out)
 		}
 		// The version it migrates to is the store's; InspectPostgres of the
@@ -141,7 +143,7 @@ func TestDoctorOnPostgres(t *testing.T) {
 		cfg := doctorConfig(t, t.TempDir(), model, map[string]any{"store": map[string]any{"driver": "postgres", "dsn": down.String()}})
 		code, out := runDoctor(t, cfg, password)
 		failed := failedLines(out)
-		if code != exitFailure || len(failed) != 1 || !strings.Contains(failed[0], "database (postgres)") {
+		if code != cli.ExitFailure || len(failed) != 1 || !strings.Contains(failed[0], "database (postgres)") {
 			t.Fatalf("exit %d, failed %q, want 1 and only the database\n%s", code, failed, out)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -55,7 +57,7 @@ func TestProcessRefusesCrossOriginButChatWorks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", api.base+"/api/lanes/evil/messages", strings.NewReader(`{"text":"touch pwned"}`))
+			req, _ := http.NewRequest("POST", api.Base+"/api/lanes/evil/messages", strings.NewReader(`{"text":"touch pwned"}`))
 			for k, v := range tt.hdr {
 				if k == "Host" {
 					req.Host = v
@@ -63,7 +65,7 @@ func TestProcessRefusesCrossOriginButChatWorks(t *testing.T) {
 				}
 				req.Header.Set(k, v)
 			}
-			resp, err := api.http.Do(req)
+			resp, err := api.HTTP.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,8 +82,8 @@ func TestProcessRefusesCrossOriginButChatWorks(t *testing.T) {
 		t.Errorf("JSON POST reply %q", reply)
 	}
 	var chatOut, chatErr bytes.Buffer
-	std := stdio{in: strings.NewReader("hello from the terminal\n"), out: &chatOut, err: &chatErr}
-	if err := chat(context.Background(), api, "chatlane", "tester", std); err != nil {
+	std := cli.Stdio{In: strings.NewReader("hello from the terminal\n"), Out: &chatOut, Err: &chatErr}
+	if err := client.Talk(context.Background(), api, "chatlane", "tester", std); err != nil {
 		t.Fatalf("chat: %v\n%s", err, chatErr.String())
 	}
 	if !strings.Contains(chatOut.String(), "ECHO: hello from the terminal") {
@@ -117,8 +119,8 @@ func TestProcessRejectedTelegramTokenExitsTwo(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the daemon kept running with a rejected token:\n%s", d.logs())
 	}
-	if code := d.cmd.ProcessState.ExitCode(); code != exitUsage {
-		t.Errorf("exit code %d, want %d\n%s", code, exitUsage, d.logs())
+	if code := d.cmd.ProcessState.ExitCode(); code != cli.ExitUsage {
+		t.Errorf("exit code %d, want %d\n%s", code, cli.ExitUsage, d.logs())
 	}
 	out := d.logs()
 	if want := tg.URL + "/bot<token>/getMe"; !strings.Contains(out, want) {

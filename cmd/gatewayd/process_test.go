@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -49,7 +51,7 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 		"shutdown": map[string]any{"drain_timeout": drain.String()},
 	})
 	notify := listenNotify(t)
-	api := &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, Token: "test-token", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 
 	// 1. Start, wait for readiness, give the lane something to remember.
 	d1 := startDaemon(t, bin, cfgFile, dir, "run1", notify.path)
@@ -140,8 +142,8 @@ func TestProcessKillNineAndRestart(t *testing.T) {
 
 	// `gatewayd chat` streams a reply from the real API, and commands work.
 	var chatOut, chatErr bytes.Buffer
-	std := stdio{in: strings.NewReader("hello from the terminal\n/help\n"), out: &chatOut, err: &chatErr}
-	if err := chat(context.Background(), api, "chatlane", "tester", std); err != nil {
+	std := cli.Stdio{In: strings.NewReader("hello from the terminal\n/help\n"), Out: &chatOut, Err: &chatErr}
+	if err := client.Talk(context.Background(), api, "chatlane", "tester", std); err != nil {
 		t.Fatalf("chat: %v\n%s", err, chatErr.String())
 	}
 	if out := chatOut.String(); !strings.Contains(out, "ECHO: hello from the terminal\n") || !strings.Contains(out, "/reset") {
@@ -344,7 +346,7 @@ func (d *daemonProc) terminate(t testing.TB, limit time.Duration) int {
 }
 
 // waitHealthy polls /healthz: the daemon has no other signal to give.
-func waitHealthy(t testing.TB, api *apiClient, d *daemonProc) {
+func waitHealthy(t testing.TB, api *client.API, d *daemonProc) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
@@ -353,7 +355,7 @@ func waitHealthy(t testing.TB, api *apiClient, d *daemonProc) {
 			t.Fatalf("daemon exited before it was healthy:\n%s", d.logs())
 		default:
 		}
-		resp, err := http.Get(api.base + "/healthz")
+		resp, err := http.Get(api.Base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -365,21 +367,28 @@ func waitHealthy(t testing.TB, api *apiClient, d *daemonProc) {
 	t.Fatalf("/healthz never answered 200:\n%s", d.logs())
 }
 
-func tryPostMessage(api *apiClient, lane, text string) (string, error) {
+func tryPostMessage(api *client.API, lane, text string) (string, error) {
 	r, err := tryPost(api, lane, text)
 	return r.Reply, err
 }
 
+// chatResult is the API's answer to a message, as the tests read it.
+type chatResult struct {
+	Reply   string   `json:"reply"`
+	Status  string   `json:"status"`
+	Notices []string `json:"notices"`
+}
+
 // tryPost sends one message and returns the whole answer (reply and the
 // lane notices that rode on it).
-func tryPost(api *apiClient, lane, text string) (chatResult, error) {
+func tryPost(api *client.API, lane, text string) (chatResult, error) {
 	var r chatResult
-	req, err := api.request(context.Background(), http.MethodPost, "/api/lanes/"+lane+"/messages",
+	req, err := api.Request(context.Background(), http.MethodPost, "/api/lanes/"+lane+"/messages",
 		map[string]string{"text": text, "user": "tester"})
 	if err != nil {
 		return r, err
 	}
-	resp, err := api.send(req)
+	resp, err := api.Send(req)
 	if err != nil {
 		return r, err
 	}
@@ -394,12 +403,12 @@ func tryPost(api *apiClient, lane, text string) (chatResult, error) {
 	return r, nil
 }
 
-func postMessage(t *testing.T, api *apiClient, lane, text string) string {
+func postMessage(t *testing.T, api *client.API, lane, text string) string {
 	t.Helper()
 	return post(t, api, lane, text).Reply
 }
 
-func post(t *testing.T, api *apiClient, lane, text string) chatResult {
+func post(t *testing.T, api *client.API, lane, text string) chatResult {
 	t.Helper()
 	r, err := tryPost(api, lane, text)
 	if err != nil {

@@ -9,25 +9,27 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/config"
 )
 
-func cmdRun(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("run", std)
-	pos, err := f.parse(args)
+func cmdRun(ctx context.Context, args []string, std cli.Stdio) error {
+	f := cli.NewFlags("run", std)
+	pos, err := f.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("run takes no arguments, got %q", pos)
+		return cli.Usagef("run takes no arguments, got %q", pos)
 	}
-	opts := config.Options{File: f.config}
+	opts := f.Options()
 	cfg, err := config.Load(opts)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(cfg.Log, std.err)
+	log, err := newLogger(cfg.Log, std.Err)
 	if err != nil {
 		return err
 	}
@@ -55,7 +57,7 @@ func cmdRun(ctx context.Context, args []string, std stdio) error {
 	sig := watchSignals(ctx, log, func(code int) { os.Exit(code) })
 	defer sig.stop()
 	err = daemon.Run(sig.ctx, daemon.Params{Config: cfg, Options: opts, Reload: sig.hup, Log: log,
-		Version: Version(), PinnedCodexVersion: pinnedCodexVersion})
+		Version: Version(), PinnedCodexVersion: doctor.PinnedCodexVersion})
 	if err != nil && sig.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = nil // a signal during start-up: a clean stop, not a failure
 	}
@@ -97,7 +99,7 @@ func watchSignals(parent context.Context, log *zap.Logger, exitNow func(int)) si
 				case stopping:
 					log.Warn("shutdown.forced", zap.String("signal", s.String()))
 					_ = log.Sync()
-					exitNow(exitFailure)
+					exitNow(cli.ExitFailure)
 				default:
 					stopping = true
 					log.Info("shutdown.signal", zap.String("signal", s.String()))

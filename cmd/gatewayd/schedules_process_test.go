@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -43,7 +44,7 @@ func TestProcessEverySurvivesKillNine(t *testing.T) {
 	cfgFile := processConfig(t, dir, addr, model, map[string]any{
 		"schedules": map[string]any{"min_interval": "1s", "catch_up": "1h"},
 	})
-	api := &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, HTTP: &http.Client{Timeout: 2 * time.Minute}}
 
 	d1 := startDaemon(t, bin, cfgFile, dir, "run1", "")
 	waitHealthy(t, api, d1)

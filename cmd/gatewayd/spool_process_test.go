@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -58,7 +59,7 @@ func TestProcessUploadSpoolUnderStateDir(t *testing.T) {
 		c.Env = append(c.Env, "TMPDIR="+tmp)
 		return c.Start()
 	})
-	api := &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: 2 * time.Minute}}
+	api := &client.API{Base: "http://" + addr, Token: "test-token", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 	waitHealthy(t, api, d)
 
 	cleaned := logEvents(d, "spool.cleaned", nil)
@@ -78,10 +79,10 @@ func TestProcessUploadSpoolUnderStateDir(t *testing.T) {
 	fw, _ := mw.CreateFormFile("file", "notes.txt")
 	_, _ = io.WriteString(fw, "spooled bytes")
 	_ = mw.Close()
-	req, _ := http.NewRequest(http.MethodPost, api.base+"/api/lanes/spool/messages", &body)
+	req, _ := http.NewRequest(http.MethodPost, api.Base+"/api/lanes/spool/messages", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer test-token")
-	resp, err := api.http.Do(req)
+	resp, err := api.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

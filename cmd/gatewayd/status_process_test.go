@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -37,7 +39,7 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	api := s.api
 	d := s.start(t, "status")
 
-	resp, err := http.Get(api.base + "/api/status")
+	resp, err := http.Get(api.Base + "/api/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +56,8 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := codexVersion(string(out)); got.Codex.Version != want || want != pinnedCodexVersion {
-		t.Errorf("status codex version %q (user agent %q), `codex --version` %q, pinned %s", got.Codex.Version, got.Codex.UserAgent, want, pinnedCodexVersion)
+	if want := doctor.CodexVersion(string(out)); got.Codex.Version != want || want != doctor.PinnedCodexVersion {
+		t.Errorf("status codex version %q (user agent %q), `codex --version` %q, pinned %s", got.Codex.Version, got.Codex.UserAgent, want, doctor.PinnedCodexVersion)
 	}
 	t.Logf("codex user agent: %s", got.Codex.UserAgent)
 	w := got.RateLimits.Windows[0]
@@ -76,7 +78,7 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 			Efforts []string
 		}
 	}
-	if err := api.do(context.Background(), http.MethodGet, "/api/models", nil, &models); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/models", nil, &models); err != nil {
 		t.Fatal(err)
 	}
 	if len(models.Models) == 0 || models.Models[0].ID == "" || len(models.Models[0].Efforts) == 0 {
@@ -85,7 +87,7 @@ func TestProcessStatusWithTheRealCodex(t *testing.T) {
 	var projects struct {
 		Projects []struct{ Name, Directory string }
 	}
-	if err := api.do(context.Background(), http.MethodGet, "/api/projects", nil, &projects); err != nil {
+	if err := api.Do(context.Background(), http.MethodGet, "/api/projects", nil, &projects); err != nil {
 		t.Fatal(err)
 	}
 	if len(projects.Projects) != 1 || projects.Projects[0].Name != "proj" || projects.Projects[0].Directory != proj {
@@ -141,12 +143,12 @@ type statusBody struct {
 
 // waitStatus polls /api/status until ok holds: codex reports rate limits
 // on its own notification, after the reply may already be delivered.
-func waitStatus(t *testing.T, api *apiClient, ok func(statusBody) bool) statusBody {
+func waitStatus(t *testing.T, api *client.API, ok func(statusBody) bool) statusBody {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var s statusBody
-		if err := api.do(context.Background(), http.MethodGet, "/api/status", nil, &s); err != nil {
+		if err := api.Do(context.Background(), http.MethodGet, "/api/status", nil, &s); err != nil {
 			t.Fatal(err)
 		}
 		if ok(s) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/internal/timerslack"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -46,7 +47,7 @@ func TestProcessTimerSlack(t *testing.T) {
 				},
 				"api": map[string]any{"listen": addr, "token": "test-token"},
 			})
-			api := &apiClient{base: "http://" + addr, token: "test-token", http: &http.Client{Timeout: 2 * time.Minute}}
+			api := &client.API{Base: "http://" + addr, Token: "test-token", HTTP: &http.Client{Timeout: 2 * time.Minute}}
 			d := startDaemonWith(t, bin, cfgFile, dir, tc.name, listenNotify(t).path,
 				func(c *exec.Cmd) error { return timerslack.Start(c, tc.startWith) })
 			waitHealthy(t, api, d)

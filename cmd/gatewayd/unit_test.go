@@ -34,7 +34,7 @@ func unitSettings(t *testing.T) map[string]string {
 func TestUnitStopTimeoutCoversTheDrain(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("GATEWAYD_CODEX_COMMAND", "/bin/true")
-	cfg, err := config.Load(config.Options{File: "../../deploy/gatewayd.yaml"})
+	cfg, err := config.Load(config.Options{File: "../../deploy/gatewayd.yaml", Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

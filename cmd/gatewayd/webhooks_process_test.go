@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -128,7 +129,7 @@ func TestWebhookDeliveryRunsOnce(t *testing.T) {
 	}
 
 	// 5. The counter, on /metrics.
-	resp, err := http.Get(api.base + "/metrics")
+	resp, err := http.Get(api.Base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,12 +235,12 @@ func postHook(t *testing.T, url, body string, hdr map[string]string) (int, map[s
 
 // waitHookAnswer polls GET /api/lanes/LANE/messages/ID until the delivery's
 // answer is recorded, and returns its reply.
-func waitHookAnswer(t *testing.T, api *apiClient, lane, id string) string {
+func waitHookAnswer(t *testing.T, api *client.API, lane, id string) string {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	var last string
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(api.base + "/api/lanes/" + lane + "/messages/" + id)
+		resp, err := http.Get(api.Base + "/api/lanes/" + lane + "/messages/" + id)
 		if err == nil {
 			var st struct {
 				State    string `json:"state"`

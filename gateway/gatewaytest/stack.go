@@ -105,7 +105,7 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}
-	g, err := gateway.New(cfg, st, cx)
+	g, err := gateway.New(cfg.WithDefaults(), st, cx)
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}

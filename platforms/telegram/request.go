@@ -36,28 +36,9 @@ type apiReply struct {
 // callJSON posts params as JSON to method and decodes the result into dest
 // (nil: ignore it). The token is in the URL, so it is stripped from errors.
 func (a *Adapter) callJSON(ctx context.Context, method string, params, dest any) error {
-	body, err := json.Marshal(params)
+	_, raw, err := postJSON(ctx, a.cfg.HTTPClient, a.cfg.APIURL, a.cfg.Token, method, params, 0)
 	if err != nil {
-		return fmt.Errorf("error encode request for method %s, %w", method, err)
-	}
-	u := a.cfg.APIURL + "/bot" + a.cfg.Token + "/" + method
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("error create request for method %s, %s", method, redact(err.Error(), a.cfg.Token))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.cfg.HTTPClient.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = strings.ReplaceAll(ue.URL, a.cfg.Token, "***")
-		}
-		return fmt.Errorf("error do request for method %s, %w", method, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("error read response body for method %s, %w", method, err)
+		return err
 	}
 	var r apiReply
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -72,6 +53,40 @@ func (a *Adapter) callJSON(ctx context.Context, method string, params, dest any)
 		}
 	}
 	return nil
+}
+
+// postJSON posts params as JSON to the Bot API's method and returns the
+// HTTP status and the body (at most limit bytes when limit > 0). The token
+// is in the URL, so it is stripped from errors.
+func postJSON(ctx context.Context, client *http.Client, apiURL, token, method string, params any, limit int64) (int, []byte, error) {
+	body, err := json.Marshal(params)
+	if err != nil {
+		return 0, nil, fmt.Errorf("error encode request for method %s, %w", method, err)
+	}
+	u := apiURL + "/bot" + token + "/" + method
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("error create request for method %s, %s", method, redact(err.Error(), token))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = strings.ReplaceAll(ue.URL, token, "***")
+		}
+		return 0, nil, fmt.Errorf("error do request for method %s, %w", method, err)
+	}
+	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	if limit > 0 {
+		r = io.LimitReader(r, limit)
+	}
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("error read response body for method %s, %w", method, err)
+	}
+	return resp.StatusCode, raw, nil
 }
 
 // replyError maps a failed answer to go-telegram/bot's error for it.

@@ -299,11 +299,13 @@ func (d *daemon) threadConfig() codex.ThreadConfig {
 	return codex.ThreadConfig{Cwd: d.cfg.Codex.Cwd, Model: d.cfg.Codex.Model, Sandbox: d.cfg.Codex.Sandbox, ApprovalPolicy: policy}
 }
 
-func (d *daemon) buildGateway() error {
+// gatewayConfig is the gateway's Config from the loaded configuration:
+// the one place a gateway.Config is built from it, so every value comes
+// from config's key table (or its constants for behaviour that is not a
+// key) and gateway.New fills in nothing.
+func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 	lanes := d.cfg.Lanes
-	fstore := d.filesStore()
-	d.pool = worktreePool(d.cfg)
-	gw, err := gateway.New(gateway.Config{
+	return gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		CompactAt: lanes.CompactAt,
@@ -329,7 +331,16 @@ func (d *daemon) buildGateway() error {
 		Isolation:    gatewayIsolation(d.cfg),
 		Verbose:      lanes.Verbose,
 		Logger:       d.log, Observer: d.metrics,
-	}, timedStore{Store: d.store, m: d.metrics}, d.codex)
+		CompactCooldownTurns: config.DefaultCompactCooldownTurns,
+		PreviewInterval:      config.DefaultPreviewInterval,
+		TypingInterval:       config.DefaultTypingInterval,
+	}
+}
+
+func (d *daemon) buildGateway() error {
+	fstore := d.filesStore()
+	d.pool = worktreePool(d.cfg)
+	gw, err := gateway.New(d.gatewayConfig(fstore), timedStore{Store: d.store, m: d.metrics}, d.codex)
 	if err != nil {
 		return fmt.Errorf("gatewayd: %w", err)
 	}

@@ -112,7 +112,7 @@ func TestDeniedToLanesCoversEverySecretFile(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(dottedToNested(yaml.String())), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(config.Options{File: cfgFile})
+	cfg, err := config.Load(config.Options{File: cfgFile, Env: os.Environ()})
 	if err != nil {
 		t.Fatalf("load a config setting every *_file key: %v", err)
 	}

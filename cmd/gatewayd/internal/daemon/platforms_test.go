@@ -68,7 +68,7 @@ func TestReloadAllowlists(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg, dc := &fakeTelegram{}, &fakeDiscord{}
-	reloadAllowlists(config.Options{File: file}, []gateway.Platform{tg, dc}, zap.NewNop())
+	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg, dc}, zap.NewNop())
 	if !reflect.DeepEqual(tg.users, []int64{1, 2}) || !reflect.DeepEqual(tg.chats, []int64{-100}) {
 		t.Errorf("telegram allowlist users=%v chats=%v", tg.users, tg.chats)
 	}
@@ -80,7 +80,7 @@ func TestReloadAllowlists(t *testing.T) {
 	if err := os.WriteFile(file, []byte("telegram:\n  allowed_users: [x]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reloadAllowlists(config.Options{File: file}, []gateway.Platform{tg}, zap.NewNop())
+	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg}, zap.NewNop())
 	if !reflect.DeepEqual(tg.users, []int64{1, 2}) {
 		t.Errorf("a bad reload changed the allowlist to %v", tg.users)
 	}

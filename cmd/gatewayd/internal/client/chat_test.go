@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 )
 
 func TestPrintStream(t *testing.T) {
@@ -80,10 +82,10 @@ func TestChatConversation(t *testing.T) {
 		fmt.Fprintf(w, "event: done\ndata: {\"reply\":%q,\"status\":\"completed\"}\n\n", "echo "+body.Text)
 	}))
 	defer srv.Close()
-	c := &apiClient{base: srv.URL, token: "tok", http: srv.Client()}
+	c := &API{Base: srv.URL, Token: "tok", HTTP: srv.Client()}
 	var out, errOut bytes.Buffer
-	std := stdio{in: strings.NewReader("hello\n\n/status\n/quit\nnever sent\n"), out: &out, err: &errOut}
-	if err := chat(context.Background(), c, "work", "ann", std); err != nil {
+	std := cli.Stdio{In: strings.NewReader("hello\n\n/status\n/quit\nnever sent\n"), Out: &out, Err: &errOut}
+	if err := Talk(context.Background(), c, "work", "ann", std); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"ann:hello", "ann:/status"}; strings.Join(got, "|") != strings.Join(want, "|") {
@@ -101,9 +103,9 @@ func TestChatReportsAPIErrors(t *testing.T) {
 		fmt.Fprint(w, `{"error":"missing token"}`)
 	}))
 	defer srv.Close()
-	c := &apiClient{base: srv.URL, http: srv.Client()}
-	std := stdio{in: strings.NewReader("hi\n"), out: &bytes.Buffer{}, err: &bytes.Buffer{}}
-	err := chat(context.Background(), c, "default", "u", std)
+	c := &API{Base: srv.URL, HTTP: srv.Client()}
+	std := cli.Stdio{In: strings.NewReader("hi\n"), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	err := Talk(context.Background(), c, "default", "u", std)
 	if err == nil || !strings.Contains(err.Error(), "missing token (401 Unauthorized)") {
 		t.Errorf("err = %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 )
 
 // fakeLaneAPI answers POST /api/lanes/{lane}/messages like the API does
@@ -65,7 +68,7 @@ func (f *fakeLaneAPI) messages() []laneMessage {
 // useFakeLaneAPI points the CLI's config at f with token, via the
 // environment as a user's shell would.
 func useFakeLaneAPI(t *testing.T, f *fakeLaneAPI, token string) {
-	cleanEnv(t)
+	processtest.CleanEnv(t)
 	t.Setenv("GATEWAYD_API_LISTEN", strings.TrimPrefix(f.srv.URL, "http://"))
 	if token != "" {
 		t.Setenv("GATEWAYD_API_TOKEN", token)
@@ -206,7 +209,7 @@ func TestSendIDsAreUniqueAndTokenFileWorks(t *testing.T) {
 
 func TestSendDaemonDown(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
-	cleanEnv(t)
+	processtest.CleanEnv(t)
 	t.Setenv("GATEWAYD_API_LISTEN", strings.TrimPrefix(srv.URL, "http://"))
 	srv.Close() // nothing listens there any more
 	code, out, errOut := runCLI(t, "", "send", "web", "hi")
@@ -232,14 +235,14 @@ func TestSendInterrupted(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-arrived; cancel() }()
-	c := &apiClient{base: srv.URL, http: srv.Client()}
+	c := &API{Base: srv.URL, HTTP: srv.Client()}
 	var out, errOut bytes.Buffer
-	err := send(ctx, c, "web", "hi", false, stdio{out: &out, err: &errOut})
+	err := send(ctx, c, "web", "hi", false, cli.Stdio{Out: &out, Err: &errOut})
 	if err == nil || !strings.Contains(err.Error(), "interrupted before the answer") ||
 		!strings.Contains(err.Error(), "GET /api/lanes/web/messages/cli-") {
 		t.Errorf("err = %v", err)
 	}
-	if exitCode(err) != exitFailure || out.Len() != 0 {
-		t.Errorf("exit %d, stdout %q", exitCode(err), out.String())
+	if cli.ExitCode(err) != cli.ExitFailure || out.Len() != 0 {
+		t.Errorf("exit %d, stdout %q", cli.ExitCode(err), out.String())
 	}
 }

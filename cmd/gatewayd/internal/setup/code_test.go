@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
 
@@ -42,7 +43,7 @@ func TestInitLearnsTheUserFromTheCode(t *testing.T) {
 
 			var out, errOut bytes.Buffer
 			input := "\n" + c.answer + "\n77\n" // learn: yes; allow?; the ids asked for when not allowed
-			cmd := &initCmd{std: stdio{out: &out, err: &errOut}, in: bufio.NewReader(strings.NewReader(input)),
+			cmd := &initCmd{std: cli.Stdio{Out: &out, Err: &errOut}, in: bufio.NewReader(strings.NewReader(input)),
 				http: &http.Client{Timeout: 10 * time.Second}, opts: initOptions{tgAPIURL: srv.URL},
 				tgBot: telegramtest.Bot.Username, newCode: func() (string, error) { return testCode, nil }}
 			st := &initState{tgToken: telegramtest.Token}

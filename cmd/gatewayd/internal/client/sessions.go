@@ -1,26 +1,23 @@
-package main
+package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
-	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
 )
@@ -29,33 +26,34 @@ import (
 // store itself.
 var errDaemonDown = errors.New("gatewayd: daemon not running")
 
-func cmdSessions(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("sessions", std)
-	limit := f.fs.Int("limit", 50, "how many lanes (list) or messages (show)")
-	pos, err := f.parse(args)
+// Sessions is `gatewayd sessions list|show|search|reset`.
+func Sessions(ctx context.Context, args []string, std cli.Stdio) error {
+	f := cli.NewFlags("sessions", std)
+	limit := f.FS.Int("limit", 50, "how many lanes (list) or messages (show)")
+	pos, err := f.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("sessions needs a subcommand: list, show KEY, search TEXT or reset KEY")
+		return cli.Usagef("sessions needs a subcommand: list, show KEY, search TEXT or reset KEY")
 	}
 	sub, rest := pos[0], pos[1:]
 	want := map[string]int{"list": 0, "show": 1, "reset": 1, "search": -1}
 	n, known := want[sub]
 	switch {
 	case !known:
-		return usagef("unknown sessions subcommand %q", sub)
+		return cli.Usagef("unknown sessions subcommand %q", sub)
 	case n < 0 && len(rest) == 0:
-		return usagef("sessions %s needs the words to find", sub)
+		return cli.Usagef("sessions %s needs the words to find", sub)
 	case n >= 0 && len(rest) != n:
-		return usagef("sessions %s takes %d argument(s), got %d", sub, n, len(rest))
+		return cli.Usagef("sessions %s takes %d argument(s), got %d", sub, n, len(rest))
 	}
-	cfg, err := f.load()
+	cfg, err := f.Load()
 	if err != nil {
 		return err
 	}
-	client := newAPIClient(cfg)
-	err = runSessions(ctx, client, sub, rest, *limit, std.out)
+	client := NewAPI(cfg)
+	err = runSessions(ctx, client, sub, rest, *limit, std.Out)
 	if !errors.Is(err, errDaemonDown) {
 		return err
 	}
@@ -71,7 +69,7 @@ func cmdSessions(ctx context.Context, args []string, std stdio) error {
 		return fmt.Errorf("gatewayd: open store: %w", err)
 	}
 	defer st.Close()
-	return runSessionsOffline(ctx, offlineBackend{st}, webconsole.NewWorkdirs(cfg), sub, rest, *limit, std.out)
+	return runSessionsOffline(ctx, offlineBackend{st}, webconsole.NewWorkdirs(cfg), sub, rest, *limit, std.Out)
 }
 
 // offlineBackend serves the sessions commands from the store when the
@@ -138,31 +136,31 @@ func runSessionsOffline(ctx context.Context, b webconsole.SessionsBackend, dirs 
 }
 
 // runSessions asks the running daemon; errDaemonDown when it is not there.
-func runSessions(ctx context.Context, c *apiClient, sub string, args []string, limit int, out io.Writer) error {
+func runSessions(ctx context.Context, c *API, sub string, args []string, limit int, out io.Writer) error {
 	switch sub {
 	case "list":
 		var views []webconsole.LaneView
-		if err := c.do(ctx, http.MethodGet, webconsole.AdminPrefix+"sessions?limit="+strconv.Itoa(limit), nil, &views); err != nil {
+		if err := c.Do(ctx, http.MethodGet, webconsole.AdminPrefix+"sessions?limit="+strconv.Itoa(limit), nil, &views); err != nil {
 			return err
 		}
 		return printLanes(out, views)
 	case "show":
 		var v webconsole.SessionView
 		path := webconsole.AdminPrefix + "sessions/" + url.PathEscape(args[0]) + "?limit=" + strconv.Itoa(limit)
-		if err := c.do(ctx, http.MethodGet, path, nil, &v); err != nil {
+		if err := c.Do(ctx, http.MethodGet, path, nil, &v); err != nil {
 			return err
 		}
 		return printSession(out, v)
 	case "search":
 		var found []webconsole.MessageView
 		q := url.Values{"q": {strings.Join(args, " ")}, "limit": {strconv.Itoa(limit)}}
-		if err := c.do(ctx, http.MethodGet, webconsole.AdminPrefix+"search?"+q.Encode(), nil, &found); err != nil {
+		if err := c.Do(ctx, http.MethodGet, webconsole.AdminPrefix+"search?"+q.Encode(), nil, &found); err != nil {
 			return err
 		}
 		return printFound(out, found)
 	}
 	// The admin routes take POSTs only as JSON (415 otherwise): {} it is.
-	if err := c.do(ctx, http.MethodPost, webconsole.AdminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", struct{}{}, nil); err != nil {
+	if err := c.Do(ctx, http.MethodPost, webconsole.AdminPrefix+"sessions/"+url.PathEscape(args[0])+"/reset", struct{}{}, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "reset %s\n", args[0])
@@ -258,86 +256,6 @@ func when(t time.Time) string {
 		return "-"
 	}
 	return t.Local().Format(time.DateTime)
-}
-
-// apiClient talks to the local API of a running daemon.
-type apiClient struct {
-	base  string
-	token string
-	http  *http.Client
-}
-
-func newAPIClient(cfg *config.Config) *apiClient {
-	return &apiClient{base: "http://" + dialAddr(cfg.API.Listen), token: cfg.API.Token, http: &http.Client{}}
-}
-
-// dialAddr turns a listen address into one a client can dial: a wildcard
-// host means this machine.
-func dialAddr(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func (c *apiClient) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("gatewayd: encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("gatewayd: %w", err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	return req, nil
-}
-
-// send performs req; a refused connection is errDaemonDown.
-func (c *apiClient) send(req *http.Request) (*http.Response, error) {
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, errDaemonDown
-		}
-		return nil, fmt.Errorf("gatewayd: %s %s: %w", req.Method, req.URL.Path, err)
-	}
-	return resp, nil
-}
-
-func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
-	req, err := c.request(ctx, method, path, body)
-	if err != nil {
-		return err
-	}
-	resp, err := c.send(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("gatewayd: %s %s: %s", method, req.URL.Path, apiErrorText(resp))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("gatewayd: decode %s: %w", req.URL.Path, err)
-	}
-	return nil
 }
 
 // apiErrorText renders an error response: its JSON "error" or its status.

@@ -1,4 +1,7 @@
-package main
+// Package doctor is `gatewayd doctor`: one line per check of the
+// configuration, the state, codex and its account, the bot tokens (through
+// the platforms' own CheckToken), api.listen and who may use the API.
+package doctor
 
 import (
 	"context"
@@ -8,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,32 +19,35 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// pinnedCodexVersion is the codex release this gatewayd was verified
+// PinnedCodexVersion is the codex release this gatewayd was verified
 // against: tools/package.json pins it (a test keeps the two equal). Another
 // release is only a warning: what decides is whether its app-server
 // answers the calls gatewayd makes (checkAppServer).
-const pinnedCodexVersion = "0.169.0"
+const PinnedCodexVersion = "0.169.0"
 
 // doctorTimeout bounds each network check (codex start, token checks,
 // the listener probe), so a hung peer fails its line instead of the doctor.
 const doctorTimeout = 30 * time.Second
 
-// errChecksFailed ends `gatewayd doctor` with exit 1 after its report.
-var errChecksFailed = errors.New("doctor: some checks failed")
+// ErrChecksFailed ends `gatewayd doctor` with exit 1 after its report.
+var ErrChecksFailed = errors.New("doctor: some checks failed")
 
 // doctor prints one line per check: ✓, ⚠ or ✗, what was found and, for ✗,
 // the fix (for ⚠, a hint). Only ✗ fails the doctor. It never prints a token.
 type doctor struct {
-	out    io.Writer
-	failed int
-	http   *http.Client
+	out     io.Writer
+	failed  int
+	http    *http.Client
+	version string // gatewayd's: the app-server client's version
 }
 
 func (d *doctor) pass(format string, args ...any) {
@@ -60,17 +65,24 @@ func (d *doctor) fail(what, fix string) {
 	fmt.Fprintf(d.out, "✗ %s\n    fix: %s\n", what, fix)
 }
 
-func cmdDoctor(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("doctor", std)
-	pos, err := f.parse(args)
+// Run is `gatewayd doctor`; version is gatewayd's.
+func Run(ctx context.Context, args []string, std cli.Stdio, version string) error {
+	f := cli.NewFlags("doctor", std)
+	pos, err := f.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("doctor takes no arguments, got %q", pos)
+		return cli.Usagef("doctor takes no arguments, got %q", pos)
 	}
-	d := &doctor{out: std.out, http: &http.Client{Timeout: doctorTimeout}}
-	cfg := d.checkConfig(f)
+	return Check(ctx, f.Options(), std.Out, version)
+}
+
+// Check runs every check on the configuration opts load and reports to
+// out; ErrChecksFailed when one failed.
+func Check(ctx context.Context, opts config.Options, out io.Writer, version string) error {
+	d := &doctor{out: out, http: &http.Client{Timeout: doctorTimeout}, version: version}
+	cfg := d.checkConfig(opts)
 	if cfg != nil {
 		d.checkStateDir(cfg.StateDir)
 		if cfg.Store.Postgres() {
@@ -91,17 +103,17 @@ func cmdDoctor(ctx context.Context, args []string, std stdio) error {
 		d.checkAPIAccess(cfg)
 	}
 	if d.failed > 0 {
-		fmt.Fprintf(std.out, "%d check(s) failed.\n", d.failed)
-		return errChecksFailed
+		fmt.Fprintf(out, "%d check(s) failed.\n", d.failed)
+		return ErrChecksFailed
 	}
-	fmt.Fprintln(std.out, "All checks passed.")
+	fmt.Fprintln(out, "All checks passed.")
 	return nil
 }
 
 // checkConfig loads and validates the configuration; the other checks
 // need it, so nil stops the doctor there.
-func (d *doctor) checkConfig(f *flags) *config.Config {
-	cfg, err := f.load()
+func (d *doctor) checkConfig(opts config.Options) *config.Config {
+	cfg, err := config.Load(opts)
 	if err == nil {
 		err = daemon.CheckRuntime(cfg)
 	}
@@ -186,31 +198,31 @@ func (d *doctor) checkCodexBinary(ctx context.Context, command string) (string, 
 	binary, err := codex.ResolveCommand(command)
 	if err != nil {
 		d.fail(fmt.Sprintf("codex binary: %v", err),
-			fmt.Sprintf("install @openai/codex@%s (npm) or set codex.command to the native binary", pinnedCodexVersion))
+			fmt.Sprintf("install @openai/codex@%s (npm) or set codex.command to the native binary", PinnedCodexVersion))
 		return "", false
 	}
 	vctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(vctx, binary, "--version").Output()
 	if err != nil {
-		d.fail(fmt.Sprintf("codex binary %s does not run: %v", binary, err), "reinstall @openai/codex@"+pinnedCodexVersion)
+		d.fail(fmt.Sprintf("codex binary %s does not run: %v", binary, err), "reinstall @openai/codex@"+PinnedCodexVersion)
 		return "", false
 	}
-	version := codexVersion(string(out))
-	if version != pinnedCodexVersion {
+	version := CodexVersion(string(out))
+	if version != PinnedCodexVersion {
 		if version == "" {
 			version = "unknown"
 		}
-		d.warn(fmt.Sprintf("codex binary %s, version %s (gatewayd is tested with %s)", binary, version, pinnedCodexVersion),
-			"the app-server checks below tell whether it works with gatewayd; @openai/codex@"+pinnedCodexVersion+" is the tested one")
+		d.warn(fmt.Sprintf("codex binary %s, version %s (gatewayd is tested with %s)", binary, version, PinnedCodexVersion),
+			"the app-server checks below tell whether it works with gatewayd; @openai/codex@"+PinnedCodexVersion+" is the tested one")
 		return binary, false
 	}
 	d.pass("codex binary %s, version %s (pinned)", binary, version)
 	return binary, true
 }
 
-// codexVersion takes the version from `codex --version` ("codex-cli 0.169.0").
-func codexVersion(out string) string {
+// CodexVersion takes the version from `codex --version` ("codex-cli 0.169.0").
+func CodexVersion(out string) string {
 	fields := strings.Fields(out)
 	if len(fields) == 0 {
 		return ""
@@ -237,11 +249,11 @@ func (d *doctor) checkAppServer(ctx context.Context, cfg *config.Config, binary 
 		Command: cfg.Codex.Command, Args: args, Home: cfg.Codex.Home,
 		Env: daemon.ChildEnv(os.Environ()), Dir: dir, StartTimeout: doctorTimeout,
 		MaxProcesses: cfg.Codex.MaxProcesses, MaxFileSize: cfg.Codex.MaxFileSize,
-		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: Version(),
+		Logger: zap.NewNop(), ClientName: "gatewayd-doctor", ClientVersion: d.version,
 	})
 	versionFix := "check the codex version (see above)"
 	if !pinned {
-		versionFix = "install @openai/codex@" + pinnedCodexVersion + ", the version gatewayd is tested with"
+		versionFix = "install @openai/codex@" + PinnedCodexVersion + ", the version gatewayd is tested with"
 	}
 	if err != nil {
 		fix := "run `codex app-server` by hand with the same codex.home and codex.args to see its error"
@@ -311,27 +323,16 @@ func (d *doctor) checkTelegram(ctx context.Context, tg config.Telegram) {
 	if !tg.Enabled() {
 		return
 	}
-	base := strings.TrimRight(tg.APIURL, "/")
-	if base == "" {
-		base = telegram.DefaultAPIURL
-	}
-	shown := base + "/bot<token>/getMe"
-	var body struct {
-		OK     bool   `json:"ok"`
-		Desc   string `json:"description"`
-		Result struct {
-			Username string `json:"username"`
-		} `json:"result"`
-	}
-	status, err := d.getJSON(ctx, base+"/bot"+tg.Token+"/getMe", nil, &body)
+	cctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	bot, err := telegram.CheckToken(cctx, d.http, strings.TrimRight(tg.APIURL, "/"), tg.Token)
 	switch {
+	case errors.Is(err, telegram.ErrTokenRefused):
+		d.fail("telegram token refused: "+err.Error(), "set telegram.token (or telegram.token_file) to the token @BotFather gave")
 	case err != nil:
-		d.fail(fmt.Sprintf("telegram: %s: %v", shown, err), "check the network path to the Bot API (telegram.api_url)")
-	case status != http.StatusOK || !body.OK:
-		d.fail(fmt.Sprintf("telegram token refused: %s answered %d %s", shown, status, body.Desc),
-			"set telegram.token (or telegram.token_file) to the token @BotFather gave")
+		d.fail("telegram: "+err.Error(), "check the network path to the Bot API (telegram.api_url)")
 	default:
-		d.pass("telegram token accepted (@%s)", body.Result.Username)
+		d.pass("telegram token accepted (@%s)", bot.Username)
 	}
 	d.checkAllowlist("telegram", len(tg.AllowedUsers)+len(tg.AllowedChats),
 		fmt.Sprintf("%d user(s), %d chat(s)", len(tg.AllowedUsers), len(tg.AllowedChats)),
@@ -342,24 +343,16 @@ func (d *doctor) checkDiscord(ctx context.Context, dc config.Discord) {
 	if !dc.Enabled() {
 		return
 	}
-	base := strings.TrimRight(dc.APIURL, "/")
-	if base == "" {
-		base = "https://discord.com"
-	}
-	shown := base + "/api/v9/users/@me"
-	var body struct {
-		Username string `json:"username"`
-		Message  string `json:"message"`
-	}
-	status, err := d.getJSON(ctx, shown, map[string]string{"Authorization": "Bot " + dc.Token}, &body)
+	cctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	bot, err := discord.CheckToken(cctx, d.http, strings.TrimRight(dc.APIURL, "/"), dc.Token)
 	switch {
+	case errors.Is(err, discord.ErrTokenRefused):
+		d.fail("discord token refused: "+err.Error(), "set discord.token (or discord.token_file) to the bot token of the Developer Portal")
 	case err != nil:
-		d.fail(fmt.Sprintf("discord: %s: %v", shown, err), "check the network path to Discord (discord.api_url)")
-	case status != http.StatusOK:
-		d.fail(fmt.Sprintf("discord token refused: %s answered %d %s", shown, status, body.Message),
-			"set discord.token (or discord.token_file) to the bot token of the Developer Portal")
+		d.fail("discord: "+err.Error(), "check the network path to Discord (discord.api_url)")
 	default:
-		d.pass("discord token accepted (%s)", body.Username)
+		d.pass("discord token accepted (%s)", bot.Username)
 	}
 	d.checkAllowlist("discord", len(dc.AllowedUsers)+len(dc.AllowedRoles),
 		fmt.Sprintf("%d user(s), %d role(s)", len(dc.AllowedUsers), len(dc.AllowedRoles)),
@@ -374,43 +367,21 @@ func (d *doctor) checkAllowlist(platform string, n int, detail, fix string) {
 	d.pass("%s allowlist: %s", platform, detail)
 }
 
-// getJSON GETs u and decodes a JSON body. Transport errors are reported
-// without the URL, which may hold a token (Telegram puts it in the path).
-func (d *doctor) getJSON(ctx context.Context, u string, header map[string]string, out any) (int, error) {
+// getJSON GETs u and decodes a JSON body (an error status may have none).
+func (d *doctor) getJSON(ctx context.Context, u string, out any) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
-	status, body, err := getWithoutURL(ctx, d.http, u, header)
-	if err != nil {
-		return status, err
-	}
-	_ = json.Unmarshal(body, out) // an error status may have no JSON
-	return status, nil
-}
-
-// getWithoutURL GETs u and reads up to 1 MiB of the answer. Its errors
-// never contain u: a Telegram URL holds the bot token in its path.
-func getWithoutURL(ctx context.Context, client *http.Client, u string, header map[string]string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, nil, errors.New("invalid URL")
+		return 0, err
 	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
+	resp, err := d.http.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, nil, err
+		return 0, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("reading the answer: %w", err)
-	}
-	return resp.StatusCode, body, nil
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
+	return resp.StatusCode, nil
 }
 
 // checkListen passes when api.listen is free, or held by a gatewayd (its
@@ -426,7 +397,7 @@ func (d *doctor) checkListen(ctx context.Context, addr string) {
 		Status string `json:"status"`
 		Reason string `json:"reason"`
 	}
-	status, herr := d.getJSON(ctx, "http://"+addr+"/healthz", nil, &body)
+	status, herr := d.getJSON(ctx, "http://"+addr+"/healthz", &body)
 	if herr == nil && (body.Status == "ok" || body.Status == "unavailable") {
 		detail := body.Status
 		if body.Reason != "" {

@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
@@ -24,37 +25,38 @@ func chatUser() string {
 	return "terminal"
 }
 
-func cmdChat(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("chat", std)
-	pos, err := f.parse(args)
+// Chat is `gatewayd chat`.
+func Chat(ctx context.Context, args []string, std cli.Stdio) error {
+	f := cli.NewFlags("chat", std)
+	pos, err := f.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return usagef("chat takes at most one lane name, got %q", pos)
+		return cli.Usagef("chat takes at most one lane name, got %q", pos)
 	}
 	lane := "default"
 	if len(pos) == 1 {
 		lane = pos[0]
 	}
-	cfg, err := f.load()
+	cfg, err := f.Load()
 	if err != nil {
 		return err
 	}
-	return chat(ctx, newAPIClient(cfg), lane, chatUser(), std)
+	return Talk(ctx, NewAPI(cfg), lane, chatUser(), std)
 }
 
-// chat reads lines from std.in and sends each to the lane, printing the
+// Talk reads lines from std.In and sends each to the lane, printing the
 // streamed reply. Lines starting with "/" are lane commands (/reset, /status,
 // ...) and go to the daemon like any text; /quit or end of input leaves.
-func chat(ctx context.Context, c *apiClient, lane, user string, std stdio) error {
-	fmt.Fprintf(std.err, "gatewayd chat: lane %q via %s (/help for commands, /quit or Ctrl-D to leave)\n", lane, c.base)
-	sc := bufio.NewScanner(std.in)
+func Talk(ctx context.Context, c *API, lane, user string, std cli.Stdio) error {
+	fmt.Fprintf(std.Err, "gatewayd chat: lane %q via %s (/help for commands, /quit or Ctrl-D to leave)\n", lane, c.Base)
+	sc := bufio.NewScanner(std.In)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for {
-		fmt.Fprint(std.err, "> ")
+		fmt.Fprint(std.Err, "> ")
 		if !sc.Scan() {
-			fmt.Fprintln(std.err)
+			fmt.Fprintln(std.Err)
 			return sc.Err()
 		}
 		line := strings.TrimSpace(sc.Text())
@@ -64,9 +66,9 @@ func chat(ctx context.Context, c *apiClient, lane, user string, std stdio) error
 		case "/quit", "/exit":
 			return nil
 		}
-		if err := chatTurn(ctx, c, lane, user, line, std.out); err != nil {
+		if err := chatTurn(ctx, c, lane, user, line, std.Out); err != nil {
 			if errors.Is(err, errDaemonDown) {
-				return fmt.Errorf("gatewayd: nothing listens on %s; start the daemon with `gatewayd run`", c.base)
+				return fmt.Errorf("gatewayd: nothing listens on %s; start the daemon with `gatewayd run`", c.Base)
 			}
 			return err
 		}
@@ -74,14 +76,14 @@ func chat(ctx context.Context, c *apiClient, lane, user string, std stdio) error
 }
 
 // chatTurn posts one message and prints the reply as it streams.
-func chatTurn(ctx context.Context, c *apiClient, lane, user, text string, out io.Writer) error {
+func chatTurn(ctx context.Context, c *API, lane, user, text string, out io.Writer) error {
 	path := "/api/lanes/" + url.PathEscape(lane) + "/messages"
-	req, err := c.request(ctx, http.MethodPost, path, map[string]string{"text": text, "user": user})
+	req, err := c.Request(ctx, http.MethodPost, path, map[string]string{"text": text, "user": user})
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.send(req)
+	resp, err := c.Send(req)
 	if err != nil {
 		return err
 	}

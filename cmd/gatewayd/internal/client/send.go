@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/platforms/api"
 )
 
@@ -23,13 +24,13 @@ import (
 // scripts, not a person at a terminal (chat uses $USER).
 const sendUser = "cli"
 
-// cmdSend is `gatewayd send [--config FILE] [--json] LANE [TEXT...]`: one
+// Send is `gatewayd send [--config FILE] [--json] LANE [TEXT...]`: one
 // message as a turn through the running daemon's API lane, the reply on
 // stdout. The arguments are checked before the config is loaded, so a
 // mistake is a usage error whatever the config says.
-func cmdSend(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("send", std)
-	asJSON := f.fs.Bool("json", false, "print the daemon's whole JSON answer")
+func Send(ctx context.Context, args []string, std cli.Stdio) error {
+	f := cli.NewFlags("send", std)
+	asJSON := f.FS.Bool("json", false, "print the daemon's whole JSON answer")
 	pos, err := parseSendArgs(f, args)
 	if err != nil {
 		return err
@@ -42,7 +43,7 @@ func cmdSend(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := f.load()
+	cfg, err := f.Load()
 	if err != nil {
 		return err
 	}
@@ -50,17 +51,17 @@ func cmdSend(ctx context.Context, args []string, std stdio) error {
 	// daemon goes on with the turn) rather than killing the process mid-line.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return send(ctx, newAPIClient(cfg), lane, text, *asJSON, std)
+	return send(ctx, NewAPI(cfg), lane, text, *asJSON, std)
 }
 
 // parseSendArgs is flags.parse up to a "--": every argument after it is
 // text, so a message may start with "-" (`gatewayd send web -- -v means?`).
-func parseSendArgs(f *flags, args []string) ([]string, error) {
+func parseSendArgs(f *cli.Flags, args []string) ([]string, error) {
 	head, tail := args, []string(nil)
 	if i := slices.Index(args, "--"); i >= 0 {
 		head, tail = args[:i], args[i+1:]
 	}
-	pos, err := f.parse(head)
+	pos, err := f.Parse(head)
 	if err != nil {
 		return nil, err
 	}
@@ -71,17 +72,17 @@ func parseSendArgs(f *flags, args []string) ([]string, error) {
 // a usage error here rather than a 400 from the daemon.
 func sendLane(pos []string) (string, error) {
 	if len(pos) == 0 {
-		return "", usagef("send needs a lane name: gatewayd send LANE [TEXT...]")
+		return "", cli.Usagef("send needs a lane name: gatewayd send LANE [TEXT...]")
 	}
 	if _, ok := api.LaneSessionKey(pos[0]); !ok {
-		return "", usagef("send: bad lane name %q: use 1-128 characters of A-Z a-z 0-9 . _ -", pos[0])
+		return "", cli.Usagef("send: bad lane name %q: use 1-128 characters of A-Z a-z 0-9 . _ -", pos[0])
 	}
 	return pos[0], nil
 }
 
 // sendText is the words joined by spaces, or with none all of stdin minus
 // one trailing newline (what `echo text |` adds).
-func sendText(words []string, std stdio) (string, error) {
+func sendText(words []string, std cli.Stdio) (string, error) {
 	text := strings.Join(words, " ")
 	if len(words) == 0 {
 		var err error
@@ -92,19 +93,19 @@ func sendText(words []string, std stdio) (string, error) {
 	switch {
 	case strings.TrimSpace(text) == "":
 		// The daemon refuses blank text too; say so before dialling it.
-		return "", usagef("send: the text is empty: give it after LANE or on stdin")
+		return "", cli.Usagef("send: the text is empty: give it after LANE or on stdin")
 	case len(text) > api.MaxTextBytes:
-		return "", usagef("send: the text is %d bytes, more than the API's %d", len(text), api.MaxTextBytes)
+		return "", cli.Usagef("send: the text is %d bytes, more than the API's %d", len(text), api.MaxTextBytes)
 	}
 	return text, nil
 }
 
-func readStdinText(std stdio) (string, error) {
-	if isTerminal(std.in) {
-		fmt.Fprintln(std.err, "gatewayd send: reading the message from the terminal; end it with Ctrl-D")
+func readStdinText(std cli.Stdio) (string, error) {
+	if cli.IsTerminal(std.In) {
+		fmt.Fprintln(std.Err, "gatewayd send: reading the message from the terminal; end it with Ctrl-D")
 	}
 	// A little past the limit, so too long is told apart from just right.
-	b, err := io.ReadAll(io.LimitReader(std.in, api.MaxTextBytes+3))
+	b, err := io.ReadAll(io.LimitReader(std.In, api.MaxTextBytes+3))
 	if err != nil {
 		return "", fmt.Errorf("send: read stdin: %w", err)
 	}
@@ -115,15 +116,6 @@ func readStdinText(std stdio) (string, error) {
 	return strings.TrimSuffix(s, "\n"), nil
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // sendAnswer is the part of the API's Response that send prints.
 type sendAnswer struct {
 	chatResult
@@ -132,7 +124,7 @@ type sendAnswer struct {
 
 // send posts the message, waits for the whole answer and prints it; the
 // error says why the exit status is not 0.
-func send(ctx context.Context, c *apiClient, lane, text string, asJSON bool, std stdio) error {
+func send(ctx context.Context, c *API, lane, text string, asJSON bool, std cli.Stdio) error {
 	// A fresh id per run: a user retrying gets a new turn, while the id
 	// still lets them find an answer they stopped waiting for.
 	id := "cli-" + rand.Text()
@@ -145,7 +137,7 @@ func send(ctx context.Context, c *apiClient, lane, text string, asJSON bool, std
 		return fmt.Errorf("send: the daemon's answer is not JSON: %v", err)
 	}
 	if asJSON {
-		printJSON(body, std.out)
+		printJSON(body, std.Out)
 	} else {
 		printAnswer(ans, c, std)
 	}
@@ -155,14 +147,14 @@ func send(ctx context.Context, c *apiClient, lane, text string, asJSON bool, std
 // postForAnswer POSTs a non-streaming JSON message and returns the answer
 // body. The client has no timeout of its own: the daemon ends the turn at
 // codex.turn_timeout, and only ctx (Ctrl-C) ends the wait sooner.
-func postForAnswer(ctx context.Context, c *apiClient, lane, id, text string) ([]byte, error) {
+func postForAnswer(ctx context.Context, c *API, lane, id, text string) ([]byte, error) {
 	path := "/api/lanes/" + url.PathEscape(lane) + "/messages"
-	req, err := c.request(ctx, http.MethodPost, path, map[string]string{"text": text, "user": sendUser, "id": id})
+	req, err := c.Request(ctx, http.MethodPost, path, map[string]string{"text": text, "user": sendUser, "id": id})
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.send(req)
+	resp, err := c.Send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +187,11 @@ func (e *httpError) Error() string {
 
 // sendFailure words a failed request as one line: Run prefixes
 // "gatewayd: ", so the client's own prefix is dropped.
-func sendFailure(ctx context.Context, err error, c *apiClient, lane, id string) error {
+func sendFailure(ctx context.Context, err error, c *API, lane, id string) error {
 	var he *httpError
 	switch {
 	case errors.Is(err, errDaemonDown):
-		return fmt.Errorf("daemon not running: nothing listens on %s (api.listen); start it with `gatewayd run`, or pass its --config", c.base)
+		return fmt.Errorf("daemon not running: nothing listens on %s (api.listen); start it with `gatewayd run`, or pass its --config", c.Base)
 	case ctx.Err() != nil:
 		return fmt.Errorf("interrupted before the answer; a message the daemon got is still answered: GET /api/lanes/%s/messages/%s", lane, id)
 	case errors.As(err, &he):
@@ -225,15 +217,15 @@ func printJSON(body []byte, out io.Writer) {
 
 // printAnswer puts the reply alone on stdout, for pipes, and what rode
 // along (notices, files the agent sent) on stderr.
-func printAnswer(ans sendAnswer, c *apiClient, std stdio) {
+func printAnswer(ans sendAnswer, c *API, std cli.Stdio) {
 	for _, n := range ans.Notices {
-		fmt.Fprintln(std.err, "* "+n)
+		fmt.Fprintln(std.Err, "* "+n)
 	}
 	for _, f := range ans.Files {
-		fmt.Fprintf(std.err, "* file %s: %s%s\n", f.Name, c.base, f.URL)
+		fmt.Fprintf(std.Err, "* file %s: %s%s\n", f.Name, c.Base, f.URL)
 	}
 	if ans.Reply != "" {
-		fmt.Fprintln(std.out, ans.Reply)
+		fmt.Fprintln(std.Out, ans.Reply)
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/store/storetest"
 	"github.com/gatewayd/gatewayd/webconsole"
@@ -37,7 +39,7 @@ func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 	backend := &recordingBackend{offlineBackend: offlineBackend{st}}
 	srv := httptest.NewServer(http.StripPrefix("", webconsole.NewAdmin(backend, "tok", webconsole.Workdirs{})))
 	defer srv.Close()
-	client := &apiClient{base: srv.URL, token: "tok", http: srv.Client()}
+	client := &API{Base: srv.URL, Token: "tok", HTTP: srv.Client()}
 	ctx := context.Background()
 
 	var out bytes.Buffer
@@ -156,7 +158,7 @@ func TestDaemonDownIsDetected(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close() // nothing listens there any more
-	c := &apiClient{base: base, http: &http.Client{}}
+	c := &API{Base: base, HTTP: &http.Client{}}
 	err := runSessions(context.Background(), c, "list", nil, 10, &bytes.Buffer{})
 	if !errors.Is(err, errDaemonDown) {
 		t.Errorf("err = %v, want errDaemonDown", err)
@@ -164,7 +166,7 @@ func TestDaemonDownIsDetected(t *testing.T) {
 }
 
 func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
-	dir := cleanEnv(t)
+	dir := processtest.CleanEnv(t)
 	stateDir := filepath.Join(dir, "st")
 	t.Setenv("GATEWAYD_STATE_DIR", stateDir)
 	// A port nothing listens on: bind one and close it.
@@ -175,7 +177,7 @@ func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
 	// No database yet (a state_dir that is not the daemon's): a clear
 	// error, and no empty database is created there.
 	code, _, errOut := runCLI(t, "", "sessions", "list")
-	if code != exitFailure || !strings.Contains(errOut, "no database at") {
+	if code != cli.ExitFailure || !strings.Contains(errOut, "no database at") {
 		t.Errorf("sessions list without a database: exit %d, stderr %q", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, "gatewayd.db")); err == nil {
@@ -202,7 +204,7 @@ func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
 		t.Errorf("list lacks the lane:\n%s", out)
 	}
 	code, _, errOut = runCLI(t, "", "sessions", "show", "v1:api:none")
-	if code != exitFailure || !strings.Contains(errOut, fmt.Sprint(store.ErrNotFound)) {
+	if code != cli.ExitFailure || !strings.Contains(errOut, fmt.Sprint(store.ErrNotFound)) {
 		t.Errorf("show missing: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -211,7 +213,7 @@ func TestSessionsCommandFallsBackToTheStore(t *testing.T) {
 // lane had recorded but not answered, as /reset drops a live lane's queue:
 // the next start must not run them in the fresh conversation.
 func TestOfflineResetDropsWaitingMessages(t *testing.T) {
-	dir := cleanEnv(t)
+	dir := processtest.CleanEnv(t)
 	stateDir := filepath.Join(dir, "st")
 	t.Setenv("GATEWAYD_STATE_DIR", stateDir)
 	srv := httptest.NewServer(http.NotFoundHandler()) // a port nothing listens on

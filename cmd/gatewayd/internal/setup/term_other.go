@@ -1,13 +1,15 @@
 //go:build !linux
 
-package main
+package setup
 
 import (
 	"errors"
 	"io"
+
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 )
 
-func initIsTerminal(r io.Reader) bool { return isTerminal(r) }
+func isTerminal(r io.Reader) bool { return cli.IsTerminal(r) }
 
 // echoOff is not implemented here: the token is read with echo on, and
 // init says so.

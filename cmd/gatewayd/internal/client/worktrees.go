@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"context"
@@ -10,32 +10,33 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/daemon"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
 )
 
-// cmdWorktrees is `gatewayd worktrees prune`: remove now the lanes'
+// Worktrees is `gatewayd worktrees prune`: remove now the lanes'
 // worktrees kept past lanes.worktree_retention (the daemon does it daily).
 // It asks the running daemon; with none running it opens the store itself.
-func cmdWorktrees(ctx context.Context, args []string, std stdio) error {
-	f := newFlags("worktrees", std)
-	pos, err := f.parse(args)
+func Worktrees(ctx context.Context, args []string, std cli.Stdio) error {
+	f := cli.NewFlags("worktrees", std)
+	pos, err := f.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || pos[0] != "prune" {
-		return usagef("worktrees takes one subcommand: prune")
+		return cli.Usagef("worktrees takes one subcommand: prune")
 	}
-	cfg, err := f.load()
+	cfg, err := f.Load()
 	if err != nil {
 		return err
 	}
 	var answer struct {
 		Removed []string `json:"removed"`
 	}
-	err = newAPIClient(cfg).do(ctx, http.MethodPost, webconsole.AdminPrefix+"worktrees/prune", struct{}{}, &answer)
+	err = NewAPI(cfg).Do(ctx, http.MethodPost, webconsole.AdminPrefix+"worktrees/prune", struct{}{}, &answer)
 	if errors.Is(err, errDaemonDown) {
 		answer.Removed, err = pruneOffline(ctx, cfg)
 	}
@@ -43,9 +44,9 @@ func cmdWorktrees(ctx context.Context, args []string, std stdio) error {
 		return fmt.Errorf("gatewayd: worktrees prune: %w", err)
 	}
 	for _, dir := range answer.Removed {
-		fmt.Fprintf(std.out, "removed %s\n", dir)
+		fmt.Fprintf(std.Out, "removed %s\n", dir)
 	}
-	fmt.Fprintf(std.out, "%d worktree(s) removed (lanes.worktree_retention: %s)\n", len(answer.Removed), cfg.Lanes.WorktreeRetention)
+	fmt.Fprintf(std.Out, "%d worktree(s) removed (lanes.worktree_retention: %s)\n", len(answer.Removed), cfg.Lanes.WorktreeRetention)
 	return nil
 }
 

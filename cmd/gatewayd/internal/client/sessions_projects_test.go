@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestSessionsShowProject(t *testing.T) {
 			}
 			srv := httptest.NewServer(webconsole.NewAdmin(offlineBackend{st}, "", dirs))
 			defer srv.Close()
-			client := &apiClient{base: srv.URL, http: srv.Client()}
+			client := &API{Base: srv.URL, HTTP: srv.Client()}
 			ways := map[string]func(out *bytes.Buffer) error{
 				"daemon": func(out *bytes.Buffer) error {
 					return runSessions(ctx, client, "show", []string{"v1:api:default"}, 10, out)

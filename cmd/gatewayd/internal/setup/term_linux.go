@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"io"
@@ -9,7 +9,7 @@ import (
 
 // initIsTerminal reports whether r is a terminal (a tty, not just any
 // character device such as /dev/null).
-func initIsTerminal(r io.Reader) bool {
+func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false

@@ -1,15 +1,17 @@
-package main
+package setup
 
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatewayd/gatewayd/platforms/telegram"
+	"github.com/go-telegram/bot/models"
 )
 
 // How `gatewayd init` learns whom to allow on Telegram: it
@@ -33,22 +35,22 @@ func (c *initCmd) learnTelegramUser(ctx context.Context, tok, bot string) (strin
 	}
 	offset, err := c.skipBacklog(ctx, tok)
 	if err != nil {
-		fmt.Fprintf(c.std.err, "%v\n", err)
+		fmt.Fprintf(c.std.Err, "%v\n", err)
 		return "", nil
 	}
 	shownAt := time.Now()
-	fmt.Fprintf(c.std.out, "Send this message to %s now (waiting up to %s):\n\n    /start %s\n\n", bot, initWaitForMessage, code)
+	fmt.Fprintf(c.std.Out, "Send this message to %s now (waiting up to %s):\n\n    /start %s\n\n", bot, initWaitForMessage, code)
 	sender, err := c.waitForCode(ctx, tok, offset, code, shownAt)
 	switch {
 	case err != nil:
-		fmt.Fprintf(c.std.err, "%v\n", err)
+		fmt.Fprintf(c.std.Err, "%v\n", err)
 		return "", nil
 	case sender == nil:
-		fmt.Fprintf(c.std.out, "No /start %s arrived.\n", code)
+		fmt.Fprintf(c.std.Out, "No /start %s arrived.\n", code)
 		return "", nil
 	}
 	// No by default: allowing someone is the one answer that must be typed.
-	ok, err := c.confirm(fmt.Sprintf("Allow %s? [y/N] ", sender.label()), false)
+	ok, err := c.confirm(fmt.Sprintf("Allow %s? [y/N] ", senderLabel(sender)), false)
 	if err != nil || !ok {
 		return "", err
 	}
@@ -86,46 +88,31 @@ func isStartCode(text, code, bot string) bool {
 	return ok && bot != "" && strings.EqualFold(name, bot)
 }
 
-type tgUpdate struct {
-	UpdateID int64 `json:"update_id"`
-	Message  *struct {
-		Date int64     `json:"date"`
-		Text string    `json:"text"`
-		From *tgSender `json:"from"`
-	} `json:"message"`
-}
-
-// getUpdates calls getUpdates with q; the token never appears in errors.
-func (c *initCmd) getUpdates(ctx context.Context, tok string, q url.Values) ([]tgUpdate, error) {
-	shown := c.opts.tgAPIURL + "/bot<token>/getUpdates"
-	q.Set("allowed_updates", `["message"]`)
-	var body struct {
-		OK     bool       `json:"ok"`
-		Desc   string     `json:"description"`
-		Result []tgUpdate `json:"result"`
-	}
-	status, err := c.getJSON(ctx, c.opts.tgAPIURL+"/bot"+tok+"/getUpdates?"+q.Encode(), shown, nil, &body)
-	if err != nil {
+// getUpdates reads the bot's messages from offset; the token never
+// appears in errors.
+func (c *initCmd) getUpdates(ctx context.Context, tok string, offset int64, wait time.Duration) ([]*models.Update, error) {
+	api := telegram.API{URL: c.opts.tgAPIURL, Token: tok, Client: c.http}
+	updates, err := api.Updates(ctx, offset, wait)
+	switch {
+	case errors.Is(err, telegram.ErrTokenRefused):
+		return nil, fmt.Errorf("init: telegram: %v (is another gatewayd polling this bot, or a webhook set?)", err)
+	case err != nil:
 		return nil, fmt.Errorf("init: telegram: %v", err)
 	}
-	if status != http.StatusOK || !body.OK {
-		return nil, fmt.Errorf("init: telegram: %s answered %d %s (is another gatewayd polling this bot, or a webhook set?)",
-			shown, status, scrub(body.Desc, tok))
-	}
-	return body.Result, nil
+	return updates, nil
 }
 
 // skipBacklog returns the offset past every update already queued:
 // offset -1 returns the newest and makes Telegram forget the older ones,
 // so a message sent before the code was shown is never read.
 func (c *initCmd) skipBacklog(ctx context.Context, tok string) (int64, error) {
-	updates, err := c.getUpdates(ctx, tok, url.Values{"offset": {"-1"}, "timeout": {"0"}})
+	updates, err := c.getUpdates(ctx, tok, -1, 0)
 	if err != nil {
 		return 0, err
 	}
 	offset := int64(0)
 	for _, u := range updates {
-		offset = max(offset, u.UpdateID+1)
+		offset = max(offset, u.ID+1)
 	}
 	return offset, nil
 }
@@ -133,7 +120,7 @@ func (c *initCmd) skipBacklog(ctx context.Context, tok string) (int64, error) {
 // waitForCode long-polls getUpdates from offset until a message sent
 // since shownAt says exactly `/start CODE`, or the wait ends (nil). What
 // it read is acknowledged, so the daemon does not answer it.
-func (c *initCmd) waitForCode(ctx context.Context, tok string, offset int64, code string, shownAt time.Time) (*tgSender, error) {
+func (c *initCmd) waitForCode(ctx context.Context, tok string, offset int64, code string, shownAt time.Time) (*models.User, error) {
 	deadline := time.Now().Add(initWaitForMessage)
 	defer c.ackUpdates(ctx, tok, &offset)
 	for {
@@ -141,16 +128,12 @@ func (c *initCmd) waitForCode(ctx context.Context, tok string, offset int64, cod
 		if left <= 0 {
 			return nil, nil
 		}
-		q := url.Values{"timeout": {strconv.Itoa(min(int(left/time.Second), 25))}}
-		if offset != 0 {
-			q.Set("offset", strconv.FormatInt(offset, 10))
-		}
-		updates, err := c.getUpdates(ctx, tok, q)
+		updates, err := c.getUpdates(ctx, tok, offset, min(left.Truncate(time.Second), 25*time.Second))
 		if err != nil {
 			return nil, err
 		}
 		for _, u := range updates {
-			offset = max(offset, u.UpdateID+1)
+			offset = max(offset, u.ID+1)
 			if s := c.codeSender(u, code, shownAt); s != nil {
 				return s, nil
 			}
@@ -164,16 +147,16 @@ func (c *initCmd) waitForCode(ctx context.Context, tok string, offset int64, cod
 // codeSender is the sender of u when it is the code sent in time, else
 // nil; a message that is not is told by its sender's id alone (the name
 // is theirs to choose).
-func (c *initCmd) codeSender(u tgUpdate, code string, shownAt time.Time) *tgSender {
+func (c *initCmd) codeSender(u *models.Update, code string, shownAt time.Time) *models.User {
 	m := u.Message
 	if m == nil || m.From == nil || m.From.IsBot {
 		return nil
 	}
 	switch {
-	case m.Date < shownAt.Unix(): // Telegram's dates are whole seconds
-		fmt.Fprintf(c.std.out, "Ignored a message from user %d sent before the code was shown.\n", m.From.ID)
+	case int64(m.Date) < shownAt.Unix(): // Telegram's dates are whole seconds
+		fmt.Fprintf(c.std.Out, "Ignored a message from user %d sent before the code was shown.\n", m.From.ID)
 	case !isStartCode(m.Text, code, c.tgBot):
-		fmt.Fprintf(c.std.out, "Ignored a message from user %d: it is not /start %s.\n", m.From.ID, code)
+		fmt.Fprintf(c.std.Out, "Ignored a message from user %d: it is not /start %s.\n", m.From.ID, code)
 	default:
 		return m.From
 	}
@@ -185,5 +168,5 @@ func (c *initCmd) ackUpdates(ctx context.Context, tok string, offset *int64) {
 	if *offset == 0 {
 		return
 	}
-	_, _ = c.getUpdates(ctx, tok, url.Values{"offset": {strconv.FormatInt(*offset, 10)}, "timeout": {"0"}})
+	_, _ = c.getUpdates(ctx, tok, *offset, 0)
 }

@@ -1,0 +1,34 @@
+package daemon
+
+import (
+	"testing"
+
+	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// The daemon's gateway.Config carries config's defaults for every field
+// gateway.New requires, as a hand-built Config gets them from
+// WithDefaults: one table, no second defaulting.
+func TestGatewayConfigTakesTheTablesDefaults(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.StateDir = t.TempDir()
+	got := (&daemon{cfg: cfg}).gatewayConfig(nil)
+	want := gateway.Config{}.WithDefaults()
+	type pair struct{ got, want any }
+	for name, p := range map[string]pair{
+		"MaxLive": {got.MaxLive, want.MaxLive}, "QueueLimit": {got.QueueLimit, want.QueueLimit},
+		"MaxConcurrentTurns": {got.MaxConcurrentTurns, want.MaxConcurrentTurns}, "BusyMode": {got.BusyMode, want.BusyMode},
+		"ContextMessages": {got.ContextMessages, want.ContextMessages}, "Verbose": {got.Verbose, want.Verbose},
+		"ApprovalTimeout": {got.ApprovalTimeout, want.ApprovalTimeout}, "QuestionTimeout": {got.QuestionTimeout, want.QuestionTimeout},
+		"Approvals": {got.Approvals, want.Approvals}, "Approvers": {got.Approvers, want.Approvers},
+		"Schedules.MinInterval": {got.Schedules.MinInterval, want.Schedules.MinInterval},
+		"Schedules.MaxPerLane":  {got.Schedules.MaxPerLane, want.Schedules.MaxPerLane},
+		"DrainTimeout":          {got.DrainTimeout, want.DrainTimeout}, "CompactCooldownTurns": {got.CompactCooldownTurns, want.CompactCooldownTurns},
+		"PreviewInterval": {got.PreviewInterval, want.PreviewInterval}, "TypingInterval": {got.TypingInterval, want.TypingInterval},
+	} {
+		if p.got != p.want {
+			t.Errorf("%s = %v, want %v", name, p.got, p.want)
+		}
+	}
+}
