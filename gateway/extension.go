@@ -40,9 +40,15 @@ func registerFeatures(g *Gateway) error {
 	return nil
 }
 
+// Command registers c with the host's commands, after the core's.
 func (e *extHost) Command(c ext.Command) {
+	info := CommandInfo{Name: c.Name, Args: c.Args, Description: c.Description, Menu: c.Menu}
 	run := c.Run
-	e.h.command(c.Name, func(ctx context.Context, call commandCall) bool {
+	if run == nil {
+		e.h.add(info, nil) // refused: check reports it
+		return
+	}
+	e.h.add(info, func(ctx context.Context, call commandCall) bool {
 		return run(ctx, ext.Call{Lane: call.lane, Name: call.name, Args: call.args, InboundID: call.inboundID,
 			MsgID: call.msgID, Sender: call.sender, SenderName: call.senderName})
 	})

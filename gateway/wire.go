@@ -102,7 +102,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions, transcribes: cfg.Voice.URL != ""}
+		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit, questions: g.questions, transcribes: cfg.Voice.URL != ""}
 	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}

@@ -32,6 +32,9 @@ type World struct {
 	// TurnTimeout is the client's turn watchdog (0: its default); a turn
 	// it stops becomes the lane's turn to /retry.
 	TurnTimeout time.Duration
+	// Features configures the feature packages of a gateway started with
+	// no Config.Features (the zero value: the daemon's defaults).
+	Features features.Settings
 }
 
 // NewWorld makes a fresh world in t's temp directories.
@@ -63,7 +66,7 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 		t.Fatalf("store.Open: %v", err)
 	}
 	if cfg.Features == nil {
-		cfg.Features = features.List(features.Settings{}, st)
+		cfg.Features = features.List(w.Features, st)
 	}
 	// Dynamic tools (send_file) are routed to the gateway once it exists,
 	// as the daemon does.

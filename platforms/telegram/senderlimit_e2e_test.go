@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
@@ -23,7 +24,8 @@ func TestEndToEndSenderLimit(t *testing.T) {
 	defer cancel()
 	srv, world := telegramtest.New(t), gatewaytest.NewWorld(t)
 	dm, alice := aliceDM(srv)
-	startStackWith(t, ctx, world, srv, gateway.Config{MaxPerMinute: 2})
+	world.Features = features.Settings{MaxPerMinute: 2}
+	startStackWith(t, ctx, world, srv, gateway.Config{})
 	var refused []int
 	for i := 1; i <= 4; i++ {
 		m := srv.Text(dm, alice, 0, fmt.Sprintf("message %d", i), nil)

@@ -367,7 +367,7 @@ func (d *daemon) buildGateway() error {
 	})
 	d.shareAnswers()
 	gw.AddPlatform(d.api)
-	chats, err := chatPlatformsGated(d.cfg, d.store, d.log, d.pollGate(), d.discordShardSets())
+	chats, err := chatPlatformsGated(d.cfg, d.store, gw.Commands(), d.log, d.pollGate(), d.discordShardSets())
 	if err != nil {
 		return err
 	}
