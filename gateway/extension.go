@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -17,12 +18,21 @@ import (
 // registrations go into the core's host, the services come from the
 // gateway's shared parts. Each feature gets its own, named for it.
 type extHost struct {
+	*extCore
+	log *zap.Logger
+}
+
+// extCore are the core's parts behind the extension API, shared by the
+// features' hosts and the lanes and turns they are shown.
+type extCore struct {
 	h      *host
 	out    *deliverer
 	admins approverRule
 	base   context.Context
-	log    *zap.Logger
 	now    func() time.Time
+	sched  *scheduler
+	loader *threadLoader
+	inbox  inbox
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -30,9 +40,10 @@ var _ ext.Host = (*extHost)(nil)
 // registerFeatures registers the feature packages of cfg.Features with
 // the host, in order.
 func registerFeatures(g *Gateway) error {
+	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
+		sched: g.sched, loader: g.loader, inbox: g.inbox}
 	for _, f := range g.cfg.Features {
-		eh := &extHost{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx,
-			log: g.log.Named(f.Name()), now: g.cfg.Now}
+		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {
 			return fmt.Errorf("gateway: feature %s: %w", f.Name(), err)
 		}
@@ -49,7 +60,7 @@ func (e *extHost) Command(c ext.Command) {
 		return
 	}
 	e.h.add(info, func(ctx context.Context, call commandCall) bool {
-		return run(ctx, ext.Call{Lane: call.lane, Name: call.name, Args: call.args, InboundID: call.inboundID,
+		return run(ctx, ext.Call{Lane: e.lane(call.lane), Name: call.name, Args: call.args, InboundID: call.inboundID,
 			MsgID: call.msgID, Sender: call.sender, SenderName: call.senderName})
 	})
 }
@@ -63,7 +74,13 @@ func (e *extHost) OnAdmit(fn func(ctx context.Context, in chat.Inbound) (bool, e
 }
 
 func (e *extHost) OnSession(fn func(ctx context.Context, t ext.Turn)) {
-	e.h.hooks.session = append(e.h.hooks.session, func(ctx context.Context, t *turn) { fn(ctx, t) })
+	e.h.hooks.session = append(e.h.hooks.session, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
+}
+
+func (e *extHost) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
+	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) {
+		fn(ctx, e.turn(t), in)
+	})
 }
 
 func (e *extHost) OnStatus(fn func(ctx context.Context, sl store.Lane, b *strings.Builder)) {
@@ -78,20 +95,53 @@ func (e *extHost) IsAdmin(in chat.Inbound) bool {
 	return in.SenderAdmin || e.admins.admins[in.Address.Platform][in.SenderID]
 }
 
+func (e *extHost) ThreadConfig(sl store.Lane) codex.ThreadConfig { return e.loader.config(sl) }
+
 func (e *extHost) Context() context.Context { return e.base }
 func (e *extHost) Logger() *zap.Logger      { return e.log }
 func (e *extHost) Now() time.Time           { return e.now() }
 
-// What a feature sees of a lane (ext.Lane).
-var _ ext.Lane = (*lane)(nil)
+// extLane is what a feature sees of a lane (ext.Lane).
+type extLane struct {
+	l    *lane
+	core *extCore
+}
 
-func (l *lane) Key() string           { return l.key }
-func (l *lane) Address() chat.Address { return l.addr }
-func (l *lane) RetireThread()         { l.retireThread() }
+var _ ext.Lane = extLane{}
 
-// What a feature sees of a turn (ext.Turn).
-var _ ext.Turn = (*turn)(nil)
+func (c *extCore) lane(l *lane) ext.Lane { return extLane{l: l, core: c} }
 
-func (t *turn) Lane() ext.Lane       { return t.l }
-func (t *turn) Row() store.Lane      { return t.sl }
-func (t *turn) SetRow(sl store.Lane) { t.sl = sl }
+func (x extLane) Key() string           { return x.l.key }
+func (x extLane) Address() chat.Address { return x.l.addr }
+func (x extLane) RetireThread()         { x.l.retireThread() }
+
+func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
+
+// Queue queues w as the lane's next turn or task; a task's inbound row
+// is closed as done when it returns, as the core's own tasks close theirs.
+func (x extLane) Queue(ctx context.Context, w ext.Work) {
+	it := item{kind: itemTurn, inboundID: w.InboundID, msgID: w.MsgID, text: w.Text, review: w.Review,
+		requester: w.Requester, requesterName: w.RequesterName}
+	if task := w.Task; task != nil {
+		inbox := x.core.inbox
+		it.kind, it.task = itemTask, func(ctx context.Context, _ *lane, it item) {
+			defer inbox.set(ctx, it.inboundID, store.InboundDone)
+			task(ctx)
+		}
+	}
+	x.core.sched.enqueue(ctx, x.l, it)
+}
+
+// extTurn is what a feature sees of a turn (ext.Turn).
+type extTurn struct {
+	t    *turn
+	core *extCore
+}
+
+var _ ext.Turn = extTurn{}
+
+func (c *extCore) turn(t *turn) ext.Turn { return extTurn{t: t, core: c} }
+
+func (x extTurn) Lane() ext.Lane       { return x.core.lane(x.t.l) }
+func (x extTurn) Row() store.Lane      { return x.t.sl }
+func (x extTurn) SetRow(sl store.Lane) { x.t.sl = sl }

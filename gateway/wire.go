@@ -110,7 +110,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
-	g.reviews = &reviews{sched: g.sched, out: g.out}
 	g.voice = newVoice(cfg.Voice, cfg.Files, g.out, log)
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
@@ -146,7 +145,6 @@ func modules(g *Gateway) []module {
 		g.account,
 		g.diffs,
 		g.undo,
-		g.reviews,
 		g.side,
 		g.forks,
 		g.cmdButtons,

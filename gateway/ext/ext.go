@@ -9,14 +9,20 @@ package ext
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
+
+// ErrNoThread is returned when a lane has no Codex thread to act on: none
+// was started yet, or its binding was lost (the next turn replaces it).
+var ErrNoThread = errors.New("gateway: no Codex thread in this conversation")
 
 // A Feature adds to the gateway what its package is about.
 type Feature interface {
@@ -46,8 +52,15 @@ type Host interface {
 	// directory is chosen: it may start a new transcript session
 	// (Turn.SetRow).
 	OnSession(fn func(ctx context.Context, t Turn))
+	// OnInput adjusts what turn/start sends, after the core's parts did
+	// (in.Model is the turn's model).
+	OnInput(fn func(ctx context.Context, t Turn, in *codex.TurnInput))
 	// OnStatus adds lines to /status for a lane whose row could be read.
 	OnStatus(fn func(ctx context.Context, sl store.Lane, b *strings.Builder))
+
+	// ThreadConfig is the config the thread of the lane whose row is sl
+	// runs with, as its turns make it (working directory, confinement).
+	ThreadConfig(sl store.Lane) codex.ThreadConfig
 
 	// Notify sends a gateway notice to the lane at addr through the
 	// durable outbox, as a reply to the platform message replyTo ("" for
@@ -94,6 +107,37 @@ type Call struct {
 	SenderName string
 }
 
+// QueueTurn queues text as a turn of the call's lane, in the lane's
+// order, on behalf of who sent the call; review, when set, makes it a
+// run of codex's reviewer. The turn closes the call's inbound row: the
+// command's Run then reports false.
+func (c Call) QueueTurn(ctx context.Context, text string, review *codex.ReviewTarget) {
+	c.Lane.Queue(ctx, Work{InboundID: c.InboundID, MsgID: c.MsgID, Text: text, Review: review,
+		Requester: c.Sender, RequesterName: c.SenderName})
+}
+
+// QueueTask queues task in the call's lane's order: it runs between the
+// lane's turns, never beside one, and the call's inbound row is closed
+// as done when it returns: the command's Run then reports false.
+func (c Call) QueueTask(ctx context.Context, task func(ctx context.Context)) {
+	c.Lane.Queue(ctx, Work{InboundID: c.InboundID, MsgID: c.MsgID, Text: c.Args, Task: task})
+}
+
+// Work is what a feature queues in a lane's order: a turn, or a task.
+type Work struct {
+	InboundID int64  // the inbound row the work closes
+	MsgID     string // the platform message it answers
+	// Text is a turn's prompt as the transcript keeps it.
+	Text string
+	// Requester and RequesterName are who the turn runs for.
+	Requester, RequesterName string
+	// Review, when set, makes the turn a run of codex's reviewer.
+	Review *codex.ReviewTarget
+	// Task, when set, runs instead of a turn; the row is closed as done
+	// when it returns.
+	Task func(ctx context.Context)
+}
+
 // Lane is one conversation as a feature sees it.
 type Lane interface {
 	Key() string // the session key
@@ -101,6 +145,13 @@ type Lane interface {
 	// RetireThread marks the lane's loaded thread as belonging to an
 	// ended session: it is released before the lane's next thread loads.
 	RetireThread()
+	// Queue queues w after what the lane has waiting.
+	Queue(ctx context.Context, w Work)
+	// LoadThread loads the lane's bound thread outside a turn, exactly
+	// as a turn would, and returns its id: ErrNoThread when the lane has
+	// none (a thread codex refused is replaced, and is ErrNoThread too).
+	// Call it from a task, so no turn runs on the thread meanwhile.
+	LoadThread(ctx context.Context) (string, error)
 }
 
 // Turn is a turn being prepared or run.

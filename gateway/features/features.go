@@ -7,6 +7,7 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 )
@@ -30,5 +31,6 @@ func List(s Settings, st Store) []ext.Feature {
 	return []ext.Feature{
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
+		review.New(),
 	}
 }
