@@ -43,11 +43,11 @@ type Codex interface {
 	modelRuntime
 	usageRuntime
 	undoRuntime
-	sideRuntime
-	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error) // /threads, /attach
-	Interrupt(ctx context.Context, threadID string) error                                 // busy mode, /stop, /new, drain
-	Steer(ctx context.Context, threadID, text string) error                               // busy mode steer
-	Release(ctx context.Context, threadID string) error                                   // the thread cache
+	ForkThread(ctx context.Context, parentID string, cfg codex.ForkConfig) (string, error) // /fork
+	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error)  // /threads, /attach
+	Interrupt(ctx context.Context, threadID string) error                                  // busy mode, /stop, /new, drain
+	Steer(ctx context.Context, threadID, text string) error                                // busy mode steer
+	Release(ctx context.Context, threadID string) error                                    // the thread cache
 }
 
 var (

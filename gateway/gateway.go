@@ -236,7 +236,6 @@ type Gateway struct {
 	worktrees  *worktrees      // a git worktree per lane on a git project
 	diffs      *diffs          // /diff
 	undo       *undoing        // /undo
-	side       *sideQuestions  // /btw
 	forks      *forks          // /fork
 	cmdButtons *commandButtons // buttons that run a command as typed
 	voice      *voice          // voice notes transcribed before their turn

@@ -116,7 +116,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
 	g.forks = &forks{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox,
 		platforms: g.platforms, log: log}
-	g.side = &sideQuestions{st: st, cx: cx, loader: g.loader, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.undo = &undoing{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
@@ -145,7 +144,6 @@ func modules(g *Gateway) []module {
 		g.account,
 		g.diffs,
 		g.undo,
-		g.side,
 		g.forks,
 		g.cmdButtons,
 		g.voice,

@@ -7,6 +7,7 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/btw"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
@@ -23,14 +24,22 @@ type Settings struct {
 type Store interface {
 	rotate.Store
 	senderlimit.Store
+	btw.Store
+}
+
+// Runtime is what the features use of codex: the union of their own
+// narrow interfaces, each checked against *codex.Client in its package.
+type Runtime interface {
+	btw.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
-// their /status lines).
-func List(s Settings, st Store) []ext.Feature {
+// their commands after the core's, and of their /status lines).
+func List(s Settings, st Store, cx Runtime) []ext.Feature {
 	return []ext.Feature{
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),
+		btw.New(st, cx),
 	}
 }
