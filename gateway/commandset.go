@@ -50,7 +50,6 @@ var coreCommands = []CommandInfo{
 	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
 	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
 	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
-	{Name: "plan", Args: "[text|off]", Description: "Plan first: Codex asks before it acts, until /plan off", Menu: true},
 	{Name: "at", Args: "WHEN PROMPT", Description: "Run a prompt here later: in 10m, at 15:30, on 2026-12-24 09:00"},
 	{Name: "every", Args: "SPEC PROMPT", Description: "Run a prompt here again and again: 30m, day 09:00, weekdays 09:00, a cron line"},
 	{Name: "schedules", Description: "List this conversation's scheduled prompts", Menu: true},

@@ -259,7 +259,6 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	questions *questions   // Codex's questions (Plan mode) and their answers
-	plan      *planMode    // /plan: the lane's turns in Plan mode
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
 	confine   *confinement // codex.isolation: each lane's commands in its own directories

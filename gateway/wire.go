@@ -78,7 +78,6 @@ func wireFeatures(g *Gateway) {
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
-	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
 	g.schedules.gate = func() LaneGate { return g.gate }
 }
@@ -98,7 +97,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
 		endFiles: g.sendFiles.release, sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.usage.sched = g.sched
-	g.plan.enqueue = g.sched.enqueue
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
@@ -135,7 +133,6 @@ func modules(g *Gateway) []module {
 		g.confine,   // after projects: it confines the directory projects chose
 		g.worktrees, // after confinement: it moves the lane into its worktree and extends the roots
 		g.models,
-		g.plan, // after models: Plan mode carries the turn's model
 		g.controls,
 		g.usage,
 		g.compaction,

@@ -8,6 +8,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
+	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
@@ -25,6 +26,7 @@ type Store interface {
 	rotate.Store
 	senderlimit.Store
 	btw.Store
+	plan.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -41,5 +43,6 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),
 		btw.New(st, cx),
+		plan.New(st),
 	}
 }
