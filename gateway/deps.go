@@ -42,7 +42,6 @@ type Codex interface {
 	accountRuntime
 	modelRuntime
 	usageRuntime
-	undoRuntime
 	ForkThread(ctx context.Context, parentID string, cfg codex.ForkConfig) (string, error) // /fork
 	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error)  // /threads, /attach
 	Interrupt(ctx context.Context, threadID string) error                                  // busy mode, /stop, /new, drain

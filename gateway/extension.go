@@ -12,6 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // extHost is the host as one feature package sees it (ext.Host): the
@@ -33,6 +34,7 @@ type extCore struct {
 	sched  *scheduler
 	loader *threadLoader
 	inbox  inbox
+	wt     *worktrees
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -41,7 +43,7 @@ var _ ext.Host = (*extHost)(nil)
 // the host, in order.
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
-		sched: g.sched, loader: g.loader, inbox: g.inbox}
+		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees}
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {
@@ -116,6 +118,11 @@ func (x extLane) Address() chat.Address { return x.l.addr }
 func (x extLane) RetireThread()         { x.l.retireThread() }
 
 func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
+func (x extLane) MidWork() bool                                  { return x.l.midWork() }
+
+func (x extLane) Worktree(ctx context.Context, sl store.Lane) (worktree.Tree, string, bool) {
+	return x.core.wt.explain(ctx, x.l, sl)
+}
 
 // Queue queues w as the lane's next turn or task; a task's inbound row
 // is closed as done when it returns, as the core's own tasks close theirs.

@@ -235,7 +235,6 @@ type Gateway struct {
 	compaction *compaction     // /compact and automatic compaction
 	worktrees  *worktrees      // a git worktree per lane on a git project
 	diffs      *diffs          // /diff
-	undo       *undoing        // /undo
 	forks      *forks          // /fork
 	cmdButtons *commandButtons // buttons that run a command as typed
 	voice      *voice          // voice notes transcribed before their turn

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -207,7 +208,4 @@ func betweenTurns(ctx context.Context, c commandCall, sched *scheduler, out *del
 	return false
 }
 
-func betweenTurnsText(name string) string {
-	return "A turn is running or waiting in this conversation; /" + name +
-		" works between turns. Use /stop first, or wait for the answer."
-}
+func betweenTurnsText(name string) string { return ext.BetweenTurnsText(name) }

@@ -114,7 +114,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
 	g.forks = &forks{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox,
 		platforms: g.platforms, log: log}
-	g.undo = &undoing{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
@@ -140,7 +139,6 @@ func modules(g *Gateway) []module {
 		// No order among these.
 		g.account,
 		g.diffs,
-		g.undo,
 		g.forks,
 		g.cmdButtons,
 		g.voice,

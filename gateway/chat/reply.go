@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
@@ -66,4 +67,18 @@ func Brief(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// QuoteStart is text on one line, cut to max characters: the start of a
+// message, for naming what it began.
+func QuoteStart(text string, max int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if text == "" {
+		return "no text"
+	}
+	if utf8.RuneCountInString(text) <= max {
+		return text
+	}
+	r := []rune(text)
+	return string(r[:max]) + "…"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // ErrNoThread is returned when a lane has no Codex thread to act on: none
@@ -152,6 +153,33 @@ type Lane interface {
 	// none (a thread codex refused is replaced, and is ErrNoThread too).
 	// Call it from a task, so no turn runs on the thread meanwhile.
 	LoadThread(ctx context.Context) (string, error)
+	// MidWork reports whether a turn is running, or work waits, in the
+	// lane (see BetweenTurns).
+	MidWork() bool
+	// Worktree is the lane's git worktree of its project (sl is its row)
+	// as it is on disk now, made if it is missing; without one, ok is
+	// false and why says why, in words for the lane.
+	Worktree(ctx context.Context, sl store.Lane) (tree worktree.Tree, why string, ok bool)
+}
+
+// BetweenTurns queues task in c's lane as Call.QueueTask does, unless a
+// turn is running or work waits there: acting under a running turn would
+// act on a thread and files that are still changing, so the lane is told
+// to wait instead. It returns what the command's Run returns.
+func BetweenTurns(ctx context.Context, h Host, c Call, task func(ctx context.Context)) (done bool) {
+	if c.Lane.MidWork() {
+		h.Notify(ctx, c.Lane.Address(), c.MsgID, BetweenTurnsText(c.Name))
+		return true
+	}
+	c.QueueTask(ctx, task)
+	return false
+}
+
+// BetweenTurnsText tells a lane that the command name waits for a quiet
+// moment.
+func BetweenTurnsText(name string) string {
+	return "A turn is running or waiting in this conversation; /" + name +
+		" works between turns. Use /stop first, or wait for the answer."
 }
 
 // Turn is a turn being prepared or run.

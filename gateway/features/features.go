@@ -12,6 +12,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
+	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 )
 
 // Settings are the features' configuration, as the config file gives it.
@@ -27,12 +28,14 @@ type Store interface {
 	senderlimit.Store
 	btw.Store
 	plan.Store
+	undo.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
 // narrow interfaces, each checked against *codex.Client in its package.
 type Runtime interface {
 	btw.Runtime
+	undo.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -44,5 +47,6 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		review.New(),
 		btw.New(st, cx),
 		plan.New(st),
+		undo.New(st, cx),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // Notice is one notice a feature sent.
@@ -139,6 +140,12 @@ type Lane struct {
 	Thread    string
 	ThreadErr error
 	Retired   bool
+	// Busy is what MidWork reports.
+	Busy bool
+	// Tree, TreeWhy and TreeOK are what Worktree returns.
+	Tree    worktree.Tree
+	TreeWhy string
+	TreeOK  bool
 
 	mu     sync.Mutex
 	queued []ext.Work
@@ -151,6 +158,11 @@ func (l *Lane) Address() chat.Address { return l.Addr }
 func (l *Lane) RetireThread()         { l.Retired = true }
 
 func (l *Lane) LoadThread(context.Context) (string, error) { return l.Thread, l.ThreadErr }
+func (l *Lane) MidWork() bool                              { return l.Busy }
+
+func (l *Lane) Worktree(context.Context, store.Lane) (worktree.Tree, string, bool) {
+	return l.Tree, l.TreeWhy, l.TreeOK
+}
 
 func (l *Lane) Queue(_ context.Context, w ext.Work) {
 	l.mu.Lock()
