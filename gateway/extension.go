@@ -93,6 +93,10 @@ func (e *extHost) Notify(ctx context.Context, addr chat.Address, replyTo, text s
 	e.out.notify(ctx, addr, replyTo, text)
 }
 
+func (e *extHost) SendFile(ctx context.Context, addr chat.Address, replyTo string, f ext.File) error {
+	return e.out.sendData(ctx, addr, replyTo, f)
+}
+
 func (e *extHost) IsAdmin(in chat.Inbound) bool {
 	return in.SenderAdmin || e.admins.admins[in.Address.Platform][in.SenderID]
 }

@@ -71,7 +71,6 @@ func wireFeatures(g *Gateway) {
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
 	g.worktrees.pool, g.worktrees.base = cfg.WorktreePool, g.baseCtx
 	g.projects.picked = g.worktrees.prepareSoon
-	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
 	g.diskQuota = newDiskQuota(cfg, st, g.journal, g.inbox, g.out, log)
 	g.sendFiles = newSendFiles(cfg, g.lanes.ofThread, g.platforms, log)
@@ -138,7 +137,6 @@ func modules(g *Gateway) []module {
 		g.diskQuota,
 		// No order among these.
 		g.account,
-		g.diffs,
 		g.forks,
 		g.cmdButtons,
 		g.voice,

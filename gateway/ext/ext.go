@@ -67,6 +67,10 @@ type Host interface {
 	// durable outbox, as a reply to the platform message replyTo ("" for
 	// none).
 	Notify(ctx context.Context, addr chat.Address, replyTo, text string)
+	// SendFile sends f to the lane at addr through the durable outbox, as
+	// a reply to replyTo. It fails, and nothing is sent, when the gateway
+	// keeps no files or f is larger than it sends (files.max_bytes).
+	SendFile(ctx context.Context, addr chat.Address, replyTo string, f File) error
 	// IsAdmin reports whether the sender of in administers its place:
 	// the platform says so, or the config lists them (codex.admins).
 	IsAdmin(in chat.Inbound) bool
@@ -79,6 +83,14 @@ type Host interface {
 	Logger() *zap.Logger
 	// Now is the gateway's clock.
 	Now() time.Time
+}
+
+// File is a file a feature sends to a lane.
+type File struct {
+	Name    string // the file name the lane sees
+	MIME    string
+	Caption string // the message text it comes with
+	Data    []byte
 }
 
 // Command is one gateway command as /help, the platforms' menus and the

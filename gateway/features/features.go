@@ -8,6 +8,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
+	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
@@ -29,6 +30,7 @@ type Store interface {
 	btw.Store
 	plan.Store
 	undo.Store
+	diff.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -48,5 +50,6 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		btw.New(st, cx),
 		plan.New(st),
 		undo.New(st, cx),
+		diff.New(st),
 	}
 }

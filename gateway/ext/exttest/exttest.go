@@ -24,6 +24,7 @@ import (
 type Notice struct {
 	Addr          chat.Address
 	ReplyTo, Text string
+	File          *ext.File // a file sent with Text as its caption
 }
 
 // Host is an ext.Host that records registrations and notices. Its zero
@@ -36,6 +37,8 @@ type Host struct {
 	Admins map[string]bool
 	// Config is what ThreadConfig returns for any lane.
 	Config codex.ThreadConfig
+	// FileErr, when set, is SendFile's answer.
+	FileErr error
 
 	mu       sync.Mutex
 	commands map[string]ext.Command
@@ -87,6 +90,18 @@ func (h *Host) Notify(_ context.Context, addr chat.Address, replyTo, text string
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.notices = append(h.notices, Notice{Addr: addr, ReplyTo: replyTo, Text: text})
+}
+
+// SendFile records f as a notice with the file (Files); FileErr, when
+// set, refuses it.
+func (h *Host) SendFile(_ context.Context, addr chat.Address, replyTo string, f ext.File) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.FileErr != nil {
+		return h.FileErr
+	}
+	h.notices = append(h.notices, Notice{Addr: addr, ReplyTo: replyTo, Text: f.Caption, File: &f})
+	return nil
 }
 
 // Notices are the notices sent so far.

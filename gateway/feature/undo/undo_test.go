@@ -23,7 +23,9 @@ type fakeRuntime struct {
 	reverted []string // thread:turn
 }
 
-func (r *fakeRuntime) Turns(context.Context, string) ([]codex.TurnSummary, error) { return r.turns, nil }
+func (r *fakeRuntime) Turns(context.Context, string) ([]codex.TurnSummary, error) {
+	return r.turns, nil
+}
 
 func (r *fakeRuntime) RevertThread(_ context.Context, thread, turn string) error {
 	r.reverted = append(r.reverted, thread+":"+turn)
