@@ -41,7 +41,6 @@ var coreCommands = []CommandInfo{
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
-	{Name: "fork", Args: "[title]", Description: "Fork this conversation into a new thread or topic with its own worktree", Menu: true},
 	{Name: "threads", Description: "List the Codex threads of this conversation's project, the CLI's and IDE's too", Menu: true},
 	{Name: "attach", Args: "ID", Description: "Continue a Codex thread from /threads here"},
 	{Name: "handoff", Description: "Continue this conversation in a terminal with codex resume", Menu: true},

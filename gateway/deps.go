@@ -42,11 +42,10 @@ type Codex interface {
 	accountRuntime
 	modelRuntime
 	usageRuntime
-	ForkThread(ctx context.Context, parentID string, cfg codex.ForkConfig) (string, error) // /fork
-	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error)  // /threads, /attach
-	Interrupt(ctx context.Context, threadID string) error                                  // busy mode, /stop, /new, drain
-	Steer(ctx context.Context, threadID, text string) error                                // busy mode steer
-	Release(ctx context.Context, threadID string) error                                    // the thread cache
+	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error) // /threads, /attach
+	Interrupt(ctx context.Context, threadID string) error                                 // busy mode, /stop, /new, drain
+	Steer(ctx context.Context, threadID, text string) error                               // busy mode steer
+	Release(ctx context.Context, threadID string) error                                   // the thread cache
 }
 
 var (

@@ -35,6 +35,8 @@ type extCore struct {
 	loader *threadLoader
 	inbox  inbox
 	wt     *worktrees
+	// platforms are the gateway's, filled by AddPlatform before Run.
+	platforms map[string]Platform
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -43,7 +45,7 @@ var _ ext.Host = (*extHost)(nil)
 // the host, in order.
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
-		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees}
+		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees, platforms: g.platforms}
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {
@@ -93,6 +95,30 @@ func (e *extHost) Notify(ctx context.Context, addr chat.Address, replyTo, text s
 	e.out.notify(ctx, addr, replyTo, text)
 }
 
+func (e *extHost) NotifyFork(ctx context.Context, addr chat.Address, replyTo, text string, f ext.Fork) {
+	row := noticeFor(addr, replyTo, text)
+	row.ForkLane, row.ThreadID = f.Lane, f.ThreadID
+	if _, err := e.out.st.Enqueue(ctx, row); err != nil {
+		e.log.Error("outbox.enqueue_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
+		e.out.sendDirect(ctx, addr, replyTo, "", text)
+		return
+	}
+	e.out.poke()
+}
+
+func (e *extHost) CanOpenPlace(platform string) bool {
+	_, ok := e.platforms[platform].(PlaceOpener)
+	return ok
+}
+
+func (e *extHost) OpenPlace(ctx context.Context, near chat.Address, title string) (chat.Address, error) {
+	opener, ok := e.platforms[near.Platform].(PlaceOpener)
+	if !ok {
+		return chat.Address{}, fmt.Errorf("%w: %s cannot open another conversation", ErrNoPlace, near.Platform)
+	}
+	return opener.OpenPlace(ctx, near, title)
+}
+
 func (e *extHost) SendFile(ctx context.Context, addr chat.Address, replyTo string, f ext.File) error {
 	return e.out.sendData(ctx, addr, replyTo, f)
 }
@@ -126,6 +152,10 @@ func (x extLane) MidWork() bool                                  { return x.l.mi
 
 func (x extLane) Worktree(ctx context.Context, sl store.Lane) (worktree.Tree, string, bool) {
 	return x.core.wt.explain(ctx, x.l, sl)
+}
+
+func (x extLane) ForkWorktree(ctx context.Context, parent store.Lane, childKey string) (worktree.Tree, string, bool) {
+	return x.core.wt.fork(ctx, x.l, parent, childKey)
 }
 
 // Queue queues w as the lane's next turn or task; a task's inbound row

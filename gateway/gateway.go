@@ -234,7 +234,6 @@ type Gateway struct {
 	controls   *controls       // the lane's own commands
 	compaction *compaction     // /compact and automatic compaction
 	worktrees  *worktrees      // a git worktree per lane on a git project
-	forks      *forks          // /fork
 	cmdButtons *commandButtons // buttons that run a command as typed
 	voice      *voice          // voice notes transcribed before their turn
 	links      *threadLinks    // /threads, /attach, /handoff

@@ -111,8 +111,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
 		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
-	g.forks = &forks{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox,
-		platforms: g.platforms, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
@@ -137,7 +135,6 @@ func modules(g *Gateway) []module {
 		g.diskQuota,
 		// No order among these.
 		g.account,
-		g.forks,
 		g.cmdButtons,
 		g.voice,
 		g.links,

@@ -67,6 +67,17 @@ type Host interface {
 	// durable outbox, as a reply to the platform message replyTo ("" for
 	// none).
 	Notify(ctx context.Context, addr chat.Address, replyTo, text string)
+	// NotifyFork is Notify for /fork's answer: it carries the lane the
+	// fork made and its thread (the API lane returns them).
+	NotifyFork(ctx context.Context, addr chat.Address, replyTo, text string, f Fork)
+	// CanOpenPlace reports whether the platform can open a conversation
+	// place beside another (OpenPlace).
+	CanOpenPlace(platform string) bool
+	// OpenPlace opens a new conversation place beside near's, named
+	// title, and returns its address: a Discord thread, a Telegram forum
+	// topic, a new API lane. A chat that cannot hold another is an error
+	// wrapping chat.ErrNoPlace whose text says why.
+	OpenPlace(ctx context.Context, near chat.Address, title string) (chat.Address, error)
 	// SendFile sends f to the lane at addr through the durable outbox, as
 	// a reply to replyTo. It fails, and nothing is sent, when the gateway
 	// keeps no files or f is larger than it sends (files.max_bytes).
@@ -83,6 +94,12 @@ type Host interface {
 	Logger() *zap.Logger
 	// Now is the gateway's clock.
 	Now() time.Time
+}
+
+// Fork is the lane /fork made and its thread.
+type Fork struct {
+	Lane     string // its session key
+	ThreadID string
 }
 
 // File is a file a feature sends to a lane.
@@ -172,6 +189,10 @@ type Lane interface {
 	// as it is on disk now, made if it is missing; without one, ok is
 	// false and why says why, in words for the lane.
 	Worktree(ctx context.Context, sl store.Lane) (tree worktree.Tree, why string, ok bool)
+	// ForkWorktree gives the lane childKey a worktree of the project of
+	// this lane (parent is its row) started from its files as they are
+	// now; without one, ok is false and why says why.
+	ForkWorktree(ctx context.Context, parent store.Lane, childKey string) (tree worktree.Tree, why string, ok bool)
 }
 
 // BetweenTurns queues task in c's lane as Call.QueueTask does, unless a

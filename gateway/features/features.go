@@ -9,6 +9,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
+	"github.com/gatewayd/gatewayd/gateway/feature/fork"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
@@ -31,6 +32,7 @@ type Store interface {
 	plan.Store
 	undo.Store
 	diff.Store
+	fork.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -38,6 +40,7 @@ type Store interface {
 type Runtime interface {
 	btw.Runtime
 	undo.Runtime
+	fork.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -51,5 +54,6 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		plan.New(st),
 		undo.New(st, cx),
 		diff.New(st),
+		fork.New(st, cx),
 	}
 }

@@ -25,6 +25,7 @@ type Notice struct {
 	Addr          chat.Address
 	ReplyTo, Text string
 	File          *ext.File // a file sent with Text as its caption
+	Fork          *ext.Fork // the fork /fork's answer carries
 }
 
 // Host is an ext.Host that records registrations and notices. Its zero
@@ -39,6 +40,8 @@ type Host struct {
 	Config codex.ThreadConfig
 	// FileErr, when set, is SendFile's answer.
 	FileErr error
+	// Open opens a place (nil: the platform cannot).
+	Open func(ctx context.Context, near chat.Address, title string) (chat.Address, error)
 
 	mu       sync.Mutex
 	commands map[string]ext.Command
@@ -102,6 +105,21 @@ func (h *Host) SendFile(_ context.Context, addr chat.Address, replyTo string, f 
 	}
 	h.notices = append(h.notices, Notice{Addr: addr, ReplyTo: replyTo, Text: f.Caption, File: &f})
 	return nil
+}
+
+// NotifyFork records a notice with the fork it made.
+func (h *Host) NotifyFork(_ context.Context, addr chat.Address, replyTo, text string, f ext.Fork) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notices = append(h.notices, Notice{Addr: addr, ReplyTo: replyTo, Text: text, Fork: &f})
+}
+
+// CanOpenPlace reports whether OpenPlace is set.
+func (h *Host) CanOpenPlace(string) bool { return h.Open != nil }
+
+// OpenPlace is Open's answer.
+func (h *Host) OpenPlace(ctx context.Context, near chat.Address, title string) (chat.Address, error) {
+	return h.Open(ctx, near, title)
 }
 
 // Notices are the notices sent so far.
@@ -176,6 +194,11 @@ func (l *Lane) LoadThread(context.Context) (string, error) { return l.Thread, l.
 func (l *Lane) MidWork() bool                              { return l.Busy }
 
 func (l *Lane) Worktree(context.Context, store.Lane) (worktree.Tree, string, bool) {
+	return l.Tree, l.TreeWhy, l.TreeOK
+}
+
+// ForkWorktree is Worktree's answer, for the child.
+func (l *Lane) ForkWorktree(context.Context, store.Lane, string) (worktree.Tree, string, bool) {
 	return l.Tree, l.TreeWhy, l.TreeOK
 }
 
