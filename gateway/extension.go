@@ -37,6 +37,11 @@ type extCore struct {
 	wt     *worktrees
 	// platforms are the gateway's, filled by AddPlatform before Run.
 	platforms map[string]Platform
+	projects  *projects
+	threads   *threadCache
+	cx        interface {
+		EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
+	}
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -45,7 +50,8 @@ var _ ext.Host = (*extHost)(nil)
 // the host, in order.
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
-		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees, platforms: g.platforms}
+		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees, platforms: g.platforms,
+		projects: g.projects, threads: g.threads, cx: g.cx}
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {
@@ -129,6 +135,9 @@ func (e *extHost) IsAdmin(in chat.Inbound) bool {
 
 func (e *extHost) ThreadConfig(sl store.Lane) codex.ThreadConfig { return e.loader.config(sl) }
 
+func (e *extHost) ProjectDir(sl store.Lane) string { return e.projects.dirOf(sl) }
+func (e *extHost) WorkDir(sl store.Lane) string    { return e.wt.dirOf(sl) }
+
 func (e *extHost) Context() context.Context { return e.base }
 func (e *extHost) Logger() *zap.Logger      { return e.log }
 func (e *extHost) Now() time.Time           { return e.now() }
@@ -171,6 +180,46 @@ func (x extLane) Queue(ctx context.Context, w ext.Work) {
 		}
 	}
 	x.core.sched.enqueue(ctx, x.l, it)
+}
+
+// AdoptThread resumes and binds the thread id as the lane's under the
+// lane's thread lock, so no turn or eviction loads or releases its thread
+// meanwhile.
+func (x extLane) AdoptThread(ctx context.Context, id string, cfg codex.ThreadConfig, bind func(ctx context.Context) error) (codex.Ensured, error) {
+	l, threads := x.l, x.core.threads
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	en, err := x.core.cx.EnsureThread(ctx, id, cfg)
+	if err != nil {
+		return en, err
+	}
+	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
+		threads.release(ctx, l.key, en.ThreadID, "attach refused")
+		return en, nil
+	}
+	if err := bind(ctx); err != nil {
+		threads.release(ctx, l.key, id, "attach refused")
+		return en, err
+	}
+	old := l.loadedThread()
+	threads.markLive(ctx, l, id)
+	if old != "" && old != id {
+		threads.release(ctx, l.key, old, "attach")
+	}
+	return en, nil
+}
+
+// ReleaseThread releases the lane's loaded thread and takes the lane out
+// of the live count.
+func (x extLane) ReleaseThread(ctx context.Context, why string) {
+	l, threads := x.l, x.core.threads
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	if loaded := l.loadedThread(); loaded != "" {
+		l.setLive("", 0)
+		threads.lanes.unlive(l)
+		threads.release(ctx, l.key, loaded, why)
+	}
 }
 
 // extTurn is what a feature sees of a turn (ext.Turn).

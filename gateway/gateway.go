@@ -112,9 +112,6 @@ type Config struct {
 	NotifyAfter time.Duration
 	// Voice transcribes voice notes and audio before their turn.
 	Voice VoiceConfig
-	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
-	// command so a terminal continues the same threads.
-	CodexHome string
 	// CodexLogin is the codex command an operator runs to log in, named in
 	// the reason a lane hears while codex has no account; "" is "codex".
 	// The package's bundled codex is not on PATH, so the daemon names its
@@ -236,7 +233,6 @@ type Gateway struct {
 	worktrees  *worktrees      // a git worktree per lane on a git project
 	cmdButtons *commandButtons // buttons that run a command as typed
 	voice      *voice          // voice notes transcribed before their turn
-	links      *threadLinks    // /threads, /attach, /handoff
 	loader     *threadLoader   // loads a lane's thread for the commands that act on it
 	recovery   *recovery       // what the last stop cut short
 	cluster    *ClusterLanes   // cluster mode: takeovers, claimed rows, step-downs

@@ -109,8 +109,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns.compact = g.compaction.item
 	g.voice = newVoice(cfg.Voice, cfg.Files, g.out, log)
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
-	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
-		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
@@ -137,7 +135,6 @@ func modules(g *Gateway) []module {
 		g.account,
 		g.cmdButtons,
 		g.voice,
-		g.links,
 		g.sendFiles,
 		g.views,
 		g.approvals,

@@ -62,6 +62,12 @@ type Host interface {
 	// ThreadConfig is the config the thread of the lane whose row is sl
 	// runs with, as its turns make it (working directory, confinement).
 	ThreadConfig(sl store.Lane) codex.ThreadConfig
+	// ProjectDir is the directory of the project of the lane whose row is
+	// sl: its checkout, where a terminal session starts.
+	ProjectDir(sl store.Lane) string
+	// WorkDir is where that lane works: its worktree when it has one,
+	// else ProjectDir.
+	WorkDir(sl store.Lane) string
 
 	// Notify sends a gateway notice to the lane at addr through the
 	// durable outbox, as a reply to the platform message replyTo ("" for
@@ -193,6 +199,18 @@ type Lane interface {
 	// this lane (parent is its row) started from its files as they are
 	// now; without one, ok is false and why says why.
 	ForkWorktree(ctx context.Context, parent store.Lane, childKey string) (tree worktree.Tree, why string, ok bool)
+	// AdoptThread makes the Codex thread id the lane's: it resumes it
+	// with cfg, then bind records it (the feature's store write); once
+	// bound it is the lane's loaded thread and the previous one is
+	// released. A thread codex could not resume as itself (en.Outcome is
+	// started or replaced) or that bind refuses is released again and
+	// nothing changes; err is the resume's or bind's. Call it from a
+	// task.
+	AdoptThread(ctx context.Context, id string, cfg codex.ThreadConfig, bind func(ctx context.Context) error) (en codex.Ensured, err error)
+	// ReleaseThread releases the lane's loaded thread from the app-server
+	// (why is logged); its binding stays, so the next turn resumes it.
+	// Call it from a task.
+	ReleaseThread(ctx context.Context, why string)
 }
 
 // BetweenTurns queues task in c's lane as Call.QueueTask does, unless a

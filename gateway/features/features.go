@@ -14,6 +14,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
+	"github.com/gatewayd/gatewayd/gateway/feature/threads"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 )
 
@@ -21,6 +22,9 @@ import (
 type Settings struct {
 	Rotate       config.Rotate // lanes.rotate
 	MaxPerMinute int           // lanes.max_per_minute
+	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
+	// command ("": not named).
+	CodexHome string
 }
 
 // Store is what the features use of the store: the union of their own
@@ -33,6 +37,7 @@ type Store interface {
 	undo.Store
 	diff.Store
 	fork.Store
+	threads.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -41,6 +46,7 @@ type Runtime interface {
 	btw.Runtime
 	undo.Runtime
 	fork.Runtime
+	threads.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -55,5 +61,6 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		undo.New(st, cx),
 		diff.New(st),
 		fork.New(st, cx),
+		threads.New(st, cx, s.CodexHome),
 	}
 }

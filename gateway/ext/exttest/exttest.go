@@ -38,6 +38,8 @@ type Host struct {
 	Admins map[string]bool
 	// Config is what ThreadConfig returns for any lane.
 	Config codex.ThreadConfig
+	// Dir is what ProjectDir and WorkDir return.
+	Dir string
 	// FileErr, when set, is SendFile's answer.
 	FileErr error
 	// Open opens a place (nil: the platform cannot).
@@ -76,6 +78,8 @@ func (h *Host) Command(c ext.Command) {
 func (h *Host) Callback(string, func(context.Context, chat.Inbound))      {}
 func (h *Host) OnAdmit(func(context.Context, chat.Inbound) (bool, error)) {}
 func (h *Host) OnSession(func(context.Context, ext.Turn))                 {}
+func (h *Host) ProjectDir(store.Lane) string                              { return h.Dir }
+func (h *Host) WorkDir(store.Lane) string                                 { return h.Dir }
 func (h *Host) ThreadConfig(store.Lane) codex.ThreadConfig                { return h.Config }
 func (h *Host) Context() context.Context                                  { return context.Background() }
 func (h *Host) Logger() *zap.Logger                                       { return h.log }
@@ -175,6 +179,12 @@ type Lane struct {
 	Retired   bool
 	// Busy is what MidWork reports.
 	Busy bool
+	// AdoptErr and AdoptOutcome answer AdoptThread; Adopted is the thread
+	// it adopted, Released whether ReleaseThread ran.
+	AdoptErr     error
+	AdoptOutcome codex.Outcome
+	Adopted      string
+	Released     bool
 	// Tree, TreeWhy and TreeOK are what Worktree returns.
 	Tree    worktree.Tree
 	TreeWhy string
@@ -196,6 +206,26 @@ func (l *Lane) MidWork() bool                              { return l.Busy }
 func (l *Lane) Worktree(context.Context, store.Lane) (worktree.Tree, string, bool) {
 	return l.Tree, l.TreeWhy, l.TreeOK
 }
+
+// AdoptThread records id as Adopted once bind accepts it; AdoptErr or
+// AdoptOutcome, when set, answer instead.
+func (l *Lane) AdoptThread(ctx context.Context, id string, _ codex.ThreadConfig, bind func(ctx context.Context) error) (codex.Ensured, error) {
+	if l.AdoptErr != nil {
+		return codex.Ensured{}, l.AdoptErr
+	}
+	en := codex.Ensured{ThreadID: id, Outcome: l.AdoptOutcome}
+	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
+		return en, nil
+	}
+	if err := bind(ctx); err != nil {
+		return en, err
+	}
+	l.Adopted = id
+	return en, nil
+}
+
+// ReleaseThread notes the release.
+func (l *Lane) ReleaseThread(context.Context, string) { l.Released = true }
 
 // ForkWorktree is Worktree's answer, for the child.
 func (l *Lane) ForkWorktree(context.Context, store.Lane, string) (worktree.Tree, string, bool) {
