@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -191,21 +190,3 @@ func (h *host) stopped(sessionKey string) {
 		fn(sessionKey)
 	}
 }
-
-// betweenTurns runs a command that acts on the lane's thread or files
-// (/undo, /fork, /attach, /handoff) as a task in the lane's order, or
-// refuses it while a turn is mid-work or work waits: acting under a
-// running turn would act on a thread and files that are still changing.
-// The task closes the inbound row; the return value is the command
-// handler's.
-func betweenTurns(ctx context.Context, c commandCall, sched *scheduler, out *deliverer,
-	task func(ctx context.Context, l *lane, it item)) bool {
-	if c.lane.midWork() {
-		out.notify(ctx, c.lane.addr, c.msgID, betweenTurnsText(c.name))
-		return true
-	}
-	sched.enqueue(ctx, c.lane, item{kind: itemTask, inboundID: c.inboundID, msgID: c.msgID, text: c.args, task: task})
-	return false
-}
-
-func betweenTurnsText(name string) string { return ext.BetweenTurnsText(name) }

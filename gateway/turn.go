@@ -537,8 +537,5 @@ func briefError(err error) string { return chat.BriefError(err) }
 
 func brief(s string) string { return chat.Brief(s) }
 
-// quoteStart is the start of a message, for naming the turn it began.
-func quoteStart(text string) string { return chat.QuoteStart(text, 60) }
-
 // quoteStartN is text on one line, cut to max characters.
 func quoteStartN(text string, max int) string { return chat.QuoteStart(text, max) }
