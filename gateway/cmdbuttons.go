@@ -17,6 +17,17 @@ const commandPrefix = "cmd:"
 // commandButton is a button running the command name.
 func commandButton(name, label string) Button { return Button{ID: commandPrefix + name, Label: label} }
 
+// commandButtons are those of buttons whose command the gateway has.
+func (s *commandSet) commandButtons(buttons ...Button) []Button {
+	var out []Button
+	for _, b := range buttons {
+		if s.isCommand(strings.TrimPrefix(b.ID, commandPrefix)) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 type commandButtons struct {
 	deliver func(ctx context.Context, in Inbound) (bool, error)
 	out     *deliverer
