@@ -14,81 +14,6 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// command is a parsed gateway command.
-type command struct {
-	name string // without the slash and any @botname, lower case
-	args string
-}
-
-// CommandInfo describes one command the gateway handles itself.
-type CommandInfo struct {
-	Name        string // without the slash
-	Args        string // argument synopsis for /help ("" when none)
-	Description string // one line, for /help and the platforms' menus
-	// Menu: offered in the platforms' command menus (Telegram
-	// setMyCommands, Discord slash commands). Commands that need an
-	// argument to be useful are typed instead.
-	Menu bool
-}
-
-// Commands is the one list of gateway commands, in /help order; the
-// platforms build their menus from it. Any other /word goes to Codex as text.
-var Commands = []CommandInfo{
-	{Name: "new", Description: "Start a fresh Codex thread (same as /reset)", Menu: true},
-	{Name: "reset", Description: "Start a fresh Codex thread", Menu: true},
-	{Name: "stop", Description: "Interrupt the running reply, keep the thread", Menu: true},
-	{Name: "retry", Description: "Run the message cut off by a restart or a timeout again", Menu: true},
-	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
-	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
-	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
-	{Name: "diff", Description: "Show this conversation's changes in its git worktree", Menu: true},
-	{Name: "review", Args: "[base BRANCH|commit SHA]", Description: "Have Codex review this conversation's changes", Menu: true},
-	{Name: "fork", Args: "[title]", Description: "Fork this conversation into a new thread or topic with its own worktree", Menu: true},
-	{Name: "btw", Args: "QUESTION", Description: "Ask a side question with this conversation's context, without adding to it"},
-	{Name: "undo", Description: "Undo the last turn: its files and Codex's memory of it", Menu: true},
-	{Name: "threads", Description: "List the Codex threads of this conversation's project, the CLI's and IDE's too", Menu: true},
-	{Name: "attach", Args: "ID", Description: "Continue a Codex thread from /threads here"},
-	{Name: "handoff", Description: "Continue this conversation in a terminal with codex resume", Menu: true},
-	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
-	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
-	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
-	{Name: "plan", Args: "[text|off]", Description: "Plan first: Codex asks before it acts, until /plan off", Menu: true},
-	{Name: "at", Args: "WHEN PROMPT", Description: "Run a prompt here later: in 10m, at 15:30, on 2026-12-24 09:00"},
-	{Name: "every", Args: "SPEC PROMPT", Description: "Run a prompt here again and again: 30m, day 09:00, weekdays 09:00, a cron line"},
-	{Name: "schedules", Description: "List this conversation's scheduled prompts", Menu: true},
-	{Name: "unschedule", Args: "ID", Description: "Remove a scheduled prompt"},
-	{Name: "tz", Args: "[zone|default]", Description: "Show or set the time zone schedules read times in"},
-	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
-	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
-	{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)"},
-	{Name: "help", Description: "List commands", Menu: true},
-}
-
-// isCommand reports whether name (lower case, no slash) is a gateway command.
-func isCommand(name string) bool {
-	for _, c := range Commands {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// parseCommand recognises "/cmd", "/cmd args" and "/cmd@botname".
-func parseCommand(text string) (command, bool) {
-	text = strings.TrimSpace(text)
-	if !strings.HasPrefix(text, "/") {
-		return command{}, false
-	}
-	word, args, _ := strings.Cut(text[1:], " ")
-	word, _, _ = strings.Cut(word, "@")
-	word = strings.ToLower(strings.TrimSpace(word))
-	if !isCommand(word) {
-		return command{}, false
-	}
-	return command{name: word, args: strings.TrimSpace(args)}, true
-}
-
 // register adds the commands of the lane itself: a fresh conversation,
 // stopping and rerunning a turn, its status and the list of commands.
 // Commands that act on the lane's state act at once (they must not wait
@@ -122,7 +47,7 @@ func (c *controls) register(h *host) {
 		fmt.Fprintf(b, "Session: started %s ago, %d turns\n", roundAge(c.now().Sub(sl.SessionStartedAt)), sl.Turns)
 	})
 	h.command("help", func(ctx context.Context, call commandCall) bool {
-		c.out.notify(ctx, call.lane.addr, call.msgID, helpText())
+		c.out.notify(ctx, call.lane.addr, call.msgID, c.host.helpText())
 		return true
 	})
 }
@@ -285,18 +210,4 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func helpText() string {
-	var b strings.Builder
-	b.WriteString("Commands:\n")
-	for _, c := range Commands {
-		name := "/" + c.Name
-		if c.Args != "" {
-			name += " " + c.Args
-		}
-		fmt.Fprintf(&b, "%s — %s\n", name, c.Description)
-	}
-	b.WriteString("Anything else (including other /words) goes to Codex.")
-	return b.String()
 }

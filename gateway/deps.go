@@ -28,8 +28,6 @@ type Store interface {
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
-	ThreadClaim(ctx context.Context, threadID, exceptKey string) (store.ThreadClaim, error)    // /attach
-	AttachThread(ctx context.Context, sessionKey string, gen int64, threadID string) error     // /attach
 	SetInboundState(ctx context.Context, id int64, state string) error                         // inbox
 	ClearJournal(ctx context.Context, sessionKey string) error                                 // journal
 }
@@ -42,12 +40,9 @@ type Codex interface {
 	accountRuntime
 	modelRuntime
 	usageRuntime
-	undoRuntime
-	sideRuntime
-	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error) // /threads, /attach
-	Interrupt(ctx context.Context, threadID string) error                                 // busy mode, /stop, /new, drain
-	Steer(ctx context.Context, threadID, text string) error                               // busy mode steer
-	Release(ctx context.Context, threadID string) error                                   // the thread cache
+	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
+	Steer(ctx context.Context, threadID, text string) error // busy mode steer
+	Release(ctx context.Context, threadID string) error     // the thread cache
 }
 
 var (

@@ -28,8 +28,8 @@ func (k *intake) edit(ctx context.Context, in Inbound) {
 	if l == nil || in.Text == "" {
 		return
 	}
-	text := framedText(in)
-	if _, isCommand := parseCommand(text); isCommand {
+	text := framedText(in, &k.host.commandSet)
+	if _, isCommand := k.host.parseCommand(text); isCommand {
 		return // a command runs when it is sent; editing it later does nothing
 	}
 	if id, ok := l.replaceWaiting(in.MessageID, text); ok {

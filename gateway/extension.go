@@ -10,20 +10,40 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // extHost is the host as one feature package sees it (ext.Host): the
 // registrations go into the core's host, the services come from the
 // gateway's shared parts. Each feature gets its own, named for it.
 type extHost struct {
+	*extCore
+	log *zap.Logger
+}
+
+// extCore are the core's parts behind the extension API, shared by the
+// features' hosts and the lanes and turns they are shown.
+type extCore struct {
 	h      *host
 	out    *deliverer
 	admins approverRule
 	base   context.Context
-	log    *zap.Logger
 	now    func() time.Time
-	work   workServices
+	sched  *scheduler
+	loader *threadLoader
+	inbox  inbox
+	wt     *worktrees
+	// platforms are the gateway's, filled by AddPlatform before Run.
+	platforms map[string]Platform
+	projects  *projects
+	threads   *threadCache
+	cx        interface {
+		EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
+	}
+	// work are the services of a turn's work (extension_work.go).
+	work workServices
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -31,9 +51,11 @@ var _ ext.Host = (*extHost)(nil)
 // registerFeatures registers the feature packages of cfg.Features with
 // the host, in order.
 func registerFeatures(g *Gateway) error {
+	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
+		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees, platforms: g.platforms,
+		projects: g.projects, threads: g.threads, cx: g.cx, work: newWorkServices(g)}
 	for _, f := range g.cfg.Features {
-		eh := &extHost{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx,
-			log: g.log.Named(f.Name()), now: g.cfg.Now, work: newWorkServices(g)}
+		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {
 			return fmt.Errorf("gateway: feature %s: %w", f.Name(), err)
 		}
@@ -41,10 +63,16 @@ func registerFeatures(g *Gateway) error {
 	return nil
 }
 
+// Command registers c with the host's commands, after the core's.
 func (e *extHost) Command(c ext.Command) {
+	info := CommandInfo{Name: c.Name, Args: c.Args, Description: c.Description, Menu: c.Menu}
 	run := c.Run
-	e.h.command(c.Name, func(ctx context.Context, call commandCall) bool {
-		return run(ctx, ext.Call{Lane: call.lane, Name: call.name, Args: call.args, InboundID: call.inboundID,
+	if run == nil {
+		e.h.add(info, nil) // refused: check reports it
+		return
+	}
+	e.h.add(info, func(ctx context.Context, call commandCall) bool {
+		return run(ctx, ext.Call{Lane: e.lane(call.lane), Name: call.name, Args: call.args, InboundID: call.inboundID,
 			MsgID: call.msgID, Sender: call.sender, SenderName: call.senderName})
 	})
 }
@@ -58,7 +86,13 @@ func (e *extHost) OnAdmit(fn func(ctx context.Context, in chat.Inbound) (bool, e
 }
 
 func (e *extHost) OnSession(fn func(ctx context.Context, t ext.Turn)) {
-	e.h.hooks.session = append(e.h.hooks.session, func(ctx context.Context, t *turn) { fn(ctx, t) })
+	e.h.hooks.session = append(e.h.hooks.session, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
+}
+
+func (e *extHost) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
+	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) {
+		fn(ctx, e.turn(t), in)
+	})
 }
 
 func (e *extHost) OnStatus(fn func(ctx context.Context, sl store.Lane, b *strings.Builder)) {
@@ -69,24 +103,139 @@ func (e *extHost) Notify(ctx context.Context, addr chat.Address, replyTo, text s
 	e.out.notify(ctx, addr, replyTo, text)
 }
 
+func (e *extHost) NotifyFork(ctx context.Context, addr chat.Address, replyTo, text string, f ext.Fork) {
+	row := noticeFor(addr, replyTo, text)
+	row.ForkLane, row.ThreadID = f.Lane, f.ThreadID
+	if _, err := e.out.st.Enqueue(ctx, row); err != nil {
+		e.log.Error("outbox.enqueue_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
+		e.out.sendDirect(ctx, addr, replyTo, "", text)
+		return
+	}
+	e.out.poke()
+}
+
+// CanOpenPlace reports whether the platform runs here: every platform
+// opens places (Platform.OpenPlace), and says itself where it cannot.
+func (e *extHost) CanOpenPlace(platform string) bool {
+	_, ok := e.platforms[platform]
+	return ok
+}
+
+func (e *extHost) OpenPlace(ctx context.Context, near chat.Address, title string) (chat.Address, error) {
+	p, ok := e.platforms[near.Platform]
+	if !ok {
+		return chat.Address{}, fmt.Errorf("gateway: %s is not running", near.Platform)
+	}
+	return p.OpenPlace(ctx, near, title)
+}
+
+func (e *extHost) SendFile(ctx context.Context, addr chat.Address, replyTo string, f ext.File) error {
+	return e.out.sendData(ctx, addr, replyTo, f)
+}
+
 func (e *extHost) IsAdmin(in chat.Inbound) bool {
 	return in.SenderAdmin || e.admins.admins[in.Address.Platform][in.SenderID]
 }
+
+func (e *extHost) ThreadConfig(sl store.Lane) codex.ThreadConfig { return e.loader.config(sl) }
+
+func (e *extHost) ProjectDir(sl store.Lane) string { return e.projects.dirOf(sl) }
+func (e *extHost) WorkDir(sl store.Lane) string    { return e.wt.dirOf(sl) }
 
 func (e *extHost) Context() context.Context { return e.base }
 func (e *extHost) Logger() *zap.Logger      { return e.log }
 func (e *extHost) Now() time.Time           { return e.now() }
 
-// What a feature sees of a lane (ext.Lane).
-var _ ext.Lane = (*lane)(nil)
+// extLane is what a feature sees of a lane (ext.Lane).
+type extLane struct {
+	l    *lane
+	core *extCore
+}
 
-func (l *lane) Key() string           { return l.key }
-func (l *lane) Address() chat.Address { return l.addr }
-func (l *lane) RetireThread()         { l.retireThread() }
+var _ ext.Lane = extLane{}
 
-// What a feature sees of a turn (ext.Turn).
-var _ ext.Turn = (*turn)(nil)
+func (c *extCore) lane(l *lane) ext.Lane { return extLane{l: l, core: c} }
 
-func (t *turn) Lane() ext.Lane       { return t.l }
-func (t *turn) Row() store.Lane      { return t.sl }
-func (t *turn) SetRow(sl store.Lane) { t.sl = sl }
+func (x extLane) Key() string           { return x.l.key }
+func (x extLane) Address() chat.Address { return x.l.addr }
+func (x extLane) RetireThread()         { x.l.retireThread() }
+
+func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
+func (x extLane) MidWork() bool                                  { return x.l.midWork() }
+
+func (x extLane) Worktree(ctx context.Context, sl store.Lane) (worktree.Tree, string, bool) {
+	return x.core.wt.explain(ctx, x.l, sl)
+}
+
+func (x extLane) ForkWorktree(ctx context.Context, parent store.Lane, childKey string) (worktree.Tree, string, bool) {
+	return x.core.wt.fork(ctx, x.l, parent, childKey)
+}
+
+// Queue queues w as the lane's next turn or task; a task's inbound row
+// is closed as done when it returns, as the core's own tasks close theirs.
+func (x extLane) Queue(ctx context.Context, w ext.Work) {
+	it := item{kind: itemTurn, inboundID: w.InboundID, msgID: w.MsgID, text: w.Text, review: w.Review,
+		requester: w.Requester, requesterName: w.RequesterName}
+	if task := w.Task; task != nil {
+		inbox := x.core.inbox
+		it.kind, it.task = itemTask, func(ctx context.Context, _ *lane, it item) {
+			defer inbox.set(ctx, it.inboundID, store.InboundDone)
+			task(ctx)
+		}
+	}
+	x.core.sched.enqueue(ctx, x.l, it)
+}
+
+// AdoptThread resumes and binds the thread id as the lane's under the
+// lane's thread lock, so no turn or eviction loads or releases its thread
+// meanwhile.
+func (x extLane) AdoptThread(ctx context.Context, id string, cfg codex.ThreadConfig, bind func(ctx context.Context) error) (codex.Ensured, error) {
+	l, threads := x.l, x.core.threads
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	en, err := x.core.cx.EnsureThread(ctx, id, cfg)
+	if err != nil {
+		return en, err
+	}
+	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
+		threads.release(ctx, l.key, en.ThreadID, "attach refused")
+		return en, nil
+	}
+	if err := bind(ctx); err != nil {
+		threads.release(ctx, l.key, id, "attach refused")
+		return en, err
+	}
+	old := l.loadedThread()
+	threads.markLive(ctx, l, id)
+	if old != "" && old != id {
+		threads.release(ctx, l.key, old, "attach")
+	}
+	return en, nil
+}
+
+// ReleaseThread releases the lane's loaded thread and takes the lane out
+// of the live count.
+func (x extLane) ReleaseThread(ctx context.Context, why string) {
+	l, threads := x.l, x.core.threads
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	if loaded := l.loadedThread(); loaded != "" {
+		l.setLive("", 0)
+		threads.lanes.unlive(l)
+		threads.release(ctx, l.key, loaded, why)
+	}
+}
+
+// extTurn is what a feature sees of a turn (ext.Turn).
+type extTurn struct {
+	t    *turn
+	core *extCore
+}
+
+var _ ext.Turn = extTurn{}
+
+func (c *extCore) turn(t *turn) ext.Turn { return extTurn{t: t, core: c} }
+
+func (x extTurn) Lane() ext.Lane       { return x.core.lane(x.t.l) }
+func (x extTurn) Row() store.Lane      { return x.t.sl }
+func (x extTurn) SetRow(sl store.Lane) { x.t.sl = sl }

@@ -39,7 +39,7 @@ func itemView(it item) ext.Item {
 
 func (e *extHost) OnRefuse(fn func(ctx context.Context, l ext.Lane, it ext.Item) string) {
 	e.h.hooks.refuse = append(e.h.hooks.refuse, func(ctx context.Context, l *lane, it item) bool {
-		reason := fn(ctx, l, itemView(it))
+		reason := fn(ctx, e.lane(l), itemView(it))
 		if reason == "" {
 			return false
 		}
@@ -49,32 +49,28 @@ func (e *extHost) OnRefuse(fn func(ctx context.Context, l ext.Lane, it ext.Item)
 }
 
 func (e *extHost) OnAfter(fn func(ctx context.Context, l ext.Lane, it ext.Item)) {
-	e.h.hooks.after = append(e.h.hooks.after, func(ctx context.Context, l *lane, it item) { fn(ctx, l, itemView(it)) })
+	e.h.hooks.after = append(e.h.hooks.after, func(ctx context.Context, l *lane, it item) { fn(ctx, e.lane(l), itemView(it)) })
 }
 
 func (e *extHost) OnPrepare(fn func(ctx context.Context, t ext.Turn)) {
-	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) { fn(ctx, t) })
+	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
 }
 
 func (e *extHost) OnThread(fn func(sl store.Lane, dir string, cfg *codex.ThreadConfig)) {
 	e.h.hooks.thread = append(e.h.hooks.thread, fn)
 }
 
-func (e *extHost) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
-	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) { fn(ctx, t, in) })
-}
-
 func (e *extHost) OnAudio(fn func(ctx context.Context, l ext.Lane, path string) string) {
 	e.h.transcribes = true
 	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) {
 		for _, path := range t.it.audio {
-			t.it.text += fn(ctx, t.l, path)
+			t.it.text += fn(ctx, e.lane(t.l), path)
 		}
 	})
 }
 
 func (e *extHost) OnFinished(fn func(t ext.Turn, res codex.TurnResult)) {
-	e.h.hooks.finished = append(e.h.hooks.finished, func(t *turn, res codex.TurnResult) { fn(t, res) })
+	e.h.hooks.finished = append(e.h.hooks.finished, func(t *turn, res codex.TurnResult) { fn(e.turn(t), res) })
 }
 
 func (e *extHost) Tool(spec codex.DynamicTool, fn func(ctx context.Context, call codex.ToolCall) codex.ToolResult) {
@@ -86,7 +82,10 @@ func (e *extHost) Tool(spec codex.DynamicTool, fn func(ctx context.Context, call
 
 func (e *extHost) LaneOfThread(threadID string) (ext.Lane, bool) {
 	l := e.work.lanes.ofThread(threadID)
-	return l, l != nil
+	if l == nil {
+		return nil, false
+	}
+	return e.lane(l), true
 }
 
 func (e *extHost) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
@@ -94,7 +93,7 @@ func (e *extHost) LaneProfile() string                     { return e.work.profi
 func (e *extHost) Files() *files.Store                     { return e.work.files }
 
 // Dir is the turn's working directory (ext.Turn).
-func (t *turn) Dir() string { return t.dir }
+func (x extTurn) Dir() string { return x.t.dir }
 
 // laneDirs names the directories that are a lane's own under cfg: the
 // same places projects, worktrees and the files store put them.
@@ -122,10 +121,11 @@ func laneDirs(cfg Config) func(sessionKey string) ext.LaneDirs {
 }
 
 // AddFiles adds files to what the turn sends (ext.Turn).
-func (t *turn) AddFiles(files []store.OutboxMessage) bool { return t.l.addFiles(files) }
+func (x extTurn) AddFiles(files []store.OutboxMessage) bool { return x.t.l.addFiles(files) }
 
 // Running is the lane's running turn (ext.Lane).
-func (l *lane) Running() (ext.RunningTurn, bool) {
+func (x extLane) Running() (ext.RunningTurn, bool) {
+	l := x.l
 	cur, dir := l.curDir()
 	if cur == nil {
 		return nil, false

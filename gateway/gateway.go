@@ -116,9 +116,6 @@ type Config struct {
 	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
 	// a new message notifying its requester (0: never).
 	NotifyAfter time.Duration
-	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
-	// command so a terminal continues the same threads.
-	CodexHome string
 	// CodexLogin is the codex command an operator runs to log in, named in
 	// the reason a lane hears while codex has no account; "" is "codex".
 	// The package's bundled codex is not on PATH, so the daemon names its
@@ -277,13 +274,7 @@ type Gateway struct {
 	controls   *controls       // the lane's own commands
 	compaction *compaction     // /compact and automatic compaction
 	worktrees  *worktrees      // a git worktree per lane on a git project
-	diffs      *diffs          // /diff
-	undo       *undoing        // /undo
-	reviews    *reviews        // /review
-	side       *sideQuestions  // /btw
-	forks      *forks          // /fork
 	cmdButtons *commandButtons // buttons that run a command as typed
-	links      *threadLinks    // /threads, /attach, /handoff
 	loader     *threadLoader   // loads a lane's thread for the commands that act on it
 	recovery   *recovery       // what the last stop cut short
 	cluster    *ClusterLanes   // cluster mode: takeovers, claimed rows, step-downs
@@ -303,7 +294,6 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	questions *questions   // Codex's questions (Plan mode) and their answers
-	plan      *planMode    // /plan: the lane's turns in Plan mode
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
 	models    *laneModels  // /model and /effort; codex's models, briefly cached

@@ -14,18 +14,25 @@ import (
 )
 
 // withDefaultFeatures is the daemon's list of features with the ones a
-// test configured itself in place of the default of the same name.
+// test configured itself in place of the default of the same name; a
+// test's own feature the daemon does not have comes last.
 func withDefaultFeatures(defaults, own []ext.Feature) []ext.Feature {
 	mine := make(map[string]ext.Feature, len(own))
 	for _, f := range own {
 		mine[f.Name()] = f
 	}
-	list := make([]ext.Feature, 0, len(defaults))
+	list := make([]ext.Feature, 0, len(defaults)+len(own))
 	for _, f := range defaults {
 		if m, ok := mine[f.Name()]; ok {
 			f = m
+			delete(mine, f.Name())
 		}
 		list = append(list, f)
+	}
+	for _, f := range own {
+		if mine[f.Name()] != nil {
+			list = append(list, f)
+		}
 	}
 	return list
 }
@@ -63,7 +70,7 @@ func newHarnessOn(t testing.TB, st *fakeStore, opts ...harnessOpt) *harness {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.Features = withDefaultFeatures(features.List(features.Settings{}, st), cfg.Features)
+	cfg.Features = withDefaultFeatures(features.List(features.Settings{}, st, h.cx), cfg.Features)
 	g, err := New(cfg.WithDefaults(), h.st, h.cx)
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	// on disk, and the row lists them for a restart.
 	saved, notices := k.storeAttachments(ctx, in)
 	title := k.titled.of(key, in)
-	in.Text = framedText(in) // after the title, which names the lane by what was said
+	in.Text = framedText(in, &k.host.commandSet) // after the title, which names the lane by what was said
 	in.Text = k.room.withTalk(ctx, in, in.Text)
 	rec := store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
@@ -176,25 +176,12 @@ func (k *intake) record(ctx context.Context, addr Address, rec store.Inbound) (
 	}
 	l := k.enterIntake(addr)
 	release = func() { k.leaveIntake(l) }
-	if !runsAsTurn(rec.Text, rec.Attachments) || !k.idleForTurn(l) {
+	if !k.host.runsAsTurn(rec.Text, rec.Attachments) || !k.idleForTurn(l) {
 		id, dup, err = k.st.RecordInbound(ctx, rec)
 		return id, dup, nil, release, err
 	}
 	id, dup, journal, err = k.st.RecordInboundTurn(ctx, rec, withFiles(rec.Text, rec.Attachments))
 	return id, dup, journal, release, err
-}
-
-// runsAsTurn says whether a message will be a turn (not a command, not
-// empty), as dispatch decides.
-func runsAsTurn(text string, att []store.Attachment) bool {
-	if len(att) > 0 {
-		return true
-	}
-	if text == "" {
-		return false
-	}
-	_, isCommand := parseCommand(text)
-	return !isCommand
 }
 
 // enterIntake takes the lane's intake lock (see lane.intakeMu).
@@ -275,7 +262,7 @@ func (k *intake) dispatch(ctx context.Context, m recorded) {
 		return
 	}
 	if len(att) == 0 {
-		if cmd, ok := parseCommand(text); ok {
+		if cmd, ok := k.host.parseCommand(text); ok {
 			k.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
 			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID,
 				sender: m.sender, senderName: m.senderName},

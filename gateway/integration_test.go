@@ -140,7 +140,7 @@ func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 		gst = w.storeAs(st)
 	}
 	if cfg.Features == nil {
-		cfg.Features = features.List(w.features, st)
+		cfg.Features = features.List(w.features, st, rec)
 	}
 	g, err := gateway.New(cfg.WithDefaults(), gst, rec)
 	if err != nil {

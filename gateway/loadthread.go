@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
 // ErrNoThread is returned when a lane has no Codex thread to act on: none
 // was started yet, or its binding was lost (the next turn replaces it).
-var ErrNoThread = errors.New("gateway: no Codex thread in this conversation")
+var ErrNoThread = ext.ErrNoThread
 
 // threadLoader loads a lane's bound thread outside a turn, for the
 // commands that act on the thread itself (/compact, /undo, /review,

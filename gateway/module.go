@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"go.uber.org/zap"
@@ -26,7 +25,7 @@ type module interface {
 // host is what modules register with. It is filled in New, before Run, and
 // read-only afterwards, so the core reads it without locks.
 type host struct {
-	commands  map[string]commandFunc
+	commandSet
 	callbacks []callbackRoute
 	hooks     turnHooks
 	// tools are the dynamic tools features offer, by name (ext.Host.Tool).
@@ -37,31 +36,8 @@ type host struct {
 }
 
 func newHost() *host {
-	return &host{commands: make(map[string]commandFunc),
+	return &host{commandSet: commandSet{handlers: make(map[string]commandFunc)},
 		tools: make(map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult)}
-}
-
-// commandCall is one gateway command as the lane received it.
-type commandCall struct {
-	lane      *lane
-	name      string // lower case, without the slash
-	args      string
-	inboundID int64
-	msgID     string
-	sender    string // platform user id of who typed it ("" after a restart)
-	// senderName is the name shown for them ("" when not known).
-	senderName string
-}
-
-// A commandFunc runs a command. It reports whether the command is answered
-// and its inbound row can be closed as done; false when it queued work that
-// closes the row, or closed the row itself.
-type commandFunc func(ctx context.Context, c commandCall) (done bool)
-
-// command registers the handler of the named command. Every command listed
-// in Commands has exactly one (New checks).
-func (h *host) command(name string, fn commandFunc) {
-	h.commands[name] = fn
 }
 
 // callbackRoute sends button presses whose id starts with prefix to handle.
@@ -73,34 +49,6 @@ type callbackRoute struct {
 // callback registers the handler of buttons whose id starts with prefix.
 func (h *host) callback(prefix string, fn func(ctx context.Context, in Inbound)) {
 	h.callbacks = append(h.callbacks, callbackRoute{prefix: prefix, handle: fn})
-}
-
-// check reports a command in Commands that no module handles, or a handler
-// for a command Commands does not list (it would never be parsed).
-func (h *host) check() error {
-	for _, c := range Commands {
-		if h.commands[c.Name] == nil {
-			return fmt.Errorf("gateway: command /%s has no handler", c.Name)
-		}
-	}
-	for name := range h.commands {
-		if !isCommand(name) {
-			return fmt.Errorf("gateway: handler for /%s, which is not in Commands", name)
-		}
-	}
-	return nil
-}
-
-// runCommand runs a parsed command's handler and closes its inbound row
-// when the handler says it is answered.
-func (h *host) runCommand(ctx context.Context, c commandCall, closeDone func(ctx context.Context, id int64)) {
-	fn := h.commands[c.name]
-	if fn == nil { // parseCommand accepts only listed commands and check covers them
-		return
-	}
-	if fn(ctx, c) {
-		closeDone(ctx, c.inboundID)
-	}
 }
 
 // routeCallback hands a button press to the module owning its prefix; one
@@ -249,25 +197,4 @@ func (h *host) stopped(sessionKey string) {
 	for _, fn := range h.hooks.stopped {
 		fn(sessionKey)
 	}
-}
-
-// betweenTurns runs a command that acts on the lane's thread or files
-// (/undo, /fork, /attach, /handoff) as a task in the lane's order, or
-// refuses it while a turn is mid-work or work waits: acting under a
-// running turn would act on a thread and files that are still changing.
-// The task closes the inbound row; the return value is the command
-// handler's.
-func betweenTurns(ctx context.Context, c commandCall, sched *scheduler, out *deliverer,
-	task func(ctx context.Context, l *lane, it item)) bool {
-	if c.lane.midWork() {
-		out.notify(ctx, c.lane.addr, c.msgID, betweenTurnsText(c.name))
-		return true
-	}
-	sched.enqueue(ctx, c.lane, item{kind: itemTask, inboundID: c.inboundID, msgID: c.msgID, text: c.args, task: task})
-	return false
-}
-
-func betweenTurnsText(name string) string {
-	return "A turn is running or waiting in this conversation; /" + name +
-		" works between turns. Use /stop first, or wait for the answer."
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -24,6 +27,45 @@ func (d *deliverer) notify(ctx context.Context, addr Address, inReplyTo, text st
 		return
 	}
 	d.poke()
+}
+
+// errFileNotSent: the gateway keeps no files, or the file is larger than
+// it sends.
+var errFileNotSent = errors.New("gateway: no files store, or the file is too large to send")
+
+// sendData enqueues data as a file for a lane, in the files store until
+// it is delivered; a failure is logged and nothing is sent.
+func (d *deliverer) sendData(ctx context.Context, addr Address, inReplyTo string, f ext.File) error {
+	if d.files == nil || int64(len(f.Data)) > d.files.Limits().MaxBytes {
+		return errFileNotSent
+	}
+	key := addr.SessionKey()
+	tmpDir, err := os.MkdirTemp("", "gatewayd-out-")
+	if err != nil {
+		d.log.Warn("outbox.file_failed", zap.String("lane", key), zap.Error(err))
+		return fmt.Errorf("gateway: send %s: %w", f.Name, err)
+	}
+	defer os.RemoveAll(tmpDir)
+	src := filepath.Join(tmpDir, filepath.Base(f.Name))
+	if err := os.WriteFile(src, f.Data, 0o600); err != nil {
+		d.log.Warn("outbox.file_failed", zap.String("lane", key), zap.Error(err))
+		return fmt.Errorf("gateway: send %s: %w", f.Name, err)
+	}
+	copied, err := d.files.CopyOut(key, src, []string{tmpDir})
+	if err != nil {
+		d.log.Warn("outbox.file_failed", zap.String("lane", key), zap.Error(err))
+		return fmt.Errorf("gateway: send %s: %w", f.Name, err)
+	}
+	defer d.files.Release(copied)
+	row := noticeFor(addr, inReplyTo, f.Caption)
+	row.OutKind, row.FilePath, row.FileName, row.FileMIME, row.FileSize = store.OutboxFile, copied, f.Name, f.MIME, int64(len(f.Data))
+	if _, err := d.st.Enqueue(ctx, row); err != nil {
+		d.log.Error("outbox.enqueue_failed", zap.String("lane", key), zap.Error(err))
+		_ = d.files.Remove(key, copied)
+		return fmt.Errorf("gateway: send %s: %w", f.Name, err)
+	}
+	d.poke()
+	return nil
 }
 
 // noticeFor is the outbox row of a gateway notice for a lane.

@@ -259,7 +259,7 @@ type Deleter interface {
 }
 
 // ErrNoPlace: the chat cannot hold another conversation beside this one.
-var ErrNoPlace = errors.New("this chat cannot hold another conversation")
+var ErrNoPlace = chat.ErrNoPlace
 
 // ForkInfo is on /fork's answer: the lane it made and that lane's thread.
 type ForkInfo struct {

@@ -246,7 +246,7 @@ func TestProjectNoLongerConfigured(t *testing.T) {
 }
 
 func TestProjectIsAMenuCommand(t *testing.T) {
-	for _, c := range Commands {
+	for _, c := range newHarness(t).g.Commands() {
 		if c.Name == "project" {
 			if !c.Menu || c.Args != "[name]" {
 				t.Errorf("project command %+v, want it in the menus with an optional name", c)

@@ -270,6 +270,7 @@ type questions struct {
 	platforms   map[string]Platform
 	log         *zap.Logger
 	now         func() time.Time
+	cmds        *commandSet // a command is never an answer
 }
 
 func newQuestions(cfg Config, lanes *laneTable, base context.Context, out *deliverer,
@@ -282,6 +283,7 @@ func newQuestions(cfg Config, lanes *laneTable, base context.Context, out *deliv
 // register adds the answer buttons and gives up a lane's requests when its
 // turn is stopped or its conversation reset.
 func (q *questions) register(h *host) {
+	q.cmds = &h.commandSet
 	h.callback(questionPrefix, q.pressed)
 	h.hooks.stopped = append(h.hooks.stopped, func(key string) { q.giveUp(key, "The turn was stopped before an answer.") })
 }
@@ -635,7 +637,7 @@ func (q *questions) textTarget(in Inbound) (id, qid string, ok bool) {
 	if q == nil || in.Text == "" || len(in.Attachments) > 0 || in.Ambient {
 		return "", "", false
 	}
-	if _, isCommand := parseCommand(in.Text); isCommand {
+	if _, isCommand := q.cmds.parseCommand(in.Text); isCommand {
 		return "", "", false
 	}
 	pending := q.book.lane(in.Address.SessionKey())

@@ -31,6 +31,7 @@ type roomTalk struct {
 	on    bool
 	limit int
 	log   *zap.Logger
+	cmds  *commandSet // commands are no turns, so they take no talk
 	// taken holds the lanes whose talk this process took and that kept
 	// nothing since, so their next turns skip the store's write. A lane
 	// not in it (any lane after a restart) is asked. Off in cluster mode
@@ -59,7 +60,7 @@ func (r *roomTalk) keep(ctx context.Context, in Inbound) {
 // withTalk puts the room's talk since the last turn before text, the
 // addressed message that starts the next one.
 func (r *roomTalk) withTalk(ctx context.Context, in Inbound, text string) string {
-	if !r.on || !isGroupPlace(in.Address.Kind) || !runsAsTurn(text, nil) {
+	if !r.on || !isGroupPlace(in.Address.Kind) || !r.cmds.runsAsTurn(text, nil) {
 		return text
 	}
 	key := in.Address.SessionKey()

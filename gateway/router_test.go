@@ -67,9 +67,10 @@ func TestParseCommand(t *testing.T) {
 		{"not a command", "hello /new", "", false},
 		{"leading space", "  /help", "help", true},
 	}
+	cmds := newHarness(t).g.host.commandSet
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd, ok := parseCommand(tt.text)
+			cmd, ok := cmds.parseCommand(tt.text)
 			if ok != tt.ok || cmd.name != tt.want {
 				t.Errorf("parseCommand(%q) = %q,%v want %q,%v", tt.text, cmd.name, ok, tt.want, tt.ok)
 			}

@@ -20,13 +20,14 @@ import (
 // quoteMax is how much of a replied-to message the turn carries.
 const quoteMax = 300
 
-// framedText is in's text as Codex gets it.
-func framedText(in Inbound) string {
+// framedText is in's text as Codex gets it; cmds knows which words are
+// commands.
+func framedText(in Inbound, cmds *commandSet) string {
 	text := in.Text
 	if text == "" {
 		return text // files only: the file list is the message
 	}
-	if _, isCommand := parseCommand(text); isCommand {
+	if _, isCommand := cmds.parseCommand(text); isCommand {
 		return text
 	}
 	if isGroupPlace(in.Address.Kind) {

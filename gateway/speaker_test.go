@@ -27,8 +27,9 @@ func TestFramedText(t *testing.T) {
 		{"long quote", Inbound{Address: dm, Text: "?", Quote: &Quote{Author: "Ben", Text: long}},
 			"(replying to Ben: \"" + strings.Repeat("é", quoteMax) + "…\")\n?"},
 	}
+	cmds := newHarness(t).g.host.commandSet
 	for _, tt := range tests {
-		if got := framedText(tt.in); got != tt.want {
+		if got := framedText(tt.in, &cmds); got != tt.want {
 			t.Errorf("%s: framedText = %q, want %q", tt.name, got, tt.want)
 		}
 	}

@@ -52,7 +52,8 @@ func terminalTurn(t *testing.T, c *codex.Client, thread, dir, text string) strin
 func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 	w := newWorld(t)
 	repo, root := gitRepo(t), t.TempDir()
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root, CodexHome: w.home})
+	w.features.CodexHome = w.home
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
 	term := w.terminal(t)
 	cli := terminalTurn(t, term, "", repo, "CLI-SESSION remember the word PAPAYA")
 
@@ -114,7 +115,8 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 func TestIntegrationAttachOnlyListedFreeThreads(t *testing.T) {
 	w := newWorld(t)
 	repo := gitRepo(t)
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, CodexHome: w.home})
+	w.features.CodexHome = w.home
+	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}})
 	term := w.terminal(t)
 	elsewhere := terminalTurn(t, term, "", t.TempDir(), "ELSEWHERE-SECRET remember the word KIWI")
 

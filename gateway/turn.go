@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/internal/backoff"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -19,11 +20,11 @@ import (
 const (
 	ReplacedNotice    = "Codex thread could not be resumed; starting a new one."
 	staleWriterNotice = "This conversation's Codex thread is still open in another process, so I did not replace it. Please try again in a minute."
-	storeErrorNotice  = "Sorry, I could not save this request (storage error). Please try again."
+	storeErrorNotice  = chat.StoreErrorNotice
 	// storeStillPendingNotice answers a message that could neither run nor
 	// be marked refused: it is still recorded and runs after a restart.
 	storeStillPendingNotice = "Sorry, storage is failing right now (storage error). Your message is still recorded and may be answered later, so there is no need to send it again."
-	interruptedSuffix       = "(interrupted)"
+	interruptedSuffix       = chat.InterruptedSuffix
 	cancelledNotice         = "Cancelled: the conversation was reset before this was answered."
 )
 
@@ -528,27 +529,8 @@ func syntheticTurnID(t *turn) string {
 	return "gw-" + strconv.FormatInt(t.started.UnixNano(), 36)
 }
 
-// replyText is what the user sees for a finished turn.
-func replyText(res codex.TurnResult) string {
-	text := strings.TrimSpace(res.Text)
-	switch string(res.Status) {
-	case statusInterrupted:
-		if text == "" {
-			return interruptedSuffix
-		}
-		return text + "\n\n" + interruptedSuffix
-	case statusFailed:
-		msg := "unknown error"
-		if res.Error != nil && res.Error.Message != "" {
-			msg = res.Error.Message
-		}
-		return "Codex turn failed: " + brief(msg)
-	}
-	if text == "" {
-		return "(Codex finished without a reply.)"
-	}
-	return text
-}
+// replyText is what the user sees for a finished turn (chat.ReplyText).
+func replyText(res codex.TurnResult) string { return chat.ReplyText(res) }
 
 // timedOutText is the answer to a turn the watchdog stopped: what codex
 // wrote so far, then why it stopped and what to do.
@@ -575,30 +557,11 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// briefError turns an error into a short message safe to show: sentinels
-// get a fixed phrase; anything else is cut to its first line.
-func briefError(err error) string {
-	switch {
-	case errors.Is(err, codex.ErrTimeout):
-		return "Codex did not answer in time."
-	case errors.Is(err, codex.ErrProcessDied):
-		return "the Codex process stopped (it is restarted automatically); please try again."
-	case errors.Is(err, codex.ErrClosed):
-		return "Codex is shutting down."
-	case errors.Is(err, codex.ErrThreadNotLoaded):
-		return "the Codex thread could not be loaded."
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "the request was cancelled."
-	}
-	return brief(err.Error())
-}
+// briefError turns an error into a short message safe to show
+// (chat.BriefError).
+func briefError(err error) string { return chat.BriefError(err) }
 
-func brief(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
+func brief(s string) string { return chat.Brief(s) }
+
+// quoteStartN is text on one line, cut to max characters.
+func quoteStartN(text string, max int) string { return chat.QuoteStart(text, max) }

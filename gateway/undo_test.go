@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -22,7 +23,7 @@ func TestUndoIsRefusedWhileATurnRuns(t *testing.T) {
 	h.send(t, "a", "m1", "long work")
 	<-started
 	h.send(t, "a", "u1", "/undo")
-	if o := h.p.replyTo(t, "u1"); o.Text != betweenTurnsText("undo") {
+	if o := h.p.replyTo(t, "u1"); o.Text != ext.BetweenTurnsText("undo") {
 		t.Errorf("/undo during a turn answered %q", o.Text)
 	}
 	close(release)

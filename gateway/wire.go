@@ -70,12 +70,10 @@ func wireFeatures(g *Gateway) {
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
 	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
 	g.projects.picked = g.worktrees.prepareSoon
-	g.diffs = &diffs{st: st, wt: g.worktrees, files: cfg.Files, out: g.out, log: log}
 	g.out.files = cfg.Files
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
-	g.plan = &planMode{st: st, out: g.out, log: log}
 	g.schedules = newSchedules(cfg, st, g.out, log)
 	g.schedules.gate = func() LaneGate { return g.gate }
 }
@@ -96,11 +94,10 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
 		endFiles: releaseFiles(cfg.Files), sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.usage.sched = g.sched
-	g.plan.enqueue = g.sched.enqueue
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log}, steerEdit: busy.steerEdit, questions: g.questions}
+		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit, questions: g.questions}
 	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
@@ -108,14 +105,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
-	g.reviews = &reviews{sched: g.sched, out: g.out}
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
-	g.links = &threadLinks{st: st, cx: cx, loader: g.loader, threads: g.threads, projects: g.projects, wt: g.worktrees,
-		sched: g.sched, out: g.out, inbox: g.inbox, log: log, now: cfg.Now, home: cfg.CodexHome}
-	g.forks = &forks{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox,
-		platforms: g.platforms, log: log}
-	g.side = &sideQuestions{st: st, cx: cx, loader: g.loader, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
-	g.undo = &undoing{st: st, cx: cx, loader: g.loader, wt: g.worktrees, sched: g.sched, out: g.out, inbox: g.inbox, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
@@ -133,19 +123,12 @@ func modules(g *Gateway) []module {
 		g.projects,
 		g.worktrees, // after projects: it moves the lane into its worktree of the project projects chose
 		g.models,
-		g.plan, // after models: Plan mode carries the turn's model
 		g.controls,
 		g.usage,
 		g.compaction,
 		// No order among these.
 		g.account,
-		g.diffs,
-		g.undo,
-		g.reviews,
-		g.side,
-		g.forks,
 		g.cmdButtons,
-		g.links,
 		g.views,
 		g.approvals,
 		g.questions,

@@ -98,7 +98,11 @@ func (w *worktrees) register(h *host) {
 	})
 	h.hooks.finished = append(h.hooks.finished, func(t *turn, _ codex.TurnResult) {
 		if _, ok := w.treeAt(t.dir); ok {
-			t.work.offerOnClose([]Button{commandButton("diff", "Diff"), commandButton("undo", "Undo")})
+			// /diff and /undo are features: a gateway without one offers
+			// no button for it.
+			if b := h.commandButtons(commandButton("diff", "Diff"), commandButton("undo", "Undo")); len(b) > 0 {
+				t.work.offerOnClose(b)
+			}
 		}
 	})
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/gatewayd/gatewayd/files"
 )
 
+// ErrNoPlace: the chat cannot hold another conversation beside this one
+// (a platform's answer to opening a place for /fork).
+var ErrNoPlace = errors.New("this chat cannot hold another conversation")
+
 // LaneKind says what kind of conversation place a lane is.
 type LaneKind string
 

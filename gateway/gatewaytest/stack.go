@@ -32,8 +32,8 @@ type World struct {
 	// TurnTimeout is the client's turn watchdog (0: its default); a turn
 	// it stops becomes the lane's turn to /retry.
 	TurnTimeout time.Duration
-	// Features configures the feature packages of a gateway whose config
-	// lists none (default: the daemon's defaults).
+	// Features configures the feature packages of a gateway started with
+	// no Config.Features (the zero value: the daemon's defaults).
 	Features features.Settings
 }
 
@@ -65,9 +65,6 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
-	if cfg.Features == nil {
-		cfg.Features = features.List(w.Features, st)
-	}
 	// Dynamic tools (send_file) are routed to the gateway once it exists,
 	// as the daemon does.
 	var late atomic.Pointer[gateway.Gateway]
@@ -95,6 +92,9 @@ func (w *World) Start(t testing.TB, ctx context.Context, cfg gateway.Config, pla
 	if err != nil {
 		_ = st.Close()
 		t.Fatalf("codex.Start: %v", err)
+	}
+	if cfg.Features == nil {
+		cfg.Features = features.List(w.Features, st, cx)
 	}
 	if cfg.Thread.Cwd == "" {
 		cfg.Thread.Cwd = w.Work

@@ -67,6 +67,10 @@ type Config struct {
 	IgnoreBots bool
 	AllowBots  bool
 
+	// Commands are the gateway's commands (gateway.Gateway.Commands); the
+	// menu ones become the bot's slash commands.
+	Commands []gateway.CommandInfo
+
 	// Shard, when Shard.Count > 1, connects as shard Shard.ID of
 	// Shard.Count: Discord then sends this session only the guilds with
 	// (guild_id >> 22) % Count == ID, and DMs only to shard 0. The zero

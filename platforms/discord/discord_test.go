@@ -627,11 +627,21 @@ func TestNewLaneSurvivesANodeStoppedMidDelivery(t *testing.T) {
 	}
 }
 
-// menuNames is the gateway's menu commands in order: what the adapter must
-// register, whatever commands later issues add.
+// testCommands stand for the gateway's commands: menu ones with and
+// without arguments, and one typed only.
+var testCommands = []gateway.CommandInfo{
+	{Name: "new", Description: "Start a fresh Codex thread", Menu: true},
+	{Name: "reset", Description: "Start a fresh Codex thread", Menu: true},
+	{Name: "fork", Args: "[title]", Description: "Fork this conversation", Menu: true},
+	{Name: "btw", Args: "QUESTION", Description: "Ask a side question"},
+	{Name: "help", Description: "List commands", Menu: true},
+}
+
+// menuNames is the menu commands of the adapter's Config in order: what
+// it must register, whatever commands the gateway has.
 func menuNames() []string {
 	var names []string
-	for _, c := range gateway.Commands {
+	for _, c := range testCommands {
 		if c.Menu {
 			names = append(names, c.Name)
 		}

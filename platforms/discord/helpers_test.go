@@ -170,6 +170,7 @@ func baseConfig(t *testing.T, srv *discordtest.Server) discord.Config {
 		AllowedUsers: []string{allowed, allowed2},
 		Cursor:       newMemCursor(),
 		Logger:       zaptest.NewLogger(t),
+		Commands:     testCommands,
 	}
 }
 

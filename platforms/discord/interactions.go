@@ -13,9 +13,9 @@ import (
 // slashCommands are the application (slash) commands, built from the
 // gateway's menu commands; each arrives at the gateway as the text command
 // "/<name>".
-func slashCommands() []*discordgo.ApplicationCommand {
-	var out []*discordgo.ApplicationCommand
-	for _, c := range gateway.Commands {
+func slashCommands(cmds []gateway.CommandInfo) []*discordgo.ApplicationCommand {
+	out := []*discordgo.ApplicationCommand{} // none: an empty list, so the overwrite clears old ones
+	for _, c := range cmds {
 		if !c.Menu {
 			continue
 		}
@@ -63,7 +63,7 @@ func (a *Adapter) registerCommands() {
 	if done || appID == "" {
 		return
 	}
-	if _, err := a.session.ApplicationCommandBulkOverwrite(appID, "", slashCommands()); err != nil {
+	if _, err := a.session.ApplicationCommandBulkOverwrite(appID, "", slashCommands(a.cfg.Commands)); err != nil {
 		a.log.Warn("discord.commands.register_failed", zap.Error(mapError("register commands", err)))
 		return
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	HTTPClient        *http.Client  // optional; default one with a timeout above PollTimeout
 	Logger            *zap.Logger
 	Now               func() time.Time
+	// Commands are the gateway's commands (gateway.Gateway.Commands); the
+	// menu ones are the bot's command menu (setMyCommands).
+	Commands []gateway.CommandInfo
 
 	// PollGate, in cluster mode, blocks until this node is the one poller
 	// (Telegram allows one getUpdates consumer per token) and returns a

@@ -154,7 +154,17 @@ func (h *harness) config(t *testing.T) Config {
 		PollTimeout:  time.Second,
 		RetryBackoff: 5 * time.Millisecond,
 		Logger:       zaptest.NewLogger(t),
+		Commands:     testCommands,
 	}
+}
+
+// testCommands stand for the gateway's commands: menu ones and one typed
+// only.
+var testCommands = []gateway.CommandInfo{
+	{Name: "new", Description: "Start a fresh Codex thread", Menu: true},
+	{Name: "btw", Args: "QUESTION", Description: "Ask a side question"},
+	{Name: "status", Description: "Show the conversation's thread", Menu: true},
+	{Name: "help", Description: "List commands", Menu: true},
 }
 
 // start runs an adapter until the returned stop is called (or the test

@@ -276,7 +276,7 @@ func TestStartupRemovesWebhookAndRegistersCommands(t *testing.T) {
 		names = append(names, c.Command)
 	}
 	var want []string
-	for _, c := range gateway.Commands {
+	for _, c := range testCommands {
 		if c.Menu {
 			want = append(want, c.Name)
 		}

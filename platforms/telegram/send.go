@@ -305,9 +305,11 @@ func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 	return nil
 }
 
+// registerCommands sets the bot's command menu to the gateway's menu
+// commands.
 func (a *Adapter) registerCommands(ctx context.Context) error {
-	var cmds []models.BotCommand
-	for _, c := range gateway.Commands {
+	cmds := []models.BotCommand{} // none: an empty menu, not a missing field
+	for _, c := range a.cfg.Commands {
 		if c.Menu {
 			cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
 		}

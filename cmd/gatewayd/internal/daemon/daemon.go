@@ -311,7 +311,8 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		CompactAt: lanes.CompactAt,
 		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
 			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
-				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout}}, d.store),
+				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
+			CodexHome: CodexHome(d.cfg)}, d.store, d.codex),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
 		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
@@ -321,7 +322,6 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		WorktreePool: d.pool,
-		CodexHome:    CodexHome(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
 		Approvers: d.cfg.Codex.Approvers, AllowEscalation: d.cfg.Codex.AllowEscalation,
@@ -379,7 +379,7 @@ func (d *daemon) buildGateway() error {
 	})
 	d.shareAnswers()
 	gw.AddPlatform(d.api)
-	chats, err := chatPlatformsGated(d.cfg, d.store, d.log, d.pollGate(), d.discordShardSets())
+	chats, err := chatPlatformsGated(d.cfg, d.store, gw.Commands(), d.log, d.pollGate(), d.discordShardSets())
 	if err != nil {
 		return err
 	}

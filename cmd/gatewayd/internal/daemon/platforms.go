@@ -14,26 +14,27 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// chatPlatforms builds the Telegram and Discord adapters whose token is set.
+// chatPlatforms builds the Telegram and Discord adapters whose token is set,
+// their menus made of cmds (the gateway's commands).
 // The local API lane is built separately (it carries /healthz and /metrics).
-func chatPlatforms(cfg *config.Config, st *store.Store, log *zap.Logger) ([]gateway.Platform, error) {
-	return chatPlatformsGated(cfg, st, log, nil, nil)
+func chatPlatforms(cfg *config.Config, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) ([]gateway.Platform, error) {
+	return chatPlatformsGated(cfg, st, cmds, log, nil, nil)
 }
 
 // chatPlatformsGated is chatPlatforms with Telegram's poller gate (cluster
 // mode: one elected poller) and Discord's shard sets (nil: unsharded).
-func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
+func chatPlatformsGated(cfg *config.Config, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger,
 	pollGate func(context.Context) (context.Context, telegram.CursorStore, error), shardSets <-chan []int) ([]gateway.Platform, error) {
 	var out []gateway.Platform
 	if cfg.Telegram.Enabled() {
-		p, err := newTelegram(cfg.Telegram, st, log, pollGate)
+		p, err := newTelegram(cfg.Telegram, st, cmds, log, pollGate)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, p)
 	}
 	if cfg.Discord.Enabled() {
-		p, err := newDiscord(cfg.Discord, st, log, cfg.Cluster.DiscordShards, shardSets)
+		p, err := newDiscord(cfg.Discord, st, cmds, log, cfg.Cluster.DiscordShards, shardSets)
 		if err != nil {
 			return nil, err
 		}
@@ -42,7 +43,7 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, log *zap.Logger,
 	return out, nil
 }
 
-func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger,
+func newTelegram(c config.Telegram, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger,
 	pollGate func(context.Context) (context.Context, telegram.CursorStore, error)) (gateway.Platform, error) {
 	users, chats, err := telegramAllowlist(c)
 	if err != nil {
@@ -57,6 +58,7 @@ func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger,
 		Cursor:            st,
 		PollTimeout:       c.PollTimeout,
 		PollGate:          pollGate,
+		Commands:          cmds,
 		Logger:            log.Named("telegram"),
 	})
 	if err != nil {
@@ -65,7 +67,7 @@ func newTelegram(c config.Telegram, st *store.Store, log *zap.Logger,
 	return a, nil
 }
 
-func newDiscord(c config.Discord, st *store.Store, log *zap.Logger, shards int, shardSets <-chan []int) (gateway.Platform, error) {
+func newDiscord(c config.Discord, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger, shards int, shardSets <-chan []int) (gateway.Platform, error) {
 	var shard discord.Shard
 	if shardSets != nil {
 		shard.Count = shards
@@ -86,6 +88,7 @@ func newDiscord(c config.Discord, st *store.Store, log *zap.Logger, shards int, 
 		AllowBots:            !c.IgnoreBots,
 		Backfill:             discord.Backfill{MaxMessages: c.BackfillLimit, MaxAge: c.BackfillMaxAge},
 		Cursor:               st,
+		Commands:             cmds,
 		Logger:               log.Named("discord"),
 	})
 	if err != nil {

@@ -28,7 +28,7 @@ func TestChatPlatformsFollowTheTokens(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plats, err := chatPlatforms(&tc.cfg, st, zap.NewNop())
+			plats, err := chatPlatforms(&tc.cfg, st, nil, zap.NewNop())
 			if err != nil {
 				t.Fatal(err)
 			}
