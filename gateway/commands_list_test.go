@@ -106,7 +106,7 @@ func TestCommandRegistrationRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newFakeStore()
 			cfg := Config{Logger: zaptest.NewLogger(t), Features: []ext.Feature{commandFeature{name: "f", cmds: []ext.Command{tc.cmd}}}}
-			_, err := New(cfg, st, newFakeCodex())
+			_, err := New(cfg.WithDefaults(), st, newFakeCodex())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want an error with %q", err, tc.want)
 			}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/gatewayd/gatewayd/files"
@@ -59,8 +58,8 @@ func TestFeatureSendsAFile(t *testing.T) {
 				return
 			}
 			got := h.p.replyTo(t, "m1")
-			if !strings.HasPrefix(got.Text, "the report\n(file: report.txt)") {
-				t.Errorf("delivered %q, want the caption and the file (as text on a platform without files)", got.Text)
+			if got.Kind != OutFile || got.File == nil || got.File.Name != "report.txt" || got.Text != "the report" {
+				t.Errorf("delivered %+v, want report.txt with the caption %q", got, "the report")
 			}
 		})
 	}
