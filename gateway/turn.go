@@ -562,6 +562,3 @@ func shortDuration(d time.Duration) string {
 func briefError(err error) string { return chat.BriefError(err) }
 
 func brief(s string) string { return chat.Brief(s) }
-
-// quoteStartN is text on one line, cut to max characters.
-func quoteStartN(text string, max int) string { return chat.QuoteStart(text, max) }

@@ -29,15 +29,6 @@ func (g *Gateway) ToolCall(ctx context.Context, call codex.ToolCall) codex.ToolR
 	return fn(ctx, call)
 }
 
-// fallbackFileText is what a platform without files shows instead.
-func fallbackFileText(name, caption string) string {
-	text := "(file: " + name + ")"
-	if caption != "" {
-		text = caption + "\n" + text
-	}
-	return text
-}
-
 // releaseFiles lifts the files store's holds on a turn's copies once the
 // turn is over: committed, their pending rows keep them (files.OutInUse);
 // not committed, nothing will send them and the quota may take them.
