@@ -15,11 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"unicode/utf8"
-
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
@@ -83,12 +82,12 @@ func (v *Voice) transcript(ctx context.Context, l ext.Lane, path string) string 
 	if err != nil {
 		v.log.Warn("voice.transcribe_failed", zap.String("lane", l.Key()), zap.String("file", name), zap.Error(err))
 		// Lane notices, not answers: the message's answer is the turn's.
-		v.host.Notify(ctx, l.Address(), "", "Could not transcribe "+name+" ("+briefError(err)+"); Codex gets it as a file.")
+		v.host.Notify(ctx, l.Address(), "", "Could not transcribe "+name+" ("+chat.BriefError(err)+"); Codex gets it as a file.")
 		return ""
 	}
 	v.log.Info("voice.transcribed", zap.String("lane", l.Key()), zap.String("file", name),
 		zap.Duration("took", time.Since(started)), zap.Int("chars", len(text)))
-	v.host.Notify(ctx, l.Address(), "", "🎙 "+quoteStartN(text, voiceShownMax))
+	v.host.Notify(ctx, l.Address(), "", "🎙 "+chat.QuoteStart(text, voiceShownMax))
 	return "\n\n🎙 Transcript of " + name + ": " + text
 }
 
@@ -122,7 +121,7 @@ func (v *Voice) transcribe(ctx context.Context, lane, path string) (string, erro
 		return "", fmt.Errorf("voice: reading the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("voice: the transcription server answered %s: %s", resp.Status, quoteStartN(string(raw), 120))
+		return "", fmt.Errorf("voice: the transcription server answered %s: %s", resp.Status, chat.QuoteStart(string(raw), 120))
 	}
 	var out struct {
 		Text string `json:"text"`
@@ -165,32 +164,4 @@ func (v *Voice) transcriptionForm(lane, path string) (io.Reader, string, error) 
 		return nil, "", err
 	}
 	return &b, w.FormDataContentType(), nil
-}
-
-// briefError is err for the lane: its first line, at most 200 bytes.
-func briefError(err error) string {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "the request was cancelled."
-	}
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
-
-// quoteStartN is text on one line, cut to max runes.
-func quoteStartN(text string, max int) string {
-	text = strings.Join(strings.Fields(text), " ")
-	if text == "" {
-		return "no text"
-	}
-	if utf8.RuneCountInString(text) <= max {
-		return text
-	}
-	r := []rune(text)
-	return string(r[:max]) + "…"
 }
