@@ -56,8 +56,9 @@ func withFeature(f ext.Feature) harnessOpt {
 }
 
 // TestFeatureCommandIsOneRegistration: a feature's command, registered
-// once with its help line, is listed after the core's (the platforms'
-// menus), parsed, run and shown by /help, and a button can run it.
+// once with its help line, is listed after the core's and before /help
+// (the platforms' menus), parsed, run and shown by /help, and a button
+// can run it.
 func TestFeatureCommandIsOneRegistration(t *testing.T) {
 	var calls []ext.Call // commands run on the delivering goroutine: h.send's
 	echo := ext.Command{Name: "echo", Args: "TEXT", Description: "Say TEXT back", Menu: true,
@@ -67,8 +68,11 @@ func TestFeatureCommandIsOneRegistration(t *testing.T) {
 		}}
 	h := newHarness(t, withFeature(commandFeature{name: "echo", cmds: []ext.Command{echo}}))
 	cmds := h.g.Commands()
-	if last := cmds[len(cmds)-1]; last != (CommandInfo{Name: "echo", Args: "TEXT", Description: "Say TEXT back", Menu: true}) {
-		t.Fatalf("last command %+v, want the feature's /echo", last)
+	if echo := cmds[len(cmds)-2]; echo != (CommandInfo{Name: "echo", Args: "TEXT", Description: "Say TEXT back", Menu: true}) {
+		t.Fatalf("command before /help %+v, want the feature's /echo", echo)
+	}
+	if last := cmds[len(cmds)-1]; last.Name != "help" {
+		t.Errorf("last command /%s, want /help", last.Name)
 	}
 	if cmds[0].Name != "new" {
 		t.Errorf("first command /%s, want the core's /new first", cmds[0].Name)
@@ -77,9 +81,9 @@ func TestFeatureCommandIsOneRegistration(t *testing.T) {
 	h.send(t, "a", "m1", "/echo@bot hello there")
 	h.send(t, "a", "m2", "/help")
 	help := h.p.replyTo(t, "m2").Text
-	if !strings.HasSuffix(help, "\n/echo TEXT — Say TEXT back\nAnything else (including other /words) goes to Codex.") ||
-		strings.Index(help, "/help — List commands") > strings.Index(help, "/echo") {
-		t.Errorf("/help %q, want /echo listed last, after the core's commands", help)
+	if !strings.HasSuffix(help, "\n/echo TEXT — Say TEXT back\n/help — List commands\nAnything else (including other /words) goes to Codex.") ||
+		strings.Index(help, "/login") > strings.Index(help, "/echo") {
+		t.Errorf("/help %q, want /echo after the core's commands, and /help last", help)
 	}
 	if len(calls) != 1 || calls[0].Args != "hello there" || calls[0].Name != "echo" || calls[0].MsgID != "m1" ||
 		calls[0].Lane.Key() != apiAddr("a").SessionKey() {

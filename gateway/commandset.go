@@ -138,8 +138,20 @@ func (s *commandSet) check() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	s.list = slices.Concat(coreCommands, s.added)
+	s.list = helpLast(slices.Concat(coreCommands, s.added))
 	return nil
+}
+
+// helpLast moves /help to the end of list: the features' commands come
+// after the core's, and the menu and /help still end with the way to
+// see them all.
+func helpLast(list []CommandInfo) []CommandInfo {
+	i := slices.IndexFunc(list, func(c CommandInfo) bool { return c.Name == "help" })
+	if i < 0 {
+		return list
+	}
+	help := list[i]
+	return append(slices.Delete(list, i, i+1), help)
 }
 
 // fitsMenus reports a description or synopsis that a platform's menu
