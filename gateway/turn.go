@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/internal/backoff"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -20,11 +20,11 @@ import (
 const (
 	ReplacedNotice    = "Codex thread could not be resumed; starting a new one."
 	staleWriterNotice = "This conversation's Codex thread is still open in another process, so I did not replace it. Please try again in a minute."
-	storeErrorNotice  = chat.StoreErrorNotice
+	storeErrorNotice  = ext.StoreErrorNotice
 	// storeStillPendingNotice answers a message that could neither run nor
 	// be marked refused: it is still recorded and runs after a restart.
 	storeStillPendingNotice = "Sorry, storage is failing right now (storage error). Your message is still recorded and may be answered later, so there is no need to send it again."
-	interruptedSuffix       = chat.InterruptedSuffix
+	interruptedSuffix       = ext.InterruptedSuffix
 	cancelledNotice         = "Cancelled: the conversation was reset before this was answered."
 )
 
@@ -529,8 +529,8 @@ func syntheticTurnID(t *turn) string {
 	return "gw-" + strconv.FormatInt(t.started.UnixNano(), 36)
 }
 
-// replyText is what the user sees for a finished turn (chat.ReplyText).
-func replyText(res codex.TurnResult) string { return chat.ReplyText(res) }
+// replyText is what the user sees for a finished turn (ext.ReplyText).
+func replyText(res codex.TurnResult) string { return ext.ReplyText(res) }
 
 // timedOutText is the answer to a turn the watchdog stopped: what codex
 // wrote so far, then why it stopped and what to do.
@@ -558,7 +558,7 @@ func shortDuration(d time.Duration) string {
 }
 
 // briefError turns an error into a short message safe to show
-// (chat.BriefError).
-func briefError(err error) string { return chat.BriefError(err) }
+// (ext.BriefError).
+func briefError(err error) string { return ext.BriefError(err) }
 
-func brief(s string) string { return chat.Brief(s) }
+func brief(s string) string { return ext.Brief(s) }

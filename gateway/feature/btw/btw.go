@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -80,17 +79,17 @@ func (s *SideQuestions) answer(ctx context.Context, l ext.Lane, question string)
 	}
 	if err != nil {
 		s.log.Warn("btw.load_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not open this conversation's Codex thread (" + chat.BriefError(err) + ")."
+		return "Could not open this conversation's Codex thread (" + ext.BriefError(err) + ")."
 	}
 	sl, err := s.st.Lane(ctx, l.Key())
 	if err != nil {
-		return chat.StoreErrorNotice
+		return ext.StoreErrorNotice
 	}
 	cfg := s.host.ThreadConfig(sl)
 	fork, err := s.cx.ForkThread(ctx, thread, codex.ForkConfig{Thread: cfg, Ephemeral: true})
 	if err != nil {
 		s.log.Warn("btw.fork_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not ask beside this conversation: Codex did not fork its thread (" + chat.BriefError(err) + ")."
+		return "Could not ask beside this conversation: Codex did not fork its thread (" + ext.BriefError(err) + ")."
 	}
 	defer func() {
 		if err := s.cx.Release(context.WithoutCancel(ctx), fork); err != nil {
@@ -100,7 +99,7 @@ func (s *SideQuestions) answer(ctx context.Context, l ext.Lane, question string)
 	res, err := s.cx.RunTurn(ctx, fork, codex.TurnInput{Text: question, Cwd: cfg.Cwd, Confine: cfg.Confine}, codex.TurnEvents{})
 	if err != nil {
 		s.log.Warn("btw.turn_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "The side question failed: " + chat.BriefError(err)
+		return "The side question failed: " + ext.BriefError(err)
 	}
-	return answerPrefix + strings.TrimSpace(chat.ReplyText(res))
+	return answerPrefix + strings.TrimSpace(ext.ReplyText(res))
 }

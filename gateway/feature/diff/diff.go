@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/worktree"
@@ -73,7 +72,7 @@ func (d *Diff) command(ctx context.Context, l ext.Lane, msgID string) {
 	ch, err := d.changes(ctx, tree)
 	if err != nil {
 		d.log.Warn("diff.failed", zap.String("lane", l.Key()), zap.Error(err))
-		d.host.Notify(ctx, addr, msgID, "Could not read this conversation's changes: "+chat.BriefError(err))
+		d.host.Notify(ctx, addr, msgID, "Could not read this conversation's changes: "+ext.BriefError(err))
 		return
 	}
 	if len(ch.Files) == 0 {

@@ -90,11 +90,11 @@ func (f *Forks) fork(ctx context.Context, l ext.Lane, title string) (string, *ex
 	}
 	if err != nil {
 		f.log.Warn("fork.load_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not fork: the Codex thread could not be opened (" + chat.BriefError(err) + ").", nil
+		return "Could not fork: the Codex thread could not be opened (" + ext.BriefError(err) + ").", nil
 	}
 	parent, err := f.st.Lane(ctx, l.Key())
 	if err != nil {
-		return chat.StoreErrorNotice, nil
+		return ext.StoreErrorNotice, nil
 	}
 	if title == "" {
 		title = forkTitle(parent)
@@ -105,25 +105,25 @@ func (f *Forks) fork(ctx context.Context, l ext.Lane, title string) (string, *ex
 	}
 	if err != nil {
 		f.log.Warn("fork.place_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not open a conversation for the fork: " + chat.BriefError(err), nil
+		return "Could not open a conversation for the fork: " + ext.BriefError(err), nil
 	}
 	child, files, err := f.childLane(ctx, l, parent, addr, title)
 	if err != nil {
 		f.log.Error("fork.lane_failed", zap.String("lane", l.Key()), zap.String("child", addr.SessionKey()), zap.Error(err))
-		return chat.StoreErrorNotice, nil
+		return ext.StoreErrorNotice, nil
 	}
 	forked, err := f.cx.ForkThread(ctx, thread, codex.ForkConfig{Thread: f.host.ThreadConfig(child)})
 	if err != nil {
 		f.log.Warn("fork.thread_failed", zap.String("lane", l.Key()), zap.Error(err))
 		f.host.Notify(ctx, addr, "", "The fork of "+title+" failed: Codex did not fork its thread. This conversation starts fresh.")
-		return "Could not fork: Codex did not fork the thread (" + chat.BriefError(err) + ").", nil
+		return "Could not fork: Codex did not fork the thread (" + ext.BriefError(err) + ").", nil
 	}
 	// Bound pending, released: the fork's first turn resumes it like any
 	// stored thread, in the fork's worktree.
 	if err := f.st.BindThread(ctx, child.SessionKey, child.Generation, forked); err != nil {
 		f.log.Error("fork.bind_failed", zap.String("child", child.SessionKey), zap.Error(err))
 		_ = f.cx.Release(context.WithoutCancel(ctx), forked)
-		return chat.StoreErrorNotice, nil
+		return ext.StoreErrorNotice, nil
 	}
 	if err := f.cx.Release(context.WithoutCancel(ctx), forked); err != nil {
 		f.log.Warn("fork.release_failed", zap.String("thread", forked), zap.Error(err))
@@ -169,5 +169,5 @@ func forkTitle(parent store.Lane) string {
 	if name == "" {
 		name = "conversation"
 	}
-	return chat.QuoteStart(name, 60) + " fork"
+	return ext.QuoteStart(name, 60) + " fork"
 }

@@ -109,14 +109,14 @@ func (tl *Links) dirs(sl store.Lane) []string {
 func (tl *Links) list(ctx context.Context, l ext.Lane) string {
 	sl, err := tl.st.Lane(ctx, l.Key())
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return chat.StoreErrorNotice
+		return ext.StoreErrorNotice
 	}
 	sl.SessionKey = l.Key()
 	dirs := tl.dirs(sl)
 	threads, err := tl.cx.ListThreads(ctx, codex.ThreadFilter{Cwds: dirs, Limit: listMax})
 	if err != nil {
 		tl.log.Warn("threads.list_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not list Codex's threads: " + chat.BriefError(err)
+		return "Could not list Codex's threads: " + ext.BriefError(err)
 	}
 	if len(threads) == 0 {
 		return "No Codex threads in " + strings.Join(dirs, " or ") + " yet."
@@ -124,7 +124,7 @@ func (tl *Links) list(ctx context.Context, l ext.Lane) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Codex threads in %s, newest first (/attach ID to continue one here):", strings.Join(dirs, " or "))
 	for _, th := range threads {
-		fmt.Fprintf(&b, "\n• %s — %q, %s ago", th.ID, chat.QuoteStart(threadTitle(th), 60), chat.Age(tl.host.Now().Sub(th.UpdatedAt)))
+		fmt.Fprintf(&b, "\n• %s — %q, %s ago", th.ID, ext.QuoteStart(threadTitle(th), 60), chat.Age(tl.host.Now().Sub(th.UpdatedAt)))
 		if th.ID == sl.ThreadID && sl.Binding != store.BindingLost {
 			b.WriteString(" ← this conversation")
 		}
@@ -150,7 +150,7 @@ func (tl *Links) attach(ctx context.Context, l ext.Lane, arg string) string {
 		if errors.Is(err, store.ErrNotFound) {
 			return "Send a first message here before attaching a thread."
 		}
-		return chat.StoreErrorNotice
+		return ext.StoreErrorNotice
 	}
 	id, why := tl.resolve(ctx, sl, strings.TrimSpace(arg))
 	if id == "" {
@@ -160,7 +160,7 @@ func (tl *Links) attach(ctx context.Context, l ext.Lane, arg string) string {
 		return "This conversation is already on thread " + id + "."
 	}
 	if claim, err := tl.st.ThreadClaim(ctx, id, key); err != nil {
-		return chat.StoreErrorNotice
+		return ext.StoreErrorNotice
 	} else if claim.Lane != "" {
 		return claimedText(id, claim.Held)
 	}
@@ -175,9 +175,9 @@ func (tl *Links) attach(ctx context.Context, l ext.Lane, arg string) string {
 			return claimedText(id, held)
 		}
 		tl.log.Error("threads.attach_failed", zap.String("lane", key), zap.Error(bindErr))
-		return chat.StoreErrorNotice
+		return ext.StoreErrorNotice
 	case err != nil:
-		return "Could not resume thread " + id + ": " + chat.BriefError(err)
+		return "Could not resume thread " + id + ": " + ext.BriefError(err)
 	case en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted:
 		return "Could not resume thread " + id + " (" + en.Reason + "); this conversation stays on its thread."
 	}
@@ -207,7 +207,7 @@ func (tl *Links) resolve(ctx context.Context, sl store.Lane, arg string) (id, wh
 	dirs := tl.dirs(sl)
 	threads, err := tl.cx.ListThreads(ctx, codex.ThreadFilter{Cwds: dirs, Limit: matchMax})
 	if err != nil {
-		return "", "Could not list Codex's threads: " + chat.BriefError(err)
+		return "", "Could not list Codex's threads: " + ext.BriefError(err)
 	}
 	var matches []string
 	for _, th := range threads {
@@ -237,7 +237,7 @@ func (tl *Links) handoff(ctx context.Context, l ext.Lane) string {
 		return "This conversation has no Codex thread yet: nothing to hand off."
 	}
 	if err != nil {
-		return chat.StoreErrorNotice
+		return ext.StoreErrorNotice
 	}
 	l.ReleaseThread(ctx, "handoff")
 	cmd := "cd " + shellQuote(tl.host.WorkDir(sl)) + " && "

@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -78,23 +77,23 @@ func (u *Undo) undo(ctx context.Context, l ext.Lane) string {
 	}
 	if err != nil {
 		u.log.Warn("undo.load_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not undo: the Codex thread could not be opened (" + chat.BriefError(err) + ")."
+		return "Could not undo: the Codex thread could not be opened (" + ext.BriefError(err) + ")."
 	}
 	last, ok, err := u.lastTurn(ctx, thread)
 	if err != nil {
 		u.log.Warn("undo.turns_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not undo: Codex did not list the thread's turns (" + chat.BriefError(err) + ")."
+		return "Could not undo: Codex did not list the thread's turns (" + ext.BriefError(err) + ")."
 	}
 	if !ok {
 		return "Nothing to undo: this conversation's Codex thread has no turns left."
 	}
 	if err := u.cx.RevertThread(ctx, thread, last.ID); err != nil {
 		u.log.Warn("undo.revert_failed", zap.String("lane", l.Key()), zap.String("turn", last.ID), zap.Error(err))
-		return "Could not undo: Codex refused to rewind the thread (" + chat.BriefError(err) + "). Nothing was changed."
+		return "Could not undo: Codex refused to rewind the thread (" + ext.BriefError(err) + "). Nothing was changed."
 	}
 	u.log.Info("undo.reverted", zap.String("lane", l.Key()), zap.String("thread", thread), zap.String("turn", last.ID))
 	return fmt.Sprintf("Undid the last turn (%q): Codex's history no longer has it, and %s /undo again goes one turn further back.",
-		chat.QuoteStart(last.UserText, 60), u.restore(ctx, l, last.ID))
+		ext.QuoteStart(last.UserText, 60), u.restore(ctx, l, last.ID))
 }
 
 // lastTurn is the thread's newest turn that began with a message; a turn
@@ -118,7 +117,7 @@ func (u *Undo) lastTurn(ctx context.Context, thread string) (codex.TurnSummary, 
 func (u *Undo) restore(ctx context.Context, l ext.Lane, turnID string) string {
 	sl, err := u.st.Lane(ctx, l.Key())
 	if err != nil {
-		return "its files were not restored (this conversation could not be read: " + chat.BriefError(err) + ")."
+		return "its files were not restored (this conversation could not be read: " + ext.BriefError(err) + ")."
 	}
 	tree, why, ok := l.Worktree(ctx, sl)
 	if !ok {
@@ -127,13 +126,13 @@ func (u *Undo) restore(ctx context.Context, l ext.Lane, turnID string) string {
 	snap, found, err := worktree.Saved(ctx, tree, turnID)
 	switch {
 	case err != nil:
-		return "its files were not restored (the snapshot could not be read: " + chat.BriefError(err) + ")."
+		return "its files were not restored (the snapshot could not be read: " + ext.BriefError(err) + ")."
 	case !found:
 		return "its files were not restored: no snapshot of the worktree was kept from before that turn."
 	}
 	if err := worktree.Restore(ctx, tree, snap); err != nil {
 		u.log.Error("undo.restore_failed", zap.String("lane", l.Key()), zap.String("snapshot", snap), zap.Error(err))
-		return fmt.Sprintf("its files could NOT be restored (%s); the snapshot from before it is commit %s in %s.", chat.BriefError(err), snap, tree.Dir)
+		return fmt.Sprintf("its files could NOT be restored (%s); the snapshot from before it is commit %s in %s.", ext.BriefError(err), snap, tree.Dir)
 	}
 	if err := worktree.Drop(ctx, tree, turnID); err != nil {
 		u.log.Warn("undo.drop_failed", zap.String("lane", l.Key()), zap.Error(err))

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
-	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
@@ -82,12 +81,12 @@ func (v *Voice) transcript(ctx context.Context, l ext.Lane, path string) string 
 	if err != nil {
 		v.log.Warn("voice.transcribe_failed", zap.String("lane", l.Key()), zap.String("file", name), zap.Error(err))
 		// Lane notices, not answers: the message's answer is the turn's.
-		v.host.Notify(ctx, l.Address(), "", "Could not transcribe "+name+" ("+chat.BriefError(err)+"); Codex gets it as a file.")
+		v.host.Notify(ctx, l.Address(), "", "Could not transcribe "+name+" ("+ext.BriefError(err)+"); Codex gets it as a file.")
 		return ""
 	}
 	v.log.Info("voice.transcribed", zap.String("lane", l.Key()), zap.String("file", name),
 		zap.Duration("took", time.Since(started)), zap.Int("chars", len(text)))
-	v.host.Notify(ctx, l.Address(), "", "🎙 "+chat.QuoteStart(text, voiceShownMax))
+	v.host.Notify(ctx, l.Address(), "", "🎙 "+ext.QuoteStart(text, voiceShownMax))
 	return "\n\n🎙 Transcript of " + name + ": " + text
 }
 
@@ -121,7 +120,7 @@ func (v *Voice) transcribe(ctx context.Context, lane, path string) (string, erro
 		return "", fmt.Errorf("voice: reading the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("voice: the transcription server answered %s: %s", resp.Status, chat.QuoteStart(string(raw), 120))
+		return "", fmt.Errorf("voice: the transcription server answered %s: %s", resp.Status, ext.QuoteStart(string(raw), 120))
 	}
 	var out struct {
 		Text string `json:"text"`
