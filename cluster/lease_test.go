@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/poll"
 )
 
 func TestMigrateConcurrentlyAndTwiceIsIdempotent(t *testing.T) {
@@ -287,20 +288,20 @@ func TestTakeoverWaitsForAFencedWriteInFlight(t *testing.T) {
 // takeover has reached the lease row held by the write in flight.
 func waitForLockWait(t *testing.T, db *sql.DB) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var err error
+	// Polling the database's own state, not guessing a delay.
+	waited := poll.Wait(20*time.Second, nil, func() bool {
 		var waiting int
-		err := db.QueryRowContext(testContext(t), `SELECT count(*) FROM pg_stat_activity
+		err = db.QueryRowContext(testContext(t), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			return
-		}
-		time.Sleep(5 * time.Millisecond) // polling the database's own state, not guessing a delay
+		return err != nil || waiting > 0
+	})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case !waited:
+		t.Fatal("no backend ever waited on the lease row lock")
 	}
-	t.Fatal("no backend ever waited on the lease row lock")
 }
 
 func TestLeaseSurvivesReconnectAndServerRestart(t *testing.T) {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -52,13 +54,9 @@ func (w *world) leaveCutOffTurn(t *testing.T, lane string) {
 // the field key=value (the platform's deferrals have no other signal).
 func (in *instance) waitLogged(t *testing.T, event, key, value string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for in.logs.FilterMessage(event).FilterField(zap.String(key, value)).Len() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s with %s=%s logged fewer than %d times", event, key, value, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%s with %s=%s logged %d times", event, key, value, n), func() bool {
+		return in.logs.FilterMessage(event).FilterField(zap.String(key, value)).Len() >= n
+	})
 }
 
 func cutOffs(notices []string) int {
@@ -188,13 +186,13 @@ func TestIntegrationAbandonedResponseHandsNoticeBack(t *testing.T) {
 		t.Fatalf("/stop answered %+v", r)
 	}
 	// The stopped turn's answer reaches nobody, but is recorded.
-	deadline := time.Now().Add(20 * time.Second)
 	var got map[string]any
-	for code := 0; got["response"] == nil; {
-		if code, got = gw.getMessage(t, "lane", "hang-1"); code != 200 || time.Now().After(deadline) {
-			t.Fatalf("GET hang-1 = %d %v, want its answer recorded", code, got)
-		}
-		time.Sleep(5 * time.Millisecond)
+	code := 0
+	if !poll.Wait(20*time.Second, nil, func() bool {
+		code, got = gw.getMessage(t, "lane", "hang-1")
+		return code != 200 || got["response"] != nil
+	}) || code != 200 {
+		t.Fatalf("GET hang-1 = %d %v, want its answer recorded", code, got)
 	}
 	code, hdr, body := gw.rawPost(context.Background(), t, "lane", `{"text":"hang please","user":"tester","id":"hang-1"}`)
 	if code != 200 || hdr.Get("Idempotent-Replayed") != "true" || !strings.Contains(body, `"status":"interrupted"`) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/features"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/internal/testclock"
 )
 
@@ -123,11 +124,5 @@ func (h *harness) send(t testing.TB, lane, id, text string) {
 // waitFor polls cond until it holds; only for state with no signal.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, what, cond)
 }

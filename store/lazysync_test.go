@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gatewayd/gatewayd/internal/poll"
 )
 
 // synchronousNow is an operation that reads the write connection's
@@ -81,13 +84,8 @@ func TestLazyCommitsSkipTheFsyncDurableOnesDoNot(t *testing.T) {
 // waitQueued waits until n submissions sit in the writer's queue.
 func waitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.queue) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d submissions queued, want %d", len(s.queue), n)
-		}
-		time.Sleep(time.Millisecond) // polls a queue length; no event to wait on
-	}
+	// A queue's length has no event to wait on: it is read again.
+	poll.Until(t, 10*time.Second, fmt.Sprintf("%d submissions in the writer's queue", n), func() bool { return len(s.queue) >= n })
 }
 
 // Lazy commits with no durable commit after them are fsynced within the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -63,13 +64,7 @@ func (f *fakeLanes) calls() (stepDowns, recovered []string) {
 // waitFor polls cond, what the test can observe of the keeper's goroutine.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, what, cond)
 }
 
 // The database stops answering for longer than the TTL while a node

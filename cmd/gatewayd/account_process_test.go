@@ -11,35 +11,39 @@ import (
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// waitHealthReason polls /healthz (the daemon has no other signal) until
+// waitHealthReason asks /healthz, again each time the daemon logs, until
 // it answers 503 with a reason containing want, and returns that reason.
 func waitHealthReason(t *testing.T, api *client.API, d *daemonProc, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
+	last, reason, exited := "", "", false
+	reported := poll.Wait(90*time.Second, d.logged.Wait, func() bool {
 		select {
 		case <-d.done:
-			t.Fatalf("daemon exited:\n%s", d.logs())
+			exited = true
+			return true
 		default:
 		}
 		resp, err := http.Get(api.Base + "/healthz")
-		if err == nil {
-			var body struct{ Status, Reason string }
-			json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			last = resp.Status + " " + body.Status + " " + body.Reason
-			if resp.StatusCode == http.StatusServiceUnavailable && body.Status == "unavailable" && strings.Contains(body.Reason, want) {
-				return body.Reason
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		var body struct{ Status, Reason string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		last, reason = resp.Status+" "+body.Status+" "+body.Reason, body.Reason
+		return resp.StatusCode == http.StatusServiceUnavailable && body.Status == "unavailable" && strings.Contains(body.Reason, want)
+	})
+	switch {
+	case exited:
+		t.Fatalf("daemon exited:\n%s", d.logs())
+	case !reported:
+		t.Fatalf("/healthz never reported %q (last: %s):\n%s", want, last, d.logs())
 	}
-	t.Fatalf("/healthz never reported %q (last: %s):\n%s", want, last, d.logs())
-	return ""
+	return reason
 }
 
 // The built daemon with the real codex on a bare CODEX_HOME (no login, no

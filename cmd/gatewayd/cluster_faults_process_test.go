@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -135,6 +136,8 @@ type traffic struct {
 	idle     *sync.Cond
 	inflight map[string]int // requests under way per node
 	sent     []*trafficMessage
+	// answered wakes waitAnswered each time a message's outcome is written.
+	answered poll.Broadcast
 	stop     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -191,10 +194,11 @@ func (tr *traffic) deliver(m *trafficMessage, sender int) {
 			finished = false
 		}
 		tr.mu.Unlock()
+		tr.answered.Notify()
 		if finished {
 			return
 		}
-		time.Sleep(200 * time.Millisecond) // a refused connection or a 5xx: no signal to wait for
+		time.Sleep(200 * time.Millisecond) // a refused connection or a 5xx: the pause before sending again
 	}
 }
 
@@ -219,30 +223,34 @@ func (tr *traffic) waitIdle(node string) {
 // and answered.
 func (tr *traffic) waitAnswered(t *testing.T, since time.Time, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		tr.mu.Lock()
-		per := map[string]int{}
-		for _, m := range tr.sent {
-			if m.at.After(since) && m.answered {
-				per[m.lane]++
-			}
-		}
-		tr.mu.Unlock()
-		short := 0
-		for _, lane := range tr.f.lanes {
-			if per[lane] < n {
-				short++
-			}
-		}
-		if short == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d lanes without %d answers since %v", short, n, since.Format(time.StampMilli))
-		}
-		time.Sleep(50 * time.Millisecond) // answers arrive over HTTP: poll the results
+	short := 0
+	poll.Wait(within, tr.answered.Wait, func() bool {
+		short = tr.lanesShort(since, n)
+		return short == 0
+	})
+	if short > 0 {
+		t.Fatalf("%d lanes without %d answers since %v", short, n, since.Format(time.StampMilli))
 	}
+}
+
+// lanesShort counts the lanes with fewer than n messages sent after since
+// and answered.
+func (tr *traffic) lanesShort(since time.Time, n int) int {
+	tr.mu.Lock()
+	per := map[string]int{}
+	for _, m := range tr.sent {
+		if m.at.After(since) && m.answered {
+			per[m.lane]++
+		}
+	}
+	tr.mu.Unlock()
+	short := 0
+	for _, lane := range tr.f.lanes {
+		if per[lane] < n {
+			short++
+		}
+	}
+	return short
 }
 
 // finish stops sending and waits for the messages under way.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -249,21 +250,18 @@ func restartLanes(t *testing.T, ids []string) (lanes []string, probes map[string
 // and polling them is the only view of it.
 func waitTokensAtModels(t *testing.T, models []*gatedModel, held []*sentMessage) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		missing := 0
+	missing := 0
+	poll.Wait(90*time.Second, nil, func() bool {
+		missing = 0
 		for _, m := range held {
 			if tokenRequests(models, m.token) == 0 {
 				missing++
 			}
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d held turns never reached a model", missing, len(held))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return missing == 0
+	})
+	if missing > 0 {
+		t.Fatalf("%d of %d held turns never reached a model", missing, len(held))
 	}
 }
 
@@ -280,15 +278,14 @@ func restartPG(t *testing.T, srv *pgtest.Server) {
 // a row left so is counted by the caller.
 func settleInbox(t *testing.T, db *sql.DB) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var err error
+	// No signal crosses the process boundary: the table is asked again.
+	poll.Wait(30*time.Second, nil, func() bool {
 		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM inbox WHERE state IN ('received', 'processing')`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // no signal crosses the process boundary
+		err = db.QueryRow(`SELECT count(*) FROM inbox WHERE state IN ('received', 'processing')`).Scan(&n)
+		return err != nil || n == 0
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

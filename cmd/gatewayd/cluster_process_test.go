@@ -24,6 +24,7 @@ import (
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -253,11 +254,10 @@ func TestProcessClusterFailover(t *testing.T) {
 		t.Errorf("the resumed node did not step down from %s", dmKey(chat))
 	}
 	// Its turn ends (the model's slow stream) and its commit is refused.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(logEvents(paused.daemonProc, "turn.commit_fenced", laneIs(dmKey(chat)))) == 0 &&
-		len(logEvents(paused.daemonProc, "cluster.write_fenced", laneIs(dmKey(chat)))) == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Wait(30*time.Second, paused.daemonProc.logged.Wait, func() bool {
+		return len(logEvents(paused.daemonProc, "turn.commit_fenced", laneIs(dmKey(chat)))) > 0 ||
+			len(logEvents(paused.daemonProc, "cluster.write_fenced", laneIs(dmKey(chat)))) > 0
+	})
 	if len(logEvents(paused.daemonProc, "turn.commit_fenced", laneIs(dmKey(chat)))) == 0 {
 		t.Errorf("the resumed node's commit of its cut-off turn was not refused by the fence")
 	}
@@ -501,19 +501,17 @@ func waitOutboxSent(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d outbox rows still pending", n)
-		}
-		time.Sleep(20 * time.Millisecond) // no signal crosses the process boundary
+	var n int
+	// No signal crosses the process boundary: the table is asked again.
+	poll.Wait(30*time.Second, nil, func() bool {
+		err = db.QueryRow(`SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&n)
+		return err != nil || n == 0
+	})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case n > 0:
+		t.Fatalf("%d outbox rows still pending", n)
 	}
 }
 
@@ -526,24 +524,21 @@ func waitLeaseFree(t *testing.T, dsn, name, node string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var free bool
-		err := db.QueryRow(`SELECT holder = '' OR holder = $2 OR expires_at <= clock_timestamp()
+	var free bool
+	// No signal crosses the process boundary: the table is asked again.
+	poll.Wait(30*time.Second, nil, func() bool {
+		err = db.QueryRow(`SELECT holder = '' OR holder = $2 OR expires_at <= clock_timestamp()
 			FROM cluster_leases WHERE name = $1`, name, node).Scan(&free)
 		if errors.Is(err, sql.ErrNoRows) {
 			free, err = true, nil
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if free {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lease %s never handed over to %s", name, node)
-		}
-		time.Sleep(20 * time.Millisecond) // no signal crosses the process boundary
+		return err != nil || free
+	})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case !free:
+		t.Fatalf("lease %s never handed over to %s", name, node)
 	}
 }
 

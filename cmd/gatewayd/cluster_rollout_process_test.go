@@ -14,16 +14,12 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
-// waitLogCount polls d's log until event matched at least n times (logs
+// waitLogCount waits until event matched at least n times in d's log (logs
 // are the only signal a daemon gives of its cluster steps).
 func waitLogCount(t *testing.T, d *daemonProc, event string, match func(map[string]any) bool, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for len(logEvents(d, event, match)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s logged %d times, want %d", event, len(logEvents(d, event, match)), n)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if got := waitLogged(d, event, match, n, within); len(got) < n {
+		t.Fatalf("%s logged %d times, want %d", event, len(got), n)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -389,17 +390,16 @@ const rightmostEdge = `(() => {
 // temporary name and renames it when done, and tells no one outside.
 func waitFile(t *testing.T, path string) []byte {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			return b
-		}
-		if time.Now().After(deadline) {
-			entries, _ := os.ReadDir(filepath.Dir(path))
-			t.Fatalf("%s never appeared; the directory has %v", path, entries)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var b []byte
+	if !poll.Wait(30*time.Second, nil, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil
+	}) {
+		entries, _ := os.ReadDir(filepath.Dir(path))
+		t.Fatalf("%s never appeared; the directory has %v", path, entries)
 	}
+	return b
 }
 
 // lastUserText is the last user message the model was sent that starts

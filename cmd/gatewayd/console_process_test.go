@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -30,18 +31,16 @@ type processLane struct {
 // state has no signal outside the daemon.
 func waitLane(t *testing.T, api *client.API, name, what string, ok func(processLane) bool) processLane {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var l processLane
-		err := api.Do(context.Background(), http.MethodGet, "/api/lanes/"+name, nil, &l)
-		if err == nil && ok(l) {
-			return l
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lane %s never %s: last %+v (%v)", name, what, l, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var l processLane
+	var err error
+	if !poll.Wait(60*time.Second, nil, func() bool {
+		l = processLane{}
+		err = api.Do(context.Background(), http.MethodGet, "/api/lanes/"+name, nil, &l)
+		return err == nil && ok(l)
+	}) {
+		t.Fatalf("lane %s never %s: last %+v (%v)", name, what, l, err)
 	}
+	return l
 }
 
 // The built daemon with the real codex serves the console routes: a held

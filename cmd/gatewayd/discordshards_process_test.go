@@ -11,6 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -79,11 +80,9 @@ func waitShardHolders(t *testing.T, db *sql.DB, dc *discordtest.Server, live []s
 		if err != nil {
 			t.Fatal(err)
 		}
-		for leaseHolder(t, db, name) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("shard %d: lease held by %q, want %s", i, leaseHolder(t, db, name), want)
-			}
-			time.Sleep(20 * time.Millisecond) // the lease table is another process's
+		// The lease table is another process's: it is asked again.
+		if !poll.Wait(time.Until(deadline), nil, func() bool { return leaseHolder(t, db, name) == want }) {
+			t.Fatalf("shard %d: lease held by %q, want %s", i, leaseHolder(t, db, name), want)
 		}
 		if !dc.WaitShard(i, true, time.Until(deadline)) {
 			t.Fatalf("shard %d never connected", i)
@@ -159,19 +158,15 @@ func TestProcessClusterDiscordShards(t *testing.T) {
 	// and every answer recorded as sent.
 	victim := nodes[holders[1]]
 	shipped := func(m map[string]any) bool { return m["lane"] == channelKey(shardOneChannel) }
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		n := 0
+	if !poll.Wait(60*time.Second, nil, func() bool {
 		for _, p := range nodes {
-			n += len(logEvents(p.daemonProc, "cluster.shipped", shipped))
+			if len(logEvents(p.daemonProc, "cluster.shipped", shipped)) > 0 {
+				return true
+			}
 		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the rollout of shard 1's lane was never shipped")
-		}
-		time.Sleep(20 * time.Millisecond) // the log is another process's
+		return false
+	}) {
+		t.Fatal("the rollout of shard 1's lane was never shipped")
 	}
 	waitOutboxSent(t, dsn)
 	victim.kill9(t)

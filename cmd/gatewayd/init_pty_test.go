@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
 
@@ -28,6 +29,8 @@ type initTerminal struct {
 	buf  bytes.Buffer
 	seen int
 	done chan struct{}
+	// printed wakes await each time the terminal shows more.
+	printed poll.Broadcast
 }
 
 func (p *initTerminal) read() {
@@ -38,6 +41,7 @@ func (p *initTerminal) read() {
 		p.mu.Lock()
 		p.buf.Write(b[:n])
 		p.mu.Unlock()
+		p.printed.Notify()
 		if err != nil {
 			return
 		}
@@ -71,21 +75,20 @@ func (p *initTerminal) word() string {
 	return p.output()[start:p.seen]
 }
 
-// await polls the terminal's output past the previous match until found
-// says where the match ends (the pty gives no other signal), at most 30s.
+// await reads the terminal's output past the previous match, again each
+// time more is printed, until found says where the match ends; at most 30s.
 func (p *initTerminal) await(what string, found func(rest string) (end int, ok bool)) {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out := p.output()
-		if end, ok := found(out[p.seen:]); ok {
+	var out string
+	if !poll.Wait(30*time.Second, p.printed.Wait, func() bool {
+		out = p.output()
+		end, ok := found(out[p.seen:])
+		if ok {
 			p.seen += end
-			return
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no %s in the terminal after 30s; it shows:\n%s", what, out)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok
+	}) {
+		p.t.Fatalf("no %s in the terminal after 30s; it shows:\n%s", what, out)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -261,11 +262,14 @@ type daemonProc struct {
 	done chan struct{}
 	mu   sync.Mutex
 	out  bytes.Buffer
+	// logged wakes the tests waiting for a log line each time one arrives.
+	logged poll.Broadcast
 }
 
 func (d *daemonProc) Write(p []byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.logged.Notify()
 	return d.out.Write(p)
 }
 
@@ -348,23 +352,27 @@ func (d *daemonProc) terminate(t testing.TB, limit time.Duration) int {
 // waitHealthy polls /healthz: the daemon has no other signal to give.
 func waitHealthy(t testing.TB, api *client.API, d *daemonProc) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	exited := false
+	healthy := poll.Wait(90*time.Second, d.logged.Wait, func() bool {
 		select {
 		case <-d.done:
-			t.Fatalf("daemon exited before it was healthy:\n%s", d.logs())
+			exited = true
+			return true
 		default:
 		}
 		resp, err := http.Get(api.Base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	switch {
+	case exited:
+		t.Fatalf("daemon exited before it was healthy:\n%s", d.logs())
+	case !healthy:
+		t.Fatalf("/healthz never answered 200:\n%s", d.logs())
 	}
-	t.Fatalf("/healthz never answered 200:\n%s", d.logs())
 }
 
 func tryPostMessage(api *client.API, lane, text string) (string, error) {
@@ -432,17 +440,23 @@ func logEvents(d *daemonProc, event string, match func(map[string]any) bool) []m
 	return out
 }
 
-// waitLogEvents polls the log until event appears (the outbox delivers
-// asynchronously and logs are the only signal), then returns the matches.
+// waitLogEvents waits until event is logged (the outbox delivers
+// asynchronously and logs are the only signal), then returns the matches;
+// none if it is not logged within 30s.
 func waitLogEvents(t *testing.T, d *daemonProc, event string, match func(map[string]any) bool) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if got := logEvents(d, event, match); len(got) > 0 || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return waitLogged(d, event, match, 1, 30*time.Second)
+}
+
+// waitLogged waits until event is logged n times, woken by each write to
+// the log, and returns the matches it has then.
+func waitLogged(d *daemonProc, event string, match func(map[string]any) bool, n int, within time.Duration) []map[string]any {
+	var got []map[string]any
+	poll.Wait(within, d.logged.Wait, func() bool {
+		got = logEvents(d, event, match)
+		return len(got) >= n
+	})
+	return got
 }
 
 func laneIs(key string) func(map[string]any) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -145,18 +146,17 @@ type statusBody struct {
 // on its own notification, after the reply may already be delivered.
 func waitStatus(t *testing.T, api *client.API, ok func(statusBody) bool) statusBody {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var s statusBody
-		if err := api.Do(context.Background(), http.MethodGet, "/api/status", nil, &s); err != nil {
-			t.Fatal(err)
-		}
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never got there: %+v", s)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s statusBody
+	var err error
+	if !poll.Wait(30*time.Second, nil, func() bool {
+		s = statusBody{}
+		err = api.Do(context.Background(), http.MethodGet, "/api/status", nil, &s)
+		return err != nil || ok(s)
+	}) {
+		t.Fatalf("status never got there: %+v", s)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

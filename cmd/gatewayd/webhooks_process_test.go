@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -63,10 +64,7 @@ func TestWebhookDeliveryRunsOnce(t *testing.T) {
 		t.Fatalf("signed delivery: %d %v, want 202", code, ans)
 	}
 	inboundID := ans["inbound_id"]
-	deadline := time.Now().Add(time.Minute)
-	for turns() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Wait(time.Minute, model.Changed, func() bool { return turns() > 0 })
 	if n := turns(); n != 1 {
 		t.Fatalf("the model got %d requests with the rendered text, want 1:\n%s", n, d.logs())
 	}
@@ -120,9 +118,17 @@ func TestWebhookDeliveryRunsOnce(t *testing.T) {
 		"X-Hub-Signature-256": hookSignature(secret, `{}`)}); code != http.StatusOK || ans["pong"] != true {
 		t.Errorf("signed ping: %d %v, want 200 pong", code, ans)
 	}
-	time.Sleep(time.Second) // a turn, if one were started, reaches the model by now
-	if n := len(model.Requests()); n != requests || turns() != 1 || strings.Contains(model.Requests()[n-1].LastUserText(), "Build 43") {
-		t.Errorf("refused deliveries reached the model: %d requests, was %d", n, requests)
+	// A last signed delivery to the same lane runs after any turn the
+	// refused ones could have queued there: once it is answered, such a
+	// turn would have reached the model.
+	fence := `{"build": 45}`
+	if code, ans := postHook(t, hookURL, fence, gatewaydHeaders(secret, time.Now(), "d5", fence)); code != http.StatusAccepted {
+		t.Fatalf("the last signed delivery: %d %v, want 202", code, ans)
+	}
+	waitHookAnswer(t, api, "hooks", "hook:ci:d5")
+	_, build43 := model.LastRequestWith("Build 43")
+	if n := len(model.Requests()); n != requests+1 || turns() != 1 || build43 {
+		t.Errorf("refused deliveries reached the model: %d requests, was %d before them and one delivery since", n, requests)
 	}
 	if strings.Contains(d.logs(), secret) {
 		t.Error("the hook's secret is in the daemon's log")
@@ -136,7 +142,7 @@ func TestWebhookDeliveryRunsOnce(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`gatewayd_webhook_deliveries_total{hook="ci",outcome="accepted"} 2`,
+		`gatewayd_webhook_deliveries_total{hook="ci",outcome="accepted"} 3`,
 		`gatewayd_webhook_deliveries_total{hook="ci",outcome="duplicate"} 1`,
 		`gatewayd_webhook_deliveries_total{hook="ci",outcome="replay"} 1`,
 		`gatewayd_webhook_deliveries_total{hook="ci",outcome="stale"} 1`,
@@ -237,26 +243,29 @@ func postHook(t *testing.T, url, body string, hdr map[string]string) (int, map[s
 // answer is recorded, and returns its reply.
 func waitHookAnswer(t *testing.T, api *client.API, lane, id string) string {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
+	var last, reply string
+	answered := poll.Wait(time.Minute, nil, func() bool {
 		resp, err := http.Get(api.Base + "/api/lanes/" + lane + "/messages/" + id)
-		if err == nil {
-			var st struct {
-				State    string `json:"state"`
-				Response *struct {
-					Reply string `json:"reply"`
-				} `json:"response"`
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			last = string(raw)
-			if json.Unmarshal(raw, &st) == nil && st.Response != nil && st.Response.Reply != "" {
-				return st.Response.Reply
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		var st struct {
+			State    string `json:"state"`
+			Response *struct {
+				Reply string `json:"reply"`
+			} `json:"response"`
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = string(raw)
+		if json.Unmarshal(raw, &st) != nil || st.Response == nil {
+			return false
+		}
+		reply = st.Response.Reply
+		return reply != ""
+	})
+	if !answered {
+		t.Fatalf("no answer to %s on lane %s; last %s", id, lane, last)
 	}
-	t.Fatalf("no answer to %s on lane %s; last %s", id, lane, last)
-	return ""
+	return reply
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -135,18 +136,14 @@ func TestRepeatWhileRunningWaitsForSameAnswer(t *testing.T) {
 // for a request blocking in its handler).
 func waitWaiters(t *testing.T, p *Platform, id string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	got := 0
+	if !poll.Wait(5*time.Second, nil, func() bool {
 		p.mu.Lock()
-		got := len(p.waiters[id])
+		got = len(p.waiters[id])
 		p.mu.Unlock()
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests wait for %s, want %d", got, id, n)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return got >= n
+	}) {
+		t.Fatalf("%d requests wait for %s, want %d", got, id, n)
 	}
 }
 

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/platforms/discord"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 	"github.com/gatewayd/gatewayd/store"
@@ -214,20 +214,22 @@ func waitCursor(t *testing.T, st *store.Store, channel, messageID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitFor)
-	for {
-		recs, err := st.Channels(context.Background(), discord.PlatformName, 0)
+	var recs []store.ChannelRecord
+	if !poll.Wait(waitFor, nil, func() bool {
+		recs, err = st.Channels(context.Background(), discord.PlatformName, 0)
 		if err != nil {
-			t.Fatal(err)
+			return true
 		}
 		for _, r := range recs {
 			if r.ChannelID == channel && r.LastMessageID == want {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("channel %s: cursor never reached %s: %+v", channel, messageID, recs)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("channel %s: cursor never reached %s: %+v", channel, messageID, recs)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"go.uber.org/zap"
 )
 
@@ -186,18 +187,16 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 // no signal to wait on for another process's child, hence the polling.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	if !poll.Wait(5*time.Second, nil, func() bool {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return
+			return true
 		}
-		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		f := strings.Fields(string(stat))
+		return len(f) > 2 && f[2] == "Z"
+	}) {
+		t.Errorf("process %d is still running", pid)
 	}
-	t.Errorf("process %d is still running", pid)
 }
 
 func TestGracefulCloseLetsProcessExit(t *testing.T) {
@@ -288,12 +287,8 @@ func TestRestartBacksOffWhileStartsFail(t *testing.T) {
 	first.proc.kill()
 
 	// No signal crosses from the failing children: poll their log.
-	deadline := time.Now().Add(10 * time.Second)
-	for count(fc.received(t), "failstart") < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("restart attempts: %v", fc.received(t))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Wait(10*time.Second, nil, func() bool { return count(fc.received(t), "failstart") >= 3 }) {
+		t.Fatalf("restart attempts: %v", fc.received(t))
 	}
 	if fc.Restarts() != 0 {
 		t.Errorf("Restarts = %d while every start fails", fc.Restarts())

@@ -214,6 +214,14 @@ func (m *Model) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 	}
 }
 
+// Changed returns a channel closed when the next request is recorded: a
+// test waiting for a condition on the requests wakes on it (poll.Wait).
+func (m *Model) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
 func (m *Model) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
 		m.t.Logf("codextest: fake model: unexpected %s %s", r.Method, r.URL.Path)
