@@ -80,7 +80,7 @@ func newWorktrees(p *projects, pool *worktree.Pool, h ext.Host) *worktrees {
 func (w *worktrees) on(sessionKey string) bool { return w.host.LaneDirs(sessionKey).Worktrees != "" }
 
 // register adds the worktree to a lane's turns, threads and /status. Its
-// prepare hook runs after the projects' chose the project directory;
+// prepare hook runs after the projects' hook chose the project directory;
 // its thread and input hooks grant the worktree's top, to which the
 // feature confine adds the lane's own roots in front. With worktrees off
 // no lane has one, and the hooks find none.
