@@ -69,7 +69,8 @@ type controls struct {
 	callTimeout time.Duration // bounds an interrupt made on a platform's delivery goroutine
 
 	// Parts of modules the commands use: the words for a lane's project
-	// (projects) and /retry during a usage pause (usage limits).
+	// (the feature that places lanes) and /retry during a usage pause
+	// (usage limits).
 	describeProject func(sl store.Lane) string
 	retryAfterLimit func(ctx context.Context, l *lane, inboundID int64, msgID string) bool
 }

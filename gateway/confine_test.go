@@ -7,17 +7,21 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
 // isolatedLanes configures lane isolation over temporary directories.
-type isolatedLanes struct{ work, tmp, files string }
+type isolatedLanes struct {
+	work, tmp, files string
+	st               *fakeStore // the harness's, which /project stores in
+}
 
 func (d isolatedLanes) opt(c *Config) {
 	c.Thread.Cwd = d.work
 	c.Isolation = Isolation{Profile: codex.LaneProfile, TempRoot: d.tmp}
 	c.Files = files.New(d.files, files.Limits{}, nil)
-	c.Projects = map[string]string{"api": "/srv/src/api"}
+	c.Features = append(c.Features, projects.New(projects.Settings{Projects: map[string]string{"api": "/srv/src/api"}}, d.st))
 }
 
 // confinement the gateway sent with the n-th thread and turn, and the
@@ -34,8 +38,8 @@ func (c *fakeCodex) confinement(n int) (thread, turn codex.Confinement, cwd stri
 // without a project work in different directories; a project lane works
 // in its project.
 func TestIsolatedLanesAreConfinedToTheirOwnDirectories(t *testing.T) {
-	d := isolatedLanes{work: t.TempDir(), tmp: t.TempDir(), files: t.TempDir()}
-	h := newHarness(t, d.opt)
+	d := isolatedLanes{work: t.TempDir(), tmp: t.TempDir(), files: t.TempDir(), st: newFakeStore()}
+	h := newHarnessOn(t, d.st, d.opt)
 	h.start(t)
 	h.ask(t, "m1", "hello") // lane a
 	h.send(t, "b", "m2", "hello")

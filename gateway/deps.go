@@ -20,7 +20,6 @@ type Store interface {
 	clusterStore
 	compactionStore
 	outboxStore
-	projectStore
 	modelStore
 	verboseStore
 	usageLimitStore

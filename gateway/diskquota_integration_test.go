@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -32,7 +33,8 @@ func TestIntegrationDiskQuotaRefusesUntilFilesAreDeleted(t *testing.T) {
 	w.model.Respond(bigFileModel)
 	repo, root := gitRepo(t), t.TempDir()
 	w.features.DiskQuota = 1 << 20
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	gw := w.start(t, gateway.Config{Worktrees: root})
 
 	gw.ask(t, "q", "/project app")
 	r := gw.ask(t, "q", "please "+bigFileMarker)

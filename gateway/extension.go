@@ -12,7 +12,6 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
-	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // extHost is the host as one feature package sees it (ext.Host): the
@@ -34,10 +33,9 @@ type extCore struct {
 	sched  *scheduler
 	loader *threadLoader
 	inbox  inbox
-	wt     *worktrees
 	// platforms are the gateway's, filled by AddPlatform before Run.
 	platforms map[string]Platform
-	projects  *projects
+	places    *places // where lanes work (extension_projects.go)
 	threads   *threadCache
 	cx        interface {
 		EnsureThread(ctx context.Context, storedID string, cfg codex.ThreadConfig) (codex.Ensured, error)
@@ -52,8 +50,8 @@ var _ ext.Host = (*extHost)(nil)
 // the host, in order.
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
-		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees, platforms: g.platforms,
-		projects: g.projects, threads: g.threads, cx: g.cx, work: newWorkServices(g)}
+		sched: g.sched, loader: g.loader, inbox: g.inbox, platforms: g.platforms,
+		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g)}
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {
@@ -139,8 +137,8 @@ func (e *extHost) IsAdmin(in chat.Inbound) bool {
 
 func (e *extHost) ThreadConfig(sl store.Lane) codex.ThreadConfig { return e.loader.config(sl) }
 
-func (e *extHost) ProjectDir(sl store.Lane) string { return e.projects.dirOf(sl) }
-func (e *extHost) WorkDir(sl store.Lane) string    { return e.wt.dirOf(sl) }
+func (e *extHost) ProjectDir(sl store.Lane) string { return e.places.projectDir(sl) }
+func (e *extHost) WorkDir(sl store.Lane) string    { return e.places.workDir(sl) }
 
 func (e *extHost) Context() context.Context { return e.base }
 func (e *extHost) Logger() *zap.Logger      { return e.log }
@@ -162,14 +160,6 @@ func (x extLane) RetireThread()         { x.l.retireThread() }
 
 func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
 func (x extLane) MidWork() bool                                  { return x.l.midWork() }
-
-func (x extLane) Worktree(ctx context.Context, sl store.Lane) (worktree.Tree, string, bool) {
-	return x.core.wt.explain(ctx, x.l, sl)
-}
-
-func (x extLane) ForkWorktree(ctx context.Context, parent store.Lane, childKey string) (worktree.Tree, string, bool) {
-	return x.core.wt.fork(ctx, x.l, parent, childKey)
-}
 
 // Queue queues w as the lane's next turn or task; a task's inbound row
 // is closed as done when it returns, as the core's own tasks close theirs.

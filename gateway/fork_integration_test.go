@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 )
 
 // TestIntegrationForkOnTheAPI: /fork on an API lane answers with the new
@@ -17,7 +18,8 @@ func TestIntegrationForkOnTheAPI(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(fileWritingModel)
 	repo, root := gitRepo(t), t.TempDir()
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	gw := w.start(t, gateway.Config{Worktrees: root})
 	if r := gw.ask(t, "alpha", "/fork"); !strings.Contains(r.Reply, "Nothing to fork") || r.Fork != nil {
 		t.Errorf("/fork before any turn answered %q, fork %+v", r.Reply, r.Fork)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
-	"github.com/gatewayd/gatewayd/worktree"
 )
 
 // Observer receives metrics events. Implementations must be fast and safe
@@ -93,21 +92,14 @@ type Config struct {
 	// Effort is codex.effort: the reasoning effort of lanes that chose
 	// none ("" = the model's default). Thread.Model is the default model.
 	Effort string
-	// Projects maps a project name to its directory: the working
-	// directories a lane may choose with /project (Thread.Cwd is the one
-	// of lanes without a project). The names are checked by config.
-	Projects map[string]string
 	// Isolation confines each lane's commands to its own directories
 	// (codex.isolation: lanes); the zero value leaves them unconfined.
 	Isolation Isolation
 	// Worktrees, when set, is where lanes on a git project get a worktree
-	// of their own (lanes.worktrees: <state_dir>/worktrees); "" lets them
-	// work in the project's checkout.
+	// of their own (lanes.worktrees: <state_dir>/worktrees), under each
+	// lane's ext.LaneDirs.Worktrees; "" lets them work in the project's
+	// checkout.
 	Worktrees string
-	// WorktreePool, when set, holds ready worktrees of each project
-	// (worktrees.pool), which a lane's first turn and /fork take instead
-	// of checking one out; the daemon keeps it filled.
-	WorktreePool *worktree.Pool
 	// GroupContext keeps ambient messages of shared rooms for the lane's
 	// next addressed turn (lanes.group_context); ContextMessages bounds
 	// how many a turn carries (lanes.context_messages).
@@ -273,7 +265,7 @@ type Gateway struct {
 	in         *intake         // a platform's message from Deliver to its lane
 	controls   *controls       // the lane's own commands
 	compaction *compaction     // /compact and automatic compaction
-	worktrees  *worktrees      // a git worktree per lane on a git project
+	places     *places         // where lanes work: the feature that places them, or the defaults
 	cmdButtons *commandButtons // buttons that run a command as typed
 	loader     *threadLoader   // loads a lane's thread for the commands that act on it
 	recovery   *recovery       // what the last stop cut short
@@ -295,7 +287,6 @@ type Gateway struct {
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	questions *questions   // Codex's questions (Plan mode) and their answers
 	schedules *schedules   // /at, /every: prompts the lanes run later
-	projects  *projects    // /project: the directories lanes may work in
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
 	account   *Account     // whether codex can answer; logins from chats

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 )
 
 // lastCwd is the working directory the model's last request for a thread
@@ -25,7 +26,8 @@ func (w *world) lastCwd(t *testing.T, thread string) string {
 func TestIntegrationProjectCwdSurvivesRestartAndNew(t *testing.T) {
 	w := newWorld(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	cfg := gateway.Config{Projects: map[string]string{"A": dirA, "B": dirB}}
+	w.features.Projects = projects.Settings{Projects: map[string]string{"A": dirA, "B": dirB}}
+	cfg := gateway.Config{}
 	gw := w.start(t, cfg)
 
 	first := gw.ask(t, "alpha", "hello")

@@ -5,16 +5,28 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 )
 
 const defaultDir = "/srv/default"
 
 var testProjects = map[string]string{"api": "/srv/src/api", "site": "/srv/src/site"}
 
-// withProjects configures the two test projects and the default directory.
-func withProjects(c *Config) {
-	c.Projects = testProjects
-	c.Thread.Cwd = defaultDir
+// withProjects configures the feature projects with dirs over st (the
+// harness's store), and the default directory.
+func withProjects(st *fakeStore, dirs map[string]string) harnessOpt {
+	return func(c *Config) {
+		c.Features = append(c.Features, projects.New(projects.Settings{Projects: dirs}, st))
+		c.Thread.Cwd = defaultDir
+	}
+}
+
+// newProjectsHarness is a harness with the two test projects.
+func newProjectsHarness(t *testing.T) *harness {
+	t.Helper()
+	st := newFakeStore()
+	return newHarnessOn(t, st, withProjects(st, testProjects))
 }
 
 // dirs returns the cwd of the last EnsureThread and of the last RunTurn.
@@ -73,7 +85,8 @@ func TestProjectShowsTheChoices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, func(c *Config) { c.Projects = tt.projects; c.Thread.Cwd = defaultDir })
+			st := newFakeStore()
+			h := newHarnessOn(t, st, withProjects(st, tt.projects))
 			var bp *buttonPlatform
 			if tt.buttons {
 				bp = &buttonPlatform{fakePlatform: h.p, buttons: make(chan []Button, 4)}
@@ -113,7 +126,7 @@ func TestProjectSwitches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, withProjects)
+			h := newProjectsHarness(t)
 			h.start(t)
 			if got := h.ask(t, "m1", "hello"); got != "re: hello" {
 				t.Fatalf("first answer %q", got)
@@ -149,7 +162,7 @@ func TestProjectWithoutConfiguredProjects(t *testing.T) {
 }
 
 func TestProjectSwitchStorageError(t *testing.T) {
-	h := newHarness(t, withProjects)
+	h := newProjectsHarness(t)
 	h.start(t)
 	h.st.failOn("SetProject", errors.New("disk on fire"))
 	if got := h.ask(t, "p1", "/project api"); !strings.Contains(got, "Could not switch the project (storage error)") {
@@ -158,9 +171,9 @@ func TestProjectSwitchStorageError(t *testing.T) {
 }
 
 func TestProjectButtonSwitches(t *testing.T) {
-	h := newHarness(t, withProjects)
+	h := newProjectsHarness(t)
 	h.start(t)
-	press := Inbound{Address: apiAddr("a"), MessageID: "cb1", SenderID: "u1", Callback: projectPrefix + "api"}
+	press := Inbound{Address: apiAddr("a"), MessageID: "cb1", SenderID: "u1", Callback: "project:api"}
 	if _, err := h.g.Deliver(context.Background(), press); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +189,7 @@ func TestProjectButtonSwitches(t *testing.T) {
 // The project is the lane's: /status shows it, and /new, a restart (a
 // resume) and compaction all carry its directory.
 func TestProjectOutlivesNewAndRestart(t *testing.T) {
-	h := newHarness(t, withProjects)
+	h := newProjectsHarness(t)
 	h.start(t)
 	h.ask(t, "p1", "/project site")
 	h.ask(t, "m1", "hello")
@@ -192,7 +205,7 @@ func TestProjectOutlivesNewAndRestart(t *testing.T) {
 	}
 	h.stop()
 
-	h = restarted(t, h, withProjects)
+	h = restarted(t, h, withProjects(h.st, testProjects))
 	h.start(t)
 	h.ask(t, "m3", "after the restart")
 	if ensures, _, _ := h.cx.snapshot(); len(ensures) != 1 || ensures[0] != "t2" {
@@ -203,7 +216,7 @@ func TestProjectOutlivesNewAndRestart(t *testing.T) {
 	}
 	h.stop()
 
-	h = restarted(t, h, withProjects)
+	h = restarted(t, h, withProjects(h.st, testProjects))
 	h.start(t)
 	h.ask(t, "c1", "/compact")
 	if ensured, _ := h.cx.dirs(); ensured != "/srv/src/site" {
@@ -214,12 +227,12 @@ func TestProjectOutlivesNewAndRestart(t *testing.T) {
 // A stored project that is no longer configured falls back to the default
 // directory, and the lane is told once.
 func TestProjectNoLongerConfigured(t *testing.T) {
-	h := newHarness(t, withProjects)
+	h := newProjectsHarness(t)
 	h.start(t)
 	h.ask(t, "p1", "/project site")
 	h.stop()
 
-	h = restarted(t, h, func(c *Config) { c.Projects = map[string]string{"api": "/srv/src/api"}; c.Thread.Cwd = defaultDir })
+	h = restarted(t, h, withProjects(h.st, map[string]string{"api": "/srv/src/api"}))
 	h.start(t)
 	h.send(t, "a", "m1", "hello")
 	told := `Project "site" is no longer configured; this conversation now works in ` + defaultDir + `. /project shows the choices.`

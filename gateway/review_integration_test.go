@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -21,7 +22,8 @@ func TestIntegrationReviewPostsTheReviewersFindings(t *testing.T) {
 		return fileWritingModel(req)
 	})
 	repo, root := gitRepo(t), t.TempDir()
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	gw := w.start(t, gateway.Config{Worktrees: root})
 	gw.ask(t, "alpha", "/project app")
 	first := gw.ask(t, "alpha", "please "+writeMarker+" draft")
 

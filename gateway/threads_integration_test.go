@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/store"
@@ -53,7 +54,8 @@ func TestIntegrationThreadsAttachAndHandoff(t *testing.T) {
 	w := newWorld(t)
 	repo, root := gitRepo(t), t.TempDir()
 	w.features.CodexHome = w.home
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	gw := w.start(t, gateway.Config{Worktrees: root})
 	term := w.terminal(t)
 	cli := terminalTurn(t, term, "", repo, "CLI-SESSION remember the word PAPAYA")
 
@@ -116,7 +118,8 @@ func TestIntegrationAttachOnlyListedFreeThreads(t *testing.T) {
 	w := newWorld(t)
 	repo := gitRepo(t)
 	w.features.CodexHome = w.home
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	gw := w.start(t, gateway.Config{})
 	term := w.terminal(t)
 	elsewhere := terminalTurn(t, term, "", t.TempDir(), "ELSEWHERE-SECRET remember the word KIWI")
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 )
 
 // TestIntegrationUndoRestoresFilesAndHistory: with the real app-server and
@@ -18,7 +19,8 @@ func TestIntegrationUndoRestoresFilesAndHistory(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(fileWritingModel)
 	repo, root := gitRepo(t), t.TempDir()
-	cfg := gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root}
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	cfg := gateway.Config{Worktrees: root}
 	gw := w.start(t, cfg)
 	notes := filepath.Join(worktreeOf(root, "alpha", "app"), "notes.txt")
 
@@ -88,7 +90,8 @@ func BenchmarkIntegrationUndo(b *testing.B) {
 	w := newWorld(b)
 	w.model.Respond(fileWritingModel)
 	repo, root := gitRepo(b), b.TempDir()
-	gw := w.start(b, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	gw := w.start(b, gateway.Config{Worktrees: root})
 	gw.ask(b, "bench", "/project app")
 	gw.ask(b, "bench", "first "+writeMarker+" kept")
 	for b.Loop() {

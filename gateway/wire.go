@@ -66,10 +66,7 @@ func wireFeatures(g *Gateway) {
 	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
-	g.projects = newProjects(cfg, st, g.out, log)
-	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
-	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
-	g.projects.picked = g.worktrees.prepareSoon
+	g.places = newPlaces(cfg)
 	g.out.files = cfg.Files
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
@@ -100,7 +97,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit, questions: g.questions}
 	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
-		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
+		thread: cfg.Thread, laneDir: g.places.workDir}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
@@ -108,7 +105,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
-		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
+		describeProject: g.places.describe, retryAfterLimit: g.usage.retryAfterLimit}
 	g.account = newAccount(cx, g.journal, st, g.out, g.inbox, log, cfg.Now, cfg.CodexLogin)
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
@@ -120,8 +117,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 func modules(g *Gateway) []module {
 	return []module{
 		// The order of /status's lines.
-		g.projects,
-		g.worktrees, // after projects: it moves the lane into its worktree of the project projects chose
 		g.models,
 		g.controls,
 		g.usage,

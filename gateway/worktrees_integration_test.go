@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 	"github.com/gatewayd/gatewayd/worktree"
@@ -59,7 +60,8 @@ func TestIntegrationLanesOnOneProjectWorkInTheirOwnWorktrees(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(fileWritingModel)
 	repo, root := gitRepo(t), t.TempDir()
-	cfg := gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root}
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	cfg := gateway.Config{Worktrees: root}
 	gw := w.start(t, cfg)
 	// The checkout has an uncommitted change: the worktrees start from its
 	// last commit without it, and each lane is told so once.
@@ -111,7 +113,8 @@ func TestIntegrationLanesOnOneProjectWorkInTheirOwnWorktrees(t *testing.T) {
 func TestIntegrationWorktreeDeletedByHandIsMadeAgain(t *testing.T) {
 	w := newWorld(t)
 	repo, root := gitRepo(t), t.TempDir()
-	cfg := gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root}
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	cfg := gateway.Config{Worktrees: root}
 	gw := w.start(t, cfg)
 	gw.ask(t, "alpha", "/project app")
 	gw.ask(t, "alpha", "hello")
@@ -134,7 +137,8 @@ func TestIntegrationWorktreeDeletedByHandIsMadeAgain(t *testing.T) {
 func TestIntegrationDiffWithoutAGitProject(t *testing.T) {
 	w := newWorld(t)
 	plain := t.TempDir()
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"plain": plain}, Worktrees: t.TempDir()})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"plain": plain}}
+	gw := w.start(t, gateway.Config{Worktrees: t.TempDir()})
 	if r := gw.ask(t, "alpha", "/diff"); !strings.Contains(r.Reply, "no project") {
 		t.Errorf("/diff without a project answered %q", r.Reply)
 	}
@@ -158,7 +162,8 @@ func TestIntegrationFirstMessageTakesAWorktreeFromThePool(t *testing.T) {
 	repo, root := gitRepo(t), t.TempDir()
 	pool := worktree.NewPool(root, 1)
 	fillPool(t, pool, repo)
-	gw := w.start(t, gateway.Config{Projects: map[string]string{"app": repo}, Worktrees: root, WorktreePool: pool})
+	w.features.Projects = projects.Settings{Projects: map[string]string{"app": repo}, Pool: pool}
+	gw := w.start(t, gateway.Config{Worktrees: root})
 
 	gw.ask(t, "alpha", "/project app")
 	r := gw.ask(t, "alpha", "please "+writeMarker+" from the pool")

@@ -42,6 +42,8 @@ type Host interface {
 	// WorkHooks are the hooks around a lane's queued work and the
 	// services they use.
 	WorkHooks
+	// PlaceHooks are where lanes work (projects, worktrees).
+	PlaceHooks
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.
@@ -244,6 +246,8 @@ func BetweenTurnsText(name string) string {
 
 // Turn is a turn being prepared or run.
 type Turn interface {
+	// TurnPlace moves, refuses and names the turn (projects, worktrees).
+	TurnPlace
 	// Dir is the turn's working directory, as the core chose it (a
 	// project's, its worktree, or the lane's own).
 	Dir() string

@@ -13,6 +13,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/fork"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
@@ -31,6 +32,9 @@ type Settings struct {
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command ("": not named).
 	CodexHome string
+	// Projects are projects and worktrees.pool (the worktrees' directory
+	// is the core's: gateway.Config.Worktrees, lanes.worktrees).
+	Projects projects.Settings
 }
 
 // Store is what the features use of the store: the union of their own
@@ -44,6 +48,7 @@ type Store interface {
 	diff.Store
 	fork.Store
 	threads.Store
+	projects.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -59,6 +64,9 @@ type Runtime interface {
 // their commands after the core's, and of their /status lines).
 func List(s Settings, st Store, cx Runtime) []ext.Feature {
 	return []ext.Feature{
+		// First: it chooses a turn's working directory, which the hooks
+		// of the features after it see (confine grants the worktree's).
+		projects.New(s.Projects, st),
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
 )
@@ -26,8 +27,8 @@ func TestEndToEndWorkViewClosingLineOffersDiffAndUndo(t *testing.T) {
 	srv.AddThread("11", channel, "5")
 	world.Model.Respond(gatewaytest.RunsCommand("write the file", "echo DIFF-ME > diff.txt"))
 	repo, root := gatewaytest.GitRepo(t), t.TempDir()
-	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond,
-		Projects: map[string]string{"app": repo}, Worktrees: root})
+	world.Features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond, Worktrees: root})
 	say := func(text string) {
 		srv.Post(discordtest.Post{ChannelID: "11", AuthorID: allowed, Content: text, MentionBot: true})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/gatewaytest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 )
@@ -26,8 +27,8 @@ func TestEndToEndWorkViewClosingLineOffersDiffAndUndo(t *testing.T) {
 	dm, alice := aliceDM(srv)
 	world.Model.Respond(gatewaytest.RunsCommand("write the file", "echo UNDO-ME > undo.txt"))
 	repo, root := gatewaytest.GitRepo(t), t.TempDir()
-	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond,
-		Projects: map[string]string{"app": repo}, Worktrees: root})
+	world.Features.Projects = projects.Settings{Projects: map[string]string{"app": repo}}
+	startStackWith(t, ctx, world, srv, gateway.Config{PreviewInterval: 100 * time.Millisecond, Worktrees: root})
 	srv.Text(dm, alice, 0, "/project app", nil)
 	srv.WaitFor(30*time.Second, "the /project answer", func() bool { return countContaining(srv.Messages(dm.ID, 0), "Project: app") > 0 })
 	srv.Text(dm, alice, 0, "please write the file", nil)

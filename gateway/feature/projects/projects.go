@@ -1,4 +1,4 @@
-package gateway
+package projects
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
 
 // Projects: a lane works in one of the configured project
-// directories (Config.Projects) or, with none chosen, in Config.Thread.Cwd.
+// directories (Settings.Projects) or, with none chosen, in its default
+// directory (ext.Host.DefaultDir: codex.cwd, or the lane's own under it).
 // The choice is stored with the lane's routing, so it outlives /new, an
 // eviction and a restart, and it is sent with every thread/start,
 // thread/resume and turn/start: codex moves the thread's working directory
@@ -100,11 +102,11 @@ func (p projectSet) choices() string {
 }
 
 // buttons are the choices as buttons, those with an id too long left out.
-func (p projectSet) buttons() []Button {
-	var out []Button
+func (p projectSet) buttons() []chat.Button {
+	var out []chat.Button
 	for _, n := range p.names {
 		if id := projectPrefix + n; len(id) <= maxButtonID {
-			out = append(out, Button{ID: id, Label: n})
+			out = append(out, chat.Button{ID: id, Label: n})
 		}
 	}
 	return out
@@ -121,50 +123,35 @@ func orUnset(dir string) string {
 // work in, the lane's choice (stored with its routing) and the working
 // directory of each turn and thread.
 type projects struct {
-	set projectSet
-	st  projectStore
-	out *deliverer
-	log *zap.Logger
+	set  projectSet
+	st   Store
+	host ext.Host
+	log  *zap.Logger
 	// picked, when set, hears of a lane that switched to a project (the
-	// worktrees module prepares its worktree in the background).
+	// worktrees prepare its worktree in the background).
 	picked func(sessionKey, name, dir string)
 }
 
-// projectStore is the part of the store /project uses.
-type projectStore interface {
-	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
-	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
-	SetProject(ctx context.Context, sessionKey, name string) error
-	ForgetProject(ctx context.Context, sessionKey, name string) (bool, error)
-}
-
-var _ projectStore = (*store.Store)(nil)
-
-// newProjects offers cfg.Projects, with cfg.Thread.Cwd the directory of a
-// lane without a project, or with isolated lanes the root of their own.
-func newProjects(cfg Config, st projectStore, out *deliverer, log *zap.Logger) *projects {
-	root := cfg.Thread.Cwd
-	fallback := func(string) string { return root }
-	if cfg.Isolation.on() {
-		// Each lane its own directory, so two lanes never share files.
-		fallback = func(sessionKey string) string { return files.WorkDir(root, sessionKey) }
-	}
-	return &projects{set: newProjectSet(cfg.Projects, fallback), st: st, out: out, log: log}
+// newProjects offers dirs; host.DefaultDir is the directory of a lane
+// without a project.
+func newProjects(dirs map[string]string, st Store, h ext.Host) *projects {
+	return &projects{set: newProjectSet(dirs, h.DefaultDir), st: st, host: h, log: h.Logger()}
 }
 
 // register adds /project and its buttons, the /status line, the turn's
 // working directory and the thread's cwd.
-func (p *projects) register(h *host) {
-	h.command("project", func(ctx context.Context, c commandCall) bool {
-		p.command(ctx, c.lane, c.msgID, c.args)
-		return true
-	})
-	h.callback(projectPrefix, p.pressed)
-	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+func (p *projects) register(h ext.Host) {
+	h.Command(ext.Command{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)",
+		Menu: true, Run: func(ctx context.Context, c ext.Call) bool {
+			p.command(ctx, c.Lane, c.MsgID, c.Args)
+			return true
+		}})
+	h.Callback(projectPrefix, p.pressed)
+	h.OnStatus(func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		fmt.Fprintf(b, "Project: %s\n", p.describe(sl))
 	})
-	h.hooks.prepare = append(h.hooks.prepare, func(ctx context.Context, t *turn) { t.dir = p.turnDir(ctx, t) })
-	h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
+	h.OnPrepare(func(ctx context.Context, t ext.Turn) { t.SetDir(p.turnDir(ctx, t)) })
+	h.OnThread(func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
 		if dir != "" {
 			cfg.Cwd = dir
 		}
@@ -197,33 +184,33 @@ func (p *projects) dirOf(sl store.Lane) string {
 
 // command is /project (show the lane's project and the choices) and
 // /project NAME (switch to it).
-func (p *projects) command(ctx context.Context, l *lane, msgID, args string) {
+func (p *projects) command(ctx context.Context, l ext.Lane, msgID, args string) {
 	if args == "" {
 		p.show(ctx, l, msgID)
 		return
 	}
-	p.out.notify(ctx, l.addr, msgID, p.switchTo(ctx, l.addr, args))
+	p.host.Notify(ctx, l.Address(), msgID, p.switchTo(ctx, l.Address(), args))
 }
 
-func (p *projects) show(ctx context.Context, l *lane, msgID string) {
-	sl, err := p.st.Lane(ctx, l.key)
+func (p *projects) show(ctx context.Context, l ext.Lane, msgID string) {
+	sl, err := p.st.Lane(ctx, l.Key())
 	if err != nil {
-		p.log.Warn("project.lane_failed", zap.String("lane", l.key), zap.Error(err))
-		p.out.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
+		p.log.Warn("project.lane_failed", zap.String("lane", l.Key()), zap.Error(err))
+		p.host.Notify(ctx, l.Address(), msgID, "Could not read this conversation's project (storage error). Please try again.")
 		return
 	}
 	text := "Project: " + p.describe(sl)
 	if len(p.set.names) == 0 {
-		p.out.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
+		p.host.Notify(ctx, l.Address(), msgID, text+"\nNo projects are configured (configuration key projects).")
 		return
 	}
 	text += "\nChoices:\n" + p.set.choices() + "Switch with /project NAME."
-	p.out.sendWithButtons(ctx, l.addr, msgID, text, p.set.buttons())
+	p.host.NotifyButtons(ctx, l.Address(), msgID, text, p.set.buttons())
 }
 
 // switchTo moves the lane at addr to the project named name and says
 // what happened. The thread is kept: the next turn carries the new cwd.
-func (p *projects) switchTo(ctx context.Context, addr Address, name string) string {
+func (p *projects) switchTo(ctx context.Context, addr chat.Address, name string) string {
 	if len(p.set.names) == 0 {
 		return "No projects are configured (configuration key projects); this conversation works in " +
 			orUnset(p.set.fallback(addr.SessionKey())) + "."
@@ -246,34 +233,42 @@ func (p *projects) switchTo(ctx context.Context, addr Address, name string) stri
 }
 
 // pressed handles a press of a /project button: "project:<name>".
-func (p *projects) pressed(ctx context.Context, in Inbound) {
+func (p *projects) pressed(ctx context.Context, in chat.Inbound) {
 	name := strings.TrimPrefix(in.Callback, projectPrefix)
 	if _, err := p.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
 		p.log.Error("project.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		p.out.notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
+		p.host.Notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
 		return
 	}
-	p.out.notify(ctx, in.Address, "", p.switchTo(ctx, in.Address, name))
+	p.host.Notify(ctx, in.Address, "", p.switchTo(ctx, in.Address, name))
+}
+
+// laneKey is the row a button press of addr makes sure of, as intake
+// records a message's lane.
+func laneKey(a chat.Address) store.LaneKey {
+	return store.LaneKey{SessionKey: a.SessionKey(), Platform: a.Platform, Kind: string(a.Kind),
+		ChatID: a.ChatID, TopicID: a.TopicID, UserID: a.UserID}
 }
 
 // turnDir is the directory the turn's lane works in. A stored project that
 // is no longer configured is forgotten, and the lane told once, so that it
 // works in the default directory from now on rather than failing.
-func (p *projects) turnDir(ctx context.Context, t *turn) string {
-	dir, known := p.set.dir(t.l.key, t.sl.Project)
+func (p *projects) turnDir(ctx context.Context, t ext.Turn) string {
+	l, sl := t.Lane(), t.Row()
+	dir, known := p.set.dir(l.Key(), sl.Project)
 	if known {
 		return dir
 	}
-	stale := t.sl.Project
-	cleared, err := p.st.ForgetProject(ctx, t.l.key, stale)
+	stale := sl.Project
+	cleared, err := p.st.ForgetProject(ctx, l.Key(), stale)
 	if err != nil {
 		// Told again on the next message, which tries again.
-		p.log.Warn("project.forget_failed", zap.String("lane", t.l.key), zap.String("project", stale), zap.Error(err))
+		p.log.Warn("project.forget_failed", zap.String("lane", l.Key()), zap.String("project", stale), zap.Error(err))
 		return dir
 	}
 	if cleared {
-		p.log.Warn("project.unconfigured", zap.String("lane", t.l.key), zap.String("project", stale))
-		p.out.notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
+		p.log.Warn("project.unconfigured", zap.String("lane", l.Key()), zap.String("project", stale))
+		p.host.Notify(ctx, l.Address(), "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
 			stale, orUnset(dir)))
 	}
 	return dir

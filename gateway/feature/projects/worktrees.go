@@ -1,4 +1,4 @@
-package gateway
+package projects
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/worktree"
@@ -42,11 +43,11 @@ const keepSnapshots = 50
 // gitTimeout bounds the git commands run outside a turn's context.
 const gitTimeout = time.Minute
 
-// worktrees gives each lane on a git project its worktree.
+// worktrees gives each lane on a git project its worktree, in the lane's
+// worktrees directory (ext.LaneDirs.Worktrees; none: worktrees are off).
 type worktrees struct {
-	root     string    // <state_dir>/worktrees
 	projects *projects // the lane's project and, without a worktree, its directory
-	out      *deliverer
+	host     ext.Host
 	log      *zap.Logger
 	pool     *worktree.Pool  // ready worktrees (worktrees.pool); nil: none
 	base     context.Context // background preparation ends with it
@@ -68,40 +69,40 @@ type worktrees struct {
 	toldNotRepo map[string]bool
 }
 
-func newWorktrees(root string, p *projects, out *deliverer, log *zap.Logger) *worktrees {
-	return &worktrees{root: root, projects: p, out: out, log: log, base: context.Background(),
+func newWorktrees(p *projects, pool *worktree.Pool, h ext.Host) *worktrees {
+	return &worktrees{projects: p, host: h, log: h.Logger(), pool: pool, base: h.Context(), confined: h.LaneProfile() != "",
 		trees: make(map[string]worktree.Tree), pending: make(map[string]string), toldNotRepo: make(map[string]bool),
 		making: make(map[string]chan struct{}), untold: make(map[string]worktree.Ensured)}
 }
 
-func (w *worktrees) on() bool { return w.root != "" }
+// on reports whether the lane sessionKey gets worktrees: the gateway
+// gives it a directory for them (lanes.worktrees).
+func (w *worktrees) on(sessionKey string) bool { return w.host.LaneDirs(sessionKey).Worktrees != "" }
 
 // register adds the worktree to a lane's turns, threads and /status. Its
-// prepare hook runs after the projects module chose the project directory;
+// prepare hook runs after the projects' hook chose the project directory;
 // its thread and input hooks grant the worktree's top, to which the
-// feature confine adds the lane's own roots in front.
-func (w *worktrees) register(h *host) {
-	if !w.on() {
-		return
-	}
-	h.hooks.prepare = append(h.hooks.prepare, w.prepare)
-	h.hooks.ready = append(h.hooks.ready, w.snapshot)
-	h.hooks.started = append(h.hooks.started, w.saveSnapshot)
-	h.hooks.thread = append(h.hooks.thread, func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
+// feature confine adds the lane's own roots in front. With worktrees off
+// no lane has one, and the hooks find none.
+func (w *worktrees) register(h ext.Host) {
+	h.OnPrepare(w.prepare)
+	h.OnReady(w.snapshot)
+	h.OnStarted(w.saveSnapshot)
+	h.OnThread(func(_ store.Lane, dir string, cfg *codex.ThreadConfig) {
 		w.grantTop(dir, &cfg.Confine)
 	})
-	h.hooks.input = append(h.hooks.input, func(_ context.Context, t *turn, in *codex.TurnInput) {
-		w.grantTop(t.dir, &in.Confine)
+	h.OnInput(func(_ context.Context, t ext.Turn, in *codex.TurnInput) {
+		w.grantTop(t.Dir(), &in.Confine)
 	})
-	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
+	h.OnStatus(func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		b.WriteString(w.status(sl))
 	})
-	h.hooks.finished = append(h.hooks.finished, func(t *turn, _ codex.TurnResult) {
-		if _, ok := w.treeAt(t.dir); ok {
+	h.OnFinished(func(t ext.Turn, _ codex.TurnResult) {
+		if _, ok := w.treeAt(t.Dir()); ok {
 			// /diff and /undo are features: a gateway without one offers
 			// no button for it.
-			if b := h.commandButtons(commandButton("diff", "Diff"), commandButton("undo", "Undo")); len(b) > 0 {
-				t.work.offerOnClose(b)
+			if b := h.CommandButtons("diff", "Diff", "undo", "Undo"); len(b) > 0 {
+				t.OfferOnClose(b)
 			}
 		}
 	})
@@ -109,28 +110,29 @@ func (w *worktrees) register(h *host) {
 
 // laneOf names the lane's worktree of the project in dir.
 func (w *worktrees) laneOf(sessionKey, projectName, dir string) worktree.Lane {
-	slug := files.DirName(sessionKey)
-	return worktree.Lane{Project: dir, Dir: filepath.Join(w.root, slug, files.DirName(projectName)), Slug: slug}
+	return worktree.Lane{Project: dir, Dir: filepath.Join(w.host.LaneDirs(sessionKey).Worktrees, files.DirName(projectName)),
+		Slug: files.DirName(sessionKey)}
 }
 
 // prepare moves the turn into the lane's worktree of its project, making
 // it first if need be. A project that is not a git repository is worked in
 // directly; a worktree that cannot be made fails
 // the turn rather than letting it write into the checkout.
-func (w *worktrees) prepare(ctx context.Context, t *turn) {
-	name, dir := w.projects.chosen(t.sl)
-	if name == "" {
+func (w *worktrees) prepare(ctx context.Context, t ext.Turn) {
+	l := t.Lane()
+	name, dir := w.projects.chosen(t.Row())
+	if name == "" || !w.on(l.Key()) {
 		return // no project: the lane's own directory, nothing to share
 	}
-	tree, err := w.ensure(ctx, t.l.key, t.l, w.laneOf(t.l.key, name, dir))
+	tree, err := w.ensure(ctx, l.Key(), l, w.laneOf(l.Key(), name, dir))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepo):
-		w.noteNotRepo(t.l, name)
+		w.noteNotRepo(l.Key(), name)
 	case err != nil:
-		w.log.Error("worktree.failed", zap.String("lane", t.l.key), zap.String("project", name), zap.Error(err))
-		t.refusal = "Could not make this conversation's git worktree of project " + name + ": " + briefError(err)
+		w.log.Error("worktree.failed", zap.String("lane", l.Key()), zap.String("project", name), zap.Error(err))
+		t.Refuse("Could not make this conversation's git worktree of project " + name + ": " + ext.BriefError(err))
 	default:
-		t.dir = tree.Work
+		t.SetDir(tree.Work)
 	}
 }
 
@@ -138,7 +140,7 @@ func (w *worktrees) prepare(ctx context.Context, t *turn) {
 // else from git (made, or made again, taken from the pool when it can
 // be). The lane is told what was made; with l nil (no lane at hand) the
 // news waits for its next turn.
-func (w *worktrees) ensure(ctx context.Context, key string, l *lane, wl worktree.Lane) (worktree.Tree, error) {
+func (w *worktrees) ensure(ctx context.Context, key string, l ext.Lane, wl worktree.Lane) (worktree.Tree, error) {
 	for {
 		tree, e, told, done, wait := w.known(l, wl.Dir)
 		switch {
@@ -162,7 +164,7 @@ func (w *worktrees) ensure(ctx context.Context, key string, l *lane, wl worktree
 // known is what memory says of the worktree at dir: ready (done, with
 // news for l if told), being made (wait), or neither (the caller makes
 // it, and is now recorded as making it).
-func (w *worktrees) known(l *lane, dir string) (tree worktree.Tree, e worktree.Ensured, told, done bool, wait chan struct{}) {
+func (w *worktrees) known(l ext.Lane, dir string) (tree worktree.Tree, e worktree.Ensured, told, done bool, wait chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if ch, busy := w.making[dir]; busy {
@@ -181,7 +183,7 @@ func (w *worktrees) known(l *lane, dir string) (tree worktree.Tree, e worktree.E
 
 // make makes (or finds on disk) the lane's worktree; the caller is
 // recorded as making it.
-func (w *worktrees) make(ctx context.Context, key string, l *lane, wl worktree.Lane) (worktree.Tree, error) {
+func (w *worktrees) make(ctx context.Context, key string, l ext.Lane, wl worktree.Lane) (worktree.Tree, error) {
 	e, err := w.pool.Ensure(ctx, wl)
 	w.mu.Lock()
 	close(w.making[wl.Dir])
@@ -220,7 +222,7 @@ func (w *worktrees) logMade(key string, e worktree.Ensured) {
 // in the background (/project), so its first turn finds it ready; the
 // lane hears what it would have at that turn.
 func (w *worktrees) prepareSoon(sessionKey, name, dir string) {
-	if !w.on() || !worktree.IsRepo(dir) {
+	if !w.on(sessionKey) || !worktree.IsRepo(dir) {
 		return
 	}
 	wl := w.laneOf(sessionKey, name, dir)
@@ -234,7 +236,7 @@ func (w *worktrees) prepareSoon(sessionKey, name, dir string) {
 }
 
 // tellMade tells the lane about a worktree just made.
-func (w *worktrees) tellMade(ctx context.Context, l *lane, e worktree.Ensured) {
+func (w *worktrees) tellMade(ctx context.Context, l ext.Lane, e worktree.Ensured) {
 	if e.Made == worktree.Existing || e.Made == worktree.Converted {
 		return // the same files and branch: nothing the lane needs to hear
 	}
@@ -252,20 +254,20 @@ func (w *worktrees) tellMade(ctx context.Context, l *lane, e worktree.Ensured) {
 	default:
 		return // the usual case: /status names it; no notice every new lane
 	}
-	w.out.notify(ctx, l.addr, "", text)
+	w.host.Notify(ctx, l.Address(), "", text)
 }
 
 // noteNotRepo logs, once per lane and project, that the lane works in the
 // project's checkout. The lane is not interrupted with a notice: nothing
 // changed for it, and /status, /diff and /undo say so when asked.
-func (w *worktrees) noteNotRepo(l *lane, project string) {
-	key := l.key + "\x00" + project
+func (w *worktrees) noteNotRepo(lane, project string) {
+	key := lane + "\x00" + project
 	w.mu.Lock()
 	told := w.toldNotRepo[key]
 	w.toldNotRepo[key] = true
 	w.mu.Unlock()
 	if !told {
-		w.log.Info("worktree.not_a_repository", zap.String("lane", l.key), zap.String("project", project))
+		w.log.Info("worktree.not_a_repository", zap.String("lane", lane), zap.String("project", project))
 	}
 }
 
@@ -298,50 +300,52 @@ func (w *worktrees) grantTop(dir string, c *codex.Confinement) {
 // lane's repository is checked first: its commands cannot write it (the
 // sandbox keeps .git read-only), so anything put back is logged as the
 // security event it is.
-func (w *worktrees) snapshot(ctx context.Context, t *turn) {
-	tree, ok := w.treeAt(t.dir)
+func (w *worktrees) snapshot(ctx context.Context, t ext.Turn) {
+	key := t.Lane().Key()
+	tree, ok := w.treeAt(t.Dir())
 	if !ok {
 		return
 	}
 	if changed, err := worktree.Repair(tree); len(changed) > 0 || err != nil {
-		w.log.Warn("worktree.git_dir_tampered", zap.String("lane", t.l.key), zap.String("dir", tree.GitDir),
+		w.log.Warn("worktree.git_dir_tampered", zap.String("lane", key), zap.String("dir", tree.GitDir),
 			zap.Strings("put_back", changed), zap.Error(err))
 	}
 	id, err := worktree.Snapshot(ctx, tree)
 	if err != nil {
-		w.log.Warn("worktree.snapshot_failed", zap.String("lane", t.l.key), zap.Error(err))
+		w.log.Warn("worktree.snapshot_failed", zap.String("lane", key), zap.Error(err))
 		return // /undo of this turn then rewinds the conversation only, and says so
 	}
 	w.mu.Lock()
-	w.pending[t.l.key] = id
+	w.pending[key] = id
 	w.mu.Unlock()
 }
 
 // saveSnapshot names the snapshot after the turn codex started, at once,
 // so a crash during the turn still leaves it for /undo.
-func (w *worktrees) saveSnapshot(ctx context.Context, t *turn) {
+func (w *worktrees) saveSnapshot(ctx context.Context, t ext.Turn) {
+	key := t.Lane().Key()
 	w.mu.Lock()
-	id, ok := w.pending[t.l.key]
-	delete(w.pending, t.l.key)
+	id, ok := w.pending[key]
+	delete(w.pending, key)
 	w.mu.Unlock()
-	tree, here := w.treeAt(t.dir)
+	tree, here := w.treeAt(t.Dir())
 	if !ok || !here {
 		return
 	}
-	if err := worktree.Save(ctx, tree, t.turnID, id); err != nil {
-		w.log.Warn("worktree.snapshot_save_failed", zap.String("lane", t.l.key), zap.Error(err))
+	if err := worktree.Save(ctx, tree, t.ID(), id); err != nil {
+		w.log.Warn("worktree.snapshot_save_failed", zap.String("lane", key), zap.Error(err))
 		return
 	}
 	if _, err := worktree.Prune(ctx, tree, keepSnapshots); err != nil {
-		w.log.Warn("worktree.snapshot_prune_failed", zap.String("lane", t.l.key), zap.Error(err))
+		w.log.Warn("worktree.snapshot_prune_failed", zap.String("lane", key), zap.Error(err))
 	}
 }
 
 // explain is the lane's worktree of its project as it is on disk now,
 // made if it is missing, for the commands that work on it (/diff, /undo);
 // without one, the words saying why.
-func (w *worktrees) explain(ctx context.Context, l *lane, sl store.Lane) (worktree.Tree, string, bool) {
-	if !w.on() {
+func (w *worktrees) explain(ctx context.Context, l ext.Lane, sl store.Lane) (worktree.Tree, string, bool) {
+	if !w.on(sl.SessionKey) {
 		return worktree.Tree{}, "Worktrees are off (lanes.worktrees: false): this conversation has no git worktree of its own.", false
 	}
 	name, dir := w.projects.chosen(sl)
@@ -354,7 +358,7 @@ func (w *worktrees) explain(ctx context.Context, l *lane, sl store.Lane) (worktr
 		return worktree.Tree{}, fmt.Sprintf("Project %s is not a git repository, so this conversation has no git worktree of its own.", name), false
 	case err != nil:
 		w.log.Warn("worktree.failed", zap.String("lane", sl.SessionKey), zap.String("project", name), zap.Error(err))
-		return worktree.Tree{}, "Could not open this conversation's git worktree: " + briefError(err), false
+		return worktree.Tree{}, "Could not open this conversation's git worktree: " + ext.BriefError(err), false
 	}
 	return tree, "", true
 }
@@ -362,7 +366,7 @@ func (w *worktrees) explain(ctx context.Context, l *lane, sl store.Lane) (worktr
 // fork gives the lane childKey a worktree of the parent's project started
 // from the parent's files as they are now (/fork); without one (the
 // parent has no worktree, or it could not be made) the words saying why.
-func (w *worktrees) fork(ctx context.Context, l *lane, parent store.Lane, childKey string) (worktree.Tree, string, bool) {
+func (w *worktrees) fork(ctx context.Context, l ext.Lane, parent store.Lane, childKey string) (worktree.Tree, string, bool) {
 	ptree, why, ok := w.explain(ctx, l, parent)
 	if !ok {
 		return worktree.Tree{}, why, false
@@ -370,8 +374,8 @@ func (w *worktrees) fork(ctx context.Context, l *lane, parent store.Lane, childK
 	name, dir := w.projects.chosen(parent)
 	tree, err := w.pool.Fork(ctx, ptree, w.laneOf(childKey, name, dir))
 	if err != nil {
-		w.log.Warn("worktree.fork_failed", zap.String("lane", l.key), zap.String("child", childKey), zap.Error(err))
-		return worktree.Tree{}, "Could not copy this conversation's worktree: " + briefError(err), false
+		w.log.Warn("worktree.fork_failed", zap.String("lane", l.Key()), zap.String("child", childKey), zap.Error(err))
+		return worktree.Tree{}, "Could not copy this conversation's worktree: " + ext.BriefError(err), false
 	}
 	w.mu.Lock()
 	w.trees[tree.Dir] = tree
@@ -384,7 +388,7 @@ func (w *worktrees) fork(ctx context.Context, l *lane, parent store.Lane, childK
 // when its project is a git repository, else the project's choice.
 func (w *worktrees) dirOf(sl store.Lane) string {
 	name, dir := w.projects.chosen(sl)
-	if !w.on() || name == "" {
+	if !w.on(sl.SessionKey) || name == "" {
 		return w.projects.dirOf(sl)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
@@ -402,7 +406,7 @@ func (w *worktrees) dirOf(sl store.Lane) string {
 // status is the /status line of the lane's worktree.
 func (w *worktrees) status(sl store.Lane) string {
 	name, dir := w.projects.chosen(sl)
-	if name == "" {
+	if name == "" || !w.on(sl.SessionKey) {
 		return ""
 	}
 	wl := w.laneOf(sl.SessionKey, name, dir)
