@@ -15,6 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
+	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
@@ -31,6 +32,8 @@ type Settings struct {
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command ("": not named).
 	CodexHome string
+	// Schedules is schedules.* and lanes.timezone (/at, /every).
+	Schedules schedules.Config
 }
 
 // Store is what the features use of the store: the union of their own
@@ -44,6 +47,7 @@ type Store interface {
 	diff.Store
 	fork.Store
 	threads.Store
+	schedules.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -59,6 +63,7 @@ type Runtime interface {
 // their commands after the core's, and of their /status lines).
 func List(s Settings, st Store, cx Runtime) []ext.Feature {
 	return []ext.Feature{
+		schedules.New(s.Schedules, st), // first: its /status line came after the core's, before the features'
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),

@@ -22,6 +22,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/metrics"
@@ -312,14 +313,14 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
 			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
 				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
-			CodexHome: CodexHome(d.cfg)}, d.store, d.codex),
+			CodexHome: CodexHome(d.cfg),
+			Schedules: schedules.Config{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
+				MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone, Fired: d.metrics.ScheduleFired}}, d.store, d.codex),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
-		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
-			MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone},
-		Effort:      d.cfg.Codex.Effort,
-		TurnTimeout: d.cfg.Codex.TurnTimeout,
-		Thread:      d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
+		Effort:          d.cfg.Codex.Effort,
+		TurnTimeout:     d.cfg.Codex.TurnTimeout,
+		Thread:          d.threadConfig(), Projects: d.cfg.Projects, AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		WorktreePool: d.pool,
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
