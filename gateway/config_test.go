@@ -16,7 +16,7 @@ func TestNewTakesTheConfigAsGiven(t *testing.T) {
 	cfg := Config{QueueLimit: 3}.WithDefaults()
 	d := config.Defaults()
 	if cfg.QueueLimit != 3 || cfg.MaxLive != d.Lanes.MaxLive || cfg.DrainTimeout != d.Shutdown.DrainTimeout ||
-		cfg.Approvers != d.Codex.Approvers || cfg.Schedules.MaxPerLane != d.Schedules.MaxPerLane {
+		cfg.Approvers != d.Codex.Approvers {
 		t.Errorf("WithDefaults = %+v, want the table's values around the one set", cfg)
 	}
 	if cfg.IdleEvict != 0 || cfg.CompactAt != 0 || cfg.GroupContext {

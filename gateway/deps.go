@@ -23,7 +23,6 @@ type Store interface {
 	modelStore
 	verboseStore
 	usageLimitStore
-	scheduleStore
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk

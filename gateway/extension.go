@@ -42,6 +42,8 @@ type extCore struct {
 	}
 	// work are the services of a turn's work (extension_work.go).
 	work workServices
+	// triggers are the services of turns no one typed (extension_triggers.go).
+	triggers *triggerServices
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -52,6 +54,7 @@ func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
 		sched: g.sched, loader: g.loader, inbox: g.inbox, platforms: g.platforms,
 		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g)}
+	core.triggers = g.triggers
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {

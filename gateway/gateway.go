@@ -28,8 +28,6 @@ type Observer interface {
 	// Tokens counts a turn's spend of one kind (input, cached, output,
 	// reasoning).
 	Tokens(platform, kind string, n int64)
-	// ScheduleFired counts a schedule's firing.
-	ScheduleFired()
 }
 
 // NopObserver ignores every event.
@@ -42,7 +40,6 @@ func (NopObserver) Resume(string)                      {}
 func (NopObserver) Outbound(string, error)             {}
 func (NopObserver) PlatformError(string, string)       {}
 func (NopObserver) Tokens(string, string, int64)       {}
-func (NopObserver) ScheduleFired()                     {}
 
 // Busy modes: what a message arriving while the lane's turn runs does.
 const (
@@ -78,8 +75,6 @@ type Config struct {
 	// lane's boundary (outside the sandbox, a grantRoot outside its
 	// roots) is asked, of admins only and for once only; false declines it.
 	AllowEscalation bool
-	// Schedules is schedules.* and lanes.timezone (/at, /every).
-	Schedules ScheduleConfig
 	// QuestionTimeout gives up an unanswered question of Codex's
 	// (codex.question_timeout).
 	QuestionTimeout time.Duration
@@ -148,7 +143,6 @@ func (c *Config) check() error {
 	}{
 		{"MaxLive", c.MaxLive}, {"QueueLimit", c.QueueLimit}, {"MaxConcurrentTurns", c.MaxConcurrentTurns},
 		{"CompactCooldownTurns", c.CompactCooldownTurns}, {"ContextMessages", c.ContextMessages},
-		{"Schedules.MaxPerLane", c.Schedules.MaxPerLane},
 	} {
 		if n.value < 1 {
 			return fmt.Errorf("gateway: Config.%s must be at least 1, got %d", n.field, n.value)
@@ -159,7 +153,7 @@ func (c *Config) check() error {
 		value time.Duration
 	}{
 		{"ApprovalTimeout", c.ApprovalTimeout}, {"QuestionTimeout", c.QuestionTimeout},
-		{"Schedules.MinInterval", c.Schedules.MinInterval}, {"DrainTimeout", c.DrainTimeout},
+		{"DrainTimeout", c.DrainTimeout},
 		{"PreviewInterval", c.PreviewInterval}, {"TypingInterval", c.TypingInterval},
 	} {
 		if d.value <= 0 {
@@ -208,8 +202,6 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.QuestionTimeout, d.Codex.QuestionTimeout)
 	setDefault(&c.Approvals, d.Codex.Approvals)
 	setDefault(&c.Approvers, d.Codex.Approvers)
-	setDefault(&c.Schedules.MinInterval, d.Schedules.MinInterval)
-	setDefault(&c.Schedules.MaxPerLane, d.Schedules.MaxPerLane)
 	setDefault(&c.DrainTimeout, d.Shutdown.DrainTimeout)
 	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
 	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
@@ -286,7 +278,6 @@ type Gateway struct {
 	out       *deliverer   // the outbox's sender
 	approvals *approvals   // chat approvals: the pending requests and their decisions
 	questions *questions   // Codex's questions (Plan mode) and their answers
-	schedules *schedules   // /at, /every: prompts the lanes run later
 	models    *laneModels  // /model and /effort; codex's models, briefly cached
 	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
 	account   *Account     // whether codex can answer; logins from chats
@@ -295,6 +286,8 @@ type Gateway struct {
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox
 	journal journal
+
+	triggers *triggerServices // turns no one typed, and the features' loops (ext.Triggers)
 }
 
 // Account is whether codex can answer, and its logins: the daemon wires
@@ -368,12 +361,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	go g.awaitReady(platCtx)
 	loopCtx, stopLoops := context.WithCancel(base)
 	var loops sync.WaitGroup
-	loops.Add(3)
+	loops.Add(2)
 	tick, stopTick := g.newTicker(time.Second) // retries that come due
 	defer stopTick()
 	go func() { defer loops.Done(); g.out.loop(loopCtx, tick) }()
 	go func() { defer loops.Done(); g.threads.loop(loopCtx, g.newTicker) }()
-	go func() { defer loops.Done(); g.schedules.loop(loopCtx, g.newTicker) }()
+	g.triggers.run(loopCtx, g.newTicker, &loops) // the features' loops (ext.Triggers.Every)
 
 	var runErr error
 	select {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -20,7 +21,23 @@ func (h *harness) answer(t *testing.T, lane, id, text string) string {
 
 // fireNow fires what is due at the fake clock's time, as the loop's tick
 // would.
-func (h *harness) fireNow() { h.g.schedules.fireDue(context.Background()) }
+func (h *harness) fireNow() {
+	for _, f := range h.g.cfg.Features {
+		if s, ok := f.(*schedules.Schedules); ok {
+			s.FireDue(context.Background())
+			return
+		}
+	}
+	panic("harness: no schedules feature")
+}
+
+// newScheduleHarness is a harness whose schedules run with cfg.
+func newScheduleHarness(t *testing.T, cfg schedules.Config, opts ...harnessOpt) *harness {
+	t.Helper()
+	st := newFakeStore()
+	f := schedules.New(cfg, st)
+	return newHarnessOn(t, st, append(opts, func(c *Config) { c.Features = append(c.Features, f) })...)
+}
 
 // nextContaining waits for the next outbound containing s, skipping others.
 func nextContaining(t *testing.T, p *fakePlatform, s string) Outbound {
@@ -58,7 +75,7 @@ func TestAtFiresOnceAtItsTime(t *testing.T) {
 }
 
 func TestEveryFiresOnItsGridAndSkipsWhatWasMissedTooLong(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Schedules.CatchUp = time.Hour })
+	h := newScheduleHarness(t, schedules.Config{CatchUp: time.Hour})
 	h.start(t)
 	if got := h.answer(t, "a", "c1", "/every 30m tick"); got != "⏰ Scheduled s1, every 30m; next Mon 30 Nov 12:30 UTC: tick" {
 		t.Errorf("/every answered %q", got)
@@ -139,7 +156,7 @@ func TestUnscheduleIsTheMakersInARoom(t *testing.T) {
 }
 
 func TestScheduleCommandsRefuseBadInput(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Schedules.MaxPerLane = 1 })
+	h := newScheduleHarness(t, schedules.Config{MaxPerLane: 1}.WithDefaults())
 	h.start(t)
 	for _, tc := range []struct{ text, want string }{
 		{"/at tomorrowish do it", "Usage: /at WHEN PROMPT."},

@@ -95,6 +95,49 @@ func (k *intake) trigger(ctx context.Context, addr Address, rec store.Inbound) (
 	return id, false, nil
 }
 
+// recordTriggered records a trigger whose row write stores (with what
+// the trigger commits with it), in the lane's intake order, and runs the
+// row rec it wrote.
+func (k *intake) recordTriggered(ctx context.Context, addr Address, rec *store.Inbound,
+	write func(ctx context.Context) (id int64, stored bool, err error)) (int64, bool, error) {
+	l := k.enterIntake(addr)
+	defer k.leaveIntake(l)
+	id, stored, err := write(ctx)
+	if err != nil || !stored {
+		return id, stored, err
+	}
+	k.obs.Inbound(addr.Platform)
+	if k.gate != nil {
+		k.gate.Recorded(rec.SessionKey)
+		return id, true, nil
+	}
+	k.dispatch(k.base, recorded{addr: addr, inboundID: id, msgID: rec.MessageID, text: rec.Text,
+		sender: rec.SenderID, senderName: rec.SenderName, origin: rec.Origin})
+	return id, true, nil
+}
+
+// MakerAuthorizer is an optional capability of an Authorizer that cannot
+// always tell from a sender's id alone (Discord allows by role, and a
+// schedule keeps no roles): known is false when it cannot.
+type MakerAuthorizer interface {
+	AuthorizeMaker(addr Address, senderID string) (allowed, known bool)
+}
+
+// makerAllowed says whether the maker of a triggered turn (a schedule's)
+// in the lane at addr may still use it, by the platform's current
+// allowlist. A maker the platform cannot judge (no id, a Discord role)
+// keeps it running, as before allowlists were checked here.
+func (k *intake) makerAllowed(addr Address, maker string) bool {
+	if maker == "" {
+		return true
+	}
+	if m, ok := k.platforms[addr.Platform].(MakerAuthorizer); ok {
+		allowed, known := m.AuthorizeMaker(addr, maker)
+		return allowed || !known
+	}
+	return k.authorized(Inbound{Address: addr, SenderID: maker})
+}
+
 // withOrigin starts a triggered turn's reply with what started it.
 func withOrigin(origin, text string) string {
 	if origin == "" {

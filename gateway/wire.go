@@ -71,8 +71,6 @@ func wireFeatures(g *Gateway) {
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
-	g.schedules = newSchedules(cfg, st, g.out, log)
-	g.schedules.gate = func() LaneGate { return g.gate }
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -95,7 +93,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
 		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit, questions: g.questions}
-	g.schedules.in = g.in
+	g.triggers = &triggerServices{in: g.in, gate: func() LaneGate { return g.gate }}
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.places.workDir}
 	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
@@ -127,6 +125,5 @@ func modules(g *Gateway) []module {
 		g.views,
 		g.approvals,
 		g.questions,
-		g.schedules,
 	}
 }

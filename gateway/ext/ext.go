@@ -44,6 +44,8 @@ type Host interface {
 	WorkHooks
 	// PlaceHooks are where lanes work (projects, worktrees).
 	PlaceHooks
+	// Triggers start turns no one typed and run background loops.
+	Triggers
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

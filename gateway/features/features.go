@@ -16,6 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
+	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
@@ -35,6 +36,8 @@ type Settings struct {
 	// Projects are projects and worktrees.pool (the worktrees' directory
 	// is the core's: gateway.Config.Worktrees, lanes.worktrees).
 	Projects projects.Settings
+	// Schedules is schedules.* and lanes.timezone (/at, /every).
+	Schedules schedules.Config
 }
 
 // Store is what the features use of the store: the union of their own
@@ -49,6 +52,7 @@ type Store interface {
 	fork.Store
 	threads.Store
 	projects.Store
+	schedules.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -67,6 +71,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		// First: it chooses a turn's working directory, which the hooks
 		// of the features after it see (confine grants the worktree's).
 		projects.New(s.Projects, st),
+		schedules.New(s.Schedules, st), // first: its /status line came after the core's, before the features'
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),

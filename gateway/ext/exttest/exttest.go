@@ -45,6 +45,8 @@ type Host struct {
 	FileErr error
 	// Open opens a place (nil: the platform cannot).
 	Open func(ctx context.Context, near chat.Address, title string) (chat.Address, error)
+	// Triggers records the loops and turns of ext.Triggers (triggers.go).
+	Triggers Triggers
 
 	mu       sync.Mutex
 	commands map[string]ext.Command

@@ -23,6 +23,7 @@ import (
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
+	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/metrics"
@@ -313,14 +314,14 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
 			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
 				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
-			CodexHome: CodexHome(d.cfg), Projects: projects.Settings{Projects: d.cfg.Projects, Pool: d.pool}}, d.store, d.codex),
+			CodexHome: CodexHome(d.cfg), Projects: projects.Settings{Projects: d.cfg.Projects, Pool: d.pool},
+			Schedules: schedules.Config{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
+				MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone, Fired: d.metrics.ScheduleFired}}, d.store, d.codex),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
-		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
-			MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone},
-		Effort:      d.cfg.Codex.Effort,
-		TurnTimeout: d.cfg.Codex.TurnTimeout,
-		Thread:      d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
+		Effort:          d.cfg.Codex.Effort,
+		TurnTimeout:     d.cfg.Codex.TurnTimeout,
+		Thread:          d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
 		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,

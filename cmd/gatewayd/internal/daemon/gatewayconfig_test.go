@@ -5,6 +5,8 @@ import (
 
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 )
 
 // The daemon's gateway.Config carries config's defaults for every field
@@ -22,13 +24,27 @@ func TestGatewayConfigTakesTheTablesDefaults(t *testing.T) {
 		"ContextMessages": {got.ContextMessages, want.ContextMessages}, "Verbose": {got.Verbose, want.Verbose},
 		"ApprovalTimeout": {got.ApprovalTimeout, want.ApprovalTimeout}, "QuestionTimeout": {got.QuestionTimeout, want.QuestionTimeout},
 		"Approvals": {got.Approvals, want.Approvals}, "Approvers": {got.Approvers, want.Approvers},
-		"Schedules.MinInterval": {got.Schedules.MinInterval, want.Schedules.MinInterval},
-		"Schedules.MaxPerLane":  {got.Schedules.MaxPerLane, want.Schedules.MaxPerLane},
-		"DrainTimeout":          {got.DrainTimeout, want.DrainTimeout}, "CompactCooldownTurns": {got.CompactCooldownTurns, want.CompactCooldownTurns},
+		"DrainTimeout": {got.DrainTimeout, want.DrainTimeout}, "CompactCooldownTurns": {got.CompactCooldownTurns, want.CompactCooldownTurns},
 		"PreviewInterval": {got.PreviewInterval, want.PreviewInterval}, "TypingInterval": {got.TypingInterval, want.TypingInterval},
 	} {
 		if p.got != p.want {
 			t.Errorf("%s = %v, want %v", name, p.got, p.want)
 		}
 	}
+	gotSch, wantSch := schedulesOf(t, got.Features).Config(), schedules.Config{}.WithDefaults()
+	if gotSch.MinInterval != wantSch.MinInterval || gotSch.MaxPerLane != wantSch.MaxPerLane {
+		t.Errorf("Schedules = %+v, want the limits %+v", gotSch, wantSch)
+	}
+}
+
+// schedulesOf is the schedules feature in list.
+func schedulesOf(t *testing.T, list []ext.Feature) *schedules.Schedules {
+	t.Helper()
+	for _, f := range list {
+		if s, ok := f.(*schedules.Schedules); ok {
+			return s
+		}
+	}
+	t.Fatal("no schedules feature in the list")
+	return nil
 }
