@@ -49,8 +49,6 @@ var coreCommands = []CommandInfo{
 	{Name: "schedules", Description: "List this conversation's scheduled prompts", Menu: true},
 	{Name: "unschedule", Args: "ID", Description: "Remove a scheduled prompt"},
 	{Name: "tz", Args: "[zone|default]", Description: "Show or set the time zone schedules read times in"},
-	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
-	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
 	{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)"},
 	{Name: "help", Description: "List commands", Menu: true},
 }

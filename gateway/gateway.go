@@ -292,8 +292,6 @@ type Gateway struct {
 	ready      chan struct{}
 
 	out       *deliverer   // the outbox's sender
-	approvals *approvals   // chat approvals: the pending requests and their decisions
-	questions *questions   // Codex's questions (Plan mode) and their answers
 	schedules *schedules   // /at, /every: prompts the lanes run later
 	projects  *projects    // /project: the directories lanes may work in
 	models    *laneModels  // /model and /effort; codex's models, briefly cached

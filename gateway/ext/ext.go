@@ -42,6 +42,8 @@ type Host interface {
 	// WorkHooks are the hooks around a lane's queued work and the
 	// services they use.
 	WorkHooks
+	// ServerRequests take Codex's approvals and questions (approvals.go).
+	ServerRequests
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

@@ -45,6 +45,8 @@ type Host struct {
 	FileErr error
 	// Open opens a place (nil: the platform cannot).
 	Open func(ctx context.Context, near chat.Address, title string) (chat.Address, error)
+	// requests are Codex's requests' registrations (approvals.go).
+	requests
 
 	mu       sync.Mutex
 	commands map[string]ext.Command
