@@ -14,6 +14,11 @@ import (
 type requests struct {
 	// Settings is what RequestSettings returns.
 	Settings ext.RequestSettings
+	// Threads are the lanes LaneOfThread finds, by thread id.
+	Threads map[string]ext.Lane
+	// Asked, when set, receives each prompt Ask sends (after recording
+	// it): a test waits on it for the feature to ask.
+	Asked chan ext.Prompt
 	// Approvers decides MayDecide: nil lets anyone decide.
 	Approvers func(platform, requester, sender string, platformAdmin bool) bool
 
@@ -57,12 +62,16 @@ func (h *Host) IsAdminOf(_, sender string, platformAdmin bool) bool {
 
 func (h *Host) WaitPing(string) (string, string, bool) { return "", "", false }
 
-// Ask records p; its message id is "m" and its number.
+// Ask records p (and sends it to Asked); its message id is "m" and its number.
 func (h *Host) Ask(_ context.Context, p ext.Prompt) string {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.prompts = append(h.prompts, p)
-	return "m" + strconv.Itoa(len(h.prompts))
+	id := "m" + strconv.Itoa(len(h.prompts))
+	h.mu.Unlock()
+	if h.Asked != nil {
+		h.Asked <- p
+	}
+	return id
 }
 
 func (h *Host) EditPrompt(_ context.Context, _ chat.Address, msgID, text string) error {
