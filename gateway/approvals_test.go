@@ -243,7 +243,7 @@ func TestApprovalInASharedRoomIsTheRequesters(t *testing.T) {
 			question(t, h.p)
 			press := func(id, who string) {
 				t.Helper()
-				if _, err := h.g.Deliver(ctx, Inbound{Address: group, MessageID: id, SenderID: who, Callback: approvalButtons(PendingApproval{ID: "a1"})[0].ID}); err != nil {
+				if _, err := h.g.Deliver(ctx, Inbound{Address: group, MessageID: id, SenderID: who, Callback: approvalCallback + "a1:accept"}); err != nil {
 					t.Fatal(err)
 				}
 			}

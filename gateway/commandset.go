@@ -43,8 +43,6 @@ var coreCommands = []CommandInfo{
 	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
 	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
 	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
-	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
-	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
 	{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)"},
 	{Name: "help", Description: "List commands", Menu: true},
 }

@@ -275,13 +275,11 @@ type Gateway struct {
 	started    atomic.Bool
 	ready      chan struct{}
 
-	out       *deliverer   // the outbox's sender
-	approvals *approvals   // chat approvals: the pending requests and their decisions
-	questions *questions   // Codex's questions (Plan mode) and their answers
-	models    *laneModels  // /model and /effort; codex's models, briefly cached
-	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
-	account   *Account     // whether codex can answer; logins from chats
-	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
+	out     *deliverer   // the outbox's sender
+	models  *laneModels  // /model and /effort; codex's models, briefly cached
+	usage   *usageLimits // paused while Codex's usage limit is reached; usage in /status
+	account *Account     // whether codex can answer; logins from chats
+	gate    LaneGate     // cluster mode: which lanes this node serves (cluster.go)
 
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox

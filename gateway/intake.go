@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -32,9 +33,8 @@ type intake struct {
 	obs       Observer
 	now       func() time.Time
 	titled    titleOnce
-	gate      LaneGate   // cluster mode (SetLaneGate), else nil
-	room      *roomTalk  // what a shared room said between turns
-	questions *questions // a message may answer a question Codex asked
+	gate      LaneGate  // cluster mode (SetLaneGate), else nil
+	room      *roomTalk // what a shared room said between turns
 	// steerEdit steers an edit of the running turn's message into it
 	// (busyPolicy.steer); nil: edits of it are ignored.
 	steerEdit func(ctx context.Context, l *lane, msgID, text string) bool
@@ -91,8 +91,8 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	if refused, err := k.host.admitted(ctx, in); refused {
 		return false, err
 	}
-	if id, qid, ok := k.questions.textTarget(in); ok {
-		return k.answer(ctx, in, id, qid)
+	if a, ok := k.host.answerOf(in); ok {
+		return k.answer(ctx, in, a)
 	}
 	key := in.Address.SessionKey()
 	// The files are part of accepting the message: stored before its row
@@ -139,16 +139,13 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	return false, nil
 }
 
-// answer records a message that answers question qid of request id, then
-// answers it: recorded first, so a redelivery is a duplicate and never a
-// turn. A secret answer is not kept in the row.
-func (k *intake) answer(ctx context.Context, in Inbound, id, qid string) (bool, error) {
-	text := in.Text
-	if k.questions.isSecretAnswer(id, qid) {
-		text = "(secret answer to question " + id + ")"
-	}
+// answer records a message a feature claimed as an answer (a question
+// Codex asked), then applies it: recorded first, so a redelivery is a
+// duplicate and never a turn. The row keeps what the feature says (a
+// secret answer is not kept).
+func (k *intake) answer(ctx context.Context, in Inbound, a ext.Answer) (bool, error) {
 	rec := store.Inbound{Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: in.Address.SessionKey(),
-		SenderID: in.SenderID, SenderName: in.SenderName, Text: text, ReceivedAt: in.ReceivedAt, Lane: laneKey(in.Address)}
+		SenderID: in.SenderID, SenderName: in.SenderName, Text: a.Stored, ReceivedAt: in.ReceivedAt, Lane: laneKey(in.Address)}
 	rowID, dup, err := k.st.RecordInbound(ctx, rec)
 	if err != nil {
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
@@ -158,7 +155,7 @@ func (k *intake) answer(ctx context.Context, in Inbound, id, qid string) (bool, 
 		return true, nil
 	}
 	k.obs.Inbound(in.Address.Platform)
-	k.questions.answerText(k.base, in, id, qid)
+	a.Apply(k.base)
 	k.inbox.set(k.base, rowID, store.InboundDone)
 	return false, nil
 }

@@ -71,14 +71,6 @@ func (t *laneTable) ofThread(threadID string) *lane {
 	return found
 }
 
-// addressOfThread is the address of the lane whose thread is threadID.
-func (t *laneTable) addressOfThread(threadID string) (Address, bool) {
-	if l := t.ofThread(threadID); l != nil {
-		return l.addr, true
-	}
-	return Address{}, false
-}
-
 // requesterOfThread is who sent the message whose turn runs on threadID.
 func (t *laneTable) requesterOfThread(threadID string) (id, name string) {
 	if l := t.ofThread(threadID); l != nil {

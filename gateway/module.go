@@ -33,6 +33,8 @@ type host struct {
 	// transcribes: a feature transcribes audio before the turn (OnAudio),
 	// so intake does not tell the lane it goes untranscribed.
 	transcribes bool
+	// requests are what features registered for Codex's server requests.
+	requests serverRequests
 }
 
 func newHost() *host {

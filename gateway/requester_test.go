@@ -43,12 +43,12 @@ func (h *harness) inRoom(t *testing.T, in Inbound) {
 func (h *harness) onlyDecides(t *testing.T, stranger, decider, refusal string) {
 	t.Helper()
 	question(t, h.p)
-	h.inRoom(t, Inbound{MessageID: "p1", SenderID: stranger, Callback: callbackPrefix + "a1:accept"})
+	h.inRoom(t, Inbound{MessageID: "p1", SenderID: stranger, Callback: approvalCallback + "a1:accept"})
 	nextContaining(t, h.p, refusal)
 	if p := h.g.PendingApprovals(room.SessionKey()); len(p) != 1 {
 		t.Fatalf("pending %+v after the stranger's press, want a1 still waiting", p)
 	}
-	h.inRoom(t, Inbound{MessageID: "p2", SenderID: decider, Callback: callbackPrefix + "a1:accept"})
+	h.inRoom(t, Inbound{MessageID: "p2", SenderID: decider, Callback: approvalCallback + "a1:accept"})
 	nextContaining(t, h.p, "decision: accept")
 }
 
@@ -125,11 +125,11 @@ func TestUnknownRequesterInARoomIsDecidedByAdminsOnly(t *testing.T) {
 	if q := nextContaining(t, h.p, "Codex asks to run a command").Text; !strings.Contains(q, "Who asked for this turn is not known: only an admin decides.") {
 		t.Errorf("question:\n%s\nwant it to say only an admin decides", q)
 	}
-	h.inRoom(t, Inbound{MessageID: "p1", SenderID: "ben", Callback: callbackPrefix + "a1:accept"})
+	h.inRoom(t, Inbound{MessageID: "p1", SenderID: "ben", Callback: approvalCallback + "a1:accept"})
 	nextContaining(t, h.p, "Only an admin can decide this (who asked for this turn is not known); approval a1 is still waiting.")
 	if err := h.g.Decide(room.SessionKey(), "a1", "decline", "ben"); err == nil {
 		t.Error("a member's decline of an unknown requester's approval went through")
 	}
-	h.inRoom(t, Inbound{MessageID: "p2", SenderID: "root", Callback: callbackPrefix + "a1:accept"})
+	h.inRoom(t, Inbound{MessageID: "p2", SenderID: "root", Callback: approvalCallback + "a1:accept"})
 	nextContaining(t, h.p, "decision: accept")
 }

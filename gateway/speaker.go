@@ -3,6 +3,8 @@ package gateway
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
 // In a shared room Codex must tell Ana's request from Ben's correction and
@@ -39,13 +41,7 @@ func framedText(in Inbound, cmds *commandSet) string {
 	return text
 }
 
-func isGroupPlace(k LaneKind) bool {
-	switch k {
-	case LaneGroup, LaneTopic, LaneChannel, LaneThread:
-		return true
-	}
-	return false
-}
+func isGroupPlace(k LaneKind) bool { return ext.GroupPlace(k) }
 
 // speakerName is the sender's shown name without the characters that
 // would let a name fake the frame ("]:", newlines).

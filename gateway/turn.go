@@ -51,16 +51,13 @@ type turnRunner struct {
 
 	// Parts still built by the gateway: the turn's typing and preview,
 	// its work view, busy mode's interrupt of a superseded turn, the
-	// compaction item, token metrics, deleting a stale preview, and the
-	// roots a turn may write (approvals check a grantRoot against them:
-	// known only once every input hook, a feature's too, added its own).
+	// compaction item, token metrics and deleting a stale preview.
 	stream      func(addr Address, replyTo string, typedAt time.Time) *streamer
 	workView    func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView
 	superseded  func(l *lane, thread string)
 	compact     func(ctx context.Context, l *lane, it item)
 	countTokens func(platform string, u codex.Usage)
 	dropPreview func(ctx context.Context, addr Address, id string)
-	noteRoots   func(sessionKey string, in *codex.TurnInput)
 }
 
 // turnStore is the part of the store a turn writes.
@@ -345,7 +342,6 @@ func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, er
 	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
 	r.host.input(ctx, t, &in)
-	r.noteRoots(t.l.key, &in)
 	run := func() (codex.TurnResult, error) {
 		if t.it.review != nil {
 			return r.cx.RunReview(ctx, t.thread, *t.it.review, ev)

@@ -69,8 +69,7 @@ func wireFeatures(g *Gateway) {
 	g.places = newPlaces(cfg)
 	g.out.files = cfg.Files
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
-	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
-	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
+	g.host.requests.settings = requestSettings(cfg)
 }
 
 // wireCore builds the thread cache, the turn runner, the scheduler and
@@ -81,8 +80,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start,
-		noteRoots: g.approvals.noteRoots}
+		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
@@ -92,7 +90,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
 		paused: g.usage.usagePaused, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit, questions: g.questions}
+		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit}
 	g.triggers = &triggerServices{in: g.in, gate: func() LaneGate { return g.gate }}
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.places.workDir}
@@ -123,7 +121,5 @@ func modules(g *Gateway) []module {
 		g.account,
 		g.cmdButtons,
 		g.views,
-		g.approvals,
-		g.questions,
 	}
 }

@@ -46,6 +46,8 @@ type Host interface {
 	PlaceHooks
 	// Triggers start turns no one typed and run background loops.
 	Triggers
+	// ServerRequests take Codex's approvals and questions (approvals.go).
+	ServerRequests
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

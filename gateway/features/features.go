@@ -7,6 +7,7 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/approvals"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
@@ -14,6 +15,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/fork"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
+	"github.com/gatewayd/gatewayd/gateway/feature/questions"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
@@ -85,5 +87,9 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),
 		sendfile.New(), // the core's files store (gateway.Config.Files) keeps what it sends
+		// codex.approvals and the timeouts are the core's (gateway.Config): its
+		// Approve and AskUser are where the daemon routes Codex's requests.
+		approvals.New(), // after every feature that adds roots to a turn (confine): it checks grants against them
+		questions.New(),
 	}
 }

@@ -47,6 +47,8 @@ type Host struct {
 	Open func(ctx context.Context, near chat.Address, title string) (chat.Address, error)
 	// Triggers records the loops and turns of ext.Triggers (triggers.go).
 	Triggers Triggers
+	// requests are Codex's requests' registrations (approvals.go).
+	requests
 
 	mu       sync.Mutex
 	commands map[string]ext.Command
@@ -285,10 +287,10 @@ func (h *Host) OnAudio(func(context.Context, ext.Lane, string) string)    {}
 func (h *Host) OnFinished(func(ext.Turn, codex.TurnResult))               {}
 func (h *Host) Tool(codex.DynamicTool, func(context.Context, codex.ToolCall) codex.ToolResult) {
 }
-func (h *Host) LaneOfThread(string) (ext.Lane, bool) { return nil, false }
-func (h *Host) LaneDirs(string) ext.LaneDirs         { return ext.LaneDirs{} }
-func (h *Host) Files() *files.Store                  { return nil }
-func (h *Host) LaneProfile() string                  { return "" }
+func (h *Host) LaneOfThread(id string) (ext.Lane, bool) { l, ok := h.Threads[id]; return l, ok }
+func (h *Host) LaneDirs(string) ext.LaneDirs            { return ext.LaneDirs{} }
+func (h *Host) Files() *files.Store                     { return nil }
+func (h *Host) LaneProfile() string                     { return "" }
 
 // Running is the lane's running turn: none in this fake.
 func (l *Lane) Running() (ext.RunningTurn, bool) { return nil, false }

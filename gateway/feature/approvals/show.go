@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -22,13 +24,13 @@ import (
 const zeroWidthSpace = "\u200b"
 
 // approvalQuestion is the lane's question about a pending request.
-func approvalQuestion(info PendingApproval, timeout time.Duration) string {
+func approvalQuestion(info chat.PendingApproval, timeout time.Duration) string {
 	var b strings.Builder
 	b.WriteString(approvalHeadline(info))
 	if info.Escalation != "" {
 		fmt.Fprintf(&b, "⚠️ It would %s. Only an admin can allow it, and only once.\n", info.Escalation)
 	}
-	if info.Requester == requesterUnknown {
+	if info.Requester == ext.RequesterUnknown {
 		b.WriteString("Who asked for this turn is not known: only an admin decides.\n")
 	}
 	b.WriteString(approvalDetails(info))
@@ -43,7 +45,7 @@ func approvalQuestion(info PendingApproval, timeout time.Duration) string {
 	return b.String()
 }
 
-func approvalHeadline(info PendingApproval) string {
+func approvalHeadline(info chat.PendingApproval) string {
 	if info.Kind == "command" {
 		return fmt.Sprintf("Codex asks to run a command (approval %s):\n", info.ID)
 	}
@@ -52,7 +54,7 @@ func approvalHeadline(info PendingApproval) string {
 
 // escalationDeclined tells the lane what was declined without asking,
 // and why.
-func escalationDeclined(info PendingApproval) string {
+func escalationDeclined(info chat.PendingApproval) string {
 	what := "run a command"
 	if info.Kind != "command" {
 		what = "change files"
@@ -63,7 +65,7 @@ func escalationDeclined(info PendingApproval) string {
 
 // approvalDetails is the request's own words, labelled, in one inert
 // code block.
-func approvalDetails(info PendingApproval) string {
+func approvalDetails(info chat.PendingApproval) string {
 	var lines []string
 	add := func(label, value string) {
 		if value != "" {
@@ -119,11 +121,11 @@ func inert(text string) string {
 
 // approvalButtons are the request's buttons; one that widens the
 // boundary has no "for this thread".
-func approvalButtons(info PendingApproval) []Button {
-	button := func(d codex.Decision, label string) Button {
-		return Button{ID: callbackPrefix + info.ID + ":" + string(d), Label: label}
+func approvalButtons(info chat.PendingApproval) []chat.Button {
+	button := func(d codex.Decision, label string) chat.Button {
+		return chat.Button{ID: callbackPrefix + info.ID + ":" + string(d), Label: label}
 	}
-	out := []Button{button(codex.DecisionAccept, "Approve")}
+	out := []chat.Button{button(codex.DecisionAccept, "Approve")}
 	if info.Escalation == "" {
 		out = append(out, button(codex.DecisionAcceptForSession, "Approve for this thread"))
 	}

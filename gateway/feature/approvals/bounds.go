@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -80,11 +81,11 @@ func (a *approvals) mayWiden(p *pendingApproval, d codex.Decision, sender string
 	if p.info.Escalation == "" || (d != codex.DecisionAccept && d != codex.DecisionAcceptForSession) {
 		return nil
 	}
-	if !a.deciders.admin(p.platform, sender, platformAdmin) {
-		return ErrAdminsOnly
+	if !a.h.IsAdminOf(p.platform, sender, platformAdmin) {
+		return ext.ErrAdminsOnly
 	}
 	if d == codex.DecisionAcceptForSession {
-		return ErrOnceOnly
+		return ext.ErrOnceOnly
 	}
 	return nil
 }

@@ -1,4 +1,6 @@
-package gateway
+// Package questions asks a lane Codex's questions (request_user_input)
+// and takes its answers.
+package questions
 
 import (
 	"context"
@@ -12,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -27,41 +31,13 @@ import (
 // is given up and the lane told; /stop and /reset give it up too. Secret
 // questions are asked only in private chats and the API lane.
 
-// Errors of AnswerQuestion, for adapters that take answers (the API lane).
-var (
-	ErrQuestionNotFound  = errors.New("gateway: no such pending question (answered, expired or unknown)")
-	ErrQuestionWrongLane = errors.New("gateway: the question belongs to another lane")
-	ErrQuestionAnswered  = errors.New("gateway: the question is already answered")
-	ErrBadAnswer         = errors.New("gateway: not an answer to the question")
-)
-
-// PendingQuestion is one request_user_input request waiting for answers.
-type PendingQuestion struct {
-	ID, SessionKey           string
-	ThreadID, TurnID, ItemID string
-	Questions                []codex.Question
-	// Answered lists the ids of the questions answered so far.
-	Answered []string
-	Asked    time.Time
-	// Requester (platform user id) and RequesterName: in a shared room
-	// with codex.approvers: requester, only they or an admin answer.
-	Requester, RequesterName string
-}
-
-// QuestionPrompt is on the message that asks one question of a pending
-// request (Outbound.Question): Index is the question's.
-type QuestionPrompt struct {
-	Pending PendingQuestion
-	Index   int
-}
-
 // questionPrefix starts the Button.ID of answer buttons:
 // "question:<id>:<question index>:<option index>".
 const questionPrefix = "question:"
 
 type pendingQuestion struct {
-	info     PendingQuestion
-	addr     Address
+	info     chat.PendingQuestion
+	addr     chat.Address
 	answers  map[string][]string // question id → answer; guarded by questionBook.mu
 	by       map[string]string   // question id → who answered
 	skipped  map[string]bool     // secret questions not asked in this place
@@ -85,7 +61,7 @@ func (p *pendingQuestion) allAnswered() bool {
 }
 
 // snapshot is the request as adapters see it; the caller holds the lock.
-func (p *pendingQuestion) snapshot() PendingQuestion {
+func (p *pendingQuestion) snapshot() chat.PendingQuestion {
 	info := p.info
 	info.Answered = nil
 	for _, q := range p.info.Questions {
@@ -103,7 +79,7 @@ type questionBook struct {
 	pending map[string]*pendingQuestion
 }
 
-func (b *questionBook) add(info PendingQuestion, addr Address, skipped map[string]bool) *pendingQuestion {
+func (b *questionBook) add(info chat.PendingQuestion, addr chat.Address, skipped map[string]bool) *pendingQuestion {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.pending == nil {
@@ -136,7 +112,7 @@ func (b *questionBook) setMessage(p *pendingQuestion, i int, msgID string) {
 func (b *questionBook) lane(key string) []*pendingQuestion {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return inLane(b.pending, key, func(p *pendingQuestion) (string, string) { return p.info.SessionKey, p.info.ID })
+	return ext.OfLane(b.pending, key, func(p *pendingQuestion) (string, string) { return p.info.SessionKey, p.info.ID })
 }
 
 // answered is what one accepted answer changed.
@@ -155,11 +131,11 @@ func (b *questionBook) answer(key, id string, answers map[string][]string, by st
 	p := b.pending[id]
 	switch {
 	case p == nil:
-		return answered{}, ErrQuestionNotFound
+		return answered{}, ext.ErrQuestionNotFound
 	case p.info.SessionKey != key:
-		return answered{}, ErrQuestionWrongLane
+		return answered{}, ext.ErrQuestionWrongLane
 	case len(answers) == 0:
-		return answered{}, fmt.Errorf("%w: no answers given", ErrBadAnswer)
+		return answered{}, fmt.Errorf("%w: no answers given", ext.ErrBadAnswer)
 	}
 	if err := allowed(p); err != nil {
 		return answered{}, err
@@ -168,10 +144,10 @@ func (b *questionBook) answer(key, id string, answers map[string][]string, by st
 	for qid, a := range answers {
 		i := p.index(qid)
 		if i < 0 {
-			return answered{}, fmt.Errorf("%w: request %s has no question %q", ErrBadAnswer, id, qid)
+			return answered{}, fmt.Errorf("%w: request %s has no question %q", ext.ErrBadAnswer, id, qid)
 		}
 		if !p.open(i) {
-			return answered{}, fmt.Errorf("%w: %q", ErrQuestionAnswered, qid)
+			return answered{}, fmt.Errorf("%w: %q", ext.ErrQuestionAnswered, qid)
 		}
 		if err := validAnswer(p.info.Questions[i], a); err != nil {
 			return answered{}, err
@@ -206,14 +182,14 @@ func (p *pendingQuestion) index(qid string) int {
 func validAnswer(q codex.Question, a []string) error {
 	a = trimmed(a)
 	if len(a) == 0 {
-		return fmt.Errorf("%w: empty answer to %q", ErrBadAnswer, q.ID)
+		return fmt.Errorf("%w: empty answer to %q", ext.ErrBadAnswer, q.ID)
 	}
 	if q.IsOther || len(q.Options) == 0 {
 		return nil
 	}
 	for _, s := range a {
 		if optionIndex(q, s) < 0 {
-			return fmt.Errorf("%w: %q is not one of the options of %q (%s)", ErrBadAnswer, s, q.ID, optionLabels(q))
+			return fmt.Errorf("%w: %q is not one of the options of %q (%s)", ext.ErrBadAnswer, s, q.ID, optionLabels(q))
 		}
 	}
 	return nil
@@ -255,75 +231,80 @@ func optionLabels(q codex.Question) string {
 	return strings.Join(labels, ", ")
 }
 
-// questions is the module: it owns the book, asks the lane owning a
+// questions is the feature: it owns the book, asks the lane owning a
 // request's thread, and takes the answers from buttons, replies, plain
 // messages and adapters (AnswerQuestion).
 type questions struct {
-	timeout     time.Duration // Config.QuestionTimeout
-	book        questionBook
-	deciders    approverRule
-	laneOf      func(threadID string) (Address, bool)
-	requesterOf func(threadID string) (id, name string)
-	waitPing    func(threadID string) (user, msgID string, ok bool)
-	base        context.Context
-	out         *deliverer
-	platforms   map[string]Platform
-	log         *zap.Logger
-	now         func() time.Time
-	cmds        *commandSet // a command is never an answer
+	timeout time.Duration // codex.question_timeout
+	book    questionBook
+	h       ext.Host
+	log     *zap.Logger
 }
 
-func newQuestions(cfg Config, lanes *laneTable, base context.Context, out *deliverer,
-	platforms map[string]Platform, log *zap.Logger) *questions {
-	return &questions{timeout: cfg.QuestionTimeout, deciders: newApproverRule(cfg), laneOf: lanes.addressOfThread,
-		requesterOf: lanes.requesterOfThread, waitPing: lanes.waitPingOfThread, base: base, out: out,
-		platforms: platforms, log: log, now: cfg.Now}
-}
+// New is the questions feature.
+func New() ext.Feature { return &questions{} }
 
-// register adds the answer buttons and gives up a lane's requests when its
+func (q *questions) Name() string { return "questions" }
+
+// Register adds the answer buttons, takes Codex's questions and the
+// messages that answer them, and gives up a lane's requests when its
 // turn is stopped or its conversation reset.
-func (q *questions) register(h *host) {
-	q.cmds = &h.commandSet
-	h.callback(questionPrefix, q.pressed)
-	h.hooks.stopped = append(h.hooks.stopped, func(key string) { q.giveUp(key, "The turn was stopped before an answer.") })
-}
-
-// AskUser is the codex.UserInputHandler (see questions.ask).
-func (g *Gateway) AskUser(ctx context.Context, req codex.UserInputRequest) (map[string][]string, bool) {
-	return g.questions.ask(ctx, req)
+func (q *questions) Register(h ext.Host) error {
+	q.timeout = h.RequestSettings().QuestionTimeout
+	q.h, q.log = h, h.Logger()
+	h.Callback(questionPrefix, q.pressed)
+	h.OnStopped(func(key string) { q.giveUp(key, "The turn was stopped before an answer.") })
+	h.OnAnswer(q.claim)
+	h.HandleQuestions(q)
+	return nil
 }
 
 // PendingQuestions lists the lane's requests waiting for answers.
-func (g *Gateway) PendingQuestions(sessionKey string) []PendingQuestion {
-	var out []PendingQuestion
-	for _, p := range g.questions.book.lane(sessionKey) {
-		g.questions.book.mu.Lock()
+func (q *questions) PendingQuestions(sessionKey string) []chat.PendingQuestion {
+	var out []chat.PendingQuestion
+	for _, p := range q.book.lane(sessionKey) {
+		q.book.mu.Lock()
 		out = append(out, p.snapshot())
-		g.questions.book.mu.Unlock()
+		q.book.mu.Unlock()
 	}
 	return out
 }
 
 // AnswerQuestion answers questions of the lane's pending request id.
-func (g *Gateway) AnswerQuestion(sessionKey, id string, answers map[string][]string, senderID string) error {
-	_, err := g.questions.accept(g.baseCtx, sessionKey, id, answers, senderID, senderID, false)
+func (q *questions) AnswerQuestion(sessionKey, id string, answers map[string][]string, senderID string) error {
+	_, err := q.accept(q.h.Context(), sessionKey, id, answers, senderID, senderID, false)
 	return err
 }
 
-// ask shows the request's questions in the lane owning its thread and
+// claim is the answer a plain message gives, if it answers a question:
+// recorded without its text when the question is secret.
+func (q *questions) claim(in chat.Inbound) (ext.Answer, bool) {
+	id, qid, ok := q.textTarget(in)
+	if !ok {
+		return ext.Answer{}, false
+	}
+	stored := in.Text
+	if q.isSecretAnswer(id, qid) {
+		stored = "(secret answer to question " + id + ")"
+	}
+	return ext.Answer{Stored: stored, Apply: func(ctx context.Context) { q.answerText(ctx, in, id, qid) }}, true
+}
+
+// AskUser shows the request's questions in the lane owning its thread and
 // waits for every answer, the timeout or ctx (codex withdrew it).
-func (q *questions) ask(ctx context.Context, req codex.UserInputRequest) (map[string][]string, bool) {
-	addr, ok := q.laneOf(req.ThreadID)
+func (q *questions) AskUser(ctx context.Context, req codex.UserInputRequest) (map[string][]string, bool) {
+	l, ok := q.h.LaneOfThread(req.ThreadID)
 	if !ok || len(req.Questions) == 0 {
 		q.log.Warn("question.unrouted", zap.String("thread", req.ThreadID), zap.Int("questions", len(req.Questions)))
 		return nil, false
 	}
+	addr := l.Address()
 	key := addr.SessionKey()
-	info := PendingQuestion{SessionKey: key, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID,
-		Questions: req.Questions, Asked: q.now()}
-	info.Requester, info.RequesterName = q.deciders.requester(addr, q.requesterOf, req.ThreadID)
+	info := chat.PendingQuestion{SessionKey: key, ThreadID: req.ThreadID, TurnID: req.TurnID, ItemID: req.ItemID,
+		Questions: req.Questions, Asked: q.h.Now()}
+	info.Requester, info.RequesterName = q.h.TurnRequester(addr, req.ThreadID)
 	skipped := make(map[string]bool)
-	if isGroupPlace(addr.Kind) {
+	if ext.GroupPlace(addr.Kind) {
 		for _, question := range req.Questions {
 			if question.IsSecret {
 				skipped[question.ID] = true
@@ -334,7 +315,7 @@ func (q *questions) ask(ctx context.Context, req codex.UserInputRequest) (map[st
 	id := p.info.ID
 	q.log.Info("question.asked", zap.String("lane", key), zap.String("question", id), zap.Int("questions", len(req.Questions)))
 	if len(skipped) > 0 {
-		q.out.notify(q.base, addr, "", fmt.Sprintf("Codex asked a secret question (%s), which is answered only in a private chat "+
+		q.h.Notify(q.h.Context(), addr, "", fmt.Sprintf("Codex asked a secret question (%s), which is answered only in a private chat "+
 			"or through the API; it goes unanswered here.", secretHeaders(req.Questions, skipped)))
 	}
 	if p.allAnswered() { // every question was secret
@@ -362,7 +343,7 @@ func (q *questions) end(p *pendingQuestion, notice, mark string) (map[string][]s
 		return <-p.complete, true
 	}
 	q.log.Info("question.ended", zap.String("lane", p.info.SessionKey), zap.String("question", p.info.ID), zap.String("why", mark))
-	q.out.notify(q.base, p.addr, "", notice)
+	q.h.Notify(q.h.Context(), p.addr, "", notice)
 	q.markOpen(p, mark)
 	return q.given(p), false
 }
@@ -395,8 +376,8 @@ func (q *questions) giveUp(key, mark string) {
 // requester in a shared room.
 func (q *questions) show(ctx context.Context, p *pendingQuestion) {
 	ping, replyTo := "", ""
-	if isGroupPlace(p.addr.Kind) {
-		if user, msg, ok := q.waitPing(p.info.ThreadID); ok {
+	if ext.GroupPlace(p.addr.Kind) {
+		if user, msg, ok := q.h.WaitPing(p.info.ThreadID); ok {
 			ping, replyTo = user, msg
 		}
 	}
@@ -406,21 +387,22 @@ func (q *questions) show(ctx context.Context, p *pendingQuestion) {
 		}
 		text := questionText(p.info, i, q.timeout)
 		q.book.mu.Lock()
-		prompt := &QuestionPrompt{Pending: p.snapshot(), Index: i}
+		prompt := &chat.QuestionPrompt{Pending: p.snapshot(), Index: i}
 		q.book.mu.Unlock()
-		out := Outbound{Address: p.addr, Kind: OutNotice, Text: text, Question: prompt, Ping: ping, ReplyTo: replyTo}
+		out := ext.Prompt{Address: p.addr, Text: text, Question: prompt, Ping: ping, ReplyTo: replyTo,
+			Buttons: answerButtons(p.info.ID, i, question)}
 		ping, replyTo = "", "" // once
 		// Deferred or refused, the outbox keeps the text (and GET
 		// .../questions lists the request); only a direct send can be
 		// replied to and edited.
-		if msgID := q.out.askDirect(ctx, out, answerButtons(p.info.ID, i, question)); msgID != "" {
+		if msgID := q.h.Ask(ctx, out); msgID != "" {
 			q.book.setMessage(p, i, msgID)
 		}
 	}
 }
 
 // questionText is the message asking question i of a request.
-func questionText(info PendingQuestion, i int, timeout time.Duration) string {
+func questionText(info chat.PendingQuestion, i int, timeout time.Duration) string {
 	question := info.Questions[i]
 	var b strings.Builder
 	b.WriteString("❓ ")
@@ -462,10 +444,10 @@ func questionText(info PendingQuestion, i int, timeout time.Duration) string {
 // 80 characters).
 const maxButtonLabel = 80
 
-func answerButtons(id string, i int, question codex.Question) []Button {
-	buttons := make([]Button, 0, len(question.Options))
+func answerButtons(id string, i int, question codex.Question) []chat.Button {
+	buttons := make([]chat.Button, 0, len(question.Options))
 	for n, o := range question.Options {
-		buttons = append(buttons, Button{ID: questionPrefix + id + ":" + strconv.Itoa(i) + ":" + strconv.Itoa(n),
+		buttons = append(buttons, chat.Button{ID: questionPrefix + id + ":" + strconv.Itoa(i) + ":" + strconv.Itoa(n),
 			Label: cutRunes(o.Label, maxButtonLabel)})
 	}
 	return buttons
@@ -494,7 +476,7 @@ func secretHeaders(qs []codex.Question, skipped map[string]bool) string {
 }
 
 // pressed handles an answer button: "question:<id>:<index>:<option>".
-func (q *questions) pressed(ctx context.Context, in Inbound) {
+func (q *questions) pressed(ctx context.Context, in chat.Inbound) {
 	parts := strings.Split(strings.TrimPrefix(in.Callback, questionPrefix), ":")
 	if len(parts) != 3 {
 		q.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
@@ -505,7 +487,7 @@ func (q *questions) pressed(ctx context.Context, in Inbound) {
 	n, err2 := strconv.Atoi(parts[2])
 	label, qid, ok := q.option(id, i, n)
 	if err1 != nil || err2 != nil || !ok {
-		q.out.notify(ctx, in.Address, "", fmt.Sprintf("Question %s is no longer waiting (answered, expired or withdrawn).", id))
+		q.h.Notify(ctx, in.Address, "", fmt.Sprintf("Question %s is no longer waiting (answered, expired or withdrawn).", id))
 		return
 	}
 	q.acceptAndSay(ctx, in, id, map[string][]string{qid: {label}})
@@ -524,22 +506,22 @@ func (q *questions) option(id string, i, n int) (label, qid string, ok bool) {
 
 // acceptAndSay applies answers from a chat and tells the lane when they
 // were refused; an accepted answer shows in its question's message.
-func (q *questions) acceptAndSay(ctx context.Context, in Inbound, id string, answers map[string][]string) {
-	_, err := q.accept(ctx, in.Address.SessionKey(), id, answers, in.SenderID, speakerName(in), in.SenderAdmin)
+func (q *questions) acceptAndSay(ctx context.Context, in chat.Inbound, id string, answers map[string][]string) {
+	_, err := q.accept(ctx, in.Address.SessionKey(), id, answers, in.SenderID, q.h.SpeakerName(in), in.SenderAdmin)
 	if err != nil {
-		q.out.notify(ctx, in.Address, in.MessageID, refusedAnswerText(id, err))
+		q.h.Notify(ctx, in.Address, in.MessageID, refusedAnswerText(id, err))
 	}
 }
 
 func refusedAnswerText(id string, err error) string {
 	switch {
-	case errors.Is(err, ErrQuestionNotFound):
+	case errors.Is(err, ext.ErrQuestionNotFound):
 		return fmt.Sprintf("Question %s is no longer waiting (answered, expired or withdrawn).", id)
-	case errors.Is(err, ErrQuestionWrongLane):
+	case errors.Is(err, ext.ErrQuestionWrongLane):
 		return fmt.Sprintf("Question %s belongs to another conversation; refused.", id)
-	case errors.Is(err, ErrQuestionAnswered):
+	case errors.Is(err, ext.ErrQuestionAnswered):
 		return fmt.Sprintf("Question %s is already answered.", id)
-	case errors.Is(err, ErrNotApprover):
+	case errors.Is(err, ext.ErrNotApprover):
 		return err.Error() + "; question " + id + " is still waiting."
 	}
 	return strings.TrimPrefix(err.Error(), "gateway: ")
@@ -550,8 +532,8 @@ func refusedAnswerText(id string, err error) string {
 func (q *questions) accept(ctx context.Context, key, id string, answers map[string][]string,
 	sender, senderName string, platformAdmin bool) (answered, error) {
 	res, err := q.book.answer(key, id, answers, senderName, func(p *pendingQuestion) error {
-		if !q.deciders.may(p.addr.Platform, p.info.Requester, sender, platformAdmin) {
-			return q.deciders.refusal(p.info.Requester, p.info.RequesterName)
+		if !q.h.MayDecide(p.addr.Platform, p.info.Requester, sender, platformAdmin) {
+			return ext.Refusal(p.info.Requester, p.info.RequesterName)
 		}
 		return nil
 	})
@@ -599,7 +581,7 @@ func (q *questions) markOpen(p *pendingQuestion, mark string) {
 	}
 	q.book.mu.Unlock()
 	for n, i := range open {
-		q.edit(q.base, p, i, ids[n], mark)
+		q.edit(q.h.Context(), p, i, ids[n], mark)
 	}
 }
 
@@ -614,18 +596,7 @@ func (q *questions) edit(ctx context.Context, p *pendingQuestion, i int, msgID, 
 	if question.Header != "" {
 		text = "❓ " + question.Header + ": " + question.Question + "\n" + mark
 	}
-	ectx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	var err error
-	switch pl := q.platforms[p.addr.Platform].(type) {
-	case ButtonEditor:
-		err = pl.EditButtons(ectx, p.addr, msgID, text, nil)
-	case Platform:
-		err = pl.Edit(ectx, p.addr, msgID, text)
-	default:
-		return
-	}
-	if err != nil {
+	if err := q.h.EditPrompt(ctx, p.addr, msgID, text); err != nil {
 		q.log.Info("question.edit_failed", zap.String("lane", p.info.SessionKey), zap.String("question", p.info.ID), zap.Error(err))
 	}
 }
@@ -633,11 +604,9 @@ func (q *questions) edit(ctx context.Context, p *pendingQuestion, i int, msgID, 
 // textTarget finds the question a text message answers: the one whose
 // message it replies to, else, from someone who may answer, the lane's
 // oldest open question that takes text or has an option the text names.
-func (q *questions) textTarget(in Inbound) (id, qid string, ok bool) {
-	if q == nil || in.Text == "" || len(in.Attachments) > 0 || in.Ambient {
-		return "", "", false
-	}
-	if _, isCommand := q.cmds.parseCommand(in.Text); isCommand {
+// The core never offers a command as an answer.
+func (q *questions) textTarget(in chat.Inbound) (id, qid string, ok bool) {
+	if in.Text == "" || len(in.Attachments) > 0 || in.Ambient {
 		return "", "", false
 	}
 	pending := q.book.lane(in.Address.SessionKey())
@@ -653,7 +622,7 @@ func (q *questions) textTarget(in Inbound) (id, qid string, ok bool) {
 		}
 	}
 	for _, p := range pending {
-		if !q.deciders.may(p.addr.Platform, p.info.Requester, in.SenderID, in.SenderAdmin) {
+		if !q.h.MayDecide(p.addr.Platform, p.info.Requester, in.SenderID, in.SenderAdmin) {
 			continue
 		}
 		for i, question := range p.info.Questions {
@@ -670,7 +639,7 @@ func (q *questions) textTarget(in Inbound) (id, qid string, ok bool) {
 
 // answerText answers question qid of request id with a message's text:
 // an option's number or label picks that option.
-func (q *questions) answerText(ctx context.Context, in Inbound, id, qid string) {
+func (q *questions) answerText(ctx context.Context, in chat.Inbound, id, qid string) {
 	text := strings.TrimSpace(in.Text)
 	q.book.mu.Lock()
 	if p := q.book.pending[id]; p != nil {
