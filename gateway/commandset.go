@@ -42,8 +42,6 @@ var coreCommands = []CommandInfo{
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
 	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
-	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
-	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
 	{Name: "at", Args: "WHEN PROMPT", Description: "Run a prompt here later: in 10m, at 15:30, on 2026-12-24 09:00"},
 	{Name: "every", Args: "SPEC PROMPT", Description: "Run a prompt here again and again: 30m, day 09:00, weekdays 09:00, a cron line"},
 	{Name: "schedules", Description: "List this conversation's scheduled prompts", Menu: true},
@@ -51,7 +49,6 @@ var coreCommands = []CommandInfo{
 	{Name: "tz", Args: "[zone|default]", Description: "Show or set the time zone schedules read times in"},
 	{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for"},
 	{Name: "deny", Args: "[id]", Description: "Refuse what Codex asked for"},
-	{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)"},
 	{Name: "help", Description: "List commands", Menu: true},
 }
 

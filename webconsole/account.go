@@ -40,7 +40,7 @@ import (
 // 15 minutes.
 const consoleLoginLife = 15 * time.Minute
 
-// AccountControl is the gateway's account gate; *gateway.Account is one.
+// AccountControl is the gateway's account gate; the account feature is one.
 type AccountControl interface {
 	CodexUnavailable() string
 	StartDeviceLogin(ctx context.Context) (codex.Login, string, error)

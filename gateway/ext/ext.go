@@ -42,6 +42,8 @@ type Host interface {
 	// WorkHooks are the hooks around a lane's queued work and the
 	// services they use.
 	WorkHooks
+	// Choices offers buttons with a notice (models.go).
+	Choices
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

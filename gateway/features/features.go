@@ -7,11 +7,13 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/account"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/fork"
+	"github.com/gatewayd/gatewayd/gateway/feature/models"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
@@ -31,6 +33,14 @@ type Settings struct {
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command ("": not named).
 	CodexHome string
+	// Model and Effort are codex.model and codex.effort: the model and
+	// reasoning effort of lanes that chose none ("": codex's own).
+	Model, Effort string
+	// CodexLogin is the codex command an operator runs to log in, named in
+	// the reason a lane hears while codex has no account; "" is "codex".
+	// The package's bundled codex is not on PATH, so the daemon names its
+	// path.
+	CodexLogin string
 }
 
 // Store is what the features use of the store: the union of their own
@@ -44,6 +54,7 @@ type Store interface {
 	diff.Store
 	fork.Store
 	threads.Store
+	models.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -53,12 +64,19 @@ type Runtime interface {
 	undo.Runtime
 	fork.Runtime
 	threads.Runtime
+	models.Runtime
+	account.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
 // their commands after the core's, and of their /status lines).
 func List(s Settings, st Store, cx Runtime) []ext.Feature {
 	return []ext.Feature{
+		// First: the turn's model is set before plan's input hook reads it,
+		// and its /status line comes before the other features'.
+		models.New(s.Model, s.Effort, st, cx),
+		// Before diskquota: a codex that cannot answer refuses first.
+		account.New(s.CodexLogin, cx),
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),
