@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/account"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -65,31 +67,33 @@ var (
 	chatgpt   = codex.Account{Type: "chatgpt", Email: "me@example.com", PlanType: "plus", RequiresOpenAIAuth: true}
 )
 
-// newAccountHarness is a harness whose codex answers account calls, and
-// whose log is observed.
+// newAccountHarness is a harness with the account feature (returned as
+// acc), whose codex answers account calls, and whose log is observed.
 // before runs on the store before the gateway starts (a crash's leftovers).
-func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)) (*harness, *accountCodex, *observer.ObservedLogs) {
+func newAccountHarness(t *testing.T, a codex.Account, before ...func(*fakeStore)) (
+	h *harness, ac *accountCodex, acc *account.Account, logs *observer.ObservedLogs) {
 	t.Helper()
-	h := &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
+	h = &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
 	h.st.now = h.clock.Now
-	ac := &accountCodex{fakeCodex: h.cx, account: a,
+	ac = &accountCodex{fakeCodex: h.cx, account: a,
 		login: codex.Login{ID: "login-7", VerificationURL: "https://auth.example/codex/device", UserCode: "WXYZ-9876"}}
+	acc = account.New("", ac)
 	core, logs := observer.New(zap.InfoLevel)
 	g, err := New(Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
-		Logger: zap.New(core), Now: h.clock.Now}.WithDefaults(), h.st, ac)
+		Logger: zap.New(core), Now: h.clock.Now, Features: []ext.Feature{acc}}.WithDefaults(), h.st, ac)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.AddPlatform(h.p)
 	h.g = g
-	if err := g.Account().CheckAccount(context.Background()); err != nil {
+	if err := acc.CheckAccount(context.Background()); err != nil {
 		t.Fatalf("CheckAccount: %v", err)
 	}
 	for _, f := range before {
 		f(h.st)
 	}
 	h.start(t)
-	return h, ac, logs
+	return h, ac, acc, logs
 }
 
 func (h *harness) sendAs(t *testing.T, addr Address, id, text string) {
@@ -110,16 +114,16 @@ func (c *fakeCodex) turnCount() int {
 // a restart), and the missing account is logged once however often it is
 // read. Once codex reports an account, messages run again.
 func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
-	h, ac, logs := newAccountHarness(t, noAccount)
-	if got := h.g.Account().CodexUnavailable(); got != AccountMissingReason {
+	h, ac, acc, logs := newAccountHarness(t, noAccount)
+	if got := acc.CodexUnavailable(); got != account.MissingReason {
 		t.Fatalf("CodexUnavailable = %q", got)
 	}
 	h.send(t, "a", "m1", "hello")
-	if out := h.p.replyTo(t, "m1"); out.Text != AccountMissingReason {
+	if out := h.p.replyTo(t, "m1"); out.Text != account.MissingReason {
 		t.Errorf("reply %q, want the reason", out.Text)
 	}
 	h.send(t, "a", "m2", "/compact")
-	if out := h.p.replyTo(t, "m2"); out.Text != AccountMissingReason {
+	if out := h.p.replyTo(t, "m2"); out.Text != account.MissingReason {
 		t.Errorf("/compact reply %q, want the reason", out.Text)
 	}
 	if n := h.cx.turnCount(); n != 0 {
@@ -128,7 +132,7 @@ func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 	if st := h.st.inboundState(1); st != store.InboundFailed {
 		t.Errorf("inbox row state %q, want %q", st, store.InboundFailed)
 	}
-	h.g.Account().AccountUpdated(codex.AccountUpdate{}) // still none: no second error event
+	acc.AccountUpdated(codex.AccountUpdate{}) // still none: no second error event
 	if n := logs.FilterMessage("codex.account_missing").Len(); n != 1 {
 		t.Errorf("codex.account_missing logged %d times, want 1", n)
 	}
@@ -138,8 +142,8 @@ func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 	}
 
 	ac.setAccount(chatgpt)
-	h.g.Account().AccountUpdated(codex.AccountUpdate{AuthMode: "chatgpt", PlanType: "plus"})
-	if got := h.g.Account().CodexUnavailable(); got != "" {
+	acc.AccountUpdated(codex.AccountUpdate{AuthMode: "chatgpt", PlanType: "plus"})
+	if got := acc.CodexUnavailable(); got != "" {
 		t.Fatalf("CodexUnavailable after login = %q", got)
 	}
 	h.send(t, "a", "m3", "again")
@@ -154,17 +158,17 @@ func TestNoAccountAnswersAtOnceAndRecovers(t *testing.T) {
 // A provider that needs no OpenAI login is usable without an account; an
 // account/read that fails leaves the state as it was.
 func TestAccountCheckEdgeCases(t *testing.T) {
-	h, ac, _ := newAccountHarness(t, codex.Account{RequiresOpenAIAuth: false})
-	if got := h.g.Account().CodexUnavailable(); got != "" {
+	_, ac, acc, _ := newAccountHarness(t, codex.Account{RequiresOpenAIAuth: false})
+	if got := acc.CodexUnavailable(); got != "" {
 		t.Errorf("custom provider: CodexUnavailable = %q", got)
 	}
 	ac.amu.Lock()
 	ac.readErr = errors.New("boom")
 	ac.amu.Unlock()
-	if err := h.g.Account().CheckAccount(context.Background()); err == nil {
+	if err := acc.CheckAccount(context.Background()); err == nil {
 		t.Error("CheckAccount hid a read error")
 	}
-	if got := h.g.Account().CodexUnavailable(); got != "" {
+	if got := acc.CodexUnavailable(); got != "" {
 		t.Errorf("a read error changed the state: %q", got)
 	}
 }
@@ -173,7 +177,7 @@ func TestAccountCheckEdgeCases(t *testing.T) {
 // and later how the login ended; in a group it is refused without starting
 // a login.
 func TestLoginCommand(t *testing.T) {
-	h, ac, _ := newAccountHarness(t, noAccount)
+	h, ac, acc, _ := newAccountHarness(t, noAccount)
 	group := Address{Platform: "test", Kind: LaneGroup, ChatID: "g1"}
 	h.sendAs(t, group, "g-1", "/login")
 	if out := h.p.replyTo(t, "g-1"); !strings.Contains(out.Text, "only in a private chat") {
@@ -193,11 +197,11 @@ func TestLoginCommand(t *testing.T) {
 		t.Errorf("DM /login reply %q lacks the URL and code", out.Text)
 	}
 	ac.setAccount(chatgpt)
-	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: true})
+	acc.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: true})
 	if out := h.p.replyTo(t, "d-1"); !strings.Contains(out.Text, "logged in") {
 		t.Errorf("login completed notice %q", out.Text)
 	}
-	if got := h.g.Account().CodexUnavailable(); got != "" {
+	if got := acc.CodexUnavailable(); got != "" {
 		t.Errorf("CodexUnavailable after a successful login = %q", got)
 	}
 
@@ -208,7 +212,7 @@ func TestLoginCommand(t *testing.T) {
 }
 
 func TestLoginFailures(t *testing.T) {
-	h, ac, _ := newAccountHarness(t, noAccount)
+	h, ac, acc, _ := newAccountHarness(t, noAccount)
 	ac.amu.Lock()
 	ac.loginErr = &codex.RPCError{Method: "account/login/start", Code: -32603, Message: "failed to request device code: offline"}
 	ac.amu.Unlock()
@@ -222,15 +226,15 @@ func TestLoginFailures(t *testing.T) {
 	ac.amu.Unlock()
 	h.send(t, "api", "a-2", "/login")
 	h.p.replyTo(t, "a-2")
-	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
+	acc.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
 	if out := h.p.replyTo(t, "a-2"); !strings.Contains(out.Text, "login failed: device code expired") {
 		t.Errorf("failed login notice %q", out.Text)
 	}
-	if got := h.g.Account().CodexUnavailable(); got == "" {
+	if got := acc.CodexUnavailable(); got == "" {
 		t.Error("a failed login cleared the missing account")
 	}
 	// A login started elsewhere (the codex CLI) has no chat to tell.
-	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "cli-login", Success: false})
+	acc.LoginCompleted(codex.LoginResult{LoginID: "cli-login", Success: false})
 	h.send(t, "api", "a-3", "/help")
 	if out := h.p.next(t); out.InReplyTo != "a-3" {
 		t.Errorf("next message %+v, want the /help reply", out)
@@ -241,12 +245,12 @@ func TestLoginFailures(t *testing.T) {
 // is answered with the reason and closed, like a new one.
 func TestNoAccountRefusesRecoveredMessages(t *testing.T) {
 	var id int64
-	h, _, _ := newAccountHarness(t, noAccount, func(st *fakeStore) {
+	h, _, _, _ := newAccountHarness(t, noAccount, func(st *fakeStore) {
 		ctx := context.Background()
 		st.EnsureLane(ctx, laneKey(apiAddr("b")))
 		id, _, _ = st.RecordInbound(ctx, store.Inbound{Platform: "test", MessageID: "b1", SessionKey: "v1:test:b", Text: "pending job"})
 	})
-	if out := h.p.replyTo(t, "b1"); out.Text != AccountMissingReason {
+	if out := h.p.replyTo(t, "b1"); out.Text != account.MissingReason {
 		t.Errorf("recovered message answered %q", out.Text)
 	}
 	waitFor(t, "the recovered row closed", func() bool { return h.st.inboundState(id) == store.InboundFailed })
@@ -255,56 +259,29 @@ func TestNoAccountRefusesRecoveredMessages(t *testing.T) {
 	}
 }
 
-// Logins waiting for account/login/completed are bounded: codex may never
-// send it (an app-server restart forgets a login), so old waiters go and
-// no more than maxPendingLogins stay, the newest.
-func TestPendingLoginsAreBounded(t *testing.T) {
-	var a accountState
-	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	waiter := func(i int) loginWaiter {
-		return loginWaiter{msgID: fmt.Sprint(i), started: start.Add(time.Duration(i) * time.Second)}
-	}
-	for i := range maxPendingLogins + 5 {
-		a.remember(fmt.Sprint("login-", i), waiter(i))
-	}
-	if len(a.logins) != maxPendingLogins {
-		t.Fatalf("%d logins kept, want %d", len(a.logins), maxPendingLogins)
-	}
-	for i := range 5 {
-		if _, ok := a.logins[fmt.Sprint("login-", i)]; ok {
-			t.Errorf("login-%d, among the oldest, was kept", i)
-		}
-	}
-	late := loginWaiter{msgID: "late", started: start.Add(loginWaitLimit + time.Hour)}
-	a.remember("late", late)
-	if len(a.logins) != 1 || a.logins["late"] != late {
-		t.Errorf("after a login past the wait limit of all others: %v, want only the new one", a.logins)
-	}
-}
-
 // The console's login: the URL and code come back to the caller (no chat
 // waits), a failed start is an error naming codex's reason, and a login is
 // not started while codex already has an account.
 func TestStartDeviceLogin(t *testing.T) {
-	h, ac, _ := newAccountHarness(t, noAccount)
-	login, note, err := h.g.Account().StartDeviceLogin(context.Background())
+	_, ac, acc, _ := newAccountHarness(t, noAccount)
+	login, note, err := acc.StartDeviceLogin(context.Background())
 	if err != nil || note != "" || login.VerificationURL != "https://auth.example/codex/device" || login.UserCode != "WXYZ-9876" {
 		t.Errorf("StartDeviceLogin = %+v, %q, %v", login, note, err)
 	}
-	if done, _ := h.g.Account().LoginOutcome("login-7"); done {
+	if done, _ := acc.LoginOutcome("login-7"); done {
 		t.Error("the login ended before codex said so")
 	}
-	h.g.Account().LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
-	if done, failure := h.g.Account().LoginOutcome("login-7"); !done || failure != "the Codex login failed: device code expired" {
+	acc.LoginCompleted(codex.LoginResult{LoginID: "login-7", Success: false, Error: "device code expired"})
+	if done, failure := acc.LoginOutcome("login-7"); !done || failure != "the Codex login failed: device code expired" {
 		t.Errorf("LoginOutcome after a failure = %v, %q", done, failure)
 	}
-	if done, _ := h.g.Account().LoginOutcome("other"); done {
+	if done, _ := acc.LoginOutcome("other"); done {
 		t.Error("another login's outcome was reported")
 	}
 	ac.amu.Lock()
 	ac.loginErr = &codex.RPCError{Method: "account/login/start", Code: -32603, Message: "failed to request device code: offline"}
 	ac.amu.Unlock()
-	if _, _, err := h.g.Account().StartDeviceLogin(context.Background()); err == nil ||
+	if _, _, err := acc.StartDeviceLogin(context.Background()); err == nil ||
 		!strings.Contains(err.Error(), "could not start the Codex login: failed to request device code") {
 		t.Errorf("failed start: %v", err)
 	}
@@ -312,7 +289,7 @@ func TestStartDeviceLogin(t *testing.T) {
 	ac.amu.Lock()
 	before := ac.logins
 	ac.amu.Unlock()
-	if _, note, err := h.g.Account().StartDeviceLogin(context.Background()); err != nil || !strings.Contains(note, "already logged in") {
+	if _, note, err := acc.StartDeviceLogin(context.Background()); err != nil || !strings.Contains(note, "already logged in") {
 		t.Errorf("logged in: note %q, err %v", note, err)
 	}
 	ac.amu.Lock()
@@ -326,13 +303,13 @@ func TestStartDeviceLogin(t *testing.T) {
 // account/updated), and the next message runs; a refusal that quotes the
 // key is returned and logged without it.
 func TestLoginAPIKey(t *testing.T) {
-	h, ac, logs := newAccountHarness(t, noAccount)
-	if h.g.Account().CodexUnavailable() == "" {
+	h, ac, acc, logs := newAccountHarness(t, noAccount)
+	if acc.CodexUnavailable() == "" {
 		t.Fatal("usable before the login")
 	}
 	const key = "sk-secret-123"
 	ac.keyErr = &codex.RPCError{Method: "account/login/start", Code: -32600, Message: "bad key sk-secret-123"}
-	err := h.g.Account().LoginAPIKey(context.Background(), key)
+	err := acc.LoginAPIKey(context.Background(), key)
 	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "bad key [the key]") {
 		t.Errorf("refused login error = %v, want codex's reason without the key", err)
 	}
@@ -342,10 +319,10 @@ func TestLoginAPIKey(t *testing.T) {
 		}
 	}
 	ac.keyErr = nil
-	if err := h.g.Account().LoginAPIKey(context.Background(), key); err != nil {
+	if err := acc.LoginAPIKey(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.g.Account().CodexUnavailable(); got != "" {
+	if got := acc.CodexUnavailable(); got != "" {
 		t.Errorf("after the login: %q, want usable", got)
 	}
 	h.send(t, "a", "m1", "hello")
@@ -354,23 +331,5 @@ func TestLoginAPIKey(t *testing.T) {
 	}
 	if len(ac.keys) != 1 || ac.keys[0] != key {
 		t.Errorf("codex was logged in with %q", ac.keys)
-	}
-}
-
-// The reason names the codex an operator logs in with: "codex" on PATH, or
-// the package's bundled binary by its path.
-func TestAccountMissingReasonNamesTheLoginCommand(t *testing.T) {
-	for login, want := range map[string]string{
-		"":      AccountMissingReason,
-		"codex": AccountMissingReason,
-		"/usr/lib/gatewayd/codex/bin/codex": strings.Replace(AccountMissingReason, "`codex login",
-			"`/usr/lib/gatewayd/codex/bin/codex login", 1),
-	} {
-		if got := accountMissingReason(login); got != want {
-			t.Errorf("accountMissingReason(%q) = %q", login, got)
-		}
-	}
-	if got := accountMissingReason("/opt/codex"); !strings.HasPrefix(got, "Codex is not logged in: run `/opt/codex login --device-auth`") {
-		t.Errorf("the reason %q does not name the command first", got)
 	}
 }

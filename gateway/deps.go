@@ -20,7 +20,6 @@ type Store interface {
 	clusterStore
 	compactionStore
 	outboxStore
-	modelStore
 	verboseStore
 	usageLimitStore
 	refusalStore
@@ -35,8 +34,6 @@ type Store interface {
 type Codex interface {
 	turnRuntime
 	compactionRuntime
-	accountRuntime
-	modelRuntime
 	usageRuntime
 	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
 	Steer(ctx context.Context, threadID, text string) error // busy mode steer
@@ -57,21 +54,6 @@ type stateStore interface {
 // usageStore reads the usage recorded with the last turn.
 type usageStore interface {
 	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
-}
-
-// accountRuntime is codex's account: whether it can answer, and a
-// device-code login started from a chat.
-type accountRuntime interface {
-	Account(ctx context.Context) (codex.Account, error)
-	StartLogin(ctx context.Context) (codex.Login, error)
-	LoginAPIKey(ctx context.Context, key string) error
-}
-
-// modelRuntime is codex's models (model/list) and the model and effort
-// it runs a thread with when turn/start names none (config/read).
-type modelRuntime interface {
-	ListModels(ctx context.Context) ([]codex.Model, error)
-	ModelDefaults(ctx context.Context) (codex.ModelDefaults, error)
 }
 
 // limitRuntime is the account's rate-limit windows: read afresh

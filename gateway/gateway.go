@@ -84,9 +84,6 @@ type Config struct {
 	Approvers string
 	Admins    map[string][]string
 	Thread    codex.ThreadConfig
-	// Effort is codex.effort: the reasoning effort of lanes that chose
-	// none ("" = the model's default). Thread.Model is the default model.
-	Effort string
 	// Isolation confines each lane's commands to its own directories
 	// (codex.isolation: lanes); the zero value leaves them unconfined.
 	Isolation Isolation
@@ -103,11 +100,6 @@ type Config struct {
 	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
 	// a new message notifying its requester (0: never).
 	NotifyAfter time.Duration
-	// CodexLogin is the codex command an operator runs to log in, named in
-	// the reason a lane hears while codex has no account; "" is "codex".
-	// The package's bundled codex is not on PATH, so the daemon names its
-	// path.
-	CodexLogin string
 	// Files stores inbound attachments (<state_dir>/files); nil refuses
 	// every file with a reply, the rest of the message still runs.
 	Files *files.Store
@@ -275,11 +267,9 @@ type Gateway struct {
 	started    atomic.Bool
 	ready      chan struct{}
 
-	out     *deliverer   // the outbox's sender
-	models  *laneModels  // /model and /effort; codex's models, briefly cached
-	usage   *usageLimits // paused while Codex's usage limit is reached; usage in /status
-	account *Account     // whether codex can answer; logins from chats
-	gate    LaneGate     // cluster mode: which lanes this node serves (cluster.go)
+	out   *deliverer   // the outbox's sender
+	usage *usageLimits // paused while Codex's usage limit is reached; usage in /status
+	gate  LaneGate     // cluster mode: which lanes this node serves (cluster.go)
 
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox
@@ -287,10 +277,6 @@ type Gateway struct {
 
 	triggers *triggerServices // turns no one typed, and the features' loops (ext.Triggers)
 }
-
-// Account is whether codex can answer, and its logins: the daemon wires
-// codex's account notifications to it and asks it for /healthz.
-func (g *Gateway) Account() *Account { return g.account }
 
 // AddPlatform registers an adapter. Call it before Run.
 func (g *Gateway) AddPlatform(p Platform) {

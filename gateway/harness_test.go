@@ -71,7 +71,7 @@ func newHarnessOn(t testing.TB, st *fakeStore, opts ...harnessOpt) *harness {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.Features = withDefaultFeatures(features.List(features.Settings{}, st, h.cx), cfg.Features)
+	cfg.Features = withDefaultFeatures(features.List(features.Settings{Model: cfg.Thread.Model}, st, h.cx), cfg.Features)
 	g, err := New(cfg.WithDefaults(), h.st, h.cx)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +9,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/models"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -25,19 +26,11 @@ var testModels = []codex.Model{
 type modelCodex struct {
 	*fakeCodex
 	mu       sync.Mutex
-	listErr  error
-	lists    int // ListModels calls
 	defaults codex.ModelDefaults
 	inputs   []codex.TurnInput
 }
 
 func (c *modelCodex) ListModels(context.Context) ([]codex.Model, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lists++
-	if c.listErr != nil {
-		return nil, c.listErr
-	}
 	return testModels, nil
 }
 
@@ -66,24 +59,27 @@ func (c *modelCodex) lastTurn(t *testing.T) (model, effort string) {
 	return in.Model, in.Effort
 }
 
-func (c *modelCodex) listCalls() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lists
-}
+// The tests of the models feature through the whole gateway; those of
+// its cache are in gateway/feature/models.
 
 // newModelHarness is newHarness over a codex that lists testModels and
-// reports codex's default model as alpha.
-func newModelHarness(t *testing.T, opts ...harnessOpt) (*harness, *modelCodex) {
+// reports codex's default model as alpha, with the models feature.
+func newModelHarness(t *testing.T) (*harness, *modelCodex) {
+	t.Helper()
+	return newModelHarnessWith(t, "", "")
+}
+
+// newModelHarnessWith is newModelHarness with codex.model and
+// codex.effort configured.
+func newModelHarnessWith(t *testing.T, model, effort string) (*harness, *modelCodex) {
 	t.Helper()
 	h := &harness{st: newFakeStore(), cx: newFakeCodex(), p: newFakePlatform(), clock: newFakeClock()}
 	h.st.now = h.clock.Now
 	mc := &modelCodex{fakeCodex: h.cx, defaults: codex.ModelDefaults{Model: "alpha"}}
 	cfg := Config{MaxLive: 16, QueueLimit: 10, MaxConcurrentTurns: 4, DrainTimeout: 2 * time.Second,
 		Logger: zaptest.NewLogger(t), Now: h.clock.Now}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg.Thread.Model = model
+	cfg.Features = []ext.Feature{models.New(model, effort, h.st, mc)}
 	g, err := New(cfg.WithDefaults(), h.st, mc)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +241,7 @@ func TestTurnsCarryTheLanesModelAndEffort(t *testing.T) {
 }
 
 func TestConfiguredDefaultsComeBeforeCodexs(t *testing.T) {
-	h, mc := newModelHarness(t, func(c *Config) { c.Thread.Model = "beta"; c.Effort = "xhigh" })
+	h, mc := newModelHarnessWith(t, "beta", "xhigh")
 	h.start(t)
 	h.ask(t, "m1", "hello")
 	if model, effort := mc.lastTurn(t); model != "beta" || effort != "xhigh" {
@@ -256,51 +252,10 @@ func TestConfiguredDefaultsComeBeforeCodexs(t *testing.T) {
 	wantContains(t, "/status", h.ask(t, "s2", "/status"), "Model: alpha, effort default (xhigh)")
 }
 
-// A codex that cannot list its models still gets /model answered, with
-// the reason; nothing is stored.
-func TestModelListFailureIsAnsweredAndStoresNothing(t *testing.T) {
-	h, mc := newModelHarness(t)
-	mc.listErr = errors.New("model/list: boom")
-	h.start(t)
-	wantContains(t, "/model", h.ask(t, "q1", "/model"), "Model: alpha (default)", "Could not list Codex's models: model/list: boom")
-	wantContains(t, "/model beta", h.ask(t, "q2", "/model beta"), "Could not check the model against Codex's list: model/list: boom. Nothing changed.")
-	wantContains(t, "/effort low", h.ask(t, "q3", "/effort low"), "Could not check the effort", "Nothing changed.")
-	if l := h.st.lane(laneA); l.Model != "" || l.Effort != "" {
-		t.Errorf("stored model %q effort %q after failures, want none", l.Model, l.Effort)
-	}
-	if n := mc.listCalls(); n != 1 {
-		t.Errorf("model/list called %d times within %v of a failure, want 1", n, modelRetryAfter)
-	}
-	mc.mu.Lock()
-	mc.listErr = nil
-	mc.mu.Unlock()
-	h.clock.Advance(modelRetryAfter + time.Second)
-	wantContains(t, "/model beta", h.ask(t, "q4", "/model beta"), "Model: beta.")
-	if l := h.st.lane(laneA); l.Model != "beta" {
-		t.Errorf("stored model %q once codex answers again, want beta", l.Model)
-	}
-}
-
-func TestModelListIsCachedBriefly(t *testing.T) {
-	h, mc := newModelHarness(t)
-	h.start(t)
-	h.ask(t, "q1", "/model")
-	h.ask(t, "q2", "/model beta")
-	h.ask(t, "m1", "hello")
-	if n := mc.listCalls(); n != 1 {
-		t.Errorf("model/list called %d times within the cache's life, want 1", n)
-	}
-	h.clock.Advance(modelCacheTTL + time.Second)
-	h.ask(t, "q3", "/model")
-	if n := mc.listCalls(); n != 2 {
-		t.Errorf("model/list called %d times after the cache expired, want 2", n)
-	}
-}
-
 func TestModelAndEffortButtons(t *testing.T) {
 	h, _ := newModelHarness(t)
 	h.start(t)
-	for i, press := range []string{modelPrefix + "beta", effortPrefix + "xhigh"} {
+	for i, press := range []string{"model:beta", "effort:xhigh"} {
 		in := Inbound{Address: apiAddr("a"), MessageID: "cb" + string(rune('1'+i)), SenderID: "u1", Callback: press}
 		if _, err := h.g.Deliver(context.Background(), in); err != nil {
 			t.Fatal(err)
@@ -340,28 +295,5 @@ func TestEffortOfAnUnlistedModelIsCheckedAgainstEveryListedEffort(t *testing.T) 
 	h.ask(t, "m1", "hello")
 	if model, effort := mc.lastTurn(t); model != "custom-model" || effort != "xhigh" {
 		t.Errorf("turn: model %q effort %q, want custom-model and xhigh", model, effort)
-	}
-}
-
-// Models is the cached list and the default a lane without a choice runs:
-// codex's default, or codex.model when configured.
-func TestModelsForTheConsole(t *testing.T) {
-	h, mc := newModelHarness(t)
-	models, def, err := h.g.Models(context.Background())
-	if err != nil || len(models) != 2 || models[1].ID != "beta" || def != "alpha" {
-		t.Fatalf("Models() = %v, %q, %v; want the listed two and alpha", models, def, err)
-	}
-	h.g.Models(context.Background())
-	if n := mc.listCalls(); n != 1 {
-		t.Errorf("model/list called %d times for two Models calls, want 1 (cached)", n)
-	}
-	configured, _ := newModelHarness(t, func(c *Config) { c.Thread.Model = "beta" })
-	if _, def, _ := configured.g.Models(context.Background()); def != "beta" {
-		t.Errorf("default with codex.model beta = %q, want beta", def)
-	}
-	failing, fc := newModelHarness(t)
-	fc.listErr = errors.New("model/list: boom")
-	if _, _, err := failing.g.Models(context.Background()); err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("Models() with a failing list: err %v, want the failure", err)
 	}
 }

@@ -556,5 +556,3 @@ func shortDuration(d time.Duration) string {
 // briefError turns an error into a short message safe to show
 // (ext.BriefError).
 func briefError(err error) string { return ext.BriefError(err) }
-
-func brief(s string) string { return ext.Brief(s) }

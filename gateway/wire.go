@@ -64,7 +64,6 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 // wireFeatures builds the feature modules that the core calls into.
 func wireFeatures(g *Gateway) {
 	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
-	g.models = newLaneModels(cfg, st, cx, g.out, log)
 	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.places = newPlaces(cfg)
 	g.out.files = cfg.Files
@@ -102,7 +101,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.places.describe, retryAfterLimit: g.usage.retryAfterLimit}
-	g.account = newAccount(cx, g.journal, st, g.out, g.inbox, log, cfg.Now, cfg.CodexLogin)
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
 	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
@@ -113,12 +111,10 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 func modules(g *Gateway) []module {
 	return []module{
 		// The order of /status's lines.
-		g.models,
 		g.controls,
 		g.usage,
 		g.compaction,
 		// No order among these.
-		g.account,
 		g.cmdButtons,
 		g.views,
 	}

@@ -33,14 +33,14 @@ import (
 //
 // The login's end is not pushed: the page polls GET /api/account, which
 // turns usable once codex reports the account (account/login/completed and
-// account/updated reach the gateway's Account).
+// account/updated reach the account feature).
 
 // consoleLoginLife is how long a started login's URL and code are shown
 // and handed back instead of starting another: codex's device codes live
 // 15 minutes.
 const consoleLoginLife = 15 * time.Minute
 
-// AccountControl is the gateway's account gate; *gateway.Account is one.
+// AccountControl is the gateway's account gate; the account feature is one.
 type AccountControl interface {
 	CodexUnavailable() string
 	StartDeviceLogin(ctx context.Context) (codex.Login, string, error)

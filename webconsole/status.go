@@ -40,7 +40,7 @@ type StoreStatus interface {
 	CountLanes(ctx context.Context) (int, error)
 }
 
-// ModelSource lists codex's models; *gateway.Gateway is one.
+// ModelSource lists codex's models; the models feature is one.
 type ModelSource interface {
 	Models(ctx context.Context) ([]codex.Model, string, error)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
-	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/account"
 	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -71,13 +71,13 @@ func TestProcessWithoutCodexAccount(t *testing.T) {
 	d := startDaemon(t, bin, cfgFile, dir, "noaccount", listenNotify(t).path)
 
 	reason := waitHealthReason(t, api, d, "not logged in")
-	if reason != gateway.AccountMissingReason {
+	if reason != account.MissingReason {
 		t.Errorf("/healthz reason %q", reason)
 	}
 	start := time.Now()
 	r := post(t, api, "nologin", "hello?")
 	took := time.Since(start)
-	if r.Reply != gateway.AccountMissingReason {
+	if r.Reply != account.MissingReason {
 		t.Errorf("answer %+v, want the reason", r)
 	}
 	if took > time.Second {
@@ -89,7 +89,7 @@ func TestProcessWithoutCodexAccount(t *testing.T) {
 	// The refused message and its answer are the lane's conversation, as
 	// the console's lane page reads it after a reload.
 	texts, _ := readTranscript(t, api, "/api/lanes/v1%3Aapi%3Anologin/transcript?limit=10")
-	if want := []string{"notice:" + gateway.AccountMissingReason, "user:hello?"}; strings.Join(texts, "|") != strings.Join(want, "|") {
+	if want := []string{"notice:" + account.MissingReason, "user:hello?"}; strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Errorf("the lane's transcript %q, want %q", texts, want)
 	}
 	events := logEvents(d, "codex.account_missing", func(e map[string]any) bool { return e["level"] == "error" })

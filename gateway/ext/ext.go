@@ -48,6 +48,8 @@ type Host interface {
 	Triggers
 	// ServerRequests take Codex's approvals and questions (approvals.go).
 	ServerRequests
+	// Choices offers buttons with a notice (models.go).
+	Choices
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

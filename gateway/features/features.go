@@ -7,12 +7,14 @@ package features
 import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/account"
 	"github.com/gatewayd/gatewayd/gateway/feature/approvals"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/fork"
+	"github.com/gatewayd/gatewayd/gateway/feature/models"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/questions"
@@ -40,6 +42,14 @@ type Settings struct {
 	Projects projects.Settings
 	// Schedules is schedules.* and lanes.timezone (/at, /every).
 	Schedules schedules.Config
+	// Model and Effort are codex.model and codex.effort: the model and
+	// reasoning effort of lanes that chose none ("": codex's own).
+	Model, Effort string
+	// CodexLogin is the codex command an operator runs to log in, named in
+	// the reason a lane hears while codex has no account; "" is "codex".
+	// The package's bundled codex is not on PATH, so the daemon names its
+	// path.
+	CodexLogin string
 }
 
 // Store is what the features use of the store: the union of their own
@@ -55,6 +65,7 @@ type Store interface {
 	threads.Store
 	projects.Store
 	schedules.Store
+	models.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -64,6 +75,8 @@ type Runtime interface {
 	undo.Runtime
 	fork.Runtime
 	threads.Runtime
+	models.Runtime
+	account.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -73,7 +86,11 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		// First: it chooses a turn's working directory, which the hooks
 		// of the features after it see (confine grants the worktree's).
 		projects.New(s.Projects, st),
-		schedules.New(s.Schedules, st), // first: its /status line came after the core's, before the features'
+		// Next: the turn's model is set before plan's input hook reads it.
+		models.New(s.Model, s.Effort, st, cx),
+		// Before diskquota: a codex that cannot answer refuses first.
+		account.New(s.CodexLogin, cx),
+		schedules.New(s.Schedules, st),
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),

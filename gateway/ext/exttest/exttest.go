@@ -25,8 +25,9 @@ import (
 type Notice struct {
 	Addr          chat.Address
 	ReplyTo, Text string
-	File          *ext.File // a file sent with Text as its caption
-	Fork          *ext.Fork // the fork /fork's answer carries
+	File          *ext.File     // a file sent with Text as its caption
+	Fork          *ext.Fork     // the fork /fork's answer carries
+	Buttons       []chat.Button // the choices offered with Text (NotifyChoices)
 }
 
 // Host is an ext.Host that records registrations and notices. Its zero

@@ -71,6 +71,7 @@ type daemon struct {
 	notifier *lifecycle.Notifier
 	webhooks *webhooks.Server // webhooks.listen; nil when off (webhooks.go)
 	pool     *worktree.Pool   // worktrees.pool; nil when off (worktrees.go)
+	account  codexAccount     // the account feature; nil when it is not in the list (account.go)
 }
 
 // Run builds everything, runs until ctx ends and shuts down in order:
@@ -281,7 +282,7 @@ func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) c
 // Handle.
 func (d *daemon) bindCodex(gw *gateway.Gateway) error {
 	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall, UserInput: gw.AskUser,
-		OnAccount: gw.Account().AccountUpdated, OnLogin: gw.Account().LoginCompleted}
+		OnAccount: d.accountUpdated, OnLogin: d.loginCompleted}
 	if d.cfg.Codex.Approvals == "chat" {
 		h.Approvals = gw.Approve
 	}
@@ -316,14 +317,14 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
 			CodexHome: CodexHome(d.cfg), Projects: projects.Settings{Projects: d.cfg.Projects, Pool: d.pool},
 			Schedules: schedules.Config{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
-				MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone, Fired: d.metrics.ScheduleFired}}, d.store, d.codex),
+				MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone, Fired: d.metrics.ScheduleFired},
+			Model: d.cfg.Codex.Model, Effort: d.cfg.Codex.Effort,
+			CodexLogin: codexLogin(d.cfg.Codex.Command)}, d.store, d.codex),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
-		Effort:          d.cfg.Codex.Effort,
 		TurnTimeout:     d.cfg.Codex.TurnTimeout,
 		Thread:          d.threadConfig(), AutoRetryCutOff: lanes.AutoRetryCutOff,
 		Worktrees:    worktreesDir(d.cfg),
-		CodexLogin:   codexLogin(d.cfg.Codex.Command),
 		GroupContext: lanes.GroupContext, ContextMessages: lanes.ContextMessages, NotifyAfter: lanes.NotifyAfter,
 		Approvers: d.cfg.Codex.Approvers, AllowEscalation: d.cfg.Codex.AllowEscalation,
 		Admins:       map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins},
@@ -341,11 +342,13 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 func (d *daemon) buildGateway() error {
 	fstore := d.filesStore()
 	d.pool = worktreePool(d.cfg)
-	gw, err := gateway.New(d.gatewayConfig(fstore), timedStore{Store: d.store, m: d.metrics}, d.codex)
+	cfg := d.gatewayConfig(fstore)
+	gw, err := gateway.New(cfg, timedStore{Store: d.store, m: d.metrics}, d.codex)
 	if err != nil {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	d.gateway = gw
+	d.account = accountOf(cfg.Features)
 	if d.cluster != nil {
 		d.cluster.Attach(d.store, gw.Cluster())
 		gw.SetLaneGate(d.cluster)
@@ -365,8 +368,8 @@ func (d *daemon) buildGateway() error {
 			WithPrune(func(ctx context.Context) ([]string, error) { return PruneWorktrees(ctx, d.cfg, d.store, time.Now()) }),
 	}
 	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
-		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: gw,
-		Account: gw.Account(),
+		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: modelsOf(cfg.Features),
+		Account: d.consoleAccount(),
 	}).Routes())
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{

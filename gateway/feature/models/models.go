@@ -1,4 +1,8 @@
-package gateway
+// Package models is /model and /effort: the model and reasoning effort
+// each lane runs with, checked against codex's list (model/list), sent
+// with every turn and shown by /status; and codex's model list for the
+// web console (Models).
+package models
 
 import (
 	"context"
@@ -10,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -37,6 +43,15 @@ const (
 	effortPrefix = "effort:"
 )
 
+// maxButtonID is the longest Button.ID every platform takes (Telegram's
+// callback_data is 1-64 bytes). A model whose button would be longer is
+// offered in the text only; /model NAME still chooses it.
+const maxButtonID = 64
+
+// callTimeout bounds the model/list and config/read calls: commands run
+// on the platform's delivery goroutine, and every turn waits for them.
+const callTimeout = 10 * time.Second
+
 // modelCacheTTL is how long a model/list or config/read answer is reused:
 // they change only with a codex upgrade or a config edit, and every turn
 // consults them. After a failure the call is tried again only after
@@ -50,46 +65,64 @@ const (
 // defaultWord is the argument that clears a lane's choice.
 const defaultWord = "default"
 
-// laneModels is /model and /effort: the model and reasoning effort
-// each lane runs with, checked against codex's list, sent with every
-// turn and shown by /status. It owns the cache of codex's answers.
-type laneModels struct {
-	st          modelStore
-	cx          modelRuntime
+// Models is /model and /effort: the model and reasoning effort each
+// lane runs with, checked against codex's list, sent with every turn and
+// shown by /status. It owns the cache of codex's answers, which the web
+// console's model list (Models) reads too.
+type Models struct {
+	st          Store
+	cx          Runtime
 	cache       *modelCache
-	out         *deliverer // answers and the choice buttons
+	host        ext.Host // answers and the choice buttons; set by Register
 	log         *zap.Logger
 	model       string        // codex.model: the model of lanes that chose none ("" = codex's)
 	effort      string        // codex.effort: the effort of lanes that chose none ("" = the model's)
 	callTimeout time.Duration // bounds the model/list and config/read calls
 }
 
-// modelStore is the lane's row, where its model and effort are stored.
-type modelStore interface {
+// Store is the lane's row, where its model and effort are stored.
+type Store interface {
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	EnsureLane(ctx context.Context, k store.LaneKey) (store.Lane, error)
 	SetLaneOption(ctx context.Context, sessionKey string, opt store.LaneOption, value string) error
 }
 
-var (
-	_ modelStore   = (*store.Store)(nil)
-	_ modelRuntime = (*codex.Client)(nil)
-)
-
-func newLaneModels(cfg Config, st modelStore, cx modelRuntime, out *deliverer, log *zap.Logger) *laneModels {
-	return &laneModels{st: st, cx: cx, cache: newModelCache(cfg.Now), out: out, log: log,
-		model: cfg.Thread.Model, effort: cfg.Effort, callTimeout: steerTimeout}
+// Runtime is codex's models (model/list) and the model and effort it runs
+// a thread with when turn/start names none (config/read).
+type Runtime interface {
+	ListModels(ctx context.Context) ([]codex.Model, error)
+	ModelDefaults(ctx context.Context) (codex.ModelDefaults, error)
 }
 
-// register adds /model, /effort and their buttons, the turn's model and
+var (
+	_ Store   = (*store.Store)(nil)
+	_ Runtime = (*codex.Client)(nil)
+)
+
+// New is /model and /effort over st and cx. model and effort are the
+// configured defaults (codex.model, codex.effort; "" for codex's own).
+func New(model, effort string, st Store, cx Runtime) *Models {
+	return &Models{st: st, cx: cx, cache: newModelCache(time.Now), log: zap.NewNop(),
+		model: model, effort: effort, callTimeout: callTimeout}
+}
+
+// Name is the feature's name.
+func (lm *Models) Name() string { return "models" }
+
+// Register adds /model, /effort and their buttons, the turn's model and
 // effort, and the /status line.
-func (lm *laneModels) register(h *host) {
-	h.command("model", lm.modelCommand)
-	h.command("effort", lm.effortCommand)
-	h.hooks.input = append(h.hooks.input, lm.input)
-	h.hooks.status = append(h.hooks.status, lm.status)
-	h.callback(modelPrefix, lm.pressed)
-	h.callback(effortPrefix, lm.pressed)
+func (lm *Models) Register(h ext.Host) error {
+	lm.host, lm.log = h, h.Logger()
+	lm.cache.now = h.Now
+	h.Command(ext.Command{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model",
+		Menu: true, Run: lm.modelCommand})
+	h.Command(ext.Command{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort",
+		Menu: true, Run: lm.effortCommand})
+	h.OnInput(lm.input)
+	h.OnStatus(lm.status)
+	h.Callback(modelPrefix, lm.pressed)
+	h.Callback(effortPrefix, lm.pressed)
+	return nil
 }
 
 // cachedAnswer is one codex answer, reused until it is stale. A failed
@@ -144,12 +177,12 @@ type modelCache struct {
 func newModelCache(now func() time.Time) *modelCache { return &modelCache{now: now} }
 
 // list returns codex's models, cached.
-func (c *modelCache) list(ctx context.Context, cx modelRuntime) ([]codex.Model, error) {
+func (c *modelCache) list(ctx context.Context, cx Runtime) ([]codex.Model, error) {
 	return c.models.get(c.now, func() ([]codex.Model, error) { return cx.ListModels(ctx) })
 }
 
 // codexDefaults returns codex's own defaults, cached; zero when unknown.
-func (c *modelCache) codexDefaults(ctx context.Context, cx modelRuntime) (codex.ModelDefaults, error) {
+func (c *modelCache) codexDefaults(ctx context.Context, cx Runtime) (codex.ModelDefaults, error) {
 	return c.defaults.get(c.now, func() (codex.ModelDefaults, error) { return cx.ModelDefaults(ctx) })
 }
 
@@ -213,13 +246,13 @@ func effortsFor(models []codex.Model, model string) []string {
 
 // call bounds a model/list or config/read made for a command: commands
 // run on the platform's delivery goroutine.
-func (lm *laneModels) call(ctx context.Context) (context.Context, context.CancelFunc) {
+func (lm *Models) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, lm.callTimeout)
 }
 
-// catalog is codex's model list (model/list, cached) and the model a lane
-// that chose none runs ("" when unknown), for the console's choices.
-func (lm *laneModels) catalog(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
+// Models is codex's model list (model/list, cached) and the model a lane
+// that chose none runs ("" when unknown): the web console's ModelSource.
+func (lm *Models) Models(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
 	ctx, cancel := lm.call(ctx)
 	defer cancel()
 	models, err = lm.cache.list(ctx, lm.cx)
@@ -229,14 +262,8 @@ func (lm *laneModels) catalog(ctx context.Context) (models []codex.Model, defaul
 	return models, lm.defaultModel(ctx), nil
 }
 
-// Models is codex's model list (model/list, cached) and the model a lane
-// that chose none runs ("" when unknown): the console's ModelSource.
-func (g *Gateway) Models(ctx context.Context) (models []codex.Model, defaultModel string, err error) {
-	return g.models.catalog(ctx)
-}
-
 // defaultModel is the model of a lane that chose none ("" when unknown).
-func (lm *laneModels) defaultModel(ctx context.Context) string {
+func (lm *Models) defaultModel(ctx context.Context) string {
 	if lm.model != "" {
 		return lm.model
 	}
@@ -258,7 +285,7 @@ func (lm *laneModels) defaultModel(ctx context.Context) string {
 }
 
 // defaultEffort is the effort of a lane running model that chose none.
-func (lm *laneModels) defaultEffort(ctx context.Context, model string) string {
+func (lm *Models) defaultEffort(ctx context.Context, model string) string {
 	if lm.effort != "" {
 		return lm.effort
 	}
@@ -277,7 +304,7 @@ func (lm *laneModels) defaultEffort(ctx context.Context, model string) string {
 
 // ofLane is the model and effort a turn of the stored lane sl runs
 // with; "" where nothing is known (the thread keeps what it has).
-func (lm *laneModels) ofLane(ctx context.Context, sl store.Lane) (model, effort string) {
+func (lm *Models) ofLane(ctx context.Context, sl store.Lane) (model, effort string) {
 	ctx, cancel := lm.call(ctx)
 	defer cancel()
 	model = sl.Model
@@ -292,13 +319,13 @@ func (lm *laneModels) ofLane(ctx context.Context, sl store.Lane) (model, effort 
 }
 
 // input is the input hook: it sets the turn's model and effort.
-func (lm *laneModels) input(ctx context.Context, t *turn, in *codex.TurnInput) {
-	in.Model, in.Effort = lm.ofLane(ctx, t.sl)
+func (lm *Models) input(ctx context.Context, t ext.Turn, in *codex.TurnInput) {
+	in.Model, in.Effort = lm.ofLane(ctx, t.Row())
 }
 
 // status is the status hook: /status's line about the lane's model and
 // effort.
-func (lm *laneModels) status(_ context.Context, sl store.Lane, b *strings.Builder) {
+func (lm *Models) status(_ context.Context, sl store.Lane, b *strings.Builder) {
 	fmt.Fprintf(b, "Model: %s, effort %s\n", choiceOr(sl.Model, lm.model), choiceOr(sl.Effort, lm.effort))
 }
 
@@ -314,52 +341,52 @@ func choiceOr(choice, configured string) string {
 }
 
 // modelCommand is /model (show and list) and /model NAME|default (set).
-func (lm *laneModels) modelCommand(ctx context.Context, c commandCall) bool {
-	if c.args == "" {
-		lm.showModels(ctx, c.lane, c.msgID)
+func (lm *Models) modelCommand(ctx context.Context, c ext.Call) bool {
+	if c.Args == "" {
+		lm.showModels(ctx, c.Lane, c.MsgID)
 		return true
 	}
-	lm.out.notify(ctx, c.lane.addr, c.msgID, lm.setModel(ctx, c.lane.addr, c.args))
+	lm.host.Notify(ctx, c.Lane.Address(), c.MsgID, lm.setModel(ctx, c.Lane.Address(), c.Args))
 	return true
 }
 
 // effortCommand is /effort (show and list) and /effort LEVEL|default (set).
-func (lm *laneModels) effortCommand(ctx context.Context, c commandCall) bool {
-	if c.args == "" {
-		lm.showEfforts(ctx, c.lane, c.msgID)
+func (lm *Models) effortCommand(ctx context.Context, c ext.Call) bool {
+	if c.Args == "" {
+		lm.showEfforts(ctx, c.Lane, c.MsgID)
 		return true
 	}
-	lm.out.notify(ctx, c.lane.addr, c.msgID, lm.setEffort(ctx, c.lane.addr, c.args))
+	lm.host.Notify(ctx, c.Lane.Address(), c.MsgID, lm.setEffort(ctx, c.Lane.Address(), c.Args))
 	return true
 }
 
-func (lm *laneModels) showModels(ctx context.Context, l *lane, msgID string) {
+func (lm *Models) showModels(ctx context.Context, l ext.Lane, msgID string) {
 	current, _, models, ok := lm.choices(ctx, l, msgID, "model")
 	if !ok {
 		return
 	}
 	var b strings.Builder
 	b.WriteString(current + "\nModels:\n")
-	var buttons []Button
+	var buttons []chat.Button
 	for _, m := range models {
 		fmt.Fprintf(&b, "• %s — %s (efforts: %s)\n", m.ID, m.DisplayName, strings.Join(m.Efforts, ", "))
 		if id := modelPrefix + m.ID; len(id) <= maxButtonID {
-			buttons = append(buttons, Button{ID: id, Label: m.ID})
+			buttons = append(buttons, chat.Button{ID: id, Label: m.ID})
 		}
 	}
 	b.WriteString("Choose with /model NAME; /model default goes back to the default.")
-	lm.out.sendWithButtons(ctx, l.addr, msgID, b.String(), buttons)
+	lm.host.NotifyChoices(ctx, l.Address(), msgID, b.String(), buttons)
 }
 
 // choices loads what /model and /effort show: a line on the lane's
 // model and effort, the model it runs with, and codex's models. A
 // failure is answered here (what names the setting) and ok is false.
-func (lm *laneModels) choices(ctx context.Context, l *lane, msgID, what string) (
+func (lm *Models) choices(ctx context.Context, l ext.Lane, msgID, what string) (
 	current, model string, models []codex.Model, ok bool) {
-	sl, err := lm.st.Lane(ctx, l.key)
+	sl, err := lm.st.Lane(ctx, l.Key())
 	if err != nil {
-		lm.log.Warn(what+".lane_failed", zap.String("lane", l.key), zap.Error(err))
-		lm.out.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
+		lm.log.Warn(what+".lane_failed", zap.String("lane", l.Key()), zap.Error(err))
+		lm.host.Notify(ctx, l.Address(), msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
 		return "", "", nil, false
 	}
 	cctx, cancel := lm.call(ctx)
@@ -367,15 +394,15 @@ func (lm *laneModels) choices(ctx context.Context, l *lane, msgID, what string) 
 	current = lm.describe(cctx, sl)
 	models, err = lm.cache.list(cctx, lm.cx)
 	if err != nil {
-		lm.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
-		lm.out.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		lm.log.Warn("model.list_failed", zap.String("lane", l.Key()), zap.Error(err))
+		lm.host.Notify(ctx, l.Address(), msgID, current+"\nCould not list Codex's models: "+ext.BriefError(err))
 		return current, "", nil, false
 	}
 	return current, lm.modelOf(cctx, sl), models, true
 }
 
 // describe says which model and effort the lane runs with.
-func (lm *laneModels) describe(ctx context.Context, sl store.Lane) string {
+func (lm *Models) describe(ctx context.Context, sl store.Lane) string {
 	model := lm.modelOf(ctx, sl)
 	effort := sl.Effort
 	if effort == "" {
@@ -401,32 +428,32 @@ func orCodexDefault(s string) string {
 }
 
 // modelOf is the model the lane runs with: its choice or the default.
-func (lm *laneModels) modelOf(ctx context.Context, sl store.Lane) string {
+func (lm *Models) modelOf(ctx context.Context, sl store.Lane) string {
 	if sl.Model != "" {
 		return sl.Model
 	}
 	return lm.defaultModel(ctx)
 }
 
-func (lm *laneModels) showEfforts(ctx context.Context, l *lane, msgID string) {
+func (lm *Models) showEfforts(ctx context.Context, l ext.Lane, msgID string) {
 	current, model, models, ok := lm.choices(ctx, l, msgID, "effort")
 	if !ok {
 		return
 	}
 	efforts := effortsFor(models, model)
-	buttons := make([]Button, 0, len(efforts))
+	buttons := make([]chat.Button, 0, len(efforts))
 	for _, e := range efforts {
-		buttons = append(buttons, Button{ID: effortPrefix + e, Label: e})
+		buttons = append(buttons, chat.Button{ID: effortPrefix + e, Label: e})
 	}
 	text := fmt.Sprintf("%s\nEfforts: %s\nChoose with /effort LEVEL; /effort default goes back to the default.",
 		current, strings.Join(efforts, ", "))
-	lm.out.sendWithButtons(ctx, l.addr, msgID, text, buttons)
+	lm.host.NotifyChoices(ctx, l.Address(), msgID, text, buttons)
 }
 
 // setModel stores the model named name (or clears it for "default") as
 // the lane's at addr and says what happened. Nothing is stored for a name
 // model/list does not know.
-func (lm *laneModels) setModel(ctx context.Context, addr Address, name string) string {
+func (lm *Models) setModel(ctx context.Context, addr chat.Address, name string) string {
 	key := addr.SessionKey()
 	sl, err := lm.st.Lane(ctx, key)
 	if err != nil {
@@ -438,7 +465,7 @@ func (lm *laneModels) setModel(ctx context.Context, addr Address, name string) s
 	models, err := lm.cache.list(cctx, lm.cx)
 	if err != nil {
 		lm.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
-		return "Could not check the model against Codex's list: " + strings.TrimSuffix(briefError(err), ".") + ". Nothing changed."
+		return "Could not check the model against Codex's list: " + strings.TrimSuffix(ext.BriefError(err), ".") + ". Nothing changed."
 	}
 	if strings.EqualFold(name, defaultWord) {
 		return lm.clearModel(cctx, key, sl, models)
@@ -457,7 +484,7 @@ func (lm *laneModels) setModel(ctx context.Context, addr Address, name string) s
 }
 
 // clearModel is /model default.
-func (lm *laneModels) clearModel(ctx context.Context, key string, sl store.Lane, models []codex.Model) string {
+func (lm *Models) clearModel(ctx context.Context, key string, sl store.Lane, models []codex.Model) string {
 	if err := lm.st.SetLaneOption(ctx, key, store.OptionModel, ""); err != nil {
 		lm.log.Error("model.store_failed", zap.String("lane", key), zap.Error(err))
 		return "Could not change the model (storage error). Please try again."
@@ -473,7 +500,7 @@ func (lm *laneModels) clearModel(ctx context.Context, key string, sl store.Lane,
 
 // dropUnsupportedEffort clears the lane's effort when m does not support
 // it and says so ("" when nothing changed).
-func (lm *laneModels) dropUnsupportedEffort(ctx context.Context, key, effort string, m codex.Model) string {
+func (lm *Models) dropUnsupportedEffort(ctx context.Context, key, effort string, m codex.Model) string {
 	if effort == "" || m.SupportsEffort(effort) {
 		return ""
 	}
@@ -489,7 +516,7 @@ func (lm *laneModels) dropUnsupportedEffort(ctx context.Context, key, effort str
 // setEffort stores level (or clears it for "default") as the lane's
 // effort at addr. Nothing is stored for a level the lane's model does not
 // support.
-func (lm *laneModels) setEffort(ctx context.Context, addr Address, level string) string {
+func (lm *Models) setEffort(ctx context.Context, addr chat.Address, level string) string {
 	key := addr.SessionKey()
 	if strings.EqualFold(level, defaultWord) {
 		if err := lm.st.SetLaneOption(ctx, key, store.OptionEffort, ""); err != nil {
@@ -509,7 +536,7 @@ func (lm *laneModels) setEffort(ctx context.Context, addr Address, level string)
 	models, err := lm.cache.list(cctx, lm.cx)
 	if err != nil {
 		lm.log.Warn("model.list_failed", zap.String("lane", key), zap.Error(err))
-		return "Could not check the effort against Codex's models: " + strings.TrimSuffix(briefError(err), ".") + ". Nothing changed."
+		return "Could not check the effort against Codex's models: " + strings.TrimSuffix(ext.BriefError(err), ".") + ". Nothing changed."
 	}
 	model := lm.modelOf(cctx, sl)
 	efforts := effortsFor(models, model)
@@ -528,7 +555,7 @@ func (lm *laneModels) setEffort(ctx context.Context, addr Address, level string)
 
 // pressed handles a press of a /model or /effort button; the host routes
 // only those prefixes here.
-func (lm *laneModels) pressed(ctx context.Context, in Inbound) {
+func (lm *Models) pressed(ctx context.Context, in chat.Inbound) {
 	set := lm.setModel
 	value, ok := strings.CutPrefix(in.Callback, modelPrefix)
 	if !ok {
@@ -537,10 +564,12 @@ func (lm *laneModels) pressed(ctx context.Context, in Inbound) {
 		}
 		set = lm.setEffort
 	}
-	if _, err := lm.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
+	a := in.Address
+	if _, err := lm.st.EnsureLane(ctx, store.LaneKey{SessionKey: a.SessionKey(), Platform: a.Platform, Kind: string(a.Kind),
+		ChatID: a.ChatID, TopicID: a.TopicID, UserID: a.UserID}); err != nil {
 		lm.log.Error("model.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		lm.out.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
+		lm.host.Notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
 		return
 	}
-	lm.out.notify(ctx, in.Address, "", set(ctx, in.Address, value))
+	lm.host.Notify(ctx, in.Address, "", set(ctx, in.Address, value))
 }

@@ -1,4 +1,9 @@
-package gateway
+// Package account is whether codex can answer and /login: a codex that
+// has no account and needs an OpenAI login has queued work refused with
+// the fix, and a login started from a chat or the web console is seen
+// through to its end. The daemon wires codex's account notifications,
+// /healthz and the console to it.
+package account
 
 import (
 	"context"
@@ -9,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -22,18 +29,18 @@ import (
 // themselves would surprise more than a resend. The turn to retry of a
 // refused /retry stays, so /retry works again after the login.
 
-// AccountMissingReason is what a lane, /healthz and the log say while codex
+// MissingReason is what a lane, /healthz and the log say while codex
 // has no account and its provider needs an OpenAI login.
-const AccountMissingReason = "Codex is not logged in: run `codex login --device-auth` as the service user " +
+const MissingReason = "Codex is not logged in: run `codex login --device-auth` as the service user " +
 	"(or send /login in a private chat with the bot), or configure a model provider in CODEX_HOME/config.toml"
 
-// accountMissingReason is AccountMissingReason naming login as the codex
-// command to run.
-func accountMissingReason(login string) string {
+// missingReason is MissingReason naming login as the codex command to
+// run.
+func missingReason(login string) string {
 	if login == "" || login == "codex" {
-		return AccountMissingReason
+		return MissingReason
 	}
-	return strings.Replace(AccountMissingReason, "`codex login", "`"+login+" login", 1)
+	return strings.Replace(MissingReason, "`codex login", "`"+login+" login", 1)
 }
 
 // accountCallTimeout bounds account/read and account/login/start; both run
@@ -55,7 +62,7 @@ type accountState struct {
 
 // loginWaiter is the chat that asked for a login.
 type loginWaiter struct {
-	addr    Address
+	addr    chat.Address
 	msgID   string
 	started time.Time
 }
@@ -97,21 +104,46 @@ func (a *accountState) remember(id string, w loginWaiter) {
 // Account is /login and whether codex can answer: it reads codex's
 // account (at start and on account/updated), refuses queued work while
 // there is none, and tells the chat that started a device-code login how
-// it ended. The daemon reaches it through Gateway.Account to wire codex's
-// account notifications and /healthz.
+// it ended. The daemon finds it in the list of features to wire codex's
+// account notifications, /healthz and the web console's login to it.
 type Account struct {
-	cx      accountRuntime
-	refuse  refusals
-	out     *deliverer
+	cx      Runtime
+	host    ext.Host // set by Register
 	log     *zap.Logger
-	now     func() time.Time
 	missing string // the reason lanes hear while codex has no account
 	state   accountState
 }
 
-func newAccount(cx accountRuntime, j journal, rs refusalStore, out *deliverer, in inbox, log *zap.Logger, now func() time.Time, login string) *Account {
-	return &Account{cx: cx, refuse: refusals{journal: j, st: rs, inbox: in, out: out, log: log}, out: out, log: log, now: now,
-		missing: accountMissingReason(login)}
+// Runtime is codex's account: whether it can answer, and the logins
+// started from a chat or the web console.
+type Runtime interface {
+	Account(ctx context.Context) (codex.Account, error)
+	StartLogin(ctx context.Context) (codex.Login, error)
+	LoginAPIKey(ctx context.Context, key string) error
+}
+
+var _ Runtime = (*codex.Client)(nil)
+
+// New is the account check over cx; login is the codex command an
+// operator runs to log in ("" or "codex": the one on PATH).
+func New(login string, cx Runtime) *Account {
+	return &Account{cx: cx, log: zap.NewNop(), missing: missingReason(login)}
+}
+
+// Name is the feature's name.
+func (a *Account) Name() string { return "account" }
+
+// Register adds /login and the refusal of queued work while codex cannot
+// answer.
+func (a *Account) Register(h ext.Host) error {
+	a.host, a.log = h, h.Logger()
+	h.OnRefuse(a.refuseUnavailable)
+	h.Command(ext.Command{Name: "login", Description: "Log Codex in to ChatGPT with a device code (private chat or API lane only)",
+		Run: func(ctx context.Context, c ext.Call) bool {
+			a.loginCommand(ctx, c.Lane.Address(), c.MsgID)
+			return true
+		}})
+	return nil
 }
 
 // CodexUnavailable returns why codex cannot answer ("" when it can), for
@@ -130,7 +162,7 @@ func (a *Account) CheckAccount(ctx context.Context) error {
 	defer cancel()
 	acc, err := a.cx.Account(ctx)
 	if err != nil {
-		return fmt.Errorf("gateway: read codex account: %w", err)
+		return fmt.Errorf("account: read codex account: %w", err)
 	}
 	reason := ""
 	if !acc.Usable() {
@@ -160,28 +192,26 @@ func (a *Account) AccountUpdated(u codex.AccountUpdate) {
 	}
 }
 
-// refuseUnavailable answers a queued item with the reason codex cannot
-// answer and closes its inbox row, instead of starting it. It reports
-// whether the item was refused.
-func (a *Account) refuseUnavailable(ctx context.Context, l *lane, it item) bool {
+// refuseUnavailable refuses a queued item with the reason codex cannot
+// answer: the core answers it with the reason and closes its inbox row,
+// instead of starting it.
+func (a *Account) refuseUnavailable(_ context.Context, l ext.Lane, it ext.Item) string {
 	reason := a.CodexUnavailable()
-	if reason == "" {
-		return false
+	if reason != "" {
+		a.log.Info("turn.refused_unavailable", zap.String("lane", l.Key()), zap.Int64("inbound", it.InboundID))
 	}
-	a.log.Info("turn.refused_unavailable", zap.String("lane", l.key), zap.Int64("inbound", it.inboundID))
-	a.refuse.refuse(ctx, l, it, reason)
-	return true
+	return reason
 }
 
 // loginCommand runs /login: a ChatGPT device-code login whose URL and code
 // go to this chat. Only a private chat or the API lane may ask: whoever
 // reads the code can sign this server in to their account.
-func (a *Account) loginCommand(ctx context.Context, l *lane, msgID string) {
-	a.out.notify(ctx, l.addr, msgID, a.startLogin(ctx, l.addr, msgID))
+func (a *Account) loginCommand(ctx context.Context, addr chat.Address, msgID string) {
+	a.host.Notify(ctx, addr, msgID, a.startLogin(ctx, addr, msgID))
 }
 
-func (a *Account) startLogin(ctx context.Context, addr Address, msgID string) string {
-	if addr.Kind != LaneDM && addr.Kind != LaneAPI {
+func (a *Account) startLogin(ctx context.Context, addr chat.Address, msgID string) string {
+	if addr.Kind != chat.LaneDM && addr.Kind != chat.LaneAPI {
 		return "/login works only in a private chat with the bot or on the API lane: whoever sees the login code can sign this server in."
 	}
 	if done := a.alreadyLoggedIn(ctx); done != "" {
@@ -192,9 +222,9 @@ func (a *Account) startLogin(ctx context.Context, addr Address, msgID string) st
 	login, err := a.cx.StartLogin(ctx)
 	if err != nil {
 		a.log.Warn("codex.login_start_failed", zap.Error(err))
-		return "Could not start the Codex login: " + brief(codex.RPCMessage(err))
+		return "Could not start the Codex login: " + ext.Brief(codex.RPCMessage(err))
 	}
-	a.state.remember(login.ID, loginWaiter{addr: addr, msgID: msgID, started: a.now()})
+	a.state.remember(login.ID, loginWaiter{addr: addr, msgID: msgID, started: a.host.Now()})
 	a.log.Info("codex.login_started", zap.String("lane", addr.SessionKey()), zap.String("login_id", login.ID))
 	return fmt.Sprintf("To log Codex in, open %s and enter the code %s. I'll tell you here when it is done.",
 		login.VerificationURL, login.UserCode)
@@ -213,7 +243,7 @@ func (a *Account) StartDeviceLogin(ctx context.Context) (login codex.Login, note
 	login, err = a.cx.StartLogin(ctx)
 	if err != nil {
 		a.log.Warn("codex.login_start_failed", zap.Error(err))
-		return codex.Login{}, "", fmt.Errorf("could not start the Codex login: %s", brief(codex.RPCMessage(err)))
+		return codex.Login{}, "", fmt.Errorf("could not start the Codex login: %s", ext.Brief(codex.RPCMessage(err)))
 	}
 	a.state.mu.Lock()
 	a.state.console, a.state.consoleDone, a.state.consoleFailure = login.ID, false, ""
@@ -230,7 +260,7 @@ func (a *Account) LoginAPIKey(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, accountCallTimeout)
 	defer cancel()
 	if err := a.cx.LoginAPIKey(ctx, key); err != nil {
-		msg := brief(codex.RPCMessage(err))
+		msg := ext.Brief(codex.RPCMessage(err))
 		if key != "" {
 			msg = strings.ReplaceAll(msg, key, "[the key]")
 		}
@@ -292,7 +322,7 @@ func (a *Account) LoginCompleted(r codex.LoginResult) {
 		if !r.Success {
 			a.state.consoleFailure = "the Codex login failed"
 			if r.Error != "" {
-				a.state.consoleFailure += ": " + brief(r.Error)
+				a.state.consoleFailure += ": " + ext.Brief(r.Error)
 			}
 		}
 	}
@@ -313,19 +343,9 @@ func (a *Account) LoginCompleted(r codex.LoginResult) {
 	if !r.Success {
 		text = "The Codex login failed"
 		if r.Error != "" {
-			text += ": " + brief(r.Error)
+			text += ": " + ext.Brief(r.Error)
 		}
 		text += ". Send /login to try again."
 	}
-	a.out.notify(context.Background(), w.addr, w.msgID, text)
-}
-
-// register adds /login and the refusal of queued work while codex cannot
-// answer.
-func (a *Account) register(h *host) {
-	h.hooks.refuse = append(h.hooks.refuse, a.refuseUnavailable)
-	h.command("login", func(ctx context.Context, c commandCall) bool {
-		a.loginCommand(ctx, c.lane, c.msgID)
-		return true
-	})
+	a.host.Notify(context.Background(), w.addr, w.msgID, text)
 }
