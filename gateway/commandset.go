@@ -41,7 +41,6 @@ var coreCommands = []CommandInfo{
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "project", Args: "[name]", Description: "Show or switch this conversation's project (working directory)", Menu: true},
-	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
 	{Name: "model", Args: "[name|default]", Description: "Show or choose this conversation's Codex model", Menu: true},
 	{Name: "effort", Args: "[level|default]", Description: "Show or choose the model's reasoning effort", Menu: true},
 	{Name: "at", Args: "WHEN PROMPT", Description: "Run a prompt here later: in 10m, at 15:30, on 2026-12-24 09:00"},

@@ -22,7 +22,6 @@ type Store interface {
 	outboxStore
 	projectStore
 	modelStore
-	verboseStore
 	usageLimitStore
 	scheduleStore
 	refusalStore

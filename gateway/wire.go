@@ -65,7 +65,6 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 func wireFeatures(g *Gateway) {
 	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
 	g.models = newLaneModels(cfg, st, cx, g.out, log)
-	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.projects = newProjects(cfg, st, g.out, log)
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
 	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
@@ -86,7 +85,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start,
+		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop,
 		noteRoots: g.approvals.noteRoots}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
@@ -105,7 +104,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
-	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
@@ -128,8 +126,6 @@ func modules(g *Gateway) []module {
 		g.compaction,
 		// No order among these.
 		g.account,
-		g.cmdButtons,
-		g.views,
 		g.approvals,
 		g.questions,
 		g.schedules,

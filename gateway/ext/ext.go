@@ -42,6 +42,8 @@ type Host interface {
 	// WorkHooks are the hooks around a lane's queued work and the
 	// services they use.
 	WorkHooks
+	WorkViewHooks // the work view: turns watched, status messages
+	CommandHooks  // commands run from a button
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.
@@ -244,6 +246,7 @@ func BetweenTurnsText(name string) string {
 
 // Turn is a turn being prepared or run.
 type Turn interface {
+	ClosingButtons // what its end offers
 	// Dir is the turn's working directory, as the core chose it (a
 	// project's, its worktree, or the lane's own).
 	Dir() string

@@ -8,6 +8,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
+	"github.com/gatewayd/gatewayd/gateway/feature/cmdbuttons"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
@@ -20,6 +21,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
+	"github.com/gatewayd/gatewayd/gateway/feature/workview"
 )
 
 // Settings are the features' configuration, as the config file gives it.
@@ -31,6 +33,9 @@ type Settings struct {
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command ("": not named).
 	CodexHome string
+	// Verbose is the work view mode of lanes that chose none with
+	// /verbose (lanes.verbose; "": config's default).
+	Verbose string
 }
 
 // Store is what the features use of the store: the union of their own
@@ -44,6 +49,7 @@ type Store interface {
 	diff.Store
 	fork.Store
 	threads.Store
+	workview.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -72,5 +78,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),
 		sendfile.New(), // the core's files store (gateway.Config.Files) keeps what it sends
+		workview.New(s.Verbose, st),
+		cmdbuttons.New(),
 	}
 }

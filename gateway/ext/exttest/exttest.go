@@ -45,6 +45,8 @@ type Host struct {
 	FileErr error
 	// Open opens a place (nil: the platform cannot).
 	Open func(ctx context.Context, near chat.Address, title string) (chat.Address, error)
+	// Views are the work view's and command buttons' services (workview.go).
+	Views
 
 	mu       sync.Mutex
 	commands map[string]ext.Command
