@@ -19,12 +19,12 @@ type workViewServices struct {
 	previewInterval time.Duration
 	ticker          *tickerFunc // the gateway's: tests replace it after New
 	obs             Observer
-	deliver         func(ctx context.Context, in Inbound) (bool, error) // intake's
+	deliver         func(ctx context.Context, in Inbound) (bool, error) // intake's (built before the features register)
 }
 
 func newWorkViewServices(g *Gateway) workViewServices {
 	return workViewServices{previewInterval: g.cfg.PreviewInterval, ticker: &g.newTicker, obs: g.cfg.Observer,
-		deliver: func(ctx context.Context, in Inbound) (bool, error) { return g.in.deliver(ctx, in) }}
+		deliver: g.in.deliver}
 }
 
 func (e *extHost) OnWatch(fn func(t ext.Turn, replyTo string, started time.Time) ext.TurnWatcher) {

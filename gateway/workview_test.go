@@ -74,15 +74,6 @@ func (p *workPlatform) expect(t *testing.T, prefix string, parts ...string) stri
 	}
 }
 
-func (p *workPlatform) expectNone(t *testing.T) {
-	t.Helper()
-	select {
-	case e := <-p.events:
-		t.Fatalf("unexpected platform event %q", e)
-	default:
-	}
-}
-
 func commandProgress(id, cmd string, exit *int) codex.Progress {
 	a := &codex.Action{ID: id, Type: codex.ActionCommand, Command: cmd, Status: "inProgress"}
 	if exit != nil {
