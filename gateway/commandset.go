@@ -40,7 +40,6 @@ var coreCommands = []CommandInfo{
 	{Name: "retry", Description: "Run the message cut off by a restart or a timeout again", Menu: true},
 	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
-	{Name: "verbose", Args: "[off|summary|full]", Description: "Show or set how much of Codex's work is shown while it runs", Menu: true},
 	{Name: "help", Description: "List commands", Menu: true},
 }
 

@@ -20,7 +20,6 @@ type Store interface {
 	clusterStore
 	compactionStore
 	outboxStore
-	verboseStore
 	usageLimitStore
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk

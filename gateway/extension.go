@@ -44,6 +44,8 @@ type extCore struct {
 	work workServices
 	// triggers are the services of turns no one typed (extension_triggers.go).
 	triggers *triggerServices
+	// views are the work view's and command buttons' (extension_workview.go).
+	views workViewServices
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -53,7 +55,7 @@ var _ ext.Host = (*extHost)(nil)
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
 		sched: g.sched, loader: g.loader, inbox: g.inbox, platforms: g.platforms,
-		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g)}
+		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g), views: newWorkViewServices(g)}
 	core.triggers = g.triggers
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}

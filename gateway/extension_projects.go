@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/gatewayd/gatewayd/files"
-	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/worktree"
@@ -79,18 +78,6 @@ func (e *extHost) OnStarted(fn func(ctx context.Context, t ext.Turn)) {
 	e.h.hooks.started = append(e.h.hooks.started, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
 }
 
-func (e *extHost) NotifyButtons(ctx context.Context, addr chat.Address, replyTo, text string, buttons []chat.Button) {
-	e.out.sendWithButtons(ctx, addr, replyTo, text, buttons)
-}
-
-func (e *extHost) CommandButtons(nameLabels ...string) []chat.Button {
-	var buttons []Button
-	for i := 0; i+1 < len(nameLabels); i += 2 {
-		buttons = append(buttons, commandButton(nameLabels[i], nameLabels[i+1]))
-	}
-	return e.h.commandButtons(buttons...)
-}
-
 func (x extLane) Worktree(ctx context.Context, sl store.Lane) (worktree.Tree, string, bool) {
 	if p := x.core.places.p; p != nil {
 		return p.Worktree(ctx, x, sl)
@@ -105,7 +92,6 @@ func (x extLane) ForkWorktree(ctx context.Context, parent store.Lane, childKey s
 	return worktree.Tree{}, noPlaces, false
 }
 
-func (x extTurn) SetDir(dir string)       { x.t.dir = dir }
-func (x extTurn) Refuse(reason string)    { x.t.refusal = reason }
-func (x extTurn) ID() string              { return x.t.turnID }
-func (x extTurn) OfferOnClose(b []Button) { x.t.work.offerOnClose(b) }
+func (x extTurn) SetDir(dir string)    { x.t.dir = dir }
+func (x extTurn) Refuse(reason string) { x.t.refusal = reason }
+func (x extTurn) ID() string           { return x.t.turnID }

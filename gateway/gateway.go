@@ -116,10 +116,6 @@ type Config struct {
 	// Features are the feature packages, registered in order after the
 	// core's own parts; the daemon lists them (gateway/feature/...).
 	Features []ext.Feature
-
-	// Verbose is the work view mode of lanes that chose none with /verbose:
-	// off | summary | full (lanes.verbose).
-	Verbose string
 }
 
 // check rejects a Config New cannot run with: the enumerated values by
@@ -153,7 +149,6 @@ func (c *Config) check() error {
 		}
 	}
 	for _, err := range []error{
-		config.CheckVerbose(c.Verbose),
 		config.CheckBusyMode(c.BusyMode),
 		config.CheckCompactAt(c.CompactAt),
 		config.CheckApprovals(c.Approvals),
@@ -189,7 +184,6 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.MaxConcurrentTurns, d.Lanes.MaxConcurrentTurns)
 	setDefault(&c.ContextMessages, d.Lanes.ContextMessages)
 	setDefault(&c.BusyMode, d.Lanes.BusyMode)
-	setDefault(&c.Verbose, d.Lanes.Verbose)
 	setDefault(&c.ApprovalTimeout, d.Codex.ApprovalTimeout)
 	setDefault(&c.QuestionTimeout, d.Codex.QuestionTimeout)
 	setDefault(&c.Approvals, d.Codex.Approvals)
@@ -243,19 +237,17 @@ type Gateway struct {
 
 	mu         sync.Mutex // guards cancelRun
 	lanes      *laneTable
-	sched      *scheduler      // the lanes' workers, turn slots and drain
-	threads    *threadCache    // which lanes' threads are loaded; eviction
-	turns      *turnRunner     // what a worker does with an item
-	in         *intake         // a platform's message from Deliver to its lane
-	controls   *controls       // the lane's own commands
-	compaction *compaction     // /compact and automatic compaction
-	places     *places         // where lanes work: the feature that places them, or the defaults
-	cmdButtons *commandButtons // buttons that run a command as typed
-	loader     *threadLoader   // loads a lane's thread for the commands that act on it
-	recovery   *recovery       // what the last stop cut short
-	cluster    *ClusterLanes   // cluster mode: takeovers, claimed rows, step-downs
-	present    *presenter      // the running turns' streamers and work views
-	views      *workViews      // /verbose and the lanes' work view modes
+	sched      *scheduler    // the lanes' workers, turn slots and drain
+	threads    *threadCache  // which lanes' threads are loaded; eviction
+	turns      *turnRunner   // what a worker does with an item
+	in         *intake       // a platform's message from Deliver to its lane
+	controls   *controls     // the lane's own commands
+	compaction *compaction   // /compact and automatic compaction
+	places     *places       // where lanes work: the feature that places them, or the defaults
+	loader     *threadLoader // loads a lane's thread for the commands that act on it
+	recovery   *recovery     // what the last stop cut short
+	cluster    *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs
+	present    *presenter    // the running turns' streamers
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so

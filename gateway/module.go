@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -89,6 +90,8 @@ type turnHooks struct {
 	ready []func(ctx context.Context, t *turn)
 	// input adjusts what turn/start sends.
 	input []func(ctx context.Context, t *turn, in *codex.TurnInput)
+	// watch starts what watches a turn about to run (its work view).
+	watch []func(t *turn) ext.TurnWatcher
 	// started runs when codex has started the turn (t.turnID is known),
 	// before its first event is handled.
 	started []func(ctx context.Context, t *turn)

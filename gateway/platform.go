@@ -63,7 +63,7 @@ const (
 	// OutFile is a file the agent sent (Outbound.File; Text its caption),
 	// delivered through Platform.SendFile.
 	OutFile OutKind = "file"
-	// OutProgress is a turn's status message (the work view, workview.go):
+	// OutProgress is a turn's status message (the work view, feature/workview):
 	// sent silently, then edited in place through Platform.Edit (or
 	// ProgressEditor) and collapsed to one summary line when the reply
 	// comes.

@@ -10,8 +10,8 @@ import (
 )
 
 // presenter makes what a running turn shows on its platform: the streamer
-// (typing and the preview) and the work view (the status message). It
-// holds exactly what those need, so they do not reach into the Gateway.
+// (typing and the preview). It holds exactly what that needs, so it does
+// not reach into the Gateway.
 type presenter struct {
 	platforms map[string]Platform
 	// base is the context of their platform calls: it outlives intake
@@ -22,9 +22,8 @@ type presenter struct {
 	// serves, in cluster mode, says which lanes this node may still show
 	// previews for (set by SetLaneGate); nil serves every lane.
 	serves func(sessionKey string) bool
-	// ticker points at the Gateway's ticker func, read when a streamer or
-	// view starts, so a test that swaps the Gateway's after New drives
-	// them too.
+	// ticker points at the Gateway's ticker func, read when a streamer
+	// starts, so a test that swaps the Gateway's after New drives it too.
 	ticker *tickerFunc
 	obs    Observer
 	log    *zap.Logger

@@ -50,10 +50,9 @@ type turnRunner struct {
 	gate        LaneGate           // cluster mode (SetLaneGate), else nil
 
 	// Parts still built by the gateway: the turn's typing and preview,
-	// its work view, busy mode's interrupt of a superseded turn, the
-	// compaction item, token metrics and deleting a stale preview.
+	// busy mode's interrupt of a superseded turn, the compaction item,
+	// token metrics and deleting a stale preview.
 	stream      func(addr Address, replyTo string, typedAt time.Time) *streamer
-	workView    func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView
 	superseded  func(l *lane, thread string)
 	compact     func(ctx context.Context, l *lane, it item)
 	countTokens func(platform string, u codex.Usage)
@@ -102,8 +101,9 @@ type turn struct {
 	// previewID is the platform id of the streamed preview the final reply
 	// replaces ("" when nothing was streamed).
 	previewID string
-	// work is the turn's status message (nil with /verbose off).
-	work *workView
+	// work is what watches the turn (its work view) and the buttons its
+	// end offers.
+	work *turnWork
 }
 
 // stopStream ends typing and previews; the final answer replaces the
@@ -189,7 +189,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	t.stream = r.stream(l.addr, it.msgID, l.typedAt)
 	defer t.stopStream()
 	l.setCurStream(t.stream)
-	t.work = r.workView(l.addr, it.msgID, sl, t.started)
+	t.work = r.host.watch(t)
 	defer func() { t.work.stop(r.now()) }()
 	if !r.ensure(ctx, t, sl.ThreadID, sl.Binding) {
 		return

@@ -64,7 +64,6 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 // wireFeatures builds the feature modules that the core calls into.
 func wireFeatures(g *Gateway) {
 	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
-	g.views = newWorkViews(cfg.Verbose, st, g.present, g.out, log)
 	g.places = newPlaces(cfg)
 	g.out.files = cfg.Files
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
@@ -79,7 +78,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start}
+		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
@@ -97,7 +96,6 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
 		cooldown: cfg.CompactCooldownTurns}
 	g.turns.compact = g.compaction.item
-	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.places.describe, retryAfterLimit: g.usage.retryAfterLimit}
@@ -115,7 +113,5 @@ func modules(g *Gateway) []module {
 		g.usage,
 		g.compaction,
 		// No order among these.
-		g.cmdButtons,
-		g.views,
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -112,7 +114,8 @@ func TestWorkViewOnAPILane(t *testing.T) {
 func TestWorkViewFullShowsCommandOutput(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(workViewModel)
-	in := w.start(t, gateway.Config{PreviewInterval: 50 * time.Millisecond, Verbose: gateway.VerboseFull})
+	w.features = features.Settings{Verbose: config.VerboseFull}
+	in := w.start(t, gateway.Config{PreviewInterval: 50 * time.Millisecond})
 	output := ""
 	_, err := in.stream("full", "show me "+workViewToolMarker, func(event, data string) {
 		if event != "progress" {

@@ -50,6 +50,8 @@ type Host interface {
 	ServerRequests
 	// Choices offers buttons with a notice (models.go).
 	Choices
+	WorkViewHooks // the work view: turns watched, status messages
+	CommandHooks  // commands run from a button
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.
@@ -254,6 +256,7 @@ func BetweenTurnsText(name string) string {
 type Turn interface {
 	// TurnPlace moves, refuses and names the turn (projects, worktrees).
 	TurnPlace
+	ClosingButtons // what its end offers
 	// Dir is the turn's working directory, as the core chose it (a
 	// project's, its worktree, or the lane's own).
 	Dir() string

@@ -3,7 +3,6 @@ package ext
 import (
 	"context"
 
-	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/worktree"
 )
@@ -28,13 +27,6 @@ type PlaceHooks interface {
 	// OnStarted runs when codex has started the turn (TurnPlace.ID is
 	// known), before its first event is handled.
 	OnStarted(fn func(ctx context.Context, t Turn))
-	// NotifyButtons is Notify with buttons where the platform shows
-	// them; elsewhere the text alone goes through the durable outbox.
-	NotifyButtons(ctx context.Context, addr chat.Address, replyTo, text string, buttons []chat.Button)
-	// CommandButtons are buttons that run the named commands as if typed,
-	// labelled as given (pairs of name and label), leaving out those the
-	// gateway has no command for.
-	CommandButtons(nameLabels ...string) []chat.Button
 }
 
 // Places answers where a stored lane works, outside its turns.
@@ -63,7 +55,4 @@ type TurnPlace interface {
 	Refuse(reason string)
 	// ID is codex's id of the turn, once it started ("" before).
 	ID() string
-	// OfferOnClose gives the closing line of the turn's work view
-	// buttons, shown if the turn ran commands or changed files.
-	OfferOnClose(buttons []chat.Button)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/account"
 	"github.com/gatewayd/gatewayd/gateway/feature/approvals"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
+	"github.com/gatewayd/gatewayd/gateway/feature/cmdbuttons"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
@@ -26,6 +27,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
+	"github.com/gatewayd/gatewayd/gateway/feature/workview"
 )
 
 // Settings are the features' configuration, as the config file gives it.
@@ -50,6 +52,9 @@ type Settings struct {
 	// The package's bundled codex is not on PATH, so the daemon names its
 	// path.
 	CodexLogin string
+	// Verbose is the work view mode of lanes that chose none with
+	// /verbose (lanes.verbose; "": config's default).
+	Verbose string
 }
 
 // Store is what the features use of the store: the union of their own
@@ -66,6 +71,7 @@ type Store interface {
 	projects.Store
 	schedules.Store
 	models.Store
+	workview.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -104,6 +110,8 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),
 		sendfile.New(), // the core's files store (gateway.Config.Files) keeps what it sends
+		workview.New(s.Verbose, st),
+		cmdbuttons.New(),
 		// codex.approvals and the timeouts are the core's (gateway.Config): its
 		// Approve and AskUser are where the daemon routes Codex's requests.
 		approvals.New(), // after every feature that adds roots to a turn (confine): it checks grants against them

@@ -50,6 +50,8 @@ type Host struct {
 	Triggers Triggers
 	// requests are Codex's requests' registrations (approvals.go).
 	requests
+	// Views are the work view's and command buttons' services (workview.go).
+	Views
 
 	mu       sync.Mutex
 	commands map[string]ext.Command

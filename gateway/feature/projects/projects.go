@@ -205,7 +205,7 @@ func (p *projects) show(ctx context.Context, l ext.Lane, msgID string) {
 		return
 	}
 	text += "\nChoices:\n" + p.set.choices() + "Switch with /project NAME."
-	p.host.NotifyButtons(ctx, l.Address(), msgID, text, p.set.buttons())
+	p.host.NotifyChoices(ctx, l.Address(), msgID, text, p.set.buttons())
 }
 
 // switchTo moves the lane at addr to the project named name and says

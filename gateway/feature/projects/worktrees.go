@@ -99,11 +99,9 @@ func (w *worktrees) register(h ext.Host) {
 	})
 	h.OnFinished(func(t ext.Turn, _ codex.TurnResult) {
 		if _, ok := w.treeAt(t.Dir()); ok {
-			// /diff and /undo are features: a gateway without one offers
-			// no button for it.
-			if b := h.CommandButtons("diff", "Diff", "undo", "Undo"); len(b) > 0 {
-				t.OfferOnClose(b)
-			}
+			// /diff and /undo are features: a gateway without one shows
+			// no button for it (OfferOnClose leaves it out).
+			t.OfferOnClose(ext.CommandButton("diff", "Diff"), ext.CommandButton("undo", "Undo"))
 		}
 	})
 }
