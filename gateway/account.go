@@ -177,7 +177,7 @@ func (a *Account) refuseUnavailable(ctx context.Context, l *lane, it item) bool 
 // go to this chat. Only a private chat or the API lane may ask: whoever
 // reads the code can sign this server in to their account.
 func (a *Account) loginCommand(ctx context.Context, l *lane, msgID string) {
-	a.out.notify(ctx, l.addr, msgID, a.startLogin(ctx, l.addr, msgID))
+	a.out.Notify(ctx, l.addr, msgID, a.startLogin(ctx, l.addr, msgID))
 }
 
 func (a *Account) startLogin(ctx context.Context, addr Address, msgID string) string {
@@ -317,7 +317,7 @@ func (a *Account) LoginCompleted(r codex.LoginResult) {
 		}
 		text += ". Send /login to try again."
 	}
-	a.out.notify(context.Background(), w.addr, w.msgID, text)
+	a.out.Notify(context.Background(), w.addr, w.msgID, text)
 }
 
 // register adds /login and the refusal of queued work while codex cannot

@@ -317,7 +317,7 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 	key := addr.SessionKey()
 	if req.Kind != "command" && req.Kind != "fileChange" {
 		a.log.Warn("approval.declined", zap.String("why", "unsupported kind"), zap.String("kind", req.Kind))
-		a.out.notify(a.base, addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
+		a.out.Notify(a.base, addr, "", fmt.Sprintf("Codex asked for a %q approval, which this gateway cannot grant; declined.", req.Kind))
 		return codex.DecisionDecline
 	}
 	info := PendingApproval{SessionKey: key, Kind: req.Kind, Command: req.Command, Cwd: req.Cwd,
@@ -327,7 +327,7 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 	if info.Escalation != "" && !a.allowEscalation {
 		a.log.Warn("approval.declined", zap.String("why", "escalation"), zap.String("lane", key),
 			zap.String("kind", req.Kind), zap.String("escalation", info.Escalation))
-		a.out.notify(a.base, addr, "", escalationDeclined(info))
+		a.out.Notify(a.base, addr, "", escalationDeclined(info))
 		return codex.DecisionDecline
 	}
 	info.Requester, info.RequesterName = a.deciders.requester(addr, a.requesterOf, req.ThreadID)
@@ -346,7 +346,7 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 			return <-p.answer // answered just now
 		}
 		a.log.Info("approval.timed_out", zap.String("lane", key), zap.String("approval", id))
-		a.out.notify(a.base, addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, a.timeout))
+		a.out.Notify(a.base, addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, a.timeout))
 		return codex.DecisionDecline
 	case <-ctx.Done():
 		// codex withdrew the request (the turn ended or was interrupted):
@@ -356,7 +356,7 @@ func (a *approvals) approve(ctx context.Context, req codex.ApprovalRequest) code
 			return <-p.answer
 		}
 		a.log.Info("approval.withdrawn", zap.String("lane", key), zap.String("approval", id))
-		a.out.notify(a.base, addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
+		a.out.Notify(a.base, addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
 		return codex.DecisionDecline
 	}
 }
@@ -455,7 +455,7 @@ func (a *approvals) pressed(ctx context.Context, in Inbound) {
 // reply to replyTo), the acknowledgement first.
 func (a *approvals) decideAndSay(ctx context.Context, addr Address, replyTo, id, decision, sender string, platformAdmin bool) {
 	answer, err := a.claim(addr.SessionKey(), id, decision, sender, platformAdmin)
-	a.out.notify(ctx, addr, replyTo, decisionText(id, decision, err))
+	a.out.Notify(ctx, addr, replyTo, decisionText(id, decision, err))
 	if err == nil {
 		answer()
 	}
@@ -504,12 +504,12 @@ func (a *approvals) command(ctx context.Context, addr Address, msgID, sender, ar
 		pending := a.book.lane(addr.SessionKey())
 		switch len(pending) {
 		case 0:
-			a.out.notify(ctx, addr, msgID, "No approval is pending here.")
+			a.out.Notify(ctx, addr, msgID, "No approval is pending here.")
 			return
 		case 1:
 			id = pending[0].info.ID
 		default:
-			a.out.notify(ctx, addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
+			a.out.Notify(ctx, addr, msgID, fmt.Sprintf("%d approvals are pending; name one, e.g. /approve %s.",
 				len(pending), pending[0].info.ID))
 			return
 		}
@@ -537,7 +537,7 @@ func (a *approvals) unsupported(threadID, method string) {
 		return
 	}
 	a.log.Info("request.refused", zap.String("lane", addr.SessionKey()), zap.String("method", method))
-	a.out.notify(a.base, addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
+	a.out.Notify(a.base, addr, "", fmt.Sprintf("Codex asked for %s (%s), which gatewayd cannot grant here; it was declined.",
 		requestWhat(method), method))
 }
 

@@ -49,6 +49,6 @@ func (c *commandButtons) pressed(ctx context.Context, in Inbound) {
 	in.Text, in.Callback = "/"+name, ""
 	if _, err := c.deliver(ctx, in); err != nil {
 		c.log.Error("inbound.command_button_failed", zap.String("lane", in.Address.SessionKey()), zap.String("command", name), zap.Error(err))
-		c.out.notify(ctx, in.Address, "", "Could not run /"+name+" (storage error). Please try again.")
+		c.out.Notify(ctx, in.Address, "", "Could not run /"+name+" (storage error). Please try again.")
 	}
 }

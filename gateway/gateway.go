@@ -351,7 +351,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Unlock()
 	defer cancel()
 
-	if err := g.out.releaseHeld(base); err != nil {
+	if err := g.out.ReleaseHeld(base); err != nil {
 		return err
 	}
 	g.usage.restoreUsagePause(base) // before recovery queues the waiting messages
@@ -380,7 +380,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	loops.Add(3)
 	tick, stopTick := g.newTicker(time.Second) // retries that come due
 	defer stopTick()
-	go func() { defer loops.Done(); g.out.loop(loopCtx, tick) }()
+	go func() { defer loops.Done(); g.out.Loop(loopCtx, tick) }()
 	go func() { defer loops.Done(); g.threads.loop(loopCtx, g.newTicker) }()
 	go func() { defer loops.Done(); g.schedules.loop(loopCtx, g.newTicker) }()
 
@@ -392,7 +392,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.sched.drain(base)
 	stopLoops()
 	loops.Wait()
-	g.out.flush(base)
+	g.out.Flush(base)
 	stopPlatforms()
 	bg.Wait()
 	return runErr

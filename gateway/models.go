@@ -319,7 +319,7 @@ func (lm *laneModels) modelCommand(ctx context.Context, c commandCall) bool {
 		lm.showModels(ctx, c.lane, c.msgID)
 		return true
 	}
-	lm.out.notify(ctx, c.lane.addr, c.msgID, lm.setModel(ctx, c.lane.addr, c.args))
+	lm.out.Notify(ctx, c.lane.addr, c.msgID, lm.setModel(ctx, c.lane.addr, c.args))
 	return true
 }
 
@@ -329,7 +329,7 @@ func (lm *laneModels) effortCommand(ctx context.Context, c commandCall) bool {
 		lm.showEfforts(ctx, c.lane, c.msgID)
 		return true
 	}
-	lm.out.notify(ctx, c.lane.addr, c.msgID, lm.setEffort(ctx, c.lane.addr, c.args))
+	lm.out.Notify(ctx, c.lane.addr, c.msgID, lm.setEffort(ctx, c.lane.addr, c.args))
 	return true
 }
 
@@ -359,7 +359,7 @@ func (lm *laneModels) choices(ctx context.Context, l *lane, msgID, what string) 
 	sl, err := lm.st.Lane(ctx, l.key)
 	if err != nil {
 		lm.log.Warn(what+".lane_failed", zap.String("lane", l.key), zap.Error(err))
-		lm.out.notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
+		lm.out.Notify(ctx, l.addr, msgID, "Could not read this conversation's "+what+" (storage error). Please try again.")
 		return "", "", nil, false
 	}
 	cctx, cancel := lm.call(ctx)
@@ -368,7 +368,7 @@ func (lm *laneModels) choices(ctx context.Context, l *lane, msgID, what string) 
 	models, err = lm.cache.list(cctx, lm.cx)
 	if err != nil {
 		lm.log.Warn("model.list_failed", zap.String("lane", l.key), zap.Error(err))
-		lm.out.notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
+		lm.out.Notify(ctx, l.addr, msgID, current+"\nCould not list Codex's models: "+briefError(err))
 		return current, "", nil, false
 	}
 	return current, lm.modelOf(cctx, sl), models, true
@@ -539,8 +539,8 @@ func (lm *laneModels) pressed(ctx context.Context, in Inbound) {
 	}
 	if _, err := lm.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
 		lm.log.Error("model.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		lm.out.notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
+		lm.out.Notify(ctx, in.Address, "", "Could not change the setting (storage error). Please try again.")
 		return
 	}
-	lm.out.notify(ctx, in.Address, "", set(ctx, in.Address, value))
+	lm.out.Notify(ctx, in.Address, "", set(ctx, in.Address, value))
 }

@@ -202,19 +202,19 @@ func (p *projects) command(ctx context.Context, l *lane, msgID, args string) {
 		p.show(ctx, l, msgID)
 		return
 	}
-	p.out.notify(ctx, l.addr, msgID, p.switchTo(ctx, l.addr, args))
+	p.out.Notify(ctx, l.addr, msgID, p.switchTo(ctx, l.addr, args))
 }
 
 func (p *projects) show(ctx context.Context, l *lane, msgID string) {
 	sl, err := p.st.Lane(ctx, l.key)
 	if err != nil {
 		p.log.Warn("project.lane_failed", zap.String("lane", l.key), zap.Error(err))
-		p.out.notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
+		p.out.Notify(ctx, l.addr, msgID, "Could not read this conversation's project (storage error). Please try again.")
 		return
 	}
 	text := "Project: " + p.describe(sl)
 	if len(p.set.names) == 0 {
-		p.out.notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
+		p.out.Notify(ctx, l.addr, msgID, text+"\nNo projects are configured (configuration key projects).")
 		return
 	}
 	text += "\nChoices:\n" + p.set.choices() + "Switch with /project NAME."
@@ -250,10 +250,10 @@ func (p *projects) pressed(ctx context.Context, in Inbound) {
 	name := strings.TrimPrefix(in.Callback, projectPrefix)
 	if _, err := p.st.EnsureLane(ctx, laneKey(in.Address)); err != nil {
 		p.log.Error("project.lane_failed", zap.String("lane", in.Address.SessionKey()), zap.Error(err))
-		p.out.notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
+		p.out.Notify(ctx, in.Address, "", "Could not switch the project (storage error). Please try again.")
 		return
 	}
-	p.out.notify(ctx, in.Address, "", p.switchTo(ctx, in.Address, name))
+	p.out.Notify(ctx, in.Address, "", p.switchTo(ctx, in.Address, name))
 }
 
 // turnDir is the directory the turn's lane works in. A stored project that
@@ -273,7 +273,7 @@ func (p *projects) turnDir(ctx context.Context, t *turn) string {
 	}
 	if cleared {
 		p.log.Warn("project.unconfigured", zap.String("lane", t.l.key), zap.String("project", stale))
-		p.out.notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
+		p.out.Notify(ctx, t.l.addr, "", fmt.Sprintf("Project %q is no longer configured; this conversation now works in %s. /project shows the choices.",
 			stale, orUnset(dir)))
 	}
 	return dir

@@ -334,7 +334,7 @@ func (q *questions) ask(ctx context.Context, req codex.UserInputRequest) (map[st
 	id := p.info.ID
 	q.log.Info("question.asked", zap.String("lane", key), zap.String("question", id), zap.Int("questions", len(req.Questions)))
 	if len(skipped) > 0 {
-		q.out.notify(q.base, addr, "", fmt.Sprintf("Codex asked a secret question (%s), which is answered only in a private chat "+
+		q.out.Notify(q.base, addr, "", fmt.Sprintf("Codex asked a secret question (%s), which is answered only in a private chat "+
 			"or through the API; it goes unanswered here.", secretHeaders(req.Questions, skipped)))
 	}
 	if p.allAnswered() { // every question was secret
@@ -362,7 +362,7 @@ func (q *questions) end(p *pendingQuestion, notice, mark string) (map[string][]s
 		return <-p.complete, true
 	}
 	q.log.Info("question.ended", zap.String("lane", p.info.SessionKey), zap.String("question", p.info.ID), zap.String("why", mark))
-	q.out.notify(q.base, p.addr, "", notice)
+	q.out.Notify(q.base, p.addr, "", notice)
 	q.markOpen(p, mark)
 	return q.given(p), false
 }
@@ -505,7 +505,7 @@ func (q *questions) pressed(ctx context.Context, in Inbound) {
 	n, err2 := strconv.Atoi(parts[2])
 	label, qid, ok := q.option(id, i, n)
 	if err1 != nil || err2 != nil || !ok {
-		q.out.notify(ctx, in.Address, "", fmt.Sprintf("Question %s is no longer waiting (answered, expired or withdrawn).", id))
+		q.out.Notify(ctx, in.Address, "", fmt.Sprintf("Question %s is no longer waiting (answered, expired or withdrawn).", id))
 		return
 	}
 	q.acceptAndSay(ctx, in, id, map[string][]string{qid: {label}})
@@ -527,7 +527,7 @@ func (q *questions) option(id string, i, n int) (label, qid string, ok bool) {
 func (q *questions) acceptAndSay(ctx context.Context, in Inbound, id string, answers map[string][]string) {
 	_, err := q.accept(ctx, in.Address.SessionKey(), id, answers, in.SenderID, speakerName(in), in.SenderAdmin)
 	if err != nil {
-		q.out.notify(ctx, in.Address, in.MessageID, refusedAnswerText(id, err))
+		q.out.Notify(ctx, in.Address, in.MessageID, refusedAnswerText(id, err))
 	}
 }
 

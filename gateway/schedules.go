@@ -113,7 +113,7 @@ func (s *schedules) at(ctx context.Context, c commandCall) bool {
 	loc := s.location(tz)
 	due, prompt, err := schedule.ParseAt(c.args, s.now(), loc)
 	if err != nil {
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Usage: /at WHEN PROMPT. "+err.Error())
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Usage: /at WHEN PROMPT. "+err.Error())
 		return true
 	}
 	s.add(ctx, c, store.Schedule{Prompt: prompt, NextAt: due, Timezone: loc.String()},
@@ -126,7 +126,7 @@ func (s *schedules) every(ctx context.Context, c commandCall) bool {
 	loc := s.location(tz)
 	rule, prompt, err := schedule.ParseEvery(c.args, loc, s.cfg.MinInterval)
 	if err != nil {
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Usage: /every SPEC PROMPT. "+err.Error())
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Usage: /every SPEC PROMPT. "+err.Error())
 		return true
 	}
 	now := s.now()
@@ -143,17 +143,17 @@ func (s *schedules) add(ctx context.Context, c commandCall, sc store.Schedule, w
 	saved, err := s.st.AddSchedule(ctx, sc, s.cfg.MaxPerLane)
 	switch {
 	case errors.Is(err, store.ErrLimit):
-		s.out.notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("This conversation has %d schedules already (schedules.max_per_lane); "+
+		s.out.Notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("This conversation has %d schedules already (schedules.max_per_lane); "+
 			"/unschedule one first.", s.cfg.MaxPerLane))
 		return
 	case err != nil:
 		s.log.Error("schedule.add_failed", zap.String("lane", c.lane.key), zap.Error(err))
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Could not store the schedule: the database refused; nothing was scheduled. Try again.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Could not store the schedule: the database refused; nothing was scheduled. Try again.")
 		return
 	}
 	s.log.Info("schedule.added", zap.String("lane", c.lane.key), zap.Int64("schedule", saved.ID),
 		zap.String("rule", saved.Rule), zap.Time("next", saved.NextAt))
-	s.out.notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("⏰ Scheduled %s, %s: %s", scheduleName(saved.ID), what, saved.Prompt))
+	s.out.Notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("⏰ Scheduled %s, %s: %s", scheduleName(saved.ID), what, saved.Prompt))
 }
 
 func scheduleName(id int64) string { return "s" + strconv.FormatInt(id, 10) }
@@ -167,11 +167,11 @@ func (s *schedules) list(ctx context.Context, c commandCall) bool {
 	all, err := s.st.Schedules(ctx, c.lane.key)
 	if err != nil {
 		s.log.Error("schedule.list_failed", zap.String("lane", c.lane.key), zap.Error(err))
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Could not read the schedules: the database refused. Try again.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Could not read the schedules: the database refused. Try again.")
 		return true
 	}
 	if len(all) == 0 {
-		s.out.notify(ctx, c.lane.addr, c.msgID, "No schedules here. /at WHEN PROMPT or /every SPEC PROMPT makes one.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "No schedules here. /at WHEN PROMPT or /every SPEC PROMPT makes one.")
 		return true
 	}
 	var b strings.Builder
@@ -190,24 +190,24 @@ func (s *schedules) list(ctx context.Context, c commandCall) bool {
 		fmt.Fprintf(&b, " · %s\n", cutRunes(sc.Prompt, 80))
 	}
 	b.WriteString("/unschedule ID removes one.")
-	s.out.notify(ctx, c.lane.addr, c.msgID, b.String())
+	s.out.Notify(ctx, c.lane.addr, c.msgID, b.String())
 	return true
 }
 
 func (s *schedules) unschedule(ctx context.Context, c commandCall) bool {
 	id, ok := parseScheduleID(c.args)
 	if !ok {
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Usage: /unschedule ID (as /schedules lists them, e.g. s3).")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Usage: /unschedule ID (as /schedules lists them, e.g. s3).")
 		return true
 	}
 	sc, found, err := s.find(ctx, c.lane.key, id)
 	switch {
 	case err != nil:
 		s.log.Error("schedule.read_failed", zap.String("lane", c.lane.key), zap.Error(err))
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Could not read the schedules: the database refused. Try again.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Could not read the schedules: the database refused. Try again.")
 		return true
 	case !found:
-		s.out.notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("No schedule %s here; /schedules lists them.", scheduleName(id)))
+		s.out.Notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("No schedule %s here; /schedules lists them.", scheduleName(id)))
 		return true
 	}
 	creator := sc.CreatorID
@@ -215,16 +215,16 @@ func (s *schedules) unschedule(ctx context.Context, c commandCall) bool {
 		creator = "" // one person's place: whoever is here decides
 	}
 	if !s.deciders.may(c.lane.addr.Platform, creator, c.sender, false) {
-		s.out.notify(ctx, c.lane.addr, c.msgID, s.deciders.refusal(sc.CreatorID, sc.CreatorName).Error()+"; "+scheduleName(id)+" stays.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, s.deciders.refusal(sc.CreatorID, sc.CreatorName).Error()+"; "+scheduleName(id)+" stays.")
 		return true
 	}
 	if err := s.st.DeleteSchedule(ctx, c.lane.key, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("schedule.delete_failed", zap.String("lane", c.lane.key), zap.Error(err))
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Could not remove the schedule: the database refused; it stays. Try again.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Could not remove the schedule: the database refused; it stays. Try again.")
 		return true
 	}
 	s.log.Info("schedule.removed", zap.String("lane", c.lane.key), zap.Int64("schedule", id), zap.String("by", c.sender))
-	s.out.notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("Removed %s: %s", scheduleName(id), sc.Prompt))
+	s.out.Notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("Removed %s: %s", scheduleName(id), sc.Prompt))
 	return true
 }
 
@@ -254,7 +254,7 @@ func (s *schedules) timezone(ctx context.Context, c commandCall) bool {
 	name := strings.TrimSpace(c.args)
 	if name == "" {
 		loc := s.location(s.laneZone(ctx, c.lane.key))
-		s.out.notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("Time zone: %s (now %s). /tz ZONE changes it, /tz default goes back to lanes.timezone.",
+		s.out.Notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("Time zone: %s (now %s). /tz ZONE changes it, /tz default goes back to lanes.timezone.",
 			loc, s.now().In(loc).Format("15:04 MST")))
 		return true
 	}
@@ -262,16 +262,16 @@ func (s *schedules) timezone(ctx context.Context, c commandCall) bool {
 	if strings.EqualFold(name, "default") {
 		value = ""
 	} else if _, err := schedule.LoadLocation(name); err != nil {
-		s.out.notify(ctx, c.lane.addr, c.msgID, err.Error())
+		s.out.Notify(ctx, c.lane.addr, c.msgID, err.Error())
 		return true
 	}
 	if err := s.st.SetLaneOption(ctx, c.lane.key, store.OptionTZ, value); err != nil {
 		s.log.Error("schedule.tz_failed", zap.String("lane", c.lane.key), zap.Error(err))
-		s.out.notify(ctx, c.lane.addr, c.msgID, "Could not change the time zone: the database refused; nothing changed. Try again.")
+		s.out.Notify(ctx, c.lane.addr, c.msgID, "Could not change the time zone: the database refused; nothing changed. Try again.")
 		return true
 	}
 	loc := s.location(value)
-	s.out.notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("Time zone: %s (now %s). Schedules made from now on read times in it.",
+	s.out.Notify(ctx, c.lane.addr, c.msgID, fmt.Sprintf("Time zone: %s (now %s). Schedules made from now on read times in it.",
 		loc, s.now().In(loc).Format("15:04 MST")))
 	return true
 }
@@ -406,7 +406,7 @@ func (s *schedules) skip(ctx context.Context, addr Address, sc store.Schedule, n
 	if !next.IsZero() {
 		text += " Next: " + when(next, loc) + "."
 	}
-	s.out.notify(ctx, addr, "", text)
+	s.out.Notify(ctx, addr, "", text)
 }
 
 // makerGone is why a schedule whose maker is no longer allowed stopped.
@@ -425,7 +425,7 @@ func (s *schedules) pause(ctx context.Context, addr Address, sc store.Schedule, 
 	}
 	s.log.Info("schedule.paused", zap.Int64("schedule", sc.ID), zap.String("lane", sc.SessionKey),
 		zap.String("maker", sc.CreatorID), zap.String("reason", makerGone))
-	s.out.notify(ctx, addr, "", fmt.Sprintf("⏰ Paused %s (%s, by %s), due %s: %s. /unschedule %s removes it.",
+	s.out.Notify(ctx, addr, "", fmt.Sprintf("⏰ Paused %s (%s, by %s), due %s: %s. /unschedule %s removes it.",
 		scheduleName(sc.ID), ruleText(sc), makerOf(sc), when(sc.NextAt, loc), makerGone, scheduleName(sc.ID)))
 }
 

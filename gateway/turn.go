@@ -314,7 +314,7 @@ func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error 
 		if t.sl.Binding == store.BindingLost {
 			// A replacement marked the old thread lost but stopped (crash)
 			// before binding a new one and telling the lane: tell it now.
-			r.out.notify(ctx, t.l.addr, "", ReplacedNotice)
+			r.out.Notify(ctx, t.l.addr, "", ReplacedNotice)
 		}
 	case codex.OutcomeReplaced:
 		if err := r.st.MarkBindingLost(ctx, key, gen, en.PreviousID, en.Reason); err != nil {
@@ -325,7 +325,7 @@ func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error 
 		if err := r.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
 			return err
 		}
-		r.out.notify(ctx, t.l.addr, "", ReplacedNotice)
+		r.out.Notify(ctx, t.l.addr, "", ReplacedNotice)
 	}
 	return nil
 }
@@ -428,12 +428,12 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		r.log.Warn("turn.commit_fenced", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 	case err != nil:
 		r.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
-		r.out.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, r.unsavedReply(ctx, t, text, steered))
+		r.out.SendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, r.unsavedReply(ctx, t, text, steered))
 	case res.Stale:
 		// CommitTurn cleared this turn's own journal entry; clearing the
 		// lane's would risk the entry of a turn of the new generation.
 		r.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
-		r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+		r.out.Notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	default:
 		if res.Duplicate {
 			r.log.Warn("turn.commit_duplicate", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
@@ -441,7 +441,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		r.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
 		r.dropPreview(ctx, t.l.addr, stalePreview)
-		r.out.poke()
+		r.out.Poke()
 		if r.gate != nil {
 			r.gate.TurnCommitted(t.l.key, t.thread)
 		}
@@ -518,7 +518,7 @@ func (r *turnRunner) abandon(ctx context.Context, t *turn) {
 	r.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
 	r.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
 	r.journal.clear(ctx, t.l.key)
-	r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+	r.out.Notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	t.l.markStale()
 }
 

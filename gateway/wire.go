@@ -51,7 +51,7 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 		lanes:      newLaneTable(),
 		runDone:    make(chan struct{}),
 		ready:      make(chan struct{}),
-		out:        newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
+		out:        newDeliverer(st, platforms, cfg.Files, log, cfg.Observer, cfg.Now),
 		host:       newHost(),
 		inbox:      inbox{st: st, log: log},
 		journal:    journal{st: st, log: log},
@@ -70,7 +70,6 @@ func wireFeatures(g *Gateway) {
 	g.worktrees = newWorktrees(cfg.Worktrees, g.projects, g.out, log)
 	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
 	g.projects.picked = g.worktrees.prepareSoon
-	g.out.files = cfg.Files
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)

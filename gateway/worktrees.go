@@ -252,7 +252,7 @@ func (w *worktrees) tellMade(ctx context.Context, l *lane, e worktree.Ensured) {
 	default:
 		return // the usual case: /status names it; no notice every new lane
 	}
-	w.out.notify(ctx, l.addr, "", text)
+	w.out.Notify(ctx, l.addr, "", text)
 }
 
 // noteNotRepo logs, once per lane and project, that the lane works in the

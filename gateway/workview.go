@@ -601,7 +601,7 @@ func newWorkViews(defaultMode string, st verboseStore, present *presenter, out *
 // register adds /verbose.
 func (v *workViews) register(h *host) {
 	h.command("verbose", func(ctx context.Context, c commandCall) bool {
-		v.out.notify(ctx, c.lane.addr, c.msgID, v.command(ctx, c.lane, c.args))
+		v.out.Notify(ctx, c.lane.addr, c.msgID, v.command(ctx, c.lane, c.args))
 		return true
 	})
 }
