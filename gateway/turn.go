@@ -113,7 +113,7 @@ type turn struct {
 // preview. Safe to call more than once.
 func (t *turn) stopStream() {
 	if t.stream != nil {
-		t.previewID = t.stream.stop()
+		t.previewID = t.stream.Stop()
 		t.stream = nil
 	}
 }
@@ -340,7 +340,7 @@ func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, er
 			r.host.started(ctx, t)
 			r.superseded(t.l, t.thread)
 		},
-		Delta: t.stream.delta,
+		Delta: t.stream.Delta,
 	}
 	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
