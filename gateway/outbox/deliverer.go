@@ -71,12 +71,12 @@ type Observer interface {
 // parallel, retries with backoff or when the platform says, and rows a
 // platform deferred held until it asks for them again.
 type Deliverer struct {
-	st   Store
-	tr   Transport
-	log  *zap.Logger
-	obs  Observer
-	now  func() time.Time
-	file *files.Store // where file rows wait; nil: no files are sent
+	st    Store
+	tr    Transport
+	log   *zap.Logger
+	obs   Observer
+	now   func() time.Time
+	files *files.Store // where file rows wait; nil: no files are sent
 
 	wake     chan struct{} // rows were added (capacity 1)
 	holdMu   sync.Mutex
@@ -92,7 +92,7 @@ type Deliverer struct {
 // New is a deliverer of st's rows through tr. fs keeps the files of file
 // rows until they are delivered; nil sends no files.
 func New(st Store, tr Transport, fs *files.Store, log *zap.Logger, obs Observer, now func() time.Time) *Deliverer {
-	return &Deliverer{st: st, tr: tr, file: fs, log: log, obs: obs, now: now,
+	return &Deliverer{st: st, tr: tr, files: fs, log: log, obs: obs, now: now,
 		wake: make(chan struct{}, 1), hold: make(map[string]time.Time), deferred: &deferrals{}}
 }
 

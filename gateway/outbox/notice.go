@@ -50,7 +50,7 @@ var ErrFileNotSent = errors.New("gateway: no files store, or the file is too lar
 // SendData enqueues data as a file for a lane, in the files store until
 // it is delivered; a failure is logged and nothing is sent.
 func (d *Deliverer) SendData(ctx context.Context, addr chat.Address, inReplyTo string, f ext.File) error {
-	if d.file == nil || int64(len(f.Data)) > d.file.Limits().MaxBytes {
+	if d.files == nil || int64(len(f.Data)) > d.files.Limits().MaxBytes {
 		return ErrFileNotSent
 	}
 	key := addr.SessionKey()
@@ -65,17 +65,17 @@ func (d *Deliverer) SendData(ctx context.Context, addr chat.Address, inReplyTo s
 		d.log.Warn("outbox.file_failed", zap.String("lane", key), zap.Error(err))
 		return fmt.Errorf("outbox: send %s: %w", f.Name, err)
 	}
-	copied, err := d.file.CopyOut(key, src, []string{tmpDir})
+	copied, err := d.files.CopyOut(key, src, []string{tmpDir})
 	if err != nil {
 		d.log.Warn("outbox.file_failed", zap.String("lane", key), zap.Error(err))
 		return fmt.Errorf("outbox: send %s: %w", f.Name, err)
 	}
-	defer d.file.Release(copied)
+	defer d.files.Release(copied)
 	row := Notice(addr, inReplyTo, f.Caption)
 	row.OutKind, row.FilePath, row.FileName, row.FileMIME, row.FileSize = store.OutboxFile, copied, f.Name, f.MIME, int64(len(f.Data))
 	if _, err := d.st.Enqueue(ctx, row); err != nil {
 		d.log.Error("outbox.enqueue_failed", zap.String("lane", key), zap.Error(err))
-		_ = d.file.Remove(key, copied)
+		_ = d.files.Remove(key, copied)
 		return fmt.Errorf("outbox: send %s: %w", f.Name, err)
 	}
 	d.Poke()
