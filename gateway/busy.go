@@ -161,7 +161,7 @@ func (b *busyPolicy) steerInto(ctx context.Context, l *lane, cur *turnState, thr
 	switch {
 	case err == nil:
 		b.log.Info("busy.steered", zap.String("lane", l.key), zap.String("thread", thread))
-		b.out.notify(ctx, l.addr, it.msgID, steeredNotice)
+		b.out.Notify(ctx, l.addr, it.msgID, steeredNotice)
 		return true
 	case errors.Is(err, codex.ErrNoActiveTurn):
 		b.log.Info("busy.steer_no_turn_queued", zap.String("lane", l.key))

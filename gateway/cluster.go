@@ -38,9 +38,8 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.turns.gate = lg
 	g.in.gate = lg
 	g.in.room.shared = true // another node may keep a lane's room talk
-	g.out.serves = lg.Serves
+	g.out.setLaneGate(lg)
 	g.present.serves = lg.Serves
-	g.out.owned = lg.OwnedLanes
 }
 
 // Cluster is the face the node coordinator (cluster/node) drives: the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -42,12 +43,12 @@ func TestOwnedLanesOutboxIsNotStarvedByOtherNodesRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range outboxBatch + 10 {
+	for i := range outbox.Batch + 10 {
 		enqueue(apiAddr(fmt.Sprintf("theirs-%d", i)), "to theirs")
 	}
 	enqueue(mine, "to mine")
 	h.start(t)
-	h.g.out.poke()
+	h.g.out.Poke()
 	if got := h.p.next(t); got.Text != "to mine" {
 		t.Fatalf("delivered %q, want the owned lane's row", got.Text)
 	}

@@ -107,7 +107,7 @@ func TestLaneGateDeliversOnlyServedLanes(t *testing.T) {
 			Kind: string(a.Kind), ChatID: a.ChatID, Text: text, OutKind: store.OutboxReply}); err != nil {
 			t.Fatal(err)
 		}
-		h.g.out.poke()
+		h.g.out.Poke()
 	}
 	enqueue("theirs", "to theirs")
 	enqueue("mine", "to mine")

@@ -29,7 +29,7 @@ func (c *controls) register(h *host) {
 	h.command("new", reset)
 	h.command("reset", reset)
 	h.command("stop", func(ctx context.Context, call commandCall) bool {
-		c.out.notify(ctx, call.lane.addr, call.msgID, c.stop(ctx, call.lane))
+		c.out.Notify(ctx, call.lane.addr, call.msgID, c.stop(ctx, call.lane))
 		return true
 	})
 	h.command("retry", func(ctx context.Context, call commandCall) bool {
@@ -40,14 +40,14 @@ func (c *controls) register(h *host) {
 		return false // the queued turn marks the inbound done
 	})
 	h.command("status", func(ctx context.Context, call commandCall) bool {
-		c.out.notify(ctx, call.lane.addr, call.msgID, c.status(ctx, call.lane))
+		c.out.Notify(ctx, call.lane.addr, call.msgID, c.status(ctx, call.lane))
 		return true
 	})
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {
 		fmt.Fprintf(b, "Session: started %s ago, %d turns\n", roundAge(c.now().Sub(sl.SessionStartedAt)), sl.Turns)
 	})
 	h.command("help", func(ctx context.Context, call commandCall) bool {
-		c.out.notify(ctx, call.lane.addr, call.msgID, c.host.helpText())
+		c.out.Notify(ctx, call.lane.addr, call.msgID, c.host.helpText())
 		return true
 	})
 }
@@ -110,7 +110,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 		undo() // nothing was reset: the running turn stays valid
 		c.sched.requeueFront(l, dropped)
 		c.log.Error("lane.reset_failed", zap.String("lane", l.key), zap.Error(err))
-		c.out.notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
+		c.out.Notify(ctx, l.addr, replyTo, "Could not start a new conversation (storage error). Please try again.")
 		return fmt.Errorf("gateway: reset %s: %w", l.key, err)
 	}
 	c.inbox.ignore(ctx, dropped)
@@ -128,13 +128,13 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 	}
 	c.log.Info("lane.reset", zap.String("lane", l.key), zap.String("reason", reason), zap.Int("dropped", len(dropped)))
 	for _, it := range dropped {
-		c.out.notify(ctx, l.addr, replyTarget(it), cancelledNotice)
+		c.out.Notify(ctx, l.addr, replyTarget(it), cancelledNotice)
 	}
 	started := "Started a new conversation: the next message goes to a fresh Codex thread."
 	if sl.Project != "" {
 		started += " It works in project " + c.describeProject(sl) + "."
 	}
-	c.out.notify(ctx, l.addr, replyTo, started)
+	c.out.Notify(ctx, l.addr, replyTo, started)
 	return nil
 }
 

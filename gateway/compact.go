@@ -84,11 +84,11 @@ func (c *compaction) auto(ctx context.Context, t *turn) {
 	before, after, err := c.run(ctx, l, t.thread)
 	l.setCompacting(false)
 	if err != nil {
-		c.out.notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
+		c.out.Notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
 			"); continuing in the same Codex thread.")
 		return
 	}
-	c.out.notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
+	c.out.Notify(ctx, l.addr, "", fmt.Sprintf("Compacted this conversation's context before answering: %d → %d tokens.", before, after))
 }
 
 // runCompaction runs native compaction on a loaded thread, records it and
@@ -124,19 +124,19 @@ func (c *compaction) item(ctx context.Context, l *lane, it item) {
 	thread, err := c.loader.load(ctx, l)
 	switch {
 	case errors.Is(err, ErrNothingToCompact):
-		c.out.notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
+		c.out.Notify(ctx, l.addr, it.msgID, "Nothing to compact: this conversation has no Codex thread yet.")
 		return
 	case err != nil:
 		c.log.Warn("thread.compact_load_failed", zap.String("lane", l.key), zap.Error(err))
-		c.out.notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
+		c.out.Notify(ctx, l.addr, it.msgID, "Could not compact: the Codex thread could not be opened ("+briefError(err)+").")
 		return
 	}
 	before, after, err := c.run(ctx, l, thread)
 	if err != nil {
-		c.out.notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
+		c.out.Notify(ctx, l.addr, it.msgID, "Compaction failed: "+briefError(err)+" The conversation continues in the same thread.")
 		return
 	}
-	c.out.notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
+	c.out.Notify(ctx, l.addr, it.msgID, fmt.Sprintf("Compacted: context %d → %d tokens.", before, after))
 }
 
 // compactionStatus is the /status line about compaction.

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -30,55 +31,30 @@ func TestOutboxRetriesAndGivesUp(t *testing.T) {
 	}
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "hello"})
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "second"})
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx)
 	if calls != 1 {
 		t.Fatalf("sends %d; the lane's second row must wait behind the first", calls)
 	}
 	h.clock.Advance(29 * time.Second)
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx)
 	if calls != 1 {
 		t.Fatalf("retried before Retry-After elapsed")
 	}
 	h.clock.Advance(time.Second)
-	h.g.out.deliverDue(ctx) // transient error → backoff
-	h.clock.Advance(fullRetryDelay(1))
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx) // transient error → backoff
+	h.clock.Advance(outbox.MaxRetryDelay(1))
+	h.g.out.DeliverDue(ctx)
 	if got := []string{(<-h.p.out).Text, (<-h.p.out).Text}; fmt.Sprint(got) != "[hello second]" {
 		t.Errorf("delivered %v, want in order", got)
 	}
 	h.p.sendFn = func(Outbound) (string, error) { return "", fmt.Errorf("chat gone: %w", ErrPermanent) }
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "lost"})
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx)
 	h.st.mu.Lock()
 	state := h.st.outbox[2].State
 	h.st.mu.Unlock()
 	if state != store.OutboxFailed {
 		t.Errorf("permanent failure left the row %q", state)
-	}
-}
-
-// fullRetryDelay is a retry delay before jitter shortened it: waiting this
-// long always finds the row due.
-func fullRetryDelay(attempts int) time.Duration {
-	b := retryDelays
-	b.Jitter = -1
-	return b.At(attempts)
-}
-
-func TestRetryDelayDoublesToItsCapWithJitter(t *testing.T) {
-	tests := []struct {
-		attempts int
-		full     time.Duration
-	}{
-		{0, 2 * time.Second}, {3, 16 * time.Second}, {40, 5 * time.Minute},
-	}
-	for _, tt := range tests {
-		if got := fullRetryDelay(tt.attempts); got != tt.full {
-			t.Errorf("full delay after %d failures = %v, want %v", tt.attempts, got, tt.full)
-		}
-		if got := retryDelay(tt.attempts); got > tt.full || got < tt.full*8/10 {
-			t.Errorf("delay after %d failures = %v, want within 80-100%% of %v", tt.attempts, got, tt.full)
-		}
 	}
 }
 
@@ -93,7 +69,7 @@ func TestSlowPlatformDoesNotHoldUpOthers(t *testing.T) {
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: "v1:slow:x", Platform: "slow", Kind: "api", ChatID: "x", Text: "stuck"})
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "fast"})
 	done := make(chan struct{})
-	go func() { h.g.out.deliverDue(ctx); close(done) }()
+	go func() { h.g.out.DeliverDue(ctx); close(done) }()
 	if o := h.p.next(t); o.Text != "fast" {
 		t.Errorf("got %q", o.Text)
 	}
@@ -132,7 +108,7 @@ func TestStoppingDelivererFinishesSendInFlight(t *testing.T) {
 	h.st.Enqueue(context.Background(), store.OutboxMessage{SessionKey: "v1:wire:x", Platform: "wire", Kind: "api", ChatID: "x", Text: "not started"})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.g.out.deliverDue(ctx); close(done) }()
+	go func() { h.g.out.DeliverDue(ctx); close(done) }()
 	<-p.entered
 	stop()
 	close(p.release)
@@ -167,9 +143,9 @@ func TestRetriedReplyKeepsItsTurnInfo(t *testing.T) {
 	}
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "answer",
 		ReplyTo: "m1", OutKind: store.OutboxReply, ThreadID: "t1", TurnID: "u1", TurnStatus: "completed"})
-	h.g.out.deliverDue(ctx)
-	h.clock.Advance(fullRetryDelay(0))
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx)
+	h.clock.Advance(outbox.MaxRetryDelay(0))
+	h.g.out.DeliverDue(ctx)
 	if fmt.Sprint(kinds) != "[reply reply]" {
 		t.Fatalf("attempts labelled %v, want the reply both times", kinds)
 	}
@@ -242,9 +218,9 @@ func TestDelivererSendsOnlyTheRemainingParts(t *testing.T) {
 			if len(tt.recorded) > 0 {
 				p.failAfter = -1
 			}
-			h.g.out.deliverDue(ctx)
-			h.clock.Advance(fullRetryDelay(0))
-			h.g.out.deliverDue(ctx)
+			h.g.out.DeliverDue(ctx)
+			h.clock.Advance(outbox.MaxRetryDelay(0))
+			h.g.out.DeliverDue(ctx)
 			if fmt.Sprint(p.posted) != fmt.Sprint(tt.want) {
 				t.Fatalf("parts posted %v, want %v", p.posted, tt.want)
 			}
@@ -277,9 +253,9 @@ func TestOnePartReplyIsMarkedSentInOneCommit(t *testing.T) {
 	}
 	p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: -1, deferLast: true}
 	p.name = "split"
-	d := newDeliverer(st, map[string]Platform{"split": p}, zap.NewNop(), NopObserver{}, time.Now)
+	d := newDeliverer(st, map[string]Platform{"split": p}, nil, zap.NewNop(), NopObserver{}, time.Now)
 	commits := st.Commits()
-	d.deliverDue(ctx)
+	d.DeliverDue(ctx)
 	if got := st.Commits() - commits; got != 1 {
 		t.Errorf("commits for a one-part delivery = %d, want 1", got)
 	}
@@ -305,38 +281,11 @@ func TestDeferredLastPartIsRecordedWhenTheCombinedMarkFails(t *testing.T) {
 	h.st.mu.Lock()
 	h.st.fail["MarkSentWithPart"] = errors.New("disk hiccup")
 	h.st.mu.Unlock()
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx)
 	h.st.mu.Lock()
 	row := h.st.outbox[id-1]
 	h.st.mu.Unlock()
 	if row.State != store.OutboxSent || fmt.Sprint(row.SentParts) != "[pm-a pm-b]" {
 		t.Fatalf("row %s parts %v; want sent with both parts recorded", row.State, row.SentParts)
-	}
-}
-
-// A part the platform accepted in the send's grace period, after the
-// send's own deadline, is still recorded: else the retry sends it again.
-func TestPartIsRecordedAfterTheSendDeadline(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gatewayd.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.EnsureLane(ctx, store.LaneKey{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	id, err := st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a", Text: "a\nb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expired, cancel := context.WithCancel(ctx)
-	cancel() // the send's deadline passed while part 0 was on the wire
-	if err := (&rowParts{st: st, id: id}).RecordPart(expired, 0, "m1"); err != nil {
-		t.Fatalf("RecordPart after the send deadline: %v", err)
-	}
-	rows, err := st.DueOutbox(ctx, time.Now().Add(time.Minute), 10)
-	if err != nil || len(rows) != 1 || len(rows[0].SentParts) != 1 {
-		t.Fatalf("due rows %+v, %v; want the row with part 0 recorded", rows, err)
 	}
 }

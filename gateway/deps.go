@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -19,7 +20,7 @@ type Store interface {
 	recoveryStore
 	clusterStore
 	compactionStore
-	outboxStore
+	outbox.Store
 	usageLimitStore
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -103,18 +104,13 @@ func (e *extHost) OnStatus(fn func(ctx context.Context, sl store.Lane, b *string
 }
 
 func (e *extHost) Notify(ctx context.Context, addr chat.Address, replyTo, text string) {
-	e.out.notify(ctx, addr, replyTo, text)
+	e.out.Notify(ctx, addr, replyTo, text)
 }
 
 func (e *extHost) NotifyFork(ctx context.Context, addr chat.Address, replyTo, text string, f ext.Fork) {
-	row := noticeFor(addr, replyTo, text)
+	row := outbox.Notice(addr, replyTo, text)
 	row.ForkLane, row.ThreadID = f.Lane, f.ThreadID
-	if _, err := e.out.st.Enqueue(ctx, row); err != nil {
-		e.log.Error("outbox.enqueue_failed", zap.String("lane", addr.SessionKey()), zap.Error(err))
-		e.out.sendDirect(ctx, addr, replyTo, "", text)
-		return
-	}
-	e.out.poke()
+	e.out.Post(ctx, addr, row)
 }
 
 // CanOpenPlace reports whether the platform runs here: every platform
@@ -133,7 +129,7 @@ func (e *extHost) OpenPlace(ctx context.Context, near chat.Address, title string
 }
 
 func (e *extHost) SendFile(ctx context.Context, addr chat.Address, replyTo string, f ext.File) error {
-	return e.out.sendData(ctx, addr, replyTo, f)
+	return e.out.SendData(ctx, addr, replyTo, f)
 }
 
 func (e *extHost) IsAdmin(in chat.Inbound) bool {

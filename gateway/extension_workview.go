@@ -97,9 +97,6 @@ func (s statusMessages) count(ctx context.Context, addr chat.Address, kind strin
 	}
 }
 
-// RetryAfter is the wait the platform asked for (ext.RetryAfter).
-func (e *RetryAfterError) RetryAfter() time.Duration { return e.After }
-
 // watch starts what the features watch of the turn t (host.hooks.watch).
 func (h *host) watch(t *turn) *turnWork {
 	w := &turnWork{}

@@ -311,7 +311,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Unlock()
 	defer cancel()
 
-	if err := g.out.releaseHeld(base); err != nil {
+	if err := g.out.ReleaseHeld(base); err != nil {
 		return err
 	}
 	g.usage.restoreUsagePause(base) // before recovery queues the waiting messages
@@ -340,7 +340,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	loops.Add(2)
 	tick, stopTick := g.newTicker(time.Second) // retries that come due
 	defer stopTick()
-	go func() { defer loops.Done(); g.out.loop(loopCtx, tick) }()
+	go func() { defer loops.Done(); g.out.Loop(loopCtx, tick) }()
 	go func() { defer loops.Done(); g.threads.loop(loopCtx, g.newTicker) }()
 	g.triggers.run(loopCtx, g.newTicker, &loops) // the features' loops (ext.Triggers.Every)
 
@@ -352,7 +352,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.sched.drain(base)
 	stopLoops()
 	loops.Wait()
-	g.out.flush(base)
+	g.out.Flush(base)
 	stopPlatforms()
 	bg.Wait()
 	return runErr

@@ -124,7 +124,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	// Recorded: from here on the work must not depend on the adapter's
 	// context (an HTTP client may hang up).
 	for _, n := range notices {
-		k.out.notify(k.base, in.Address, in.MessageID, n)
+		k.out.Notify(k.base, in.Address, in.MessageID, n)
 	}
 	if in.Text == "" && len(saved) == 0 { // every file refused: nothing to run
 		k.inbox.set(k.base, id, store.InboundIgnored)
@@ -268,7 +268,7 @@ func (k *intake) dispatch(ctx context.Context, m recorded) {
 		}
 	}
 	if hasAudio(att) && !k.host.transcribes && l.tellAudioOnce() {
-		k.out.notify(ctx, addr, msgID, audioNotice)
+		k.out.Notify(ctx, addr, msgID, audioNotice)
 	}
 	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),
 		journal: journal, requester: m.sender, requesterName: m.senderName, audio: audioPaths(att)}

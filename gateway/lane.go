@@ -317,7 +317,7 @@ func (l *lane) addSentFile(cur *turnState, f store.OutboxMessage) bool {
 	}
 	cur.files = append(cur.files, f)
 	if cur.stream != nil {
-		cur.stream.hold()
+		cur.stream.Hold()
 	}
 	return true
 }

@@ -227,7 +227,7 @@ func (m *usageLimits) parkIfPaused(l *lane, it item) bool {
 	})
 	if tell {
 		m.saveUsagePause() // before the notice: a restart must not tell again
-		m.out.notify(m.base, l.addr, "", m.usageLimitNotice(until))
+		m.out.Notify(m.base, l.addr, "", m.usageLimitNotice(until))
 	}
 	return paused
 }
@@ -258,7 +258,7 @@ func (m *usageLimits) usageLimited(ctx context.Context, t *turn, res codex.TurnR
 		// A lane notice, not an answer to the message: the message's answer
 		// is the reply that comes after the reset (the API lane ends a
 		// request at the first answer to it).
-		m.out.notify(ctx, t.l.addr, "", m.usageLimitNotice(until))
+		m.out.Notify(ctx, t.l.addr, "", m.usageLimitNotice(until))
 	}
 	return true
 }
@@ -321,7 +321,7 @@ func (m *usageLimits) retryAfterLimit(ctx context.Context, l *lane, inboundID in
 	if !parked && !waiting {
 		return false // nothing of this lane waited: retry its turn to retry as usual
 	}
-	m.out.notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
+	m.out.Notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
 	m.inbox.set(ctx, inboundID, store.InboundDone)
 	return true
 }

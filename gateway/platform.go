@@ -8,14 +8,13 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
-	"time"
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 )
 
 // The lane's vocabulary lives in package chat, which features and adapters
@@ -300,25 +299,16 @@ type Authorizer interface {
 	Authorize(in Inbound) bool
 }
 
+// What a send may answer besides success is the outbox's to interpret
+// (package outbox); these names keep the gateway's for the adapters.
 // RetryAfterError is returned by Send and Edit when the platform asks us to
 // slow down; the outbox retries after the given delay.
-type RetryAfterError struct {
-	After time.Duration
-	Err   error
-}
-
-func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("rate limited, retry after %s: %v", e.After, e.Err)
-}
-
-func (e *RetryAfterError) Unwrap() error { return e.Err }
+type RetryAfterError = outbox.RetryAfterError
 
 // ErrDeferred is returned by Send when the platform took the message but
-// nobody has received it yet (the API lane with no request open on the
-// lane). The outbox keeps the row held: not retried on a timer and not
-// holding back the lane's later rows, until the platform reports it through
-// the DeliveryReporter it was given.
-var ErrDeferred = errors.New("gateway: delivery deferred until the lane has a listener")
+// nobody has received it yet (outbox.ErrDeferred): the outbox holds the
+// row until the platform reports it through its DeliveryReporter.
+var ErrDeferred = outbox.ErrDeferred
 
 // DeliveryReporter is what a platform that defers deliveries (ErrDeferred)
 // is given at construction (the API lane's Config); *Gateway implements it.
@@ -333,4 +323,4 @@ type DeliveryReporter interface {
 
 // ErrPermanent marks a send failure that retrying cannot fix (chat not
 // found, thread deleted, forbidden). Wrap it: fmt.Errorf("...: %w", ErrPermanent).
-var ErrPermanent = errors.New("permanent delivery failure")
+var ErrPermanent = outbox.ErrPermanent

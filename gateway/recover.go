@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -141,13 +142,13 @@ func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, row 
 	if autoRetry {
 		text = autoRetryNotice(e.Text)
 	}
-	if _, err := r.st.MarkCutOff(ctx, e, noticeFor(l.addr, "", text)); err != nil {
+	if _, err := r.st.MarkCutOff(ctx, e, outbox.Notice(l.addr, "", text)); err != nil {
 		// Left as it was: the next start tries again, so the lane is
 		// still told once.
 		r.log.Error("recover.cut_off_mark_failed", zap.String("lane", e.SessionKey), zap.Error(err))
 		return false
 	}
-	r.out.poke()
+	r.out.Poke()
 	r.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
 		zap.Bool("auto_retry", autoRetry))
 	if autoRetry {

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -33,15 +34,15 @@ type refusals struct {
 // refuse answers it with reason and closes its inbound row.
 func (r refusals) refuse(ctx context.Context, l *lane, it item, reason string) {
 	r.journal.dropUnstarted(ctx, l, it)
-	notice := noticeFor(l.addr, replyTarget(it), reason)
+	notice := outbox.Notice(l.addr, replyTarget(it), reason)
 	rf := store.Refusal{InboundID: it.inboundID, Text: it.text, MessageID: it.msgID, Notice: notice}
 	if _, err := r.st.RefuseInbound(ctx, rf); err != nil {
 		// Not kept in the transcript, but never silent: the row is closed
 		// and the answer sent as any notice is.
 		r.log.Error("turn.refusal_record_failed", zap.String("lane", l.key), zap.Error(err))
 		r.inbox.set(ctx, it.inboundID, store.InboundFailed)
-		r.out.notify(ctx, l.addr, replyTarget(it), reason)
+		r.out.Notify(ctx, l.addr, replyTarget(it), reason)
 		return
 	}
-	r.out.poke()
+	r.out.Poke()
 }

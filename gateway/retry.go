@@ -108,19 +108,19 @@ func (c *controls) retry(ctx context.Context, call commandCall) {
 	r, ok, err := c.st.RetryTurn(ctx, l.key)
 	if err != nil {
 		c.log.Warn("retry.lookup_failed", zap.String("lane", l.key), zap.Error(err))
-		c.out.notify(ctx, l.addr, msgID, retryLookupNotice)
+		c.out.Notify(ctx, l.addr, msgID, retryLookupNotice)
 		c.inbox.set(ctx, inboundID, store.InboundFailed)
 		return
 	}
 	if !ok {
-		c.out.notify(ctx, l.addr, msgID, nothingToRetryNotice)
+		c.out.Notify(ctx, l.addr, msgID, nothingToRetryNotice)
 		c.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}
 	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: r.Text, retries: &r,
 		requester: call.sender, requesterName: call.senderName}
 	if !c.sched.enqueueRetry(ctx, l, it) {
-		c.out.notify(ctx, l.addr, msgID, alreadyQueuedNotice(r.Text))
+		c.out.Notify(ctx, l.addr, msgID, alreadyQueuedNotice(r.Text))
 		c.inbox.set(ctx, inboundID, store.InboundDone)
 		return
 	}

@@ -85,7 +85,7 @@ func (s *scheduler) admit(ctx context.Context, l *lane, it item) admission {
 	}
 	if a.full {
 		s.inbox.set(ctx, it.inboundID, store.InboundIgnored)
-		s.out.notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
+		s.out.Notify(ctx, l.addr, replyTarget(it), fmt.Sprintf(
 			"Too many messages are waiting here (limit %d); this one was not queued. Send it again when the current reply is done.",
 			s.queueLimit))
 		return a
@@ -97,7 +97,7 @@ func (s *scheduler) admit(ctx context.Context, l *lane, it item) admission {
 		s.journal.clear(ctx, l.key)
 	}
 	if a.tell {
-		s.out.notify(ctx, l.addr, "", s.queuedNotice())
+		s.out.Notify(ctx, l.addr, "", s.queuedNotice())
 	}
 	return a
 }

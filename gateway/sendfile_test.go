@@ -21,7 +21,7 @@ func TestFileRowIsUploadedWithItsCaption(t *testing.T) {
 	ctx := context.Background()
 	h.st.Enqueue(ctx, store.OutboxMessage{SessionKey: laneA, Platform: "test", Kind: "api", ChatID: "a",
 		OutKind: store.OutboxFile, Text: "the report", FilePath: "/state/files/a/out/report.pdf", FileName: "report.pdf"})
-	h.g.out.deliverDue(ctx)
+	h.g.out.DeliverDue(ctx)
 	got := <-h.p.out
 	if got.Kind != OutFile || got.Text != "the report" || got.File == nil || got.File.Name != "report.pdf" {
 		t.Errorf("delivered %s %q (file %+v), want report.pdf uploaded with its caption", got.Kind, got.Text, got.File)

@@ -65,10 +65,10 @@ func TestStreamerThrottlesEditsAndRefreshesTyping(t *testing.T) {
 	g.newTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
 	s := g.present.newStreamer(apiAddr("a"), "m1", time.Time{})
 	p.expect(t, "typing") // at once
-	s.delta("Hel")
+	s.Delta("Hel")
 	ticks <- time.Time{}
 	p.expect(t, "send:Hel")
-	s.delta("lo")
+	s.Delta("lo")
 	ticks <- time.Time{} // same instant: throttled
 	clock.Advance(time.Second)
 	ticks <- time.Time{}
@@ -76,7 +76,7 @@ func TestStreamerThrottlesEditsAndRefreshesTyping(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	ticks <- time.Time{} // 4 s since the first typing, nothing new to show
 	p.expect(t, "typing")
-	if id := s.stop(); id != "p1" {
+	if id := s.Stop(); id != "p1" {
 		t.Errorf("preview id %q, want p1", id)
 	}
 	select {

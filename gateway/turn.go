@@ -110,7 +110,7 @@ type turn struct {
 // preview. Safe to call more than once.
 func (t *turn) stopStream() {
 	if t.stream != nil {
-		t.previewID = t.stream.stop()
+		t.previewID = t.stream.Stop()
 		t.stream = nil
 	}
 }
@@ -311,7 +311,7 @@ func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error 
 		if t.sl.Binding == store.BindingLost {
 			// A replacement marked the old thread lost but stopped (crash)
 			// before binding a new one and telling the lane: tell it now.
-			r.out.notify(ctx, t.l.addr, "", ReplacedNotice)
+			r.out.Notify(ctx, t.l.addr, "", ReplacedNotice)
 		}
 	case codex.OutcomeReplaced:
 		if err := r.st.MarkBindingLost(ctx, key, gen, en.PreviousID, en.Reason); err != nil {
@@ -322,7 +322,7 @@ func (r *turnRunner) bind(ctx context.Context, t *turn, en codex.Ensured) error 
 		if err := r.st.BindThread(ctx, key, gen, en.ThreadID); err != nil {
 			return err
 		}
-		r.out.notify(ctx, t.l.addr, "", ReplacedNotice)
+		r.out.Notify(ctx, t.l.addr, "", ReplacedNotice)
 	}
 	return nil
 }
@@ -337,7 +337,7 @@ func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, er
 			r.host.started(ctx, t)
 			r.superseded(t.l, t.thread)
 		},
-		Delta: t.stream.delta,
+		Delta: t.stream.Delta,
 	}
 	ev.Progress = t.work.progress
 	in := codex.TurnInput{Text: t.it.text, Cwd: t.dir, Images: t.it.images}
@@ -424,12 +424,12 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		r.log.Warn("turn.commit_fenced", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
 	case err != nil:
 		r.log.Error("turn.commit_failed", zap.String("lane", t.l.key), zap.String("turn", t.turnID), zap.Error(err))
-		r.out.sendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, r.unsavedReply(ctx, t, text, steered))
+		r.out.SendDirect(ctx, t.l.addr, t.it.msgID, t.previewID, r.unsavedReply(ctx, t, text, steered))
 	case res.Stale:
 		// CommitTurn cleared this turn's own journal entry; clearing the
 		// lane's would risk the entry of a turn of the new generation.
 		r.log.Info("turn.discarded_stale", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
-		r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+		r.out.Notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	default:
 		if res.Duplicate {
 			r.log.Warn("turn.commit_duplicate", zap.String("lane", t.l.key), zap.String("turn", t.turnID))
@@ -437,7 +437,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		r.log.Info("turn.committed", zap.String("lane", t.l.key), zap.String("turn", t.turnID),
 			zap.String("status", status), zap.Bool("confirmed", res.Confirmed))
 		r.dropPreview(ctx, t.l.addr, stalePreview)
-		r.out.poke()
+		r.out.Poke()
 		if r.gate != nil {
 			r.gate.TurnCommitted(t.l.key, t.thread)
 		}
@@ -514,7 +514,7 @@ func (r *turnRunner) abandon(ctx context.Context, t *turn) {
 	r.log.Info("turn.abandoned_reset", zap.String("lane", t.l.key))
 	r.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
 	r.journal.clear(ctx, t.l.key)
-	r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
+	r.out.Notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
 	t.l.markStale()
 }
 

@@ -51,7 +51,7 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 		lanes:      newLaneTable(),
 		runDone:    make(chan struct{}),
 		ready:      make(chan struct{}),
-		out:        newDeliverer(st, platforms, log, cfg.Observer, cfg.Now),
+		out:        newDeliverer(st, platforms, cfg.Files, log, cfg.Observer, cfg.Now),
 		host:       newHost(),
 		inbox:      inbox{st: st, log: log},
 		journal:    journal{st: st, log: log},
@@ -65,7 +65,6 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 func wireFeatures(g *Gateway) {
 	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
 	g.places = newPlaces(cfg)
-	g.out.files = cfg.Files
 	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.host.requests.settings = requestSettings(cfg)
 }
