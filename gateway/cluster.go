@@ -138,7 +138,7 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 		}
 	}
 	if l.opMu.TryLock() {
-		if !l.hasWorker() {
+		if !l.snapshot().worker {
 			c.threads.releaseStale(ctx, l)
 			c.lanes.forget(l)
 		}
@@ -192,5 +192,5 @@ func (c *ClusterLanes) LaneIdle(sessionKey string) bool {
 	if l == nil {
 		return true
 	}
-	return l.isIdle()
+	return l.snapshot().idle()
 }

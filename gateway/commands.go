@@ -120,7 +120,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 		}
 	}
 	if l.opMu.TryLock() {
-		if !l.hasWorker() {
+		if !l.snapshot().worker {
 			c.threads.releaseStale(ctx, l)
 		}
 		l.opMu.Unlock()
@@ -148,7 +148,7 @@ func (c *controls) interrupt(ctx context.Context, thread string) error {
 
 // stop interrupts the lane's running turn and says what happened.
 func (c *controls) stop(ctx context.Context, l *lane) string {
-	thread := l.curThread()
+	thread := l.snapshot().curThread
 	c.host.stopped(l.key)
 	if thread == "" {
 		return "Nothing is running."
@@ -182,8 +182,8 @@ func (c *controls) status(ctx context.Context, l *lane) string {
 			line(ctx, sl, &b)
 		}
 	}
-	waiting, running, live := l.status()
-	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", waiting, yesNo(running), yesNo(live))
+	now := l.snapshot()
+	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", now.queued, yesNo(now.running), yesNo(now.thread != ""))
 	return b.String()
 }
 

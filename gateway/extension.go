@@ -161,7 +161,7 @@ func (x extLane) Address() chat.Address { return x.l.addr }
 func (x extLane) RetireThread()         { x.l.retireThread() }
 
 func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
-func (x extLane) MidWork() bool                                  { return x.l.midWork() }
+func (x extLane) MidWork() bool                                  { return x.l.snapshot().midWork() }
 
 func (x extLane) Worktree(ctx context.Context, sl store.Lane) (worktree.Tree, string, bool) {
 	return x.core.wt.explain(ctx, x.l, sl)
@@ -205,7 +205,7 @@ func (x extLane) AdoptThread(ctx context.Context, id string, cfg codex.ThreadCon
 		threads.release(ctx, l.key, id, "attach refused")
 		return en, err
 	}
-	old := l.loadedThread()
+	old := l.snapshot().thread
 	threads.markLive(ctx, l, id)
 	if old != "" && old != id {
 		threads.release(ctx, l.key, old, "attach")
@@ -219,7 +219,7 @@ func (x extLane) ReleaseThread(ctx context.Context, why string) {
 	l, threads := x.l, x.core.threads
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	if loaded := l.loadedThread(); loaded != "" {
+	if loaded := l.snapshot().thread; loaded != "" {
 		l.setLive("", 0)
 		threads.lanes.unlive(l)
 		threads.release(ctx, l.key, loaded, why)

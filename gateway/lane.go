@@ -139,9 +139,6 @@ type turnState struct {
 	edits turnEdits
 }
 
-// idle reports whether the lane has no work; l.mu must be held.
-func (l *lane) idle() bool { return !l.worker && l.queue.len() == 0 && l.cur == nil && l.intake == 0 }
-
 // tellAudioOnce reports whether the lane is yet to be told that audio is
 // not transcribed, and marks it told.
 func (l *lane) tellAudioOnce() bool {
@@ -245,13 +242,6 @@ func (l *lane) setCompacting(on bool) {
 	l.mu.Unlock()
 }
 
-// state is the lane's live work, for the operator's view.
-func (l *lane) state() LaneState {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return LaneState{Queued: l.queue.len(), Running: l.cur != nil}
-}
-
 // setCurDir records the current turn's working directory, where send_file
 // resolves relative paths.
 func (l *lane) setCurDir(dir string) {
@@ -334,13 +324,6 @@ func (l *lane) addFiles(files []store.OutboxMessage) bool {
 	return true
 }
 
-// loadedThread is the lane's thread loaded in the app-server; "" when none.
-func (l *lane) loadedThread() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.thread
-}
-
 // setLive records that the lane's thread is loaded, last used at usedAt
 // (unix nanos).
 func (l *lane) setLive(thread string, usedAt int64) {
@@ -355,7 +338,7 @@ func (l *lane) setLive(thread string, usedAt int64) {
 func (l *lane) takeIdleThread() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.idle() || l.thread == "" {
+	if !l.snapshotLocked().idle() || l.thread == "" {
 		return ""
 	}
 	thread := l.thread
@@ -410,20 +393,6 @@ func (l *lane) detachThread() (thread string, busy bool) {
 	return thread, false
 }
 
-// hasWorker reports whether a worker goroutine owns the lane's queue.
-func (l *lane) hasWorker() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.worker
-}
-
-// isIdle reports whether the lane has no work, taking its lock.
-func (l *lane) isIdle() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.idle()
-}
-
 // beginReset discards the lane's running item, marks its loaded thread
 // stale and empties its queue through takeQueue (the scheduler's, which
 // keeps its count), in one section. It returns the discarded item's thread
@@ -453,16 +422,6 @@ func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped
 	return running, dropped, undo
 }
 
-// curThread is the thread the lane's current item runs on; "" when none.
-func (l *lane) curThread() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur == nil {
-		return ""
-	}
-	return l.cur.threadID
-}
-
 // retrySettled records that the running rerun is committed: from here a
 // /retry asks the store, which has what the rerun left to retry, instead
 // of being told the rerun is still queued while its reply goes out.
@@ -478,14 +437,6 @@ func (l *lane) retrySettled() {
 // runs or waits in the lane's queue. l.mu is held.
 func (l *lane) retryPendingLocked() bool {
 	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
-}
-
-// status is what /status shows of the lane: messages waiting, whether an
-// item runs, whether its thread is loaded.
-func (l *lane) status() (waiting int, running, live bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.len(), l.cur != nil, l.thread != ""
 }
 
 // enterIntake takes the lane's intake lock and counts the delivery holding
@@ -510,14 +461,6 @@ func (l *lane) leaveIntake() {
 	l.intake--
 	l.mu.Unlock()
 	l.intakeMu.Unlock()
-}
-
-// freeForTurn reports whether a message queued now would run next on the
-// lane: nothing running or queued, no stale thread to release first.
-func (l *lane) freeForTurn() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur == nil && l.queue.len() == 0 && !l.stale
 }
 
 // current is the item being processed; nil between items.
@@ -557,23 +500,6 @@ func (l *lane) setFinishing() {
 		l.cur.finishing = true
 	}
 	l.mu.Unlock()
-}
-
-// midWork reports whether an item waits in the lane's queue, or one runs
-// that is not just finishing: what /undo, /fork, /attach and /handoff
-// refuse to act under. A command queued behind a finishing turn runs
-// right after it, on the thread and files that turn left.
-func (l *lane) midWork() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.len() > 0 || (l.cur != nil && !l.cur.finishing)
-}
-
-// hasWork reports whether an item runs or waits in the lane's queue.
-func (l *lane) hasWork() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.len() > 0 || l.cur != nil
 }
 
 // retireThread marks the lane's loaded thread (if any) stale, so it is
@@ -745,7 +671,7 @@ func (l *lane) park(it item, wait func() bool, queued, active *atomic.Int64) boo
 func (l *lane) dieIfEmpty() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.idle() || l.thread != "" {
+	if !l.snapshotLocked().idle() || l.thread != "" {
 		return false
 	}
 	l.dead = true
