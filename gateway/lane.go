@@ -100,45 +100,6 @@ type item struct {
 	origin string
 }
 
-// turnState is the item being processed; commands use it to stop the turn.
-type turnState struct {
-	kind     itemKind
-	threadID string
-	// superseded: busy mode interrupt asked this turn to stop; a turn not
-	// yet started is not started, one starting is interrupted at once.
-	superseded bool
-	// steer holds the messages steered into this turn (busy mode steer).
-	steer    steerLog
-	discard  bool // the lane was reset: skip or discard the result
-	cutOff   bool // shutdown interrupted it: leave it journaled
-	answered bool // the answer is being committed; nothing waits for it
-	// requester and requesterName: the item's (item.requester).
-	requester, requesterName string
-	msgID                    string // the item's platform message id
-	// waitPinged: the requester was pinged that the turn waits for them
-	// (an approval or a question); once per turn.
-	waitPinged bool
-	// finishing: the turn's codex work is over and its answer is being
-	// shown and committed (set before the work view's closing line, whose
-	// buttons may be pressed at once).
-	finishing bool
-	// retry: the item reruns the lane's turn to retry (no second rerun
-	// is queued while it runs).
-	retry bool
-	// compacting: the thread's active codex turn is a compaction run
-	// before this turn; nothing may be steered into it or interrupt it.
-	compacting bool
-	// dir is the turn's working directory, where send_file resolves
-	// relative paths; files are the files the agent sent (sendfile.go),
-	// committed with the turn. Both guarded by lane.mu.
-	dir   string
-	files []store.OutboxMessage
-	// stream is the turn's streamer, held once the agent sent a file.
-	stream *streamer
-	// edits of the item's message before codex has its turn (edits.go).
-	edits turnEdits
-}
-
 // tellAudioOnce reports whether the lane is yet to be told that audio is
 // not transcribed, and marks it told.
 func (l *lane) tellAudioOnce() bool {
@@ -147,29 +108,6 @@ func (l *lane) tellAudioOnce() bool {
 	told := l.audioTold
 	l.audioTold = true
 	return !told
-}
-
-// discarded: the lane was reset while its item ran.
-func (l *lane) discarded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.discard
-}
-
-// cutOff: shutdown interrupted the lane's item; it stays journaled.
-func (l *lane) cutOff() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.cutOff
-}
-
-// setCurThread records the thread the lane's current item runs on.
-func (l *lane) setCurThread(thread string) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.threadID = thread
-	}
-	l.mu.Unlock()
 }
 
 // steerTarget returns the lane's current turn and its thread if a message
@@ -204,13 +142,6 @@ func (l *lane) supersede() (thread string, ok bool) {
 	return cur.threadID, true
 }
 
-// superseded reports whether busy mode interrupt asked the turn to stop.
-func (l *lane) superseded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.superseded
-}
-
 // holdCompaction reports whether the compaction cooldown still holds, and
 // counts this turn against it.
 func (l *lane) holdCompaction() bool {
@@ -231,51 +162,6 @@ func (l *lane) startCompactionCooldown(turns int) {
 	l.mu.Unlock()
 }
 
-// setCompacting marks whether the thread's active codex turn is a
-// compaction run before the current turn, so nothing steers into it or
-// interrupts it.
-func (l *lane) setCompacting(on bool) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.compacting = on
-	}
-	l.mu.Unlock()
-}
-
-// setCurDir records the current turn's working directory, where send_file
-// resolves relative paths.
-func (l *lane) setCurDir(dir string) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.dir = dir
-	}
-	l.mu.Unlock()
-}
-
-// setCurStream records the current turn's streamer, for the files the agent
-// sends while it runs.
-func (l *lane) setCurStream(s *streamer) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.stream = s
-	}
-	l.mu.Unlock()
-}
-
-// markAnswered marks the current turn answered (nothing waits for it any
-// more) and, in the same section so no file slips in after, takes the files
-// the agent sent, addressed like reply. It returns the current turn (nil
-// between items).
-func (l *lane) markAnswered(reply *store.OutboxMessage) (*turnState, []store.OutboxMessage) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur := l.cur
-	if cur != nil {
-		cur.answered = true
-	}
-	return cur, turnFiles(cur, reply)
-}
-
 // markStale marks the lane's thread as belonging to a reset generation, so
 // it is released.
 func (l *lane) markStale() {
@@ -293,35 +179,6 @@ func (l *lane) curDir() (*turnState, string) {
 		return nil, ""
 	}
 	return l.cur, l.cur.dir
-}
-
-// addSentFile adds a file the agent sent to cur if cur is still the lane's
-// turn and not yet answered, holding its stream so the preview waits for the
-// file. It reports whether the file was taken; the check and the append are
-// one section so finish's markAnswered cannot miss it.
-func (l *lane) addSentFile(cur *turnState, f store.OutboxMessage) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != cur || cur.answered {
-		return false
-	}
-	cur.files = append(cur.files, f)
-	if cur.stream != nil {
-		cur.stream.hold()
-	}
-	return true
-}
-
-// addFiles adds files (codex's generated images) to the current turn's;
-// it reports whether there was one to take them.
-func (l *lane) addFiles(files []store.OutboxMessage) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur == nil {
-		return false
-	}
-	l.cur.files = append(l.cur.files, files...)
-	return true
 }
 
 // setLive records that the lane's thread is loaded, last used at usedAt
@@ -422,17 +279,6 @@ func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped
 	return running, dropped, undo
 }
 
-// retrySettled records that the running rerun is committed: from here a
-// /retry asks the store, which has what the rerun left to retry, instead
-// of being told the rerun is still queued while its reply goes out.
-func (l *lane) retrySettled() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != nil {
-		l.cur.retry = false
-	}
-}
-
 // retryPendingLocked reports whether a rerun of the lane's turn to retry
 // runs or waits in the lane's queue. l.mu is held.
 func (l *lane) retryPendingLocked() bool {
@@ -491,15 +337,6 @@ func (l *lane) waitPing(thread string) (user, msgID string, ok bool) {
 	}
 	l.cur.waitPinged = true
 	return l.cur.requester, l.cur.msgID, true
-}
-
-// setFinishing marks the current turn as past its codex work.
-func (l *lane) setFinishing() {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.finishing = true
-	}
-	l.mu.Unlock()
 }
 
 // retireThread marks the lane's loaded thread (if any) stale, so it is
@@ -637,7 +474,7 @@ func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, b
 	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID,
+	l.cur = &turnState{lane: l, kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID,
 		edits: newTurnEdits(it)}
 	return it, true
 }
