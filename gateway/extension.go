@@ -158,7 +158,7 @@ func (c *extCore) lane(l *lane) ext.Lane { return extLane{l: l, core: c} }
 
 func (x extLane) Key() string           { return x.l.key }
 func (x extLane) Address() chat.Address { return x.l.addr }
-func (x extLane) RetireThread()         { x.l.retireThread() }
+func (x extLane) RetireThread()         { x.l.live.retire() }
 
 func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
 func (x extLane) MidWork() bool                                  { return x.l.snapshot().midWork() }
@@ -220,7 +220,7 @@ func (x extLane) ReleaseThread(ctx context.Context, why string) {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	if loaded := l.snapshot().thread; loaded != "" {
-		l.setLive("", 0)
+		l.live.set("", 0)
 		threads.lanes.unlive(l)
 		threads.release(ctx, l.key, loaded, why)
 	}

@@ -26,11 +26,9 @@ type lane struct {
 	queue    fifo       // waiting messages
 	worker   bool       // a worker goroutine owns the queue
 	cur      *turnState // the item being processed, nil between items
-	thread   string     // thread loaded in the app-server; "" when not live
-	stale    bool       // thread belongs to a reset generation: release it
 	notified bool       // "queued" notice sent for the current burst
 	dead     bool       // dropped from the lane table; a new lane object replaces it
-	lastUsed int64      // unix nanos of the last turn, for idle eviction
+	live     liveThread // its thread in the app-server (guarded by mu)
 	// compactHold counts turns that must still run before an automatic
 	// compaction may be tried again (the cooldown).
 	compactHold int
@@ -53,6 +51,13 @@ type lane struct {
 
 	prev, next *lane // LRU links, guarded by laneTable.mu
 	inLRU      bool
+}
+
+// newLane is the in-memory state of a lane with nothing in it yet.
+func newLane(key string, addr Address) *lane {
+	l := &lane{key: key, addr: addr}
+	l.live.mu = &l.mu
+	return l
 }
 
 type itemKind uint8
@@ -162,14 +167,6 @@ func (l *lane) startCompactionCooldown(turns int) {
 	l.mu.Unlock()
 }
 
-// markStale marks the lane's thread as belonging to a reset generation, so
-// it is released.
-func (l *lane) markStale() {
-	l.mu.Lock()
-	l.stale = true
-	l.mu.Unlock()
-}
-
 // curDir returns the current turn (nil between items) and its working
 // directory.
 func (l *lane) curDir() (*turnState, string) {
@@ -181,40 +178,15 @@ func (l *lane) curDir() (*turnState, string) {
 	return l.cur, l.cur.dir
 }
 
-// setLive records that the lane's thread is loaded, last used at usedAt
-// (unix nanos).
-func (l *lane) setLive(thread string, usedAt int64) {
-	l.mu.Lock()
-	l.thread = thread
-	l.lastUsed = usedAt
-	l.mu.Unlock()
-}
-
 // takeIdleThread detaches the lane's loaded thread, for eviction, and
 // returns it; "" (nothing detached) when the lane has work or no thread.
 func (l *lane) takeIdleThread() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.snapshotLocked().idle() || l.thread == "" {
+	if !l.snapshotLocked().idle() || l.live.thread == "" {
 		return ""
 	}
-	thread := l.thread
-	l.thread, l.stale = "", false
-	return thread
-}
-
-// takeStaleThread detaches and returns a thread a reset generation left
-// loaded; "" when there is none. Either way the stale mark is cleared.
-func (l *lane) takeStaleThread() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.stale || l.thread == "" {
-		l.stale = false
-		return ""
-	}
-	thread := l.thread
-	l.thread, l.stale = "", false
-	return thread
+	return l.live.detachLocked()
 }
 
 // stepDown discards the lane's running item, marks its loaded thread stale
@@ -228,9 +200,7 @@ func (l *lane) stepDown(takeQueue func(*lane) []item) (running string) {
 		l.cur.discard = true
 		running = l.cur.threadID
 	}
-	if l.thread != "" {
-		l.stale = true
-	}
+	l.live.retireLocked()
 	takeQueue(l)
 	return running
 }
@@ -245,9 +215,7 @@ func (l *lane) detachThread() (thread string, busy bool) {
 	if l.cur != nil && !l.cur.discard {
 		return "", true
 	}
-	thread = l.thread
-	l.thread, l.stale = "", false
-	return thread, false
+	return l.live.detachLocked(), false
 }
 
 // beginReset discards the lane's running item, marks its loaded thread
@@ -259,14 +227,12 @@ func (l *lane) detachThread() (thread string, busy bool) {
 func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped []item, undo func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cur, wasStale := l.cur, l.stale
+	cur, wasStale := l.cur, l.live.stale
 	if cur != nil {
 		cur.discard = true
 		running = cur.threadID
 	}
-	if l.thread != "" {
-		l.stale = true
-	}
+	l.live.retireLocked()
 	dropped = takeQueue(l)
 	undo = func() {
 		l.mu.Lock()
@@ -274,7 +240,7 @@ func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped
 		if cur != nil && l.cur == cur {
 			cur.discard = false
 		}
-		l.stale = wasStale
+		l.live.stale = wasStale
 	}
 	return running, dropped, undo
 }
@@ -339,16 +305,6 @@ func (l *lane) waitPing(thread string) (user, msgID string, ok bool) {
 	return l.cur.requester, l.cur.msgID, true
 }
 
-// retireThread marks the lane's loaded thread (if any) stale, so it is
-// released before the next thread starts.
-func (l *lane) retireThread() {
-	l.mu.Lock()
-	if l.thread != "" {
-		l.stale = true
-	}
-	l.mu.Unlock()
-}
-
 // endItem clears the lane's current item, the lane last used at usedAt
 // (unix nanos), for idle eviction, and returns the files its agent sent:
 // in the same section, so none is added after (addSentFile checks cur).
@@ -361,7 +317,7 @@ func (l *lane) endItem(usedAt int64) []store.OutboxMessage {
 		l.cur.edits.release()
 	}
 	l.cur = nil
-	l.lastUsed = usedAt
+	l.live.lastUsed = usedAt
 	return sent
 }
 
@@ -406,15 +362,7 @@ func (l *lane) prepend(items []item, queued *atomic.Int64, start func(*lane)) {
 func (l *lane) runsThread(threadID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
-}
-
-// usedBefore reports whether the lane's last turn ended at or before cutoff
-// (unix nanos). Called under laneTable.mu (lock order).
-func (l *lane) usedBefore(cutoff int64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lastUsed <= cutoff
+	return l.live.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
 }
 
 // admission is what admit did with an item.
@@ -508,7 +456,7 @@ func (l *lane) park(it item, wait func() bool, queued, active *atomic.Int64) boo
 func (l *lane) dieIfEmpty() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.snapshotLocked().idle() || l.thread != "" {
+	if !l.snapshotLocked().idle() || l.live.thread != "" {
 		return false
 	}
 	l.dead = true

@@ -517,7 +517,7 @@ func (r *turnRunner) abandon(ctx context.Context, t *turn) {
 	r.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
 	r.journal.clear(ctx, t.l.key)
 	r.out.notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
-	t.l.markStale()
+	t.l.live.markStale()
 }
 
 func syntheticTurnID(t *turn) string {
