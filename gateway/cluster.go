@@ -130,7 +130,7 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 	if l == nil {
 		return
 	}
-	running := l.stepDown(c.sched.takeQueueLocked)
+	running, _, _ := l.discardWork(c.sched.takeQueueLocked)
 	c.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
 	if running != "" {
 		if err := c.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {

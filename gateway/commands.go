@@ -103,7 +103,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 	// The queue is taken now, before the store moves the generation on:
 	// were the running turn to end meanwhile, the worker would otherwise
 	// run a message sent before /new in the fresh conversation.
-	running, dropped, undo := l.beginReset(c.sched.takeQueueLocked)
+	running, dropped, undo := l.discardWork(c.sched.takeQueueLocked)
 	sl, err := c.st.ResetLane(ctx, l.key, reason)
 	if err != nil {
 		undo() // nothing was reset: the running turn stays valid

@@ -189,22 +189,6 @@ func (l *lane) takeIdleThread() string {
 	return l.live.detachLocked()
 }
 
-// stepDown discards the lane's running item, marks its loaded thread stale
-// and empties its queue through takeQueue (the scheduler's, which keeps its
-// count), all in one section so no message slips between. It returns the
-// thread of the discarded item, to interrupt ("" when none ran).
-func (l *lane) stepDown(takeQueue func(*lane) []item) (running string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != nil {
-		l.cur.discard = true
-		running = l.cur.threadID
-	}
-	l.live.retireLocked()
-	takeQueue(l)
-	return running
-}
-
 // detachThread detaches the lane's loaded thread, whatever generation it
 // belongs to, so the lane's next turn loads its thread again, and returns
 // it ("" when none was loaded). busy: an item of the lane's own runs (not
@@ -218,13 +202,14 @@ func (l *lane) detachThread() (thread string, busy bool) {
 	return l.live.detachLocked(), false
 }
 
-// beginReset discards the lane's running item, marks its loaded thread
+// discardWork discards the lane's running item, marks its loaded thread
 // stale and empties its queue through takeQueue (the scheduler's, which
-// keeps its count), in one section. It returns the discarded item's thread
-// to interrupt, the dropped items, and undo, which restores the discard
-// and stale marks when the reset could not be stored (the caller requeues
-// dropped).
-func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped []item, undo func()) {
+// keeps its count), all in one section so no message slips between: a reset
+// (/new) and a step-down both begin so. It returns the discarded item's
+// thread to interrupt ("" when none ran), the dropped items, and undo,
+// which restores the discard and stale marks when a reset could not be
+// stored (the caller requeues dropped).
+func (l *lane) discardWork(takeQueue func(*lane) []item) (running string, dropped []item, undo func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cur, wasStale := l.cur, l.live.stale
@@ -243,12 +228,6 @@ func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped
 		l.live.stale = wasStale
 	}
 	return running, dropped, undo
-}
-
-// retryPendingLocked reports whether a rerun of the lane's turn to retry
-// runs or waits in the lane's queue. l.mu is held.
-func (l *lane) retryPendingLocked() bool {
-	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
 }
 
 // enterIntake takes the lane's intake lock and counts the delivery holding
@@ -386,7 +365,8 @@ func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)
 	if l.dead {
 		return admission{dead: true}
 	}
-	if it.retry && l.retryPendingLocked() {
+	// A second rerun of the turn to retry, while one runs or waits.
+	if it.retry && (l.cur != nil && l.cur.retry || l.queue.has(func(it item) bool { return it.retry })) {
 		return admission{duplicate: true}
 	}
 	if l.queue.len() >= limit {
