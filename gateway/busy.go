@@ -107,8 +107,8 @@ func (b *busyPolicy) supersede(ctx context.Context, l *lane) {
 // before codex knew the turn (so its Interrupt found nothing) takes effect
 // now. It runs on its own goroutine: Interrupt waits for the turn id, which
 // the client publishes around this callback.
-func (b *busyPolicy) interruptIfSuperseded(l *lane, thread string) {
-	if !l.superseded() {
+func (b *busyPolicy) interruptIfSuperseded(l *lane, cur *turnState, thread string) {
+	if !cur.isSuperseded() {
 		return
 	}
 	go func() {

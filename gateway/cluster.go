@@ -129,7 +129,7 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 	if l == nil {
 		return
 	}
-	running := l.stepDown(c.sched.takeQueueLocked)
+	running, _, _ := l.discardWork(c.sched.takeQueueLocked)
 	c.log.Warn("cluster.stepped_down", zap.String("lane", sessionKey))
 	if running != "" {
 		if err := c.interrupt(ctx, running); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
@@ -137,7 +137,7 @@ func (c *ClusterLanes) StepDown(ctx context.Context, sessionKey string) {
 		}
 	}
 	if l.opMu.TryLock() {
-		if !l.hasWorker() {
+		if !l.snapshot().worker {
 			c.threads.releaseStale(ctx, l)
 			c.lanes.forget(l)
 		}
@@ -191,5 +191,5 @@ func (c *ClusterLanes) LaneIdle(sessionKey string) bool {
 	if l == nil {
 		return true
 	}
-	return l.isIdle()
+	return l.snapshot().idle()
 }

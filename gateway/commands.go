@@ -104,7 +104,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 	// The queue is taken now, before the store moves the generation on:
 	// were the running turn to end meanwhile, the worker would otherwise
 	// run a message sent before /new in the fresh conversation.
-	running, dropped, undo := l.beginReset(c.sched.takeQueueLocked)
+	running, dropped, undo := l.discardWork(c.sched.takeQueueLocked)
 	sl, err := c.st.ResetLane(ctx, l.key, reason)
 	if err != nil {
 		undo() // nothing was reset: the running turn stays valid
@@ -121,7 +121,7 @@ func (c *controls) resetLane(ctx context.Context, l *lane, reason, replyTo strin
 		}
 	}
 	if l.opMu.TryLock() {
-		if !l.hasWorker() {
+		if !l.snapshot().worker {
 			c.threads.releaseStale(ctx, l)
 		}
 		l.opMu.Unlock()
@@ -149,7 +149,7 @@ func (c *controls) interrupt(ctx context.Context, thread string) error {
 
 // stop interrupts the lane's running turn and says what happened.
 func (c *controls) stop(ctx context.Context, l *lane) string {
-	thread := l.curThread()
+	thread := l.snapshot().curThread
 	c.host.stopped(l.key)
 	if thread == "" {
 		return "Nothing is running."
@@ -183,8 +183,8 @@ func (c *controls) status(ctx context.Context, l *lane) string {
 			line(ctx, sl, &b)
 		}
 	}
-	waiting, running, live := l.status()
-	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", waiting, yesNo(running), yesNo(live))
+	now := l.snapshot()
+	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", now.queued, yesNo(now.running), yesNo(now.thread != ""))
 	return b.String()
 }
 

@@ -80,9 +80,9 @@ func (c *compaction) auto(ctx context.Context, t *turn) {
 	}
 	c.log.Info("thread.compact_auto", zap.String("lane", l.key), zap.String("thread", t.thread),
 		zap.Int64("tokens", u.LastTotalTokens), zap.Int64("window", u.ContextWindow))
-	l.setCompacting(true)
+	t.cur.setCompacting(true)
 	before, after, err := c.run(ctx, l, t.thread)
-	l.setCompacting(false)
+	t.cur.setCompacting(false)
 	if err != nil {
 		c.out.Notify(ctx, l.addr, "", "Could not compact this conversation's context ("+briefError(err)+
 			"); continuing in the same Codex thread.")

@@ -99,30 +99,30 @@ func (l *lane) replaceWaiting(msgID, text string) (inboundID int64, ok bool) {
 	return cur.edits.inboundID, true
 }
 
-// takeTurnText is the text the current turn sends with turn/start: its
-// message's edit when there was one (edited reports it). From here an
-// edit is steered, once codex has the turn (turnInCodex).
-func (l *lane) takeTurnText(text string) (_ string, edited bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur == nil {
+// takeTurnText is the text the turn sends with turn/start: its message's
+// edit when there was one (edited reports it). From here an edit is
+// steered, once codex has the turn (turnInCodex).
+func (c *turnState) takeTurnText(text string) (_ string, edited bool) {
+	c.lane.mu.Lock()
+	defer c.lane.mu.Unlock()
+	if !c.runningLocked() {
 		return text, false
 	}
-	l.cur.edits.taken = true
-	if e := l.cur.edits.text; e != "" {
+	c.edits.taken = true
+	if e := c.edits.text; e != "" {
 		return e, true
 	}
 	return text, false
 }
 
-// turnInCodex records that codex has the current turn (its Started
-// event): an edit waiting for it can be steered now.
-func (l *lane) turnInCodex() {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.edits.release()
+// turnInCodex records that codex has the turn (its Started event): an
+// edit waiting for it can be steered now.
+func (c *turnState) turnInCodex() {
+	c.lane.mu.Lock()
+	if c.runningLocked() {
+		c.edits.release()
 	}
-	l.mu.Unlock()
+	c.lane.mu.Unlock()
 }
 
 // editTarget is the running turn and its thread when it is message

@@ -30,7 +30,7 @@ type threadCache struct {
 // markLive records that the lane's thread is loaded and most recently used,
 // then evicts the least recently used idle lanes beyond MaxLive.
 func (c *threadCache) markLive(ctx context.Context, l *lane, threadID string) {
-	l.setLive(threadID, c.now().UnixNano())
+	l.live.set(threadID, c.now().UnixNano())
 	c.lanes.touch(l)
 	c.trimLive(ctx, l)
 }
@@ -107,7 +107,7 @@ func (c *threadCache) unload(ctx context.Context, key, thread, why string) error
 // releaseStale releases a thread left loaded by a reset generation. The
 // caller holds l.opMu.
 func (c *threadCache) releaseStale(ctx context.Context, l *lane) {
-	thread := l.takeStaleThread()
+	thread := l.live.takeStale()
 	if thread == "" {
 		return
 	}

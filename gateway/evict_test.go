@@ -103,5 +103,5 @@ func (h *harness) laneIdle(key string) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.idle()
+	return l.snapshotLocked().idle()
 }

@@ -157,10 +157,10 @@ func (c *extCore) lane(l *lane) ext.Lane { return extLane{l: l, core: c} }
 
 func (x extLane) Key() string           { return x.l.key }
 func (x extLane) Address() chat.Address { return x.l.addr }
-func (x extLane) RetireThread()         { x.l.retireThread() }
+func (x extLane) RetireThread()         { x.l.live.retire() }
 
 func (x extLane) LoadThread(ctx context.Context) (string, error) { return x.core.loader.load(ctx, x.l) }
-func (x extLane) MidWork() bool                                  { return x.l.midWork() }
+func (x extLane) MidWork() bool                                  { return x.l.snapshot().midWork() }
 
 // Queue queues w as the lane's next turn or task; a task's inbound row
 // is closed as done when it returns, as the core's own tasks close theirs.
@@ -196,7 +196,7 @@ func (x extLane) AdoptThread(ctx context.Context, id string, cfg codex.ThreadCon
 		threads.release(ctx, l.key, id, "attach refused")
 		return en, err
 	}
-	old := l.loadedThread()
+	old := l.snapshot().thread
 	threads.markLive(ctx, l, id)
 	if old != "" && old != id {
 		threads.release(ctx, l.key, old, "attach")
@@ -210,8 +210,8 @@ func (x extLane) ReleaseThread(ctx context.Context, why string) {
 	l, threads := x.l, x.core.threads
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	if loaded := l.loadedThread(); loaded != "" {
-		l.setLive("", 0)
+	if loaded := l.snapshot().thread; loaded != "" {
+		l.live.set("", 0)
 		threads.lanes.unlive(l)
 		threads.release(ctx, l.key, loaded, why)
 	}

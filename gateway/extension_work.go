@@ -121,7 +121,7 @@ func laneDirs(cfg Config) func(sessionKey string) ext.LaneDirs {
 }
 
 // AddFiles adds files to what the turn sends (ext.Turn).
-func (x extTurn) AddFiles(files []store.OutboxMessage) bool { return x.t.l.addFiles(files) }
+func (x extTurn) AddFiles(files []store.OutboxMessage) bool { return x.t.cur.addFiles(files) }
 
 // Running is the lane's running turn (ext.Lane).
 func (x extLane) Running() (ext.RunningTurn, bool) {
@@ -130,16 +130,15 @@ func (x extLane) Running() (ext.RunningTurn, bool) {
 	if cur == nil {
 		return nil, false
 	}
-	return runningTurn{l: l, cur: cur, dir: dir}, true
+	return runningTurn{cur: cur, dir: dir}, true
 }
 
 // runningTurn is a lane's turn as a tool call sees it: files it sends go
 // to that turn or to none, never to the lane's next.
 type runningTurn struct {
-	l   *lane
 	cur *turnState
 	dir string
 }
 
 func (r runningTurn) Dir() string                         { return r.dir }
-func (r runningTurn) SendFile(f store.OutboxMessage) bool { return r.l.addSentFile(r.cur, f) }
+func (r runningTurn) SendFile(f store.OutboxMessage) bool { return r.cur.addSentFile(f) }

@@ -205,7 +205,7 @@ func (k *intake) idleForTurn(l *lane) bool {
 	if k.sched.stopping.Load() || !k.sched.slotFree() || k.paused() {
 		return false
 	}
-	return l.freeForTurn()
+	return l.snapshot().freeForTurn()
 }
 
 // authorized asks the platform's allowlist about a sender who is not

@@ -26,11 +26,9 @@ type lane struct {
 	queue    fifo       // waiting messages
 	worker   bool       // a worker goroutine owns the queue
 	cur      *turnState // the item being processed, nil between items
-	thread   string     // thread loaded in the app-server; "" when not live
-	stale    bool       // thread belongs to a reset generation: release it
 	notified bool       // "queued" notice sent for the current burst
 	dead     bool       // dropped from the lane table; a new lane object replaces it
-	lastUsed int64      // unix nanos of the last turn, for idle eviction
+	live     liveThread // its thread in the app-server (guarded by mu)
 	// compactHold counts turns that must still run before an automatic
 	// compaction may be tried again (the cooldown).
 	compactHold int
@@ -53,6 +51,13 @@ type lane struct {
 
 	prev, next *lane // LRU links, guarded by laneTable.mu
 	inLRU      bool
+}
+
+// newLane is the in-memory state of a lane with nothing in it yet.
+func newLane(key string, addr Address) *lane {
+	l := &lane{key: key, addr: addr}
+	l.live.mu = &l.mu
+	return l
 }
 
 type itemKind uint8
@@ -100,48 +105,6 @@ type item struct {
 	origin string
 }
 
-// turnState is the item being processed; commands use it to stop the turn.
-type turnState struct {
-	kind     itemKind
-	threadID string
-	// superseded: busy mode interrupt asked this turn to stop; a turn not
-	// yet started is not started, one starting is interrupted at once.
-	superseded bool
-	// steer holds the messages steered into this turn (busy mode steer).
-	steer    steerLog
-	discard  bool // the lane was reset: skip or discard the result
-	cutOff   bool // shutdown interrupted it: leave it journaled
-	answered bool // the answer is being committed; nothing waits for it
-	// requester and requesterName: the item's (item.requester).
-	requester, requesterName string
-	msgID                    string // the item's platform message id
-	// waitPinged: the requester was pinged that the turn waits for them
-	// (an approval or a question); once per turn.
-	waitPinged bool
-	// finishing: the turn's codex work is over and its answer is being
-	// shown and committed (set before the work view's closing line, whose
-	// buttons may be pressed at once).
-	finishing bool
-	// retry: the item reruns the lane's turn to retry (no second rerun
-	// is queued while it runs).
-	retry bool
-	// compacting: the thread's active codex turn is a compaction run
-	// before this turn; nothing may be steered into it or interrupt it.
-	compacting bool
-	// dir is the turn's working directory, where send_file resolves
-	// relative paths; files are the files the agent sent (sendfile.go),
-	// committed with the turn. Both guarded by lane.mu.
-	dir   string
-	files []store.OutboxMessage
-	// stream is the turn's streamer, held once the agent sent a file.
-	stream *streamer
-	// edits of the item's message before codex has its turn (edits.go).
-	edits turnEdits
-}
-
-// idle reports whether the lane has no work; l.mu must be held.
-func (l *lane) idle() bool { return !l.worker && l.queue.len() == 0 && l.cur == nil && l.intake == 0 }
-
 // tellAudioOnce reports whether the lane is yet to be told that audio is
 // not transcribed, and marks it told.
 func (l *lane) tellAudioOnce() bool {
@@ -150,29 +113,6 @@ func (l *lane) tellAudioOnce() bool {
 	told := l.audioTold
 	l.audioTold = true
 	return !told
-}
-
-// discarded: the lane was reset while its item ran.
-func (l *lane) discarded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.discard
-}
-
-// cutOff: shutdown interrupted the lane's item; it stays journaled.
-func (l *lane) cutOff() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.cutOff
-}
-
-// setCurThread records the thread the lane's current item runs on.
-func (l *lane) setCurThread(thread string) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.threadID = thread
-	}
-	l.mu.Unlock()
 }
 
 // steerTarget returns the lane's current turn and its thread if a message
@@ -207,13 +147,6 @@ func (l *lane) supersede() (thread string, ok bool) {
 	return cur.threadID, true
 }
 
-// superseded reports whether busy mode interrupt asked the turn to stop.
-func (l *lane) superseded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur != nil && l.cur.superseded
-}
-
 // holdCompaction reports whether the compaction cooldown still holds, and
 // counts this turn against it.
 func (l *lane) holdCompaction() bool {
@@ -234,66 +167,6 @@ func (l *lane) startCompactionCooldown(turns int) {
 	l.mu.Unlock()
 }
 
-// setCompacting marks whether the thread's active codex turn is a
-// compaction run before the current turn, so nothing steers into it or
-// interrupts it.
-func (l *lane) setCompacting(on bool) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.compacting = on
-	}
-	l.mu.Unlock()
-}
-
-// state is the lane's live work, for the operator's view.
-func (l *lane) state() LaneState {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return LaneState{Queued: l.queue.len(), Running: l.cur != nil}
-}
-
-// setCurDir records the current turn's working directory, where send_file
-// resolves relative paths.
-func (l *lane) setCurDir(dir string) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.dir = dir
-	}
-	l.mu.Unlock()
-}
-
-// setCurStream records the current turn's streamer, for the files the agent
-// sends while it runs.
-func (l *lane) setCurStream(s *streamer) {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.stream = s
-	}
-	l.mu.Unlock()
-}
-
-// markAnswered marks the current turn answered (nothing waits for it any
-// more) and, in the same section so no file slips in after, takes the files
-// the agent sent, addressed like reply. It returns the current turn (nil
-// between items).
-func (l *lane) markAnswered(reply *store.OutboxMessage) (*turnState, []store.OutboxMessage) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur := l.cur
-	if cur != nil {
-		cur.answered = true
-	}
-	return cur, turnFiles(cur, reply)
-}
-
-// markStale marks the lane's thread as belonging to a reset generation, so
-// it is released.
-func (l *lane) markStale() {
-	l.mu.Lock()
-	l.stale = true
-	l.mu.Unlock()
-}
-
 // curDir returns the current turn (nil between items) and its working
 // directory.
 func (l *lane) curDir() (*turnState, string) {
@@ -305,94 +178,15 @@ func (l *lane) curDir() (*turnState, string) {
 	return l.cur, l.cur.dir
 }
 
-// addSentFile adds a file the agent sent to cur if cur is still the lane's
-// turn and not yet answered, holding its stream so the preview waits for the
-// file. It reports whether the file was taken; the check and the append are
-// one section so finish's markAnswered cannot miss it.
-func (l *lane) addSentFile(cur *turnState, f store.OutboxMessage) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != cur || cur.answered {
-		return false
-	}
-	cur.files = append(cur.files, f)
-	if cur.stream != nil {
-		cur.stream.Hold()
-	}
-	return true
-}
-
-// addFiles adds files (codex's generated images) to the current turn's;
-// it reports whether there was one to take them.
-func (l *lane) addFiles(files []store.OutboxMessage) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur == nil {
-		return false
-	}
-	l.cur.files = append(l.cur.files, files...)
-	return true
-}
-
-// loadedThread is the lane's thread loaded in the app-server; "" when none.
-func (l *lane) loadedThread() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.thread
-}
-
-// setLive records that the lane's thread is loaded, last used at usedAt
-// (unix nanos).
-func (l *lane) setLive(thread string, usedAt int64) {
-	l.mu.Lock()
-	l.thread = thread
-	l.lastUsed = usedAt
-	l.mu.Unlock()
-}
-
 // takeIdleThread detaches the lane's loaded thread, for eviction, and
 // returns it; "" (nothing detached) when the lane has work or no thread.
 func (l *lane) takeIdleThread() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.idle() || l.thread == "" {
+	if !l.snapshotLocked().idle() || l.live.thread == "" {
 		return ""
 	}
-	thread := l.thread
-	l.thread, l.stale = "", false
-	return thread
-}
-
-// takeStaleThread detaches and returns a thread a reset generation left
-// loaded; "" when there is none. Either way the stale mark is cleared.
-func (l *lane) takeStaleThread() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.stale || l.thread == "" {
-		l.stale = false
-		return ""
-	}
-	thread := l.thread
-	l.thread, l.stale = "", false
-	return thread
-}
-
-// stepDown discards the lane's running item, marks its loaded thread stale
-// and empties its queue through takeQueue (the scheduler's, which keeps its
-// count), all in one section so no message slips between. It returns the
-// thread of the discarded item, to interrupt ("" when none ran).
-func (l *lane) stepDown(takeQueue func(*lane) []item) (running string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != nil {
-		l.cur.discard = true
-		running = l.cur.threadID
-	}
-	if l.thread != "" {
-		l.stale = true
-	}
-	takeQueue(l)
-	return running
+	return l.live.detachLocked()
 }
 
 // detachThread detaches the lane's loaded thread, whatever generation it
@@ -405,42 +199,25 @@ func (l *lane) detachThread() (thread string, busy bool) {
 	if l.cur != nil && !l.cur.discard {
 		return "", true
 	}
-	thread = l.thread
-	l.thread, l.stale = "", false
-	return thread, false
+	return l.live.detachLocked(), false
 }
 
-// hasWorker reports whether a worker goroutine owns the lane's queue.
-func (l *lane) hasWorker() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.worker
-}
-
-// isIdle reports whether the lane has no work, taking its lock.
-func (l *lane) isIdle() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.idle()
-}
-
-// beginReset discards the lane's running item, marks its loaded thread
+// discardWork discards the lane's running item, marks its loaded thread
 // stale and empties its queue through takeQueue (the scheduler's, which
-// keeps its count), in one section. It returns the discarded item's thread
-// to interrupt, the dropped items, and undo, which restores the discard
-// and stale marks when the reset could not be stored (the caller requeues
-// dropped).
-func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped []item, undo func()) {
+// keeps its count), all in one section so no message slips between: a reset
+// (/new) and a step-down both begin so. It returns the discarded item's
+// thread to interrupt ("" when none ran), the dropped items, and undo,
+// which restores the discard and stale marks when a reset could not be
+// stored (the caller requeues dropped).
+func (l *lane) discardWork(takeQueue func(*lane) []item) (running string, dropped []item, undo func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cur, wasStale := l.cur, l.stale
+	cur, wasStale := l.cur, l.live.stale
 	if cur != nil {
 		cur.discard = true
 		running = cur.threadID
 	}
-	if l.thread != "" {
-		l.stale = true
-	}
+	l.live.retireLocked()
 	dropped = takeQueue(l)
 	undo = func() {
 		l.mu.Lock()
@@ -448,44 +225,9 @@ func (l *lane) beginReset(takeQueue func(*lane) []item) (running string, dropped
 		if cur != nil && l.cur == cur {
 			cur.discard = false
 		}
-		l.stale = wasStale
+		l.live.stale = wasStale
 	}
 	return running, dropped, undo
-}
-
-// curThread is the thread the lane's current item runs on; "" when none.
-func (l *lane) curThread() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur == nil {
-		return ""
-	}
-	return l.cur.threadID
-}
-
-// retrySettled records that the running rerun is committed: from here a
-// /retry asks the store, which has what the rerun left to retry, instead
-// of being told the rerun is still queued while its reply goes out.
-func (l *lane) retrySettled() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != nil {
-		l.cur.retry = false
-	}
-}
-
-// retryPendingLocked reports whether a rerun of the lane's turn to retry
-// runs or waits in the lane's queue. l.mu is held.
-func (l *lane) retryPendingLocked() bool {
-	return (l.cur != nil && l.cur.retry) || l.queue.has(func(it item) bool { return it.retry })
-}
-
-// status is what /status shows of the lane: messages waiting, whether an
-// item runs, whether its thread is loaded.
-func (l *lane) status() (waiting int, running, live bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.len(), l.cur != nil, l.thread != ""
 }
 
 // enterIntake takes the lane's intake lock and counts the delivery holding
@@ -510,14 +252,6 @@ func (l *lane) leaveIntake() {
 	l.intake--
 	l.mu.Unlock()
 	l.intakeMu.Unlock()
-}
-
-// freeForTurn reports whether a message queued now would run next on the
-// lane: nothing running or queued, no stale thread to release first.
-func (l *lane) freeForTurn() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur == nil && l.queue.len() == 0 && !l.stale
 }
 
 // current is the item being processed; nil between items.
@@ -550,42 +284,6 @@ func (l *lane) waitPing(thread string) (user, msgID string, ok bool) {
 	return l.cur.requester, l.cur.msgID, true
 }
 
-// setFinishing marks the current turn as past its codex work.
-func (l *lane) setFinishing() {
-	l.mu.Lock()
-	if l.cur != nil {
-		l.cur.finishing = true
-	}
-	l.mu.Unlock()
-}
-
-// midWork reports whether an item waits in the lane's queue, or one runs
-// that is not just finishing: what /undo, /fork, /attach and /handoff
-// refuse to act under. A command queued behind a finishing turn runs
-// right after it, on the thread and files that turn left.
-func (l *lane) midWork() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.len() > 0 || (l.cur != nil && !l.cur.finishing)
-}
-
-// hasWork reports whether an item runs or waits in the lane's queue.
-func (l *lane) hasWork() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.len() > 0 || l.cur != nil
-}
-
-// retireThread marks the lane's loaded thread (if any) stale, so it is
-// released before the next thread starts.
-func (l *lane) retireThread() {
-	l.mu.Lock()
-	if l.thread != "" {
-		l.stale = true
-	}
-	l.mu.Unlock()
-}
-
 // endItem clears the lane's current item, the lane last used at usedAt
 // (unix nanos), for idle eviction, and returns the files its agent sent:
 // in the same section, so none is added after (addSentFile checks cur).
@@ -598,7 +296,7 @@ func (l *lane) endItem(usedAt int64) []store.OutboxMessage {
 		l.cur.edits.release()
 	}
 	l.cur = nil
-	l.lastUsed = usedAt
+	l.live.lastUsed = usedAt
 	return sent
 }
 
@@ -643,15 +341,7 @@ func (l *lane) prepend(items []item, queued *atomic.Int64, start func(*lane)) {
 func (l *lane) runsThread(threadID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
-}
-
-// usedBefore reports whether the lane's last turn ended at or before cutoff
-// (unix nanos). Called under laneTable.mu (lock order).
-func (l *lane) usedBefore(cutoff int64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lastUsed <= cutoff
+	return l.live.thread == threadID || (l.cur != nil && l.cur.threadID == threadID)
 }
 
 // admission is what admit did with an item.
@@ -675,7 +365,8 @@ func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)
 	if l.dead {
 		return admission{dead: true}
 	}
-	if it.retry && l.retryPendingLocked() {
+	// A second rerun of the turn to retry, while one runs or waits.
+	if it.retry && (l.cur != nil && l.cur.retry || l.queue.has(func(it item) bool { return it.retry })) {
 		return admission{duplicate: true}
 	}
 	if l.queue.len() >= limit {
@@ -711,7 +402,7 @@ func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, b
 	if l.queue.len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
-	l.cur = &turnState{kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID,
+	l.cur = &turnState{lane: l, kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID,
 		edits: newTurnEdits(it)}
 	return it, true
 }
@@ -745,7 +436,7 @@ func (l *lane) park(it item, wait func() bool, queued, active *atomic.Int64) boo
 func (l *lane) dieIfEmpty() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.idle() || l.thread != "" {
+	if !l.snapshotLocked().idle() || l.live.thread != "" {
 		return false
 	}
 	l.dead = true

@@ -14,5 +14,5 @@ func (g *Gateway) LaneState(key string) LaneState {
 	if l == nil {
 		return LaneState{}
 	}
-	return l.state()
+	return l.snapshot().state()
 }

@@ -23,7 +23,7 @@ func (t *laneTable) get(addr Address) *lane {
 	defer t.mu.Unlock()
 	l := t.lanes[key]
 	if l == nil {
-		l = &lane{key: key, addr: addr}
+		l = newLane(key, addr)
 		t.lanes[key] = l
 	}
 	return l
@@ -130,7 +130,7 @@ func (t *laneTable) usedBefore(cutoff int64) []*lane {
 	defer t.mu.Unlock()
 	var out []*lane
 	for v := t.lru.tail; v != nil; v = v.prev {
-		if v.usedBefore(cutoff) {
+		if v.live.usedBefore(cutoff) {
 			out = append(out, v)
 		}
 	}

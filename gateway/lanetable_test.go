@@ -9,7 +9,7 @@ func TestLaneTableKeepsLRUOrder(t *testing.T) {
 		t.Fatal("get created a second lane for the same address")
 	}
 	for i, l := range []*lane{a, b, c} {
-		l.lastUsed = int64(i + 1)
+		l.live.lastUsed = int64(i + 1)
 		tab.touch(l)
 	}
 	tab.touch(a) // a is now the most recently used

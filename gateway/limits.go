@@ -317,7 +317,7 @@ func (m *usageLimits) retryAfterLimit(ctx context.Context, l *lane, inboundID in
 	if !m.resumeLanes("retry") {
 		return false
 	}
-	waiting := l.hasWork()
+	waiting := l.snapshot().hasWork()
 	if !parked && !waiting {
 		return false // nothing of this lane waited: retry its turn to retry as usual
 	}

@@ -55,7 +55,9 @@ func (ld *threadLoader) load(ctx context.Context, l *lane) (string, error) {
 		return "", err
 	}
 	ld.obs.Resume(en.Outcome.String())
-	l.setCurThread(en.ThreadID)
+	if cur := l.current(); cur != nil {
+		cur.setThread(en.ThreadID)
+	}
 	ld.threads.markLive(ctx, l, en.ThreadID)
 	if en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted {
 		if err := ld.turns.bind(ctx, &turn{l: l, sl: sl}, en); err != nil {

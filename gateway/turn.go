@@ -53,7 +53,7 @@ type turnRunner struct {
 	// busy mode's interrupt of a superseded turn, the compaction item,
 	// token metrics and deleting a stale preview.
 	stream      func(addr Address, replyTo string, typedAt time.Time) *streamer
-	superseded  func(l *lane, thread string)
+	superseded  func(l *lane, cur *turnState, thread string)
 	compact     func(ctx context.Context, l *lane, it item)
 	countTokens func(platform string, u codex.Usage)
 	dropPreview func(ctx context.Context, addr Address, id string)
@@ -83,6 +83,7 @@ var (
 // turn carries one turn through the lifecycle.
 type turn struct {
 	l       *lane
+	cur     *turnState // the lane's current item, this turn's (nil outside a turn run)
 	it      item
 	sl      store.Lane // the lane row when the turn began
 	started time.Time
@@ -151,7 +152,7 @@ func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
 // (which confirms the binding, enqueues the reply and clears the journal).
 // The inbound message was recorded before it was queued.
 func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
-	t := &turn{l: l, it: it, started: r.now()}
+	t := &turn{l: l, cur: l.current(), it: it, started: r.now()}
 	// The entry written with the inbound row is this run's alone: an item
 	// requeued from here (a usage limit) is journaled again when it runs.
 	inboundJournal := it.journal
@@ -164,7 +165,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 		return
 	}
 	t.sl = sl
-	if l.discarded() {
+	if t.cur.isDiscarded() {
 		r.abandon(ctx, t)
 		return
 	}
@@ -175,7 +176,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 		return
 	}
 	sl = t.sl
-	l.setCurDir(t.dir)
+	t.cur.setDir(t.dir)
 	if !journaledAs(inboundJournal, sl) {
 		err = r.st.JournalTurn(ctx, store.JournalEntry{SessionKey: l.key, Generation: sl.Generation,
 			InboundID: it.inboundID, ThreadID: sl.ThreadID, Text: it.text, StartedAt: t.started})
@@ -188,24 +189,24 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	// Typing shows while a long thread resumes, too.
 	t.stream = r.stream(l.addr, it.msgID, l.typedAt)
 	defer t.stopStream()
-	l.setCurStream(t.stream)
+	t.cur.setStream(t.stream)
 	t.work = r.host.watch(t)
 	defer func() { t.work.stop(r.now()) }()
 	if !r.ensure(ctx, t, sl.ThreadID, sl.Binding) {
 		return
 	}
-	if l.discarded() {
+	if t.cur.isDiscarded() {
 		r.abandon(ctx, t)
 		return
 	}
-	if l.cutOff() {
+	if t.cur.isCutOff() {
 		return // shutdown: stays journaled, not started
 	}
 	r.host.ready(ctx, t)
-	if l.cutOff() {
+	if t.cur.isCutOff() {
 		return // shutdown interrupted the compaction: stays journaled, not started
 	}
-	if l.superseded() {
+	if t.cur.isSuperseded() {
 		// busy mode interrupt: a newer message arrived before this turn began.
 		r.finish(ctx, t, statusInterrupted, interruptedSuffix, codex.Usage{})
 		return
@@ -214,7 +215,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 	res, err := r.execute(ctx, t)
 	// A turn that completed while shutdown was cutting it off is kept: the
 	// thread has it, so asking the user to /retry would run it twice.
-	if l.cutOff() && (err != nil || res.Status != codex.TurnCompleted) {
+	if t.cur.isCutOff() && (err != nil || res.Status != codex.TurnCompleted) {
 		r.log.Warn("turn.cut_off", zap.String("lane", l.key), zap.String("thread", t.thread))
 		return // stays journaled: the next start tells the lane
 	}
@@ -242,7 +243,7 @@ func (r *turnRunner) runTurn(ctx context.Context, l *lane, it item) {
 // it was edited after leaving the queue (edits.go), journaled again so a
 // restart tells or reruns what ran.
 func (r *turnRunner) takeEditedText(ctx context.Context, t *turn) {
-	text, edited := t.l.takeTurnText(t.it.text)
+	text, edited := t.cur.takeTurnText(t.it.text)
 	if !edited {
 		return
 	}
@@ -285,7 +286,7 @@ func (r *turnRunner) ensure(ctx context.Context, t *turn, stored string, binding
 	}
 	r.obs.Resume(en.Outcome.String())
 	t.thread = en.ThreadID
-	l.setCurThread(en.ThreadID)
+	t.cur.setThread(en.ThreadID)
 	r.threads.markLive(ctx, l, en.ThreadID)
 	if err := r.bind(ctx, t, en); err != nil {
 		if errors.Is(err, store.ErrStaleGeneration) {
@@ -333,9 +334,9 @@ func (r *turnRunner) execute(ctx context.Context, t *turn) (codex.TurnResult, er
 	ev := codex.TurnEvents{
 		Started: func(id string) {
 			t.turnID = id
-			t.l.turnInCodex()
+			t.cur.turnInCodex()
 			r.host.started(ctx, t)
-			r.superseded(t.l, t.thread)
+			r.superseded(t.l, t.cur, t.thread)
 		},
 		Delta: t.stream.Delta,
 	}
@@ -370,7 +371,7 @@ var errHandled = errors.New("gateway: handled")
 // finish commits the turn (step 5-6): transcript rows, binding confirmation
 // when completed, the reply in the outbox, journal cleared, inbound done.
 func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u codex.Usage) {
-	t.l.setFinishing()
+	t.cur.setFinishing()
 	t.stopStream()
 	t.work.stop(r.now()) // collapsed before the reply goes out
 	r.obs.TurnFinished(status, r.now().Sub(t.started))
@@ -381,7 +382,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	reply := &store.OutboxMessage{SessionKey: t.l.key, Platform: t.l.addr.Platform,
 		Kind: string(t.l.addr.Kind), ChatID: t.l.addr.ChatID, TopicID: t.l.addr.TopicID,
 		UserID: t.l.addr.UserID, Text: withOrigin(t.it.origin, text), ReplyTo: t.it.msgID, EditID: t.previewID}
-	cur, sent := t.l.markAnswered(reply)
+	sent := t.cur.markAnswered(reply)
 	// Files are delivered before the reply; a preview streamed before them
 	// cannot become the reply, so the reply is a new message and the
 	// preview goes once the turn is committed.
@@ -397,10 +398,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 			reply.Ping = t.it.requester
 		}
 	}
-	var steered []store.SteeredInput
-	if cur != nil {
-		steered = cur.steer.close()
-	}
+	steered := t.cur.steer.close()
 	res, kept, err := r.commit(ctx, t, store.CompletedTurn{
 		SessionKey: t.l.key, Generation: t.sl.Generation, SessionID: t.sl.SessionID,
 		ThreadID: t.thread, TurnID: t.turnID, InboundID: t.it.inboundID,
@@ -411,7 +409,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		Retryable: status == statusTimedOut, Retries: t.it.retries,
 	})
 	if err == nil { // kept comes with an error only
-		t.l.retrySettled()
+		t.cur.retrySettled()
 	}
 	switch {
 	case kept:
@@ -480,7 +478,7 @@ func (r *turnRunner) commit(ctx context.Context, t *turn, ct store.CompletedTurn
 // mayWait says whether a turn's commit may still wait for the database:
 // shutdown has not cut it off and the lane is still this node's.
 func (r *turnRunner) mayWait(t *turn) bool {
-	return !t.l.cutOff() && (r.gate == nil || r.gate.Serves(t.l.key))
+	return !t.cur.isCutOff() && (r.gate == nil || r.gate.Serves(t.l.key))
 }
 
 // unsavedReply closes the inbound rows of a turn whose commit failed and
@@ -515,7 +513,7 @@ func (r *turnRunner) abandon(ctx context.Context, t *turn) {
 	r.inbox.set(ctx, t.it.inboundID, store.InboundIgnored)
 	r.journal.clear(ctx, t.l.key)
 	r.out.Notify(ctx, t.l.addr, t.it.msgID, cancelledNotice)
-	t.l.markStale()
+	t.l.live.markStale()
 }
 
 func syntheticTurnID(t *turn) string {
