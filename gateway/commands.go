@@ -33,8 +33,8 @@ func (c *controls) register(h *host) {
 		return true
 	})
 	h.command("retry", func(ctx context.Context, call commandCall) bool {
-		if c.retryAfterLimit(ctx, call.lane, call.inboundID, call.msgID) {
-			return false
+		if c.retryAfterLimit(ctx, call) {
+			return true // a feature answered it (the end of a usage pause)
 		}
 		c.retry(ctx, call)
 		return false // the queued turn marks the inbound done
@@ -69,9 +69,9 @@ type controls struct {
 	callTimeout time.Duration // bounds an interrupt made on a platform's delivery goroutine
 
 	// Parts of modules the commands use: the words for a lane's project
-	// (projects) and /retry during a usage pause (usage limits).
+	// (projects) and the features' answer to /retry (a usage pause).
 	describeProject func(sl store.Lane) string
-	retryAfterLimit func(ctx context.Context, l *lane, inboundID int64, msgID string) bool
+	retryAfterLimit func(ctx context.Context, call commandCall) bool
 }
 
 // controlStore is the part of the store the lane's commands use.

@@ -18,12 +18,10 @@ type Store interface {
 	controlStore
 	recoveryStore
 	clusterStore
-	compactionStore
 	outboxStore
 	projectStore
 	modelStore
 	verboseStore
-	usageLimitStore
 	scheduleStore
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
@@ -36,10 +34,8 @@ type Store interface {
 // same way.
 type Codex interface {
 	turnRuntime
-	compactionRuntime
 	accountRuntime
 	modelRuntime
-	usageRuntime
 	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
 	Steer(ctx context.Context, threadID, text string) error // busy mode steer
 	Release(ctx context.Context, threadID string) error     // the thread cache
@@ -49,17 +45,6 @@ var (
 	_ Store = (*store.Store)(nil)
 	_ Codex = (*codex.Client)(nil)
 )
-
-// stateStore keeps gateway-wide values (the usage pause).
-type stateStore interface {
-	SetState(ctx context.Context, name, value string) error
-	State(ctx context.Context, name string) (string, error)
-}
-
-// usageStore reads the usage recorded with the last turn.
-type usageStore interface {
-	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
-}
 
 // accountRuntime is codex's account: whether it can answer, and a
 // device-code login started from a chat.
@@ -74,12 +59,4 @@ type accountRuntime interface {
 type modelRuntime interface {
 	ListModels(ctx context.Context) ([]codex.Model, error)
 	ModelDefaults(ctx context.Context) (codex.ModelDefaults, error)
-}
-
-// limitRuntime is the account's rate-limit windows: read afresh
-// (account/rateLimits/read; only a ChatGPT account has them), or the last
-// that codex reported.
-type limitRuntime interface {
-	RateLimits(ctx context.Context) (codex.RateLimits, error)
-	LastRateLimits() (codex.RateLimits, bool)
 }

@@ -44,6 +44,8 @@ type extCore struct {
 	}
 	// work are the services of a turn's work (extension_work.go).
 	work workServices
+	// usage are the services of the usage hooks (extension_usage.go).
+	usage usageServices
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -53,7 +55,8 @@ var _ ext.Host = (*extHost)(nil)
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
 		sched: g.sched, loader: g.loader, inbox: g.inbox, wt: g.worktrees, platforms: g.platforms,
-		projects: g.projects, threads: g.threads, cx: g.cx, work: newWorkServices(g)}
+		projects: g.projects, threads: g.threads, cx: g.cx, work: newWorkServices(g),
+		usage: newUsageServices(g)}
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {

@@ -55,21 +55,13 @@ const (
 // Config tunes the gateway. New takes every value as given: the daemon
 // builds it from the loaded configuration, and a Config built by hand
 // takes the defaults noted from WithDefaults. Zero means never or off
-// where the config key the field mirrors says so (IdleEvict,
-// CompactAt).
+// where the config key the field mirrors says so (IdleEvict).
 type Config struct {
 	MaxLive            int           // live Codex threads kept loaded (lanes.max_live)
 	IdleEvict          time.Duration // release a thread idle this long (0 = never, as lanes.idle_evict)
 	QueueLimit         int           // messages waiting per lane (lanes.queue_limit)
 	MaxConcurrentTurns int           // turns running at once over all lanes (lanes.max_concurrent_turns)
 	BusyMode           string        // "queue" | "interrupt" | "steer" (lanes.busy_mode)
-	// CompactAt is the fraction of the context window (codex-reported usage)
-	// above which the thread is compacted before the next turn; 0 = off.
-	CompactAt float64
-	// CompactCooldownTurns is how many turns must run after a compaction
-	// attempt before another automatic one (default
-	// config.DefaultCompactCooldownTurns).
-	CompactCooldownTurns int
 	// Approvals (codex.approvals): "chat" asks the lane (Approve); "never"
 	// lets the sandbox decide. ApprovalTimeout
 	// declines an unanswered request (codex.approval_timeout).
@@ -155,7 +147,7 @@ func (c *Config) check() error {
 		value int
 	}{
 		{"MaxLive", c.MaxLive}, {"QueueLimit", c.QueueLimit}, {"MaxConcurrentTurns", c.MaxConcurrentTurns},
-		{"CompactCooldownTurns", c.CompactCooldownTurns}, {"ContextMessages", c.ContextMessages},
+		{"ContextMessages", c.ContextMessages},
 		{"Schedules.MaxPerLane", c.Schedules.MaxPerLane},
 	} {
 		if n.value < 1 {
@@ -177,7 +169,6 @@ func (c *Config) check() error {
 	for _, err := range []error{
 		config.CheckVerbose(c.Verbose),
 		config.CheckBusyMode(c.BusyMode),
-		config.CheckCompactAt(c.CompactAt),
 		config.CheckApprovals(c.Approvals),
 		config.CheckApprovers(c.Approvers),
 	} {
@@ -201,7 +192,7 @@ func (c *Config) check() error {
 // (zero or negative, or "") taken from config's key table
 // (config.Defaults) and config's constants for behaviour that is not a
 // key. The fields whose zero means off (IdleEvict,
-// CompactAt, NotifyAfter, GroupContext...) are left as they
+// NotifyAfter, GroupContext...) are left as they
 // are. It is for a Config built by hand (tests, tools); the daemon sets
 // every field from the loaded configuration instead.
 func (c Config) WithDefaults() Config {
@@ -219,7 +210,6 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Schedules.MinInterval, d.Schedules.MinInterval)
 	setDefault(&c.Schedules.MaxPerLane, d.Schedules.MaxPerLane)
 	setDefault(&c.DrainTimeout, d.Shutdown.DrainTimeout)
-	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
 	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
 	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
 	return c
@@ -272,7 +262,6 @@ type Gateway struct {
 	turns      *turnRunner     // what a worker does with an item
 	in         *intake         // a platform's message from Deliver to its lane
 	controls   *controls       // the lane's own commands
-	compaction *compaction     // /compact and automatic compaction
 	worktrees  *worktrees      // a git worktree per lane on a git project
 	cmdButtons *commandButtons // buttons that run a command as typed
 	loader     *threadLoader   // loads a lane's thread for the commands that act on it
@@ -291,15 +280,14 @@ type Gateway struct {
 	started    atomic.Bool
 	ready      chan struct{}
 
-	out       *deliverer   // the outbox's sender
-	approvals *approvals   // chat approvals: the pending requests and their decisions
-	questions *questions   // Codex's questions (Plan mode) and their answers
-	schedules *schedules   // /at, /every: prompts the lanes run later
-	projects  *projects    // /project: the directories lanes may work in
-	models    *laneModels  // /model and /effort; codex's models, briefly cached
-	usage     *usageLimits // paused while Codex's usage limit is reached; usage in /status
-	account   *Account     // whether codex can answer; logins from chats
-	gate      LaneGate     // cluster mode: which lanes this node serves (cluster.go)
+	out       *deliverer  // the outbox's sender
+	approvals *approvals  // chat approvals: the pending requests and their decisions
+	questions *questions  // Codex's questions (Plan mode) and their answers
+	schedules *schedules  // /at, /every: prompts the lanes run later
+	projects  *projects   // /project: the directories lanes may work in
+	models    *laneModels // /model and /effort; codex's models, briefly cached
+	account   *Account    // whether codex can answer; logins from chats
+	gate      LaneGate    // cluster mode: which lanes this node serves (cluster.go)
 
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox
@@ -354,8 +342,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.out.releaseHeld(base); err != nil {
 		return err
 	}
-	g.usage.restoreUsagePause(base) // before recovery queues the waiting messages
-	if g.gate == nil {              // in cluster mode each lane recovers as it is taken
+	g.host.start(base) // before recovery queues the waiting messages (a usage pause)
+	if g.gate == nil { // in cluster mode each lane recovers as it is taken
 		if err := g.recovery.all(base); err != nil {
 			return err
 		}

@@ -30,7 +30,7 @@ const (
 
 // turnRunner runs one queued item: a turn through its lifecycle (journal,
 // ensure the thread, run, commit) with the modules' hooks at each step, or
-// a compaction. It holds no state of its own between items; a lane's
+// a task. It holds no state of its own between items; a lane's
 // belongs to the lane, a turn's to the turn.
 type turnRunner struct {
 	base        context.Context // the gateway's
@@ -50,15 +50,13 @@ type turnRunner struct {
 	gate        LaneGate           // cluster mode (SetLaneGate), else nil
 
 	// Parts still built by the gateway: the turn's typing and preview,
-	// its work view, busy mode's interrupt of a superseded turn, the
-	// compaction item, token metrics, deleting a stale preview, and the
+	// its work view, busy mode's interrupt of a superseded turn,
+	// deleting a stale preview, and the
 	// roots a turn may write (approvals check a grantRoot against them:
 	// known only once every input hook, a feature's too, added its own).
 	stream      func(addr Address, replyTo string, typedAt time.Time) *streamer
 	workView    func(addr Address, replyTo string, sl store.Lane, started time.Time) *workView
 	superseded  func(l *lane, thread string)
-	compact     func(ctx context.Context, l *lane, it item)
-	countTokens func(platform string, u codex.Usage)
 	dropPreview func(ctx context.Context, addr Address, id string)
 	noteRoots   func(sessionKey string, in *codex.TurnInput)
 }
@@ -134,9 +132,6 @@ func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
 		return
 	}
 	switch it.kind {
-	case itemCompact:
-		r.compact(ctx, l, it)
-		return
 	case itemTask:
 		it.task(ctx, l, it)
 		r.host.after(ctx, l, it)
@@ -378,7 +373,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	t.stopStream()
 	t.work.stop(r.now()) // collapsed before the reply goes out
 	r.obs.TurnFinished(status, r.now().Sub(t.started))
-	r.countTokens(t.l.addr.Platform, u)
+	r.host.spent(t.l.addr.Platform, u)
 	if t.turnID == "" {
 		t.turnID = syntheticTurnID(t)
 	}

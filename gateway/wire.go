@@ -71,7 +71,6 @@ func wireFeatures(g *Gateway) {
 	g.worktrees.pool, g.worktrees.base, g.worktrees.confined = cfg.WorktreePool, g.baseCtx, cfg.Isolation.on()
 	g.projects.picked = g.worktrees.prepareSoon
 	g.out.files = cfg.Files
-	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.approvals = newApprovals(cfg, g.lanes, g.baseCtx, g.out, log)
 	g.questions = newQuestions(cfg, g.lanes, g.baseCtx, g.out, g.platforms, log)
 	g.schedules = newSchedules(cfg, st, g.out, log)
@@ -86,29 +85,24 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start,
+		dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, workView: g.views.start,
 		noteRoots: g.approvals.noteRoots}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
-		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
+		process: g.turns.process, hold: g.host.hold, trimLive: g.threads.trimLive,
 		endFiles: releaseFiles(cfg.Files), sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
-	g.usage.sched = g.sched
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
-		paused: g.usage.usagePaused, busy: busy.input,
+		paused: g.host.holding, busy: busy.input,
 		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit, questions: g.questions}
 	g.schedules.in = g.in
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.worktrees.dirOf}
-	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
-		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
-		cooldown: cfg.CompactCooldownTurns}
-	g.turns.compact = g.compaction.item
 	g.cmdButtons = &commandButtons{deliver: g.in.deliver, out: g.out, log: log}
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
-		describeProject: g.projects.describe, retryAfterLimit: g.usage.retryAfterLimit}
+		describeProject: g.projects.describe, retryAfterLimit: g.host.retried}
 	g.account = newAccount(cx, g.journal, st, g.out, g.inbox, log, cfg.Now, cfg.CodexLogin)
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
@@ -124,8 +118,6 @@ func modules(g *Gateway) []module {
 		g.worktrees, // after projects: it moves the lane into its worktree of the project projects chose
 		g.models,
 		g.controls,
-		g.usage,
-		g.compaction,
 		// No order among these.
 		g.account,
 		g.cmdButtons,

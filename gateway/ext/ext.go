@@ -42,6 +42,8 @@ type Host interface {
 	// WorkHooks are the hooks around a lane's queued work and the
 	// services they use.
 	WorkHooks
+	// UsageHooks are the hooks of Codex's usage: compaction, the pause.
+	UsageHooks
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.
@@ -181,6 +183,7 @@ type Work struct {
 
 // Lane is one conversation as a feature sees it.
 type Lane interface {
+	LaneUsage
 	// Running is the lane's turn while codex runs it, for a tool it
 	// calls; false when none runs.
 	Running() (RunningTurn, bool)
@@ -244,6 +247,7 @@ func BetweenTurnsText(name string) string {
 
 // Turn is a turn being prepared or run.
 type Turn interface {
+	TurnUsage
 	// Dir is the turn's working directory, as the core chose it (a
 	// project's, its worktree, or the lane's own).
 	Dir() string

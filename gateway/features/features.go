@@ -8,6 +8,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
@@ -19,6 +20,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
+	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 )
 
@@ -31,6 +33,8 @@ type Settings struct {
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command ("": not named).
 	CodexHome string
+	// Compact is when a lane's thread is compacted (lanes.compact_at).
+	Compact compact.Config
 }
 
 // Store is what the features use of the store: the union of their own
@@ -44,6 +48,8 @@ type Store interface {
 	diff.Store
 	fork.Store
 	threads.Store
+	usage.Store
+	compact.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -53,12 +59,16 @@ type Runtime interface {
 	undo.Runtime
 	fork.Runtime
 	threads.Runtime
+	usage.Runtime
+	compact.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
 // their commands after the core's, and of their /status lines).
 func List(s Settings, st Store, cx Runtime) []ext.Feature {
 	return []ext.Feature{
+		usage.New(st, cx, nil), // its /status lines and then compaction's come first, as before the features
+		compact.New(s.Compact, st, cx),
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),
 		review.New(),

@@ -51,6 +51,7 @@ type Host struct {
 	notices  []Notice
 	inputs   []func(ctx context.Context, t ext.Turn, in *codex.TurnInput)
 	statuses []func(ctx context.Context, sl store.Lane, b *strings.Builder)
+	usage    usageHooks // usage.go
 }
 
 var _ ext.Host = (*Host)(nil)
@@ -193,6 +194,7 @@ type Lane struct {
 
 	mu     sync.Mutex
 	queued []ext.Work
+	usage  laneUsage // usage.go
 }
 
 var _ ext.Lane = (*Lane)(nil)
@@ -261,8 +263,9 @@ func (l *Lane) RunQueued(ctx context.Context) {
 
 // Turn is an ext.Turn of a lane with a row.
 type Turn struct {
-	L ext.Lane
-	R store.Lane
+	L         ext.Lane
+	R         store.Lane
+	TurnUsage // usage.go
 }
 
 var _ ext.Turn = (*Turn)(nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/metrics"
@@ -308,11 +309,11 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 	return gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
-		CompactAt: lanes.CompactAt,
 		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
 			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
 				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
-			CodexHome: CodexHome(d.cfg)}, d.store, d.codex),
+			CodexHome: CodexHome(d.cfg),
+			Compact:   compact.Config{At: lanes.CompactAt, CooldownTurns: config.DefaultCompactCooldownTurns}}, d.store, d.codex),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
 		Schedules: gateway.ScheduleConfig{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
@@ -331,9 +332,8 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		Isolation:    gatewayIsolation(d.cfg),
 		Verbose:      lanes.Verbose,
 		Logger:       d.log, Observer: d.metrics,
-		CompactCooldownTurns: config.DefaultCompactCooldownTurns,
-		PreviewInterval:      config.DefaultPreviewInterval,
-		TypingInterval:       config.DefaultTypingInterval,
+		PreviewInterval: config.DefaultPreviewInterval,
+		TypingInterval:  config.DefaultTypingInterval,
 	}
 }
 

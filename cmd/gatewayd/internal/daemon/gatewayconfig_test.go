@@ -24,8 +24,8 @@ func TestGatewayConfigTakesTheTablesDefaults(t *testing.T) {
 		"Approvals": {got.Approvals, want.Approvals}, "Approvers": {got.Approvers, want.Approvers},
 		"Schedules.MinInterval": {got.Schedules.MinInterval, want.Schedules.MinInterval},
 		"Schedules.MaxPerLane":  {got.Schedules.MaxPerLane, want.Schedules.MaxPerLane},
-		"DrainTimeout":          {got.DrainTimeout, want.DrainTimeout}, "CompactCooldownTurns": {got.CompactCooldownTurns, want.CompactCooldownTurns},
-		"PreviewInterval": {got.PreviewInterval, want.PreviewInterval}, "TypingInterval": {got.TypingInterval, want.TypingInterval},
+		"DrainTimeout":          {got.DrainTimeout, want.DrainTimeout},
+		"PreviewInterval":       {got.PreviewInterval, want.PreviewInterval}, "TypingInterval": {got.TypingInterval, want.TypingInterval},
 	} {
 		if p.got != p.want {
 			t.Errorf("%s = %v, want %v", name, p.got, p.want)
