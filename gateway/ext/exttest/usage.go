@@ -18,6 +18,7 @@ type usageHooks struct {
 	holding []func() bool
 	retry   []func(ctx context.Context, c ext.Call) bool
 	start   []func(ctx context.Context)
+	metrics metrics
 }
 
 func (h *Host) OnReady(fn func(ctx context.Context, t ext.Turn)) {
@@ -65,13 +66,50 @@ func (h *Host) OnStart(fn func(ctx context.Context)) {
 // Draining is false: the fake core never shuts down.
 func (h *Host) Draining() bool { return false }
 
-// Metrics counts nothing.
-func (h *Host) Metrics() ext.Metrics { return nopMetrics{} }
+// Metrics records the counters a feature adds to (Tokens, Finished).
+func (h *Host) Metrics() ext.Metrics { return &h.usage.metrics }
 
-type nopMetrics struct{}
+// metrics records the tokens and the statuses of finished turns.
+type metrics struct {
+	mu       sync.Mutex
+	tokens   map[string]int64 // "platform/kind" → tokens
+	finished []string
+}
 
-func (nopMetrics) Tokens(string, string, int64)       {}
-func (nopMetrics) TurnFinished(string, time.Duration) {}
+func (m *metrics) Tokens(platform, kind string, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tokens == nil {
+		m.tokens = make(map[string]int64)
+	}
+	m.tokens[platform+"/"+kind] += n
+}
+
+func (m *metrics) TurnFinished(status string, _ time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.finished = append(m.finished, status)
+}
+
+// Tokens are the tokens counted, by "platform/kind".
+func (h *Host) Tokens() map[string]int64 {
+	m := &h.usage.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.tokens))
+	for k, v := range m.tokens {
+		out[k] = v
+	}
+	return out
+}
+
+// Finished are the statuses of the turns a feature counted as finished.
+func (h *Host) Finished() []string {
+	m := &h.usage.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.finished...)
+}
 
 // Ready runs the ready hooks of t, as the core does once its thread is
 // loaded.
@@ -150,4 +188,80 @@ func (t *TurnUsage) Requeued() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.requeued
+}
+
+// Result runs the result hooks of t as the core does before a commit; it
+// reports whether one took the turn over.
+func (h *Host) Result(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool {
+	h.mu.Lock()
+	hooks := append([]func(context.Context, ext.Turn, codex.TurnResult, error) bool{}, h.usage.result...)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		if fn(ctx, t, res, err) {
+			return true
+		}
+	}
+	return false
+}
+
+// Hold runs the hold hooks as l's worker does before it starts an item;
+// park stands for the core's parking (it gets the hook's wait). It
+// reports whether a hook parked the item.
+func (h *Host) Hold(l ext.Lane, park func(wait func() bool) bool) bool {
+	h.mu.Lock()
+	hooks := append([]func(ext.Lane, func(func() bool) bool) bool{}, h.usage.hold...)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		if fn(l, park) {
+			return true
+		}
+	}
+	return false
+}
+
+// Holding reports whether a holding hook holds new turns.
+func (h *Host) Holding() bool {
+	h.mu.Lock()
+	hooks := append([]func() bool{}, h.usage.holding...)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		if fn() {
+			return true
+		}
+	}
+	return false
+}
+
+// Retry runs the retry hooks for /retry typed in l; it reports whether
+// one answered it.
+func (h *Host) Retry(ctx context.Context, l ext.Lane, msgID string) bool {
+	h.mu.Lock()
+	hooks := append([]func(context.Context, ext.Call) bool{}, h.usage.retry...)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		if fn(ctx, ext.Call{Lane: l, Name: "retry", InboundID: 1, MsgID: msgID}) {
+			return true
+		}
+	}
+	return false
+}
+
+// Spent runs the usage hooks for a turn on platform that spent u.
+func (h *Host) Spent(platform string, u codex.Usage) {
+	h.mu.Lock()
+	hooks := append([]func(string, codex.Usage){}, h.usage.spent...)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		fn(platform, u)
+	}
+}
+
+// Start runs the start hooks, as Run does.
+func (h *Host) Start(ctx context.Context) {
+	h.mu.Lock()
+	hooks := append([]func(context.Context){}, h.usage.start...)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		fn(ctx)
+	}
 }
