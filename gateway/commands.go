@@ -187,14 +187,6 @@ func (c *controls) status(ctx context.Context, l *lane) string {
 	return b.String()
 }
 
-func usageLine(u codex.Usage) string {
-	if u.ContextWindow <= 0 {
-		return fmt.Sprintf("Context: %d tokens (window unknown); total used %d\n", u.LastTotalTokens, u.TotalTokens)
-	}
-	pct := float64(u.LastTotalTokens) * 100 / float64(u.ContextWindow)
-	return fmt.Sprintf("Context: %d / %d tokens (%.0f%%); total used %d\n", u.LastTotalTokens, u.ContextWindow, pct, u.TotalTokens)
-}
-
 func bindingName(b store.Binding) string {
 	if b == store.BindingNone {
 		return "none"
