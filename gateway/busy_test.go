@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -230,7 +231,7 @@ func TestBusySteerBurstRecordsEachMessageOnce(t *testing.T) {
 }
 
 func TestBusySteerDuringCompactionQueues(t *testing.T) {
-	h := newHarness(t, withBusy(BusySteer), func(c *Config) { c.CompactAt = 0.5 })
+	h := newHarness(t, withBusy(BusySteer)).compacting(t, compact.Config{At: 0.5})
 	var high atomic.Bool
 	h.cx.usageFn = func(string) (codex.Usage, bool) {
 		if high.Load() {

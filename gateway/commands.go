@@ -33,8 +33,8 @@ func (c *controls) register(h *host) {
 		return true
 	})
 	h.command("retry", func(ctx context.Context, call commandCall) bool {
-		if c.retryAfterLimit(ctx, call.lane, call.inboundID, call.msgID) {
-			return false
+		if c.retryAfterLimit(ctx, call) {
+			return true // a feature answered it (the end of a usage pause)
 		}
 		c.retry(ctx, call)
 		return false // the queued turn marks the inbound done
@@ -69,10 +69,10 @@ type controls struct {
 	callTimeout time.Duration // bounds an interrupt made on a platform's delivery goroutine
 
 	// Parts of modules the commands use: the words for a lane's project
-	// (the feature that places lanes) and /retry during a usage pause
-	// (usage limits).
+	// (the feature that places lanes) and the features' answer to /retry
+	// (a usage pause).
 	describeProject func(sl store.Lane) string
-	retryAfterLimit func(ctx context.Context, l *lane, inboundID int64, msgID string) bool
+	retryAfterLimit func(ctx context.Context, call commandCall) bool
 }
 
 // controlStore is the part of the store the lane's commands use.
@@ -186,14 +186,6 @@ func (c *controls) status(ctx context.Context, l *lane) string {
 	now := l.snapshot()
 	fmt.Fprintf(&b, "Queue: %d waiting, turn running: %s, thread loaded: %s", now.queued, yesNo(now.running), yesNo(now.thread != ""))
 	return b.String()
-}
-
-func usageLine(u codex.Usage) string {
-	if u.ContextWindow <= 0 {
-		return fmt.Sprintf("Context: %d tokens (window unknown); total used %d\n", u.LastTotalTokens, u.TotalTokens)
-	}
-	pct := float64(u.LastTotalTokens) * 100 / float64(u.ContextWindow)
-	return fmt.Sprintf("Context: %d / %d tokens (%.0f%%); total used %d\n", u.LastTotalTokens, u.ContextWindow, pct, u.TotalTokens)
 }
 
 func bindingName(b store.Binding) string {

@@ -38,7 +38,6 @@ var coreCommands = []CommandInfo{
 	{Name: "reset", Description: "Start a fresh Codex thread", Menu: true},
 	{Name: "stop", Description: "Interrupt the running reply, keep the thread", Menu: true},
 	{Name: "retry", Description: "Run the message cut off by a restart or a timeout again", Menu: true},
-	{Name: "compact", Description: "Compact this conversation's Codex thread", Menu: true},
 	{Name: "status", Description: "Show this conversation's thread, usage and queue", Menu: true},
 	{Name: "help", Description: "List commands", Menu: true},
 }

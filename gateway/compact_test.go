@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -20,7 +21,7 @@ func usageOf(lastTotal *atomic.Int64) func(string) (codex.Usage, bool) {
 }
 
 func TestAutoCompactionOnceWithCooldown(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.CompactAt = 0.8; c.CompactCooldownTurns = 3 })
+	h := newHarness(t).compacting(t, compact.Config{At: 0.8, CooldownTurns: 3})
 	var used atomic.Int64
 	used.Store(100)
 	h.cx.usageFn = usageOf(&used)
@@ -60,7 +61,7 @@ func TestAutoCompactionOnceWithCooldown(t *testing.T) {
 }
 
 func TestFailedCompactionKeepsLaneWorking(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.CompactAt = 0.5 })
+	h := newHarness(t).compacting(t, compact.Config{At: 0.5})
 	var used atomic.Int64
 	used.Store(100)
 	h.cx.usageFn = usageOf(&used)

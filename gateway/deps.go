@@ -19,9 +19,7 @@ type Store interface {
 	controlStore
 	recoveryStore
 	clusterStore
-	compactionStore
 	outbox.Store
-	usageLimitStore
 	refusalStore
 	AddRoomLine(ctx context.Context, l store.RoomLine) error                                   // room talk
 	TakeRoomLines(ctx context.Context, sessionKey string, limit int) ([]store.RoomLine, error) // room talk
@@ -33,8 +31,6 @@ type Store interface {
 // same way.
 type Codex interface {
 	turnRuntime
-	compactionRuntime
-	usageRuntime
 	Interrupt(ctx context.Context, threadID string) error   // busy mode, /stop, /new, drain
 	Steer(ctx context.Context, threadID, text string) error // busy mode steer
 	Release(ctx context.Context, threadID string) error     // the thread cache
@@ -44,22 +40,3 @@ var (
 	_ Store = (*store.Store)(nil)
 	_ Codex = (*codex.Client)(nil)
 )
-
-// stateStore keeps gateway-wide values (the usage pause).
-type stateStore interface {
-	SetState(ctx context.Context, name, value string) error
-	State(ctx context.Context, name string) (string, error)
-}
-
-// usageStore reads the usage recorded with the last turn.
-type usageStore interface {
-	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
-}
-
-// limitRuntime is the account's rate-limit windows: read afresh
-// (account/rateLimits/read; only a ChatGPT account has them), or the last
-// that codex reported.
-type limitRuntime interface {
-	RateLimits(ctx context.Context) (codex.RateLimits, error)
-	LastRateLimits() (codex.RateLimits, bool)
-}

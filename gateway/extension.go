@@ -47,6 +47,8 @@ type extCore struct {
 	triggers *triggerServices
 	// views are the work view's and command buttons' (extension_workview.go).
 	views workViewServices
+	// usage are the services of the usage hooks (extension_usage.go).
+	usage usageServices
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -56,7 +58,8 @@ var _ ext.Host = (*extHost)(nil)
 func registerFeatures(g *Gateway) error {
 	core := &extCore{h: g.host, out: g.out, admins: newApproverRule(g.cfg), base: g.baseCtx, now: g.cfg.Now,
 		sched: g.sched, loader: g.loader, inbox: g.inbox, platforms: g.platforms,
-		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g), views: newWorkViewServices(g)}
+		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g), views: newWorkViewServices(g),
+		usage: newUsageServices(g)}
 	core.triggers = g.triggers
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}

@@ -51,21 +51,13 @@ const (
 // Config tunes the gateway. New takes every value as given: the daemon
 // builds it from the loaded configuration, and a Config built by hand
 // takes the defaults noted from WithDefaults. Zero means never or off
-// where the config key the field mirrors says so (IdleEvict,
-// CompactAt).
+// where the config key the field mirrors says so (IdleEvict).
 type Config struct {
 	MaxLive            int           // live Codex threads kept loaded (lanes.max_live)
 	IdleEvict          time.Duration // release a thread idle this long (0 = never, as lanes.idle_evict)
 	QueueLimit         int           // messages waiting per lane (lanes.queue_limit)
 	MaxConcurrentTurns int           // turns running at once over all lanes (lanes.max_concurrent_turns)
 	BusyMode           string        // "queue" | "interrupt" | "steer" (lanes.busy_mode)
-	// CompactAt is the fraction of the context window (codex-reported usage)
-	// above which the thread is compacted before the next turn; 0 = off.
-	CompactAt float64
-	// CompactCooldownTurns is how many turns must run after a compaction
-	// attempt before another automatic one (default
-	// config.DefaultCompactCooldownTurns).
-	CompactCooldownTurns int
 	// Approvals (codex.approvals): "chat" asks the lane (Approve); "never"
 	// lets the sandbox decide. ApprovalTimeout
 	// declines an unanswered request (codex.approval_timeout).
@@ -130,7 +122,7 @@ func (c *Config) check() error {
 		value int
 	}{
 		{"MaxLive", c.MaxLive}, {"QueueLimit", c.QueueLimit}, {"MaxConcurrentTurns", c.MaxConcurrentTurns},
-		{"CompactCooldownTurns", c.CompactCooldownTurns}, {"ContextMessages", c.ContextMessages},
+		{"ContextMessages", c.ContextMessages},
 	} {
 		if n.value < 1 {
 			return fmt.Errorf("gateway: Config.%s must be at least 1, got %d", n.field, n.value)
@@ -150,7 +142,6 @@ func (c *Config) check() error {
 	}
 	for _, err := range []error{
 		config.CheckBusyMode(c.BusyMode),
-		config.CheckCompactAt(c.CompactAt),
 		config.CheckApprovals(c.Approvals),
 		config.CheckApprovers(c.Approvers),
 	} {
@@ -174,7 +165,7 @@ func (c *Config) check() error {
 // (zero or negative, or "") taken from config's key table
 // (config.Defaults) and config's constants for behaviour that is not a
 // key. The fields whose zero means off (IdleEvict,
-// CompactAt, NotifyAfter, GroupContext...) are left as they
+// NotifyAfter, GroupContext...) are left as they
 // are. It is for a Config built by hand (tests, tools); the daemon sets
 // every field from the loaded configuration instead.
 func (c Config) WithDefaults() Config {
@@ -189,7 +180,6 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Approvals, d.Codex.Approvals)
 	setDefault(&c.Approvers, d.Codex.Approvers)
 	setDefault(&c.DrainTimeout, d.Shutdown.DrainTimeout)
-	setDefault(&c.CompactCooldownTurns, config.DefaultCompactCooldownTurns)
 	setDefault(&c.PreviewInterval, config.DefaultPreviewInterval)
 	setDefault(&c.TypingInterval, config.DefaultTypingInterval)
 	return c
@@ -235,19 +225,18 @@ type Gateway struct {
 
 	platforms map[string]Platform
 
-	mu         sync.Mutex // guards cancelRun
-	lanes      *laneTable
-	sched      *scheduler    // the lanes' workers, turn slots and drain
-	threads    *threadCache  // which lanes' threads are loaded; eviction
-	turns      *turnRunner   // what a worker does with an item
-	in         *intake       // a platform's message from Deliver to its lane
-	controls   *controls     // the lane's own commands
-	compaction *compaction   // /compact and automatic compaction
-	places     *places       // where lanes work: the feature that places them, or the defaults
-	loader     *threadLoader // loads a lane's thread for the commands that act on it
-	recovery   *recovery     // what the last stop cut short
-	cluster    *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs
-	present    *presenter    // the running turns' streamers
+	mu       sync.Mutex // guards cancelRun
+	lanes    *laneTable
+	sched    *scheduler    // the lanes' workers, turn slots and drain
+	threads  *threadCache  // which lanes' threads are loaded; eviction
+	turns    *turnRunner   // what a worker does with an item
+	in       *intake       // a platform's message from Deliver to its lane
+	controls *controls     // the lane's own commands
+	places   *places       // where lanes work: the feature that places them, or the defaults
+	loader   *threadLoader // loads a lane's thread for the commands that act on it
+	recovery *recovery     // what the last stop cut short
+	cluster  *ClusterLanes // cluster mode: takeovers, claimed rows, step-downs
+	present  *presenter    // the running turns' streamers
 
 	// baseCtx is the context of store and codex work: it outlives intake
 	// until the drain is over and ends when Run returns. Made in New, so
@@ -259,9 +248,8 @@ type Gateway struct {
 	started    atomic.Bool
 	ready      chan struct{}
 
-	out   *deliverer   // the outbox's sender
-	usage *usageLimits // paused while Codex's usage limit is reached; usage in /status
-	gate  LaneGate     // cluster mode: which lanes this node serves (cluster.go)
+	out  *deliverer // the outbox's sender
+	gate LaneGate   // cluster mode: which lanes this node serves (cluster.go)
 
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox
@@ -314,8 +302,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.out.ReleaseHeld(base); err != nil {
 		return err
 	}
-	g.usage.restoreUsagePause(base) // before recovery queues the waiting messages
-	if g.gate == nil {              // in cluster mode each lane recovers as it is taken
+	g.host.start(base) // before recovery queues the waiting messages (a usage pause)
+	if g.gate == nil { // in cluster mode each lane recovers as it is taken
 		if err := g.recovery.all(base); err != nil {
 			return err
 		}

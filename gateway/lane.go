@@ -29,9 +29,6 @@ type lane struct {
 	notified bool       // "queued" notice sent for the current burst
 	dead     bool       // dropped from the lane table; a new lane object replaces it
 	live     liveThread // its thread in the app-server (guarded by mu)
-	// compactHold counts turns that must still run before an automatic
-	// compaction may be tried again (the cooldown).
-	compactHold int
 	// audioTold: the lane was told that audio is not transcribed.
 	audioTold bool
 	// typedAt is when typing was shown for the item about to run while it
@@ -63,9 +60,8 @@ func newLane(key string, addr Address) *lane {
 type itemKind uint8
 
 const (
-	itemTurn    itemKind = iota // run Text as a turn
-	itemCompact                 // compact the lane's thread
-	itemTask                    // run task: a command that acts on the lane's thread or files
+	itemTurn itemKind = iota // run Text as a turn
+	itemTask                 // run task: a command that acts on the lane's thread or files
 )
 
 // item is one queued unit of work.
@@ -145,26 +141,6 @@ func (l *lane) supersede() (thread string, ok bool) {
 		return "", true
 	}
 	return cur.threadID, true
-}
-
-// holdCompaction reports whether the compaction cooldown still holds, and
-// counts this turn against it.
-func (l *lane) holdCompaction() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.compactHold > 0 {
-		l.compactHold--
-		return true
-	}
-	return false
-}
-
-// startCompactionCooldown makes the next given number of turns run before an
-// automatic compaction may be tried again.
-func (l *lane) startCompactionCooldown(turns int) {
-	l.mu.Lock()
-	l.compactHold = turns
-	l.mu.Unlock()
 }
 
 // curDir returns the current turn (nil between items) and its working

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -86,6 +87,7 @@ type limitHarness struct {
 	*harness
 	lcx     *limitCodex
 	timers  *fakeTimers
+	usage   *usage.Limits // the usage feature, over lcx and timers
 	limited atomic.Bool
 }
 
@@ -93,12 +95,12 @@ func newLimitHarness(t *testing.T, opts ...harnessOpt) *limitHarness {
 	t.Helper()
 	h := newHarness(t, opts...)
 	lh := &limitHarness{harness: h, lcx: &limitCodex{fakeCodex: h.cx}, timers: &fakeTimers{}}
-	g, err := New(h.g.cfg, h.st, lh.lcx)
+	lh.usage = usage.New(h.st, lh.lcx, lh.timers.after)
+	g, err := New(withFeatures(h.g.cfg, lh.usage), h.st, lh.lcx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.AddPlatform(h.p)
-	g.usage.gate.after = lh.timers.after
 	h.g = g
 	h.cx.run = func(_ context.Context, _, text string, _ codex.TurnEvents) (codex.TurnResult, error) {
 		if lh.limited.Load() {
@@ -111,10 +113,7 @@ func newLimitHarness(t *testing.T, opts ...harnessOpt) *limitHarness {
 }
 
 func (h *limitHarness) parked(key string) bool {
-	h.g.usage.gate.mu.Lock()
-	defer h.g.usage.gate.mu.Unlock()
-	_, ok := h.g.usage.gate.waiting[key]
-	return ok
+	return h.usage.Parked(key)
 }
 
 // notices returns the outbox texts of a lane containing substr.
@@ -179,8 +178,8 @@ func TestUsageLimitPausesTellsOnceAndResumes(t *testing.T) {
 	h.send(t, "b", "b1", "B one")
 	waitFor(t, "lane b parked", func() bool { return h.parked(b) })
 
-	reset := h.clock.Now().Add(usageLimitFallback)
-	want := limitPrefix + clockTime(reset, h.clock.Now())
+	reset := h.clock.Now().Add(usage.LimitFallback)
+	want := limitPrefix + usage.ClockTime(reset, h.clock.Now())
 	if got := h.turnsOf(""); len(got) != 1 || got[0] != "A one" {
 		t.Fatalf("turns during the pause = %q, want only the one that hit the limit", got)
 	}
@@ -205,9 +204,9 @@ func TestUsageLimitPausesTellsOnceAndResumes(t *testing.T) {
 	}
 
 	h.limited.Store(false)
-	h.clock.Advance(usageLimitFallback)
-	if d := h.timers.fireLast(t); d != usageLimitFallback {
-		t.Errorf("resume timer armed for %v, want %v", d, usageLimitFallback)
+	h.clock.Advance(usage.LimitFallback)
+	if d := h.timers.fireLast(t); d != usage.LimitFallback {
+		t.Errorf("resume timer armed for %v, want %v", d, usage.LimitFallback)
 	}
 	h.awaitReplies(t, "a1", "a2", "a3", "b1")
 	if got := h.turnsOf("A"); strings.Join(got, "|") != "A one|A one|A two|A three" {
@@ -254,7 +253,7 @@ func TestUsageLimitRetryResumesAtOnce(t *testing.T) {
 	if got := h.turnsOf("A"); len(got) != 2 {
 		t.Errorf("turns = %q, want the failed one and one rerun", got)
 	}
-	if _, paused := h.g.usage.gate.pausedUntil(h.clock.Now()); paused {
+	if _, paused := h.usage.PausedUntil(); paused {
 		t.Error("still paused after /retry")
 	}
 	h.timers.mu.Lock()
@@ -282,13 +281,13 @@ func TestUsagePauseFromRateLimitWindows(t *testing.T) {
 	if got := h.turnsOf(""); len(got) != 0 {
 		t.Fatalf("turns while the windows say the limit is reached = %q, want none", got)
 	}
-	want := limitPrefix + clockTime(reset, h.clock.Now())
+	want := limitPrefix + usage.ClockTime(reset, h.clock.Now())
 	if n := h.notices(a, limitPrefix); len(n) != 1 || !strings.HasPrefix(n[0], want) {
 		t.Fatalf("notices = %q, want one starting %q", n, want)
 	}
 	st := h.g.controls.status(context.Background(), h.g.lanes.get(apiAddr("a")))
-	for _, line := range []string{"Codex limits: 5h window 100% used, resets " + clockTime(reset, h.clock.Now()),
-		"weekly window 42% used, resets " + clockTime(reset.Add(48*time.Hour), h.clock.Now())} {
+	for _, line := range []string{"Codex limits: 5h window 100% used, resets " + usage.ClockTime(reset, h.clock.Now()),
+		"weekly window 42% used, resets " + usage.ClockTime(reset.Add(48*time.Hour), h.clock.Now())} {
 		if !strings.Contains(st, line) {
 			t.Errorf("/status:\n%s\nwant it to contain %q", st, line)
 		}
@@ -331,7 +330,7 @@ func TestUsageLimitRequeuesSteeredMessages(t *testing.T) {
 		t.Errorf("steered inbound is %q during the pause, want received", s)
 	}
 	h.limited.Store(false)
-	h.clock.Advance(usageLimitFallback)
+	h.clock.Advance(usage.LimitFallback)
 	h.timers.fireLast(t)
 	h.awaitReplies(t, "a1", "a2")
 	if got := h.turnsOf(""); strings.Join(got, "|") != "slow one|slow one|steered two" {
@@ -368,7 +367,7 @@ func TestUsageLimitRequeuedSteerKeepsItsSender(t *testing.T) {
 	close(release)
 	waitFor(t, "lane a parked", func() bool { return h.parked(apiAddr("a").SessionKey()) })
 	h.limited.Store(false)
-	h.clock.Advance(usageLimitFallback)
+	h.clock.Advance(usage.LimitFallback)
 	h.timers.fireLast(t)
 	h.awaitReplies(t, "a1", "a2")
 	if id := <-requesters; id != "u1" {

@@ -29,6 +29,7 @@ type host struct {
 	commandSet
 	callbacks []callbackRoute
 	hooks     turnHooks
+	usage     usageHooks // ext.UsageHooks beyond the turn hooks (extension_usage.go)
 	// tools are the dynamic tools features offer, by name (ext.Host.Tool).
 	tools map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult
 	// transcribes: a feature transcribes audio before the turn (OnAudio),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -149,7 +150,8 @@ func compactionRequests(w *world, thread string) int {
 func TestIntegrationCompactionAboveThreshold(t *testing.T) {
 	w := newWorld(t)
 	w.args = contextWindowArgs
-	cfg := gateway.Config{CompactAt: 0.8}
+	w.features.Compact = compact.Config{At: 0.8}
+	cfg := gateway.Config{}
 	gw := w.start(t, cfg)
 	w.model.Respond(bigUsage(false))
 	big := gw.ask(t, "alpha", "Remember MANGO-9. BIG context now.")
@@ -203,7 +205,8 @@ func TestIntegrationCompactionAboveThreshold(t *testing.T) {
 func TestIntegrationFailedCompactionKeepsLaneWorking(t *testing.T) {
 	w := newWorld(t)
 	w.args = contextWindowArgs
-	gw := w.start(t, gateway.Config{CompactAt: 0.8})
+	w.features.Compact = compact.Config{At: 0.8}
+	gw := w.start(t, gateway.Config{})
 	w.model.Respond(bigUsage(true))
 	big := gw.ask(t, "alpha", "Remember KIWI-3. BIG context now.")
 	next := gw.ask(t, "alpha", "Still there?")

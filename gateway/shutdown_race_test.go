@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -92,9 +93,8 @@ func countText(texts []string, want string) int {
 // the next start tells the lane instead of the turn running half-drained.
 func TestShutdownRaceCompactionCutOffDoesNotStartTurn(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
-		c.CompactAt = 0.5
 		c.DrainTimeout = 50 * time.Millisecond
-	})
+	}).compacting(t, compact.Config{At: 0.5})
 	release := releaseOnCleanup(t)
 	h.cx.usageFn = func(string) (codex.Usage, bool) {
 		return codex.Usage{LastTotalTokens: 900, TotalTokens: 900, ContextWindow: 1000}, true

@@ -30,7 +30,7 @@ const (
 
 // turnRunner runs one queued item: a turn through its lifecycle (journal,
 // ensure the thread, run, commit) with the modules' hooks at each step, or
-// a compaction. It holds no state of its own between items; a lane's
+// a task. It holds no state of its own between items; a lane's
 // belongs to the lane, a turn's to the turn.
 type turnRunner struct {
 	base        context.Context // the gateway's
@@ -50,12 +50,10 @@ type turnRunner struct {
 	gate        LaneGate           // cluster mode (SetLaneGate), else nil
 
 	// Parts still built by the gateway: the turn's typing and preview,
-	// busy mode's interrupt of a superseded turn, the compaction item,
-	// token metrics and deleting a stale preview.
+	// busy mode's interrupt of a superseded turn and deleting a stale
+	// preview.
 	stream      func(addr Address, replyTo string, typedAt time.Time) *streamer
 	superseded  func(l *lane, cur *turnState, thread string)
-	compact     func(ctx context.Context, l *lane, it item)
-	countTokens func(platform string, u codex.Usage)
 	dropPreview func(ctx context.Context, addr Address, id string)
 }
 
@@ -132,9 +130,6 @@ func (r *turnRunner) process(ctx context.Context, l *lane, it item) {
 		return
 	}
 	switch it.kind {
-	case itemCompact:
-		r.compact(ctx, l, it)
-		return
 	case itemTask:
 		it.task(ctx, l, it)
 		r.host.after(ctx, l, it)
@@ -375,7 +370,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	t.stopStream()
 	t.work.stop(r.now()) // collapsed before the reply goes out
 	r.obs.TurnFinished(status, r.now().Sub(t.started))
-	r.countTokens(t.l.addr.Platform, u)
+	r.host.spent(t.l.addr.Platform, u)
 	if t.turnID == "" {
 		t.turnID = syntheticTurnID(t)
 	}

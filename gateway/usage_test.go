@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -54,7 +55,7 @@ func TestTurnUsageCountedRecordedAndShown(t *testing.T) {
 	st := &usageFakeStore{fakeStore: h.st, last: map[string]store.TurnUsage{}}
 	cfg := h.g.cfg
 	cfg.Observer = obs
-	g, err := New(cfg.WithDefaults(), st, h.cx)
+	g, err := New(withFeatures(cfg, usage.New(st, h.cx, nil)).WithDefaults(), st, h.cx)
 	if err != nil {
 		t.Fatal(err)
 	}

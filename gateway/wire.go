@@ -63,9 +63,8 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 
 // wireFeatures builds the feature modules that the core calls into.
 func wireFeatures(g *Gateway) {
-	cfg, st, cx, log := g.cfg, g.st, g.cx, g.log
+	cfg := g.cfg
 	g.places = newPlaces(cfg)
-	g.usage = newUsageLimits(st, cx, g.out, g.inbox, g.journal, g.baseCtx, log, cfg.Observer, cfg.Now)
 	g.host.requests.settings = requestSettings(cfg)
 }
 
@@ -77,27 +76,22 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		countTokens: g.usage.countTokens, dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop}
+		dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
-		process: g.turns.process, hold: g.usage.parkIfPaused, trimLive: g.threads.trimLive,
+		process: g.turns.process, hold: g.host.hold, trimLive: g.threads.trimLive,
 		endFiles: releaseFiles(cfg.Files), sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
-	g.usage.sched = g.sched
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
-		paused: g.usage.usagePaused, busy: busy.input,
+		paused: g.host.holding, busy: busy.input,
 		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit}
 	g.triggers = &triggerServices{in: g.in, gate: func() LaneGate { return g.gate }}
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.places.workDir}
-	g.compaction = &compaction{st: st, cx: cx, sched: g.sched, loader: g.loader,
-		out: g.out, inbox: g.inbox, log: log, obs: cfg.Observer, now: cfg.Now, at: cfg.CompactAt,
-		cooldown: cfg.CompactCooldownTurns}
-	g.turns.compact = g.compaction.item
 	g.controls = &controls{st: st, cx: cx, lanes: g.lanes, sched: g.sched, threads: g.threads, host: g.host,
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
-		describeProject: g.places.describe, retryAfterLimit: g.usage.retryAfterLimit}
+		describeProject: g.places.describe, retryAfterLimit: g.host.retried}
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
 		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
 	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
@@ -106,11 +100,5 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 
 // modules are the features, in the order their hooks run.
 func modules(g *Gateway) []module {
-	return []module{
-		// The order of /status's lines.
-		g.controls,
-		g.usage,
-		g.compaction,
-		// No order among these.
-	}
+	return []module{g.controls}
 }

@@ -52,6 +52,8 @@ type Host interface {
 	Choices
 	WorkViewHooks // the work view: turns watched, status messages
 	CommandHooks  // commands run from a button
+	// UsageHooks are the hooks of Codex's usage: compaction, the pause.
+	UsageHooks
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.
@@ -191,6 +193,7 @@ type Work struct {
 
 // Lane is one conversation as a feature sees it.
 type Lane interface {
+	LaneUsage
 	// Running is the lane's turn while codex runs it, for a tool it
 	// calls; false when none runs.
 	Running() (RunningTurn, bool)
@@ -257,6 +260,7 @@ type Turn interface {
 	// TurnPlace moves, refuses and names the turn (projects, worktrees).
 	TurnPlace
 	ClosingButtons // what its end offers
+	TurnUsage
 	// Dir is the turn's working directory, as the core chose it (a
 	// project's, its worktree, or the lane's own).
 	Dir() string

@@ -22,8 +22,6 @@ type PlaceHooks interface {
 	// DefaultDir is the directory of a lane without a project: codex.cwd,
 	// or with isolated lanes the lane's own directory under it.
 	DefaultDir(sessionKey string) string
-	// OnReady runs once a turn's thread is loaded, before turn/start.
-	OnReady(fn func(ctx context.Context, t Turn))
 	// OnStarted runs when codex has started the turn (TurnPlace.ID is
 	// known), before its first event is handled.
 	OnStarted(fn func(ctx context.Context, t Turn))

@@ -11,6 +11,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/approvals"
 	"github.com/gatewayd/gatewayd/gateway/feature/btw"
 	"github.com/gatewayd/gatewayd/gateway/feature/cmdbuttons"
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/gateway/feature/confine"
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
@@ -26,6 +27,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
+	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/feature/workview"
 )
@@ -55,6 +57,8 @@ type Settings struct {
 	// Verbose is the work view mode of lanes that chose none with
 	// /verbose (lanes.verbose; "": config's default).
 	Verbose string
+	// Compact is when a lane's thread is compacted (lanes.compact_at).
+	Compact compact.Config
 }
 
 // Store is what the features use of the store: the union of their own
@@ -72,6 +76,8 @@ type Store interface {
 	schedules.Store
 	models.Store
 	workview.Store
+	usage.Store
+	compact.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -83,6 +89,8 @@ type Runtime interface {
 	threads.Runtime
 	models.Runtime
 	account.Runtime
+	usage.Runtime
+	compact.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -96,6 +104,8 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		models.New(s.Model, s.Effort, st, cx),
 		// Before diskquota: a codex that cannot answer refuses first.
 		account.New(s.CodexLogin, cx),
+		usage.New(st, cx, nil),
+		compact.New(s.Compact, st, cx),
 		schedules.New(s.Schedules, st),
 		rotate.New(s.Rotate, st),
 		senderlimit.New(s.MaxPerMinute, st),

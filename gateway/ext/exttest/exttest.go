@@ -58,6 +58,7 @@ type Host struct {
 	notices  []Notice
 	inputs   []func(ctx context.Context, t ext.Turn, in *codex.TurnInput)
 	statuses []func(ctx context.Context, sl store.Lane, b *strings.Builder)
+	usage    usageHooks // usage.go
 }
 
 var _ ext.Host = (*Host)(nil)
@@ -200,6 +201,7 @@ type Lane struct {
 
 	mu     sync.Mutex
 	queued []ext.Work
+	usage  laneUsage // usage.go
 }
 
 var _ ext.Lane = (*Lane)(nil)
@@ -268,8 +270,9 @@ func (l *Lane) RunQueued(ctx context.Context) {
 
 // Turn is an ext.Turn of a lane with a row.
 type Turn struct {
-	L ext.Lane
-	R store.Lane
+	L         ext.Lane
+	R         store.Lane
+	TurnUsage // usage.go
 }
 
 var _ ext.Turn = (*Turn)(nil)

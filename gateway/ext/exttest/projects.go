@@ -12,7 +12,6 @@ import (
 
 func (h *Host) ProvidePlaces(ext.Places) error                  { return nil }
 func (h *Host) DefaultDir(string) string                        { return h.Dir }
-func (h *Host) OnReady(func(ctx context.Context, t ext.Turn))   {}
 func (h *Host) OnStarted(func(ctx context.Context, t ext.Turn)) {}
 
 // NotifyButtons records the text as a notice; the buttons are not kept.

@@ -22,6 +22,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
@@ -311,7 +312,6 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 	return gateway.Config{
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
-		CompactAt: lanes.CompactAt,
 		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
 			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
 				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
@@ -319,7 +319,8 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 			Schedules: schedules.Config{MinInterval: d.cfg.Schedules.MinInterval, CatchUp: d.cfg.Schedules.CatchUp,
 				MaxPerLane: d.cfg.Schedules.MaxPerLane, Timezone: lanes.Timezone, Fired: d.metrics.ScheduleFired},
 			Model: d.cfg.Codex.Model, Effort: d.cfg.Codex.Effort,
-			CodexLogin: codexLogin(d.cfg.Codex.Command), Verbose: lanes.Verbose}, d.store, d.codex),
+			CodexLogin: codexLogin(d.cfg.Codex.Command), Verbose: lanes.Verbose,
+			Compact: compact.Config{At: lanes.CompactAt, CooldownTurns: config.DefaultCompactCooldownTurns}}, d.store, d.codex),
 		Approvals: d.cfg.Codex.Approvals, ApprovalTimeout: d.cfg.Codex.ApprovalTimeout,
 		QuestionTimeout: d.cfg.Codex.QuestionTimeout,
 		TurnTimeout:     d.cfg.Codex.TurnTimeout,
@@ -332,9 +333,8 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),
 		Logger:       d.log, Observer: d.metrics,
-		CompactCooldownTurns: config.DefaultCompactCooldownTurns,
-		PreviewInterval:      config.DefaultPreviewInterval,
-		TypingInterval:       config.DefaultTypingInterval,
+		PreviewInterval: config.DefaultPreviewInterval,
+		TypingInterval:  config.DefaultTypingInterval,
 	}
 }
 

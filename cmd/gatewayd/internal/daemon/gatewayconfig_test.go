@@ -24,7 +24,7 @@ func TestGatewayConfigTakesTheTablesDefaults(t *testing.T) {
 		"ContextMessages": {got.ContextMessages, want.ContextMessages},
 		"ApprovalTimeout": {got.ApprovalTimeout, want.ApprovalTimeout}, "QuestionTimeout": {got.QuestionTimeout, want.QuestionTimeout},
 		"Approvals": {got.Approvals, want.Approvals}, "Approvers": {got.Approvers, want.Approvers},
-		"DrainTimeout": {got.DrainTimeout, want.DrainTimeout}, "CompactCooldownTurns": {got.CompactCooldownTurns, want.CompactCooldownTurns},
+		"DrainTimeout":    {got.DrainTimeout, want.DrainTimeout},
 		"PreviewInterval": {got.PreviewInterval, want.PreviewInterval}, "TypingInterval": {got.TypingInterval, want.TypingInterval},
 	} {
 		if p.got != p.want {

@@ -1,4 +1,4 @@
-package gateway
+package usage
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type savedPause struct {
 // are serialised so an older snapshot never overwrites a newer one. A
 // failed save is logged: it costs at most a repeated notice after a
 // restart, never a message.
-func (m *usageLimits) saveUsagePause() {
+func (m *Limits) saveUsagePause() {
 	u := m.gate
 	u.saveMu.Lock()
 	defer u.saveMu.Unlock()
@@ -41,14 +41,14 @@ func (m *usageLimits) saveUsagePause() {
 		b, _ := json.Marshal(p)
 		value = string(b)
 	}
-	if err := m.st.SetState(m.base, usagePauseState, value); err != nil {
+	if err := m.st.SetState(m.host.Context(), usagePauseState, value); err != nil {
 		m.log.Warn("usage.pause_save_failed", zap.Error(err))
 	}
 }
 
 // restoreUsagePause takes up a pause recorded before a restart, if it is
 // still in force; one that ended meanwhile is cleared.
-func (m *usageLimits) restoreUsagePause(ctx context.Context) {
+func (m *Limits) restoreUsagePause(ctx context.Context) {
 	raw, err := m.st.State(ctx, usagePauseState)
 	if err != nil || raw == "" {
 		if err != nil {

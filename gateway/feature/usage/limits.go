@@ -1,4 +1,7 @@
-package gateway
+// Package usage is Codex's usage as the gateway shows and obeys it: the
+// lane's context and last turn and the account's limits in /status, the
+// tokens turns spend, and the pause while the usage limit is reached.
+package usage
 
 import (
 	"context"
@@ -8,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -26,93 +30,119 @@ import (
 //     durable outbox;
 //   - at the reset time (or on /retry) the waiting lanes' workers restart.
 
-// usageLimitFallback is the pause when codex reported no rate-limit window
+// LimitFallback is the pause when codex reported no rate-limit window
 // saying when the limit resets (its error message names only a clock time).
-const usageLimitFallback = 15 * time.Minute
+const LimitFallback = 15 * time.Minute
 
-// usageLimits is the usage-limit pause and the /status lines of usage: it
-// owns the gateway-wide gate, keeps it in the store across a restart
+// Limits is the usage-limit pause and the /status lines of usage: it owns
+// the gateway-wide gate, keeps it in the store across a restart
 // (pausestate.go), parks the lanes' workers while it is closed, requeues a
 // turn that failed on the limit, lifts the pause on /retry, and counts
 // tokens (usage.go).
-type usageLimits struct {
-	gate    *usageGate
-	st      usageLimitStore
-	cx      usageRuntime
-	sched   parkingLot // the lanes' workers, parked and resumed; set by New once it exists
-	out     *deliverer
-	inbox   inbox
-	journal journal
-	base    context.Context // the gateway's: saves and lane notices outlive a turn
-	log     *zap.Logger
-	obs     Observer
-	now     func() time.Time
+type Limits struct {
+	gate *gate
+	st   Store
+	cx   Runtime
+	host ext.Host
+	log  *zap.Logger
+	obs  ext.Metrics
 }
 
-// usageLimitStore is the part of the store usage limits use: the saved
-// pause and the usage recorded with a lane's last turn.
-type usageLimitStore interface {
-	stateStore
-	usageStore
+// Store is the part of the store usage limits use: the saved pause and
+// the usage recorded with a lane's last turn.
+type Store interface {
+	SetState(ctx context.Context, name, value string) error
+	State(ctx context.Context, name string) (string, error)
+	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
 }
 
-// usageRuntime is the part of codex usage limits read: the account's
-// rate-limit windows and a loaded thread's usage.
-type usageRuntime interface {
-	limitRuntime
+// Runtime is the part of codex usage limits read: the account's
+// rate-limit windows, read afresh (account/rateLimits/read; only a
+// ChatGPT account has them) or the last that codex reported, and a loaded
+// thread's usage.
+type Runtime interface {
+	RateLimits(ctx context.Context) (codex.RateLimits, error)
+	LastRateLimits() (codex.RateLimits, bool)
 	Usage(threadID string) (codex.Usage, bool)
 }
 
 var (
-	_ usageLimitStore = (*store.Store)(nil)
-	_ usageRuntime    = (*codex.Client)(nil)
+	_ Store   = (*store.Store)(nil)
+	_ Runtime = (*codex.Client)(nil)
 )
 
-// parkingLot is what the pause asks of the scheduler (scheduler.go): park
-// a worker's next item and retire the worker, put items back at the head
-// of a lane's queue, restart a parked lane's worker, and whether the
-// gateway is shutting down.
-type parkingLot interface {
-	park(l *lane, it item, wait func() bool) bool
-	requeue(l *lane, items []item)
-	resume(l *lane)
-	draining() bool
+// AfterFunc schedules f after d and returns what stops it
+// (time.AfterFunc's Stop).
+type AfterFunc func(d time.Duration, f func()) (stop func() bool)
+
+// New is the usage feature over st and cx. after arms the resume timer of
+// a pause; nil is time.AfterFunc (tests fire it by hand).
+func New(st Store, cx Runtime, after AfterFunc) *Limits {
+	if after == nil {
+		after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
+	return &Limits{gate: newGate(after), st: st, cx: cx}
 }
 
-func newUsageLimits(st usageLimitStore, cx usageRuntime, out *deliverer, in inbox, j journal,
-	base context.Context, log *zap.Logger, obs Observer, now func() time.Time) *usageLimits {
-	return &usageLimits{gate: newUsageGate(), st: st, cx: cx, out: out, inbox: in, journal: j,
-		base: base, log: log, obs: obs, now: now}
+// Name is the feature's name.
+func (m *Limits) Name() string { return "usage" }
+
+// Register adds the lane's context, last turn and the account's limits to
+// /status, takes over a turn that failed on the usage limit, holds the
+// lanes' work while paused, lifts the pause on /retry, counts tokens and
+// takes up a pause saved before a restart.
+func (m *Limits) Register(h ext.Host) error {
+	m.host, m.log, m.obs = h, h.Logger(), h.Metrics()
+	h.OnStatus(m.statusLines)
+	h.OnResult(m.usageLimited)
+	h.OnHold(m.parkIfPaused)
+	h.OnHolding(m.usagePaused)
+	h.OnRetry(m.retryAfterLimit)
+	h.OnUsage(m.countTokens)
+	h.OnStart(m.restoreUsagePause) // before recovery queues the waiting messages
+	return nil
 }
 
-// usageGate is the gateway-wide "paused until" state.
-type usageGate struct {
+func (m *Limits) now() time.Time { return m.host.Now() }
+
+// gate is the gateway-wide "paused until" state.
+type gate struct {
 	saveMu  sync.Mutex // serialises saveUsagePause (pausestate.go)
 	mu      sync.Mutex
-	until   time.Time        // zero: not paused
-	lifted  time.Time        // /retry lifted a pause until this: windows resetting by then are ignored
-	waiting map[string]*lane // lanes whose worker parked, by key
-	told    map[string]bool  // lanes told during this pause
-	stop    func() bool      // the resume timer of the current pause
-	// after schedules f after d (time.AfterFunc; tests fire it by hand).
-	after func(d time.Duration, f func()) (stop func() bool)
+	until   time.Time           // zero: not paused
+	lifted  time.Time           // /retry lifted a pause until this: windows resetting by then are ignored
+	waiting map[string]ext.Lane // lanes whose worker parked, by key
+	told    map[string]bool     // lanes told during this pause
+	stop    func() bool         // the resume timer of the current pause
+	after   AfterFunc
 }
 
-func newUsageGate() *usageGate {
-	return &usageGate{waiting: map[string]*lane{}, told: map[string]bool{},
-		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
+func newGate(after AfterFunc) *gate {
+	return &gate{waiting: map[string]ext.Lane{}, told: map[string]bool{}, after: after}
 }
 
 // pausedUntil reports the pause in force at now.
-func (u *usageGate) pausedUntil(now time.Time) (time.Time, bool) {
+func (u *gate) pausedUntil(now time.Time) (time.Time, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.until, !u.until.IsZero() && now.Before(u.until)
 }
 
+// Parked reports whether the worker of the lane key is parked until the
+// pause ends.
+func (m *Limits) Parked(key string) bool {
+	m.gate.mu.Lock()
+	defer m.gate.mu.Unlock()
+	_, ok := m.gate.waiting[key]
+	return ok
+}
+
+// PausedUntil reports the pause in force now.
+func (m *Limits) PausedUntil() (time.Time, bool) { return m.gate.pausedUntil(m.now()) }
+
 // pauseForUsage pauses new turns until until (a later pause extends it) and
 // arms the resume timer.
-func (m *usageLimits) pauseForUsage(until time.Time) {
+func (m *Limits) pauseForUsage(until time.Time) {
 	u := m.gate
 	u.mu.Lock()
 	if !until.After(u.until) {
@@ -135,8 +165,8 @@ func (m *usageLimits) pauseForUsage(until time.Time) {
 
 // resumeAtReset runs when the pause's timer fires; a pause extended since
 // then re-arms instead.
-func (m *usageLimits) resumeAtReset() {
-	if m.sched.draining() {
+func (m *Limits) resumeAtReset() {
+	if m.host.Draining() {
 		return // shut down: the inbox keeps the waiting messages for the next start
 	}
 	u := m.gate
@@ -152,7 +182,7 @@ func (m *usageLimits) resumeAtReset() {
 
 // resumeLanes ends the pause and restarts the parked lanes' workers; it
 // reports whether a pause was in force.
-func (m *usageLimits) resumeLanes(why string) bool {
+func (m *Limits) resumeLanes(why string) bool {
 	u := m.gate
 	u.mu.Lock()
 	was := !u.until.IsZero()
@@ -165,21 +195,21 @@ func (m *usageLimits) resumeLanes(why string) bool {
 		u.stop = nil
 	}
 	parked := u.waiting
-	u.waiting, u.told = map[string]*lane{}, map[string]bool{}
+	u.waiting, u.told = map[string]ext.Lane{}, map[string]bool{}
 	u.mu.Unlock()
 	if was {
 		m.log.Info("usage.resumed", zap.String("by", why), zap.Int("lanes", len(parked)))
 		m.saveUsagePause()
 	}
 	for _, l := range parked {
-		m.sched.resume(l)
+		l.Resume()
 	}
 	return was
 }
 
 // windowsReached pauses the gateway when codex's last rate-limit windows
 // say the limit is used up, before a turn is even tried.
-func (m *usageLimits) windowsReached() {
+func (m *Limits) windowsReached() {
 	snap, ok := m.cx.LastRateLimits()
 	if !ok {
 		return
@@ -194,40 +224,41 @@ func (m *usageLimits) windowsReached() {
 }
 
 // usagePaused says whether new turns wait for a usage limit to reset.
-func (m *usageLimits) usagePaused() bool {
+func (m *Limits) usagePaused() bool {
 	_, paused := m.gate.pausedUntil(m.now())
 	return paused
 }
 
-// parkIfPaused is the worker's check before it starts it: while paused the
-// item goes back to the head of the lane's queue and the worker retires
-// (resumeLanes restarts it). It reports whether the item was parked. The
-// lane is told once per pause; that notice also stands for the "queued"
-// notice of the burst.
-func (m *usageLimits) parkIfPaused(l *lane, it item) bool {
+// parkIfPaused is the worker's check before it starts an item: while
+// paused the item goes back to the head of the lane's queue and the worker
+// retires (resumeLanes restarts it). It reports whether the item was
+// parked. The lane is told once per pause; that notice also stands for
+// the "queued" notice of the burst.
+func (m *Limits) parkIfPaused(l ext.Lane, park func(wait func() bool) bool) bool {
 	m.windowsReached()
 	now := m.now()
+	key := l.Key()
 	var until time.Time
 	var tell bool
 	// Decided under the lane's lock (park holds it): resumeLanes, which
 	// restarts a parked lane under the same lock, cannot run between the
 	// lane joining the waiting ones and its worker retiring.
-	paused := m.sched.park(l, it, func() bool {
+	paused := park(func() bool {
 		u := m.gate
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		var paused bool
 		until, paused = u.until, !u.until.IsZero() && now.Before(u.until)
-		tell = paused && !u.told[l.key]
+		tell = paused && !u.told[key]
 		if paused {
-			u.waiting[l.key] = l
-			u.told[l.key] = true
+			u.waiting[key] = l
+			u.told[key] = true
 		}
 		return paused
 	})
 	if tell {
 		m.saveUsagePause() // before the notice: a restart must not tell again
-		m.out.Notify(m.base, l.addr, "", m.usageLimitNotice(until))
+		m.host.Notify(m.host.Context(), l.Address(), "", m.usageLimitNotice(until))
 	}
 	return paused
 }
@@ -236,71 +267,56 @@ func (m *usageLimits) parkIfPaused(l *lane, it item) bool {
 // the gateway, puts the message back at the head of its lane's queue
 // (uncommitted, so it stays received in the inbox) and tells the lane,
 // once, when it continues. It reports whether it handled the turn.
-func (m *usageLimits) usageLimited(ctx context.Context, t *turn, res codex.TurnResult, err error) bool {
+func (m *Limits) usageLimited(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool {
 	if err != nil || res.Status != codex.TurnFailed || !res.Error.IsUsageLimit() {
 		return false
 	}
-	t.stopStream()
+	l := t.Lane()
 	until := m.usageResetTime()
 	m.pauseForUsage(until)
-	m.log.Warn("turn.usage_limited", zap.String("lane", t.l.key), zap.String("thread", t.thread),
+	m.log.Warn("turn.usage_limited", zap.String("lane", l.Key()), zap.String("thread", t.Thread()),
 		zap.String("turn", res.TurnID), zap.Time("until", until))
-	m.obs.TurnFinished("usage_limited", m.now().Sub(t.started))
-	m.journal.clear(ctx, t.l.key)
-	m.requeueForReset(t.l, t.it)
+	m.obs.TurnFinished("usage_limited", m.now().Sub(t.Started()))
+	// The worker running it parks them at its next step (the gate is
+	// paused).
+	t.Requeue(ctx)
 	u := m.gate
 	u.mu.Lock()
-	tell := !u.told[t.l.key]
-	u.told[t.l.key] = true
+	tell := !u.told[l.Key()]
+	u.told[l.Key()] = true
 	u.mu.Unlock()
 	if tell {
 		m.saveUsagePause()
 		// A lane notice, not an answer to the message: the message's answer
 		// is the reply that comes after the reset (the API lane ends a
 		// request at the first answer to it).
-		m.out.Notify(ctx, t.l.addr, "", m.usageLimitNotice(until))
+		m.host.Notify(ctx, l.Address(), "", m.usageLimitNotice(until))
 	}
 	return true
 }
 
-// requeueForReset puts the item back at the head of the lane's queue,
-// followed by the messages steered into the refused turn (uncommitted too,
-// so each runs as its own turn); the worker running it parks them at its
-// next step (the gate is paused).
-func (m *usageLimits) requeueForReset(l *lane, it item) {
-	cur := l.current()
-	items := []item{it}
-	if cur != nil {
-		steered := cur.steer.close()
-		for i, s := range steered {
-			id, name := cur.steer.sender(i)
-			items = append(items, item{kind: itemTurn, inboundID: s.InboundID, msgID: s.MessageID, text: s.Text,
-				requester: id, requesterName: name})
-		}
-	}
-	m.sched.requeue(l, items)
-}
-
 // usageResetTime is when the reached limit resets: the latest reset of
 // the used-up windows codex reported, else a fixed wait.
-func (m *usageLimits) usageResetTime() time.Time {
+func (m *Limits) usageResetTime() time.Time {
 	now := m.now()
 	if snap, ok := m.cx.LastRateLimits(); ok {
 		if until, reached := snap.ReachedUntil(now); reached {
 			return until
 		}
 	}
-	return now.Add(usageLimitFallback)
+	return now.Add(LimitFallback)
 }
 
 // usageLimitNotice tells a lane when work continues, in the daemon's local
 // time with its zone (and the weekday when that is not within a day).
-func (m *usageLimits) usageLimitNotice(until time.Time) string {
+func (m *Limits) usageLimitNotice(until time.Time) string {
 	return fmt.Sprintf("Codex usage limit reached; I'll continue at %s. Your waiting messages run then (send /retry to try sooner).",
-		clockTime(until, m.now()))
+		ClockTime(until, m.now()))
 }
 
-func clockTime(at, now time.Time) string {
+// ClockTime is at as a lane is told it: the daemon's local clock time and
+// zone, with the weekday when at is more than 20 hours after now.
+func ClockTime(at, now time.Time) string {
 	at = at.In(time.Local)
 	if at.Sub(now) > 20*time.Hour {
 		return at.Format("Mon 15:04 MST")
@@ -310,34 +326,25 @@ func clockTime(at, now time.Time) string {
 
 // retryAfterLimit is /retry during a pause: it lifts the pause and reports
 // true when this lane's own waiting work now runs (nothing else to retry).
-func (m *usageLimits) retryAfterLimit(ctx context.Context, l *lane, inboundID int64, msgID string) bool {
+func (m *Limits) retryAfterLimit(ctx context.Context, c ext.Call) bool {
 	m.gate.mu.Lock()
-	_, parked := m.gate.waiting[l.key]
+	_, parked := m.gate.waiting[c.Lane.Key()]
 	m.gate.mu.Unlock()
 	if !m.resumeLanes("retry") {
 		return false
 	}
-	waiting := l.snapshot().hasWork()
-	if !parked && !waiting {
+	if !parked && !c.Lane.HasWork() {
 		return false // nothing of this lane waited: retry its turn to retry as usual
 	}
-	m.out.Notify(ctx, l.addr, msgID, "Trying Codex again now; your waiting messages run in order.")
-	m.inbox.set(ctx, inboundID, store.InboundDone)
+	m.host.Notify(ctx, c.Lane.Address(), c.MsgID, "Trying Codex again now; your waiting messages run in order.")
 	return true
 }
 
 // usagePauseStatus is the /status line of a pause in force ("" if none).
-func (m *usageLimits) usagePauseStatus() string {
+func (m *Limits) usagePauseStatus() string {
 	until, paused := m.gate.pausedUntil(m.now())
 	if !paused {
 		return ""
 	}
-	return "Paused: Codex usage limit reached; continuing at " + clockTime(until, m.now()) + "\n"
-}
-
-// register adds the lane's context, last turn and the account's limits to
-// /status, and takes over a turn that failed on the usage limit.
-func (m *usageLimits) register(h *host) {
-	h.hooks.status = append(h.hooks.status, m.statusLines)
-	h.hooks.result = append(h.hooks.result, m.usageLimited)
+	return "Paused: Codex usage limit reached; continuing at " + ClockTime(until, m.now()) + "\n"
 }
