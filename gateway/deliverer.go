@@ -84,7 +84,7 @@ func (d *deliverer) outboundOf(m store.OutboxMessage, parts PartLog) Outbound {
 func (d *deliverer) sentFile(m store.OutboxMessage) *SentFile {
 	f := sentFileOf(m)
 	if d.files != nil {
-		f.open = func() (*os.File, error) { return d.files.Open(m.SessionKey, m.FilePath) }
+		f.Opener = func() (*os.File, error) { return d.files.Open(m.SessionKey, m.FilePath) }
 	}
 	return f
 }
