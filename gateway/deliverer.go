@@ -170,8 +170,6 @@ func (d *deliverer) askDirect(ctx context.Context, out Outbound, buttons []Butto
 	return id
 }
 
-var _ DeliveryReporter = (*Gateway)(nil)
-
 // Delivered marks a deferred outbox row sent: the platform handed it over
 // (outbox's deferred delivery).
 func (g *Gateway) Delivered(ctx context.Context, id int64, platformMessageID string) error {

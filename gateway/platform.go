@@ -32,7 +32,12 @@ type (
 	ButtonSender     = chat.ButtonSender
 	ButtonEditor     = chat.ButtonEditor
 	Authorizer       = chat.Authorizer
-	DeliveryReporter = chat.DeliveryReporter
+	MakerAuthorizer  = chat.MakerAuthorizer
+	ProgressEditor   = chat.ProgressEditor
+	// A turn's status message as platforms see it: the view the work view
+	// (feature/workview) shows, structured for the platforms that take it.
+	WorkView   = chat.WorkView
+	WorkAction = chat.WorkAction
 	// RetryAfterError is returned by Send and Edit when the platform asks
 	// us to slow down; the outbox retries after the given delay.
 	RetryAfterError = outbox.RetryAfterError
@@ -52,6 +57,10 @@ const (
 	OutFile     = chat.OutFile
 	OutProgress = chat.OutProgress
 
+	// Work action kinds (WorkAction.Kind).
+	WorkCommand  = chat.WorkCommand
+	WorkFileEdit = chat.WorkFileEdit
+
 	SessionKeyVersion = chat.SessionKeyVersion
 )
 
@@ -59,7 +68,7 @@ var (
 	ErrNoPlace = chat.ErrNoPlace
 	// ErrDeferred: the platform took the message but nobody has received
 	// it yet; the outbox holds the row until the platform reports it
-	// through its DeliveryReporter.
+	// (the API lane through its Config.Deliveries).
 	ErrDeferred = outbox.ErrDeferred
 	// ErrPermanent marks a send failure that retrying cannot fix (chat not
 	// found, thread deleted, forbidden). Wrap it: fmt.Errorf("...: %w",

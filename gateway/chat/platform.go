@@ -260,14 +260,16 @@ type Authorizer interface {
 	Authorize(in Inbound) bool
 }
 
-// DeliveryReporter is what a platform that defers deliveries
-// (outbox.ErrDeferred) is given at construction (the API lane's Config);
-// *gateway.Gateway implements it.
-type DeliveryReporter interface {
-	// Delivered marks outbox row id sent, once the platform really handed
-	// it over (the API lane: a response carrying it was written).
-	Delivered(ctx context.Context, id int64, platformMessageID string) error
-	// Redeliver makes the lane's held rows due again: a listener appeared,
-	// or one that took them went away before they reached it.
-	Redeliver(ctx context.Context, sessionKey string) error
+// MakerAuthorizer is an optional capability of an Authorizer that cannot
+// always tell from a sender's id alone (Discord allows by role, and a
+// schedule keeps no roles): known is false when it cannot.
+type MakerAuthorizer interface {
+	AuthorizeMaker(addr Address, senderID string) (allowed, known bool)
+}
+
+// ProgressEditor is an optional capability of a platform that shows the
+// work view structured (the API lane): edits of the status message come
+// with the view. Platforms without it get Platform.Edit with the text.
+type ProgressEditor interface {
+	EditProgress(ctx context.Context, addr Address, messageID, text string, view WorkView) error
 }
