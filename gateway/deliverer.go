@@ -84,7 +84,7 @@ func (d *deliverer) outboundOf(m store.OutboxMessage, parts PartLog) Outbound {
 func (d *deliverer) sentFile(m store.OutboxMessage) *SentFile {
 	f := sentFileOf(m)
 	if d.files != nil {
-		f.open = func() (*os.File, error) { return d.files.Open(m.SessionKey, m.FilePath) }
+		f.Opener = func() (*os.File, error) { return d.files.Open(m.SessionKey, m.FilePath) }
 	}
 	return f
 }
@@ -169,8 +169,6 @@ func (d *deliverer) askDirect(ctx context.Context, out Outbound, buttons []Butto
 	}
 	return id
 }
-
-var _ DeliveryReporter = (*Gateway)(nil)
 
 // Delivered marks a deferred outbox row sent: the platform handed it over
 // (outbox's deferred delivery).

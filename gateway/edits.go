@@ -83,7 +83,7 @@ func (e *turnEdits) release() {
 func (l *lane) replaceWaiting(msgID, text string) (inboundID int64, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok = l.queue.update(func(it item) bool {
+	ok = l.queue.Update(func(it item) bool {
 		return it.msgID == msgID && editableTurn(it)
 	}, func(it *item) {
 		it.text, it.journal, inboundID = text, nil, it.inboundID

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatewayd/gatewayd/internal/fifo"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -23,12 +24,12 @@ type lane struct {
 	opMu sync.Mutex
 
 	mu       sync.Mutex
-	queue    fifo       // waiting messages
-	worker   bool       // a worker goroutine owns the queue
-	cur      *turnState // the item being processed, nil between items
-	notified bool       // "queued" notice sent for the current burst
-	dead     bool       // dropped from the lane table; a new lane object replaces it
-	live     liveThread // its thread in the app-server (guarded by mu)
+	queue    fifo.Queue[item] // waiting messages
+	worker   bool             // a worker goroutine owns the queue
+	cur      *turnState       // the item being processed, nil between items
+	notified bool             // "queued" notice sent for the current burst
+	dead     bool             // dropped from the lane table; a new lane object replaces it
+	live     liveThread       // its thread in the app-server (guarded by mu)
 	// audioTold: the lane was told that audio is not transcribed.
 	audioTold bool
 	// typedAt is when typing was shown for the item about to run while it
@@ -119,7 +120,7 @@ func (l *lane) steerTarget() (*turnState, string) {
 	defer l.mu.Unlock()
 	cur := l.cur
 	if cur == nil || cur.kind != itemTurn || cur.answered || cur.discard || cur.cutOff ||
-		cur.compacting || cur.threadID == "" || l.queue.len() > 0 {
+		cur.compacting || cur.threadID == "" || l.queue.Len() > 0 {
 		return nil, ""
 	}
 	return cur, cur.threadID
@@ -294,7 +295,7 @@ func (l *lane) cutOffItem() string {
 func (l *lane) restartWorker(start func(*lane)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.dead && !l.worker && l.queue.len() > 0 {
+	if !l.dead && !l.worker && l.queue.Len() > 0 {
 		start(l)
 	}
 }
@@ -305,7 +306,7 @@ func (l *lane) restartWorker(start func(*lane)) {
 func (l *lane) prepend(items []item, queued *atomic.Int64, start func(*lane)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.queue.prepend(items)
+	l.queue.Prepend(items)
 	queued.Add(int64(len(items)))
 	if start != nil && !l.worker {
 		start(l)
@@ -342,14 +343,14 @@ func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)
 		return admission{dead: true}
 	}
 	// A second rerun of the turn to retry, while one runs or waits.
-	if it.retry && (l.cur != nil && l.cur.retry || l.queue.has(func(it item) bool { return it.retry })) {
+	if it.retry && (l.cur != nil && l.cur.retry || l.queue.Has(func(it item) bool { return it.retry })) {
 		return admission{duplicate: true}
 	}
-	if l.queue.len() >= limit {
+	if l.queue.Len() >= limit {
 		return admission{full: true}
 	}
-	busy := l.queue.len() > 0 || (l.cur != nil && !l.cur.answered)
-	l.queue.push(it)
+	busy := l.queue.Len() > 0 || (l.cur != nil && !l.cur.answered)
+	l.queue.Push(it)
 	queued.Add(1)
 	tell := busy && !l.notified
 	if tell {
@@ -367,15 +368,15 @@ func (l *lane) admit(it item, limit int, queued *atomic.Int64, start func(*lane)
 func (l *lane) take(stopping func() bool, queued, active *atomic.Int64) (item, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.queue.len() == 0 || stopping() {
+	if l.queue.Len() == 0 || stopping() {
 		l.worker = false
 		active.Add(-1)
 		l.notified = false
 		return item{}, false
 	}
-	it, _ := l.queue.pop()
+	it, _ := l.queue.Pop()
 	queued.Add(-1)
-	if l.queue.len() == 0 {
+	if l.queue.Len() == 0 {
 		l.notified = false // the burst is drained; the next one is told again
 	}
 	l.cur = &turnState{lane: l, kind: it.kind, retry: it.retry, requester: it.requester, requesterName: it.requesterName, msgID: it.msgID,
@@ -397,7 +398,7 @@ func (l *lane) park(it item, wait func() bool, queued, active *atomic.Int64) boo
 		it.text = l.cur.edits.text // edited after it was taken: it waits as edited
 	}
 	it.journal = nil
-	l.queue.prepend([]item{it})
+	l.queue.Prepend([]item{it})
 	queued.Add(1)
 	l.cur = nil
 	l.worker = false

@@ -24,7 +24,7 @@ func (l *lane) snapshot() laneSnapshot {
 
 // snapshotLocked is snapshot with l.mu held.
 func (l *lane) snapshotLocked() laneSnapshot {
-	s := laneSnapshot{queued: l.queue.len(), worker: l.worker, thread: l.live.thread, stale: l.live.stale, intake: l.intake}
+	s := laneSnapshot{queued: l.queue.Len(), worker: l.worker, thread: l.live.thread, stale: l.live.stale, intake: l.intake}
 	if l.cur != nil {
 		s.running, s.finishing, s.curThread = true, l.cur.finishing, l.cur.threadID
 	}

@@ -256,7 +256,7 @@ func (s *scheduler) draining() bool { return s.stopping.Load() }
 // takeQueueLocked empties the lane's queue and returns what it held; l.mu
 // is held.
 func (s *scheduler) takeQueueLocked(l *lane) []item {
-	taken := l.queue.takeAll()
+	taken := l.queue.TakeAll()
 	s.queued.Add(-int64(len(taken)))
 	return taken
 }

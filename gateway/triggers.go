@@ -116,13 +116,6 @@ func (k *intake) recordTriggered(ctx context.Context, addr Address, rec *store.I
 	return id, true, nil
 }
 
-// MakerAuthorizer is an optional capability of an Authorizer that cannot
-// always tell from a sender's id alone (Discord allows by role, and a
-// schedule keeps no roles): known is false when it cannot.
-type MakerAuthorizer interface {
-	AuthorizeMaker(addr Address, senderID string) (allowed, known bool)
-}
-
 // makerAllowed says whether the maker of a triggered turn (a schedule's)
 // in the lane at addr may still use it, by the platform's current
 // allowlist. A maker the platform cannot judge (no id, a Discord role)

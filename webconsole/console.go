@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/store"
 )
@@ -32,7 +33,7 @@ import (
 //	GET /api/account, POST /api/account/login, POST /api/account/api-key  see account.go
 //
 // {lane} is an API lane name (no ':') or a full session key (the grammar of
-// gateway.ParseSessionKey), path-escaped or with its ':' raw; anything else
+// chat.ParseSessionKey), path-escaped or with its ':' raw; anything else
 // is refused 400 before the store is asked.
 const (
 	lanesDefaultLimit      = 100
@@ -359,7 +360,7 @@ func laneKeyOf(raw string) (string, error) {
 }
 
 // sessionKeyOf accepts exactly the session keys a lane can have
-// (gateway.ParseSessionKey), so a path segment that smuggles another
+// (chat.ParseSessionKey), so a path segment that smuggles another
 // route's path ("../admin/…") or any other text never reaches a handler
 // as a key.
 func sessionKeyOf(raw string) (string, error) {
@@ -367,7 +368,7 @@ func sessionKeyOf(raw string) (string, error) {
 	if len(raw) > maxSessionKeyBytes || strings.IndexFunc(raw, unicode.IsControl) >= 0 {
 		return "", errors.New("lane: a session key is at most 1024 bytes without control characters")
 	}
-	if _, err := gateway.ParseSessionKey(raw); err != nil {
+	if _, err := chat.ParseSessionKey(raw); err != nil {
 		return "", fmt.Errorf("lane %q is not a lane name (a session key such as v1:api:NAME or v1:telegram:dm:ID): %s",
 			raw, strings.TrimPrefix(err.Error(), "gateway: "))
 	}

@@ -1,8 +1,9 @@
 // Package chat is the vocabulary every part of gatewayd speaks about a
-// conversation: the address of a lane, a message coming in, its files and
-// the buttons offered with a reply. It depends on nothing of the gateway, so
-// adapters, the core and the features share it without importing each
-// other.
+// conversation: the address of a lane and its session key, a message coming
+// in, its files, a message going out with the buttons offered with it, and
+// the Platform interface an adapter implements. It depends on nothing of the
+// gateway, so adapters, the core and the features share it without
+// importing each other.
 package chat
 
 import (

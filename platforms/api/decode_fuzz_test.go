@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/chat"
 )
 
 // FuzzReadMessage decodes any JSON body on any lane name. Either the
@@ -130,7 +130,7 @@ func checkDecoded(t *testing.T, w *httptest.ResponseRecorder, lane, gotLane stri
 	if !valid {
 		t.Fatalf("accepted lane name %q that LaneSessionKey refuses", lane)
 	}
-	if a, err := gateway.ParseSessionKey(key); err != nil || a != laneAddress(lane) {
+	if a, err := chat.ParseSessionKey(key); err != nil || a != laneAddress(lane) {
 		t.Fatalf("lane %q: key %q parses to %+v, %v", lane, key, a, err)
 	}
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/gateway/chat"
 )
 
 // updatesDir holds Bot API updates in the shapes Telegram sends
@@ -80,7 +81,7 @@ func TestReplayTelegramUpdates(t *testing.T) {
 		if key := in.Address.SessionKey(); key != tt.key {
 			t.Errorf("%s: lane %q, want %q", tt.file, key, tt.key)
 		}
-		if a, err := gateway.ParseSessionKey(in.Address.SessionKey()); err != nil || a.SessionKey() != tt.key {
+		if a, err := chat.ParseSessionKey(in.Address.SessionKey()); err != nil || a.SessionKey() != tt.key {
 			t.Errorf("%s: session key does not parse back: %+v, %v", tt.file, a, err)
 		}
 		if in.Edited != strings.Contains(tt.file, "edited") {
@@ -130,7 +131,7 @@ func FuzzUpdate(f *testing.F) {
 		if err := in.Address.Validate(); err != nil {
 			t.Fatalf("inbound with an invalid address %+v: %v", in.Address, err)
 		}
-		if back, err := gateway.ParseSessionKey(in.Address.SessionKey()); err != nil || back.SessionKey() != in.Address.SessionKey() {
+		if back, err := chat.ParseSessionKey(in.Address.SessionKey()); err != nil || back.SessionKey() != in.Address.SessionKey() {
 			t.Fatalf("lane %+v: key %q does not parse back (%v)", in.Address, in.Address.SessionKey(), err)
 		}
 		if in.MessageID == "" || in.SenderID == "" || (in.Text == "" && in.Callback == "" && len(in.Attachments) == 0) {

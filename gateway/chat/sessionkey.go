@@ -1,4 +1,4 @@
-package gateway
+package chat
 
 import (
 	"fmt"
@@ -15,6 +15,8 @@ const maxKeyIDBytes = 128
 // chat ids included), and names what is wrong with anything else. The
 // "api" platform, and only it, has lanes of kind api, whose kind the key
 // leaves out. A thread key names no parent channel, so ChatID is empty.
+// Its errors keep the "gateway:" prefix they had in the core: the web
+// console strips it from the refusal it shows.
 func ParseSessionKey(key string) (Address, error) {
 	rest, ok := strings.CutPrefix(key, SessionKeyVersion+":")
 	if !ok {
