@@ -32,7 +32,6 @@ type intake struct {
 	log       *zap.Logger
 	obs       Observer
 	now       func() time.Time
-	titled    titleOnce
 	gate      LaneGate // cluster mode (SetLaneGate), else nil
 	// steerEdit steers an edit of the running turn's message into it
 	// (busyPolicy.steer); nil: edits of it are ignored.
@@ -98,7 +97,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.
 	saved, notices := k.storeAttachments(ctx, in)
-	title := k.titled.of(key, in)
+	title := k.host.titleOf(key, in)
 	in.Text = k.host.textOf(ctx, in) // after the title, which names the lane by what was said
 	rec := store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
@@ -111,7 +110,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		discardAttachments(k.files, in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
 	}
-	k.titled.recorded(key, title)
+	k.host.titleRecorded(key, title)
 	if dup {
 		discardAttachments(k.files, in, saved)
 		k.obs.Duplicate(in.Address.Platform)

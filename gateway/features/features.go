@@ -28,6 +28,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/speaker"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
+	"github.com/gatewayd/gatewayd/gateway/feature/title"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
@@ -139,5 +140,6 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		// speaker, then the room's talk goes before the frame.
 		speaker.New(),
 		roomtalk.New(s.GroupContext, s.ContextMessages, st),
+		title.New(), // intake asks it before the text hooks frame the message
 	}
 }

@@ -4,19 +4,26 @@ import (
 	"context"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
-// Room records ext.RoomHooks: the text and ambient hooks a feature
-// registered, which a test runs through Text and Ambient.
+// Room records ext.RoomHooks and ext.TitleHooks: the text and ambient
+// hooks a feature registered, which a test runs through Text and Ambient,
+// and what names lanes.
 type Room struct {
 	// Commands are the texts IsCommand reports as commands.
 	Commands map[string]bool
 	// Cluster is what Clustered reports.
 	Cluster bool
 
+	// Titler is what a feature registered to name lanes (Titles).
+	Titler ext.Titler
+
 	text    []func(ctx context.Context, in chat.Inbound, text string) string
 	ambient []func(ctx context.Context, in chat.Inbound)
 }
+
+func (r *Room) Titles(t ext.Titler) { r.Titler = t }
 
 func (r *Room) OnText(fn func(ctx context.Context, in chat.Inbound, text string) string) {
 	r.text = append(r.text, fn)
