@@ -52,17 +52,3 @@ func (r approverRule) may(platform, requester, sender string, platformAdmin bool
 func (r approverRule) admin(platform, sender string, platformAdmin bool) bool {
 	return platformAdmin || r.admins[platform][sender]
 }
-
-// refusal names who may decide instead.
-func (r approverRule) refusal(requester, requesterName string) error {
-	return ext.Refusal(requester, requesterName)
-}
-
-// cutRunes cuts s to n runes, the last an ellipsis when it was longer.
-func cutRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}

@@ -274,11 +274,6 @@ type Typer interface {
 // Button is one choice offered with a message (chat.Button).
 type Button = chat.Button
 
-// maxButtonID is the longest Button.ID every platform takes (Telegram's
-// callback_data is 1-64 bytes). A choice whose button would be longer is
-// offered in the text only.
-const maxButtonID = 64
-
 // ButtonSender is an optional capability: send a message with buttons.
 type ButtonSender interface {
 	SendButtons(ctx context.Context, out Outbound, buttons []Button) (messageID string, err error)
