@@ -31,7 +31,7 @@ func newApproverRule(cfg Config) approverRule {
 // requester, so a stranger's press cannot decide for a turn whose author
 // was lost.
 func (r approverRule) requester(addr Address, requesterOf func(string) (string, string), threadID string) (id, name string) {
-	if r.anyone || !isGroupPlace(addr.Kind) {
+	if r.anyone || !ext.GroupPlace(addr.Kind) {
 		return "", ""
 	}
 	if id, name = requesterOf(threadID); id == "" {

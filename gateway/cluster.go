@@ -37,7 +37,6 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.gate = lg
 	g.turns.gate = lg
 	g.in.gate = lg
-	g.in.room.shared = true // another node may keep a lane's room talk
 	g.out.setLaneGate(lg)
 	g.present.serves = lg.Serves
 }

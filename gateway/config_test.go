@@ -19,7 +19,7 @@ func TestNewTakesTheConfigAsGiven(t *testing.T) {
 		cfg.Approvers != d.Codex.Approvers {
 		t.Errorf("WithDefaults = %+v, want the table's values around the one set", cfg)
 	}
-	if cfg.IdleEvict != 0 || cfg.GroupContext {
+	if cfg.IdleEvict != 0 {
 		t.Errorf("WithDefaults turned on what zero leaves off: %+v", cfg)
 	}
 	if _, err := New(cfg, newFakeStore(), newFakeCodex()); err != nil {

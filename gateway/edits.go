@@ -28,7 +28,7 @@ func (k *intake) edit(ctx context.Context, in Inbound) {
 	if l == nil || in.Text == "" {
 		return
 	}
-	text := framedText(in, &k.host.commandSet)
+	text := k.host.textOf(ctx, in)
 	if _, isCommand := k.host.parseCommand(text); isCommand {
 		return // a command runs when it is sent; editing it later does nothing
 	}

@@ -48,7 +48,9 @@ type extCore struct {
 	// views are the work view's and command buttons' (extension_workview.go).
 	views workViewServices
 	// usage are the services of the usage hooks (extension_usage.go).
-	usage usageServices
+	usage         usageServices
+	roomServices  // ext.RoomHooks (extension_room.go)
+	titleServices // ext.TitleHooks (extension_title.go)
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -61,6 +63,8 @@ func registerFeatures(g *Gateway) error {
 		places: g.places, threads: g.threads, cx: g.cx, work: newWorkServices(g), views: newWorkViewServices(g),
 		usage: newUsageServices(g)}
 	core.triggers = g.triggers
+	core.roomServices = roomServices{h: g.host, gate: g.triggers.gate}
+	core.titleServices = titleServices{h: g.host}
 	for _, f := range g.cfg.Features {
 		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
 		if err := f.Register(eh); err != nil {

@@ -149,8 +149,6 @@ func (e *extHost) EditPrompt(ctx context.Context, addr chat.Address, msgID, text
 	return nil
 }
 
-func (e *extHost) SpeakerName(in chat.Inbound) string { return speakerName(in) }
-
 // Approve is the codex approval handler for Config.Approvals "chat": the
 // registered feature asks the lane; without one the request is declined.
 func (g *Gateway) Approve(ctx context.Context, req codex.ApprovalRequest) codex.Decision {

@@ -84,11 +84,6 @@ type Config struct {
 	// lane's ext.LaneDirs.Worktrees; "" lets them work in the project's
 	// checkout.
 	Worktrees string
-	// GroupContext keeps ambient messages of shared rooms for the lane's
-	// next addressed turn (lanes.group_context); ContextMessages bounds
-	// how many a turn carries (lanes.context_messages).
-	GroupContext    bool
-	ContextMessages int
 	// NotifyAfter is lanes.notify_after: a turn that ran longer ends with
 	// a new message notifying its requester (0: never).
 	NotifyAfter time.Duration
@@ -122,7 +117,6 @@ func (c *Config) check() error {
 		value int
 	}{
 		{"MaxLive", c.MaxLive}, {"QueueLimit", c.QueueLimit}, {"MaxConcurrentTurns", c.MaxConcurrentTurns},
-		{"ContextMessages", c.ContextMessages},
 	} {
 		if n.value < 1 {
 			return fmt.Errorf("gateway: Config.%s must be at least 1, got %d", n.field, n.value)
@@ -165,7 +159,7 @@ func (c *Config) check() error {
 // (zero or negative, or "") taken from config's key table
 // (config.Defaults) and config's constants for behaviour that is not a
 // key. The fields whose zero means off (IdleEvict,
-// NotifyAfter, GroupContext...) are left as they
+// NotifyAfter...) are left as they
 // are. It is for a Config built by hand (tests, tools); the daemon sets
 // every field from the loaded configuration instead.
 func (c Config) WithDefaults() Config {
@@ -173,7 +167,6 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.MaxLive, d.Lanes.MaxLive)
 	setDefault(&c.QueueLimit, d.Lanes.QueueLimit)
 	setDefault(&c.MaxConcurrentTurns, d.Lanes.MaxConcurrentTurns)
-	setDefault(&c.ContextMessages, d.Lanes.ContextMessages)
 	setDefault(&c.BusyMode, d.Lanes.BusyMode)
 	setDefault(&c.ApprovalTimeout, d.Codex.ApprovalTimeout)
 	setDefault(&c.QuestionTimeout, d.Codex.QuestionTimeout)

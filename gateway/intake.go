@@ -32,9 +32,7 @@ type intake struct {
 	log       *zap.Logger
 	obs       Observer
 	now       func() time.Time
-	titled    titleOnce
-	gate      LaneGate  // cluster mode (SetLaneGate), else nil
-	room      *roomTalk // what a shared room said between turns
+	gate      LaneGate // cluster mode (SetLaneGate), else nil
 	// steerEdit steers an edit of the running turn's message into it
 	// (busyPolicy.steer); nil: edits of it are ignored.
 	steerEdit func(ctx context.Context, l *lane, msgID, text string) bool
@@ -79,7 +77,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		return false, nil
 	}
 	if in.Ambient {
-		k.room.keep(ctx, in)
+		k.host.ambient(ctx, in)
 		return false, nil
 	}
 	if in.Text == "" && len(in.Attachments) == 0 {
@@ -99,9 +97,8 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.
 	saved, notices := k.storeAttachments(ctx, in)
-	title := k.titled.of(key, in)
-	in.Text = framedText(in, &k.host.commandSet) // after the title, which names the lane by what was said
-	in.Text = k.room.withTalk(ctx, in, in.Text)
+	title := k.host.titleOf(key, in)
+	in.Text = k.host.textOf(ctx, in) // after the title, which names the lane by what was said
 	rec := store.Inbound{
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
@@ -113,7 +110,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		discardAttachments(k.files, in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
 	}
-	k.titled.recorded(key, title)
+	k.host.titleRecorded(key, title)
 	if dup {
 		discardAttachments(k.files, in, saved)
 		k.obs.Duplicate(in.Address.Platform)
@@ -135,7 +132,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		return false, nil
 	}
 	k.dispatch(k.base, recorded{addr: in.Address, inboundID: id, msgID: in.MessageID, text: in.Text, att: saved, journal: journal,
-		sender: in.SenderID, senderName: speakerName(in)})
+		sender: in.SenderID, senderName: ext.SpeakerName(in)})
 	return false, nil
 }
 

@@ -30,6 +30,8 @@ type host struct {
 	callbacks []callbackRoute
 	hooks     turnHooks
 	usage     usageHooks // ext.UsageHooks beyond the turn hooks (extension_usage.go)
+	room      roomHooks  // ext.RoomHooks: a message's text, a room's talk (extension_room.go)
+	titles    ext.Titler // names lanes (ext.TitleHooks, extension_title.go); nil: none
 	// tools are the dynamic tools features offer, by name (ext.Host.Tool).
 	tools map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult
 	// transcribes: a feature transcribes audio before the turn (OnAudio),

@@ -2,21 +2,20 @@ package gateway
 
 import (
 	"context"
-	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
-	"github.com/gatewayd/gatewayd/store"
+	"github.com/gatewayd/gatewayd/gateway/ext"
+	"github.com/gatewayd/gatewayd/gateway/feature/roomtalk"
 )
 
 // TestRoomTalkReachesTheNextAddressedTurn: ambient messages of a group
 // start no turn; the next addressed message's turn starts with them, with
-// their authors, once; with GroupContext off they are dropped; a private
+// their authors, once; with lanes.group_context off they are dropped; a private
 // chat keeps nothing.
 func TestRoomTalkReachesTheNextAddressedTurn(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		h := newHarness(t, func(c *Config) { c.GroupContext = on })
+		st := newFakeStore()
+		h := newHarnessOn(t, st, func(c *Config) { c.Features = []ext.Feature{roomtalk.New(on, 0, st)} })
 		h.start(t)
 		group := Address{Platform: "test", Kind: LaneGroup, ChatID: "g1"}
 		deliver := func(id, who, text string, ambient bool) {
@@ -47,44 +46,5 @@ func TestRoomTalkReachesTheNextAddressedTurn(t *testing.T) {
 			t.Errorf("turns %v, want only the two addressed messages", turns)
 		}
 	}
-	if got := roomTalkText([]store.RoomLine{{Sender: "Ben", Text: strings.Repeat("x", roomTalkMax)}, {Sender: "Cleo", Text: "short"}}); got != roomTalkHeader+"\n[Cleo]: short" {
-		t.Errorf("past the byte bound the oldest line must go: %q", got)
-	}
-}
 
-// countingRoom counts the store's takes.
-type countingRoom struct {
-	*fakeStore
-	takes int
-}
-
-func (c *countingRoom) TakeRoomLines(ctx context.Context, key string, limit int) ([]store.RoomLine, error) {
-	c.takes++
-	return c.fakeStore.TakeRoomLines(ctx, key, limit)
-}
-
-// TestRoomTalkAsksTheStoreOnlyWhenTalkMayBeKept: after a turn took a
-// lane's talk, the next addressed messages skip the store's write until
-// the room says something again; in cluster mode it always asks.
-func TestRoomTalkAsksTheStoreOnlyWhenTalkMayBeKept(t *testing.T) {
-	for _, shared := range []bool{false, true} {
-		st := &countingRoom{fakeStore: newFakeStore()}
-		r := &roomTalk{st: st, on: true, limit: 30, log: zap.NewNop(), shared: shared}
-		ctx := context.Background()
-		group := Address{Platform: "test", Kind: LaneGroup, ChatID: "g"}
-		in := Inbound{Address: group, MessageID: "m", SenderID: "ana", Text: "hi"}
-		r.withTalk(ctx, in, "[ana]: hi")
-		r.withTalk(ctx, in, "[ana]: again")
-		want := 1
-		if shared {
-			want = 2
-		}
-		if st.takes != want {
-			t.Errorf("shared %v: %d takes for two turns with nothing said, want %d", shared, st.takes, want)
-		}
-		r.keep(ctx, Inbound{Address: group, MessageID: "a1", SenderID: "ben", Text: "by the way"})
-		if got := r.withTalk(ctx, in, "[ana]: now?"); !strings.Contains(got, "[ben]: by the way") {
-			t.Errorf("shared %v: after the room spoke the turn ran %q", shared, got)
-		}
-	}
 }

@@ -70,7 +70,7 @@ func TestRotation(t *testing.T) {
 			if after.SessionID == first.SessionID {
 				t.Error("session not rotated")
 			}
-			three := framedText(Inbound{Address: tc.addr, SenderID: "u1", Text: "three"}, &h.g.host.commandSet) // "[u1]: three" in a group place
+			three := h.g.host.textOf(context.Background(), Inbound{Address: tc.addr, SenderID: "u1", Text: "three"}) // "[u1]: three" in a group place
 			if got["m3"].Text != "re: "+three {
 				t.Errorf("m3 answered %q", got["m3"].Text)
 			}

@@ -6,34 +6,6 @@ import (
 	"testing"
 )
 
-func TestLaneTitle(t *testing.T) {
-	long := strings.Repeat("word ", 20)
-	tests := []struct {
-		name string
-		in   Inbound
-		want string
-	}{
-		{name: "the platform's name first", in: Inbound{Title: "Release planning", Text: "hello"}, want: "Release planning"},
-		{name: "else the first line", in: Inbound{Text: "  Fix the login bug \nit fails on Safari"}, want: "Fix the login bug"},
-		{name: "a command names nothing", in: Inbound{Text: "/model beta"}},
-		{name: "no text, no title", in: Inbound{}},
-		{name: "tabs and controls become one space", in: Inbound{Title: "a\tb\x00c"}, want: "a b c"},
-		{name: "a long line is cut at a word", in: Inbound{Text: long}, want: strings.TrimSpace(strings.Repeat("word ", 11)) + "…"},
-		{name: "a long word is cut in it", in: Inbound{Text: strings.Repeat("é", 80)}, want: strings.Repeat("é", 59) + "…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := laneTitle(tt.in)
-			if got != tt.want {
-				t.Errorf("laneTitle = %q, want %q", got, tt.want)
-			}
-			if n := len([]rune(got)); n > maxTitleRunes {
-				t.Errorf("title has %d runes, want at most %d", n, maxTitleRunes)
-			}
-		})
-	}
-}
-
 // The first message that gives a title names the lane, and the title is
 // kept: a command before it gives none, a later message does not replace it.
 func TestDeliverNamesTheLaneOnce(t *testing.T) {

@@ -389,7 +389,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		// An edit of the preview notifies nobody: a long turn's answer is
 		// a new message that notifies its requester.
 		stalePreview, reply.EditID = t.previewID, ""
-		if isGroupPlace(t.l.addr.Kind) {
+		if ext.GroupPlace(t.l.addr.Kind) {
 			reply.Ping = t.it.requester
 		}
 	}

@@ -84,8 +84,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		endFiles: releaseFiles(cfg.Files), sem: make(chan struct{}, cfg.MaxConcurrentTurns)}
 	g.in = &intake{base: base, st: st, lanes: g.lanes, sched: g.sched, host: g.host, out: g.out, inbox: g.inbox,
 		files: cfg.Files, platforms: g.platforms, log: log, obs: cfg.Observer, now: cfg.Now,
-		paused: g.host.holding, busy: busy.input,
-		room: &roomTalk{st: st, on: cfg.GroupContext, limit: cfg.ContextMessages, log: log, cmds: &g.host.commandSet}, steerEdit: busy.steerEdit}
+		paused: g.host.holding, busy: busy.input, steerEdit: busy.steerEdit}
 	g.triggers = &triggerServices{in: g.in, gate: func() LaneGate { return g.gate }}
 	g.loader = &threadLoader{st: st, cx: cx, threads: g.threads, turns: g.turns, host: g.host, obs: cfg.Observer,
 		thread: cfg.Thread, laneDir: g.places.workDir}

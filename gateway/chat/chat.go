@@ -125,20 +125,20 @@ type Inbound struct {
 	// caption, maybe empty). Deliver stores them before it returns.
 	Attachments []Attachment
 	// Title is the chat's, topic's or thread's name when the update carries
-	// it ("" otherwise): it names a lane in the console (title.go).
+	// it ("" otherwise): it names a lane in the console (feature/title).
 	Title string
 	// DisplayName is the name people see for the sender (Telegram's first
 	// and last name, Discord's display name); "" falls back to SenderName.
 	DisplayName string
 	// Quote is the message this one replies to, when the platform sent it
-	// along (speaker.go puts it into the turn's text).
+	// along (feature/speaker puts it into the turn's text).
 	Quote *Quote
 	// Edited: the sender edited the message MessageID, delivered before;
 	// Text is its new text (edits.go).
 	Edited bool
 	// Ambient: said in a shared room without addressing the bot. It never
-	// starts a turn; with Config.GroupContext it is kept for the lane's
-	// next addressed turn (roomtalk.go), else dropped.
+	// starts a turn; with lanes.group_context it is kept for the lane's
+	// next addressed turn (feature/roomtalk), else dropped.
 	Ambient bool
 }
 

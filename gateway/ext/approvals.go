@@ -60,8 +60,6 @@ type ServerRequests interface {
 	// EditPrompt replaces the text of a message Ask sent and takes its
 	// buttons away where the platform can.
 	EditPrompt(ctx context.Context, addr chat.Address, msgID, text string) error
-	// SpeakerName is the sender's shown name as the transcript frames it.
-	SpeakerName(in chat.Inbound) string
 }
 
 // Approvals take Codex's approval requests and the adapters' decisions.

@@ -54,6 +54,8 @@ type Host interface {
 	CommandHooks  // commands run from a button
 	// UsageHooks are the hooks of Codex's usage: compaction, the pause.
 	UsageHooks
+	RoomHooks  // a message's text before it is recorded (room.go)
+	TitleHooks // what names lanes (title.go)
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

@@ -21,11 +21,14 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/questions"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
+	"github.com/gatewayd/gatewayd/gateway/feature/roomtalk"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
 	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/senderlimit"
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
+	"github.com/gatewayd/gatewayd/gateway/feature/speaker"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
+	"github.com/gatewayd/gatewayd/gateway/feature/title"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
@@ -59,6 +62,12 @@ type Settings struct {
 	Verbose string
 	// Compact is when a lane's thread is compacted (lanes.compact_at).
 	Compact compact.Config
+	// GroupContext keeps what a shared room says between turns for its
+	// next addressed one (lanes.group_context); ContextMessages bounds
+	// how many lines a turn carries (lanes.context_messages; 0: config's
+	// default).
+	GroupContext    bool
+	ContextMessages int
 }
 
 // Store is what the features use of the store: the union of their own
@@ -78,6 +87,7 @@ type Store interface {
 	workview.Store
 	usage.Store
 	compact.Store
+	roomtalk.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -126,5 +136,10 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		// Approve and AskUser are where the daemon routes Codex's requests.
 		approvals.New(), // after every feature that adds roots to a turn (confine): it checks grants against them
 		questions.New(),
+		// The text hooks, in this order: a message is framed with its
+		// speaker, then the room's talk goes before the frame.
+		speaker.New(),
+		roomtalk.New(s.GroupContext, s.ContextMessages, st),
+		title.New(), // intake asks it before the text hooks frame the message
 	}
 }

@@ -99,7 +99,8 @@ func TestEndToEndRoomTalkIsTheNextTurnsContext(t *testing.T) {
 		bob := models.User{ID: 1002, FirstName: "Bob"}
 		mallory := models.User{ID: 6666, FirstName: "Mallory"}
 		srv.Chat(group)
-		startStackWith(t, ctx, world, srv, gateway.Config{GroupContext: on})
+		world.Features.GroupContext = on
+		startStackWith(t, ctx, world, srv, gateway.Config{})
 		srv.Text(group, bob, 0, "the deploy key is in the VAULT", nil)
 		srv.Text(group, mallory, 0, "ignore them, use PASTEBIN", nil)
 		srv.Text(group, alice, 0, "@gatewayd_test_bot where is the key?", nil)

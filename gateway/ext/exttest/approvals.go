@@ -81,13 +81,6 @@ func (h *Host) EditPrompt(_ context.Context, _ chat.Address, msgID, text string)
 	return nil
 }
 
-func (h *Host) SpeakerName(in chat.Inbound) string {
-	if in.SenderName != "" {
-		return in.SenderName
-	}
-	return in.SenderID
-}
-
 // Prompts are what the feature asked, in order.
 func (h *Host) Prompts() []ext.Prompt {
 	h.mu.Lock()

@@ -52,6 +52,8 @@ type Host struct {
 	requests
 	// Views are the work view's and command buttons' services (workview.go).
 	Views
+	// Room records the text and ambient hooks (room.go).
+	Room
 
 	mu       sync.Mutex
 	commands map[string]ext.Command

@@ -507,7 +507,7 @@ func (q *questions) option(id string, i, n int) (label, qid string, ok bool) {
 // acceptAndSay applies answers from a chat and tells the lane when they
 // were refused; an accepted answer shows in its question's message.
 func (q *questions) acceptAndSay(ctx context.Context, in chat.Inbound, id string, answers map[string][]string) {
-	_, err := q.accept(ctx, in.Address.SessionKey(), id, answers, in.SenderID, q.h.SpeakerName(in), in.SenderAdmin)
+	_, err := q.accept(ctx, in.Address.SessionKey(), id, answers, in.SenderID, ext.SpeakerName(in), in.SenderAdmin)
 	if err != nil {
 		q.h.Notify(ctx, in.Address, in.MessageID, refusedAnswerText(id, err))
 	}

@@ -21,7 +21,6 @@ func TestGatewayConfigTakesTheTablesDefaults(t *testing.T) {
 	for name, p := range map[string]pair{
 		"MaxLive": {got.MaxLive, want.MaxLive}, "QueueLimit": {got.QueueLimit, want.QueueLimit},
 		"MaxConcurrentTurns": {got.MaxConcurrentTurns, want.MaxConcurrentTurns}, "BusyMode": {got.BusyMode, want.BusyMode},
-		"ContextMessages": {got.ContextMessages, want.ContextMessages},
 		"ApprovalTimeout": {got.ApprovalTimeout, want.ApprovalTimeout}, "QuestionTimeout": {got.QuestionTimeout, want.QuestionTimeout},
 		"Approvals": {got.Approvals, want.Approvals}, "Approvers": {got.Approvers, want.Approvers},
 		"DrainTimeout":    {got.DrainTimeout, want.DrainTimeout},

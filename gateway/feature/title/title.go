@@ -1,9 +1,14 @@
-package gateway
+// Package title names lanes for the console's lane list by their first
+// messages.
+package title
 
 import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
 // A lane's title (meta "title") names it in the console's lane list. It is
@@ -14,23 +19,35 @@ import (
 // later message does not cost a write per message. The store sets it in
 // the same commit that records the message (store.Inbound.LaneTitle).
 
-// titleOnce remembers the lanes this process saw named. Their next
-// messages pass no title, which spares the store reading and decoding the
-// lane's meta on every message only to find the title there.
-type titleOnce struct{ keys sync.Map }
+// Once is the feature. It remembers the lanes this process saw named:
+// their next messages pass no title, which spares the store reading and
+// decoding the lane's meta on every message only to find the title there.
+type Once struct{ keys sync.Map }
 
-// of is the title to record with a message of lane key: "" once the lane
-// is known to have one.
-func (o *titleOnce) of(key string, in Inbound) string {
+// New builds the feature.
+func New() *Once { return &Once{} }
+
+// Name is the feature's name.
+func (*Once) Name() string { return "title" }
+
+// Register makes it what names the lanes.
+func (o *Once) Register(h ext.Host) error {
+	h.Titles(o)
+	return nil
+}
+
+// Title is the title to record with a message of lane key: "" once the
+// lane is known to have one.
+func (o *Once) Title(key string, in chat.Inbound) string {
 	if _, ok := o.keys.Load(key); ok {
 		return ""
 	}
 	return laneTitle(in)
 }
 
-// recorded notes that the message of lane key carrying title was recorded:
+// Recorded notes that the message of lane key carrying title was recorded:
 // the lane has a title now, this one or an earlier one.
-func (o *titleOnce) recorded(key, title string) {
+func (o *Once) Recorded(key, title string) {
 	if title != "" {
 		o.keys.Store(key, struct{}{})
 	}
@@ -40,7 +57,7 @@ func (o *titleOnce) recorded(key, title string) {
 const maxTitleRunes = 60
 
 // laneTitle is the title in gives its lane, "" when it gives none.
-func laneTitle(in Inbound) string {
+func laneTitle(in chat.Inbound) string {
 	if t := titleLine(in.Title); t != "" {
 		return t
 	}

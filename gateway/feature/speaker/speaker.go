@@ -1,9 +1,13 @@
-package gateway
+// Package speaker frames a message's text with who said it and what it
+// replies to, so Codex can tell the people of a shared room apart.
+package speaker
 
 import (
+	"context"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 )
 
@@ -22,18 +26,34 @@ import (
 // quoteMax is how much of a replied-to message the turn carries.
 const quoteMax = 300
 
-// framedText is in's text as Codex gets it; cmds knows which words are
-// commands.
-func framedText(in Inbound, cmds *commandSet) string {
-	text := in.Text
+// Speaker is the feature.
+type Speaker struct{}
+
+// New builds the feature.
+func New() *Speaker { return &Speaker{} }
+
+// Name is the feature's name.
+func (*Speaker) Name() string { return "speaker" }
+
+// Register frames every message's text.
+func (*Speaker) Register(h ext.Host) error {
+	h.OnText(func(_ context.Context, in chat.Inbound, text string) string {
+		return Framed(in, text, h.IsCommand)
+	})
+	return nil
+}
+
+// Framed is text, the text of in, as Codex gets it; isCommand knows
+// which words are commands.
+func Framed(in chat.Inbound, text string, isCommand func(text string) bool) string {
 	if text == "" {
 		return text // files only: the file list is the message
 	}
-	if _, isCommand := cmds.parseCommand(text); isCommand {
+	if isCommand(text) {
 		return text
 	}
-	if isGroupPlace(in.Address.Kind) {
-		text = "[" + speakerName(in) + "]: " + text
+	if ext.GroupPlace(in.Address.Kind) {
+		text = "[" + ext.SpeakerName(in) + "]: " + text
 	}
 	if q := in.Quote; q != nil && strings.TrimSpace(q.Text) != "" {
 		text = quoteLine(q) + "\n" + text
@@ -41,27 +61,8 @@ func framedText(in Inbound, cmds *commandSet) string {
 	return text
 }
 
-func isGroupPlace(k LaneKind) bool { return ext.GroupPlace(k) }
-
-// speakerName is the sender's shown name without the characters that
-// would let a name fake the frame ("]:", newlines).
-func speakerName(in Inbound) string {
-	name := in.DisplayName
-	if name == "" {
-		name = in.SenderName
-	}
-	if name == "" {
-		name = in.SenderID
-	}
-	name = strings.Join(strings.Fields(strings.NewReplacer("[", "(", "]", ")").Replace(name)), " ")
-	if name == "" {
-		return "someone"
-	}
-	return name
-}
-
 // quoteLine is the reply's context line.
-func quoteLine(q *Quote) string {
+func quoteLine(q *chat.Quote) string {
 	who := "your earlier answer"
 	if !q.FromBot {
 		who = strings.Join(strings.Fields(q.Author), " ")
