@@ -17,10 +17,30 @@ import (
 
 // extHost is the host as one feature package sees it (ext.Host): the
 // registrations go into the core's host, the services come from the
-// gateway's shared parts. Each feature gets its own, named for it.
+// gateway's shared parts. Each feature gets its own, named for it. Like
+// ext.Host it is made of one part per hook family, each in the
+// extension_<part>.go file of its family; what is left here are the
+// commands, the intake and status hooks, notices and places.
 type extHost struct {
 	*extCore
+	extWorkHooks
+	extPlaceHooks
+	extTriggers
+	extServerRequests
+	extChoices
+	extWorkViewHooks
+	extCommandHooks
+	extUsageHooks
 	log *zap.Logger
+}
+
+// newExtHost is the host of the feature whose logger is log, its parts
+// all on core.
+func newExtHost(core *extCore, log *zap.Logger) *extHost {
+	return &extHost{extCore: core, extWorkHooks: extWorkHooks{core}, extPlaceHooks: extPlaceHooks{core},
+		extTriggers: extTriggers{core}, extServerRequests: extServerRequests{core}, extChoices: extChoices{core},
+		extWorkViewHooks: extWorkViewHooks{core}, extCommandHooks: extCommandHooks{core},
+		extUsageHooks: extUsageHooks{core}, log: log}
 }
 
 // extCore are the core's parts behind the extension API, shared by the
@@ -66,7 +86,7 @@ func registerFeatures(g *Gateway) error {
 	core.roomServices = roomServices{h: g.host, gate: g.triggers.gate}
 	core.titleServices = titleServices{h: g.host}
 	for _, f := range g.cfg.Features {
-		eh := &extHost{extCore: core, log: g.log.Named(f.Name())}
+		eh := newExtHost(core, g.log.Named(f.Name()))
 		if err := f.Register(eh); err != nil {
 			return fmt.Errorf("gateway: feature %s: %w", f.Name(), err)
 		}
@@ -98,12 +118,6 @@ func (e *extHost) OnAdmit(fn func(ctx context.Context, in chat.Inbound) (bool, e
 
 func (e *extHost) OnSession(fn func(ctx context.Context, t ext.Turn)) {
 	e.h.hooks.session = append(e.h.hooks.session, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
-}
-
-func (e *extHost) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
-	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) {
-		fn(ctx, e.turn(t), in)
-	})
 }
 
 func (e *extHost) OnStatus(fn func(ctx context.Context, sl store.Lane, b *strings.Builder)) {

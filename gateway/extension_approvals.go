@@ -54,6 +54,12 @@ type serverRequests struct {
 	answers   []func(in chat.Inbound) (ext.Answer, bool)
 }
 
+// extServerRequests is a feature's host's ext.ServerRequests: Codex's
+// server requests a feature handles, and the services deciding them use.
+type extServerRequests struct{ *extCore }
+
+var _ ext.ServerRequests = extServerRequests{}
+
 func (s *serverRequests) approver() ext.Approvals {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -83,29 +89,29 @@ func (h *host) answerOf(in Inbound) (ext.Answer, bool) {
 	return ext.Answer{}, false
 }
 
-func (e *extHost) HandleApprovals(a ext.Approvals) {
+func (e extServerRequests) HandleApprovals(a ext.Approvals) {
 	e.h.requests.mu.Lock()
 	defer e.h.requests.mu.Unlock()
 	e.h.requests.approvals = a
 }
 
-func (e *extHost) HandleQuestions(q ext.Questions) {
+func (e extServerRequests) HandleQuestions(q ext.Questions) {
 	e.h.requests.mu.Lock()
 	defer e.h.requests.mu.Unlock()
 	e.h.requests.questions = q
 }
 
-func (e *extHost) OnStopped(fn func(sessionKey string)) {
+func (e extServerRequests) OnStopped(fn func(sessionKey string)) {
 	e.h.hooks.stopped = append(e.h.hooks.stopped, fn)
 }
 
 // OnAnswer hooks are registered before any message arrives, so reading
 // them unlocked afterwards is safe.
-func (e *extHost) OnAnswer(fn func(in chat.Inbound) (ext.Answer, bool)) {
+func (e extServerRequests) OnAnswer(fn func(in chat.Inbound) (ext.Answer, bool)) {
 	e.h.requests.answers = append(e.h.requests.answers, fn)
 }
 
-func (e *extHost) RequestSettings() ext.RequestSettings { return e.h.requests.settings }
+func (e extServerRequests) RequestSettings() ext.RequestSettings { return e.h.requests.settings }
 
 // requestSettings are cfg's settings for Codex's requests.
 func requestSettings(cfg Config) ext.RequestSettings {
@@ -113,23 +119,23 @@ func requestSettings(cfg Config) ext.RequestSettings {
 		AllowEscalation: cfg.AllowEscalation, QuestionTimeout: cfg.QuestionTimeout}
 }
 
-func (e *extHost) TurnRequester(addr chat.Address, threadID string) (id, name string) {
+func (e extServerRequests) TurnRequester(addr chat.Address, threadID string) (id, name string) {
 	return e.admins.requester(addr, e.work.lanes.requesterOfThread, threadID)
 }
 
-func (e *extHost) MayDecide(platform, requester, sender string, platformAdmin bool) bool {
+func (e extServerRequests) MayDecide(platform, requester, sender string, platformAdmin bool) bool {
 	return e.admins.may(platform, requester, sender, platformAdmin)
 }
 
-func (e *extHost) IsAdminOf(platform, sender string, platformAdmin bool) bool {
+func (e extServerRequests) IsAdminOf(platform, sender string, platformAdmin bool) bool {
 	return e.admins.admin(platform, sender, platformAdmin)
 }
 
-func (e *extHost) WaitPing(threadID string) (user, msgID string, ok bool) {
+func (e extServerRequests) WaitPing(threadID string) (user, msgID string, ok bool) {
 	return e.work.lanes.waitPingOfThread(threadID)
 }
 
-func (e *extHost) Ask(ctx context.Context, p ext.Prompt) string {
+func (e extServerRequests) Ask(ctx context.Context, p ext.Prompt) string {
 	out := Outbound{Address: p.Address, Kind: OutNotice, Text: p.Text, Ping: p.Ping, ReplyTo: p.ReplyTo,
 		Approval: p.Approval, Question: p.Question}
 	return e.out.askDirect(ctx, out, p.Buttons)
@@ -137,7 +143,7 @@ func (e *extHost) Ask(ctx context.Context, p ext.Prompt) string {
 
 // EditPrompt edits within sendTimeout: an answer's mark is not worth
 // holding up the lane for a platform that hangs.
-func (e *extHost) EditPrompt(ctx context.Context, addr chat.Address, msgID, text string) error {
+func (e extServerRequests) EditPrompt(ctx context.Context, addr chat.Address, msgID, text string) error {
 	ectx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	switch pl := e.platforms[addr.Platform].(type) {

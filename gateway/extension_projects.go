@@ -26,6 +26,11 @@ type places struct {
 	fallback func(sessionKey string) string
 }
 
+// extPlaceHooks is a feature's host's ext.PlaceHooks: where lanes work.
+type extPlaceHooks struct{ *extCore }
+
+var _ ext.PlaceHooks = extPlaceHooks{}
+
 func newPlaces(cfg Config) *places {
 	root := cfg.Thread.Cwd
 	fallback := func(string) string { return root }
@@ -60,7 +65,7 @@ func (p *places) describe(sl store.Lane) string {
 	return p.p.Describe(sl)
 }
 
-func (e *extHost) ProvidePlaces(p ext.Places) error {
+func (e extPlaceHooks) ProvidePlaces(p ext.Places) error {
 	if e.places.p != nil {
 		return errors.New("gateway: a second feature places lanes (ProvidePlaces)")
 	}
@@ -68,13 +73,9 @@ func (e *extHost) ProvidePlaces(p ext.Places) error {
 	return nil
 }
 
-func (e *extHost) DefaultDir(sessionKey string) string { return e.places.fallback(sessionKey) }
+func (e extPlaceHooks) DefaultDir(sessionKey string) string { return e.places.fallback(sessionKey) }
 
-func (e *extHost) OnReady(fn func(ctx context.Context, t ext.Turn)) {
-	e.h.hooks.ready = append(e.h.hooks.ready, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
-}
-
-func (e *extHost) OnStarted(fn func(ctx context.Context, t ext.Turn)) {
+func (e extPlaceHooks) OnStarted(fn func(ctx context.Context, t ext.Turn)) {
 	e.h.hooks.started = append(e.h.hooks.started, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
 }
 

@@ -29,27 +29,31 @@ type featureLoop struct {
 	fn    func(ctx context.Context)
 }
 
-func (e *extHost) Every(d time.Duration, fn func(ctx context.Context)) {
+// extTriggers is a feature's host's ext.Triggers: turns no one typed and
+// background loops.
+type extTriggers struct{ *extCore }
+
+var _ ext.Triggers = extTriggers{}
+
+func (e extTriggers) Every(d time.Duration, fn func(ctx context.Context)) {
 	e.triggers.mu.Lock()
 	defer e.triggers.mu.Unlock()
 	e.triggers.loops = append(e.triggers.loops, featureLoop{every: d, fn: fn})
 }
 
-func (e *extHost) Trigger(ctx context.Context, addr chat.Address, in *store.Inbound,
+func (e extTriggers) Trigger(ctx context.Context, addr chat.Address, in *store.Inbound,
 	write func(ctx context.Context) (int64, bool, error)) (int64, bool, error) {
 	return e.triggers.in.recordTriggered(ctx, addr, in, write)
 }
 
-func (e *extHost) Serves(key string) bool {
+func (e extTriggers) Serves(key string) bool {
 	g := e.triggers.gate()
 	return g == nil || g.Serves(key)
 }
 
-func (e *extHost) MakerAllowed(addr chat.Address, maker string) bool {
+func (e extTriggers) MakerAllowed(addr chat.Address, maker string) bool {
 	return e.triggers.in.makerAllowed(addr, maker)
 }
-
-var _ ext.Triggers = (*extHost)(nil)
 
 // run starts the features' loops under ctx, each counted in wg; the
 // tickers come from newTicker, the gateway's (tests drive it).

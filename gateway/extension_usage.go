@@ -25,6 +25,12 @@ type usageServices struct {
 	journal journal
 }
 
+// extUsageHooks is a feature's host's ext.UsageHooks: the usage hooks and
+// the services they use.
+type extUsageHooks struct{ *extCore }
+
+var _ ext.UsageHooks = extUsageHooks{}
+
 func newUsageServices(g *Gateway) usageServices {
 	return usageServices{obs: g.obs, journal: g.journal}
 }
@@ -74,37 +80,42 @@ func (h *host) start(ctx context.Context) {
 	}
 }
 
-func (e *extHost) OnResult(fn func(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool) {
+// OnReady is ext.UsageHooks' (a compaction runs there).
+func (e extUsageHooks) OnReady(fn func(ctx context.Context, t ext.Turn)) {
+	e.h.hooks.ready = append(e.h.hooks.ready, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
+}
+
+func (e extUsageHooks) OnResult(fn func(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool) {
 	e.h.hooks.result = append(e.h.hooks.result, func(ctx context.Context, t *turn, res codex.TurnResult, err error) bool {
 		return fn(ctx, e.turn(t), res, err)
 	})
 }
 
-func (e *extHost) OnUsage(fn func(platform string, u codex.Usage)) {
+func (e extUsageHooks) OnUsage(fn func(platform string, u codex.Usage)) {
 	e.h.usage.spent = append(e.h.usage.spent, fn)
 }
 
-func (e *extHost) OnHold(fn func(l ext.Lane, park func(wait func() bool) bool) bool) {
+func (e extUsageHooks) OnHold(fn func(l ext.Lane, park func(wait func() bool) bool) bool) {
 	sched := e.sched
 	e.h.usage.hold = append(e.h.usage.hold, func(l *lane, it item) bool {
 		return fn(e.lane(l), func(wait func() bool) bool { return sched.park(l, it, wait) })
 	})
 }
 
-func (e *extHost) OnHolding(fn func() bool) { e.h.usage.holding = append(e.h.usage.holding, fn) }
+func (e extUsageHooks) OnHolding(fn func() bool) { e.h.usage.holding = append(e.h.usage.holding, fn) }
 
-func (e *extHost) OnRetry(fn func(ctx context.Context, c ext.Call) bool) {
+func (e extUsageHooks) OnRetry(fn func(ctx context.Context, c ext.Call) bool) {
 	e.h.usage.retry = append(e.h.usage.retry, func(ctx context.Context, call commandCall) bool {
 		return fn(ctx, e.call(call))
 	})
 }
 
-func (e *extHost) OnStart(fn func(ctx context.Context)) {
+func (e extUsageHooks) OnStart(fn func(ctx context.Context)) {
 	e.h.usage.start = append(e.h.usage.start, fn)
 }
 
-func (e *extHost) Draining() bool       { return e.sched.draining() }
-func (e *extHost) Metrics() ext.Metrics { return e.usage.obs }
+func (e extUsageHooks) Draining() bool       { return e.sched.draining() }
+func (e extUsageHooks) Metrics() ext.Metrics { return e.usage.obs }
 
 func (x extLane) Resume()       { x.core.sched.resume(x.l) }
 func (x extLane) HasWork() bool { return x.l.snapshot().hasWork() }

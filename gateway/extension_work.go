@@ -22,6 +22,12 @@ type workServices struct {
 	lanes    *laneTable
 }
 
+// extWorkHooks is a feature's host's ext.WorkHooks: the hooks around a
+// lane's queued work and the services they use.
+type extWorkHooks struct{ *extCore }
+
+var _ ext.WorkHooks = extWorkHooks{}
+
 func newWorkServices(g *Gateway) workServices {
 	return workServices{
 		refuse:   refusals{journal: g.journal, st: g.st, inbox: g.inbox, out: g.out, log: g.log},
@@ -37,7 +43,7 @@ func itemView(it item) ext.Item {
 	return ext.Item{Turn: it.kind == itemTurn, InboundID: it.inboundID, ReplyTo: replyTarget(it)}
 }
 
-func (e *extHost) OnRefuse(fn func(ctx context.Context, l ext.Lane, it ext.Item) string) {
+func (e extWorkHooks) OnRefuse(fn func(ctx context.Context, l ext.Lane, it ext.Item) string) {
 	e.h.hooks.refuse = append(e.h.hooks.refuse, func(ctx context.Context, l *lane, it item) bool {
 		reason := fn(ctx, e.lane(l), itemView(it))
 		if reason == "" {
@@ -48,19 +54,25 @@ func (e *extHost) OnRefuse(fn func(ctx context.Context, l ext.Lane, it ext.Item)
 	})
 }
 
-func (e *extHost) OnAfter(fn func(ctx context.Context, l ext.Lane, it ext.Item)) {
+func (e extWorkHooks) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
+	e.h.hooks.input = append(e.h.hooks.input, func(ctx context.Context, t *turn, in *codex.TurnInput) {
+		fn(ctx, e.turn(t), in)
+	})
+}
+
+func (e extWorkHooks) OnAfter(fn func(ctx context.Context, l ext.Lane, it ext.Item)) {
 	e.h.hooks.after = append(e.h.hooks.after, func(ctx context.Context, l *lane, it item) { fn(ctx, e.lane(l), itemView(it)) })
 }
 
-func (e *extHost) OnPrepare(fn func(ctx context.Context, t ext.Turn)) {
+func (e extWorkHooks) OnPrepare(fn func(ctx context.Context, t ext.Turn)) {
 	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) { fn(ctx, e.turn(t)) })
 }
 
-func (e *extHost) OnThread(fn func(sl store.Lane, dir string, cfg *codex.ThreadConfig)) {
+func (e extWorkHooks) OnThread(fn func(sl store.Lane, dir string, cfg *codex.ThreadConfig)) {
 	e.h.hooks.thread = append(e.h.hooks.thread, fn)
 }
 
-func (e *extHost) OnAudio(fn func(ctx context.Context, l ext.Lane, path string) string) {
+func (e extWorkHooks) OnAudio(fn func(ctx context.Context, l ext.Lane, path string) string) {
 	e.h.transcribes = true
 	e.h.hooks.prepare = append(e.h.hooks.prepare, func(ctx context.Context, t *turn) {
 		for _, path := range t.it.audio {
@@ -69,18 +81,18 @@ func (e *extHost) OnAudio(fn func(ctx context.Context, l ext.Lane, path string) 
 	})
 }
 
-func (e *extHost) OnFinished(fn func(t ext.Turn, res codex.TurnResult)) {
+func (e extWorkHooks) OnFinished(fn func(t ext.Turn, res codex.TurnResult)) {
 	e.h.hooks.finished = append(e.h.hooks.finished, func(t *turn, res codex.TurnResult) { fn(e.turn(t), res) })
 }
 
-func (e *extHost) Tool(spec codex.DynamicTool, fn func(ctx context.Context, call codex.ToolCall) codex.ToolResult) {
+func (e extWorkHooks) Tool(spec codex.DynamicTool, fn func(ctx context.Context, call codex.ToolCall) codex.ToolResult) {
 	e.h.tools[spec.Name] = fn
 	e.h.hooks.thread = append(e.h.hooks.thread, func(_ store.Lane, _ string, cfg *codex.ThreadConfig) {
 		cfg.DynamicTools = append(slices.Clip(cfg.DynamicTools), spec)
 	})
 }
 
-func (e *extHost) LaneOfThread(threadID string) (ext.Lane, bool) {
+func (e extWorkHooks) LaneOfThread(threadID string) (ext.Lane, bool) {
 	l := e.work.lanes.ofThread(threadID)
 	if l == nil {
 		return nil, false
@@ -88,9 +100,9 @@ func (e *extHost) LaneOfThread(threadID string) (ext.Lane, bool) {
 	return e.lane(l), true
 }
 
-func (e *extHost) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
-func (e *extHost) LaneProfile() string                     { return e.work.profile }
-func (e *extHost) Files() *files.Store                     { return e.work.files }
+func (e extWorkHooks) LaneDirs(sessionKey string) ext.LaneDirs { return e.work.laneDirs(sessionKey) }
+func (e extWorkHooks) LaneProfile() string                     { return e.work.profile }
+func (e extWorkHooks) Files() *files.Store                     { return e.work.files }
 
 // Dir is the turn's working directory (ext.Turn).
 func (x extTurn) Dir() string { return x.t.dir }

@@ -22,18 +22,30 @@ type workViewServices struct {
 	deliver         func(ctx context.Context, in Inbound) (bool, error) // intake's (built before the features register)
 }
 
+// extWorkViewHooks is a feature's host's ext.WorkViewHooks: the turns a
+// work view watches and the platforms it shows them on.
+type extWorkViewHooks struct{ *extCore }
+
+var _ ext.WorkViewHooks = extWorkViewHooks{}
+
+// extCommandHooks is a feature's host's ext.CommandHooks: commands run
+// from elsewhere than their typed message.
+type extCommandHooks struct{ *extCore }
+
+var _ ext.CommandHooks = extCommandHooks{}
+
 func newWorkViewServices(g *Gateway) workViewServices {
 	return workViewServices{previewInterval: g.cfg.PreviewInterval, ticker: &g.newTicker, obs: g.cfg.Observer,
 		deliver: g.in.deliver}
 }
 
-func (e *extHost) OnWatch(fn func(t ext.Turn, replyTo string, started time.Time) ext.TurnWatcher) {
+func (e extWorkViewHooks) OnWatch(fn func(t ext.Turn, replyTo string, started time.Time) ext.TurnWatcher) {
 	e.h.hooks.watch = append(e.h.hooks.watch, func(t *turn) ext.TurnWatcher {
 		return fn(e.turn(t), t.it.msgID, t.started)
 	})
 }
 
-func (e *extHost) StatusMessages(platform string) (ext.StatusMessages, bool) {
+func (e extWorkViewHooks) StatusMessages(platform string) (ext.StatusMessages, bool) {
 	p, ok := e.platforms[platform]
 	if !ok {
 		return nil, false
@@ -41,13 +53,15 @@ func (e *extHost) StatusMessages(platform string) (ext.StatusMessages, bool) {
 	return statusMessages{p: p, obs: e.views.obs}, true
 }
 
-func (e *extHost) PreviewInterval() time.Duration { return e.views.previewInterval }
+func (e extWorkViewHooks) PreviewInterval() time.Duration { return e.views.previewInterval }
 
-func (e *extHost) Ticker(d time.Duration) (<-chan time.Time, func()) { return (*e.views.ticker)(d) }
+func (e extWorkViewHooks) Ticker(d time.Duration) (<-chan time.Time, func()) {
+	return (*e.views.ticker)(d)
+}
 
-func (e *extHost) HasCommand(name string) bool { return e.h.isCommand(name) }
+func (e extCommandHooks) HasCommand(name string) bool { return e.h.isCommand(name) }
 
-func (e *extHost) Deliver(ctx context.Context, in chat.Inbound) (bool, error) {
+func (e extCommandHooks) Deliver(ctx context.Context, in chat.Inbound) (bool, error) {
 	return e.views.deliver(ctx, in)
 }
 

@@ -188,7 +188,7 @@ func TestStatusMessagesOfAPlatform(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Observer = obs })
 	p := newWorkPlatform(h.p)
 	h.g.platforms["test"] = p
-	eh := &extHost{extCore: &extCore{h: h.g.host, platforms: h.g.platforms, views: newWorkViewServices(h.g)}}
+	eh := newExtHost(&extCore{h: h.g.host, platforms: h.g.platforms, views: newWorkViewServices(h.g)}, nil)
 	if _, ok := eh.StatusMessages("discord"); ok {
 		t.Error("status messages of a platform that does not run")
 	}

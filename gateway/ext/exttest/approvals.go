@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
@@ -14,14 +15,13 @@ import (
 type requests struct {
 	// Settings is what RequestSettings returns.
 	Settings ext.RequestSettings
-	// Threads are the lanes LaneOfThread finds, by thread id.
-	Threads map[string]ext.Lane
 	// Asked, when set, receives each prompt Ask sends (after recording
 	// it): a test waits on it for the feature to ask.
 	Asked chan ext.Prompt
 	// Approvers decides MayDecide: nil lets anyone decide.
 	Approvers func(platform, requester, sender string, platformAdmin bool) bool
 
+	mu        sync.Mutex
 	approvals ext.Approvals
 	questions ext.Questions
 	stopped   []func(string)
@@ -30,90 +30,86 @@ type requests struct {
 	edits     []string
 }
 
-func (h *Host) HandleApprovals(a ext.Approvals) { h.mu.Lock(); h.approvals = a; h.mu.Unlock() }
-func (h *Host) HandleQuestions(q ext.Questions) { h.mu.Lock(); h.questions = q; h.mu.Unlock() }
-func (h *Host) OnStopped(fn func(string)) {
-	h.mu.Lock()
-	h.stopped = append(h.stopped, fn)
-	h.mu.Unlock()
+func (r *requests) HandleApprovals(a ext.Approvals) { r.mu.Lock(); r.approvals = a; r.mu.Unlock() }
+func (r *requests) HandleQuestions(q ext.Questions) { r.mu.Lock(); r.questions = q; r.mu.Unlock() }
+func (r *requests) OnStopped(fn func(string)) {
+	r.mu.Lock()
+	r.stopped = append(r.stopped, fn)
+	r.mu.Unlock()
 }
 
-func (h *Host) OnAnswer(fn func(chat.Inbound) (ext.Answer, bool)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.answers = append(h.answers, fn)
+func (r *requests) OnAnswer(fn func(chat.Inbound) (ext.Answer, bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answers = append(r.answers, fn)
 }
 
-func (h *Host) RequestSettings() ext.RequestSettings { return h.Settings }
+func (r *requests) RequestSettings() ext.RequestSettings { return r.Settings }
 
 // TurnRequester: the fake knows no turns, so anyone decides.
-func (h *Host) TurnRequester(chat.Address, string) (string, string) { return "", "" }
+func (r *requests) TurnRequester(chat.Address, string) (string, string) { return "", "" }
 
-func (h *Host) MayDecide(platform, requester, sender string, platformAdmin bool) bool {
-	if h.Approvers == nil {
+func (r *requests) MayDecide(platform, requester, sender string, platformAdmin bool) bool {
+	if r.Approvers == nil {
 		return true
 	}
-	return h.Approvers(platform, requester, sender, platformAdmin)
+	return r.Approvers(platform, requester, sender, platformAdmin)
 }
 
-func (h *Host) IsAdminOf(_, sender string, platformAdmin bool) bool {
-	return platformAdmin || h.Admins[sender]
-}
-
-func (h *Host) WaitPing(string) (string, string, bool) { return "", "", false }
+func (r *requests) WaitPing(string) (string, string, bool) { return "", "", false }
 
 // Ask records p (and sends it to Asked); its message id is "m" and its number.
-func (h *Host) Ask(_ context.Context, p ext.Prompt) string {
-	h.mu.Lock()
-	h.prompts = append(h.prompts, p)
-	id := "m" + strconv.Itoa(len(h.prompts))
-	h.mu.Unlock()
-	if h.Asked != nil {
-		h.Asked <- p
+func (r *requests) Ask(_ context.Context, p ext.Prompt) string {
+	r.mu.Lock()
+	r.prompts = append(r.prompts, p)
+	id := "m" + strconv.Itoa(len(r.prompts))
+	r.mu.Unlock()
+	if r.Asked != nil {
+		r.Asked <- p
 	}
 	return id
 }
 
-func (h *Host) EditPrompt(_ context.Context, _ chat.Address, msgID, text string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.edits = append(h.edits, msgID+": "+text)
+func (r *requests) EditPrompt(_ context.Context, _ chat.Address, msgID, text string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.edits = append(r.edits, msgID+": "+text)
 	return nil
 }
 
 // Prompts are what the feature asked, in order.
-func (h *Host) Prompts() []ext.Prompt {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.prompts)
+func (r *requests) Prompts() []ext.Prompt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.prompts)
 }
 
 // Edits are the prompts the feature edited, "msgID: text", in order.
-func (h *Host) Edits() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.edits)
+func (r *requests) Edits() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.edits)
 }
 
 // Approvals and Questions are what the feature registered.
-func (h *Host) Approvals() ext.Approvals { h.mu.Lock(); defer h.mu.Unlock(); return h.approvals }
-func (h *Host) Questions() ext.Questions { h.mu.Lock(); defer h.mu.Unlock(); return h.questions }
+func (r *requests) Approvals() ext.Approvals { r.mu.Lock(); defer r.mu.Unlock(); return r.approvals }
+func (r *requests) Questions() ext.Questions { r.mu.Lock(); defer r.mu.Unlock(); return r.questions }
 
 // Stop runs the OnStopped hooks for the lane key.
-func (h *Host) Stop(key string) {
-	h.mu.Lock()
-	hooks := slices.Clone(h.stopped)
-	h.mu.Unlock()
+func (r *requests) Stop(key string) {
+	r.mu.Lock()
+	hooks := slices.Clone(r.stopped)
+	r.mu.Unlock()
 	for _, fn := range hooks {
 		fn(key)
 	}
 }
 
 // AnswerOf is the answer an OnAnswer hook claims in as.
-func (h *Host) AnswerOf(in chat.Inbound) (ext.Answer, bool) {
-	h.mu.Lock()
-	hooks := slices.Clone(h.answers)
-	h.mu.Unlock()
+func (r *requests) AnswerOf(in chat.Inbound) (ext.Answer, bool) {
+	r.mu.Lock()
+	hooks := slices.Clone(r.answers)
+	r.mu.Unlock()
 	for _, fn := range hooks {
 		if a, ok := fn(in); ok {
 			return a, true

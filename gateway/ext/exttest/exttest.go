@@ -30,8 +30,10 @@ type Notice struct {
 	Buttons       []chat.Button // the choices offered with Text (NotifyChoices)
 }
 
-// Host is an ext.Host that records registrations and notices. Its zero
-// value is not usable: use NewHost.
+// Host is an ext.Host that records registrations and notices. Like
+// ext.Host it is made of one part per hook family (Triggers, workHooks,
+// requests, Views, usageHooks), each in the file of its family, with its
+// own lock. Its zero value is not usable: use NewHost.
 type Host struct {
 	log *zap.Logger
 	// Clock is the host's time (default: a fixed instant).
@@ -47,7 +49,9 @@ type Host struct {
 	// Open opens a place (nil: the platform cannot).
 	Open func(ctx context.Context, near chat.Address, title string) (chat.Address, error)
 	// Triggers records the loops and turns of ext.Triggers (triggers.go).
-	Triggers Triggers
+	Triggers
+	// workHooks are the work hooks, accepted and mostly not run.
+	workHooks
 	// requests are Codex's requests' registrations (approvals.go).
 	requests
 	// Views are the work view's and command buttons' services (workview.go).
@@ -55,12 +59,11 @@ type Host struct {
 	// Room records the text and ambient hooks (room.go).
 	Room
 
-	mu       sync.Mutex
-	commands map[string]ext.Command
-	notices  []Notice
-	inputs   []func(ctx context.Context, t ext.Turn, in *codex.TurnInput)
-	statuses []func(ctx context.Context, sl store.Lane, b *strings.Builder)
-	usage    usageHooks // usage.go
+	mu         sync.Mutex
+	commands   map[string]ext.Command
+	notices    []Notice
+	statuses   []func(ctx context.Context, sl store.Lane, b *strings.Builder)
+	usageHooks // usage.go
 }
 
 var _ ext.Host = (*Host)(nil)
@@ -96,8 +99,8 @@ func (h *Host) Context() context.Context                                  { retu
 func (h *Host) Logger() *zap.Logger                                       { return h.log }
 func (h *Host) Now() time.Time                                            { return h.Clock() }
 func (h *Host) IsAdmin(in chat.Inbound) bool                              { return in.SenderAdmin || h.Admins[in.SenderID] }
-func (h *Host) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
-	h.inputs = append(h.inputs, fn)
+func (h *Host) IsAdminOf(_, sender string, platformAdmin bool) bool {
+	return platformAdmin || h.Admins[sender]
 }
 
 func (h *Host) OnStatus(fn func(ctx context.Context, sl store.Lane, b *strings.Builder)) {
@@ -162,13 +165,6 @@ func (h *Host) Registered(name string) (ext.Command, bool) {
 	defer h.mu.Unlock()
 	c, ok := h.commands[name]
 	return c, ok
-}
-
-// Input runs the input hooks for a turn of l with row sl.
-func (h *Host) Input(ctx context.Context, l ext.Lane, sl store.Lane, in *codex.TurnInput) {
-	for _, fn := range h.inputs {
-		fn(ctx, &Turn{L: l, R: sl}, in)
-	}
 }
 
 // Status is the /status lines the features add for row sl.
@@ -283,22 +279,46 @@ func (t *Turn) Lane() ext.Lane       { return t.L }
 func (t *Turn) Row() store.Lane      { return t.R }
 func (t *Turn) SetRow(sl store.Lane) { t.R = sl }
 
-// The work hooks (ext.WorkHooks) and services a feature of this fake core
-// registers or asks for are accepted and not run: a feature that needs
-// them is tested through the real core (gateway's harness).
+// workHooks are the work hooks (ext.WorkHooks) and services a feature of
+// this fake core registers or asks for: they are accepted and, but for
+// the input hooks (Input), not run; a feature that needs them is tested
+// through the real core (gateway's harness).
+type workHooks struct {
+	// Threads are the lanes LaneOfThread finds, by thread id.
+	Threads map[string]ext.Lane
 
-func (h *Host) OnRefuse(func(context.Context, ext.Lane, ext.Item) string) {}
-func (h *Host) OnAfter(func(context.Context, ext.Lane, ext.Item))         {}
-func (h *Host) OnPrepare(func(context.Context, ext.Turn))                 {}
-func (h *Host) OnThread(func(store.Lane, string, *codex.ThreadConfig))    {}
-func (h *Host) OnAudio(func(context.Context, ext.Lane, string) string)    {}
-func (h *Host) OnFinished(func(ext.Turn, codex.TurnResult))               {}
-func (h *Host) Tool(codex.DynamicTool, func(context.Context, codex.ToolCall) codex.ToolResult) {
+	mu     sync.Mutex
+	inputs []func(ctx context.Context, t ext.Turn, in *codex.TurnInput)
 }
-func (h *Host) LaneOfThread(id string) (ext.Lane, bool) { l, ok := h.Threads[id]; return l, ok }
-func (h *Host) LaneDirs(string) ext.LaneDirs            { return ext.LaneDirs{} }
-func (h *Host) Files() *files.Store                     { return nil }
-func (h *Host) LaneProfile() string                     { return "" }
+
+func (w *workHooks) OnInput(fn func(ctx context.Context, t ext.Turn, in *codex.TurnInput)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inputs = append(w.inputs, fn)
+}
+
+// Input runs the input hooks for a turn of l with row sl.
+func (w *workHooks) Input(ctx context.Context, l ext.Lane, sl store.Lane, in *codex.TurnInput) {
+	w.mu.Lock()
+	hooks := append([]func(context.Context, ext.Turn, *codex.TurnInput){}, w.inputs...)
+	w.mu.Unlock()
+	for _, fn := range hooks {
+		fn(ctx, &Turn{L: l, R: sl}, in)
+	}
+}
+
+func (w *workHooks) OnRefuse(func(context.Context, ext.Lane, ext.Item) string) {}
+func (w *workHooks) OnAfter(func(context.Context, ext.Lane, ext.Item))         {}
+func (w *workHooks) OnPrepare(func(context.Context, ext.Turn))                 {}
+func (w *workHooks) OnThread(func(store.Lane, string, *codex.ThreadConfig))    {}
+func (w *workHooks) OnAudio(func(context.Context, ext.Lane, string) string)    {}
+func (w *workHooks) OnFinished(func(ext.Turn, codex.TurnResult))               {}
+func (w *workHooks) Tool(codex.DynamicTool, func(context.Context, codex.ToolCall) codex.ToolResult) {
+}
+func (w *workHooks) LaneOfThread(id string) (ext.Lane, bool) { l, ok := w.Threads[id]; return l, ok }
+func (w *workHooks) LaneDirs(string) ext.LaneDirs            { return ext.LaneDirs{} }
+func (w *workHooks) Files() *files.Store                     { return nil }
+func (w *workHooks) LaneProfile() string                     { return "" }
 
 // Running is the lane's running turn: none in this fake.
 func (l *Lane) Running() (ext.RunningTurn, bool) { return nil, false }

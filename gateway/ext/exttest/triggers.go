@@ -2,6 +2,7 @@ package exttest
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
@@ -23,57 +24,58 @@ type Triggers struct {
 	// Disallowed are the makers MakerAllowed refuses.
 	Disallowed map[string]bool
 
+	mu        sync.Mutex
 	loops     []func(ctx context.Context)
 	triggered []Triggered
 }
 
 // Every records fn; Tick runs it.
-func (h *Host) Every(_ time.Duration, fn func(ctx context.Context)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.Triggers.loops = append(h.Triggers.loops, fn)
+func (t *Triggers) Every(_ time.Duration, fn func(ctx context.Context)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loops = append(t.loops, fn)
 }
 
 // Tick runs each registered loop once, as the core's ticker would.
-func (h *Host) Tick(ctx context.Context) {
-	h.mu.Lock()
-	loops := append([](func(ctx context.Context)){}, h.Triggers.loops...)
-	h.mu.Unlock()
+func (t *Triggers) Tick(ctx context.Context) {
+	t.mu.Lock()
+	loops := append([](func(ctx context.Context)){}, t.loops...)
+	t.mu.Unlock()
 	for _, fn := range loops {
 		fn(ctx)
 	}
 }
 
 // Trigger runs write and records in when it stored it.
-func (h *Host) Trigger(ctx context.Context, addr chat.Address, in *store.Inbound,
+func (t *Triggers) Trigger(ctx context.Context, addr chat.Address, in *store.Inbound,
 	write func(ctx context.Context) (int64, bool, error)) (int64, bool, error) {
 	id, stored, err := write(ctx)
 	if err != nil || !stored {
 		return id, stored, err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.Triggers.triggered = append(h.Triggers.triggered, Triggered{Addr: addr, In: *in})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.triggered = append(t.triggered, Triggered{Addr: addr, In: *in})
 	return id, true, nil
 }
 
 // Triggered are the turns triggered so far.
-func (h *Host) Triggered() []Triggered {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]Triggered(nil), h.Triggers.triggered...)
+func (t *Triggers) Triggered() []Triggered {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Triggered(nil), t.triggered...)
 }
 
 // Serves is false for the lanes in Triggers.NotServed.
-func (h *Host) Serves(key string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return !h.Triggers.NotServed[key]
+func (t *Triggers) Serves(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.NotServed[key]
 }
 
 // MakerAllowed is false for the makers in Triggers.Disallowed.
-func (h *Host) MakerAllowed(_ chat.Address, maker string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return !h.Triggers.Disallowed[maker]
+func (t *Triggers) MakerAllowed(_ chat.Address, maker string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.Disallowed[maker]
 }

@@ -11,6 +11,7 @@ import (
 
 // usageHooks are the usage hooks a feature registered (ext.UsageHooks).
 type usageHooks struct {
+	mu      sync.Mutex
 	ready   []func(ctx context.Context, t ext.Turn)
 	result  []func(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool
 	spent   []func(platform string, u codex.Usage)
@@ -21,53 +22,53 @@ type usageHooks struct {
 	metrics metrics
 }
 
-func (h *Host) OnReady(fn func(ctx context.Context, t ext.Turn)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.ready = append(h.usage.ready, fn)
+func (u *usageHooks) OnReady(fn func(ctx context.Context, t ext.Turn)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ready = append(u.ready, fn)
 }
 
-func (h *Host) OnResult(fn func(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.result = append(h.usage.result, fn)
+func (u *usageHooks) OnResult(fn func(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.result = append(u.result, fn)
 }
 
-func (h *Host) OnUsage(fn func(platform string, u codex.Usage)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.spent = append(h.usage.spent, fn)
+func (u *usageHooks) OnUsage(fn func(platform string, u codex.Usage)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.spent = append(u.spent, fn)
 }
 
-func (h *Host) OnHold(fn func(l ext.Lane, park func(wait func() bool) bool) bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.hold = append(h.usage.hold, fn)
+func (u *usageHooks) OnHold(fn func(l ext.Lane, park func(wait func() bool) bool) bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.hold = append(u.hold, fn)
 }
 
-func (h *Host) OnHolding(fn func() bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.holding = append(h.usage.holding, fn)
+func (u *usageHooks) OnHolding(fn func() bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.holding = append(u.holding, fn)
 }
 
-func (h *Host) OnRetry(fn func(ctx context.Context, c ext.Call) bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.retry = append(h.usage.retry, fn)
+func (u *usageHooks) OnRetry(fn func(ctx context.Context, c ext.Call) bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.retry = append(u.retry, fn)
 }
 
-func (h *Host) OnStart(fn func(ctx context.Context)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.usage.start = append(h.usage.start, fn)
+func (u *usageHooks) OnStart(fn func(ctx context.Context)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.start = append(u.start, fn)
 }
 
 // Draining is false: the fake core never shuts down.
-func (h *Host) Draining() bool { return false }
+func (u *usageHooks) Draining() bool { return false }
 
 // Metrics records the counters a feature adds to (Tokens, Finished).
-func (h *Host) Metrics() ext.Metrics { return &h.usage.metrics }
+func (u *usageHooks) Metrics() ext.Metrics { return &u.metrics }
 
 // metrics records the tokens and the statuses of finished turns.
 type metrics struct {
@@ -92,8 +93,8 @@ func (m *metrics) TurnFinished(status string, _ time.Duration) {
 }
 
 // Tokens are the tokens counted, by "platform/kind".
-func (h *Host) Tokens() map[string]int64 {
-	m := &h.usage.metrics
+func (u *usageHooks) Tokens() map[string]int64 {
+	m := &u.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]int64, len(m.tokens))
@@ -104,8 +105,8 @@ func (h *Host) Tokens() map[string]int64 {
 }
 
 // Finished are the statuses of the turns a feature counted as finished.
-func (h *Host) Finished() []string {
-	m := &h.usage.metrics
+func (u *usageHooks) Finished() []string {
+	m := &u.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.finished...)
@@ -113,20 +114,20 @@ func (h *Host) Finished() []string {
 
 // Ready runs the ready hooks of t, as the core does once its thread is
 // loaded.
-func (h *Host) Ready(ctx context.Context, t ext.Turn) {
-	h.mu.Lock()
-	hooks := append([]func(context.Context, ext.Turn){}, h.usage.ready...)
-	h.mu.Unlock()
+func (u *usageHooks) Ready(ctx context.Context, t ext.Turn) {
+	u.mu.Lock()
+	hooks := append([]func(context.Context, ext.Turn){}, u.ready...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
 		fn(ctx, t)
 	}
 }
 
 // Readies reports how many ready hooks are registered.
-func (h *Host) Readies() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.usage.ready)
+func (u *usageHooks) Readies() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.ready)
 }
 
 // laneUsage is what the usage hooks did with a Lane.
@@ -192,10 +193,10 @@ func (t *TurnUsage) Requeued() int {
 
 // Result runs the result hooks of t as the core does before a commit; it
 // reports whether one took the turn over.
-func (h *Host) Result(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool {
-	h.mu.Lock()
-	hooks := append([]func(context.Context, ext.Turn, codex.TurnResult, error) bool{}, h.usage.result...)
-	h.mu.Unlock()
+func (u *usageHooks) Result(ctx context.Context, t ext.Turn, res codex.TurnResult, err error) bool {
+	u.mu.Lock()
+	hooks := append([]func(context.Context, ext.Turn, codex.TurnResult, error) bool{}, u.result...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
 		if fn(ctx, t, res, err) {
 			return true
@@ -207,10 +208,10 @@ func (h *Host) Result(ctx context.Context, t ext.Turn, res codex.TurnResult, err
 // Hold runs the hold hooks as l's worker does before it starts an item;
 // park stands for the core's parking (it gets the hook's wait). It
 // reports whether a hook parked the item.
-func (h *Host) Hold(l ext.Lane, park func(wait func() bool) bool) bool {
-	h.mu.Lock()
-	hooks := append([]func(ext.Lane, func(func() bool) bool) bool{}, h.usage.hold...)
-	h.mu.Unlock()
+func (u *usageHooks) Hold(l ext.Lane, park func(wait func() bool) bool) bool {
+	u.mu.Lock()
+	hooks := append([]func(ext.Lane, func(func() bool) bool) bool{}, u.hold...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
 		if fn(l, park) {
 			return true
@@ -220,10 +221,10 @@ func (h *Host) Hold(l ext.Lane, park func(wait func() bool) bool) bool {
 }
 
 // Holding reports whether a holding hook holds new turns.
-func (h *Host) Holding() bool {
-	h.mu.Lock()
-	hooks := append([]func() bool{}, h.usage.holding...)
-	h.mu.Unlock()
+func (u *usageHooks) Holding() bool {
+	u.mu.Lock()
+	hooks := append([]func() bool{}, u.holding...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
 		if fn() {
 			return true
@@ -234,10 +235,10 @@ func (h *Host) Holding() bool {
 
 // Retry runs the retry hooks for /retry typed in l; it reports whether
 // one answered it.
-func (h *Host) Retry(ctx context.Context, l ext.Lane, msgID string) bool {
-	h.mu.Lock()
-	hooks := append([]func(context.Context, ext.Call) bool{}, h.usage.retry...)
-	h.mu.Unlock()
+func (u *usageHooks) Retry(ctx context.Context, l ext.Lane, msgID string) bool {
+	u.mu.Lock()
+	hooks := append([]func(context.Context, ext.Call) bool{}, u.retry...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
 		if fn(ctx, ext.Call{Lane: l, Name: "retry", InboundID: 1, MsgID: msgID}) {
 			return true
@@ -246,21 +247,21 @@ func (h *Host) Retry(ctx context.Context, l ext.Lane, msgID string) bool {
 	return false
 }
 
-// Spent runs the usage hooks for a turn on platform that spent u.
-func (h *Host) Spent(platform string, u codex.Usage) {
-	h.mu.Lock()
-	hooks := append([]func(string, codex.Usage){}, h.usage.spent...)
-	h.mu.Unlock()
+// Spent runs the usage hooks for a turn on platform that spent spent.
+func (u *usageHooks) Spent(platform string, spent codex.Usage) {
+	u.mu.Lock()
+	hooks := append([]func(string, codex.Usage){}, u.spent...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
-		fn(platform, u)
+		fn(platform, spent)
 	}
 }
 
 // Start runs the start hooks, as Run does.
-func (h *Host) Start(ctx context.Context) {
-	h.mu.Lock()
-	hooks := append([]func(context.Context){}, h.usage.start...)
-	h.mu.Unlock()
+func (u *usageHooks) Start(ctx context.Context) {
+	u.mu.Lock()
+	hooks := append([]func(context.Context){}, u.start...)
+	u.mu.Unlock()
 	for _, fn := range hooks {
 		fn(ctx)
 	}

@@ -44,41 +44,62 @@ func modelsOf(list []ext.Feature) webconsole.ModelSource {
 	return nil
 }
 
-// consoleAccount is the account for the web console: nil, not a nil
-// pointer in an interface, when there is none.
-func (d *daemon) consoleAccount() webconsole.AccountControl {
-	if d.account == nil {
+// accountLink is the daemon's link to the account feature: codex's
+// account notifications, the console's login and whether codex can answer
+// go to it, and a list of features without it leaves codex taken as able
+// to answer. Its methods take a pointer so the handlers bound to codex
+// read the link as it is when they run.
+type accountLink struct {
+	feature codexAccount // nil: the account feature is not in the list
+}
+
+// console is the account for the web console: nil, not a nil pointer in
+// an interface, when there is none.
+func (a *accountLink) console() webconsole.AccountControl {
+	if a.feature == nil {
 		return nil
 	}
-	return d.account
+	return a.feature
 }
 
-// accountUpdated and loginCompleted hand codex's account notifications to
-// the account feature, if there is one.
-func (d *daemon) accountUpdated(u codex.AccountUpdate) {
-	if d.account != nil {
-		d.account.AccountUpdated(u)
+// updated and loginCompleted hand codex's account notifications to the
+// account feature, if there is one.
+func (a *accountLink) updated(u codex.AccountUpdate) {
+	if a.feature != nil {
+		a.feature.AccountUpdated(u)
 	}
 }
 
-func (d *daemon) loginCompleted(r codex.LoginResult) {
-	if d.account != nil {
-		d.account.LoginCompleted(r)
+func (a *accountLink) loginCompleted(r codex.LoginResult) {
+	if a.feature != nil {
+		a.feature.LoginCompleted(r)
 	}
 }
 
-// checkAccount reads codex's account before the platforms start, so the
-// first message already finds out whether codex can answer. A codex that
-// cannot say (an older app-server) is taken as able to. An account/updated
-// sent since the start is not lost either: bindCodex bound the gateway's
+// check reads codex's account before the platforms start, so the first
+// message already finds out whether codex can answer. A codex that cannot
+// say (an older app-server) is taken as able to. An account/updated sent
+// since the start is not lost either: bindCodex bound the gateway's
 // handler before the app-server started.
-func (d *daemon) checkAccount(ctx context.Context) {
-	if d.account == nil {
+func (a *accountLink) check(ctx context.Context, log *zap.Logger) {
+	if a.feature == nil {
 		return
 	}
-	if err := d.account.CheckAccount(ctx); err != nil {
-		d.log.Warn("codex.account_read_failed", zap.Error(err))
+	if err := a.feature.CheckAccount(ctx); err != nil {
+		log.Warn("codex.account_read_failed", zap.Error(err))
 	}
+}
+
+// unavailable is why codex cannot answer (no login); nil when it can, or
+// when there is no account feature to say.
+func (a *accountLink) unavailable() error {
+	if a.feature == nil {
+		return nil
+	}
+	if reason := a.feature.CodexUnavailable(); reason != "" {
+		return errors.New(reason)
+	}
+	return nil
 }
 
 // healthProbe is /healthz: the watchdog probe plus whether codex can
@@ -88,11 +109,5 @@ func (d *daemon) healthProbe(ctx context.Context) error {
 	if err := d.probe(ctx); err != nil {
 		return err
 	}
-	if d.account == nil {
-		return nil
-	}
-	if reason := d.account.CodexUnavailable(); reason != "" {
-		return errors.New(reason)
-	}
-	return nil
+	return d.account.unavailable()
 }

@@ -3,59 +3,68 @@ package daemon
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/metrics"
+	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 )
 
 // The daemon's wiring of cluster mode: on PostgreSQL the daemon is a node
 // (package cluster/node), which the gateway sees through its lane gate.
 
-// joinCluster puts the daemon in cluster mode when it runs on PostgreSQL.
-func (d *daemon) joinCluster(ctx context.Context) error {
-	if !d.cfg.Store.Postgres() {
+// clusterMember is the daemon's membership of the cluster: its node in
+// cluster mode, nothing on SQLite.
+type clusterMember struct {
+	node *node.Coordinator // nil: not in cluster mode
+}
+
+// join puts the daemon in cluster mode when it runs on PostgreSQL.
+func (m *clusterMember) join(ctx context.Context, cfg *config.Config, log *zap.Logger, mm *metrics.Metrics) error {
+	if !cfg.Store.Postgres() {
 		return nil
 	}
-	c, err := node.Start(ctx, node.Config{DSN: d.cfg.Store.DSN, NodeID: d.cfg.Cluster.NodeID,
-		CodexHome: CodexHome(d.cfg), StateDir: d.cfg.StateDir, LeaseTTL: d.cfg.Cluster.LeaseTTL, Log: d.log})
+	c, err := node.Start(ctx, node.Config{DSN: cfg.Store.DSN, NodeID: cfg.Cluster.NodeID,
+		CodexHome: CodexHome(cfg), StateDir: cfg.StateDir, LeaseTTL: cfg.Cluster.LeaseTTL, Log: log})
 	if err != nil {
 		return err
 	}
-	if err := c.RegisterMetrics(d.metrics.Registry()); err != nil {
+	if err := c.RegisterMetrics(mm.Registry()); err != nil {
 		c.Close()
 		return err
 	}
-	d.cluster = c
+	m.node = c
 	return nil
 }
 
-// leaveCluster makes the node leave (node.Coordinator.Close): at once
-// once the gateway has drained, and on every way out; the second call does
-// nothing.
-func (d *daemon) leaveCluster() {
-	if d.cluster != nil {
-		d.cluster.Close()
+// leave makes the node leave (node.Coordinator.Close): at once once the
+// gateway has drained, and on every way out; the second call does nothing.
+func (m *clusterMember) leave() {
+	if m.node != nil {
+		m.node.Close()
 	}
 }
 
 // pollGate is Telegram's poller election in cluster mode, nil otherwise.
-func (d *daemon) pollGate() func(context.Context) (context.Context, telegram.CursorStore, error) {
-	if d.cluster == nil {
+func (m *clusterMember) pollGate() func(context.Context) (context.Context, telegram.CursorStore, error) {
+	if m.node == nil {
 		return nil
 	}
-	return d.cluster.PollGate
+	return m.node.PollGate
 }
 
-// runCluster starts the cluster loop once the gateway is running (it
-// dispatches into the gateway).
-func (d *daemon) runCluster(ctx context.Context) {
-	c := d.cluster
+// run starts the cluster loop once the gateway is running (ready is
+// closed; the loop dispatches into the gateway).
+func (m *clusterMember) run(ctx context.Context, ready <-chan struct{}) {
+	c := m.node
 	if c == nil {
 		return
 	}
 	go func() {
 		select {
-		case <-d.gateway.Ready():
+		case <-ready:
 		case <-ctx.Done():
 			return
 		}
@@ -65,11 +74,11 @@ func (d *daemon) runCluster(ctx context.Context) {
 
 // superseded is closed once another process took over this node id; nil
 // (never ready) outside cluster mode.
-func (d *daemon) superseded() <-chan struct{} {
-	if d.cluster == nil {
+func (m *clusterMember) superseded() <-chan struct{} {
+	if m.node == nil {
 		return nil
 	}
-	return d.cluster.Gone()
+	return m.node.Gone()
 }
 
 // ErrSuperseded is the daemon's exit when another process took over its
@@ -78,9 +87,9 @@ var ErrSuperseded = &config.Error{Key: "cluster.node_id",
 	Msg: "another gatewayd process joined the cluster with this node id while this one was paused or cut off; this one stopped (give every node its own id)"}
 
 // shareAnswers tells the API platform of the answers other nodes commit.
-func (d *daemon) shareAnswers() {
-	if d.cluster != nil {
-		d.cluster.SetAnswered(d.api.AnswerRecorded)
+func (m *clusterMember) shareAnswers(p *api.Platform) {
+	if m.node != nil {
+		m.node.SetAnswered(p.AnswerRecorded)
 	}
 }
 
@@ -88,12 +97,12 @@ func (d *daemon) shareAnswers() {
 // is more than 1: in cluster mode the shards this node holds by lease; on
 // a single node every shard, each its own session. Nil (one unsharded
 // session) otherwise.
-func (d *daemon) discordShardSets() <-chan []int {
-	n := d.cfg.Cluster.DiscordShards
-	if n < 2 || !d.cfg.Discord.Enabled() {
+func (m *clusterMember) discordShardSets(cfg *config.Config) <-chan []int {
+	n := cfg.Cluster.DiscordShards
+	if n < 2 || !cfg.Discord.Enabled() {
 		return nil
 	}
-	if d.cluster == nil {
+	if m.node == nil {
 		all := make(chan []int, 1)
 		ids := make([]int, n)
 		for i := range ids {
@@ -102,5 +111,5 @@ func (d *daemon) discordShardSets() <-chan []int {
 		all <- ids
 		return all
 	}
-	return d.cluster.DiscordShardSets(n)
+	return m.node.DiscordShardSets(n)
 }

@@ -17,7 +17,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/lifecycle"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/files"
@@ -34,7 +33,6 @@ import (
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
-	"github.com/gatewayd/gatewayd/webhooks"
 	"github.com/gatewayd/gatewayd/worktree"
 )
 
@@ -63,16 +61,16 @@ type daemon struct {
 	log      *zap.Logger
 	metrics  *metrics.Metrics
 	store    *store.Store
-	cluster  *node.Coordinator // cluster mode (store.driver postgres); nil on SQLite
+	cluster  clusterMember // cluster mode (store.driver postgres); none on SQLite (cluster.go)
 	codex    *codex.Client
 	gateway  *gateway.Gateway
 	api      *api.Platform
 	chats    []gateway.Platform
 	health   *lifecycle.Health
 	notifier *lifecycle.Notifier
-	webhooks *webhooks.Server // webhooks.listen; nil when off (webhooks.go)
-	pool     *worktree.Pool   // worktrees.pool; nil when off (worktrees.go)
-	account  codexAccount     // the account feature; nil when it is not in the list (account.go)
+	webhooks webhookListener // webhooks.listen; none when off (webhooks.go)
+	pool     *worktree.Pool  // worktrees.pool; nil when off (worktrees.go)
+	account  accountLink     // the account feature, when it is in the list (account.go)
 }
 
 // Run builds everything, runs until ctx ends and shuts down in order:
@@ -92,10 +90,10 @@ func Run(ctx context.Context, p Params) error {
 		return err
 	}
 	warnIsolation(cfg, log)
-	if err := d.joinCluster(ctx); err != nil {
+	if err := d.cluster.join(ctx, cfg, log, d.metrics); err != nil {
 		return err
 	}
-	defer d.leaveCluster()
+	defer d.cluster.leave()
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
@@ -109,20 +107,20 @@ func Run(ctx context.Context, p Params) error {
 	if err := d.buildGateway(); err != nil {
 		return err
 	}
-	if err := d.listenWebhooks(); err != nil {
+	if err := d.webhooks.listen(cfg.Webhooks, d.gateway, d.store, d.metrics, log); err != nil {
 		return err
 	}
-	defer d.stopWebhooks()
+	defer d.webhooks.stop()
 	if err := d.startCodex(ctx); err != nil {
 		return err
 	}
 	defer d.closeCodex()
-	d.checkAccount(ctx)
+	d.account.check(ctx, log)
 	d.notifier = lifecycle.NewNotifier(lifecycle.NotifierConfig{Probe: d.probe, Logger: log.Named("sdnotify")})
 	err := d.run(ctx, p.Options, p.Reload)
 	// The gateway has drained: leave the cluster before the app-server and
 	// the store close, so the other nodes take the lanes meanwhile.
-	d.leaveCluster()
+	d.cluster.leave()
 	return err
 }
 
@@ -162,8 +160,8 @@ func CheckRuntime(cfg *config.Config) error {
 
 func (d *daemon) openStore(ctx context.Context) error {
 	opts := store.Options{Logger: d.log.Named("store")}
-	if d.cluster != nil {
-		opts.Cluster = d.cluster.StoreOptions()
+	if d.cluster.node != nil {
+		opts.Cluster = d.cluster.node.StoreOptions()
 	}
 	st, err := OpenStore(ctx, d.cfg, opts)
 	if err != nil {
@@ -283,7 +281,7 @@ func (d *daemon) declineApproval(_ context.Context, req codex.ApprovalRequest) c
 // Handle.
 func (d *daemon) bindCodex(gw *gateway.Gateway) error {
 	h := codex.Handlers{Approvals: d.declineApproval, Unsupported: gw.Unsupported, ToolCall: gw.ToolCall, UserInput: gw.AskUser,
-		OnAccount: d.accountUpdated, OnLogin: d.loginCompleted}
+		OnAccount: d.account.updated, OnLogin: d.account.loginCompleted}
 	if d.cfg.Codex.Approvals == "chat" {
 		h.Approvals = gw.Approve
 	}
@@ -348,17 +346,17 @@ func (d *daemon) buildGateway() error {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	d.gateway = gw
-	d.account = accountOf(cfg.Features)
-	if d.cluster != nil {
-		d.cluster.Attach(d.store, gw.Cluster())
-		gw.SetLaneGate(d.cluster)
+	d.account = accountLink{feature: accountOf(cfg.Features)}
+	if c := d.cluster.node; c != nil {
+		c.Attach(d.store, gw.Cluster())
+		gw.SetLaneGate(c)
 	}
 	if err := d.bindCodex(gw); err != nil {
 		return err
 	}
 	d.health = lifecycle.NewHealth(d.healthProbe, 0)
-	if d.cluster != nil {
-		d.health.SetCluster(d.cluster.Health)
+	if c := d.cluster.node; c != nil {
+		d.health.SetCluster(c.Health)
 	}
 	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{
@@ -369,7 +367,7 @@ func (d *daemon) buildGateway() error {
 	}
 	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
 		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: modelsOf(cfg.Features),
-		Account: d.consoleAccount(),
+		Account: d.account.console(),
 	}).Routes())
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
@@ -379,11 +377,11 @@ func (d *daemon) buildGateway() error {
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
 		SpoolDir: d.cfg.SpoolDir(), MaxSpoolBytes: d.cfg.Files.SpoolMaxBytes,
-		Handlers: handlers, SharedAnswers: d.cluster != nil,
+		Handlers: handlers, SharedAnswers: d.cluster.node != nil,
 	})
-	d.shareAnswers()
+	d.cluster.shareAnswers(d.api)
 	gw.AddPlatform(d.api)
-	chats, err := chatPlatformsGated(d.cfg, d.store, gw.Commands(), d.log, d.pollGate(), d.discordShardSets())
+	chats, err := chatPlatformsGated(d.cfg, d.store, gw.Commands(), d.log, d.cluster.pollGate(), d.cluster.discordShardSets(d.cfg))
 	if err != nil {
 		return err
 	}
@@ -489,9 +487,9 @@ func (d *daemon) run(parent context.Context, opts config.Options, hup <-chan str
 	defer stopGateway()
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.gateway.Run(ctx) }()
-	superseded := d.superseded()
+	superseded := d.cluster.superseded()
 	var exitErr error
-	d.runCluster(ctx)
+	d.cluster.run(ctx, d.gateway.Ready())
 	go pruneWorktreesDaily(ctx, d.cfg, d.store, d.log.Named("worktrees"))
 	go fillPool(ctx, d.pool, d.cfg, d.log.Named("worktrees"))
 	wd := &watchdog{}
@@ -505,7 +503,7 @@ func (d *daemon) run(parent context.Context, opts config.Options, hup <-chan str
 			d.health.SetReady()
 			d.notifier.Ready()
 			wd.start(d.notifier)
-			d.serveWebhooks()
+			d.webhooks.serve()
 			d.log.Info("daemon.ready", zap.String("api", d.api.Addr()))
 		case <-hup:
 			d.log.Info("config.reload", zap.String("signal", "SIGHUP"))
@@ -550,7 +548,7 @@ func (d *daemon) beginStop(why string, wd *watchdog) {
 	d.health.SetNotReady("shutting down")
 	wd.stop()
 	d.notifier.Stopping()
-	d.stopWebhooks()
+	d.webhooks.stop()
 }
 
 // watchdog runs the notifier's ping loop and stops it synchronously, so no

@@ -17,7 +17,7 @@ func TestDiscordShardSetsWithoutCluster(t *testing.T) {
 	}{{4, "t", []int{0, 1, 2, 3}}, {1, "t", nil}, {4, "", nil}} {
 		cfg := &config.Config{}
 		cfg.Cluster.DiscordShards, cfg.Discord.Token = c.shards, c.token
-		sets := (&daemon{cfg: cfg}).discordShardSets()
+		sets := (&clusterMember{}).discordShardSets(cfg)
 		if c.want == nil {
 			if sets != nil {
 				t.Errorf("shards %d, token %q: got a shard source, want one unsharded session", c.shards, c.token)

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webhooks"
@@ -27,20 +28,29 @@ var (
 // only records a row.
 const webhooksShutdownTimeout = 10 * time.Second
 
-// listenWebhooks builds the listener and binds its address when
-// webhooks.listen is set; the gateway must exist (it is the Triggerer).
-func (d *daemon) listenWebhooks() error {
-	w := d.cfg.Webhooks
+// webhookListener is the daemon's webhook listener: none when
+// webhooks.listen is empty.
+type webhookListener struct {
+	srv   *webhooks.Server // nil: none, or stopped
+	log   *zap.Logger
+	hooks []string // the names of the hooks it serves
+}
+
+// listen builds the listener and binds its address when webhooks.listen
+// is set; the gateway must exist (it is the Triggerer).
+func (l *webhookListener) listen(w config.Webhooks, gw webhooks.Triggerer, st webhooks.Replays, m *metrics.Metrics,
+	log *zap.Logger) error {
+	l.log = log
 	if w.Listen == "" {
 		if len(w.Hooks) > 0 {
-			d.log.Warn("webhooks.disabled", zap.Strings("hooks", hookNames(w.Hooks)),
+			log.Warn("webhooks.disabled", zap.Strings("hooks", hookNames(w.Hooks)),
 				zap.String("reason", "webhooks.hooks are set but webhooks.listen is empty: nothing receives them"))
 		}
 		return nil
 	}
 	srv, err := webhooks.New(webhooks.Config{
-		Listen: w.Listen, Hooks: webhooks.HooksFrom(w.Hooks), Triggerer: d.gateway, Replays: d.store,
-		Observer: d.metrics, Logger: d.log.Named("webhooks"),
+		Listen: w.Listen, Hooks: webhooks.HooksFrom(w.Hooks), Triggerer: gw, Replays: st,
+		Observer: m, Logger: log.Named("webhooks"),
 		MaxAge: w.MaxAge, ReplayWindow: w.ReplayWindow, MaxConnections: w.MaxConnections,
 	})
 	if err != nil {
@@ -50,41 +60,40 @@ func (d *daemon) listenWebhooks() error {
 		return fmt.Errorf("gatewayd: webhooks.listen %s: %w", w.Listen, err)
 	}
 	if len(w.Hooks) == 0 {
-		d.log.Warn("webhooks.no_hooks", zap.String("addr", srv.Addr()),
+		log.Warn("webhooks.no_hooks", zap.String("addr", srv.Addr()),
 			zap.String("reason", "webhooks.listen is set but webhooks.hooks is empty: every delivery is refused (401)"))
 	}
-	d.webhooks = srv
+	l.srv, l.hooks = srv, hookNames(w.Hooks)
 	return nil
 }
 
-// serveWebhooks starts answering deliveries (the gateway is ready).
-func (d *daemon) serveWebhooks() {
-	if d.webhooks == nil {
+// serve starts answering deliveries (the gateway is ready).
+func (l *webhookListener) serve() {
+	if l.srv == nil {
 		return
 	}
-	if err := d.webhooks.Serve(); err != nil {
-		d.log.Warn("webhooks.not_served", zap.Error(err))
+	if err := l.srv.Serve(); err != nil {
+		l.log.Warn("webhooks.not_served", zap.Error(err))
 		return
 	}
-	d.log.Info("webhooks.listening", zap.String("addr", d.webhooks.Addr()),
-		zap.Strings("hooks", hookNames(d.cfg.Webhooks.Hooks)))
+	l.log.Info("webhooks.listening", zap.String("addr", l.srv.Addr()), zap.Strings("hooks", l.hooks))
 }
 
-// stopWebhooks closes the listener and waits for the deliveries in
-// flight; the second call does nothing.
-func (d *daemon) stopWebhooks() {
-	srv := d.webhooks
+// stop closes the listener and waits for the deliveries in flight; the
+// second call does nothing.
+func (l *webhookListener) stop() {
+	srv := l.srv
 	if srv == nil {
 		return
 	}
-	d.webhooks = nil
+	l.srv = nil
 	ctx, cancel := context.WithTimeout(context.Background(), webhooksShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		d.log.Warn("webhooks.stop_failed", zap.Error(err))
+		l.log.Warn("webhooks.stop_failed", zap.Error(err))
 		return
 	}
-	d.log.Info("webhooks.stopped")
+	l.log.Info("webhooks.stopped")
 }
 
 func hookNames[T any](hooks map[string]T) []string {
