@@ -136,7 +136,7 @@ func TestEndToEndSendFileUploadsAttachment(t *testing.T) {
 // TestEndToEndSendFileBeforeStreamedReply: when the reply after send_file
 // streams slowly enough for a preview, the file still reaches the chat
 // before the reply's text: the preview stops once the file is sent, and the
-// reply is a new message after the file (gateway/stream.go hold).
+// reply is a new message after the file (gateway/preview: Hold).
 func TestEndToEndSendFileBeforeStreamedReply(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()

@@ -67,7 +67,7 @@ func TestEndToEndPhotoWithCaptionReachesModel(t *testing.T) {
 // TestEndToEndSendFileBeforeStreamedReply: when the reply after send_file
 // streams slowly enough for a preview, the photo still reaches the chat
 // before the reply's text: the preview stops once the file is sent, and the
-// reply is a new message after the file (gateway/stream.go hold).
+// reply is a new message after the file (gateway/preview: Hold).
 func TestEndToEndSendFileBeforeStreamedReply(t *testing.T) {
 	t.Parallel() // its own fake Bot API, store and codex home
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
