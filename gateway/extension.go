@@ -246,8 +246,15 @@ type extTurn struct {
 
 var _ ext.Turn = extTurn{}
 
-func (c *extCore) turn(t *turn) ext.Turn { return extTurn{t: t, core: c} }
+// turn is the features' view of t. The hooks that take a turn all run in
+// its lane's worker, so the first of them makes the view without a lock.
+func (c *extCore) turn(t *turn) ext.Turn {
+	if t.view.t == nil {
+		t.view, t.laneView = extTurn{t: t, core: c}, extLane{l: t.l, core: c}
+	}
+	return &t.view
+}
 
-func (x extTurn) Lane() ext.Lane       { return x.core.lane(x.t.l) }
+func (x extTurn) Lane() ext.Lane       { return &x.t.laneView }
 func (x extTurn) Row() store.Lane      { return x.t.sl }
 func (x extTurn) SetRow(sl store.Lane) { x.t.sl = sl }

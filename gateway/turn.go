@@ -103,6 +103,11 @@ type turn struct {
 	// work is what watches the turn (its work view) and the buttons its
 	// end offers.
 	work *turnWork
+	// view and laneView are what the features see of the turn and its lane
+	// (ext.Turn, ext.Lane): made by the first hook of the turn, in its
+	// worker, instead of boxed anew at every hook call.
+	view     extTurn
+	laneView extLane
 }
 
 // stopStream ends typing and previews; the final answer replaces the
