@@ -21,6 +21,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/features"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -187,13 +188,7 @@ func (w *world) start(t testing.TB, cfg gateway.Config) *instance {
 // reply is sent and there is no signal for it, so this polls.
 func (in *instance) waitIdle(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for in.g.Stats().ActiveLanes != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("lanes still active")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "no lane still active", func() bool { return in.g.Stats().ActiveLanes == 0 })
 }
 
 // ask posts a message to a lane and returns the answer.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/feature/compact"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -237,17 +238,14 @@ func TestIntegrationFailedCompactionKeepsLaneWorking(t *testing.T) {
 // reaches the gateway from codex's stdout; there is no other signal).
 func waitPending(t *testing.T, gw *instance, key string, n int) []gateway.PendingApproval {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p := gw.g.PendingApprovals(key)
-		if len(p) == n {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pending approvals %+v, want %d", p, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var p []gateway.PendingApproval
+	if !poll.Wait(30*time.Second, nil, func() bool {
+		p = gw.g.PendingApprovals(key)
+		return len(p) == n
+	}) {
+		t.Fatalf("pending approvals %+v, want %d", p, n)
 	}
+	return p
 }
 
 func TestIntegrationChatApprovals(t *testing.T) {
