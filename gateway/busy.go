@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/runtime/codex"
@@ -64,7 +66,7 @@ type busyPolicy struct {
 		Interrupt(ctx context.Context, threadID string) error
 		Steer(ctx context.Context, threadID, text string) error
 	}
-	out         *deliverer
+	out         *outbox.Courier
 	log         *zap.Logger
 	base        context.Context
 	callTimeout time.Duration // bounds one interrupt or steer call

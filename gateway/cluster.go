@@ -37,7 +37,7 @@ func (g *Gateway) SetLaneGate(lg LaneGate) {
 	g.gate = lg
 	g.turns.gate = lg
 	g.in.gate = lg
-	g.out.setLaneGate(lg)
+	g.out.SetLaneGate(lg.Serves, lg.OwnedLanes)
 	g.present.serves = lg.Serves
 }
 

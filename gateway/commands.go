@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
@@ -47,7 +49,7 @@ func (c *controls) register(h *host) {
 		fmt.Fprintf(b, "Session: started %s ago, %d turns\n", roundAge(c.now().Sub(sl.SessionStartedAt)), sl.Turns)
 	})
 	h.command("help", func(ctx context.Context, call commandCall) bool {
-		c.out.Notify(ctx, call.lane.addr, call.msgID, c.host.helpText())
+		c.out.Notify(ctx, call.lane.addr, call.msgID, c.host.commands.HelpText())
 		return true
 	})
 }
@@ -62,7 +64,7 @@ type controls struct {
 	sched       *scheduler
 	threads     *threadCache
 	host        *host
-	out         *deliverer
+	out         *outbox.Courier
 	inbox       inbox
 	log         *zap.Logger
 	now         func() time.Time

@@ -121,8 +121,9 @@ func TestCommandRegistrationRefused(t *testing.T) {
 // TestCommandButtonsOnlyForCommandsThere: a button running a command the
 // gateway lacks (its feature left out) is not offered.
 func TestCommandButtonsOnlyForCommandsThere(t *testing.T) {
-	s := commandSet{handlers: map[string]commandFunc{"diff": func(context.Context, commandCall) bool { return true }}}
-	got := s.commandButtons(commandButton("diff", "Diff"), commandButton("undo", "Undo"))
+	h := newHost()
+	h.commands.Add(CommandInfo{Name: "diff", Description: "Diff"}, func(context.Context, commandCall) bool { return true })
+	got := h.commandButtons(commandButton("diff", "Diff"), commandButton("undo", "Undo"))
 	if len(got) != 1 || got[0] != commandButton("diff", "Diff") {
 		t.Errorf("buttons %+v, want Diff only", got)
 	}

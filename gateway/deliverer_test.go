@@ -253,7 +253,7 @@ func TestOnePartReplyIsMarkedSentInOneCommit(t *testing.T) {
 	}
 	p := &splitPlatform{fakePlatform: newFakePlatform(), failAfter: -1, deferLast: true}
 	p.name = "split"
-	d := newDeliverer(st, map[string]Platform{"split": p}, nil, zap.NewNop(), NopObserver{}, time.Now)
+	d := outbox.NewCourier(st, map[string]Platform{"split": p}, nil, zap.NewNop(), NopObserver{}, time.Now)
 	commits := st.Commits()
 	d.DeliverDue(ctx)
 	if got := st.Commits() - commits; got != 1 {

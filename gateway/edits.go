@@ -29,7 +29,7 @@ func (k *intake) edit(ctx context.Context, in Inbound) {
 		return
 	}
 	text := k.host.textOf(ctx, in)
-	if _, isCommand := k.host.parseCommand(text); isCommand {
+	if k.host.isCommand(text) {
 		return // a command runs when it is sent; editing it later does nothing
 	}
 	if id, ok := l.replaceWaiting(in.MessageID, text); ok {

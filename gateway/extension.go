@@ -47,7 +47,7 @@ func newExtHost(core *extCore, log *zap.Logger) *extHost {
 // features' hosts and the lanes and turns they are shown.
 type extCore struct {
 	h      *host
-	out    *deliverer
+	out    *outbox.Courier
 	admins approverRule
 	base   context.Context
 	now    func() time.Time
@@ -99,10 +99,10 @@ func (e *extHost) Command(c ext.Command) {
 	info := CommandInfo{Name: c.Name, Args: c.Args, Description: c.Description, Menu: c.Menu}
 	run := c.Run
 	if run == nil {
-		e.h.add(info, nil) // refused: check reports it
+		e.h.commands.Add(info, nil) // refused: Check reports it
 		return
 	}
-	e.h.add(info, func(ctx context.Context, call commandCall) bool {
+	e.h.commands.Add(info, func(ctx context.Context, call commandCall) bool {
 		return run(ctx, ext.Call{Lane: e.lane(call.lane), Name: call.name, Args: call.args, InboundID: call.inboundID,
 			MsgID: call.msgID, Sender: call.sender, SenderName: call.senderName})
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
@@ -78,7 +80,7 @@ func (h *host) answerOf(in Inbound) (ext.Answer, bool) {
 	if in.Ambient {
 		return ext.Answer{}, false
 	}
-	if _, isCommand := h.parseCommand(in.Text); isCommand {
+	if h.isCommand(in.Text) {
 		return ext.Answer{}, false
 	}
 	for _, fn := range h.requests.answers {
@@ -138,13 +140,13 @@ func (e extServerRequests) WaitPing(threadID string) (user, msgID string, ok boo
 func (e extServerRequests) Ask(ctx context.Context, p ext.Prompt) string {
 	out := Outbound{Address: p.Address, Kind: OutNotice, Text: p.Text, Ping: p.Ping, ReplyTo: p.ReplyTo,
 		Approval: p.Approval, Question: p.Question}
-	return e.out.askDirect(ctx, out, p.Buttons)
+	return e.out.AskDirect(ctx, out, p.Buttons)
 }
 
-// EditPrompt edits within sendTimeout: an answer's mark is not worth
+// EditPrompt edits within outbox.SendTimeout: an answer's mark is not worth
 // holding up the lane for a platform that hangs.
 func (e extServerRequests) EditPrompt(ctx context.Context, addr chat.Address, msgID, text string) error {
-	ectx, cancel := context.WithTimeout(ctx, sendTimeout)
+	ectx, cancel := context.WithTimeout(ctx, outbox.SendTimeout)
 	defer cancel()
 	switch pl := e.platforms[addr.Platform].(type) {
 	case ButtonEditor:

@@ -15,5 +15,5 @@ type extChoices struct{ *extCore }
 var _ ext.Choices = extChoices{}
 
 func (e extChoices) NotifyChoices(ctx context.Context, addr chat.Address, replyTo, text string, buttons []chat.Button) {
-	e.out.sendWithButtons(ctx, addr, replyTo, text, buttons)
+	e.out.SendWithButtons(ctx, addr, replyTo, text, buttons)
 }

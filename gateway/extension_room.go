@@ -33,10 +33,7 @@ func (s roomServices) OnAmbient(fn func(ctx context.Context, in chat.Inbound)) {
 	s.h.room.ambient = append(s.h.room.ambient, fn)
 }
 
-func (s roomServices) IsCommand(text string) bool {
-	_, isCommand := s.h.parseCommand(text)
-	return isCommand
-}
+func (s roomServices) IsCommand(text string) bool { return s.h.isCommand(text) }
 
 func (s roomServices) Clustered() bool { return s.gate() != nil }
 

@@ -59,7 +59,7 @@ func (e extWorkViewHooks) Ticker(d time.Duration) (<-chan time.Time, func()) {
 	return (*e.views.ticker)(d)
 }
 
-func (e extCommandHooks) HasCommand(name string) bool { return e.h.isCommand(name) }
+func (e extCommandHooks) HasCommand(name string) bool { return e.h.commands.Has(name) }
 
 func (e extCommandHooks) Deliver(ctx context.Context, in chat.Inbound) (bool, error) {
 	return e.views.deliver(ctx, in)
@@ -169,10 +169,10 @@ func commandButton(name, label string) Button { return ext.CommandButton(name, l
 
 // commandButtons are those of buttons that are no command button or run
 // a command the gateway has.
-func (s *commandSet) commandButtons(buttons ...Button) []Button {
+func (h *host) commandButtons(buttons ...Button) []Button {
 	var out []Button
 	for _, b := range buttons {
-		if name, ok := ext.CommandOfButton(b); !ok || s.isCommand(name) {
+		if name, ok := ext.CommandOfButton(b); !ok || h.commands.Has(name) {
 			out = append(out, b)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/config"
@@ -241,8 +243,8 @@ type Gateway struct {
 	started    atomic.Bool
 	ready      chan struct{}
 
-	out  *deliverer // the outbox's sender
-	gate LaneGate   // cluster mode: which lanes this node serves (cluster.go)
+	out  *outbox.Courier // the outbox's sender
+	gate LaneGate        // cluster mode: which lanes this node serves (cluster.go)
 
 	host    *host // what the modules registered: commands, buttons, hooks
 	inbox   inbox

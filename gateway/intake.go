@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/attach"
+
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/files"
@@ -25,7 +29,7 @@ type intake struct {
 	lanes     *laneTable
 	sched     *scheduler
 	host      *host
-	out       *deliverer
+	out       *outbox.Courier
 	inbox     inbox
 	files     *files.Store // nil refuses every file with a reply
 	platforms map[string]Platform
@@ -96,7 +100,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	// The files are part of accepting the message: stored before its row
 	// is, so an adapter acknowledging the message after Deliver has them
 	// on disk, and the row lists them for a restart.
-	saved, notices := k.storeAttachments(ctx, in)
+	saved, notices := attach.Save(ctx, k.files, k.log, in)
 	title := k.host.titleOf(key, in)
 	in.Text = k.host.textOf(ctx, in) // after the title, which names the lane by what was said
 	rec := store.Inbound{
@@ -107,12 +111,12 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	id, dup, journal, release, err := k.record(ctx, in.Address, rec)
 	defer release()
 	if err != nil {
-		discardAttachments(k.files, in, saved)
+		attach.Discard(k.files, in, saved)
 		return false, fmt.Errorf("gateway: record inbound: %w", err)
 	}
 	k.host.titleRecorded(key, title)
 	if dup {
-		discardAttachments(k.files, in, saved)
+		attach.Discard(k.files, in, saved)
 		k.obs.Duplicate(in.Address.Platform)
 		k.log.Info("inbound.duplicate", zap.String("lane", key), zap.String("message", in.MessageID))
 		return true, nil
@@ -174,7 +178,7 @@ func (k *intake) record(ctx context.Context, addr Address, rec store.Inbound) (
 		id, dup, err = k.st.RecordInbound(ctx, rec)
 		return id, dup, nil, release, err
 	}
-	id, dup, journal, err = k.st.RecordInboundTurn(ctx, rec, withFiles(rec.Text, rec.Attachments))
+	id, dup, journal, err = k.st.RecordInboundTurn(ctx, rec, attach.TurnText(rec.Text, rec.Attachments))
 	return id, dup, journal, release, err
 }
 
@@ -256,66 +260,21 @@ func (k *intake) dispatch(ctx context.Context, m recorded) {
 		return
 	}
 	if len(att) == 0 {
-		if cmd, ok := k.host.parseCommand(text); ok {
-			k.log.Info("command", zap.String("lane", l.key), zap.String("command", cmd.name))
-			k.host.runCommand(ctx, commandCall{lane: l, name: cmd.name, args: cmd.args, inboundID: inboundID, msgID: msgID,
+		if name, args, ok := k.host.commands.Parse(text); ok {
+			k.log.Info("command", zap.String("lane", l.key), zap.String("command", name))
+			k.host.runCommand(ctx, commandCall{lane: l, name: name, args: args, inboundID: inboundID, msgID: msgID,
 				sender: m.sender, senderName: m.senderName},
 				func(ctx context.Context, id int64) { k.inbox.set(ctx, id, store.InboundDone) })
 			return
 		}
 	}
-	if hasAudio(att) && !k.host.transcribes && l.tellAudioOnce() {
-		k.out.Notify(ctx, addr, msgID, audioNotice)
+	if attach.HasAudio(att) && !k.host.transcribes && l.tellAudioOnce() {
+		k.out.Notify(ctx, addr, msgID, attach.AudioNotice)
 	}
-	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: withFiles(text, att), images: imagePaths(att),
-		journal: journal, requester: m.sender, requesterName: m.senderName, audio: audioPaths(att)}
+	it := item{kind: itemTurn, inboundID: inboundID, msgID: msgID, text: attach.TurnText(text, att), images: attach.Images(att),
+		journal: journal, requester: m.sender, requesterName: m.senderName, audio: attach.Audio(att)}
 	if k.busy(ctx, l, it) {
 		return
 	}
 	k.sched.enqueue(ctx, l, it)
 }
-
-func (k *intake) storeAttachments(ctx context.Context, in Inbound) ([]store.Attachment, []string) {
-	var saved []store.Attachment
-	var notices []string
-	for _, a := range in.Attachments {
-		s, err := k.storeAttachment(ctx, in, a)
-		if err != nil {
-			k.log.Warn("inbound.file_refused", zap.String("platform", in.Address.Platform),
-				zap.String("message", in.MessageID), zap.String("name", files.SanitizeName(a.Name)), zap.Error(err))
-			if tl, ok := isTooLarge(err); ok {
-				notices = append(notices, tooLargeNotice(files.SanitizeName(a.Name), tl.Limit))
-			} else {
-				notices = append(notices, failedNotice(files.SanitizeName(a.Name)))
-			}
-			continue
-		}
-		saved = append(saved, store.Attachment{Path: s.Path, Name: s.Name, MIME: s.MIME, Size: s.Size, IsImage: s.IsImage})
-	}
-	return saved, notices
-}
-
-func (k *intake) storeAttachment(ctx context.Context, in Inbound, a Attachment) (files.Saved, error) {
-	switch {
-	case a.Stored != nil:
-		return *a.Stored, nil
-	case a.Err != nil:
-		return files.Saved{}, a.Err
-	case k.files == nil:
-		return files.Saved{}, errors.New("gateway: no files store configured")
-	case a.Open == nil:
-		return files.Saved{}, errors.New("gateway: attachment has nothing to read")
-	}
-	if limit := k.files.Limits().MaxBytes; a.Size > limit {
-		return files.Saved{}, &files.TooLargeError{Limit: limit, Got: a.Size}
-	}
-	r, err := a.Open(ctx)
-	if err != nil {
-		return files.Saved{}, fmt.Errorf("gateway: fetch attachment: %w", err)
-	}
-	defer r.Close()
-	return k.files.Save(ctx, in.Address.SessionKey(), in.MessageID, a.Name, r)
-}
-
-// discardAttachments removes files stored for a message that turned out to
-// be a redelivery: the first delivery's files are the ones it runs with.

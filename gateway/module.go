@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/gateway/command"
 	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -26,7 +27,7 @@ type module interface {
 // host is what modules register with. It is filled in New, before Run, and
 // read-only afterwards, so the core reads it without locks.
 type host struct {
-	commandSet
+	commands  *command.Set[commandCall]
 	callbacks []callbackRoute
 	hooks     turnHooks
 	usage     usageHooks // ext.UsageHooks beyond the turn hooks (extension_usage.go)
@@ -42,7 +43,7 @@ type host struct {
 }
 
 func newHost() *host {
-	return &host{commandSet: commandSet{handlers: make(map[string]commandFunc)},
+	return &host{commands: command.NewSet[commandCall](coreCommands),
 		tools: make(map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult)}
 }
 

@@ -15,6 +15,7 @@ import (
 type (
 	LaneKind         = chat.LaneKind
 	Address          = chat.Address
+	Attachment       = chat.Attachment
 	Inbound          = chat.Inbound
 	Quote            = chat.Quote
 	SenderLimitError = chat.SenderLimitError

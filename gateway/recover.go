@@ -17,7 +17,7 @@ type recovery struct {
 	lanes     *laneTable
 	sched     *scheduler
 	in        *intake
-	out       *deliverer
+	out       *outbox.Courier
 	inbox     inbox
 	journal   journal
 	log       *zap.Logger

@@ -27,7 +27,7 @@ type refusals struct {
 	journal journal // a refused item's journal entry goes
 	st      refusalStore
 	inbox   inbox
-	out     *deliverer
+	out     *outbox.Courier
 	log     *zap.Logger
 }
 

@@ -67,12 +67,12 @@ func TestParseCommand(t *testing.T) {
 		{"not a command", "hello /new", "", false},
 		{"leading space", "  /help", "help", true},
 	}
-	cmds := newHarness(t).g.host.commandSet
+	cmds := newHarness(t).g.host.commands
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd, ok := cmds.parseCommand(tt.text)
-			if ok != tt.ok || cmd.name != tt.want {
-				t.Errorf("parseCommand(%q) = %q,%v want %q,%v", tt.text, cmd.name, ok, tt.want, tt.ok)
+			name, _, ok := cmds.Parse(tt.text)
+			if ok != tt.ok || name != tt.want {
+				t.Errorf("Parse(%q) = %q,%v want %q,%v", tt.text, name, ok, tt.want, tt.ok)
 			}
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/config"
@@ -26,7 +28,7 @@ type scheduler struct {
 	cx        interface {
 		Interrupt(ctx context.Context, threadID string) error
 	}
-	out          *deliverer
+	out          *outbox.Courier
 	inbox        inbox
 	journal      journal
 	log          *zap.Logger

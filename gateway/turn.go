@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/outbox"
+
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway/ext"
@@ -37,7 +39,7 @@ type turnRunner struct {
 	st          turnStore
 	cx          turnRuntime
 	host        *host
-	out         *deliverer
+	out         *outbox.Courier
 	threads     *threadCache
 	inbox       inbox
 	journal     journal

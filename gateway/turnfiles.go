@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"go.uber.org/zap"
 
@@ -82,16 +81,4 @@ func turnFiles(cur *turnState, reply *store.OutboxMessage) []store.OutboxMessage
 		out = append(out, f)
 	}
 	return out
-}
-
-// sentFileOf is the file of an outbox file row.
-func sentFileOf(m store.OutboxMessage) *SentFile {
-	mime := m.FileMIME
-	isImage := false
-	switch mime {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		isImage = true
-	}
-	return &SentFile{Path: m.FilePath, ID: filepath.Base(m.FilePath), Name: m.FileName, MIME: mime,
-		Size: m.FileSize, IsImage: isImage}
 }

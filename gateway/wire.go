@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
+
+	"github.com/gatewayd/gatewayd/gateway/outbox"
 )
 
 // New builds a gateway: the shared parts first (lane table, outbox, inbox,
@@ -26,7 +28,7 @@ func New(cfg Config, st Store, cx Codex) (*Gateway, error) {
 	if err := registerFeatures(g); err != nil {
 		return nil, err
 	}
-	if err := g.host.check(); err != nil {
+	if err := g.host.commands.Check(); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -51,7 +53,7 @@ func newShell(cfg Config, st Store, cx Codex) *Gateway {
 		lanes:      newLaneTable(),
 		runDone:    make(chan struct{}),
 		ready:      make(chan struct{}),
-		out:        newDeliverer(st, platforms, cfg.Files, log, cfg.Observer, cfg.Now),
+		out:        outbox.NewCourier(st, platforms, cfg.Files, log, cfg.Observer, cfg.Now),
 		host:       newHost(),
 		inbox:      inbox{st: st, log: log},
 		journal:    journal{st: st, log: log},
