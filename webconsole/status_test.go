@@ -86,7 +86,7 @@ type statusBody struct {
 
 // pinnedCodexVersion stands for the daemon's pinned codex release, which
 // the status answer repeats as given.
-const pinnedCodexVersion = "0.169.0"
+const pinnedCodexVersion = "0.171.0"
 
 // statusWorld is newConsoleWorld with the status and model sources bound
 // to fakes over its real store and a real metrics registry.

@@ -32,7 +32,7 @@ import (
 // against: tools/package.json pins it (a test keeps the two equal). Another
 // release is only a warning: what decides is whether its app-server
 // answers the calls gatewayd makes (checkAppServer).
-const PinnedCodexVersion = "0.169.0"
+const PinnedCodexVersion = "0.171.0"
 
 // doctorTimeout bounds each network check (codex start, token checks,
 // the listener probe), so a hung peer fails its line instead of the doctor.

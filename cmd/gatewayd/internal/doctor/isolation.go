@@ -21,8 +21,6 @@ import (
 // the files beside it, and those of the state directory and CODEX_HOME.
 // Unconfined, the same reads name what every lane can see.
 func (d *doctor) checkIsolation(ctx context.Context, cx *codex.Client, cfg *config.Config) {
-	pctx, cancel := context.WithTimeout(ctx, doctorTimeout)
-	defer cancel()
 	scratch, err := os.MkdirTemp("", "gatewayd-doctor-isolation-")
 	if err != nil {
 		d.fail(fmt.Sprintf("lane isolation: cannot make a probe directory: %v", err), "check that $TMPDIR is writable")
@@ -40,14 +38,21 @@ func (d *doctor) checkIsolation(ctx context.Context, cx *codex.Client, cfg *conf
 	}
 	p := isolationProbe{cx: cx, dir: lane, profile: profile}
 	// Unconfined, only the reads matter: they show what a lane can see.
-	if fail := p.canWriteUnder(pctx); fail != "" {
+	if fail := p.canWriteUnder(ctx); fail != "" {
 		d.fail("lane isolation: a command under the lane profile cannot run: "+fail,
 			"codex's sandbox (bubblewrap) needs unprivileged user namespaces: check `sysctl kernel.unprivileged_userns_clone` "+
 				"and AppArmor's `kernel.apparmor_restrict_unprivileged_userns`, or the unit's RestrictNamespaces=; "+
 				"codex.isolation: none runs commands unconfined (every lane sees the others)")
 		return
 	}
-	read := p.readable(pctx, append([]string{canary}, secretFiles(cfg)...))
+	read, err := p.readable(ctx, append([]string{canary}, secretFiles(cfg)...))
+	if err != nil {
+		// A probe that did not run proves nothing either way: say so,
+		// rather than count the file as read or as safe.
+		d.fail("lane isolation: a probe command did not finish: "+err.Error(),
+			"run gatewayd doctor again when the machine is less busy; if it persists, report it")
+		return
+	}
 	d.reportIsolation(cfg, read, canary)
 }
 
@@ -148,6 +153,8 @@ func (p isolationProbe) canWriteUnder(ctx context.Context) string {
 	if p.profile == "" {
 		return ""
 	}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
 	res, err := p.cx.Exec(ctx, []string{"sh", "-c", "echo probe > probe.txt && cat probe.txt"}, p.dir, p.profile)
 	switch {
 	case err != nil:
@@ -158,16 +165,30 @@ func (p isolationProbe) canWriteUnder(ctx context.Context) string {
 	return ""
 }
 
-// readable lists the files the lane's command could read.
-func (p isolationProbe) readable(ctx context.Context, paths []string) []string {
+// readable lists the files the lane's command could read. Each read has
+// its own deadline: CODEX_HOME holds more files with every codex release
+// (0.171's state database keeps a WAL beside it), and on a busy machine
+// one deadline for them all ran out before the last one was tried. A read
+// that could not be run is an error, not a file read.
+func (p isolationProbe) readable(ctx context.Context, paths []string) ([]string, error) {
 	var read []string
 	for _, path := range paths {
-		res, err := p.cx.Exec(ctx, []string{"cat", path}, p.dir, p.profile)
-		if err != nil || res.ExitCode == 0 {
+		res, err := p.exec(ctx, "cat", path)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if res.ExitCode == 0 {
 			read = append(read, path)
 		}
 	}
-	return read
+	return read, nil
+}
+
+// exec runs one probe command as the lane, within doctorTimeout.
+func (p isolationProbe) exec(ctx context.Context, argv ...string) (codex.ExecResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	return p.cx.Exec(ctx, argv, p.dir, p.profile)
 }
 
 func firstLine(s string) string {
