@@ -389,7 +389,10 @@ func TestIntegrationInterruptHungModel(t *testing.T) {
 		ctx := integrationContext(t)
 		m := codextest.NewModel(t)
 		m.Respond(hangOnMarker)
-		c := startClient(t, m, codextest.Home(t), func(o *codex.Options) { o.TurnTimeout = 700 * time.Millisecond })
+		// The watchdog also bounds the next turn, which must complete: on
+		// two busy cores a turn of the instant model has taken over 700 ms
+		// (the timeout this test had), so the bound leaves it room.
+		c := startClient(t, m, codextest.Home(t), func(o *codex.Options) { o.TurnTimeout = 3 * time.Second })
 		th := ensure(t, ctx, c, "", codex.OutcomeStarted)
 
 		res, err := c.RunTurn(ctx, th.ThreadID, codex.TurnInput{Text: "HANG forever"}, codex.TurnEvents{})
