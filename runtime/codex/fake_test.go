@@ -25,6 +25,9 @@ package codex
 // account/login/start (chatgptDeviceCode) answers a code, then sends
 // account/login/completed and account/updated.
 //
+// mcpServerStatus/list, config/mcpServer/reload and skills/list are
+// fake_tooling_test.go's.
+//
 // fake/hold {threadId, fail} holds the thread's next turn/start,
 // thread/compact/start or thread/unsubscribe unanswered; fake/awaitHeld {threadId} answers once
 // one is held; fake/release {threadId} then fails it (fail) or serves it.
@@ -97,6 +100,7 @@ type fakeServer struct {
 	childPid    int
 	holds       map[string]*fakeHold // by thread id
 	closing     map[string]int       // "closing-" threads: resumes refused so far
+	reloaded    bool                 // config/mcpServer/reload was called
 }
 
 // fakeHold is a turn/start, thread/compact/start or thread/unsubscribe
@@ -267,6 +271,8 @@ func (f *fakeServer) handle(m fakeMsg) {
 		}
 	case "model/list":
 		f.result(m.ID, fakeModelPage(str("cursor")))
+	case "mcpServerStatus/list", "config/mcpServer/reload", "skills/list":
+		f.tooling(m.ID, m.Method, p)
 	case "account/read":
 		f.readAccount(m.ID)
 	case "account/login/start":
