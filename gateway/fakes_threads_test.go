@@ -132,3 +132,18 @@ func (s *fakeStore) inboundRows() []store.InboundRow {
 	defer s.mu.Unlock()
 	return append([]store.InboundRow(nil), s.inbound...)
 }
+
+// ListMCPServers, ReloadMCPServers and ListSkills are an app-server's
+// without them: method not found (feature/toolbox's own tests and the
+// real app-server's cover them).
+func (c *fakeCodex) ListMCPServers(context.Context, string) ([]codex.MCPServer, error) {
+	return nil, &codex.RPCError{Method: "mcpServerStatus/list", Code: -32601, Message: "method not found"}
+}
+
+func (c *fakeCodex) ReloadMCPServers(context.Context) error {
+	return &codex.RPCError{Method: "config/mcpServer/reload", Code: -32601, Message: "method not found"}
+}
+
+func (c *fakeCodex) ListSkills(context.Context, string) ([]codex.Skill, []codex.SkillError, error) {
+	return nil, nil, &codex.RPCError{Method: "skills/list", Code: -32601, Message: "method not found"}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/sendfile"
 	"github.com/gatewayd/gatewayd/gateway/feature/speaker"
 	"github.com/gatewayd/gatewayd/gateway/feature/threads"
+	"github.com/gatewayd/gatewayd/gateway/feature/toolbox"
 	"github.com/gatewayd/gatewayd/gateway/feature/title"
 	"github.com/gatewayd/gatewayd/gateway/feature/undo"
 	"github.com/gatewayd/gatewayd/gateway/feature/usage"
@@ -88,6 +89,7 @@ type Store interface {
 	usage.Store
 	compact.Store
 	roomtalk.Store
+	toolbox.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -101,6 +103,7 @@ type Runtime interface {
 	account.Runtime
 	usage.Runtime
 	compact.Runtime
+	toolbox.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -126,6 +129,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		diff.New(st),
 		fork.New(st, cx),
 		threads.New(st, cx, s.CodexHome),
+		toolbox.New(st, cx),
 		diskquota.New(s.DiskQuota),
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),
