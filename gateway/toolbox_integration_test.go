@@ -33,7 +33,9 @@ func withTools(t *testing.T, w *world) {
 	}
 }
 
-func quoteTOML(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"` }
+func quoteTOML(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
 
 // TestIntegrationMCPAndSkillsListWhatCodexHomeConfigures: through the
 // real app-server, /mcp lists the servers of CODEX_HOME's config.toml,
