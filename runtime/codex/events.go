@@ -168,6 +168,11 @@ type turnEvent struct {
 	// make the whole notification undecodable
 	Plan        json.RawMessage `json:"plan"`
 	Explanation string          `json:"explanation"`
+	// model/rerouted
+	FromModel string `json:"fromModel"`
+	ToModel   string `json:"toModel"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"` // guardianWarning
 }
 
 type wireTurn struct {

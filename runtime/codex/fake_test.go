@@ -20,6 +20,8 @@ package codex
 //	                        first interrupt only sends serverRequest/resolved
 //	                        and a second one completes the turn
 //	die-flood <n>           n 1 KiB deltas and "end", then the process exits
+//	reroute                 model/rerouted, guardianWarning and another turn's
+//	                        model/rerouted, then "rerouted answer"
 //
 // account/read answers no account (mode no-account) or a chatgpt one;
 // account/login/start (chatgptDeviceCode) answers a code, then sends

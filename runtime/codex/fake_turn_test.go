@@ -87,6 +87,16 @@ func (f *fakeServer) script(tid string, t *fakeTurn, text string) {
 			<-t.interrupt
 		}
 		f.complete(tid, t, "interrupted", nil, "")
+	case "reroute":
+		// What codex sends when the model server answers as another model
+		// (and, separately, when its guardian warns), then the answer.
+		f.notify("model/rerouted", map[string]any{"threadId": tid, "turnId": t.id, "fromModel": "gpt-asked",
+			"toModel": "gpt-other", "reason": "highRiskCyberActivity"})
+		f.notify("guardianWarning", map[string]any{"threadId": tid, "message": "Automatic approval review denied the requested action."})
+		f.notify("model/rerouted", map[string]any{"threadId": tid, "turnId": "turn-elsewhere", "fromModel": "a", "toModel": "b",
+			"reason": "highRiskCyberActivity"})
+		final := f.say(tid, t.id, "rerouted answer")
+		f.complete(tid, t, "completed", nil, final)
 	case "fail":
 		f.notify("error", map[string]any{"threadId": tid, "turnId": t.id, "willRetry": true,
 			"error": map[string]any{"message": "Reconnecting... 1/5"}})

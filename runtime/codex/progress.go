@@ -15,6 +15,12 @@ const (
 	ProgressAction    ProgressKind = "action"    // item/started or item/completed of a tool item
 	ProgressReasoning ProgressKind = "reasoning" // a completed reasoning item's summary
 	ProgressRetry     ProgressKind = "retry"     // error with willRetry: codex reconnects to its model
+	// ProgressReroute: model/rerouted, the turn is answered by another
+	// model than the one asked for (Reroute).
+	ProgressReroute ProgressKind = "reroute"
+	// ProgressGuardian: guardianWarning, codex's guardian warns about
+	// what the turn does (Text).
+	ProgressGuardian ProgressKind = "guardian"
 )
 
 // Action types: the ThreadItem types the work view shows.
@@ -42,9 +48,20 @@ type Progress struct {
 	Explanation string
 	// Action is the tool item that started or completed (ProgressAction).
 	Action *Action
-	// Text is the reasoning summary (ProgressReasoning) or the retry
-	// notice, e.g. "Reconnecting... 2/5" (ProgressRetry).
+	// Text is the reasoning summary (ProgressReasoning), the retry
+	// notice, e.g. "Reconnecting... 2/5" (ProgressRetry), or the
+	// guardian's warning (ProgressGuardian).
 	Text string
+	// Reroute is which model answers instead of which (ProgressReroute).
+	Reroute *Reroute
+}
+
+// Reroute is a turn answered by another model than the one asked for
+// (model/rerouted): codex saw the model server answer as To.
+type Reroute struct {
+	From, To string
+	// Reason is codex's ModelRerouteReason, e.g. "highRiskCyberActivity".
+	Reason string
 }
 
 // PlanStep is one step of the turn's plan.
@@ -144,6 +161,16 @@ func progressOf(method string, e *turnEvent) (Progress, bool) {
 			return Progress{}, false
 		}
 		return Progress{Kind: ProgressRetry, Text: e.Error.Message}, true
+	case "model/rerouted":
+		if e.ToModel == "" {
+			return Progress{}, false
+		}
+		return Progress{Kind: ProgressReroute, Reroute: &Reroute{From: e.FromModel, To: e.ToModel, Reason: e.Reason}}, true
+	case "guardianWarning":
+		if strings.TrimSpace(e.Message) == "" {
+			return Progress{}, false
+		}
+		return Progress{Kind: ProgressGuardian, Text: strings.TrimSpace(e.Message)}, true
 	}
 	return Progress{}, false
 }

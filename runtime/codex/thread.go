@@ -253,6 +253,8 @@ var turnNotifications = map[string]bool{
 	"thread/closed":             true,
 	"error":                     true,
 	"serverRequest/resolved":    true,
+	"model/rerouted":            true,
+	"guardianWarning":           true,
 }
 
 // unreadNotifications are notifications the app-server sends on every turn
