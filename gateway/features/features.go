@@ -20,6 +20,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/questions"
+	"github.com/gatewayd/gatewayd/gateway/feature/reroute"
 	"github.com/gatewayd/gatewayd/gateway/feature/review"
 	"github.com/gatewayd/gatewayd/gateway/feature/roomtalk"
 	"github.com/gatewayd/gatewayd/gateway/feature/rotate"
@@ -135,6 +136,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		voice.New(s.Voice),
 		sendfile.New(), // the core's files store (gateway.Config.Files) keeps what it sends
 		workview.New(s.Verbose, st),
+		reroute.New(), // a turn answered by another model, or warned by codex's guardian, says so before its reply
 		cmdbuttons.New(),
 		// codex.approvals and the timeouts are the core's (gateway.Config): its
 		// Approve and AskUser are where the daemon routes Codex's requests.
