@@ -71,6 +71,8 @@ type Console struct {
 	// without them those routes answer 503.
 	statusSrc *StatusSources
 	modelSrc  ModelSource
+	// tools serves /api/mcp and /api/skills (tools.go); without it 503.
+	tools ToolSource
 	// account serves /api/account (account.go); without it 503.
 	account AccountControl
 	login   consoleLogin
@@ -85,6 +87,8 @@ type ConsoleConfig struct {
 	Dirs   Workdirs
 	Status *StatusSources
 	Models ModelSource
+	// Tools serves /api/mcp and /api/skills; nil → 503.
+	Tools ToolSource
 	// Account serves /api/account and /api/account/login; nil → 503.
 	Account AccountControl
 }
@@ -92,7 +96,7 @@ type ConsoleConfig struct {
 // NewConsole returns the console's handlers over cfg's sources.
 func NewConsole(cfg ConsoleConfig) *Console {
 	return &Console{st: cfg.Store, live: cfg.Live, token: cfg.Token, dirs: cfg.Dirs,
-		statusSrc: cfg.Status, modelSrc: cfg.Models, account: cfg.Account}
+		statusSrc: cfg.Status, modelSrc: cfg.Models, tools: cfg.Tools, account: cfg.Account}
 }
 
 // Routes returns the console's patterns for api.Config.Handlers. They take
@@ -105,6 +109,8 @@ func (c *Console) Routes() map[string]http.Handler {
 		"/api/search":                  c.guard(c.search),
 		"/api/status":                  c.guard(c.status),
 		"/api/models":                  c.guard(c.models),
+		"/api/mcp":                     c.guard(c.mcp),
+		"/api/skills":                  c.guard(c.skills),
 		"/api/projects":                c.guard(c.projects),
 		"/api/account":                 c.guard(c.accountState),
 		"/api/account/login":           c.guardPost(c.startLogin),

@@ -4,6 +4,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/gateway/feature/account"
 	"github.com/gatewayd/gatewayd/gateway/feature/models"
+	"github.com/gatewayd/gatewayd/gateway/feature/toolbox"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/webconsole"
@@ -16,6 +17,7 @@ var (
 	_ webconsole.StoreStatus    = (*store.Store)(nil)
 	_ webconsole.LaneStater     = (*gateway.Gateway)(nil)
 	_ webconsole.ModelSource    = (*models.Models)(nil)
+	_ webconsole.ToolSource     = (*toolbox.Toolbox)(nil)
 	_ webconsole.AccountControl = (*account.Account)(nil)
 	_ webconsole.CodexStatus    = (*codex.Client)(nil)
 )

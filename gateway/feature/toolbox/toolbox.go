@@ -3,7 +3,8 @@
 // servers (their connection in the lane's thread, their tools), /mcp
 // reload makes codex read their configuration again (admins only: it is
 // the app-server's, every lane's), /skills lists the skills codex offers
-// in the lane's working directory.
+// in the lane's working directory. The web console lists both too
+// (MCPServers, Skills).
 package toolbox
 
 import (
@@ -192,6 +193,21 @@ func toolCount(n int) string {
 		return "1 tool"
 	}
 	return fmt.Sprintf("%d tools", n)
+}
+
+// MCPServers are codex's MCP servers as it checks them now, with no
+// lane's thread: the web console's list (webconsole.ToolSource).
+func (tb *Toolbox) MCPServers(ctx context.Context) ([]codex.MCPServer, error) {
+	ctx, cancel := context.WithTimeout(ctx, mcpTimeout)
+	defer cancel()
+	return tb.cx.ListMCPServers(ctx, "")
+}
+
+// Skills are the skills codex offers in dir: the web console's list.
+func (tb *Toolbox) Skills(ctx context.Context, dir string) ([]codex.Skill, []codex.SkillError, error) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	return tb.cx.ListSkills(ctx, dir)
 }
 
 // reloadMCP is /mcp reload: the app-server's configuration is every

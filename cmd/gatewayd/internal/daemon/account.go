@@ -44,6 +44,17 @@ func modelsOf(list []ext.Feature) webconsole.ModelSource {
 	return nil
 }
 
+// toolsOf is the feature of list that lists codex's MCP servers and
+// skills for the web console; nil when there is none (503 there).
+func toolsOf(list []ext.Feature) webconsole.ToolSource {
+	for _, f := range list {
+		if t, ok := f.(webconsole.ToolSource); ok {
+			return t
+		}
+	}
+	return nil
+}
+
 // accountLink is the daemon's link to the account feature: codex's
 // account notifications, the console's login and whether codex can answer
 // go to it, and a list of features without it leaves codex taken as able
