@@ -47,7 +47,8 @@ func MatrixUserID(id string) string {
 func MatrixRoomID(id string) string {
 	opaque, server, hasServer := strings.Cut(strings.TrimPrefix(id, "!"), ":")
 	if !strings.HasPrefix(id, "!") || opaque == "" || len(id) > matrixIDMaxLength ||
-		(hasServer && !matrixServerName.MatchString(server)) || strings.ContainsFunc(opaque, notPrintableASCII) {
+		(hasServer && !matrixServerName.MatchString(server)) || strings.ContainsFunc(opaque, notPrintableASCII) ||
+		strings.Contains(opaque, "/") {
 		return fmt.Sprintf("invalid room id %q (use the room id with its sigil, e.g. !abcdef:example.org, from the client's room settings; not an #alias)", id)
 	}
 	return ""

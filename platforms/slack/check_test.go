@@ -46,24 +46,24 @@ func newCheckFake(t *testing.T) *checkFake {
 		}
 		switch tok := r.PostFormValue("token"); {
 		case tok == checkBotToken:
-			reply(w, map[string]any{"ok": true, "url": "https://acme.slack.com/", "team": "Acme", "user": "codex",
+			checkReply(w, map[string]any{"ok": true, "url": "https://acme.slack.com/", "team": "Acme", "user": "codex",
 				"team_id": "T0001", "user_id": "U0BOT", "bot_id": "B0001"})
 		case tok == "":
-			reply(w, map[string]any{"ok": false, "error": "not_authed"})
+			checkReply(w, map[string]any{"ok": false, "error": "not_authed"})
 		default:
-			reply(w, map[string]any{"ok": false, "error": "invalid_auth"})
+			checkReply(w, map[string]any{"ok": false, "error": "invalid_auth"})
 		}
 	})
 	mux.HandleFunc("POST /api/apps.connections.open", func(w http.ResponseWriter, r *http.Request) {
 		switch auth := r.Header.Get("Authorization"); {
 		case auth == "Bearer "+checkAppToken:
-			reply(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(f.URL, "http") + "/link/?ticket=" + checkTicket + "&app_id=A0APP"})
+			checkReply(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(f.URL, "http") + "/link/?ticket=" + checkTicket + "&app_id=A0APP"})
 		case strings.HasPrefix(auth, "Bearer xoxb-"):
-			reply(w, map[string]any{"ok": false, "error": "not_allowed_token_type"})
+			checkReply(w, map[string]any{"ok": false, "error": "not_allowed_token_type"})
 		case auth == "Bearer xapp-no-scope":
-			reply(w, map[string]any{"ok": false, "error": "missing_scope", "needed": "connections:write", "provided": ""})
+			checkReply(w, map[string]any{"ok": false, "error": "missing_scope", "needed": "connections:write", "provided": ""})
 		default:
-			reply(w, map[string]any{"ok": false, "error": "invalid_auth"})
+			checkReply(w, map[string]any{"ok": false, "error": "invalid_auth"})
 		}
 	})
 	upgrader := websocket.Upgrader{}
@@ -101,7 +101,7 @@ func newCheckFake(t *testing.T) *checkFake {
 	return f
 }
 
-func reply(w http.ResponseWriter, body map[string]any) {
+func checkReply(w http.ResponseWriter, body map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(body)
 }
@@ -109,7 +109,7 @@ func reply(w http.ResponseWriter, body map[string]any) {
 func (f *checkFake) api() string { return f.URL + "/api" } // without the slash: the checks add it
 
 // noSecret fails when err's text holds a token or the socket's ticket.
-func noSecret(t *testing.T, err error) {
+func checkNoSecret(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
 		return
@@ -136,7 +136,7 @@ func TestCheckBotToken(t *testing.T) {
 	if !errors.Is(err, slack.ErrTokenRefused) || err.Error() != want {
 		t.Errorf("wrong token: %v\nwant %s", err, want)
 	}
-	noSecret(t, err)
+	checkNoSecret(t, err)
 
 	f.rateLimit.Store(true)
 	_, err = slack.CheckBotToken(ctx, client, f.api(), checkBotToken)
@@ -151,7 +151,7 @@ func TestCheckBotToken(t *testing.T) {
 	if err == nil || errors.Is(err, slack.ErrTokenRefused) || !strings.HasPrefix(err.Error(), "slack: "+down.URL+"/api/auth.test: ") {
 		t.Errorf("no server: %v, want a transport error naming the URL", err)
 	}
-	noSecret(t, err)
+	checkNoSecret(t, err)
 
 	_, err = slack.CheckBotToken(ctx, client, "slack.com/api", checkBotToken)
 	if err == nil || !strings.Contains(err.Error(), "slack.api_url") {
@@ -184,7 +184,7 @@ func TestCheckAppToken(t *testing.T) {
 				!strings.HasSuffix(err.Error(), tc.want) {
 				t.Errorf("got %v, want a refusal naming slack.app_token ending %q", err, tc.want)
 			}
-			noSecret(t, err)
+			checkNoSecret(t, err)
 		})
 	}
 }
@@ -210,7 +210,7 @@ func TestCheckSocket(t *testing.T) {
 	if err == nil || errors.Is(err, slack.ErrTokenRefused) || !strings.Contains(err.Error(), "Socket Mode is off in the app's settings") {
 		t.Errorf("socket mode off: %v", err)
 	}
-	noSecret(t, err)
+	checkNoSecret(t, err)
 	if err != nil && !strings.Contains(err.Error(), "socket ws://127.0.0.1:") {
 		t.Errorf("the error does not name the socket's host: %v", err)
 	}
@@ -219,5 +219,5 @@ func TestCheckSocket(t *testing.T) {
 	if !errors.Is(err, slack.ErrTokenRefused) || !strings.Contains(err.Error(), "slack.app_token") {
 		t.Errorf("refused app token: %v", err)
 	}
-	noSecret(t, err)
+	checkNoSecret(t, err)
 }
