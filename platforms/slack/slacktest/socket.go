@@ -46,6 +46,10 @@ type socketState struct {
 	events  map[string]*envelope // events_api by event id (Redeliver)
 	acks    []Ack
 	ignore  int
+	// dropAway discards events while no client is connected, as Slack
+	// does once it gives up on an app: only backfill finds them.
+	dropAway bool
+	dropped  int
 }
 
 func (st *socketState) init() {
@@ -201,6 +205,12 @@ func (s *Server) send(env *envelope) {
 		s.mu.Unlock()
 		return
 	}
+	if len(s.sock.conns) == 0 && s.sock.dropAway {
+		s.sock.dropped++
+		s.notifyLocked()
+		s.mu.Unlock()
+		return
+	}
 	s.sock.pending[env.id] = env
 	if env.kind == "events_api" {
 		s.sock.events[env.eventID] = env
@@ -296,6 +306,21 @@ func (s *Server) Redeliver(eventID string) bool {
 	s.mu.Unlock()
 	s.send(next)
 	return true
+}
+
+// DropWhileDisconnected makes events posted while no client is
+// connected vanish (Slack gave up on them) instead of being queued.
+func (s *Server) DropWhileDisconnected(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sock.dropAway = on
+}
+
+// DroppedEvents is how many events DropWhileDisconnected discarded.
+func (s *Server) DroppedEvents() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sock.dropped
 }
 
 // Acks is every ack the client wrote, in order.
