@@ -58,6 +58,8 @@ const SessionKeyVersion = "v1"
 //	v1:discord:dm:<channel>
 //	v1:discord:channel:<channel>[:user:<user>]
 //	v1:discord:thread:<thread>
+//	v1:slack:dm:<channel>
+//	v1:slack:thread:<channel>:<thread_ts>
 //	v1:api:<lane>
 func (a Address) SessionKey() string {
 	var b strings.Builder
@@ -75,6 +77,10 @@ func (a Address) SessionKey() string {
 		b.WriteByte(':')
 		b.WriteString(a.TopicID)
 	case LaneThread:
+		if threadKeyNamesChat(a.Platform) {
+			b.WriteString(a.ChatID)
+			b.WriteByte(':')
+		}
 		b.WriteString(a.TopicID)
 	default:
 		b.WriteString(a.ChatID)
@@ -86,12 +92,18 @@ func (a Address) SessionKey() string {
 	return b.String()
 }
 
+// threadKeyNamesChat: a platform whose thread ids are unique only within
+// their channel (a Slack thread is its root message's ts) keys a thread
+// lane by channel and thread; Discord's thread ids are global, and its
+// keys stay as they are.
+func threadKeyNamesChat(platform string) bool { return platform == "slack" }
+
 // Validate reports an address that cannot name a lane.
 func (a Address) Validate() error {
 	switch {
 	case a.Platform == "":
 		return errors.New("chat: address has no platform")
-	case a.ChatID == "" && a.Kind != LaneThread:
+	case a.ChatID == "" && (a.Kind != LaneThread || threadKeyNamesChat(a.Platform)):
 		return fmt.Errorf("chat: %s address has no chat id", a.Platform)
 	case (a.Kind == LaneTopic || a.Kind == LaneThread) && a.TopicID == "":
 		return fmt.Errorf("chat: %s %s address has no topic/thread id", a.Platform, a.Kind)

@@ -14,7 +14,8 @@ const maxKeyIDBytes = 128
 // address whose ids are 1-128 of A-Z a-z 0-9 . _ - (Telegram's negative
 // chat ids included), and names what is wrong with anything else. The
 // "api" platform, and only it, has lanes of kind api, whose kind the key
-// leaves out. A thread key names no parent channel, so ChatID is empty.
+// leaves out. A thread key names no parent channel, so ChatID is empty,
+// except on Slack, whose thread keys name the channel first.
 // Its errors keep the "gateway:" prefix they had in the core: the web
 // console strips it from the refusal it shows.
 func ParseSessionKey(key string) (Address, error) {
@@ -56,6 +57,13 @@ func keyLane(f []string) (Address, []string, error) {
 		a.ChatID = f[2]
 		return a, f[3:], checkKeyIDs(a.ChatID)
 	case LaneThread:
+		if threadKeyNamesChat(a.Platform) {
+			if len(f) < 4 {
+				return Address{}, nil, fmt.Errorf("thread key wants <channel>:<thread>")
+			}
+			a.ChatID, a.TopicID = f[2], f[3]
+			return a, f[4:], checkKeyIDs(a.ChatID, a.TopicID)
+		}
 		if len(f) < 3 {
 			return Address{}, nil, fmt.Errorf("thread key has no id")
 		}

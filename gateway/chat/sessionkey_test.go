@@ -17,6 +17,8 @@ func TestParseSessionKey(t *testing.T) {
 		{"discord channel", "v1:discord:channel:5", Address{Platform: "discord", Kind: LaneChannel, ChatID: "5"}},
 		{"discord per-user", "v1:discord:channel:5:user:6", Address{Platform: "discord", Kind: LaneChannel, ChatID: "5", UserID: "6"}},
 		{"discord thread", "v1:discord:thread:8", Address{Platform: "discord", Kind: LaneThread, TopicID: "8"}},
+		{"slack dm", "v1:slack:dm:D0123ABC", Address{Platform: "slack", Kind: LaneDM, ChatID: "D0123ABC"}},
+		{"slack thread", "v1:slack:thread:C0123ABC:1700000000.000100", Address{Platform: "slack", Kind: LaneThread, ChatID: "C0123ABC", TopicID: "1700000000.000100"}},
 		{"api lane", "v1:api:my.lane_1-x", Address{Platform: "api", Kind: LaneAPI, ChatID: "my.lane_1-x"}},
 	}
 	for _, tt := range tests {
@@ -42,7 +44,8 @@ func TestParseSessionKeyRejects(t *testing.T) {
 		"v1:telegram:api:1", "v1:Telegram:dm:1", "v1:api:", "v1:api:a:b", "v1:api:" + strings.Repeat("a", 129),
 		"v1:discord:channel:5:user:", "v1:discord:channel:5:user", "v1:discord:channel:5:owner:6",
 		"v1:discord:channel:5:user:6:user:7", "v1:telegram:dm:1 2", "v1:telegram:dm:1\n", "v1:api:é",
-		"v1:telegram:dm:1:", "v1::dm:1",
+		"v1:telegram:dm:1:", "v1::dm:1", "v1:slack:thread:1700000000.000100", "v1:slack:thread:C1:",
+		"v1:discord:thread:C1:1700000000.000100",
 	} {
 		if a, err := ParseSessionKey(key); err == nil {
 			t.Errorf("ParseSessionKey(%q) = %+v, want an error", key, a)
@@ -62,6 +65,7 @@ func FuzzParseSessionKey(f *testing.F) {
 	f.Add("v1:api:lane", "api", "api", "lane", "", "")
 	f.Add("v1:discord:thread:8", "discord", "thread", "", "8", "")
 	f.Add("v1:x:dm::", "x", "dm", "a:b", "", "")
+	f.Add("v1:slack:thread:C1:1700000000.000100", "slack", "thread", "C1", "1700000000.000100", "")
 	f.Fuzz(func(t *testing.T, key, platform, kind, chat, topic, user string) {
 		if a, err := ParseSessionKey(key); err == nil {
 			if back := a.SessionKey(); back != key {
@@ -84,7 +88,9 @@ func FuzzParseSessionKey(f *testing.F) {
 func canonicalAddress(a Address) Address {
 	switch a.Kind {
 	case LaneThread:
-		a.ChatID = ""
+		if !threadKeyNamesChat(a.Platform) {
+			a.ChatID = ""
+		}
 	case LaneTopic:
 	default:
 		a.TopicID = ""
