@@ -10,11 +10,13 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/slack"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// chatPlatforms builds the Telegram and Discord adapters whose token is set,
+// chatPlatforms builds the Telegram, Discord, Slack and Matrix adapters
+// whose tokens are set,
 // their menus made of cmds (the gateway's commands).
 // The local API lane is built separately (it carries /healthz and /metrics).
 func chatPlatforms(cfg *config.Config, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) ([]gateway.Platform, error) {
@@ -40,7 +42,33 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, cmds []gateway.Comm
 		}
 		out = append(out, p)
 	}
+	// Slack and Matrix run on one node: config refuses them in cluster
+	// mode, which has no election for their connection yet.
+	if cfg.Slack.Enabled() {
+		p, err := newSlack(cfg.Slack, st, cmds, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
 	return out, nil
+}
+
+func newSlack(c config.Slack, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) (gateway.Platform, error) {
+	a, err := slack.New(slack.Config{
+		BotToken:        c.BotToken,
+		AppToken:        c.AppToken,
+		APIURL:          c.APIURL,
+		AllowedUsers:    c.AllowedUsers,
+		AllowedChannels: c.AllowedChannels,
+		Commands:        cmds,
+		Cursor:          st,
+		Logger:          log, // the adapter names its logger "slack"
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: slack: %w", err)
+	}
+	return a, nil
 }
 
 func newTelegram(c config.Telegram, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger,
@@ -120,10 +148,12 @@ func parseIDs(key string, ids []string) ([]int64, error) {
 	return out, nil
 }
 
-// The adapters' optional allowlist setters, used on SIGHUP.
+// The adapters' optional allowlist setters, used on SIGHUP. Discord's,
+// Slack's and Matrix's have one signature, so the platform's name picks
+// which lists it gets.
 type (
 	telegramAllowlister interface{ SetAllowlist(users, chats []int64) }
-	discordAllowlister  interface{ SetAllowlist(users, roles []string) }
+	stringAllowlister   interface{ SetAllowlist(users, places []string) }
 )
 
 // reloadAllowlists re-reads the configuration and applies the allowlists
@@ -136,20 +166,37 @@ func reloadAllowlists(opts config.Options, plats []gateway.Platform, log *zap.Lo
 		return
 	}
 	for _, p := range plats {
-		switch a := p.(type) {
-		case telegramAllowlister:
-			users, chats, err := telegramAllowlist(cfg.Telegram)
-			if err != nil {
-				log.Error("config.reload_failed", zap.String("platform", p.Name()), zap.Error(err))
-				continue
-			}
-			a.SetAllowlist(users, chats)
-		case discordAllowlister:
-			a.SetAllowlist(cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles)
-		default:
+		if !reloadAllowlist(cfg, p, log) {
 			log.Warn("config.reload_unsupported", zap.String("platform", p.Name()))
 			continue
 		}
 		log.Info("config.allowlist_reloaded", zap.String("platform", p.Name()))
 	}
+}
+
+// reloadAllowlist applies cfg's allowlist for p; false when p has none to
+// set (or its lists did not parse, which is logged).
+func reloadAllowlist(cfg *config.Config, p gateway.Platform, log *zap.Logger) bool {
+	if a, ok := p.(telegramAllowlister); ok {
+		users, chats, err := telegramAllowlist(cfg.Telegram)
+		if err != nil {
+			log.Error("config.reload_failed", zap.String("platform", p.Name()), zap.Error(err))
+			return false
+		}
+		a.SetAllowlist(users, chats)
+		return true
+	}
+	a, ok := p.(stringAllowlister)
+	if !ok {
+		return false
+	}
+	switch p.Name() {
+	case discord.PlatformName:
+		a.SetAllowlist(cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles)
+	case slack.PlatformName:
+		a.SetAllowlist(cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels)
+	default:
+		return false
+	}
+	return true
 }

@@ -25,6 +25,8 @@ func TestChatPlatformsFollowTheTokens(t *testing.T) {
 			Telegram: config.Telegram{Token: "1:t", AllowedChats: []string{"-100"}},
 			Discord:  config.Discord{Token: "d", AllowedRoles: []string{"r"}},
 		}, []string{"telegram", "discord"}},
+		{"slack", config.Config{Slack: config.Slack{BotToken: "xoxb-1", AppToken: "xapp-1", AllowedUsers: []string{"U1"}}}, []string{"slack"}},
+		{"slack without its app token", config.Config{Slack: config.Slack{BotToken: "xoxb-1", AllowedUsers: []string{"U1"}}}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,20 +62,36 @@ type fakeDiscord struct {
 func (f *fakeDiscord) Name() string                       { return "discord" }
 func (f *fakeDiscord) SetAllowlist(users, roles []string) { f.users, f.roles = users, roles }
 
+// fakePlace records SetAllowlist of an adapter whose lists are strings of
+// users and places (Slack's channels, Matrix's rooms): the signature
+// Discord's has too, so only the name tells them apart.
+type fakePlace struct {
+	gateway.Platform
+	name          string
+	users, places []string
+}
+
+func (f *fakePlace) Name() string                        { return f.name }
+func (f *fakePlace) SetAllowlist(users, places []string) { f.users, f.places = users, places }
+
 func TestReloadAllowlists(t *testing.T) {
 	dir := cleanEnv(t)
 	file := filepath.Join(dir, "gw.yaml")
-	body := "telegram:\n  allowed_users: [1, 2]\n  allowed_chats: [-100]\ndiscord:\n  allowed_users: [u]\n  allowed_roles: [r]\n"
+	body := "telegram:\n  allowed_users: [1, 2]\n  allowed_chats: [-100]\ndiscord:\n  allowed_users: [u]\n  allowed_roles: [r]\n" +
+		"slack:\n  allowed_users: [U1]\n  allowed_channels: [C1]\n"
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg, dc := &fakeTelegram{}, &fakeDiscord{}
-	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg, dc}, zap.NewNop())
+	tg, dc, sl := &fakeTelegram{}, &fakeDiscord{}, &fakePlace{name: "slack"}
+	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg, dc, sl}, zap.NewNop())
 	if !reflect.DeepEqual(tg.users, []int64{1, 2}) || !reflect.DeepEqual(tg.chats, []int64{-100}) {
 		t.Errorf("telegram allowlist users=%v chats=%v", tg.users, tg.chats)
 	}
 	if !reflect.DeepEqual(dc.users, []string{"u"}) || !reflect.DeepEqual(dc.roles, []string{"r"}) {
 		t.Errorf("discord allowlist users=%v roles=%v", dc.users, dc.roles)
+	}
+	if !reflect.DeepEqual(sl.users, []string{"U1"}) || !reflect.DeepEqual(sl.places, []string{"C1"}) {
+		t.Errorf("slack allowlist users=%v channels=%v", sl.users, sl.places)
 	}
 
 	// A broken file changes nothing.
