@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -42,4 +44,25 @@ func TestProcessRejectedSlackTokenExitsTwo(t *testing.T) {
 	if strings.Contains(out, secret) {
 		t.Errorf("output contains the token:\n%s", out)
 	}
+}
+
+// whoamiToken is the one token newWhoamiHomeserver accepts.
+const whoamiToken = "syt_whoami_token_for_tests"
+
+// newWhoamiHomeserver answers the client-server API's whoami as a
+// homeserver does: @codex:example.org for whoamiToken, 401
+// M_UNKNOWN_TOKEN for any other token.
+func newWhoamiHomeserver(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != "/_matrix/client/v3/account/whoami" || r.Header.Get("Authorization") != "Bearer "+whoamiToken {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"errcode":"M_UNKNOWN_TOKEN","error":"Invalid access token passed."}`))
+			return
+		}
+		w.Write([]byte(`{"user_id":"@codex:example.org","device_id":"GW1"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
