@@ -114,7 +114,7 @@ func newInitFakeMatrix(t *testing.T) *httptest.Server {
 	mux.HandleFunc("POST /_matrix/client/v3/login", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Identifier struct{ User string } `json:"identifier"`
-			Password   string               `json:"password"`
+			Password   string                `json:"password"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		if req.Identifier.User != "codex" || req.Password != initMatrixPassword {
