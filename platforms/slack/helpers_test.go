@@ -36,7 +36,7 @@ type memCursor struct {
 func newMemCursor() *memCursor { return &memCursor{rows: map[string]store.ChannelRecord{}} }
 
 func (c *memCursor) Cursor(context.Context, string) (string, bool, error) { return "", false, nil }
-func (c *memCursor) DeleteCursor(context.Context, string) error          { return nil }
+func (c *memCursor) DeleteCursor(context.Context, string) error           { return nil }
 
 func (c *memCursor) TrackChannel(_ context.Context, platform, id string, engaged bool, last int64, seen time.Time) error {
 	c.mu.Lock()
@@ -88,16 +88,17 @@ func (c *memCursor) Channels(_ context.Context, platform string, limit int) ([]s
 // id seen before as a duplicate. hold, when set, blocks Deliver until it
 // is closed.
 type recSink struct {
-	mu    sync.Mutex
-	all   []gateway.Inbound
-	seen  map[string]bool
-	got   chan gateway.Inbound
-	hold  chan struct{}
-	fails int // the next fails deliveries answer an error
+	mu      sync.Mutex
+	all     []gateway.Inbound
+	seen    map[string]bool
+	got     chan gateway.Inbound
+	hold    chan struct{}
+	fails   int           // the next fails deliveries answer an error
+	changed chan struct{} // closed and replaced on every delivery
 }
 
 func newRecSink() *recSink {
-	return &recSink{seen: map[string]bool{}, got: make(chan gateway.Inbound, 1000)}
+	return &recSink{seen: map[string]bool{}, got: make(chan gateway.Inbound, 1000), changed: make(chan struct{})}
 }
 
 func (s *recSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error) {
@@ -122,7 +123,30 @@ func (s *recSink) Deliver(ctx context.Context, in gateway.Inbound) (bool, error)
 	dup := s.seen[in.MessageID]
 	s.seen[in.MessageID] = true
 	s.got <- in
+	close(s.changed)
+	s.changed = make(chan struct{})
 	return dup, nil
+}
+
+// waitUntil waits until cond holds, re-checking on every delivery and on
+// every change of the fake's state.
+func (s *recSink) waitUntil(fake *slacktest.Server, cond func() bool) bool {
+	deadline := time.After(waitFor)
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		changed := fake.Changed()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-changed:
+		case <-deadline:
+			return cond()
+		}
+	}
 }
 
 // unique is how many distinct messages were delivered.

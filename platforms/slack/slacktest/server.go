@@ -111,7 +111,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		opts:    opts,
 		changed: make(chan struct{}),
-		tsSeq:   1700000000 * 1e6,
+		tsSeq:   time.Now().UnixMicro(),
 		msgs:    map[string][]*Message{},
 		users:   map[string]User{},
 		calls:   map[string]int{},
@@ -175,6 +175,13 @@ func (s *Server) WaitFor(timeout time.Duration, cond func() bool) bool {
 			return cond()
 		}
 	}
+}
+
+// Changed is closed at the fake's next change of state.
+func (s *Server) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
 }
 
 // notifyLocked wakes WaitFor; s.mu must be held.

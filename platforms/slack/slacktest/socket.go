@@ -50,6 +50,7 @@ type socketState struct {
 	// does once it gives up on an app: only backfill finds them.
 	dropAway bool
 	dropped  int
+	refuse   bool // apps.connections.open answers 503
 }
 
 func (st *socketState) init() {
@@ -67,6 +68,10 @@ func (s *Server) handleConnectionsOpen(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls["apps.connections.open"]++
+	if s.sock.refuse {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	switch token {
 	case AppToken:
 	case BotToken:
@@ -93,10 +98,10 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	c := &sockConn{ws: ws, done: make(chan struct{})}
 	hello := reply{"type": "hello", "num_connections": 1, "connection_info": reply{"app_id": AppID},
 		"debug_info": reply{"host": "fake", "build_number": 1, "approximate_connection_time": 18060}}
-	if c.write(hello) != nil {
-		c.close()
-		return
-	}
+	// hello goes first, under the write lock, and the socket is current
+	// from now on, so nothing posted from here on is dropped as sent
+	// while away.
+	c.wmu.Lock()
 	s.mu.Lock()
 	old := s.sock.conns
 	s.sock.conns = []*sockConn{c}
@@ -104,8 +109,15 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	s.sock.queue = nil
 	s.notifyLocked()
 	s.mu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	err = c.ws.WriteJSON(hello)
+	c.wmu.Unlock()
 	for _, o := range old {
 		o.close()
+	}
+	if err != nil {
+		c.close()
+		return
 	}
 	go s.ping(c)
 	for _, env := range queued {
@@ -314,6 +326,14 @@ func (s *Server) DropWhileDisconnected(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sock.dropAway = on
+}
+
+// RefuseConnections makes apps.connections.open answer 503 while on:
+// the client stays away (retrying with backoff) until it is turned off.
+func (s *Server) RefuseConnections(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sock.refuse = on
 }
 
 // DroppedEvents is how many events DropWhileDisconnected discarded.
