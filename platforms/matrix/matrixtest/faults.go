@@ -72,6 +72,7 @@ func (s *Server) UseLegacyMedia() {
 func (s *Server) injectFault(w http.ResponseWriter, route string) bool {
 	s.mu.Lock()
 	s.requests[route]++
+	s.pokeLocked() // WaitFor conditions may count requests
 	now := time.Now()
 	var hit *fault
 	for _, f := range s.faults {

@@ -55,7 +55,7 @@ func (s *Server) syncLocked(c caller, since, filter string) (map[string]any, boo
 	for _, rm := range s.rooms {
 		switch rm.members[c.user] {
 		case "join":
-			if jr := s.joinedRoomLocked(rm, c.token, since == "", after, limit); jr != nil {
+			if jr := s.joinedRoomLocked(rm, c.user, c.token, since == "", after, limit); jr != nil {
 				join[rm.id] = jr
 			}
 		case "invite":
@@ -70,7 +70,12 @@ func (s *Server) syncLocked(c caller, since, filter string) (map[string]any, boo
 	return resp, len(join)+len(invite) > 0
 }
 
-func (s *Server) joinedRoomLocked(rm *room, token string, initial bool, after, limit int) map[string]any {
+func (s *Server) joinedRoomLocked(rm *room, user, token string, initial bool, after, limit int) map[string]any {
+	// A room joined since the last sync comes as a new room does: its
+	// recent history with the join, as Synapse sends it.
+	if join := rm.state["m.room.member|"+user]; join != nil && join.Pos > after {
+		initial, after = true, 0
+	}
 	var evs []*Event
 	for _, e := range s.log[min(after, len(s.log)):] {
 		if e.Room == rm.id {
