@@ -40,6 +40,7 @@ type Server struct {
 	faults  []*fault
 	lose    map[string]int // route → answers to drop after applying
 	holds   int            // syncs to hang until the client gives up
+	held    []*Held        // requests to hold (Hold)
 	early   int            // requests that came before a 429's retry-after elapsed
 	legacy  bool           // only the legacy media download path
 	closing chan struct{}
@@ -148,6 +149,10 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}
 		route := routeOf(r)
 		if s.injectFault(w, route) {
+			return
+		}
+		if s.holdRequest(r, route) {
+			hangUp(w)
 			return
 		}
 		if s.takeLose(route) {
