@@ -57,6 +57,10 @@ type Config struct {
 	// against the homeserver's message rate limit); default 2 s.
 	PreviewEditInterval time.Duration
 	Now                 func() time.Time
+
+	// syncGrace is how long past the long-poll timeout a /sync may take
+	// before it is cut and made again; default 15 s (tests shorten it).
+	syncGrace time.Duration
 }
 
 // ErrConfig marks an invalid configuration; it is a gateway.ErrConfig, so
@@ -106,6 +110,9 @@ func (c *Config) defaults() {
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = time.Second
+	}
+	if c.syncGrace <= 0 {
+		c.syncGrace = 15 * time.Second
 	}
 	if c.PreviewEditInterval <= 0 {
 		c.PreviewEditInterval = 2 * time.Second
