@@ -27,7 +27,9 @@ func (p *partLog) RecordPart(_ context.Context, part int, id string) error {
 	return nil
 }
 
-func (p *partLog) DeferLastPart(part int, id string) { _ = p.RecordPart(context.Background(), part, id) }
+func (p *partLog) DeferLastPart(part int, id string) {
+	_ = p.RecordPart(context.Background(), part, id)
+}
 
 func (p *partLog) sent() []string {
 	p.mu.Lock()
