@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -147,8 +149,10 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, method string) (h
 }
 
 func (f *faults) takeHoldLocked(method string, body []byte) *Held {
+	// Form bodies are URL-encoded; match the marker as written too.
+	decoded, _ := url.QueryUnescape(string(body))
 	for i, h := range f.holds[method] {
-		if h.contains == "" || bytes.Contains(body, []byte(h.contains)) {
+		if h.contains == "" || bytes.Contains(body, []byte(h.contains)) || strings.Contains(decoded, h.contains) {
 			q := f.holds[method]
 			f.holds[method] = append(q[:i:i], q[i+1:]...)
 			f.held = append(f.held, h)
