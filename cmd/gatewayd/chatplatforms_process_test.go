@@ -46,6 +46,38 @@ func TestProcessRejectedSlackTokenExitsTwo(t *testing.T) {
 	}
 }
 
+// A Matrix access token the homeserver refuses ends the daemon with exit 2,
+// naming the key and not the token.
+func TestProcessRejectedMatrixTokenExitsTwo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	const secret = "syt_wrong-secret-4711"
+	hs := newWhoamiHomeserver(t)
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	cfgFile := processConfig(t, dir, freeAddr(t), model, map[string]any{
+		"matrix": map[string]any{"homeserver": hs.URL, "access_token": secret, "allowed_users": []string{"@alice:example.org"}},
+	})
+	d := startDaemon(t, bin, cfgFile, dir, "matrixbadtoken", listenNotify(t).path)
+	select {
+	case <-d.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the daemon kept running with a rejected token:\n%s", d.logs())
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code != cli.ExitUsage {
+		t.Errorf("exit code %d, want %d\n%s", code, cli.ExitUsage, d.logs())
+	}
+	out := d.logs()
+	if !strings.Contains(out, "matrix.access_token") {
+		t.Errorf("output does not name matrix.access_token:\n%s", out)
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("output contains the token:\n%s", out)
+	}
+}
+
 // whoamiToken is the one token newWhoamiHomeserver accepts.
 const whoamiToken = "syt_whoami_token_for_tests"
 

@@ -29,6 +29,7 @@ import (
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/matrix"
 	"github.com/gatewayd/gatewayd/platforms/slack"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/runtime/codex"
@@ -329,7 +330,7 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		NotifyAfter: lanes.NotifyAfter,
 		Approvers:   d.cfg.Codex.Approvers, AllowEscalation: d.cfg.Codex.AllowEscalation,
 		Admins: map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins,
-			slack.PlatformName: d.cfg.Slack.Admins},
+			slack.PlatformName: d.cfg.Slack.Admins, matrix.PlatformName: d.cfg.Matrix.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),

@@ -10,6 +10,7 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/matrix"
 	"github.com/gatewayd/gatewayd/platforms/slack"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/store"
@@ -51,6 +52,13 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, cmds []gateway.Comm
 		}
 		out = append(out, p)
 	}
+	if cfg.Matrix.Enabled() {
+		p, err := newMatrix(cfg.Matrix, st, cmds, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
 	return out, nil
 }
 
@@ -67,6 +75,23 @@ func newSlack(c config.Slack, st *store.Store, cmds []gateway.CommandInfo, log *
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gatewayd: slack: %w", err)
+	}
+	return a, nil
+}
+
+func newMatrix(c config.Matrix, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) (gateway.Platform, error) {
+	a, err := matrix.New(matrix.Config{
+		Homeserver:   c.Homeserver,
+		UserID:       c.UserID,
+		AccessToken:  c.AccessToken,
+		AllowedUsers: c.AllowedUsers,
+		AllowedRooms: c.AllowedRooms,
+		Commands:     cmds,
+		Cursor:       st,
+		Logger:       log.Named("matrix"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: matrix: %w", err)
 	}
 	return a, nil
 }
@@ -195,6 +220,8 @@ func reloadAllowlist(cfg *config.Config, p gateway.Platform, log *zap.Logger) bo
 		a.SetAllowlist(cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles)
 	case slack.PlatformName:
 		a.SetAllowlist(cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels)
+	case matrix.PlatformName:
+		a.SetAllowlist(cfg.Matrix.AllowedUsers, cfg.Matrix.AllowedRooms)
 	default:
 		return false
 	}

@@ -27,6 +27,14 @@ func TestChatPlatformsFollowTheTokens(t *testing.T) {
 		}, []string{"telegram", "discord"}},
 		{"slack", config.Config{Slack: config.Slack{BotToken: "xoxb-1", AppToken: "xapp-1", AllowedUsers: []string{"U1"}}}, []string{"slack"}},
 		{"slack without its app token", config.Config{Slack: config.Slack{BotToken: "xoxb-1", AllowedUsers: []string{"U1"}}}, nil},
+		{"matrix", config.Config{Matrix: config.Matrix{Homeserver: "http://127.0.0.1:1", AccessToken: "syt_x",
+			AllowedUsers: []string{"@a:example.org"}}}, []string{"matrix"}},
+		{"all four", config.Config{
+			Telegram: config.Telegram{Token: "1:t", AllowedUsers: []string{"5"}},
+			Discord:  config.Discord{Token: "d", AllowedUsers: []string{"6"}},
+			Slack:    config.Slack{BotToken: "xoxb-1", AppToken: "xapp-1", AllowedUsers: []string{"U1"}},
+			Matrix:   config.Matrix{Homeserver: "http://127.0.0.1:1", AccessToken: "syt_x", AllowedUsers: []string{"@a:example.org"}},
+		}, []string{"telegram", "discord", "slack", "matrix"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,12 +86,13 @@ func TestReloadAllowlists(t *testing.T) {
 	dir := cleanEnv(t)
 	file := filepath.Join(dir, "gw.yaml")
 	body := "telegram:\n  allowed_users: [1, 2]\n  allowed_chats: [-100]\ndiscord:\n  allowed_users: [u]\n  allowed_roles: [r]\n" +
-		"slack:\n  allowed_users: [U1]\n  allowed_channels: [C1]\n"
+		"slack:\n  allowed_users: [U1]\n  allowed_channels: [C1]\n" +
+		"matrix:\n  allowed_users: [\"@a:example.org\"]\n  allowed_rooms: [\"!r:example.org\"]\n"
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg, dc, sl := &fakeTelegram{}, &fakeDiscord{}, &fakePlace{name: "slack"}
-	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg, dc, sl}, zap.NewNop())
+	tg, dc, sl, mx := &fakeTelegram{}, &fakeDiscord{}, &fakePlace{name: "slack"}, &fakePlace{name: "matrix"}
+	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg, dc, sl, mx}, zap.NewNop())
 	if !reflect.DeepEqual(tg.users, []int64{1, 2}) || !reflect.DeepEqual(tg.chats, []int64{-100}) {
 		t.Errorf("telegram allowlist users=%v chats=%v", tg.users, tg.chats)
 	}
@@ -92,6 +101,9 @@ func TestReloadAllowlists(t *testing.T) {
 	}
 	if !reflect.DeepEqual(sl.users, []string{"U1"}) || !reflect.DeepEqual(sl.places, []string{"C1"}) {
 		t.Errorf("slack allowlist users=%v channels=%v", sl.users, sl.places)
+	}
+	if !reflect.DeepEqual(mx.users, []string{"@a:example.org"}) || !reflect.DeepEqual(mx.places, []string{"!r:example.org"}) {
+		t.Errorf("matrix allowlist users=%v rooms=%v", mx.users, mx.places)
 	}
 
 	// A broken file changes nothing.
