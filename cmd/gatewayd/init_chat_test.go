@@ -5,9 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/platforms/slack/slacktest"
@@ -248,5 +252,111 @@ func TestInitSlackAndMatrixUsageErrors(t *testing.T) {
 				t.Errorf("config written")
 			}
 		})
+	}
+}
+
+// In a terminal, init asks for Slack's two tokens and Matrix's homeserver
+// and login after Telegram's and Discord's, retries a refused token, and
+// keeps the token the Matrix login gave, not the password.
+func TestInitInteractiveSlackAndMatrix(t *testing.T) {
+	bin := buildDaemon(t)
+	dir := initEnv(t)
+	initFakeCodex(t, dir, true)
+	sl := slacktest.New(slacktest.Options{})
+	defer sl.Close()
+	hs := newInitFakeMatrix(t)
+	cfg := filepath.Join(dir, "conf", "gatewayd.yaml")
+
+	cmd := exec.Command(bin, "init", "--config", cfg, "--slack-api-url", sl.APIURL())
+	cmd.Env = os.Environ()
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	p := &initTerminal{t: t, tty: tty, done: make(chan struct{})}
+	go p.read()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+
+	p.expect("Telegram bot token (from @BotFather; empty to skip Telegram): ")
+	p.send("")
+	p.expect("Discord bot token (Developer Portal, Bot, Reset Token; empty to skip Discord): ")
+	p.send("")
+	const botPrompt = "Slack bot token (xoxb-…, the app's OAuth & Permissions page; empty to skip Slack): "
+	p.expect(botPrompt)
+	p.send(slacktest.AppToken) // the app token where the bot token goes
+	p.expect("slack: that does not hold a bot token (xoxb-")
+	p.expect(botPrompt)
+	p.send("xoxb-BAD-slack-secret")
+	p.expect("slack rejected the bot token")
+	p.expect(botPrompt)
+	p.send(slacktest.BotToken)
+	p.expect("Slack: bot token accepted (@codex in Fake)")
+	p.expect("Slack app-level token (xapp-…, Basic Information, App-Level Tokens, with connections:write): ")
+	p.send(slacktest.AppToken)
+	p.expect("Slack: app-level token accepted (Socket Mode)")
+	p.expect("Matrix homeserver URL (e.g. https://matrix.example.org; empty to skip Matrix): ")
+	p.send(hs.URL)
+	p.expect("Matrix access token of the bot's account (empty to log in with its user and password): ")
+	p.send("")
+	p.expect("Matrix user of the bot (@name:server, or name): ")
+	p.send("codex")
+	p.expect("Password (used once to log in; init keeps the token, not the password): ")
+	p.send(initMatrixPassword)
+	p.expect("Matrix: logged in as codex")
+	p.expect("Matrix: token accepted (@codex:example.org)")
+	p.expect("Slack member ids to allow (profile, ⋮, Copy member ID; separate with spaces): ")
+	p.send("alice")
+	p.expect(`invalid id "alice"`)
+	p.send("U2 W3")
+	p.expect("Matrix user ids to allow (full ids such as @alice:example.org; separate with spaces): ")
+	p.send("@alice:example.org")
+	p.expect("Project (name=/absolute/dir; empty when done): ")
+	p.send("")
+	p.expect("Config valid.")
+	p.expect("✓ slack Socket Mode connected")
+	p.expect("✓ matrix token accepted (@codex:example.org")
+
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			t.Fatalf("init: %v; the terminal shows:\n%s", err, p.output())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("init did not exit; the terminal shows:\n%s", p.output())
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+	out := p.output()
+	for _, s := range []string{"BAD-slack-secret", slacktest.BotToken, "INIT pass", "INIT_login_secret"} {
+		if strings.Contains(out, s) {
+			t.Errorf("the terminal shows a secret (echo not off?):\n%s", out)
+		}
+	}
+	yaml := initReadFile(t, cfg)
+	for _, want := range []string{"slack:\n  api_url: \"" + sl.APIURL() + "\"\n  allowed_users: [\"U2\", \"W3\"]",
+		"matrix:\n  homeserver: \"" + hs.URL + "\"\n  user_id: \"@codex:example.org\"\n  allowed_users: [\"@alice:example.org\"]"} {
+		if !strings.Contains(yaml, want) {
+			t.Errorf("config lacks %q:\n%s", want, yaml)
+		}
+	}
+	env := initReadFile(t, filepath.Join(dir, "conf", "env"))
+	for _, want := range []string{"\nGATEWAYD_SLACK_BOT_TOKEN=" + slacktest.BotToken + "\n", "\nGATEWAYD_SLACK_APP_TOKEN=" + slacktest.AppToken + "\n",
+		"\nGATEWAYD_MATRIX_ACCESS_TOKEN=" + initMatrixLogin + "\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env file lacks %q:\n%s", want, env)
+		}
+	}
+	if strings.Contains(env+yaml, "INIT pass") {
+		t.Errorf("the password was written:\n%s\n%s", env, yaml)
 	}
 }
