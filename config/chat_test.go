@@ -125,10 +125,6 @@ func TestChatValidationErrors(t *testing.T) {
 		{"matrix room without id", "", map[string]string{"GATEWAYD_MATRIX_ALLOWED_ROOMS": "!:example.org"},
 			`config: matrix.allowed_rooms: invalid room id "!:example.org"`},
 		{"matrix unknown key", "matrix:\n  password: x\n", nil, "config: matrix.password: unknown key"},
-		{"slack in cluster mode", "store:\n  driver: postgres\n  dsn: postgres://127.0.0.1/gw\n", withSlack(nil),
-			"config: slack.bot_token: set, but store.driver is postgres: cluster mode does not run Slack yet"},
-		{"matrix in cluster mode", "store:\n  driver: postgres\n  dsn: postgres://127.0.0.1/gw\nmatrix:\n  allowed_users: [\"@a:x.org\"]\n", matrixOn,
-			"config: matrix.access_token: set, but store.driver is postgres: cluster mode does not run Matrix yet"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -73,10 +73,6 @@ func (c *Config) validateMatrix() []error {
 			errs = append(errs, errorf("matrix.user_id", "%s", msg))
 		}
 	}
-	if m.Enabled() && c.Store.Postgres() {
-		errs = append(errs, errorf("matrix.access_token", "set, but store.driver is postgres: cluster mode does not run Matrix yet "+
-			"(every node would sync the same events and move one sync token); run Matrix from a single-node gatewayd (store.driver: sqlite)"))
-	}
 	if m.Enabled() && len(m.AllowedUsers) == 0 {
 		errs = append(errs, errorf("matrix.allowed_users", "required when matrix.homeserver and matrix.access_token are set (full ids such as @alice:example.org)"))
 	}

@@ -52,11 +52,6 @@ func (c *Config) validateSlack() []error {
 	if s.AppToken != "" && !strings.HasPrefix(s.AppToken, slackAppTokenPrefix) {
 		errs = append(errs, errorf("slack.app_token", "not an app-level token (xapp-…): generate one with connections:write under Basic Information, App-Level Tokens"))
 	}
-	if s.Enabled() && c.Store.Postgres() {
-		errs = append(errs, errorf("slack.bot_token", "set, but store.driver is postgres: cluster mode does not run Slack yet "+
-			"(Slack spreads an app's events over its connections, so two nodes would split a thread's messages); "+
-			"run Slack from a single-node gatewayd (store.driver: sqlite)"))
-	}
 	if s.Enabled() && len(s.AllowedUsers) == 0 {
 		errs = append(errs, errorf("slack.allowed_users", "required when slack.bot_token and slack.app_token are set (member ids such as U024BE7LH)"))
 	}

@@ -144,10 +144,13 @@ func (d *daemon) preflight() error {
 	return nil
 }
 
-// CheckRuntime validates what depends on this machine rather than on the
-// file alone; check-config runs it too. (The enumerated keys, such as
-// lanes.busy_mode, are config.Load's to check.)
+// CheckRuntime validates what depends on this machine or this build rather
+// than on the file alone; check-config and doctor run it too. (The
+// enumerated keys, such as lanes.busy_mode, are config.Load's to check.)
 func CheckRuntime(cfg *config.Config) error {
+	if err := singleNodePlatforms(cfg); err != nil {
+		return err
+	}
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
 		// As the app-server is started: PATH, or the package's bundled codex.
 		if _, err := codex.ResolveCommand(cfg.Codex.Command); err != nil {

@@ -43,8 +43,8 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, cmds []gateway.Comm
 		}
 		out = append(out, p)
 	}
-	// Slack and Matrix run on one node: config refuses them in cluster
-	// mode, which has no election for their connection yet.
+	// Slack and Matrix run on one node: CheckRuntime refuses them in
+	// cluster mode (singleNodePlatforms).
 	if cfg.Slack.Enabled() {
 		p, err := newSlack(cfg.Slack, st, cmds, log)
 		if err != nil {
@@ -60,6 +60,28 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, cmds []gateway.Comm
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// singleNodePlatforms refuses Slack and Matrix in cluster mode (the store
+// on PostgreSQL), which has no election for their connection yet, unlike
+// Telegram's poller and Discord's shards: Slack spreads an app's events
+// over its open connections, so two nodes would split one thread's
+// messages, and two Matrix nodes would sync the same events and move one
+// sync token.
+func singleNodePlatforms(cfg *config.Config) error {
+	if !cfg.Store.Postgres() {
+		return nil
+	}
+	const why = "set, but store.driver is postgres: cluster mode does not run %s yet (%s); run %s from a single-node gatewayd (store.driver: sqlite)"
+	switch {
+	case cfg.Slack.Enabled():
+		return &config.Error{Key: "slack.bot_token", Msg: fmt.Sprintf(why, "Slack",
+			"Slack spreads an app's events over its connections, so two nodes would split a thread's messages", "Slack")}
+	case cfg.Matrix.Enabled():
+		return &config.Error{Key: "matrix.access_token", Msg: fmt.Sprintf(why, "Matrix",
+			"every node would sync the same events and move one sync token", "Matrix")}
+	}
+	return nil
 }
 
 func newSlack(c config.Slack, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) (gateway.Platform, error) {

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -113,5 +115,36 @@ func TestReloadAllowlists(t *testing.T) {
 	reloadAllowlists(config.Options{File: file, Env: os.Environ()}, []gateway.Platform{tg}, zap.NewNop())
 	if !reflect.DeepEqual(tg.users, []int64{1, 2}) {
 		t.Errorf("a bad reload changed the allowlist to %v", tg.users)
+	}
+}
+
+// Cluster mode refuses Slack and Matrix at start (and in check-config and
+// doctor, which run CheckRuntime), naming the key; on SQLite they run.
+func TestSingleNodePlatforms(t *testing.T) {
+	slack := config.Slack{BotToken: "xoxb-1", AppToken: "xapp-1", AllowedUsers: []string{"U1"}}
+	mx := config.Matrix{Homeserver: "http://127.0.0.1:1", AccessToken: "syt_x", AllowedUsers: []string{"@a:example.org"}}
+	postgres := config.Store{Driver: "postgres", DSN: "postgres://127.0.0.1/gw"}
+	tests := []struct {
+		name string
+		cfg  config.Config
+		want string // the key named; "" = accepted
+	}{
+		{"slack on sqlite", config.Config{Slack: slack, Store: config.Store{Driver: "sqlite"}}, ""},
+		{"matrix on sqlite", config.Config{Matrix: mx, Store: config.Store{Driver: "sqlite"}}, ""},
+		{"telegram in cluster mode", config.Config{Telegram: config.Telegram{Token: "1:t"}, Store: postgres}, ""},
+		{"slack in cluster mode", config.Config{Slack: slack, Store: postgres}, "slack.bot_token"},
+		{"matrix in cluster mode", config.Config{Matrix: mx, Store: postgres}, "matrix.access_token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := singleNodePlatforms(&tc.cfg)
+			var ce *config.Error
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (!errors.As(err, &ce) || ce.Key != tc.want || !strings.Contains(err.Error(), "cluster mode does not run")):
+				t.Errorf("got %v, want a config error naming %s", err, tc.want)
+			}
+		})
 	}
 }
