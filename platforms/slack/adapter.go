@@ -69,6 +69,8 @@ type Adapter struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
+	started time.Time // messages before it may have been answered by an earlier process
+
 	mu      sync.Mutex
 	sink    gateway.Sink
 	running bool
@@ -111,6 +113,7 @@ func New(cfg Config) (*Adapter, error) {
 		typing:  newTypingState(),
 		parts:   newPartLog(),
 		denials: newDenialLog(cfg.Now),
+		started: cfg.Now(),
 		queue:   make(chan job, queueSize),
 		stop:    make(chan struct{}),
 		ready:   make(chan struct{}),

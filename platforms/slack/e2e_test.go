@@ -24,9 +24,14 @@ func startStack(t *testing.T, ctx context.Context, w *gatewaytest.World, fake *s
 	})
 }
 
+// e2eCommands are the gateway commands the tests spell with "!" (the
+// daemon passes the gateway's whole list).
+var e2eCommands = []gateway.CommandInfo{{Name: "new"}, {Name: "fork"}, {Name: "plan"}, {Name: "status"}}
+
 func newAdapter(t testing.TB, fake *slacktest.Server, st *store.Store) *slack.Adapter {
 	a, err := slack.New(slack.Config{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.APIURL(),
-		AllowedUsers: []string{allowed, allowed2}, Cursor: st, Logger: zaptest.NewLogger(t), PingInterval: 2 * time.Second})
+		AllowedUsers: []string{allowed, allowed2}, Cursor: st, Logger: zaptest.NewLogger(t), PingInterval: 2 * time.Second,
+		Commands: e2eCommands})
 	if err != nil {
 		t.Fatalf("slack.New: %v", err)
 	}
@@ -43,6 +48,18 @@ func botReplies(fake *slacktest.Server, ch, want string) int {
 		}
 	}
 	return n
+}
+
+// threadHas reports whether the bot said want in the thread rooted at root.
+func threadHas(fake *slacktest.Server, root, want string) func() bool {
+	return func() bool {
+		for _, m := range fake.Thread(channel, root) {
+			if m.BotID != "" && (strings.Contains(slacktest.Markdown(m), want) || strings.Contains(m.Text, want)) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func waitReply(t *testing.T, fake *slacktest.Server, ch, want string) {

@@ -286,12 +286,6 @@ func (a *Adapter) deliverFailed(ctx context.Context, err error, fields ...zap.Fi
 	a.log.Error("slack.deliver_failed", fields...)
 }
 
-func (a *Adapter) track(ctx context.Context, key string, engaged bool) {
-	if err := a.lanes.track(ctx, key, engaged, a.cfg.Now()); err != nil {
-		a.log.Warn("slack.lanes.save_failed", zap.Error(err))
-	}
-}
-
 func (a *Adapter) advance(ctx context.Context, key, ts string) {
 	if err := a.lanes.advance(ctx, key, ts); err != nil {
 		a.log.Warn("slack.cursor.save_failed", zap.String("lane", key), zap.Error(err))

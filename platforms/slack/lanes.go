@@ -120,12 +120,6 @@ func (l *laneIndex) tracked(key string) bool {
 	return ok
 }
 
-// track adds the lane to the index; engaged marks a thread the bot
-// answers without a mention.
-func (l *laneIndex) track(ctx context.Context, key string, engaged bool, now time.Time) error {
-	return l.trackAfter(ctx, key, engaged, 0, now)
-}
-
 // ingesting tracks the lane of message ts before the message is
 // delivered, with the cursor just before it: killed after this, the next
 // start reads the message again (the inbox drops it if it was committed).

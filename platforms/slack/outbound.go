@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -112,7 +113,7 @@ func (a *Adapter) sendPart(ctx context.Context, out gateway.Outbound, p part) (s
 		a.log.Info("slack.preview_uneditable: sending the reply as a new message",
 			zap.String("ts", out.EditID), zap.Error(err))
 	}
-	if out.ID != 0 && (p.resumed || a.parts.ambiguous(out.ID, p.index)) {
+	if out.ID != 0 && (p.resumed || a.parts.ambiguous(out.ID, p.index) || (p.index == 0 && a.mayBeResumed(out))) {
 		if ts, found := a.findPart(ctx, out, p); found {
 			return ts, nil
 		}
@@ -130,6 +131,20 @@ func (a *Adapter) sendPart(ctx context.Context, out gateway.Outbound, p part) (s
 		a.parts.markAmbiguous(out.ID, p.index)
 	}
 	return ts, err
+}
+
+// mayBeResumed reports a row whose first part an earlier process may
+// have posted unseen (killed between Slack's answer and the outbox's
+// commit): a reply to a message that arrived before this process
+// started. A new message costs no lookup; only the backlog of a restart
+// does.
+func (a *Adapter) mayBeResumed(out gateway.Outbound) bool {
+	_, ts, ok := strings.Cut(out.InReplyTo, ":")
+	if !ok {
+		return false
+	}
+	n, err := tsMicros(ts)
+	return err == nil && n < a.started.UnixMicro()
 }
 
 // post creates a message. A post is not started once ctx has ended, but

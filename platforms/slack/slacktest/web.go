@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // reply is a Web API answer: ok plus the method's fields.
@@ -291,6 +290,3 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-// runes is how Slack counts text limits.
-func runes(s string) int { return utf8.RuneCountInString(s) }
