@@ -72,6 +72,9 @@ func TestMatrixChild(t *testing.T) {
 	// The parent cannot read this process's model: a question about the
 	// context is answered with what the context holds.
 	world.Model.Respond(func(req codextest.Request) codextest.Reply {
+		if strings.Contains(req.LastUserText(), askParts) {
+			return codextest.Reply{Text: gatewaytest.PartedReply(replyParts, partFiller)}
+		}
 		if strings.Contains(req.LastUserText(), "which fruit") {
 			in := req.InputText()
 			return codextest.Reply{Text: fmt.Sprintf("CONTEXT apple=%v pear=%v",
@@ -189,4 +192,63 @@ func lastBotEventWith(srv *matrixtest.Server, room, s string) matrixtest.Event {
 		}
 	}
 	return found
+}
+
+const (
+	askParts   = "please answer in parts"
+	replyParts = 3
+	partFiller = 16000 // bytes of filler per part: one part per event (16 KiB budget)
+)
+
+// TestKillNineAfterSendBeforeOutboxClosedPostsOnce: the child is killed
+// while the homeserver holds part 1 of a three-part reply. Either the
+// homeserver stored it with its answer lost to the crash (the restart
+// sends it again with the same transaction id and is given the same
+// event), or it never arrived (the restart sends it). Each part is shown
+// exactly once, in order.
+func TestKillNineAfterSendBeforeOutboxClosedPostsOnce(t *testing.T) {
+	processtest.SkipWhenShort(t, "kills a child gateway with SIGKILL")
+	for _, created := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stored=%v", created), func(t *testing.T) {
+			srv := matrixtest.New(t)
+			c := newChild(t, srv)
+			held := srv.Hold("PUT send", gatewaytest.PartMarker(1, replyParts))
+			first := c.start(t)
+			room := privateRoom(srv)
+			waitFor(t, srv, "the join", func() bool { return srv.Membership(room, bot) == "join" })
+			srv.Post(room, alice, askParts)
+			select {
+			case <-held.Arrived():
+			case <-time.After(60 * time.Second):
+				t.Fatal("part 1 never reached the homeserver")
+			}
+			first.Kill()
+			if created {
+				held.Release()
+			} else {
+				held.Drop()
+			}
+			second := c.start(t)
+			defer second.Kill()
+			last := gatewaytest.PartMarker(replyParts-1, replyParts)
+			waitFor(t, srv, "the last part", func() bool { return shownWith(srv, room, last) == 1 })
+			shown := srv.Shown(room, bot)
+			at := -1
+			for i := range replyParts {
+				n, pos := 0, -1
+				for j, text := range shown {
+					if strings.Contains(text, gatewaytest.PartMarker(i, replyParts)) {
+						n, pos = n+1, j
+					}
+				}
+				if n != 1 || pos <= at {
+					t.Fatalf("part %d shown %d times (at %d, previous at %d): %d messages", i, n, pos, at, len(shown))
+				}
+				at = pos
+			}
+			if created && srv.TxnReplays() == 0 {
+				t.Fatal("the stored part was not retried with its transaction id")
+			}
+		})
+	}
 }
