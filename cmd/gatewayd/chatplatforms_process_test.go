@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
+	"github.com/gatewayd/gatewayd/platforms/matrix/matrixtest"
 	"github.com/gatewayd/gatewayd/platforms/slack/slacktest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
@@ -97,4 +100,90 @@ func newWhoamiHomeserver(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// The built daemon runs Slack and Matrix beside each other from the
+// config alone: a Slack DM and a Matrix room are answered through the
+// real app-server, and SIGHUP gives both adapters their new allowlists.
+func TestProcessSlackAndMatrixLanes(t *testing.T) {
+	s := newDaemonSetup(t)
+	sl := slacktest.New(slacktest.Options{})
+	t.Cleanup(sl.Close)
+	mx := matrixtest.New(t)
+	const alice, bob = "@alice:fake.test", "@bob:fake.test"
+	room := mx.CreateRoom(matrixtest.RoomOptions{Creator: alice, Members: []string{matrixtest.BotUser}})
+	bobRoom := mx.CreateRoom(matrixtest.RoomOptions{Creator: bob, Members: []string{matrixtest.BotUser}})
+	platforms := func(slackUsers, matrixUsers []string) map[string]any {
+		return map[string]any{
+			"slack": map[string]any{"bot_token": slacktest.BotToken, "app_token": slacktest.AppToken, "api_url": sl.APIURL(),
+				"allowed_users": slackUsers},
+			"matrix": map[string]any{"homeserver": mx.URL, "access_token": matrixtest.BotToken, "allowed_users": matrixUsers},
+		}
+	}
+	s.configure(t, platforms([]string{"U1"}, []string{alice}))
+	d := s.start(t, "slackmatrix")
+	for _, p := range []string{"slack", "matrix"} {
+		if len(waitLogEvents(t, d, "platform.enabled", func(e map[string]any) bool { return e["platform"] == p })) == 0 {
+			t.Errorf("%s not enabled:\n%s", p, d.logs())
+		}
+	}
+
+	slackReplied := func(channel, text string) func() bool {
+		return func() bool {
+			for _, m := range sl.Sent(channel) {
+				if m.BotID != "" && strings.Contains(m.Text+string(m.Blocks), "ECHO: "+text) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	matrixReplied := func(room, text string) func() bool {
+		return func() bool {
+			for _, e := range mx.Sent(room, matrixtest.BotUser, "m.room.message") {
+				// The model echoes the turn's text, which in a room names
+				// who spoke ("ECHO: [alice]: …").
+				if body, _ := e.Content["body"].(string); strings.HasPrefix(body, "ECHO: ") && strings.Contains(body, text) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	waitMatrix := func(cond func() bool) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return mx.WaitFor(ctx, cond) == nil
+	}
+
+	sl.Post(slacktest.Post{Channel: "D1", User: "U1", Text: "hello slack"})
+	if !sl.WaitFor(time.Minute, slackReplied("D1", "hello slack")) {
+		t.Fatalf("no Slack answer in D1: %+v\n%s", sl.Sent("D1"), d.logs())
+	}
+	mx.Post(room, alice, "hello matrix")
+	if !waitMatrix(matrixReplied(room, "hello matrix")) {
+		t.Fatalf("no Matrix answer in %s: %+v\n%s", room, mx.Events(room), d.logs())
+	}
+
+	// Allow U2 and bob, and reload.
+	s.configure(t, platforms([]string{"U1", "U2"}, []string{alice, bob}))
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"slack", "matrix"} {
+		if len(waitLogEvents(t, d, "config.allowlist_reloaded", func(e map[string]any) bool { return e["platform"] == p })) == 0 {
+			t.Fatalf("%s allowlist not reloaded:\n%s", p, d.logs())
+		}
+	}
+	sl.Post(slacktest.Post{Channel: "D2", User: "U2", Text: "hello from U2"})
+	if !sl.WaitFor(time.Minute, slackReplied("D2", "hello from U2")) {
+		t.Errorf("U2, allowed by the reload, is not answered: %+v\n%s", sl.Sent("D2"), d.logs())
+	}
+	mx.Post(bobRoom, bob, "hello from bob")
+	if !waitMatrix(matrixReplied(bobRoom, "hello from bob")) {
+		t.Errorf("bob, allowed by the reload, is not answered: %+v\n%s", mx.Events(bobRoom), d.logs())
+	}
+	if code := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d\n%s", code, d.logs())
+	}
 }
