@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -55,93 +54,15 @@ func slackCode(err error) string {
 	return ""
 }
 
-// limiter keeps the adapter under Slack's per-method limits: after a 429
-// on a method every call of it waits out Retry-After (Slack's limits are
-// per method and workspace, so one lane's 429 is every lane's), and
-// chat.update (tier 3, about 50 a minute) draws from a token bucket.
-type limiter struct {
-	now    func() time.Time
-	mu     sync.Mutex
-	paused map[string]time.Time // method → until
-	// the chat.update bucket
-	tokens   float64
-	burst    float64
-	perToken time.Duration
-	refilled time.Time
-}
-
-func newLimiter(now func() time.Time, updatesPerMinute int) *limiter {
-	return &limiter{now: now, paused: map[string]time.Time{}, tokens: 5, burst: 5,
-		perToken: time.Minute / time.Duration(updatesPerMinute), refilled: now()}
-}
-
-// wait blocks until method may be called. When the wait would outlast
-// ctx's deadline it returns a RetryAfterError at once, so the outbox
-// reschedules instead of holding a worker.
-func (l *limiter) wait(ctx context.Context, method string) error {
-	d := l.reserve(method)
-	if d <= 0 {
-		return nil
-	}
-	if dl, ok := ctx.Deadline(); ok && l.now().Add(d).After(dl) {
-		l.refund(method)
-		return &gateway.RetryAfterError{After: d, Err: fmt.Errorf("slack: %s: rate limited", method)}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// reserve takes the method's turn and says how long to wait for it.
-func (l *limiter) reserve(method string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	wait := l.paused[method].Sub(now)
-	if method != "chat.update" {
-		return wait
-	}
-	l.tokens = min(l.burst, l.tokens+float64(now.Sub(l.refilled))/float64(l.perToken))
-	l.refilled = now
-	l.tokens--
-	if l.tokens < 0 {
-		wait = max(wait, time.Duration(-l.tokens*float64(l.perToken)))
-	}
-	return wait
-}
-
-// refund gives back a chat.update token reserved but not used.
-func (l *limiter) refund(method string) {
-	if method != "chat.update" {
-		return
-	}
-	l.mu.Lock()
-	l.tokens = min(l.burst, l.tokens+1)
-	l.mu.Unlock()
-}
-
-// observe pauses method after a 429.
-func (l *limiter) observe(method string, err error) {
-	var ra *gateway.RetryAfterError
-	if !errors.As(err, &ra) {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if until := l.now().Add(ra.After); until.After(l.paused[method]) {
-		l.paused[method] = until
-	}
-}
-
 // call runs one Web API call of method under the limiter and maps its
 // error.
 func (a *Adapter) call(ctx context.Context, method string, fn func(ctx context.Context) error) error {
-	if err := a.limits.wait(ctx, method); err != nil {
+	return a.callIn(ctx, method, "", fn)
+}
+
+// callIn is call for a method whose limit is per channel.
+func (a *Adapter) callIn(ctx context.Context, method, channel string, fn func(ctx context.Context) error) error {
+	if err := a.limits.wait(ctx, method, channel); err != nil {
 		return err
 	}
 	err := mapError(method, fn(ctx))

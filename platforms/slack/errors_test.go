@@ -56,31 +56,46 @@ func TestLimiterBucketAndPause(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	l := newLimiter(clock.now, 60) // one chat.update a second after a burst of 5
 	for i := range 5 {
-		if d := l.reserve("chat.update"); d > 0 {
+		if d := l.reserve("chat.update", ""); d > 0 {
 			t.Fatalf("update %d of the burst waits %v", i, d)
 		}
 	}
-	if d := l.reserve("chat.update"); d != time.Second {
+	if d := l.reserve("chat.update", ""); d != time.Second {
 		t.Fatalf("sixth update waits %v, want 1s", d)
 	}
-	l.refund("chat.update")
+	l.refund("chat.update", "")
 	clock.t = clock.t.Add(2 * time.Second)
-	if d := l.reserve("chat.update"); d > 0 {
+	if d := l.reserve("chat.update", ""); d > 0 {
 		t.Fatalf("after the refill the update waits %v", d)
 	}
 	// A 429 pauses that method only.
 	l.observe("chat.postMessage", &gateway.RetryAfterError{After: 5 * time.Second})
-	if d := l.reserve("chat.postMessage"); d != 5*time.Second {
+	if d := l.reserve("chat.postMessage", ""); d != 5*time.Second {
 		t.Fatalf("paused method waits %v", d)
 	}
-	if d := l.reserve("users.info"); d > 0 {
+	if d := l.reserve("users.info", ""); d > 0 {
 		t.Fatalf("another method waits %v", d)
 	}
+	// Posts: a burst of three per channel, then one a second; another
+	// channel has its own.
+	l = newLimiter(clock.now, 60)
+	for i := range 3 {
+		if d := l.reserve("chat.postMessage", "C9"); d > 0 {
+			t.Fatalf("post %d of the burst waits %v", i, d)
+		}
+	}
+	if d := l.reserve("chat.postMessage", "C9"); d != time.Second {
+		t.Fatalf("fourth post waits %v", d)
+	}
+	if d := l.reserve("chat.postMessage", "C8"); d > 0 {
+		t.Fatalf("another channel waits %v", d)
+	}
 	// A wait past the caller's deadline is a RetryAfterError at once.
+	l.observe("chat.postMessage", &gateway.RetryAfterError{After: 5 * time.Second})
 	ctx, cancel := context.WithDeadline(context.Background(), clock.t.Add(time.Second))
 	defer cancel()
 	var ra *gateway.RetryAfterError
-	if err := l.wait(ctx, "chat.postMessage"); !errors.As(err, &ra) || ra.After != 5*time.Second {
+	if err := l.wait(ctx, "chat.postMessage", ""); !errors.As(err, &ra) || ra.After != 5*time.Second {
 		t.Fatalf("wait = %v", err)
 	}
 }

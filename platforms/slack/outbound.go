@@ -155,7 +155,7 @@ func (a *Adapter) post(ctx context.Context, channel string, opts []slack.MsgOpti
 		return "", err
 	}
 	var ts string
-	err := a.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+	err := a.callIn(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
 		sctx, done := inFlight(ctx)
 		defer done()
 		var err error
