@@ -30,7 +30,7 @@ type Adapter struct {
 	me           id.UserID
 	users        map[string]bool // allowed senders
 	roomsAllowed map[string]bool // allowed rooms; empty = any
-	cooling      map[id.RoomID]time.Time
+	cooling      time.Time // until when the homeserver asked us to wait
 	legacyMedia  bool // the homeserver serves only the unauthenticated download path
 
 	commands  map[string]bool
@@ -70,7 +70,7 @@ func New(cfg Config) (*Adapter, error) {
 	cli.UserAgent = "gatewayd " + mautrix.DefaultUserAgent
 	a := &Adapter{
 		cfg: cfg, log: cfg.Logger, cli: cli, ready: make(chan struct{}), me: id.UserID(cfg.UserID),
-		cooling: map[id.RoomID]time.Time{}, commands: map[string]bool{},
+		commands: map[string]bool{},
 		previews: previewTimes{newLRU[time.Time](256)}, threads: newLRU[bool](4096),
 		delivered: newLRU[gateway.Address](4096), choices: newLRU[choiceSet](512),
 		own: newLRU[bool](4096), edits: newLRU[bool](1024),

@@ -217,11 +217,14 @@ type choiceMessage struct {
 }
 
 func (a *Adapter) post(ctx context.Context, room id.RoomID, typ event.Type, content any, txn string) (string, error) {
+	if d, cooling := a.cooldown(); cooling {
+		return "", &gateway.RetryAfterError{After: d, Err: errors.New("matrix: send: rate limited")}
+	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	resp, err := a.cli.SendMessageEvent(ctx, room, typ, content, mautrix.ReqSendEvent{TransactionID: txn})
 	if err != nil {
-		a.noteRateLimit(room, err)
+		a.noteRateLimit(err)
 		return "", mapError("send", err)
 	}
 	return string(resp.EventID), nil
@@ -273,9 +276,6 @@ func editContent(orig id.EventID, c *event.MessageEventContent, choices map[stri
 
 func (a *Adapter) edit(ctx context.Context, room id.RoomID, orig id.EventID, c *event.MessageEventContent,
 	choices map[string]string, txn string) error {
-	if d, cooling := a.cooldown(room); cooling {
-		return &gateway.RetryAfterError{After: d, Err: errors.New("matrix: edit: rate limited")}
-	}
 	_, err := a.post(ctx, room, event.EventMessage, editContent(orig, c, choices), txn)
 	return err
 }
@@ -313,7 +313,7 @@ func (a *Adapter) Delete(ctx context.Context, addr gateway.Address, messageID st
 	if errors.Is(err, mautrix.MNotFound) {
 		return nil
 	}
-	a.noteRateLimit(room, err)
+	a.noteRateLimit(err)
 	return mapError("redact", err)
 }
 
@@ -324,13 +324,13 @@ func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 	if err != nil {
 		return err
 	}
-	if _, cooling := a.cooldown(room); cooling || a.rooms.encrypted(room) {
+	if _, cooling := a.cooldown(); cooling || a.rooms.encrypted(room) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	_, err = a.cli.UserTyping(ctx, room, true, 15*time.Second)
-	a.noteRateLimit(room, err)
+	a.noteRateLimit(err)
 	return mapError("typing", err)
 }
 

@@ -150,7 +150,11 @@ func TestPingIsANewEventNotAnEdit(t *testing.T) {
 func TestRateLimitBecomesRetryAfter(t *testing.T) {
 	srv := matrixtest.New(t)
 	room := joinedRoom(srv)
-	h := start(t, srv, newMemCursor(), newSink(), nil)
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	h := start(t, srv, newMemCursor(), newSink(), func(c *Config) { c.Now = clock })
 	for _, f := range []matrixtest.Failure{
 		{Status: 429, Errcode: "M_LIMIT_EXCEEDED", RetryAfterMS: 1500},
 		{Status: 429, Errcode: "M_LIMIT_EXCEEDED", Header: true, HeaderSecs: 3},
@@ -162,6 +166,14 @@ func TestRateLimitBecomesRetryAfter(t *testing.T) {
 		if !errors.As(err, &ra) || ra.After != want {
 			t.Fatalf("Send under %+v = %v; want RetryAfterError after %s", f, err, want)
 		}
+		// Until then nothing is sent: the homeserver limits the user.
+		before := srv.Requests("PUT send")
+		later(want / 2)
+		if _, err := h.a.Send(t.Context(), gateway.Outbound{ID: 9, Address: roomAddr(room), Kind: gateway.OutReply, Text: "x"}); !errors.As(err, &ra) ||
+			ra.After != want-want/2 || srv.Requests("PUT send") != before {
+			t.Fatalf("Send inside the wait = %v after %d requests; want RetryAfterError(%s) and no request", err, srv.Requests("PUT send")-before, want-want/2)
+		}
+		later(want)
 	}
 	srv.Fail("PUT send", matrixtest.Failure{Status: 403, Errcode: "M_FORBIDDEN"})
 	if _, err := h.a.Send(t.Context(), gateway.Outbound{ID: 10, Address: roomAddr(room), Kind: gateway.OutReply, Text: "x"}); !errors.Is(err, gateway.ErrPermanent) {

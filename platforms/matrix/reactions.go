@@ -97,7 +97,7 @@ func (a *Adapter) seed(ctx context.Context, out gateway.Outbound, msgID string, 
 		return
 	}
 	for _, k := range keys {
-		if _, cooling := a.cooldown(room); cooling || k == "" {
+		if _, cooling := a.cooldown(); cooling || k == "" {
 			continue
 		}
 		c := &event.ReactionEventContent{RelatesTo: event.RelatesTo{Type: event.RelAnnotation, EventID: id.EventID(msgID), Key: k}}

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"go.uber.org/zap"
@@ -15,6 +16,7 @@ type roomInfo struct {
 	members   int // joined members; 0 = unknown (ask joined_members)
 	encrypted bool
 	told      bool // the encrypted-room notice was sent (or found recorded)
+	checked   bool // encryption known: state seen, or asked the homeserver
 	name      string
 }
 
@@ -50,11 +52,14 @@ func (c *roomCache) learn(room id.RoomID, jr *mautrix.SyncJoinedRoom) {
 		if n := jr.Summary.JoinedMemberCount; n != nil && *n > 0 {
 			r.members = *n
 		}
+		if len(jr.State.Events) > 0 {
+			r.checked = true // full state came: encryption is in it or not at all
+		}
 		for _, list := range [][]*event.Event{jr.State.Events, jr.Timeline.Events} {
 			for _, e := range list {
 				switch e.Type.Type {
 				case event.StateEncryption.Type, event.EventEncrypted.Type:
-					r.encrypted = true
+					r.encrypted, r.checked = true, true
 				case event.StateRoomName.Type:
 					if parsed(e, event.StateRoomName) {
 						r.name = e.Content.AsRoomName().Name
@@ -128,5 +133,29 @@ func (a *Adapter) handleInvite(ctx context.Context, room id.RoomID, inv *mautrix
 		return err
 	}
 	a.log.Info("matrix.joined", zap.String("room", string(room)), zap.String("inviter", string(inviter)))
+	return nil
+}
+
+// checkEncrypted asks the homeserver, once per room and process, whether a
+// room whose state this process has not seen is encrypted: after a
+// restart, a sync carries only the new events, not the room's state.
+func (a *Adapter) checkEncrypted(ctx context.Context, room id.RoomID) error {
+	var checked bool
+	a.rooms.with(room, func(r *roomInfo) { checked = r.checked })
+	if checked {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var c event.EncryptionEventContent
+	err := a.cli.StateEvent(rctx, room, event.StateEncryption, "", &c)
+	switch {
+	case err == nil:
+		a.rooms.with(room, func(r *roomInfo) { r.encrypted, r.checked = true, true })
+	case errors.Is(err, mautrix.MNotFound):
+		a.rooms.with(room, func(r *roomInfo) { r.checked = true })
+	default:
+		return mapError("room state", err)
+	}
 	return nil
 }

@@ -51,25 +51,28 @@ type previewTimes struct{ *lru[time.Time] }
 
 func (p previewTimes) touch(id string, at time.Time) { p.put(id, at) }
 
-// cooldown reports whether room is inside a rate limit's wait, and how
-// much of it is left. During it edits fail at once with RetryAfterError
-// and typing is skipped, so the preview streamer does not hammer a
-// homeserver that asked us to slow down.
-func (a *Adapter) cooldown(room id.RoomID) (time.Duration, bool) {
+// cooldown reports whether the homeserver's rate limit is still asking us
+// to wait, and how long. Homeservers limit per user, not per room, so one
+// wait covers every room. During it sends and edits fail at once with
+// RetryAfterError and typing is skipped: the outbox and the preview
+// streamer would otherwise hammer a homeserver that asked us to slow down.
+func (a *Adapter) cooldown() (time.Duration, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	left := a.cooling[room].Sub(a.cfg.Now())
+	left := a.cooling.Sub(a.cfg.Now())
 	return left, left > 0
 }
 
-func (a *Adapter) noteRateLimit(room id.RoomID, err error) {
+func (a *Adapter) noteRateLimit(err error) {
 	d, ok := retryAfter(err)
 	if !ok {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.cooling[room] = a.cfg.Now().Add(d)
+	if until := a.cfg.Now().Add(d); until.After(a.cooling) {
+		a.cooling = until
+	}
 }
 
 // engage records a thread the bot speaks in: in a shared room, messages in

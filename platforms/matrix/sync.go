@@ -234,6 +234,9 @@ func (s *syncer) apply(ctx context.Context, sink gateway.Sink, since string, res
 
 func (s *syncer) applyRoom(ctx context.Context, sink gateway.Sink, since string, room id.RoomID, jr *mautrix.SyncJoinedRoom) error {
 	s.a.rooms.learn(room, jr)
+	if err := s.a.checkEncrypted(ctx, room); err != nil {
+		return err
+	}
 	if s.a.rooms.encrypted(room) {
 		return s.a.tellEncrypted(ctx, room)
 	}

@@ -24,6 +24,10 @@ func TestFirstSyncDeliversNoHistoryThenRoomMessages(t *testing.T) {
 	if got[0].Address.SessionKey() != "v1:matrix:room:"+room {
 		t.Fatalf("session key %q", got[0].Address.SessionKey())
 	}
+	waitFor(t, srv, "the read receipt", func() bool {
+		r := srv.ReceiptsSeen()
+		return len(r) == 1 && r[0].Event == got[0].MessageID && r[0].Thread == "main"
+	})
 }
 
 func TestInviteFromAllowedUserIsJoinedOthersRejected(t *testing.T) {
