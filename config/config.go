@@ -61,6 +61,8 @@ type Config struct {
 	Webhooks Webhooks
 	Telegram Telegram
 	Discord  Discord
+	Slack    Slack
+	Matrix   Matrix
 	Lanes    Lanes
 	// Worktrees tunes the lanes' git worktrees.
 	Worktrees Worktrees
@@ -557,6 +559,9 @@ func (c *Config) resolve(env func(string) string) []error {
 		{"api.token", &c.API.Token, c.API.TokenFile},
 		{"telegram.token", &c.Telegram.Token, c.Telegram.TokenFile},
 		{"discord.token", &c.Discord.Token, c.Discord.TokenFile},
+		{"slack.bot_token", &c.Slack.BotToken, c.Slack.BotTokenFile},
+		{"slack.app_token", &c.Slack.AppToken, c.Slack.AppTokenFile},
+		{"matrix.access_token", &c.Matrix.AccessToken, c.Matrix.AccessTokenFile},
 		{"store.dsn", &c.Store.DSN, c.Store.DSNFile},
 		{"voice.api_key", &c.Voice.APIKey, c.Voice.APIKeyFile},
 	}
@@ -633,6 +638,8 @@ func (c *Config) validate() []error {
 		errs = append(errs, errorf("discord.allowed_users",
 			"required when discord.token is set (or set discord.allowed_roles)"))
 	}
+	errs = append(errs, c.validateSlack()...)
+	errs = append(errs, c.validateMatrix()...)
 	if c.Store.Postgres() && c.Store.DSN == "" {
 		errs = append(errs, errorf("store.dsn",
 			"required when store.driver is postgres (or set store.dsn_file or GATEWAYD_STORE_DSN)"))

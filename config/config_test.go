@@ -63,7 +63,7 @@ type keyCase struct {
 
 func keyCases(secretDir string) []keyCase {
 	tokenFile := filepath.Join(secretDir, "token")
-	return []keyCase{
+	cases := []keyCase{
 		{"state_dir", "/srv/gw", "/srv/gw", func(c *Config) any { return c.StateDir }, "/srv/gw"},
 		{"log.level", "debug", "debug", func(c *Config) any { return c.Log.Level }, "debug"},
 		{"log.format", "console", "console", func(c *Config) any { return c.Log.Format }, "console"},
@@ -163,6 +163,7 @@ func keyCases(secretDir string) []keyCase {
 		{"cluster.lease_ttl", "5s", "5s", func(c *Config) any { return c.Cluster.LeaseTTL }, 5 * time.Second},
 		{"cluster.discord_shards", "4", "4", func(c *Config) any { return c.Cluster.DiscordShards }, 4},
 	}
+	return append(cases, chatKeyCases(secretDir)...)
 }
 
 // cleanAbs maps each project to whether its directory came out absolute
@@ -187,7 +188,7 @@ func requiredCompanions(key string) map[string]string {
 	case strings.HasPrefix(key, "store.dsn"):
 		return map[string]string{"store.driver": "postgres"}
 	}
-	return nil
+	return chatCompanions(key)
 }
 
 func TestEveryKeyHasACase(t *testing.T) {
@@ -207,6 +208,7 @@ func TestEveryKeyFromFile(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			dir := isolate(t)
 			writeFile(t, dir, "token", "  from-file\n")
+			writeChatTokenFiles(t, dir)
 			value := strings.ReplaceAll(tc.yaml, "SECRETDIR", dir)
 			doc := yamlFor(tc.key, value)
 			for k, v := range requiredCompanions(tc.key) {
@@ -228,6 +230,7 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			dir := isolate(t)
 			writeFile(t, dir, "token", "from-file")
+			writeChatTokenFiles(t, dir)
 			t.Setenv(EnvName(tc.key), strings.ReplaceAll(tc.env, "SECRETDIR", dir))
 			for k, v := range requiredCompanions(tc.key) {
 				t.Setenv(EnvName(k), v)
@@ -284,6 +287,8 @@ func TestDefaults(t *testing.T) {
 			AllowedChannels: []string{}, FreeResponseChannels: []string{}, Admins: []string{},
 			IgnoreBots: true, BackfillLimit: 50, BackfillMaxAge: 24 * time.Hour,
 		},
+		Slack:  Slack{APIURL: "https://slack.com/api/", AllowedUsers: []string{}, AllowedChannels: []string{}, Admins: []string{}},
+		Matrix: Matrix{AllowedUsers: []string{}, AllowedRooms: []string{}, Admins: []string{}},
 		Lanes: Lanes{
 			MaxLive: 32, IdleEvict: 30 * time.Minute, BusyMode: "queue",
 			QueueLimit: 20, MaxPerMinute: 20, MaxConcurrentTurns: DefaultMaxConcurrentTurns, Verbose: "summary", Worktrees: true, WorktreeRetention: 720 * time.Hour,
@@ -303,7 +308,7 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *cfg, want)
 	}
-	if cfg.Telegram.Enabled() || cfg.Discord.Enabled() {
+	if cfg.Telegram.Enabled() || cfg.Discord.Enabled() || cfg.Slack.Enabled() || cfg.Matrix.Enabled() {
 		t.Error("a platform is enabled without a token")
 	}
 	if got, want := cfg.DatabasePath(), filepath.Join(want.StateDir, "gatewayd.db"); got != want {

@@ -90,6 +90,23 @@ var keys = []key{
 	intKey("discord.backfill_limit", 50, func(c *Config) *int { return &c.Discord.BackfillLimit }, 0),
 	durKey("discord.backfill_max_age", "24h", func(c *Config) *time.Duration { return &c.Discord.BackfillMaxAge }, nonNegative),
 
+	secretKey("slack.bot_token", func(c *Config) *string { return &c.Slack.BotToken }),
+	strKey("slack.bot_token_file", "", func(c *Config) *string { return &c.Slack.BotTokenFile }, nil),
+	secretKey("slack.app_token", func(c *Config) *string { return &c.Slack.AppToken }),
+	strKey("slack.app_token_file", "", func(c *Config) *string { return &c.Slack.AppTokenFile }, nil),
+	strKey("slack.api_url", DefaultSlackAPIURL, func(c *Config) *string { return &c.Slack.APIURL }, httpURL),
+	listKey("slack.allowed_users", func(c *Config) *[]string { return &c.Slack.AllowedUsers }),
+	listKey("slack.allowed_channels", func(c *Config) *[]string { return &c.Slack.AllowedChannels }),
+	listKey("slack.admins", func(c *Config) *[]string { return &c.Slack.Admins }),
+
+	strKey("matrix.homeserver", "", func(c *Config) *string { return &c.Matrix.Homeserver }, optional(matrixHomeserver)),
+	strKey("matrix.user_id", "", func(c *Config) *string { return &c.Matrix.UserID }, nil),
+	secretKey("matrix.access_token", func(c *Config) *string { return &c.Matrix.AccessToken }),
+	strKey("matrix.access_token_file", "", func(c *Config) *string { return &c.Matrix.AccessTokenFile }, nil),
+	listKey("matrix.allowed_users", func(c *Config) *[]string { return &c.Matrix.AllowedUsers }),
+	listKey("matrix.allowed_rooms", func(c *Config) *[]string { return &c.Matrix.AllowedRooms }),
+	listKey("matrix.admins", func(c *Config) *[]string { return &c.Matrix.Admins }),
+
 	intKey("lanes.max_live", 32, func(c *Config) *int { return &c.Lanes.MaxLive }, 1),
 	durKey("lanes.idle_evict", DefaultIdleEvict.String(), func(c *Config) *time.Duration { return &c.Lanes.IdleEvict }, nonNegative),
 	strKey("lanes.busy_mode", BusyQueue, func(c *Config) *string { return &c.Lanes.BusyMode }, oneOf(BusyModes...)),

@@ -51,6 +51,7 @@ const (
 	LaneThread  = chat.LaneThread
 	LaneTopic   = chat.LaneTopic
 	LaneAPI     = chat.LaneAPI
+	LaneRoom    = chat.LaneRoom
 
 	OutReply    = chat.OutReply
 	OutNotice   = chat.OutNotice

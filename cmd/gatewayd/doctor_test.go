@@ -17,6 +17,7 @@ import (
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/doctor"
 	"github.com/gatewayd/gatewayd/internal/processtest"
 	"github.com/gatewayd/gatewayd/platforms/discord/discordtest"
+	"github.com/gatewayd/gatewayd/platforms/slack/slacktest"
 	"github.com/gatewayd/gatewayd/platforms/telegram/telegramtest"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
@@ -64,7 +65,7 @@ func doctorConfigFor(t *testing.T, command, dir string, model *codextest.Model, 
 func runDoctor(t *testing.T, cfgFile string, secrets ...string) (int, string) {
 	t.Helper()
 	code, out, errOut := runCLI(t, "", "doctor", "--config", cfgFile)
-	for _, s := range append(secrets, telegramtest.Token, discordtest.Token) {
+	for _, s := range append(secrets, telegramtest.Token, discordtest.Token, slacktest.BotToken, slacktest.AppToken, whoamiToken) {
 		if strings.Contains(out+errOut, s) {
 			t.Errorf("doctor printed a token:\n%s%s", out, errOut)
 		}
@@ -189,9 +190,15 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 	tg := telegramtest.New(t)
 	dc := discordtest.New("c1")
 	defer dc.Close()
+	sl := slacktest.New(slacktest.Options{})
+	defer sl.Close()
+	mx := newWhoamiHomeserver(t)
 	platforms := map[string]any{
 		"telegram": map[string]any{"token": telegramtest.Token, "api_url": tg.URL, "allowed_users": []string{"1"}},
 		"discord":  map[string]any{"token": discordtest.Token, "api_url": dc.URL(), "allowed_users": []string{"2"}},
+		"slack": map[string]any{"bot_token": slacktest.BotToken, "app_token": slacktest.AppToken, "api_url": sl.APIURL(),
+			"allowed_users": []string{"U2"}},
+		"matrix": map[string]any{"homeserver": mx.URL, "access_token": whoamiToken, "allowed_users": []string{"@alice:example.org"}},
 	}
 
 	t.Run("all pass", func(t *testing.T) {
@@ -205,7 +212,8 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 		}
 		for _, want := range []string{"config valid", "state dir", "database", "version " + version, "initialize answered",
 			"answers model/list", "configured model provider", "lanes isolated", "telegram token accepted", "telegram allowlist", "discord token accepted",
-			"discord allowlist", "is free", "All checks passed."} {
+			"discord allowlist", "slack bot token accepted", "slack Socket Mode connected", "slack allowlist",
+			"matrix token accepted (@codex:example.org", "matrix allowlist", "is free", "All checks passed."} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
@@ -290,11 +298,15 @@ func TestDoctorWithTheRealCodex(t *testing.T) {
 		cfgFile := doctorConfig(t, dir, model, map[string]any{
 			"telegram": map[string]any{"token": secret, "api_url": tg.URL, "allowed_users": []string{"1"}},
 			"discord":  map[string]any{"token": "wrong-discord-secret", "api_url": dc.URL(), "allowed_users": []string{"2"}},
-			"api":      map[string]any{"listen": foreign.Addr().String()},
+			"slack": map[string]any{"bot_token": "xoxb-wrong-slack-secret", "app_token": "xapp-wrong-slack-secret", "api_url": sl.APIURL(),
+				"allowed_users": []string{"U2"}},
+			"matrix": map[string]any{"homeserver": mx.URL, "access_token": "wrong-matrix-secret", "allowed_users": []string{"@alice:example.org"}},
+			"api":    map[string]any{"listen": foreign.Addr().String()},
 		})
-		code, out := runDoctor(t, cfgFile, secret, "wrong-discord-secret")
+		code, out := runDoctor(t, cfgFile, secret, "wrong-discord-secret", "wrong-slack-secret", "wrong-matrix-secret")
 		failed := strings.Join(failedLines(out), "\n")
-		for _, want := range []string{"telegram token refused", "discord token refused", "in use by another program"} {
+		for _, want := range []string{"telegram token refused", "discord token refused", "slack bot token refused", "slack app token refused",
+			"matrix token refused", "in use by another program"} {
 			if !strings.Contains(failed, want) {
 				t.Errorf("failed lines lack %q:\n%s", want, out)
 			}

@@ -31,15 +31,16 @@ const (
 	LaneThread  LaneKind = "thread"  // a Discord thread
 	LaneTopic   LaneKind = "topic"   // a Telegram forum topic
 	LaneAPI     LaneKind = "api"     // the local HTTP API lane
+	LaneRoom    LaneKind = "room"    // a Matrix room (shared, like a group)
 )
 
 // Address names one lane on one platform. Adapters fill it in; the gateway
 // derives the stable session key from it.
 type Address struct {
-	Platform string   // "telegram", "discord", "api"
+	Platform string   // "telegram", "discord", "matrix", "api"
 	Kind     LaneKind // what the lane is
 	ChatID   string   // chat / channel / guild-channel / DM channel / API lane name
-	TopicID  string   // Telegram forum topic or Discord thread id; "" when none
+	TopicID  string   // Telegram forum topic, Discord thread or Matrix thread root id; "" when none
 	// UserID is set only for per-user lanes in shared channels (a config
 	// choice); it then becomes part of the key.
 	UserID string
@@ -58,6 +59,10 @@ const SessionKeyVersion = "v1"
 //	v1:discord:dm:<channel>
 //	v1:discord:channel:<channel>[:user:<user>]
 //	v1:discord:thread:<thread>
+//	v1:slack:dm:<channel>
+//	v1:slack:thread:<channel>:<thread_ts>
+//	v1:matrix:room:<room_id>
+//	v1:matrix:thread:<room_id>:<root_event_id>
 //	v1:api:<lane>
 func (a Address) SessionKey() string {
 	var b strings.Builder
@@ -75,6 +80,10 @@ func (a Address) SessionKey() string {
 		b.WriteByte(':')
 		b.WriteString(a.TopicID)
 	case LaneThread:
+		if threadKeyNamesChat(a.Platform) {
+			b.WriteString(a.ChatID)
+			b.WriteByte(':')
+		}
 		b.WriteString(a.TopicID)
 	default:
 		b.WriteString(a.ChatID)
@@ -86,18 +95,29 @@ func (a Address) SessionKey() string {
 	return b.String()
 }
 
+// threadKeyNamesChat: a platform whose thread ids are unique only within
+// their channel (a Slack thread is its root message's ts, a Matrix thread
+// its root event's id in a room) keys a thread lane by channel and thread;
+// Discord's thread ids are global, and its keys stay as they are.
+func threadKeyNamesChat(platform string) bool { return platform == "slack" || platform == matrixPlatform }
+
 // Validate reports an address that cannot name a lane.
 func (a Address) Validate() error {
 	switch {
 	case a.Platform == "":
 		return errors.New("chat: address has no platform")
-	case a.ChatID == "" && a.Kind != LaneThread:
+	case a.ChatID == "" && (a.Kind != LaneThread || threadKeyNamesChat(a.Platform)):
 		return fmt.Errorf("chat: %s address has no chat id", a.Platform)
 	case (a.Kind == LaneTopic || a.Kind == LaneThread) && a.TopicID == "":
 		return fmt.Errorf("chat: %s %s address has no topic/thread id", a.Platform, a.Kind)
 	}
 	switch a.Kind {
-	case LaneDM, LaneGroup, LaneChannel, LaneThread, LaneTopic, LaneAPI:
+	case LaneThread:
+		if a.Platform == matrixPlatform && a.ChatID == "" {
+			return fmt.Errorf("chat: matrix thread address has no room id")
+		}
+		return nil
+	case LaneDM, LaneGroup, LaneChannel, LaneTopic, LaneAPI, LaneRoom:
 		return nil
 	}
 	return fmt.Errorf("chat: unknown lane kind %q", a.Kind)

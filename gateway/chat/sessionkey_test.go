@@ -17,7 +17,15 @@ func TestParseSessionKey(t *testing.T) {
 		{"discord channel", "v1:discord:channel:5", Address{Platform: "discord", Kind: LaneChannel, ChatID: "5"}},
 		{"discord per-user", "v1:discord:channel:5:user:6", Address{Platform: "discord", Kind: LaneChannel, ChatID: "5", UserID: "6"}},
 		{"discord thread", "v1:discord:thread:8", Address{Platform: "discord", Kind: LaneThread, TopicID: "8"}},
+		{"slack dm", "v1:slack:dm:D0123ABC", Address{Platform: "slack", Kind: LaneDM, ChatID: "D0123ABC"}},
+		{"slack thread", "v1:slack:thread:C0123ABC:1700000000.000100", Address{Platform: "slack", Kind: LaneThread, ChatID: "C0123ABC", TopicID: "1700000000.000100"}},
 		{"api lane", "v1:api:my.lane_1-x", Address{Platform: "api", Kind: LaneAPI, ChatID: "my.lane_1-x"}},
+		{"matrix room", "v1:matrix:room:!a:example.org", Address{Platform: "matrix", Kind: LaneRoom, ChatID: "!a:example.org"}},
+		{"matrix room with port", "v1:matrix:room:!a:example.org:8448", Address{Platform: "matrix", Kind: LaneRoom, ChatID: "!a:example.org:8448"}},
+		{"matrix v12 room", "v1:matrix:room:!Hx9_zW-q3mAbcdefghijklmnopqrstuvwxyz0123456", Address{Platform: "matrix", Kind: LaneRoom, ChatID: "!Hx9_zW-q3mAbcdefghijklmnopqrstuvwxyz0123456"}},
+		{"matrix thread", "v1:matrix:thread:!a:example.org:$x", Address{Platform: "matrix", Kind: LaneThread, ChatID: "!a:example.org", TopicID: "$x"}},
+		{"matrix thread v1 event", "v1:matrix:thread:!a:example.org:8448:$x:server", Address{Platform: "matrix", Kind: LaneThread, ChatID: "!a:example.org:8448", TopicID: "$x:server"}},
+		{"matrix thread v12 room", "v1:matrix:thread:!hash:$Ab-c_d", Address{Platform: "matrix", Kind: LaneThread, ChatID: "!hash", TopicID: "$Ab-c_d"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +50,12 @@ func TestParseSessionKeyRejects(t *testing.T) {
 		"v1:telegram:api:1", "v1:Telegram:dm:1", "v1:api:", "v1:api:a:b", "v1:api:" + strings.Repeat("a", 129),
 		"v1:discord:channel:5:user:", "v1:discord:channel:5:user", "v1:discord:channel:5:owner:6",
 		"v1:discord:channel:5:user:6:user:7", "v1:telegram:dm:1 2", "v1:telegram:dm:1\n", "v1:api:é",
-		"v1:telegram:dm:1:", "v1::dm:1",
+		"v1:telegram:dm:1:", "v1::dm:1", "v1:slack:thread:1700000000.000100", "v1:slack:thread:C1:",
+		"v1:discord:thread:C1:1700000000.000100",
+		"v1:matrix:room:", "v1:matrix:room:a:b", "v1:matrix:room:!", "v1:matrix:room:!a b", "v1:matrix:room:!a/b",
+		"v1:matrix:thread:!a:b", "v1:matrix:thread:!a:b:$", "v1:matrix:thread:$x", "v1:matrix:thread:!a:$x/y",
+		"v1:matrix:dm:!a:b", "v1:matrix:group:!a", "v1:matrix", "v1:matrix:room", "v1:telegram:room:1",
+		"v1:matrix:room:!" + strings.Repeat("a", 255),
 	} {
 		if a, err := ParseSessionKey(key); err == nil {
 			t.Errorf("ParseSessionKey(%q) = %+v, want an error", key, a)
@@ -62,6 +75,9 @@ func FuzzParseSessionKey(f *testing.F) {
 	f.Add("v1:api:lane", "api", "api", "lane", "", "")
 	f.Add("v1:discord:thread:8", "discord", "thread", "", "8", "")
 	f.Add("v1:x:dm::", "x", "dm", "a:b", "", "")
+	f.Add("v1:slack:thread:C1:1700000000.000100", "slack", "thread", "C1", "1700000000.000100", "")
+	f.Add("v1:matrix:thread:!a:s:$e", "matrix", "thread", "!a:s", "$e", "")
+	f.Add("v1:matrix:room:!a:s", "matrix", "room", "!a:s", "", "")
 	f.Fuzz(func(t *testing.T, key, platform, kind, chat, topic, user string) {
 		if a, err := ParseSessionKey(key); err == nil {
 			if back := a.SessionKey(); back != key {
@@ -84,7 +100,9 @@ func FuzzParseSessionKey(f *testing.F) {
 func canonicalAddress(a Address) Address {
 	switch a.Kind {
 	case LaneThread:
-		a.ChatID = ""
+		if !threadKeyNamesChat(a.Platform) {
+			a.ChatID = ""
+		}
 	case LaneTopic:
 	default:
 		a.TopicID = ""
@@ -94,6 +112,9 @@ func canonicalAddress(a Address) Address {
 
 // expressible: the addresses ParseSessionKey promises to read back.
 func expressible(a Address) bool {
+	if a.Platform == matrixPlatform {
+		return matrixExpressible(a)
+	}
 	if a.Validate() != nil || !isKeyWord(a.Platform) || (a.Kind == LaneAPI) != (a.Platform == "api") {
 		return false
 	}
@@ -103,4 +124,19 @@ func expressible(a Address) bool {
 		}
 	}
 	return true
+}
+
+// matrixExpressible: a Matrix room or thread whose ids pass the Matrix rule
+// (and, in a thread, a room id that cannot be mistaken for the split).
+func matrixExpressible(a Address) bool {
+	if a.Validate() != nil || a.UserID != "" || checkMatrixID(a.ChatID, '!') != nil || strings.Contains(a.ChatID, ":$") {
+		return false
+	}
+	switch a.Kind {
+	case LaneRoom:
+		return a.TopicID == ""
+	case LaneThread:
+		return checkMatrixID(a.TopicID, '$') == nil
+	}
+	return false
 }

@@ -170,10 +170,12 @@ func Refusal(requester, requesterName string) error {
 }
 
 // GroupPlace reports whether a lane of kind k is shared by several
-// people (a group, a topic, a channel or a thread).
+// people (a group, a topic, a channel, a thread or a Matrix room). A
+// two-member Matrix room counts too: its only other member is the
+// requester, so the shared rules change nothing for them.
 func GroupPlace(k chat.LaneKind) bool {
 	switch k {
-	case chat.LaneGroup, chat.LaneTopic, chat.LaneChannel, chat.LaneThread:
+	case chat.LaneGroup, chat.LaneTopic, chat.LaneChannel, chat.LaneThread, chat.LaneRoom:
 		return true
 	}
 	return false

@@ -251,20 +251,10 @@ func (s *Schedules) unschedule(ctx context.Context, c ext.Call) bool {
 // admin by the config's list (codex.admins), as an approval is decided.
 func (s *Schedules) mayRemove(c ext.Call, sc store.Schedule) bool {
 	addr := c.Lane.Address()
-	if !sharedPlace(addr.Kind) || sc.CreatorID == "" || c.Sender == sc.CreatorID {
+	if !ext.GroupPlace(addr.Kind) || sc.CreatorID == "" || c.Sender == sc.CreatorID {
 		return true
 	}
 	return s.host.IsAdmin(chat.Inbound{Address: addr, SenderID: c.Sender})
-}
-
-// sharedPlace reports whether a lane of kind k is a room several people
-// talk in.
-func sharedPlace(k chat.LaneKind) bool {
-	switch k {
-	case chat.LaneGroup, chat.LaneTopic, chat.LaneChannel, chat.LaneThread:
-		return true
-	}
-	return false
 }
 
 func parseScheduleID(args string) (int64, bool) {

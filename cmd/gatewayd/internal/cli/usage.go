@@ -5,6 +5,8 @@ const Usage = `Usage:
   gatewayd [run] [--config FILE]        run the daemon (default command)
   gatewayd check-config [--config FILE] validate; print the effective config (secrets redacted)
   gatewayd init [--config FILE] [--env-file FILE] [--telegram-token-file F] [--discord-token-file F]
+               [--slack-bot-token-file F --slack-app-token-file F]
+               [--matrix-homeserver URL (--matrix-token-file F | --matrix-user U --matrix-password-file F)]
                [--allow-user [PLATFORM:]ID]... [--project NAME=DIR]... [--yes] [--force]
                                         write a config and the token env file (asks in a terminal)
   gatewayd version                      print the version

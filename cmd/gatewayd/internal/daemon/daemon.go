@@ -29,6 +29,8 @@ import (
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/matrix"
+	"github.com/gatewayd/gatewayd/platforms/slack"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -142,10 +144,13 @@ func (d *daemon) preflight() error {
 	return nil
 }
 
-// CheckRuntime validates what depends on this machine rather than on the
-// file alone; check-config runs it too. (The enumerated keys, such as
-// lanes.busy_mode, are config.Load's to check.)
+// CheckRuntime validates what depends on this machine or this build rather
+// than on the file alone; check-config and doctor run it too. (The
+// enumerated keys, such as lanes.busy_mode, are config.Load's to check.)
 func CheckRuntime(cfg *config.Config) error {
+	if err := singleNodePlatforms(cfg); err != nil {
+		return err
+	}
 	if !strings.ContainsRune(cfg.Codex.Command, '/') {
 		// As the app-server is started: PATH, or the package's bundled codex.
 		if _, err := codex.ResolveCommand(cfg.Codex.Command); err != nil {
@@ -327,7 +332,8 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		Worktrees:   worktreesDir(d.cfg),
 		NotifyAfter: lanes.NotifyAfter,
 		Approvers:   d.cfg.Codex.Approvers, AllowEscalation: d.cfg.Codex.AllowEscalation,
-		Admins:       map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins},
+		Admins: map[string][]string{telegram.PlatformName: d.cfg.Telegram.Admins, discord.PlatformName: d.cfg.Discord.Admins,
+			slack.PlatformName: d.cfg.Slack.Admins, matrix.PlatformName: d.cfg.Matrix.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
 		Isolation:    gatewayIsolation(d.cfg),

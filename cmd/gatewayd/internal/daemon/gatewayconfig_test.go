@@ -47,3 +47,18 @@ func schedulesOf(t *testing.T, list []ext.Feature) *schedules.Schedules {
 	t.Fatal("no schedules feature in the list")
 	return nil
 }
+
+// Every chat platform's admins reach the gateway under its platform name,
+// which is how the gateway decides who is an admin there.
+func TestGatewayConfigAdmins(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.StateDir = t.TempDir()
+	cfg.Telegram.Admins, cfg.Discord.Admins = []string{"42"}, []string{"7"}
+	cfg.Slack.Admins, cfg.Matrix.Admins = []string{"U9"}, []string{"@boss:example.org"}
+	got := (&daemon{cfg: cfg}).gatewayConfig(nil).Admins
+	for platform, want := range map[string]string{"telegram": "42", "discord": "7", "slack": "U9", "matrix": "@boss:example.org"} {
+		if len(got[platform]) != 1 || got[platform][0] != want {
+			t.Errorf("Admins[%q] = %q, want [%q]", platform, got[platform], want)
+		}
+	}
+}

@@ -88,7 +88,14 @@ func TestDeniedToLanesCoversEverySecretFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := filepath.Join(sub, "secret")
-		if err := os.WriteFile(f, []byte("s3cret\n"), 0o600); err != nil {
+		content := "s3cret\n"
+		switch name { // Slack's tokens are checked for their prefixes
+		case "slack.bot_token_file":
+			content = "xoxb-s3cret\n"
+		case "slack.app_token_file":
+			content = "xapp-s3cret\n"
+		}
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, f)
@@ -104,6 +111,7 @@ func TestDeniedToLanesCoversEverySecretFile(t *testing.T) {
 	}
 	// What the secrets need beside them to load (who may talk, which store).
 	fmt.Fprintf(&yaml, "state_dir: %q\ntelegram.allowed_users: [1]\ndiscord.allowed_users: [\"1\"]\nstore.driver: postgres\n", filepath.Join(dir, "state"))
+	fmt.Fprintf(&yaml, "slack.allowed_users: [U1]\nmatrix.homeserver: \"https://m.example.org\"\nmatrix.allowed_users: [\"@a:example.org\"]\n")
 	fmt.Fprintf(&yaml, "webhooks.hooks: {ci: {secret_file: %q, lane: \"v1:api:ci\", template: \"x\"}}\n", secret("webhooks.hooks.ci"))
 	cfgFile := filepath.Join(dir, "etc", "gatewayd.yaml")
 	if err := os.MkdirAll(filepath.Dir(cfgFile), 0o700); err != nil {

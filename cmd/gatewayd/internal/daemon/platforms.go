@@ -10,11 +10,14 @@ import (
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/discord"
+	"github.com/gatewayd/gatewayd/platforms/matrix"
+	"github.com/gatewayd/gatewayd/platforms/slack"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// chatPlatforms builds the Telegram and Discord adapters whose token is set,
+// chatPlatforms builds the Telegram, Discord, Slack and Matrix adapters
+// whose tokens are set,
 // their menus made of cmds (the gateway's commands).
 // The local API lane is built separately (it carries /healthz and /metrics).
 func chatPlatforms(cfg *config.Config, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) ([]gateway.Platform, error) {
@@ -40,7 +43,79 @@ func chatPlatformsGated(cfg *config.Config, st *store.Store, cmds []gateway.Comm
 		}
 		out = append(out, p)
 	}
+	// Slack and Matrix run on one node: CheckRuntime refuses them in
+	// cluster mode (singleNodePlatforms).
+	if cfg.Slack.Enabled() {
+		p, err := newSlack(cfg.Slack, st, cmds, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if cfg.Matrix.Enabled() {
+		p, err := newMatrix(cfg.Matrix, st, cmds, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
 	return out, nil
+}
+
+// singleNodePlatforms refuses Slack and Matrix in cluster mode (the store
+// on PostgreSQL), which has no election for their connection yet, unlike
+// Telegram's poller and Discord's shards: Slack spreads an app's events
+// over its open connections, so two nodes would split one thread's
+// messages, and two Matrix nodes would sync the same events and move one
+// sync token.
+func singleNodePlatforms(cfg *config.Config) error {
+	if !cfg.Store.Postgres() {
+		return nil
+	}
+	const why = "set, but store.driver is postgres: cluster mode does not run %s yet (%s); run %s from a single-node gatewayd (store.driver: sqlite)"
+	switch {
+	case cfg.Slack.Enabled():
+		return &config.Error{Key: "slack.bot_token", Msg: fmt.Sprintf(why, "Slack",
+			"Slack spreads an app's events over its connections, so two nodes would split a thread's messages", "Slack")}
+	case cfg.Matrix.Enabled():
+		return &config.Error{Key: "matrix.access_token", Msg: fmt.Sprintf(why, "Matrix",
+			"every node would sync the same events and move one sync token", "Matrix")}
+	}
+	return nil
+}
+
+func newSlack(c config.Slack, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) (gateway.Platform, error) {
+	a, err := slack.New(slack.Config{
+		BotToken:        c.BotToken,
+		AppToken:        c.AppToken,
+		APIURL:          c.APIURL,
+		AllowedUsers:    c.AllowedUsers,
+		AllowedChannels: c.AllowedChannels,
+		Commands:        cmds,
+		Cursor:          st,
+		Logger:          log, // the adapter names its logger "slack"
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: slack: %w", err)
+	}
+	return a, nil
+}
+
+func newMatrix(c config.Matrix, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger) (gateway.Platform, error) {
+	a, err := matrix.New(matrix.Config{
+		Homeserver:   c.Homeserver,
+		UserID:       c.UserID,
+		AccessToken:  c.AccessToken,
+		AllowedUsers: c.AllowedUsers,
+		AllowedRooms: c.AllowedRooms,
+		Commands:     cmds,
+		Cursor:       st,
+		Logger:       log.Named("matrix"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gatewayd: matrix: %w", err)
+	}
+	return a, nil
 }
 
 func newTelegram(c config.Telegram, st *store.Store, cmds []gateway.CommandInfo, log *zap.Logger,
@@ -120,10 +195,12 @@ func parseIDs(key string, ids []string) ([]int64, error) {
 	return out, nil
 }
 
-// The adapters' optional allowlist setters, used on SIGHUP.
+// The adapters' optional allowlist setters, used on SIGHUP. Discord's,
+// Slack's and Matrix's have one signature, so the platform's name picks
+// which lists it gets.
 type (
 	telegramAllowlister interface{ SetAllowlist(users, chats []int64) }
-	discordAllowlister  interface{ SetAllowlist(users, roles []string) }
+	stringAllowlister   interface{ SetAllowlist(users, places []string) }
 )
 
 // reloadAllowlists re-reads the configuration and applies the allowlists
@@ -136,20 +213,39 @@ func reloadAllowlists(opts config.Options, plats []gateway.Platform, log *zap.Lo
 		return
 	}
 	for _, p := range plats {
-		switch a := p.(type) {
-		case telegramAllowlister:
-			users, chats, err := telegramAllowlist(cfg.Telegram)
-			if err != nil {
-				log.Error("config.reload_failed", zap.String("platform", p.Name()), zap.Error(err))
-				continue
-			}
-			a.SetAllowlist(users, chats)
-		case discordAllowlister:
-			a.SetAllowlist(cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles)
-		default:
+		if !reloadAllowlist(cfg, p, log) {
 			log.Warn("config.reload_unsupported", zap.String("platform", p.Name()))
 			continue
 		}
 		log.Info("config.allowlist_reloaded", zap.String("platform", p.Name()))
 	}
+}
+
+// reloadAllowlist applies cfg's allowlist for p; false when p has none to
+// set (or its lists did not parse, which is logged).
+func reloadAllowlist(cfg *config.Config, p gateway.Platform, log *zap.Logger) bool {
+	if a, ok := p.(telegramAllowlister); ok {
+		users, chats, err := telegramAllowlist(cfg.Telegram)
+		if err != nil {
+			log.Error("config.reload_failed", zap.String("platform", p.Name()), zap.Error(err))
+			return false
+		}
+		a.SetAllowlist(users, chats)
+		return true
+	}
+	a, ok := p.(stringAllowlister)
+	if !ok {
+		return false
+	}
+	switch p.Name() {
+	case discord.PlatformName:
+		a.SetAllowlist(cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles)
+	case slack.PlatformName:
+		a.SetAllowlist(cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels)
+	case matrix.PlatformName:
+		a.SetAllowlist(cfg.Matrix.AllowedUsers, cfg.Matrix.AllowedRooms)
+	default:
+		return false
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 // Package doctor is `gatewayd doctor`: one line per check of the
 // configuration, the state, codex and its account, the bot tokens (through
-// the platforms' own CheckToken), api.listen and who may use the API.
+// the platforms' own checks; Slack's Socket Mode connection too), api.listen
+// and who may use the API.
 package doctor
 
 import (
@@ -99,6 +100,8 @@ func Check(ctx context.Context, opts config.Options, out io.Writer, version stri
 		}
 		d.checkTelegram(ctx, cfg.Telegram)
 		d.checkDiscord(ctx, cfg.Discord)
+		d.checkSlack(ctx, cfg.Slack)
+		d.checkMatrix(ctx, cfg.Matrix)
 		d.checkListen(ctx, cfg.API.Listen)
 		d.checkAPIAccess(cfg)
 	}

@@ -15,11 +15,8 @@ func (c *initCmd) write(cfgPath, envPath, yaml string, st *initState) error {
 	group := serviceGroup()
 	var env strings.Builder
 	env.WriteString("# gatewayd secrets, written by `gatewayd init`; systemd reads it (EnvironmentFile=).\n")
-	if st.tgToken != "" {
-		fmt.Fprintf(&env, "%s=%s\n", envTelegramToken, st.tgToken)
-	}
-	if st.dcToken != "" {
-		fmt.Fprintf(&env, "%s=%s\n", envDiscordToken, st.dcToken)
+	for _, v := range tokenEnv(st) {
+		fmt.Fprintf(&env, "%s=%s\n", v[0], v[1])
 	}
 	envMode := os.FileMode(0o600)
 	if group >= 0 {

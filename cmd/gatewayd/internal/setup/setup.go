@@ -57,12 +57,16 @@ type initOptions struct {
 	allow, projects    listFlag
 	yes, force         bool
 	tgAPIURL, dcAPIURL string
+	slack              slackOptions  // slack.go
+	matrix             matrixOptions // matrix.go
 }
 
 // initState is what init collects before it writes.
 type initState struct {
 	tgToken, dcToken string
 	tgUsers, dcUsers []string
+	slack            slackState  // slack.go
+	matrix           matrixState // matrix.go
 	projects         map[string]string
 }
 
@@ -115,7 +119,9 @@ func (c *initCmd) parse(args []string) error {
 	f.FS.StringVar(&o.envFile, "env-file", "", "environment file for the tokens (default: env beside the config)")
 	f.FS.StringVar(&o.tgTokenFile, "telegram-token-file", "", "file holding the Telegram bot token")
 	f.FS.StringVar(&o.dcTokenFile, "discord-token-file", "", "file holding the Discord bot token")
-	f.FS.Var(&o.allow, "allow-user", "user id to allow (telegram:ID, discord:ID, or ID for the one platform); repeatable")
+	o.slack.register(f.FS)
+	o.matrix.register(f.FS)
+	f.FS.Var(&o.allow, "allow-user", "user id to allow (telegram:ID, discord:ID, slack:ID, matrix:@NAME:SERVER, or ID for the one platform); repeatable")
 	f.FS.Var(&o.projects, "project", "project name=dir; repeatable")
 	f.FS.BoolVar(&o.yes, "yes", false, "non-interactive")
 	f.FS.BoolVar(&o.force, "force", false, "overwrite existing files")
@@ -135,7 +141,10 @@ func (c *initCmd) parse(args []string) error {
 			return cli.Usagef("init: %q is not an http(s) URL", *u)
 		}
 	}
-	return nil
+	if err := o.slack.checkURL(); err != nil {
+		return err
+	}
+	return o.matrix.check(!o.yes && isTerminal(c.std.In))
 }
 
 // paths are the files init writes: --config, else $GATEWAYD_CONFIG, else
@@ -210,8 +219,15 @@ func (c *initCmd) collect(ctx context.Context) (*initState, error) {
 			return nil, err
 		}
 	}
-	if !c.interactive && st.tgToken == "" && st.dcToken == "" {
-		return nil, cli.Usagef("init: give --telegram-token-file or --discord-token-file (or run init in a terminal without --yes)")
+	if err := c.slackFiles(st); err != nil {
+		return nil, err
+	}
+	if err := c.matrixFiles(st); err != nil {
+		return nil, err
+	}
+	if !c.interactive && st.tgToken == "" && st.dcToken == "" && !c.opts.slack.given() && !c.opts.matrix.given() {
+		return nil, cli.Usagef("init: give --telegram-token-file or --discord-token-file (or --slack-bot-token-file with --slack-app-token-file, " +
+			"or --matrix-homeserver with --matrix-token-file or --matrix-user; or run init in a terminal without --yes)")
 	}
 	if err := c.allowFlags(st); err != nil {
 		return nil, err
@@ -246,6 +262,12 @@ func (c *initCmd) collect(ctx context.Context) (*initState, error) {
 			return nil, err
 		}
 		st.dcUsers = ids
+	}
+	if err := c.slackUsers(st); err != nil {
+		return nil, err
+	}
+	if err := c.matrixUsers(st); err != nil {
+		return nil, err
 	}
 	if c.interactive && len(c.opts.projects) == 0 {
 		if err := c.askProjects(st); err != nil {
@@ -292,31 +314,54 @@ func errorCause(err error) error {
 func (c *initCmd) allowFlags(st *initState) error {
 	for _, a := range c.opts.allow {
 		platform, id, prefixed := strings.Cut(a, ":")
-		if !prefixed {
-			id = a
-			switch {
-			case c.opts.tgTokenFile != "" && c.opts.dcTokenFile == "":
-				platform = "telegram"
-			case c.opts.dcTokenFile != "" && c.opts.tgTokenFile == "":
-				platform = "discord"
-			default:
-				return cli.Usagef("init: --allow-user %s: say telegram:%s or discord:%s", a, a, a)
+		if !prefixed || strings.HasPrefix(a, "@") { // a bare Matrix id has colons of its own
+			platform, id = c.onlyPlatform(), a
+			if platform == "" {
+				return cli.Usagef("init: --allow-user %s: say telegram:%s or discord:%s (or slack:…, matrix:…)", a, a, a)
 			}
 		}
 		id = strings.TrimSpace(id)
-		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
-			return cli.Usagef("init: --allow-user %s: user ids are numbers", a)
-		}
 		switch strings.ToLower(platform) {
-		case "telegram":
-			st.tgUsers = appendUnique(st.tgUsers, id)
-		case "discord":
-			st.dcUsers = appendUnique(st.dcUsers, id)
+		case "telegram", "discord":
+			if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+				return cli.Usagef("init: --allow-user %s: user ids are numbers", a)
+			}
+			if strings.ToLower(platform) == "telegram" {
+				st.tgUsers = appendUnique(st.tgUsers, id)
+			} else {
+				st.dcUsers = appendUnique(st.dcUsers, id)
+			}
+		case "slack":
+			if msg := config.SlackID(id); msg != "" {
+				return cli.Usagef("init: --allow-user %s: %s", a, msg)
+			}
+			st.slack.users = appendUnique(st.slack.users, id)
+		case "matrix":
+			if msg := config.MatrixUserID(id); msg != "" {
+				return cli.Usagef("init: --allow-user %s: %s", a, msg)
+			}
+			st.matrix.users = appendUnique(st.matrix.users, id)
 		default:
-			return cli.Usagef("init: --allow-user %s: unknown platform %q (telegram or discord)", a, platform)
+			return cli.Usagef("init: --allow-user %s: unknown platform %q (telegram, discord, slack or matrix)", a, platform)
 		}
 	}
 	return nil
+}
+
+// onlyPlatform is the one platform the flags name a token for, "" when
+// they name none or several: an --allow-user without a platform is its.
+func (c *initCmd) onlyPlatform() string {
+	var named []string
+	for name, given := range map[string]bool{"telegram": c.opts.tgTokenFile != "", "discord": c.opts.dcTokenFile != "",
+		"slack": c.opts.slack.given(), "matrix": c.opts.matrix.given()} {
+		if given {
+			named = append(named, name)
+		}
+	}
+	if len(named) != 1 {
+		return ""
+	}
+	return named[0]
 }
 
 func appendUnique(list []string, v string) []string {
@@ -369,7 +414,7 @@ func (c *initCmd) tokens(ctx context.Context, st *initState) error {
 		{"telegram", &st.tgToken, "Telegram bot token (from @BotFather; empty to skip Telegram): ", c.checkTelegramToken},
 		{"discord", &st.dcToken, "Discord bot token (Developer Portal, Bot, Reset Token; empty to skip Discord): ", c.checkDiscordToken},
 	}
-	fromFiles := st.tgToken != "" || st.dcToken != ""
+	fromFiles := st.tgToken != "" || st.dcToken != "" || c.opts.slack.given() || c.opts.matrix.given()
 	for _, p := range platforms {
 		if *p.token != "" {
 			if err := p.check(ctx, *p.token); err != nil {
@@ -405,8 +450,14 @@ func (c *initCmd) tokens(ctx context.Context, st *initState) error {
 			break
 		}
 	}
-	if st.tgToken == "" && st.dcToken == "" {
-		return cli.Usagef("init: no bot token: gatewayd needs Telegram or Discord")
+	if err := c.slackTokens(ctx, st, fromFiles); err != nil {
+		return err
+	}
+	if err := c.matrixTokens(ctx, st, fromFiles); err != nil {
+		return err
+	}
+	if st.tgToken == "" && st.dcToken == "" && !st.slack.enabled() && !st.matrix.enabled() {
+		return cli.Usagef("init: no bot token: gatewayd needs Telegram, Discord, Slack or Matrix")
 	}
 	return nil
 }
@@ -580,13 +631,15 @@ func (c *initCmd) yaml(envPath string, st *initState) (string, error) {
 		}
 		values["discord.allowed_users"] = st.dcUsers
 	}
+	c.slackYAML(values, st)
+	c.matrixYAML(values, st)
 	if len(st.projects) > 0 {
 		values["projects"] = st.projects
 	}
 	comment := "Written by `gatewayd init`. Only the keys it set are here; every other key,\n" +
 		"with its default and meaning, is documented in deploy/gatewayd.yaml.\n" +
 		"The bot tokens are not in this file: they are in " + envPath + "\n" +
-		"(GATEWAYD_TELEGRAM_TOKEN / GATEWAYD_DISCORD_TOKEN)."
+		"(" + strings.Join(tokenEnvNames(st), " / ") + ")."
 	var b strings.Builder
 	if err := config.WriteYAML(&b, comment, values); err != nil {
 		return "", fmt.Errorf("init: %w", err)
@@ -618,20 +671,39 @@ func (c *initCmd) verify(ctx context.Context, cfgPath, envPath string, st *initS
 	return nil
 }
 
+// tokenEnv is the environment file's variables: the tokens init keeps.
+func tokenEnv(st *initState) [][2]string {
+	var env [][2]string
+	for _, v := range [][2]string{{envTelegramToken, st.tgToken}, {envDiscordToken, st.dcToken},
+		{envSlackBotToken, st.slack.botToken}, {envSlackAppToken, st.slack.appToken}, {envMatrixToken, st.matrix.token}} {
+		if v[1] != "" {
+			env = append(env, v)
+		}
+	}
+	return env
+}
+
+// tokenEnvNames names the variables of tokenEnv.
+func tokenEnvNames(st *initState) []string {
+	var names []string
+	for _, v := range tokenEnv(st) {
+		names = append(names, v[0])
+	}
+	return names
+}
+
 // serviceEnv is environ with the token variables the environment file
 // sets, and without those it does not: what the service will see.
 func serviceEnv(environ []string, st *initState) []string {
-	env := make([]string, 0, len(environ)+2)
+	ours := map[string]bool{envTelegramToken: true, envDiscordToken: true, envSlackBotToken: true, envSlackAppToken: true, envMatrixToken: true}
+	env := make([]string, 0, len(environ)+5)
 	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); name != envTelegramToken && name != envDiscordToken {
+		if name, _, _ := strings.Cut(kv, "="); !ours[name] {
 			env = append(env, kv)
 		}
 	}
-	if st.tgToken != "" {
-		env = append(env, envTelegramToken+"="+st.tgToken)
-	}
-	if st.dcToken != "" {
-		env = append(env, envDiscordToken+"="+st.dcToken)
+	for _, v := range tokenEnv(st) {
+		env = append(env, v[0]+"="+v[1])
 	}
 	return env
 }

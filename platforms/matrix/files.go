@@ -1,0 +1,119 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// attachmentsOf lists the file of an m.file/m.image/m.audio/m.video
+// message; nil for text. Downloads go through the homeserver with the
+// bearer token, never through a URL handed to anyone else.
+func (a *Adapter) attachmentsOf(c *event.MessageEventContent) []gateway.Attachment {
+	switch c.MsgType {
+	case event.MsgFile, event.MsgImage, event.MsgAudio, event.MsgVideo:
+	default:
+		return nil
+	}
+	name := c.FileName
+	if name == "" {
+		name = c.Body
+	}
+	att := gateway.Attachment{Name: name}
+	if c.Info != nil {
+		att.MIME, att.Size = c.Info.MimeType, int64(c.Info.Size)
+	}
+	if c.File != nil {
+		att.Err = fmt.Errorf("matrix: %s is end-to-end encrypted media, which gatewayd cannot read", name)
+		return []gateway.Attachment{att}
+	}
+	uri, err := id.ParseContentURI(string(c.URL))
+	if err != nil {
+		att.Err = fmt.Errorf("matrix: %s has no usable media URL: %w", name, err)
+		return []gateway.Attachment{att}
+	}
+	att.Open = func(ctx context.Context) (io.ReadCloser, error) { return a.download(ctx, uri) }
+	return []gateway.Attachment{att}
+}
+
+// download fetches media through the authenticated v1 path, or the legacy
+// one on a homeserver without authenticated media.
+func (a *Adapter) download(ctx context.Context, uri id.ContentURI) (io.ReadCloser, error) {
+	a.mu.Lock()
+	legacy := a.legacyMedia
+	a.mu.Unlock()
+	var resp *http.Response
+	var err error
+	if legacy {
+		_, resp, err = a.cli.MakeFullRequestWithResp(ctx, mautrix.FullRequest{Method: http.MethodGet,
+			URL: a.cli.BuildURL(mautrix.MediaURLPath{"v3", "download", uri.Homeserver, uri.FileID}), DontReadResponse: true})
+	} else {
+		resp, err = a.cli.Download(ctx, uri)
+	}
+	if err != nil {
+		return nil, mapError("download", err)
+	}
+	return resp.Body, nil
+}
+
+// SendFile implements gateway.Platform: upload, then post the media
+// event in the lane (in the thread for a thread lane). The upload itself
+// is not idempotent — a retried row uploads again, leaving an unused
+// copy — but the post carries the row's transaction id, so it is shown once.
+func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, error) {
+	if len(out.SentParts) > 0 {
+		return out.SentParts[len(out.SentParts)-1], nil
+	}
+	room, root, err := target(out.Address)
+	if err != nil {
+		return "", err
+	}
+	if out.File == nil {
+		return "", fmt.Errorf("matrix: send file: no file: %w", gateway.ErrPermanent)
+	}
+	f, err := out.File.Open()
+	if err != nil {
+		return "", fmt.Errorf("matrix: send file: %v: %w", err, gateway.ErrPermanent)
+	}
+	defer f.Close()
+	up, err := a.cli.UploadMedia(ctx, mautrix.ReqUploadMedia{Content: f, ContentLength: out.File.Size,
+		ContentType: out.File.MIME, FileName: out.File.Name})
+	if err != nil {
+		return "", mapError("upload", err)
+	}
+	c := &event.MessageEventContent{MsgType: mediaType(out.File), Body: out.File.Name, FileName: out.File.Name,
+		URL: up.ContentURI.CUString(), Info: &event.FileInfo{MimeType: out.File.MIME, Size: int(out.File.Size)},
+		Mentions: &event.Mentions{}}
+	if strings.TrimSpace(out.Text) != "" {
+		c.Body = out.Text // since spec v1.10 the body is the caption when there is one
+	}
+	relate(c, root, "")
+	eid, err := a.post(ctx, room, event.EventMessage, c, a.sendTxn(out.ID, 0, "file", out.File.Name))
+	if err != nil {
+		return "", err
+	}
+	if err := out.RecordLastPart(ctx, 0, eid); err != nil {
+		return "", err
+	}
+	return eid, nil
+}
+
+func mediaType(f *gateway.SentFile) event.MessageType {
+	switch {
+	case f.IsImage || strings.HasPrefix(f.MIME, "image/"):
+		return event.MsgImage
+	case strings.HasPrefix(f.MIME, "audio/"):
+		return event.MsgAudio
+	case strings.HasPrefix(f.MIME, "video/"):
+		return event.MsgVideo
+	}
+	return event.MsgFile
+}

@@ -1,0 +1,165 @@
+package slack
+
+import (
+	"context"
+	"strings"
+
+	"github.com/slack-go/slack"
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+const (
+	buttonRefusal   = "You are not allowed to use this bot."
+	pressNotSaved   = "Your choice could not be recorded; please press again."
+	commandInThread = "Use `!%s` inside the conversation's thread (Slack allows no slash commands in threads)."
+	slashUsage      = "Usage: `/codex <prompt>` starts a thread; `/codex fork [title]` opens an empty one; in a thread, write `!command`."
+)
+
+// handleInteraction turns a button press (block_actions) into a
+// Callback on the lane of the message pressed, the presser as sender.
+// Whether the presser may decide (the requester or an admin) is the
+// gateway's check. Interactive envelopes are never redelivered, so it is
+// always acked.
+func (a *Adapter) handleInteraction(ctx context.Context, cb slack.InteractionCallback) bool {
+	if cb.Type != slack.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+		return true
+	}
+	act := cb.ActionCallback.BlockActions[0]
+	value := act.Value
+	if value == "" {
+		value = act.SelectedOption.Value
+	}
+	addr := pressedLane(cb)
+	if value == "" || addr.Validate() != nil {
+		return true
+	}
+	thread := addr.TopicID
+	if !a.allow.allows(addr, cb.User.ID) {
+		a.denials.log(a.log, cb.User.ID, addr.ChatID)
+		a.ephemeral(ctx, addr.ChatID, cb.User.ID, thread, buttonRefusal)
+		return true
+	}
+	in := gateway.Inbound{Address: addr, MessageID: "act:" + cb.TriggerID, SenderID: cb.User.ID,
+		SenderName: firstNonEmpty(cb.User.Name, cb.User.ID), Callback: value, Mentioned: true, ReceivedAt: a.cfg.Now()}
+	sink := a.currentSink()
+	if err := a.retry(ctx, "deliver press", func() error { _, err := sink.Deliver(ctx, in); return err }); err != nil {
+		a.deliverFailed(ctx, err, zap.String("message_id", in.MessageID))
+		a.ephemeral(ctx, addr.ChatID, cb.User.ID, thread, pressNotSaved)
+	}
+	return true
+}
+
+// pressedLane is the lane of the message whose button was pressed: its
+// thread, else the DM; a top-level message in a channel (the root of a
+// /fork thread) is the root of its own thread.
+func pressedLane(cb slack.InteractionCallback) gateway.Address {
+	channel := firstNonEmpty(cb.Container.ChannelID, cb.Channel.ID)
+	thread := firstNonEmpty(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
+	switch {
+	case thread != "":
+		return threadAddress(channel, thread)
+	case strings.HasPrefix(channel, "D"):
+		return dmAddress(channel)
+	}
+	return threadAddress(channel, firstNonEmpty(cb.Container.MessageTs, cb.Message.Timestamp))
+}
+
+// ephemeral tells one user something only they see; a failure is logged.
+func (a *Adapter) ephemeral(ctx context.Context, channel, user, thread, text string) {
+	opts := []slack.MsgOption{slack.MsgOptionText(escapeMrkdwn(text), false)}
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	err := a.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+		_, err := a.api.PostEphemeralContext(ctx, channel, user, opts...)
+		return err
+	})
+	if err != nil {
+		a.log.Warn("slack.ephemeral_failed", zap.String("channel_id", channel), zap.Error(err))
+	}
+}
+
+// slashAnswer is a slash command's ack payload: what the invoker sees.
+func slashAnswer(text string) map[string]string {
+	return map[string]string{"response_type": "ephemeral", "text": text}
+}
+
+// handleSlash runs the manifest's /codex command. In a DM it acts on the
+// DM's lane ("/codex new" is /new there). In a channel no thread is
+// known: a prompt, or "fork [title]", opens a thread under a new
+// top-level message, and a lane command is pointed to its thread
+// spelling. The ack's payload answers the invoker.
+func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) (bool, any) {
+	text := strings.TrimSpace(cmd.Text)
+	word, rest, _ := strings.Cut(text, " ")
+	word = strings.ToLower(word)
+	isCommand := a.isCommand(word)
+	dm := strings.HasPrefix(cmd.ChannelID, "D")
+	addr := dmAddress(cmd.ChannelID)
+	if !dm {
+		addr = threadAddress(cmd.ChannelID, "0.000000") // the place, for the allowlist
+	}
+	switch {
+	case !a.allow.allows(addr, cmd.UserID):
+		a.denials.log(a.log, cmd.UserID, cmd.ChannelID)
+		return true, slashAnswer(buttonRefusal)
+	case text == "":
+		return true, slashAnswer(slashUsage)
+	case dm:
+		if isCommand {
+			text = "/" + text
+		}
+		return true, a.deliverSlash(ctx, cmd, addr, text, isCommand)
+	case word == "fork":
+		return true, a.slashThread(ctx, cmd, strings.TrimSpace(rest), "")
+	case isCommand:
+		return true, slashAnswer(strings.Replace(commandInThread, "%s", word, 1))
+	}
+	return true, a.slashThread(ctx, cmd, text, text)
+}
+
+func (a *Adapter) isCommand(word string) bool {
+	for _, c := range a.cfg.Commands {
+		if c.Name == word {
+			return true
+		}
+	}
+	return false
+}
+
+// slashThread opens a thread in the command's channel under a message
+// naming the invoker, and delivers prompt there when there is one.
+func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title, prompt string) any {
+	head := "<@" + cmd.UserID + ">"
+	if title != "" {
+		head += ": " + title
+	}
+	addr, err := a.openThread(ctx, cmd.ChannelID, head)
+	if err != nil {
+		a.log.Warn("slack.slash_thread_failed", zap.String("channel_id", cmd.ChannelID), zap.Error(err))
+		return slashAnswer("Could not open a thread here: " + err.Error())
+	}
+	if prompt == "" {
+		return slashAnswer("Thread opened: write in it, no mention needed.")
+	}
+	return a.deliverSlash(ctx, cmd, addr, prompt, false)
+}
+
+// deliverSlash delivers a slash command's text to addr; it answers the
+// invoker with what was run, or with why it was not.
+func (a *Adapter) deliverSlash(ctx context.Context, cmd slack.SlashCommand, addr gateway.Address, text string, isCommand bool) any {
+	name, display := a.userNames(ctx, cmd.UserID)
+	in := gateway.Inbound{Address: addr, MessageID: "cmd:" + cmd.TriggerID, SenderID: cmd.UserID, SenderName: name,
+		DisplayName: display, Text: text, Mentioned: true, ReceivedAt: a.cfg.Now()}
+	sink := a.currentSink()
+	if err := a.retry(ctx, "deliver slash", func() error { _, err := sink.Deliver(ctx, in); return err }); err != nil {
+		a.deliverFailed(ctx, err, zap.String("message_id", in.MessageID))
+		return slashAnswer("Your command could not be recorded; please try again.")
+	}
+	if isCommand {
+		return slashAnswer("`" + text + "`")
+	}
+	return slashAnswer("Sent to Codex.")
+}
