@@ -256,6 +256,18 @@ func TestSlashCommands(t *testing.T) {
 	if in := h.sink.next(t); in.Text != "more" || in.Address != lane(top[0].TS) {
 		t.Fatalf("in the opened thread: %+v", in)
 	}
+	envID, _ = fake.SlashCommand(channel, allowed2, "/codex", "fork side quest")
+	if !ackPayloadSays(t, fake, envID, "Thread opened") {
+		t.Fatal("/codex fork did not open a thread")
+	}
+	forked := fake.Sent(channel)[len(fake.Sent(channel))-1]
+	if forked.ThreadTS != "" || !strings.Contains(forked.Text, "side quest") || !strings.Contains(forked.Text, "<@"+allowed2+">") {
+		t.Fatalf("fork head = %+v", forked)
+	}
+	fake.Post(slacktest.Post{Channel: channel, User: allowed2, Text: "in the side quest", ThreadTS: forked.TS})
+	if in := h.sink.next(t); in.Address != lane(forked.TS) {
+		t.Fatalf("in the forked thread: %+v", in)
+	}
 	envID, _ = fake.SlashCommand(channel, stranger, "/codex", "hi")
 	if !ackPayloadSays(t, fake, envID, "not allowed") {
 		t.Fatal("stranger not refused")
