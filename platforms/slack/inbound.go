@@ -84,7 +84,8 @@ func (a *Adapter) handleMessage(ctx context.Context, m inMsg, backfilled bool) b
 		a.advance(ctx, key, m.ts) // the bot's own posts, other bots, joins…
 		return true
 	}
-	if !backfilled && a.lanes.handled(key, m.ts) {
+	id := messageID(m.channel, m.ts)
+	if !backfilled && a.lanes.deliveredByBackfill(id) {
 		return true // backfill delivered it moments ago
 	}
 	engaged := m.isDM() || a.lanes.engaged(key)
@@ -108,6 +109,9 @@ func (a *Adapter) handleMessage(ctx context.Context, m inMsg, backfilled bool) b
 	if err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", in.MessageID), zap.String("session_key", addr.SessionKey()))
 		return a.skipUndelivered(key, err)
+	}
+	if backfilled {
+		a.lanes.backfilled(id)
 	}
 	a.advance(ctx, key, m.ts)
 	return true

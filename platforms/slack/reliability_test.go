@@ -35,6 +35,23 @@ func TestRedeliveredEventDeliveredOnceAndAcked(t *testing.T) {
 	}
 }
 
+// An envelope Slack sends again after a later message of its lane was
+// delivered (lost the first time, or out of order) still reaches the
+// gateway: the lane's cursor only says where backfill starts.
+func TestRedeliveryAfterLaterMessageReachesGateway(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	ts, eventID := fake.PostEvent(slacktest.Post{Channel: dm, User: allowed, Text: "earlier"})
+	h.sink.next(t)
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "later"})
+	h.sink.next(t)
+	fake.Redeliver(eventID)
+	if again := h.sink.next(t); again.MessageID != dm+":"+ts {
+		t.Fatalf("redelivery gave %+v", again)
+	}
+	h.sink.none(t, fake)
+}
+
 func TestAckWaitsForCommit(t *testing.T) {
 	fake := newFake(t)
 	h := start(t, fake, newMemCursor())
