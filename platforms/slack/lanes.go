@@ -20,12 +20,12 @@ import (
 // microseconds (tsMicros), which a reconnect backfills after.
 
 const (
-	maxIndexLanes = 500       // older lanes are not backfilled
+	maxIndexLanes = 500 // older lanes are not backfilled
 	// maxBackfilledIDs bounds the ids of messages backfill delivered that
 	// are remembered to skip their live events: more than one reconnect's
 	// backfill reads (maxBackfillLanes lanes of a few hundred messages).
 	maxBackfilledIDs = 8192
-	reseenAfter   = time.Hour // how stale a lane's seen time gets before it is written again
+	reseenAfter      = time.Hour // how stale a lane's seen time gets before it is written again
 )
 
 // laneKey is a lane's row in the index.
