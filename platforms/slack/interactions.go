@@ -86,38 +86,55 @@ func slashAnswer(text string) map[string]string {
 	return map[string]string{"response_type": "ephemeral", "text": text}
 }
 
-// handleSlash runs the manifest's /codex command. In a DM it acts on the
-// DM's lane ("/codex new" is /new there). In a channel no thread is
-// known: a prompt, or "fork [title]", opens a thread under a new
-// top-level message, and a lane command is pointed to its thread
-// spelling. The ack's payload answers the invoker.
-func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) (bool, any) {
+// slashAtOnce answers what /codex can answer without I/O (a refusal,
+// the usage, a lane command in a channel): the answer goes in the ack.
+// done false leaves the command to handleSlash, on the interaction worker.
+func (a *Adapter) slashAtOnce(cmd slack.SlashCommand) (answer string, done bool) {
+	text := strings.TrimSpace(cmd.Text)
+	word, _, _ := strings.Cut(text, " ")
+	word = strings.ToLower(word)
+	switch {
+	case !a.allow.allows(slashPlace(cmd), cmd.UserID):
+		a.denials.log(a.log, cmd.UserID, cmd.ChannelID)
+		return buttonRefusal, true
+	case text == "":
+		return slashUsage, true
+	case !isDMChannel(cmd.ChannelID) && word != "fork" && a.isCommand(word):
+		return strings.Replace(commandInThread, "%s", word, 1), true
+	}
+	return "", false
+}
+
+// slashPlace is the lane a slash command is checked against: the DM's,
+// or in a channel no thread yet (the place, for the allowlist).
+func slashPlace(cmd slack.SlashCommand) gateway.Address {
+	if isDMChannel(cmd.ChannelID) {
+		return dmAddress(cmd.ChannelID)
+	}
+	return threadAddress(cmd.ChannelID, "0.000000")
+}
+
+func isDMChannel(id string) bool { return strings.HasPrefix(id, "D") }
+
+// handleSlash runs the manifest's /codex command past slashAtOnce. In a
+// DM it acts on the DM's lane ("/codex new" is /new there). In a channel
+// no thread is known: a prompt, or "fork [title]", opens a thread under a
+// new top-level message. It returns the answer for the invoker.
+func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) string {
 	text := strings.TrimSpace(cmd.Text)
 	word, rest, _ := strings.Cut(text, " ")
 	word = strings.ToLower(word)
 	isCommand := a.isCommand(word)
-	dm := strings.HasPrefix(cmd.ChannelID, "D")
-	addr := dmAddress(cmd.ChannelID)
-	if !dm {
-		addr = threadAddress(cmd.ChannelID, "0.000000") // the place, for the allowlist
-	}
 	switch {
-	case !a.allow.allows(addr, cmd.UserID):
-		a.denials.log(a.log, cmd.UserID, cmd.ChannelID)
-		return true, slashAnswer(buttonRefusal)
-	case text == "":
-		return true, slashAnswer(slashUsage)
-	case dm:
+	case isDMChannel(cmd.ChannelID):
 		if isCommand {
 			text = "/" + text
 		}
-		return true, a.deliverSlash(ctx, cmd, addr, text, isCommand)
+		return a.deliverSlash(ctx, cmd, dmAddress(cmd.ChannelID), text, isCommand)
 	case word == "fork":
-		return true, a.slashThread(ctx, cmd, strings.TrimSpace(rest), "")
-	case isCommand:
-		return true, slashAnswer(strings.Replace(commandInThread, "%s", word, 1))
+		return a.slashThread(ctx, cmd, strings.TrimSpace(rest), "")
 	}
-	return true, a.slashThread(ctx, cmd, text, text)
+	return a.slashThread(ctx, cmd, text, text)
 }
 
 func (a *Adapter) isCommand(word string) bool {
@@ -131,7 +148,7 @@ func (a *Adapter) isCommand(word string) bool {
 
 // slashThread opens a thread in the command's channel under a message
 // naming the invoker, and delivers prompt there when there is one.
-func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title, prompt string) any {
+func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title, prompt string) string {
 	head := "<@" + cmd.UserID + ">"
 	if title != "" {
 		head += ": " + title
@@ -139,27 +156,27 @@ func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title
 	addr, err := a.openThread(ctx, cmd.ChannelID, head)
 	if err != nil {
 		a.log.Warn("slack.slash_thread_failed", zap.String("channel_id", cmd.ChannelID), zap.Error(err))
-		return slashAnswer("Could not open a thread here: " + err.Error())
+		return "Could not open a thread here: " + err.Error()
 	}
 	if prompt == "" {
-		return slashAnswer("Thread opened: write in it, no mention needed.")
+		return "Thread opened: write in it, no mention needed."
 	}
 	return a.deliverSlash(ctx, cmd, addr, prompt, false)
 }
 
 // deliverSlash delivers a slash command's text to addr; it answers the
 // invoker with what was run, or with why it was not.
-func (a *Adapter) deliverSlash(ctx context.Context, cmd slack.SlashCommand, addr gateway.Address, text string, isCommand bool) any {
+func (a *Adapter) deliverSlash(ctx context.Context, cmd slack.SlashCommand, addr gateway.Address, text string, isCommand bool) string {
 	name, display := a.userNames(ctx, cmd.UserID)
 	in := gateway.Inbound{Address: addr, MessageID: "cmd:" + cmd.TriggerID, SenderID: cmd.UserID, SenderName: name,
 		DisplayName: display, Text: text, Mentioned: true, ReceivedAt: a.cfg.Now()}
 	sink := a.currentSink()
 	if err := a.retry(ctx, "deliver slash", func() error { _, err := sink.Deliver(ctx, in); return err }); err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", in.MessageID))
-		return slashAnswer("Your command could not be recorded; please try again.")
+		return "Your command could not be recorded; please try again."
 	}
 	if isCommand {
-		return slashAnswer("`" + text + "`")
+		return "`" + text + "`"
 	}
-	return slashAnswer("Sent to Codex.")
+	return "Sent to Codex."
 }

@@ -193,6 +193,8 @@ func TestButtonsPressedByAllowedAndStranger(t *testing.T) {
 	if _, err := fake.PressButton(channel, id, "deny:1", stranger); err != nil {
 		t.Fatal(err)
 	}
+	// Acked at once: the refusal comes after the ack.
+	fake.WaitFor(waitFor, func() bool { return len(fake.Ephemerals()) == 1 })
 	h.sink.none(t, fake)
 	eph := fake.Ephemerals()
 	if len(eph) != 1 || eph[0].User != stranger || eph[0].ThreadTS != root {
@@ -232,16 +234,16 @@ func TestManyOptionsBecomeASelect(t *testing.T) {
 func TestSlashCommands(t *testing.T) {
 	fake := newFake(t)
 	h := start(t, fake, newMemCursor())
-	envID, _ := fake.SlashCommand(dm, allowed, "/codex", "new")
+	envID, trigger := fake.SlashCommand(dm, allowed, "/codex", "new")
 	in := h.sink.next(t)
 	if in.Text != "/new" || in.Address.Kind != gateway.LaneDM || in.Address.ChatID != dm {
 		t.Fatalf("dm command = %+v", in)
 	}
-	if !ackPayloadSays(t, fake, envID, "/new") {
+	if !answerSays(t, fake, envID, trigger, "/new") {
 		t.Fatal("no answer in the ack")
 	}
-	envID, _ = fake.SlashCommand(channel, allowed, "/codex", "status")
-	if !ackPayloadSays(t, fake, envID, "!status") {
+	envID, trigger = fake.SlashCommand(channel, allowed, "/codex", "status")
+	if !answerSays(t, fake, envID, trigger, "!status") {
 		t.Fatal("a lane command in a channel is not pointed to its thread spelling")
 	}
 	fake.SlashCommand(channel, allowed, "/codex", "explain the outbox")
@@ -256,8 +258,8 @@ func TestSlashCommands(t *testing.T) {
 	if in := h.sink.next(t); in.Text != "more" || in.Address != lane(top[0].TS) {
 		t.Fatalf("in the opened thread: %+v", in)
 	}
-	envID, _ = fake.SlashCommand(channel, allowed2, "/codex", "fork side quest")
-	if !ackPayloadSays(t, fake, envID, "Thread opened") {
+	envID, trigger = fake.SlashCommand(channel, allowed2, "/codex", "fork side quest")
+	if !answerSays(t, fake, envID, trigger, "Thread opened") {
 		t.Fatal("/codex fork did not open a thread")
 	}
 	forked := fake.Sent(channel)[len(fake.Sent(channel))-1]
@@ -268,17 +270,24 @@ func TestSlashCommands(t *testing.T) {
 	if in := h.sink.next(t); in.Address != lane(forked.TS) {
 		t.Fatalf("in the forked thread: %+v", in)
 	}
-	envID, _ = fake.SlashCommand(channel, stranger, "/codex", "hi")
-	if !ackPayloadSays(t, fake, envID, "not allowed") {
+	envID, trigger = fake.SlashCommand(channel, stranger, "/codex", "hi")
+	if !answerSays(t, fake, envID, trigger, "not allowed") {
 		t.Fatal("stranger not refused")
 	}
 }
 
-func ackPayloadSays(t *testing.T, fake *slacktest.Server, envID, want string) bool {
+// answerSays waits for a slash command's answer: in its ack, or posted to
+// its response_url.
+func answerSays(t *testing.T, fake *slacktest.Server, envID, trigger, want string) bool {
 	t.Helper()
 	return fake.WaitFor(waitFor, func() bool {
 		for _, a := range fake.Acks() {
 			if a.EnvelopeID == envID && strings.Contains(string(a.Payload), want) {
+				return true
+			}
+		}
+		for _, r := range fake.Responses() {
+			if r.TriggerID == trigger && r.ResponseType == "ephemeral" && strings.Contains(r.Text, want) {
 				return true
 			}
 		}

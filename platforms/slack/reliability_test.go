@@ -284,3 +284,45 @@ func TestInboundSurvives429s(t *testing.T) {
 		t.Fatalf("in = %+v, 429s %d", in, fake.RateLimited("conversations.replies"))
 	}
 }
+
+// Presses and slash commands are acked at once, even while the message
+// worker is held by a message waiting for its commit: Slack wants their
+// ack within 3 s and never sends them again.
+func TestPressAndSlashAckedWhileMessageWorkerBlocked(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	root := threadWithBot(t, h)
+	buttons := []gateway.Button{{ID: "approve:1", Label: "Approve"}}
+	id, err := h.a.SendButtons(t.Context(), gateway.Outbound{ID: 2, Address: lane(root), Kind: gateway.OutNotice, Text: "Run?"}, buttons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	h.sink.mu.Lock()
+	h.sink.hold = hold
+	h.sink.mu.Unlock()
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "slow commit"})
+	if !fake.WaitFor(waitFor, func() bool { return fake.Unacked() == 1 }) {
+		t.Fatal("message not sent")
+	}
+	acks := knownAcks(fake)
+	if _, err := fake.PressButton(channel, id, "approve:1", allowed); err != nil {
+		t.Fatal(err)
+	}
+	fake.SlashCommand(channel, allowed, "/codex", "fork later")
+	if !fake.WaitFor(waitFor, func() bool { return knownAcks(fake) == acks+2 }) {
+		t.Fatalf("press and command not acked while the worker is held: %d acks", knownAcks(fake)-acks)
+	}
+	if fake.Unacked() != 1 {
+		t.Fatalf("unacked %d, want the held message only", fake.Unacked())
+	}
+	close(hold)
+	got := map[string]bool{}
+	for range 2 {
+		in := h.sink.next(t)
+		got[in.Callback+in.Text] = true
+	}
+	if !got["approve:1"] || !got["slow commit"] {
+		t.Fatalf("deliveries %v", got)
+	}
+}

@@ -52,6 +52,11 @@ type Ephemeral struct {
 	Channel, User, Text, ThreadTS string
 }
 
+// Response is one answer posted to a slash command's response_url.
+type Response struct {
+	TriggerID, ResponseType, Text string
+}
+
 // Status is one assistant.threads.setStatus.
 type Status struct {
 	Channel, ThreadTS, Status string
@@ -79,6 +84,7 @@ type Server struct {
 	updates []Update
 	deleted []string // "<channel>:<ts>"
 	ephems  []Ephemeral
+	resps   []Response
 	stats   []Status
 	calls   map[string]int
 	echo    bool
@@ -124,6 +130,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/ws", s.handleSocket)
 	mux.HandleFunc("/upload/", s.handleUpload)
 	mux.HandleFunc("/files/", s.handleDownload)
+	mux.HandleFunc("/response/", s.handleResponse)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
@@ -289,6 +296,32 @@ func (s *Server) Ephemerals() []Ephemeral {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Ephemeral(nil), s.ephems...)
+}
+
+// Responses is every answer posted to a response_url, in order.
+func (s *Server) Responses() []Response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Response(nil), s.resps...)
+}
+
+// handleResponse takes an answer to a slash command, as Slack's
+// response_url does (JSON with response_type and text).
+func (s *Server) handleResponse(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ResponseType string `json:"response_type"`
+		Text         string `json:"text"`
+	}
+	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&body) != nil {
+		http.Error(w, "bad response", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.resps = append(s.resps, Response{TriggerID: strings.TrimPrefix(r.URL.Path, "/response/"),
+		ResponseType: body.ResponseType, Text: body.Text})
+	s.notifyLocked()
+	s.mu.Unlock()
+	_, _ = w.Write([]byte("ok"))
 }
 
 // Statuses is every assistant.threads.setStatus, in order.
