@@ -45,6 +45,9 @@ type job struct {
 	kind      socketmode.EventType
 	data      any
 	ackOnly   string // an envelope we cannot parse: ack it so it is not redelivered
+
+	backfilled   []inMsg // one lane's missed messages, read by backfill
+	backfillDone bool    // a backfill has queued all it read: Ready
 }
 
 // Adapter is the Slack platform. Create it with New.
@@ -63,13 +66,15 @@ type Adapter struct {
 	parts   *partLog
 	denials *denialLog
 
-	queue        chan job
-	interactions chan job      // presses and slash commands, acked already
-	busyReplies  chan struct{} // slots of "busy" answers in flight
-	stop         chan struct{} // closed when Run ends
-	stopOnce     sync.Once
-	ready        chan struct{}
-	readyOnce    sync.Once
+	queue          chan job
+	cancelBackfill context.CancelFunc // the running backfill's; the worker's alone
+	backfills      sync.WaitGroup
+	interactions   chan job      // presses and slash commands, acked already
+	busyReplies    chan struct{} // slots of "busy" answers in flight
+	stop           chan struct{} // closed when Run ends
+	stopOnce       sync.Once
+	ready          chan struct{}
+	readyOnce      sync.Once
 
 	started time.Time // messages before it may have been answered by an earlier process
 
@@ -177,6 +182,7 @@ func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
 	a.stopOnce.Do(func() { close(a.stop) })
 	<-workerDone
 	<-interactDone
+	a.backfills.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -333,7 +339,10 @@ func (a *Adapter) work(ctx context.Context) {
 func (a *Adapter) handle(ctx context.Context, j job) {
 	switch {
 	case j.connected:
-		a.backfill(ctx)
+		a.startBackfill(ctx)
+	case j.backfilled != nil:
+		a.deliverBackfilled(ctx, j.backfilled)
+	case j.backfillDone:
 		a.readyOnce.Do(func() { close(a.ready) })
 	case j.ackOnly != "":
 		a.ack(ctx, j.ackOnly, nil)

@@ -326,3 +326,69 @@ func TestPressAndSlashAckedWhileMessageWorkerBlocked(t *testing.T) {
 		t.Fatalf("deliveries %v", got)
 	}
 }
+
+// A live message is delivered while backfill still waits for a lane's
+// history: the worker delivers what backfill read, a lane at a time, and
+// never waits for Slack's history calls itself.
+func TestLiveEventNotBehindBackfill(t *testing.T) {
+	fake := newFake(t)
+	cursor := newMemCursor()
+	h := start(t, fake, cursor)
+	const dm2, dm3 = "D2", "D3"
+	for _, ch := range []string{dm, dm2} {
+		fake.Post(slacktest.Post{Channel: ch, User: allowed, Text: "start " + ch})
+		h.sink.next(t)
+	}
+	h.stop()
+	if !fake.WaitFor(waitFor, func() bool { return !fake.Connected() }) {
+		t.Fatal("socket still open")
+	}
+	fake.DropWhileDisconnected(true)
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "missed " + dm})
+	fake.Post(slacktest.Post{Channel: dm2, User: allowed, Text: "missed " + dm2})
+	fake.DropWhileDisconnected(false)
+	held := []*slacktest.Held{
+		fake.HoldMatching("conversations.history", "channel="+dm),
+		fake.HoldMatching("conversations.history", "channel="+dm2),
+	}
+	a, err := slack.New(config(fake, cursor, t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newRecSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, sink) }()
+	defer func() {
+		for _, hd := range held {
+			hd.Release()
+		}
+		cancel()
+		<-done
+	}()
+	select {
+	case <-held[0].Arrived():
+	case <-held[1].Arrived():
+	case <-time.After(waitFor):
+		t.Fatal("backfill did not read history")
+	}
+	fake.Post(slacktest.Post{Channel: dm3, User: allowed, Text: "live"})
+	if in := sink.next(t); in.Text != "live" {
+		t.Fatalf("first delivery %+v, want the live message", in)
+	}
+	for _, hd := range held {
+		hd.Release()
+	}
+	select {
+	case <-a.Ready():
+	case <-time.After(waitFor):
+		t.Fatal("not ready after the backfill")
+	}
+	got := map[string]bool{}
+	for _, in := range sink.deliveries() {
+		got[in.Text] = true
+	}
+	if !got["missed "+dm] || !got["missed "+dm2] {
+		t.Fatalf("backfill delivered %v", got)
+	}
+}
