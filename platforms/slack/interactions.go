@@ -51,17 +51,17 @@ func (a *Adapter) handleInteraction(ctx context.Context, cb slack.InteractionCal
 	return true
 }
 
-// pressedLane is the lane of the message whose button was pressed: its
-// thread, else the DM; a top-level message in a channel (the root of a
-// /fork thread) is the root of its own thread.
+// pressedLane is the lane of the message whose button was pressed: a
+// DM's, even when the message got a thread (a DM is one lane, as inbound
+// routes it), else its thread; a top-level message in a channel (the
+// root of a /fork thread) is the root of its own thread.
 func pressedLane(cb slack.InteractionCallback) gateway.Address {
 	channel := firstNonEmpty(cb.Container.ChannelID, cb.Channel.ID)
-	thread := firstNonEmpty(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
-	switch {
-	case thread != "":
-		return threadAddress(channel, thread)
-	case strings.HasPrefix(channel, "D"):
+	if isDMChannel(channel) {
 		return dmAddress(channel)
+	}
+	if thread := firstNonEmpty(cb.Container.ThreadTs, cb.Message.ThreadTimestamp); thread != "" {
+		return threadAddress(channel, thread)
 	}
 	return threadAddress(channel, firstNonEmpty(cb.Container.MessageTs, cb.Message.Timestamp))
 }
