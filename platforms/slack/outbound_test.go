@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +128,30 @@ func TestLostAnswerPostsOnce(t *testing.T) {
 	out.ID = 6 // another row is another message
 	if _, err := h.a.Send(t.Context(), out); err != nil || len(fake.Sent(channel)) != 2 {
 		t.Fatalf("err %v, %d messages", err, len(fake.Sent(channel)))
+	}
+}
+
+// A post whose answer was lost is found again in a thread longer than a
+// page of history: the lookup starts at the message answered and reads
+// page after page.
+func TestLostPostFoundInLongThread(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	root := threadWithBot(t, h)
+	for i := range 250 {
+		fake.Post(slacktest.Post{Channel: channel, User: stranger, Text: fmt.Sprint("chatter ", i), ThreadTS: root})
+	}
+	out := gateway.Outbound{ID: 9, Address: lane(root), Kind: gateway.OutReply, Text: "the answer",
+		InReplyTo: channel + ":" + root}
+	fake.LoseAnswer("chat.postMessage", 1)
+	if _, err := h.a.Send(t.Context(), out); err == nil {
+		t.Fatal("the lost answer is not an error")
+	}
+	if _, err := h.a.Send(t.Context(), out); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Sent(channel)); n != 1 {
+		t.Fatalf("%d answers posted, want 1", n)
 	}
 }
 
