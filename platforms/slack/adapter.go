@@ -71,10 +71,13 @@ type Adapter struct {
 	backfills      sync.WaitGroup
 	interactions   chan job      // presses and slash commands, acked already
 	busyReplies    chan struct{} // slots of "busy" answers in flight
-	stop           chan struct{} // closed when Run ends
-	stopOnce       sync.Once
-	ready          chan struct{}
-	readyOnce      sync.Once
+
+	botDMsMu  sync.Mutex
+	botDMs    map[string]string // DM channels known to be the bot's, to their person
+	stop      chan struct{}     // closed when Run ends
+	stopOnce  sync.Once
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	started time.Time // messages before it may have been answered by an earlier process
 
@@ -124,6 +127,7 @@ func New(cfg Config) (*Adapter, error) {
 		queue:        make(chan job, queueSize),
 		interactions: make(chan job, interactQueueSize),
 		busyReplies:  make(chan struct{}, maxBusyReplies),
+		botDMs:       map[string]string{},
 		stop:         make(chan struct{}),
 		ready:        make(chan struct{}),
 	}

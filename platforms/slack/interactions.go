@@ -14,6 +14,7 @@ const (
 	buttonRefusal   = "You are not allowed to use this bot."
 	pressNotSaved   = "Your choice could not be recorded; please press again."
 	commandInThread = "Use `!%s` inside the conversation's thread (Slack allows no slash commands in threads)."
+	notBotDM        = "Use /codex in your DM with the bot or in a channel: the bot cannot answer in a conversation between people."
 	slashUsage      = "Usage: `/codex <prompt>` starts a thread; `/codex fork [title]` opens an empty one; in a thread, write `!command`."
 )
 
@@ -127,6 +128,9 @@ func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) strin
 	isCommand := a.isCommand(word)
 	switch {
 	case isDMChannel(cmd.ChannelID):
+		if !a.isBotDM(ctx, cmd.ChannelID, cmd.UserID) {
+			return notBotDM
+		}
 		if isCommand {
 			text = "/" + text
 		}
@@ -135,6 +139,42 @@ func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) strin
 		return a.slashThread(ctx, cmd, strings.TrimSpace(rest), "")
 	}
 	return a.slashThread(ctx, cmd, text, text)
+}
+
+// maxBotDMs bounds the cache of DMs known to be the bot's.
+const maxBotDMs = 1000
+
+// isBotDM reports whether DM channel is the bot's DM with user: a slash
+// command also works in a DM between two people, where the bot can
+// neither read nor answer (conversations.info answers channel_not_found).
+// A DM found to be the bot's is remembered; a failed lookup says no.
+func (a *Adapter) isBotDM(ctx context.Context, channel, user string) bool {
+	a.botDMsMu.Lock()
+	known := a.botDMs[channel] == user
+	a.botDMsMu.Unlock()
+	if known {
+		return true
+	}
+	var info *slack.Channel
+	err := a.call(ctx, "conversations.info", func(ctx context.Context) error {
+		var err error
+		info, err = a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+		return err
+	})
+	if err != nil {
+		a.log.Info("slack.slash_not_bot_dm", zap.String("channel_id", channel), zap.Error(err))
+		return false
+	}
+	if !info.IsIM || info.User != user {
+		return false
+	}
+	a.botDMsMu.Lock()
+	if len(a.botDMs) >= maxBotDMs {
+		clear(a.botDMs)
+	}
+	a.botDMs[channel] = user
+	a.botDMsMu.Unlock()
+	return true
 }
 
 func (a *Adapter) isCommand(word string) bool {

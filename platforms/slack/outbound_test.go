@@ -301,6 +301,28 @@ func TestSlashCommands(t *testing.T) {
 	}
 }
 
+// /codex in a DM between two people is refused: the bot could not answer
+// there.
+func TestSlashInPeerDMRefused(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	const peer = "D9"
+	fake.PeerDM(peer)
+	envID, trigger := fake.SlashCommand(peer, allowed, "/codex", "explain the outbox")
+	if !answerSays(t, fake, envID, trigger, "DM with the bot") {
+		t.Fatalf("not refused: responses %+v", fake.Responses())
+	}
+	h.sink.none(t, fake)
+	// The bot's own DM still works.
+	envID, trigger = fake.SlashCommand(dm, allowed, "/codex", "hello")
+	if in := h.sink.next(t); in.Text != "hello" || in.Address.ChatID != dm {
+		t.Fatalf("bot DM = %+v", in)
+	}
+	if !answerSays(t, fake, envID, trigger, "Sent to Codex") {
+		t.Fatal("no answer in the bot's DM")
+	}
+}
+
 // answerSays waits for a slash command's answer: in its ack, or posted to
 // its response_url.
 func answerSays(t *testing.T, fake *slacktest.Server, envID, trigger, want string) bool {

@@ -37,6 +37,7 @@ func (s *Server) PostEvent(p Post) (ts, eventID string) {
 		}
 	}
 	s.mu.Lock()
+	s.noteDMLocked(p.Channel, p.User)
 	m := &Message{Channel: p.Channel, TS: s.nextTSLocked(), ThreadTS: p.ThreadTS, User: p.User, Text: p.Text,
 		Files: p.Files}
 	s.msgs[p.Channel] = append(s.msgs[p.Channel], m)
@@ -152,6 +153,7 @@ func (s *Server) PressButton(channel, msgTS, value, user string) (triggerID stri
 // command's response_url (Responses, by trigger id).
 func (s *Server) SlashCommand(channel, user, command, text string) (envelopeID, triggerID string) {
 	s.mu.Lock()
+	s.noteDMLocked(channel, user)
 	triggerID = s.nextIDLocked("tr")
 	payload, _ := json.Marshal(reply{"token": "v", "team_id": TeamID, "channel_id": channel,
 		"channel_name": strings.ToLower(channel), "user_id": user, "user_name": user, "command": command,

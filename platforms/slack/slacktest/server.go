@@ -80,6 +80,8 @@ type Server struct {
 	tsSeq   int64         // microseconds of the last ts handed out
 	idSeq   int
 	msgs    map[string][]*Message // by channel, in ts order
+	dmUsers map[string]string     // the person of each of the bot's DMs, by channel
+	peerDMs map[string]bool       // DMs between two people, which the bot cannot see
 	users   map[string]User
 	updates []Update
 	deleted []string // "<channel>:<ts>"
@@ -119,6 +121,8 @@ func New(opts Options) *Server {
 		changed: make(chan struct{}),
 		tsSeq:   time.Now().UnixMicro(),
 		msgs:    map[string][]*Message{},
+		dmUsers: map[string]string{},
+		peerDMs: map[string]bool{},
 		users:   map[string]User{},
 		calls:   map[string]int{},
 		files:   map[string]*storedFile{},
@@ -322,6 +326,23 @@ func (s *Server) handleResponse(w http.ResponseWriter, r *http.Request) {
 	s.notifyLocked()
 	s.mu.Unlock()
 	_, _ = w.Write([]byte("ok"))
+}
+
+// PeerDM makes channel a DM between two people, not with the bot: a slash
+// command works there, but the bot cannot read or post in it
+// (conversations.info answers channel_not_found).
+func (s *Server) PeerDM(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peerDMs[channel] = true
+}
+
+// noteDMLocked records user as the person of the bot's DM channel (the
+// first to use it).
+func (s *Server) noteDMLocked(channel, user string) {
+	if strings.HasPrefix(channel, "D") && !s.peerDMs[channel] && s.dmUsers[channel] == "" {
+		s.dmUsers[channel] = user
+	}
 }
 
 // Statuses is every assistant.threads.setStatus, in order.
