@@ -28,7 +28,7 @@ const (
 	LaneDM      LaneKind = "dm"      // a private chat with the bot
 	LaneGroup   LaneKind = "group"   // a Telegram group (not a forum topic)
 	LaneChannel LaneKind = "channel" // a Discord guild channel
-	LaneThread  LaneKind = "thread"  // a Discord thread
+	LaneThread  LaneKind = "thread"  // a Discord thread, or a Slack thread (channel + root ts)
 	LaneTopic   LaneKind = "topic"   // a Telegram forum topic
 	LaneAPI     LaneKind = "api"     // the local HTTP API lane
 )
@@ -36,10 +36,10 @@ const (
 // Address names one lane on one platform. Adapters fill it in; the gateway
 // derives the stable session key from it.
 type Address struct {
-	Platform string   // "telegram", "discord", "api"
+	Platform string   // "telegram", "discord", "slack", "api"
 	Kind     LaneKind // what the lane is
 	ChatID   string   // chat / channel / guild-channel / DM channel / API lane name
-	TopicID  string   // Telegram forum topic or Discord thread id; "" when none
+	TopicID  string   // Telegram forum topic, Discord thread id or Slack thread root ts; "" when none
 	// UserID is set only for per-user lanes in shared channels (a config
 	// choice); it then becomes part of the key.
 	UserID string
@@ -96,7 +96,11 @@ func (a Address) SessionKey() string {
 // their channel (a Slack thread is its root message's ts) keys a thread
 // lane by channel and thread; Discord's thread ids are global, and its
 // keys stay as they are.
-func threadKeyNamesChat(platform string) bool { return platform == "slack" }
+func threadKeyNamesChat(platform string) bool { return platform == slackPlatform }
+
+// slackPlatform is the Slack adapter's Address.Platform (its
+// PlatformName, which this package cannot import).
+const slackPlatform = "slack"
 
 // Validate reports an address that cannot name a lane.
 func (a Address) Validate() error {

@@ -60,8 +60,7 @@ func (a *Adapter) handleEventsAPI(ctx context.Context, ev slackEventsAPI, retryA
 			zap.Int("retry_attempt", retryAttempt))
 	}
 	if me.SubType == "message_changed" {
-		a.handleEdit(ctx, me)
-		return true
+		return a.handleEdit(ctx, me)
 	}
 	return a.handleMessage(ctx, fromEvent(me), false)
 }
@@ -211,29 +210,33 @@ func (a *Adapter) deliverAmbient(ctx context.Context, m inMsg, addr gateway.Addr
 
 // handleEdit hands the gateway an edit of a message it may hold: one an
 // allowed member addressed to the bot (the gateway replaces it while it
-// waits, or steers it into its running turn).
-func (a *Adapter) handleEdit(ctx context.Context, me *slackevents.MessageEvent) {
+// waits, or steers it into its running turn). It returns false, leaving
+// the envelope unacked for Slack to redeliver, when the gateway did not
+// take the edit and may later.
+func (a *Adapter) handleEdit(ctx context.Context, me *slackevents.MessageEvent) bool {
 	if me.Message == nil || me.Message.BotID != "" || me.Message.User == "" {
-		return
+		return true
 	}
 	if me.PreviousMessage != nil && me.PreviousMessage.Text == me.Message.Text {
-		return // an unfurl or a file added, not new words
+		return true // an unfurl or a file added, not new words
 	}
 	m := inMsg{channel: me.Channel, channelType: me.ChannelType, user: me.Message.User, text: me.Message.Text,
 		ts: me.Message.Timestamp, threadTS: me.Message.ThreadTimestamp}
 	bot := a.identity()
 	addr, direct, ok := a.route(m, bot)
 	if !ok || m.user == bot.UserID || !(direct || m.isDM() || a.lanes.engaged(laneKey(addr))) {
-		return
+		return true
 	}
 	if !a.allow.allows(addr, m.user) {
-		return
+		return true
 	}
 	in := a.inbound(ctx, m, addr, bot)
 	in.Edited, in.Attachments = true, nil
 	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
 		a.log.Warn("slack.edit_deliver_failed", zap.String("message_id", in.MessageID), zap.Error(err))
+		return errors.Is(err, gateway.ErrPermanent)
 	}
+	return true
 }
 
 // retry runs fn until it succeeds, backing off from Config.RetryBackoff

@@ -38,8 +38,9 @@ func (a *Adapter) handleInteraction(ctx context.Context, cb slack.InteractionCal
 	}
 	thread := addr.TopicID
 	if !a.allow.allows(addr, cb.User.ID) {
-		a.denials.log(a.log, cb.User.ID, addr.ChatID)
-		a.ephemeral(ctx, addr.ChatID, cb.User.ID, thread, buttonRefusal)
+		if a.denials.log(a.log, cb.User.ID, addr.ChatID) { // throttled, as the log is
+			a.ephemeral(ctx, addr.ChatID, cb.User.ID, thread, buttonRefusal)
+		}
 		return true
 	}
 	in := gateway.Inbound{Address: addr, MessageID: "act:" + cb.TriggerID, SenderID: cb.User.ID,
@@ -190,8 +191,8 @@ func (a *Adapter) isCommand(word string) bool {
 // naming the invoker, and delivers prompt there when there is one.
 func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title, prompt string) string {
 	head := "<@" + cmd.UserID + ">"
-	if title != "" {
-		head += ": " + title
+	if name := strings.Join(strings.Fields(title), " "); name != "" {
+		head += ": " + escapeMrkdwn(cutRunes(name, 200)) // the user's words must not ping
 	}
 	addr, err := a.openThread(ctx, cmd.ChannelID, head)
 	if err != nil {

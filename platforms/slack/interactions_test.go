@@ -1,9 +1,12 @@
 package slack
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
+	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway"
 )
@@ -30,5 +33,24 @@ func TestPressedLane(t *testing.T) {
 				t.Fatalf("pressedLane = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestDenialLogThrottledAndBounded(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	d := newDenialLog(func() time.Time { return now })
+	log := zap.NewNop()
+	if !d.log(log, "U1", "C1") || d.log(log, "U1", "C1") {
+		t.Fatal("a refusal is not logged once per denialRepeat")
+	}
+	for i := range 3 * maxDenials {
+		d.log(log, fmt.Sprint("S", i), "C1")
+	}
+	if len(d.last) > maxDenials {
+		t.Fatalf("%d refused senders remembered", len(d.last))
+	}
+	now = now.Add(denialRepeat)
+	if !d.log(log, "U1", "C1") {
+		t.Fatal("not logged again after denialRepeat")
 	}
 }

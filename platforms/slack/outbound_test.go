@@ -218,8 +218,19 @@ func TestButtonsPressedByAllowedAndStranger(t *testing.T) {
 	if _, err := fake.PressButton(channel, id, "deny:1", stranger); err != nil {
 		t.Fatal(err)
 	}
-	// Acked at once: the refusal comes after the ack.
+	// Acked at once: the refusal comes after the ack. A second refused
+	// press is not answered again (nor logged); the allowed press after
+	// it, handled in order, shows it was handled.
 	fake.WaitFor(waitFor, func() bool { return len(fake.Ephemerals()) == 1 })
+	if _, err := fake.PressButton(channel, id, "deny:1", stranger); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.PressButton(channel, id, "deny:1", allowed); err != nil {
+		t.Fatal(err)
+	}
+	if in := h.sink.next(t); in.Callback != "deny:1" || in.SenderID != allowed {
+		t.Fatalf("press = %+v", in)
+	}
 	h.sink.none(t, fake)
 	eph := fake.Ephemerals()
 	if len(eph) != 1 || eph[0].User != stranger || eph[0].ThreadTS != root {
@@ -294,6 +305,14 @@ func TestSlashCommands(t *testing.T) {
 	fake.Post(slacktest.Post{Channel: channel, User: allowed2, Text: "in the side quest", ThreadTS: forked.TS})
 	if in := h.sink.next(t); in.Address != lane(forked.TS) {
 		t.Fatalf("in the forked thread: %+v", in)
+	}
+	fake.SlashCommand(channel, allowed, "/codex", "fork <!channel>   "+strings.Repeat("x", 300))
+	if !fake.WaitFor(waitFor, func() bool { return len(fake.Sent(channel)) == 3 }) {
+		t.Fatal("second fork did not open a thread")
+	}
+	head := fake.Sent(channel)[2].Text
+	if strings.Contains(head, "<!channel>") || !strings.Contains(head, "&lt;!channel&gt; xx") || len([]rune(head)) > 220 {
+		t.Fatalf("fork head not escaped and cut: %q", head)
 	}
 	envID, trigger = fake.SlashCommand(channel, stranger, "/codex", "hi")
 	if !answerSays(t, fake, envID, trigger, "not allowed") {
