@@ -87,9 +87,11 @@ func (a *Adapter) handleMessage(ctx context.Context, m inMsg, backfilled bool) b
 	if !backfilled && a.lanes.deliveredByBackfill(id) {
 		return true // backfill delivered it moments ago
 	}
-	engaged := m.isDM() || a.lanes.engaged(key)
-	if !direct && !engaged {
-		a.deliverAmbient(ctx, m, addr, bot)
+	// A thread the bot was never addressed in is not its business. An
+	// engaged thread's every allowed message is delivered (Mentioned only
+	// when addressed): the gateway's room-talk rules decide what of it is
+	// context and what starts a turn, so the adapter has no ambient path.
+	if !direct && !m.isDM() && !a.lanes.engaged(key) {
 		a.advance(ctx, key, m.ts)
 		return true
 	}
@@ -189,23 +191,6 @@ func (a *Adapter) commandText(text string) (string, bool) {
 // unescape undoes Slack's escaping of &, < and > in message text.
 func unescape(s string) string {
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
-}
-
-// deliverAmbient hands the gateway what an allowed member said in a
-// thread that has a lane without addressing the bot: the room's talk,
-// kept as context (lanes.group_context) or dropped. A failure is logged,
-// not retried: it is context, and the lane's later messages must not wait.
-func (a *Adapter) deliverAmbient(ctx context.Context, m inMsg, addr gateway.Address, bot botIdentity) {
-	text := stripMention(m.text, bot.UserID)
-	if text == "" || !a.lanes.tracked(laneKey(addr)) || !a.allow.allows(addr, m.user) {
-		return
-	}
-	name, display := a.userNames(ctx, m.user)
-	in := gateway.Inbound{Address: addr, MessageID: messageID(m.channel, m.ts), SenderID: m.user, SenderName: name,
-		DisplayName: display, Text: unescape(text), ReceivedAt: a.cfg.Now(), Ambient: true}
-	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
-		a.log.Warn("slack.ambient_deliver_failed", zap.String("message_id", in.MessageID), zap.Error(err))
-	}
 }
 
 // handleEdit hands the gateway an edit of a message it may hold: one an

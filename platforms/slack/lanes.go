@@ -120,13 +120,6 @@ func (l *laneIndex) engaged(key string) bool {
 	return l.lanes[key].engaged
 }
 
-func (l *laneIndex) tracked(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.lanes[key]
-	return ok
-}
-
 // ingesting tracks the lane of message ts before the message is
 // delivered, with the cursor just before it: killed after this, the next
 // start reads the message again (the inbox drops it if it was committed).
