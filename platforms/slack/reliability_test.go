@@ -392,3 +392,37 @@ func TestLiveEventNotBehindBackfill(t *testing.T) {
 		t.Fatalf("backfill delivered %v", got)
 	}
 }
+
+// Presses past a full interaction queue are answered "busy", not dropped
+// in silence: Slack never sends them again.
+func TestPressPastFullQueueAnsweredBusy(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	root := threadWithBot(t, h)
+	buttons := []gateway.Button{{ID: "approve:1", Label: "Approve"}}
+	id, err := h.a.SendButtons(t.Context(), gateway.Outbound{ID: 2, Address: lane(root), Kind: gateway.OutNotice, Text: "Run?"}, buttons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	h.sink.mu.Lock()
+	h.sink.hold = hold // the first press holds the interaction worker
+	h.sink.mu.Unlock()
+	defer close(hold)
+	busy := func() bool {
+		for _, e := range fake.Ephemerals() {
+			if strings.Contains(e.Text, "busy") && e.User == allowed {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < 200 && !busy(); i++ {
+		if _, err := fake.PressButton(channel, id, "approve:1", allowed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !fake.WaitFor(waitFor, busy) {
+		t.Fatalf("no busy answer: %+v", fake.Ephemerals())
+	}
+}
