@@ -28,7 +28,7 @@ const (
 	LaneDM      LaneKind = "dm"      // a private chat with the bot
 	LaneGroup   LaneKind = "group"   // a Telegram group (not a forum topic)
 	LaneChannel LaneKind = "channel" // a Discord guild channel
-	LaneThread  LaneKind = "thread"  // a Discord thread
+	LaneThread  LaneKind = "thread"  // a Discord thread, or a Slack thread (channel + root ts)
 	LaneTopic   LaneKind = "topic"   // a Telegram forum topic
 	LaneAPI     LaneKind = "api"     // the local HTTP API lane
 	LaneRoom    LaneKind = "room"    // a Matrix room (shared, like a group)
@@ -37,10 +37,10 @@ const (
 // Address names one lane on one platform. Adapters fill it in; the gateway
 // derives the stable session key from it.
 type Address struct {
-	Platform string   // "telegram", "discord", "matrix", "api"
+	Platform string   // "telegram", "discord", "slack", "matrix", "api"
 	Kind     LaneKind // what the lane is
-	ChatID   string   // chat / channel / guild-channel / DM channel / API lane name
-	TopicID  string   // Telegram forum topic, Discord thread or Matrix thread root id; "" when none
+	ChatID   string   // chat / channel / guild-channel / DM channel / Matrix room / API lane name
+	TopicID  string   // Telegram forum topic, Discord thread, Slack thread root ts or Matrix thread root id; "" when none
 	// UserID is set only for per-user lanes in shared channels (a config
 	// choice); it then becomes part of the key.
 	UserID string
@@ -99,7 +99,13 @@ func (a Address) SessionKey() string {
 // their channel (a Slack thread is its root message's ts, a Matrix thread
 // its root event's id in a room) keys a thread lane by channel and thread;
 // Discord's thread ids are global, and its keys stay as they are.
-func threadKeyNamesChat(platform string) bool { return platform == "slack" || platform == matrixPlatform }
+func threadKeyNamesChat(platform string) bool {
+	return platform == slackPlatform || platform == matrixPlatform
+}
+
+// slackPlatform is the Slack adapter's Address.Platform (its
+// PlatformName, which this package cannot import).
+const slackPlatform = "slack"
 
 // Validate reports an address that cannot name a lane.
 func (a Address) Validate() error {

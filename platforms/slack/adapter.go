@@ -45,6 +45,9 @@ type job struct {
 	kind      socketmode.EventType
 	data      any
 	ackOnly   string // an envelope we cannot parse: ack it so it is not redelivered
+
+	backfilled   []inMsg // one lane's missed messages, read by backfill
+	backfillDone bool    // a backfill has queued all it read: Ready
 }
 
 // Adapter is the Slack platform. Create it with New.
@@ -63,8 +66,15 @@ type Adapter struct {
 	parts   *partLog
 	denials *denialLog
 
-	queue     chan job
-	stop      chan struct{} // closed when Run ends
+	queue          chan job
+	cancelBackfill context.CancelFunc // the running backfill's; the worker's alone
+	backfills      sync.WaitGroup
+	interactions   chan job      // presses and slash commands, acked already
+	busyReplies    chan struct{} // slots of "busy" answers in flight
+
+	botDMsMu  sync.Mutex
+	botDMs    map[string]string // DM channels known to be the bot's, to their person
+	stop      chan struct{}     // closed when Run ends
 	stopOnce  sync.Once
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -101,22 +111,25 @@ func New(cfg Config) (*Adapter, error) {
 		socketmode.OptionReadLimit(8<<20),
 	)
 	a := &Adapter{
-		cfg:     cfg,
-		log:     log,
-		api:     api,
-		sm:      sm,
-		http:    client,
-		allow:   newAllowlist(cfg.AllowedUsers, cfg.AllowedChannels),
-		lanes:   newLaneIndex(cfg.Cursor, log),
-		names:   newNameCache(cfg.Now),
-		limits:  newLimiter(cfg.Now, cfg.UpdatesPerMinute),
-		typing:  newTypingState(),
-		parts:   newPartLog(),
-		denials: newDenialLog(cfg.Now),
-		started: cfg.Now(),
-		queue:   make(chan job, queueSize),
-		stop:    make(chan struct{}),
-		ready:   make(chan struct{}),
+		cfg:          cfg,
+		log:          log,
+		api:          api,
+		sm:           sm,
+		http:         client,
+		allow:        newAllowlist(cfg.AllowedUsers, cfg.AllowedChannels),
+		lanes:        newLaneIndex(cfg.Cursor, log),
+		names:        newNameCache(cfg.Now),
+		limits:       newLimiter(cfg.Now, cfg.UpdatesPerMinute),
+		typing:       newTypingState(),
+		parts:        newPartLog(),
+		denials:      newDenialLog(cfg.Now),
+		started:      cfg.Now(),
+		queue:        make(chan job, queueSize),
+		interactions: make(chan job, interactQueueSize),
+		busyReplies:  make(chan struct{}, maxBusyReplies),
+		botDMs:       map[string]string{},
+		stop:         make(chan struct{}),
+		ready:        make(chan struct{}),
 	}
 	if len(cfg.AllowedUsers) == 0 {
 		log.Warn("slack.allowlist.empty: no allowed users; every sender is refused")
@@ -157,10 +170,14 @@ func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workerDone := make(chan struct{})
+	workerDone, interactDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(workerDone)
 		a.work(runCtx)
+	}()
+	go func() {
+		defer close(interactDone)
+		a.interact(runCtx)
 	}()
 	smDone := make(chan error, 1)
 	go func() { smDone <- a.sm.RunContext(runCtx) }()
@@ -168,6 +185,8 @@ func (a *Adapter) Run(ctx context.Context, sink gateway.Sink) error {
 	cancel()
 	a.stopOnce.Do(func() { close(a.stop) })
 	<-workerDone
+	<-interactDone
+	a.backfills.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -229,7 +248,7 @@ func (a *Adapter) read(ctx context.Context, smDone <-chan error) error {
 			}
 			return fmt.Errorf("slack: socket mode: %v (check slack.app_token): %w", err, gateway.ErrConfig)
 		case ev := <-a.sm.Events:
-			if err := a.onEvent(ev); err != nil {
+			if err := a.onEvent(ctx, ev); err != nil {
 				return err
 			}
 		}
@@ -237,8 +256,9 @@ func (a *Adapter) read(ctx context.Context, smDone <-chan error) error {
 }
 
 // onEvent sorts one event of slack-go's: connection news is logged (or
-// fatal), envelopes go to the worker.
-func (a *Adapter) onEvent(ev socketmode.Event) error {
+// fatal), events envelopes go to the worker, presses and slash commands
+// are acked and go to theirs.
+func (a *Adapter) onEvent(ctx context.Context, ev socketmode.Event) error {
 	switch ev.Type {
 	case socketmode.EventTypeConnected:
 		a.log.Info("slack.connected")
@@ -251,9 +271,13 @@ func (a *Adapter) onEvent(ev socketmode.Event) error {
 		a.log.Warn("slack.socket_error", zap.Any("error", ev.Data))
 	case socketmode.EventTypeErrorBadMessage:
 		a.badMessage(ev.Data)
-	case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+	case socketmode.EventTypeEventsAPI:
 		if ev.Request != nil {
 			a.enqueue(job{req: ev.Request, kind: ev.Type, data: ev.Data})
+		}
+	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+		if ev.Request != nil {
+			a.onInteractive(ctx, ev)
 		}
 	default:
 		a.log.Debug("slack.socket_event", zap.String("type", string(ev.Type)))
@@ -319,34 +343,28 @@ func (a *Adapter) work(ctx context.Context) {
 func (a *Adapter) handle(ctx context.Context, j job) {
 	switch {
 	case j.connected:
-		a.backfill(ctx)
+		a.startBackfill(ctx)
+	case j.backfilled != nil:
+		a.deliverBackfilled(ctx, j.backfilled)
+	case j.backfillDone:
 		a.readyOnce.Do(func() { close(a.ready) })
 	case j.ackOnly != "":
 		a.ack(ctx, j.ackOnly, nil)
 	default:
-		ok, payload := a.dispatch(ctx, j)
-		if ok {
-			a.ack(ctx, j.req.EnvelopeID, payload)
+		if a.dispatch(ctx, j) {
+			a.ack(ctx, j.req.EnvelopeID, nil)
 		}
 	}
 }
 
-// dispatch handles one envelope; ok false leaves it unacked (we are
-// stopping and it was not committed: Slack redelivers it). payload is the
-// ack's payload (a slash command's answer), or nil.
-func (a *Adapter) dispatch(ctx context.Context, j job) (ok bool, payload any) {
-	switch j.kind {
-	case socketmode.EventTypeEventsAPI:
+// dispatch handles one events envelope; false leaves it unacked (we are
+// stopping and it was not committed: Slack redelivers it).
+func (a *Adapter) dispatch(ctx context.Context, j job) bool {
+	if j.kind == socketmode.EventTypeEventsAPI {
 		ev, _ := j.data.(slackEventsAPI)
-		return a.handleEventsAPI(ctx, ev, j.req.RetryAttempt), nil
-	case socketmode.EventTypeInteractive:
-		cb, _ := j.data.(slack.InteractionCallback)
-		return a.handleInteraction(ctx, cb), nil
-	case socketmode.EventTypeSlashCommand:
-		cmd, _ := j.data.(slack.SlashCommand)
-		return a.handleSlash(ctx, cmd)
+		return a.handleEventsAPI(ctx, ev, j.req.RetryAttempt)
 	}
-	return true, nil
+	return true
 }
 
 // ack acknowledges an envelope. An ack written while the socket is down

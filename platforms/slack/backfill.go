@@ -15,28 +15,62 @@ import (
 // historyPage is the page size asked of conversations.replies/history.
 const historyPage = 200
 
-// backfill runs on every connection: for each indexed lane it reads the
-// messages after the last one handled (conversations.replies for a
-// thread, conversations.history for a DM), bounded by count and age, and
-// handles them oldest first like live ones. Slack's redelivery covers
-// envelopes sent while we were connected but not acked; this covers the
-// ones it gave up on while we were away. The inbox drops what was
-// already committed.
+// maxBackfillLanes bounds the lanes one reconnect reads back (the most
+// recently seen first): each costs a rate-limited history call.
+const maxBackfillLanes = 100
+
+// startBackfill runs on every connection (on the worker): it reads back
+// what each indexed lane missed on a goroutine of its own, replacing one
+// still running from an earlier connection. The worker only delivers
+// what was read, a lane at a time, so live events run between lanes
+// instead of waiting for every history call.
+func (a *Adapter) startBackfill(ctx context.Context) {
+	if a.cancelBackfill != nil {
+		a.cancelBackfill()
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	a.cancelBackfill = cancel
+	a.backfills.Add(1)
+	go func() {
+		defer a.backfills.Done()
+		a.backfill(bctx)
+	}()
+}
+
+// backfill reads, for each indexed lane, the messages after the last one
+// handled (conversations.replies for a thread, conversations.history for
+// a DM), bounded by count and age, and queues them for the worker, which
+// handles them oldest first like live ones. Lanes whose cursor is older
+// than the age bound, and lanes past maxBackfillLanes, are not read.
+// Slack's redelivery covers envelopes sent while we were connected but
+// not acked; this covers the ones it gave up on while we were away. The
+// inbox drops what was already committed.
 func (a *Adapter) backfill(ctx context.Context) {
+	defer func() {
+		if ctx.Err() == nil { // a replaced backfill leaves Ready to its successor
+			a.toWorker(ctx, job{backfillDone: true})
+		}
+	}()
 	recs, err := a.lanes.refresh(ctx)
 	if err != nil {
 		a.log.Error("slack.backfill.index_failed", zap.Error(err))
 		return
 	}
 	floor := a.cfg.Now().Add(-a.cfg.Backfill.MaxAge).UnixMicro()
+	read := 0
 	for _, rec := range recs {
 		if ctx.Err() != nil {
 			return
 		}
-		if rec.LastMessageID == 0 {
-			continue // nothing handled there yet: nothing to read after
+		if rec.LastMessageID == 0 || rec.LastMessageID < floor {
+			continue // nothing handled there yet, or idle for longer than we read back
 		}
-		msgs, err := a.missed(ctx, rec.ChannelID, formatTS(max(rec.LastMessageID, floor)))
+		if read == maxBackfillLanes {
+			a.log.Warn("slack.backfill.lanes_capped", zap.Int("lanes", maxBackfillLanes))
+			return
+		}
+		read++
+		msgs, err := a.missed(ctx, rec.ChannelID, formatTS(rec.LastMessageID))
 		if err != nil {
 			a.log.Warn("slack.backfill.fetch_failed", zap.String("lane", rec.ChannelID), zap.Error(err))
 			if errors.Is(err, gateway.ErrPermanent) {
@@ -46,11 +80,26 @@ func (a *Adapter) backfill(ctx context.Context) {
 		}
 		if len(msgs) > 0 {
 			a.log.Info("slack.backfill", zap.String("lane", rec.ChannelID), zap.Int("messages", len(msgs)))
+			a.toWorker(ctx, job{backfilled: msgs})
 		}
-		for _, m := range msgs {
-			if !a.handleMessage(ctx, m, true) {
-				return // stopping: the rest waits for the next start
-			}
+	}
+}
+
+// toWorker queues j for the worker, waiting for room (unlike the reader,
+// backfill may wait) until ctx ends.
+func (a *Adapter) toWorker(ctx context.Context, j job) {
+	select {
+	case a.queue <- j:
+	case <-ctx.Done():
+	}
+}
+
+// deliverBackfilled handles one lane's missed messages, oldest first (on
+// the worker).
+func (a *Adapter) deliverBackfilled(ctx context.Context, msgs []inMsg) {
+	for _, m := range msgs {
+		if !a.handleMessage(ctx, m, true) {
+			return // stopping: the rest waits for the next start
 		}
 	}
 }

@@ -11,21 +11,20 @@ import (
 	"github.com/gatewayd/gatewayd/gateway"
 )
 
-// permanentCodes are Slack's error codes that retrying cannot fix.
-var permanentCodes = map[string]bool{
-	"channel_not_found": true, "not_in_channel": true, "is_archived": true, "msg_too_long": true,
-	"no_text": true, "invalid_blocks": true, "msg_blocks_too_long": true, "invalid_arguments": true,
-	"missing_scope": true, "restricted_action": true, "not_authed": true, "invalid_auth": true,
-	"token_revoked": true, "account_inactive": true, "thread_not_found": true, "message_not_found": true,
-	"cant_update_message": true, "cant_delete_message": true, "edit_window_closed": true,
-	"file_not_found": true, "user_not_found": true, "not_allowed_token_type": true, "invalid_metadata_format": true,
-	"invalid_metadata_schema": true, "metadata_too_large": true, "too_many_attachments": true,
+// transientCodes are Slack's ok:false error codes that a later try may
+// not get. Every other code is a refusal retrying cannot fix
+// (access_denied, channel_not_found, …): a code Slack adds later must not
+// make a retry loop forever.
+var transientCodes = map[string]bool{
+	"ratelimited": true, "internal_error": true, "service_unavailable": true, "request_timeout": true,
+	"fatal_error": true,
 }
 
 // mapError turns slack-go's errors into what the gateway branches on: a
 // 429 becomes *gateway.RetryAfterError (at least a second: slack-go reads
-// whole seconds, and 0 would spin); refusals that cannot heal and other
-// 4xx wrap gateway.ErrPermanent; 5xx and network errors stay transient.
+// whole seconds, and 0 would spin); an ok:false answer wraps
+// gateway.ErrPermanent unless its code is in transientCodes; other 4xx
+// are permanent too; 5xx and network errors stay transient.
 func mapError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -35,7 +34,7 @@ func mapError(op string, err error) error {
 		return &gateway.RetryAfterError{After: max(rl.RetryAfter, time.Second), Err: fmt.Errorf("slack: %s: %w", op, err)}
 	}
 	var se slack.SlackErrorResponse
-	if errors.As(err, &se) && permanentCodes[se.Err] {
+	if errors.As(err, &se) && !transientCodes[se.Err] {
 		return fmt.Errorf("slack: %s: %w: %w", op, err, gateway.ErrPermanent)
 	}
 	var sc slack.StatusCodeError

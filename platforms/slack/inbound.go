@@ -60,8 +60,7 @@ func (a *Adapter) handleEventsAPI(ctx context.Context, ev slackEventsAPI, retryA
 			zap.Int("retry_attempt", retryAttempt))
 	}
 	if me.SubType == "message_changed" {
-		a.handleEdit(ctx, me)
-		return true
+		return a.handleEdit(ctx, me)
 	}
 	return a.handleMessage(ctx, fromEvent(me), false)
 }
@@ -84,12 +83,15 @@ func (a *Adapter) handleMessage(ctx context.Context, m inMsg, backfilled bool) b
 		a.advance(ctx, key, m.ts) // the bot's own posts, other bots, joins…
 		return true
 	}
-	if !backfilled && a.lanes.handled(key, m.ts) {
+	id := messageID(m.channel, m.ts)
+	if !backfilled && a.lanes.deliveredByBackfill(id) {
 		return true // backfill delivered it moments ago
 	}
-	engaged := m.isDM() || a.lanes.engaged(key)
-	if !direct && !engaged {
-		a.deliverAmbient(ctx, m, addr, bot)
+	// A thread the bot was never addressed in is not its business. An
+	// engaged thread's every allowed message is delivered (Mentioned only
+	// when addressed): the gateway's room-talk rules decide what of it is
+	// context and what starts a turn, so the adapter has no ambient path.
+	if !direct && !m.isDM() && !a.lanes.engaged(key) {
 		a.advance(ctx, key, m.ts)
 		return true
 	}
@@ -108,6 +110,9 @@ func (a *Adapter) handleMessage(ctx context.Context, m inMsg, backfilled bool) b
 	if err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", in.MessageID), zap.String("session_key", addr.SessionKey()))
 		return a.skipUndelivered(key, err)
+	}
+	if backfilled {
+		a.lanes.backfilled(id)
 	}
 	a.advance(ctx, key, m.ts)
 	return true
@@ -188,48 +193,35 @@ func unescape(s string) string {
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 }
 
-// deliverAmbient hands the gateway what an allowed member said in a
-// thread that has a lane without addressing the bot: the room's talk,
-// kept as context (lanes.group_context) or dropped. A failure is logged,
-// not retried: it is context, and the lane's later messages must not wait.
-func (a *Adapter) deliverAmbient(ctx context.Context, m inMsg, addr gateway.Address, bot botIdentity) {
-	text := stripMention(m.text, bot.UserID)
-	if text == "" || !a.lanes.tracked(laneKey(addr)) || !a.allow.allows(addr, m.user) {
-		return
-	}
-	name, display := a.userNames(ctx, m.user)
-	in := gateway.Inbound{Address: addr, MessageID: messageID(m.channel, m.ts), SenderID: m.user, SenderName: name,
-		DisplayName: display, Text: unescape(text), ReceivedAt: a.cfg.Now(), Ambient: true}
-	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
-		a.log.Warn("slack.ambient_deliver_failed", zap.String("message_id", in.MessageID), zap.Error(err))
-	}
-}
-
 // handleEdit hands the gateway an edit of a message it may hold: one an
 // allowed member addressed to the bot (the gateway replaces it while it
-// waits, or steers it into its running turn).
-func (a *Adapter) handleEdit(ctx context.Context, me *slackevents.MessageEvent) {
+// waits, or steers it into its running turn). It returns false, leaving
+// the envelope unacked for Slack to redeliver, when the gateway did not
+// take the edit and may later.
+func (a *Adapter) handleEdit(ctx context.Context, me *slackevents.MessageEvent) bool {
 	if me.Message == nil || me.Message.BotID != "" || me.Message.User == "" {
-		return
+		return true
 	}
 	if me.PreviousMessage != nil && me.PreviousMessage.Text == me.Message.Text {
-		return // an unfurl or a file added, not new words
+		return true // an unfurl or a file added, not new words
 	}
 	m := inMsg{channel: me.Channel, channelType: me.ChannelType, user: me.Message.User, text: me.Message.Text,
 		ts: me.Message.Timestamp, threadTS: me.Message.ThreadTimestamp}
 	bot := a.identity()
 	addr, direct, ok := a.route(m, bot)
 	if !ok || m.user == bot.UserID || !(direct || m.isDM() || a.lanes.engaged(laneKey(addr))) {
-		return
+		return true
 	}
 	if !a.allow.allows(addr, m.user) {
-		return
+		return true
 	}
 	in := a.inbound(ctx, m, addr, bot)
 	in.Edited, in.Attachments = true, nil
 	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
 		a.log.Warn("slack.edit_deliver_failed", zap.String("message_id", in.MessageID), zap.Error(err))
+		return errors.Is(err, gateway.ErrPermanent)
 	}
+	return true
 }
 
 // retry runs fn until it succeeds, backing off from Config.RetryBackoff

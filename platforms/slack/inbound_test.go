@@ -109,6 +109,24 @@ func TestEditOfAddressedMessage(t *testing.T) {
 	}
 }
 
+// An edit the gateway failed to take is left unacked: Slack redelivers
+// it, and the retry reaches the gateway.
+func TestFailedEditRedelivered(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "fix it"})
+	ts := h.sink.next(t).MessageID[len(dm)+1:]
+	h.sink.mu.Lock()
+	h.sink.fails = 1
+	h.sink.mu.Unlock()
+	if err := fake.EditPost(dm, ts, "fix it properly"); err != nil {
+		t.Fatal(err)
+	}
+	if in := h.sink.next(t); !in.Edited || in.Text != "fix it properly" {
+		t.Fatalf("edit = %+v", in)
+	}
+}
+
 func TestFileReachesGateway(t *testing.T) {
 	fake := newFake(t)
 	h := start(t, fake, newMemCursor())

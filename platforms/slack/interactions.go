@@ -14,6 +14,7 @@ const (
 	buttonRefusal   = "You are not allowed to use this bot."
 	pressNotSaved   = "Your choice could not be recorded; please press again."
 	commandInThread = "Use `!%s` inside the conversation's thread (Slack allows no slash commands in threads)."
+	notBotDM        = "Use /codex in your DM with the bot or in a channel: the bot cannot answer in a conversation between people."
 	slashUsage      = "Usage: `/codex <prompt>` starts a thread; `/codex fork [title]` opens an empty one; in a thread, write `!command`."
 )
 
@@ -37,8 +38,9 @@ func (a *Adapter) handleInteraction(ctx context.Context, cb slack.InteractionCal
 	}
 	thread := addr.TopicID
 	if !a.allow.allows(addr, cb.User.ID) {
-		a.denials.log(a.log, cb.User.ID, addr.ChatID)
-		a.ephemeral(ctx, addr.ChatID, cb.User.ID, thread, buttonRefusal)
+		if a.denials.log(a.log, cb.User.ID, addr.ChatID) { // throttled, as the log is
+			a.ephemeral(ctx, addr.ChatID, cb.User.ID, thread, buttonRefusal)
+		}
 		return true
 	}
 	in := gateway.Inbound{Address: addr, MessageID: "act:" + cb.TriggerID, SenderID: cb.User.ID,
@@ -51,17 +53,17 @@ func (a *Adapter) handleInteraction(ctx context.Context, cb slack.InteractionCal
 	return true
 }
 
-// pressedLane is the lane of the message whose button was pressed: its
-// thread, else the DM; a top-level message in a channel (the root of a
-// /fork thread) is the root of its own thread.
+// pressedLane is the lane of the message whose button was pressed: a
+// DM's, even when the message got a thread (a DM is one lane, as inbound
+// routes it), else its thread; a top-level message in a channel (the
+// root of a /fork thread) is the root of its own thread.
 func pressedLane(cb slack.InteractionCallback) gateway.Address {
 	channel := firstNonEmpty(cb.Container.ChannelID, cb.Channel.ID)
-	thread := firstNonEmpty(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
-	switch {
-	case thread != "":
-		return threadAddress(channel, thread)
-	case strings.HasPrefix(channel, "D"):
+	if isDMChannel(channel) {
 		return dmAddress(channel)
+	}
+	if thread := firstNonEmpty(cb.Container.ThreadTs, cb.Message.ThreadTimestamp); thread != "" {
+		return threadAddress(channel, thread)
 	}
 	return threadAddress(channel, firstNonEmpty(cb.Container.MessageTs, cb.Message.Timestamp))
 }
@@ -86,38 +88,94 @@ func slashAnswer(text string) map[string]string {
 	return map[string]string{"response_type": "ephemeral", "text": text}
 }
 
-// handleSlash runs the manifest's /codex command. In a DM it acts on the
-// DM's lane ("/codex new" is /new there). In a channel no thread is
-// known: a prompt, or "fork [title]", opens a thread under a new
-// top-level message, and a lane command is pointed to its thread
-// spelling. The ack's payload answers the invoker.
-func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) (bool, any) {
+// slashAtOnce answers what /codex can answer without I/O (a refusal,
+// the usage, a lane command in a channel): the answer goes in the ack.
+// done false leaves the command to handleSlash, on the interaction worker.
+func (a *Adapter) slashAtOnce(cmd slack.SlashCommand) (answer string, done bool) {
+	text := strings.TrimSpace(cmd.Text)
+	word, _, _ := strings.Cut(text, " ")
+	word = strings.ToLower(word)
+	switch {
+	case !a.allow.allows(slashPlace(cmd), cmd.UserID):
+		a.denials.log(a.log, cmd.UserID, cmd.ChannelID)
+		return buttonRefusal, true
+	case text == "":
+		return slashUsage, true
+	case !isDMChannel(cmd.ChannelID) && word != "fork" && a.isCommand(word):
+		return strings.Replace(commandInThread, "%s", word, 1), true
+	}
+	return "", false
+}
+
+// slashPlace is the lane a slash command is checked against: the DM's,
+// or in a channel no thread yet (the place, for the allowlist).
+func slashPlace(cmd slack.SlashCommand) gateway.Address {
+	if isDMChannel(cmd.ChannelID) {
+		return dmAddress(cmd.ChannelID)
+	}
+	return threadAddress(cmd.ChannelID, "0.000000")
+}
+
+func isDMChannel(id string) bool { return strings.HasPrefix(id, "D") }
+
+// handleSlash runs the manifest's /codex command past slashAtOnce. In a
+// DM it acts on the DM's lane ("/codex new" is /new there). In a channel
+// no thread is known: a prompt, or "fork [title]", opens a thread under a
+// new top-level message. It returns the answer for the invoker.
+func (a *Adapter) handleSlash(ctx context.Context, cmd slack.SlashCommand) string {
 	text := strings.TrimSpace(cmd.Text)
 	word, rest, _ := strings.Cut(text, " ")
 	word = strings.ToLower(word)
 	isCommand := a.isCommand(word)
-	dm := strings.HasPrefix(cmd.ChannelID, "D")
-	addr := dmAddress(cmd.ChannelID)
-	if !dm {
-		addr = threadAddress(cmd.ChannelID, "0.000000") // the place, for the allowlist
-	}
 	switch {
-	case !a.allow.allows(addr, cmd.UserID):
-		a.denials.log(a.log, cmd.UserID, cmd.ChannelID)
-		return true, slashAnswer(buttonRefusal)
-	case text == "":
-		return true, slashAnswer(slashUsage)
-	case dm:
+	case isDMChannel(cmd.ChannelID):
+		if !a.isBotDM(ctx, cmd.ChannelID, cmd.UserID) {
+			return notBotDM
+		}
 		if isCommand {
 			text = "/" + text
 		}
-		return true, a.deliverSlash(ctx, cmd, addr, text, isCommand)
+		return a.deliverSlash(ctx, cmd, dmAddress(cmd.ChannelID), text, isCommand)
 	case word == "fork":
-		return true, a.slashThread(ctx, cmd, strings.TrimSpace(rest), "")
-	case isCommand:
-		return true, slashAnswer(strings.Replace(commandInThread, "%s", word, 1))
+		return a.slashThread(ctx, cmd, strings.TrimSpace(rest), "")
 	}
-	return true, a.slashThread(ctx, cmd, text, text)
+	return a.slashThread(ctx, cmd, text, text)
+}
+
+// maxBotDMs bounds the cache of DMs known to be the bot's.
+const maxBotDMs = 1000
+
+// isBotDM reports whether DM channel is the bot's DM with user: a slash
+// command also works in a DM between two people, where the bot can
+// neither read nor answer (conversations.info answers channel_not_found).
+// A DM found to be the bot's is remembered; a failed lookup says no.
+func (a *Adapter) isBotDM(ctx context.Context, channel, user string) bool {
+	a.botDMsMu.Lock()
+	known := a.botDMs[channel] == user
+	a.botDMsMu.Unlock()
+	if known {
+		return true
+	}
+	var info *slack.Channel
+	err := a.call(ctx, "conversations.info", func(ctx context.Context) error {
+		var err error
+		info, err = a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+		return err
+	})
+	if err != nil {
+		a.log.Info("slack.slash_not_bot_dm", zap.String("channel_id", channel), zap.Error(err))
+		return false
+	}
+	if !info.IsIM || info.User != user {
+		return false
+	}
+	a.botDMsMu.Lock()
+	if len(a.botDMs) >= maxBotDMs {
+		clear(a.botDMs)
+	}
+	a.botDMs[channel] = user
+	a.botDMsMu.Unlock()
+	return true
 }
 
 func (a *Adapter) isCommand(word string) bool {
@@ -131,35 +189,35 @@ func (a *Adapter) isCommand(word string) bool {
 
 // slashThread opens a thread in the command's channel under a message
 // naming the invoker, and delivers prompt there when there is one.
-func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title, prompt string) any {
+func (a *Adapter) slashThread(ctx context.Context, cmd slack.SlashCommand, title, prompt string) string {
 	head := "<@" + cmd.UserID + ">"
-	if title != "" {
-		head += ": " + title
+	if name := strings.Join(strings.Fields(title), " "); name != "" {
+		head += ": " + escapeMrkdwn(cutRunes(name, 200)) // the user's words must not ping
 	}
 	addr, err := a.openThread(ctx, cmd.ChannelID, head)
 	if err != nil {
 		a.log.Warn("slack.slash_thread_failed", zap.String("channel_id", cmd.ChannelID), zap.Error(err))
-		return slashAnswer("Could not open a thread here: " + err.Error())
+		return "Could not open a thread here: " + err.Error()
 	}
 	if prompt == "" {
-		return slashAnswer("Thread opened: write in it, no mention needed.")
+		return "Thread opened: write in it, no mention needed."
 	}
 	return a.deliverSlash(ctx, cmd, addr, prompt, false)
 }
 
 // deliverSlash delivers a slash command's text to addr; it answers the
 // invoker with what was run, or with why it was not.
-func (a *Adapter) deliverSlash(ctx context.Context, cmd slack.SlashCommand, addr gateway.Address, text string, isCommand bool) any {
+func (a *Adapter) deliverSlash(ctx context.Context, cmd slack.SlashCommand, addr gateway.Address, text string, isCommand bool) string {
 	name, display := a.userNames(ctx, cmd.UserID)
 	in := gateway.Inbound{Address: addr, MessageID: "cmd:" + cmd.TriggerID, SenderID: cmd.UserID, SenderName: name,
 		DisplayName: display, Text: text, Mentioned: true, ReceivedAt: a.cfg.Now()}
 	sink := a.currentSink()
 	if err := a.retry(ctx, "deliver slash", func() error { _, err := sink.Deliver(ctx, in); return err }); err != nil {
 		a.deliverFailed(ctx, err, zap.String("message_id", in.MessageID))
-		return slashAnswer("Your command could not be recorded; please try again.")
+		return "Your command could not be recorded; please try again."
 	}
 	if isCommand {
-		return slashAnswer("`" + text + "`")
+		return "`" + text + "`"
 	}
-	return slashAnswer("Sent to Codex.")
+	return "Sent to Codex."
 }

@@ -20,8 +20,12 @@ import (
 // microseconds (tsMicros), which a reconnect backfills after.
 
 const (
-	maxIndexLanes = 500       // older lanes are not backfilled
-	reseenAfter   = time.Hour // how stale a lane's seen time gets before it is written again
+	maxIndexLanes = 500 // older lanes are not backfilled
+	// maxBackfilledIDs bounds the ids of messages backfill delivered that
+	// are remembered to skip their live events: more than one reconnect's
+	// backfill reads (maxBackfillLanes lanes of a few hundred messages).
+	maxBackfilledIDs = 8192
+	reseenAfter      = time.Hour // how stale a lane's seen time gets before it is written again
 )
 
 // laneKey is a lane's row in the index.
@@ -77,13 +81,16 @@ type laneIndex struct {
 	log   *zap.Logger
 	mu    sync.Mutex
 	lanes map[string]laneRecord
-	last  map[string]int64 // last ts handled per lane, this process
+	last  map[string]int64 // cursor last written per tracked lane, this process
 	held  map[string]bool  // lanes whose cursor must not move any more, this process
+
+	fromBackfill  map[string]struct{} // ids of messages backfill delivered, this process
+	backfillOrder []string            // fromBackfill's ids, oldest first
 }
 
 func newLaneIndex(store CursorStore, log *zap.Logger) *laneIndex {
 	return &laneIndex{store: store, log: log, lanes: map[string]laneRecord{}, last: map[string]int64{},
-		held: map[string]bool{}}
+		held: map[string]bool{}, fromBackfill: map[string]struct{}{}}
 }
 
 // refresh reads the index from the store into the cache and returns it,
@@ -111,13 +118,6 @@ func (l *laneIndex) engaged(key string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lanes[key].engaged
-}
-
-func (l *laneIndex) tracked(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.lanes[key]
-	return ok
 }
 
 // ingesting tracks the lane of message ts before the message is
@@ -154,6 +154,7 @@ func (l *laneIndex) trackAfter(ctx context.Context, key string, engaged bool, af
 func (l *laneIndex) forget(ctx context.Context, key string) error {
 	l.mu.Lock()
 	delete(l.lanes, key)
+	delete(l.last, key)
 	l.mu.Unlock()
 	if l.store == nil {
 		return nil
@@ -164,16 +165,33 @@ func (l *laneIndex) forget(ctx context.Context, key string) error {
 	return nil
 }
 
-// handled reports whether ts was handled in this lane by this process (a
-// live event for a message backfill delivered moments earlier).
-func (l *laneIndex) handled(key, ts string) bool {
-	n, err := tsMicros(ts)
-	if err != nil {
-		return false
-	}
+// backfilled records that backfill delivered message id, so that its
+// live event, arriving moments later, is acked without a second delivery.
+// The set is exact and bounded: an id pushed out is at worst delivered
+// twice, which the inbox drops.
+func (l *laneIndex) backfilled(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return n <= l.last[key]
+	if _, ok := l.fromBackfill[id]; ok {
+		return
+	}
+	if len(l.backfillOrder) >= maxBackfilledIDs {
+		delete(l.fromBackfill, l.backfillOrder[0])
+		l.backfillOrder = l.backfillOrder[1:]
+	}
+	l.fromBackfill[id] = struct{}{}
+	l.backfillOrder = append(l.backfillOrder, id)
+}
+
+// deliveredByBackfill reports whether backfill delivered message id in
+// this process. Only that: a lane's cursor says where backfill starts,
+// not which messages were delivered, so an envelope Slack redelivers or
+// sends out of order is delivered even when a later one came first.
+func (l *laneIndex) deliveredByBackfill(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.fromBackfill[id]
+	return ok
 }
 
 // hold freezes the lane's cursor for the rest of this process: a message
@@ -184,22 +202,23 @@ func (l *laneIndex) hold(key string) {
 	l.mu.Unlock()
 }
 
-// advance records ts as the last message handled in the lane; persisted
-// only for tracked lanes, and the store keeps the larger cursor.
+// advance moves a tracked lane's cursor (where the next backfill starts)
+// to ts; untracked lanes have no cursor and are not remembered. The store
+// keeps the larger cursor; last only saves writes that would not move it.
 func (l *laneIndex) advance(ctx context.Context, key, ts string) error {
 	n, err := tsMicros(ts)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
-	if l.held[key] || n <= l.last[key] {
+	_, tracked := l.lanes[key]
+	if !tracked || l.held[key] || n <= l.last[key] {
 		l.mu.Unlock()
 		return nil
 	}
 	l.last[key] = n
-	_, tracked := l.lanes[key]
 	l.mu.Unlock()
-	if !tracked || l.store == nil {
+	if l.store == nil {
 		return nil
 	}
 	if err := l.store.AdvanceChannel(ctx, PlatformName, key, n); err != nil {

@@ -79,15 +79,37 @@ func newDenialLog(now func() time.Time) *denialLog {
 	return &denialLog{now: now, last: map[string]time.Time{}}
 }
 
-func (d *denialLog) log(log *zap.Logger, userID, channelID string) {
+// maxDenials bounds the refused senders remembered; past it the expired
+// ones are forgotten, and all of them if none has expired.
+const maxDenials = 1000
+
+// log logs the refusal of userID unless it was logged within
+// denialRepeat; it reports whether it did, so a refusal is answered
+// (an ephemeral) no more often than it is logged.
+func (d *denialLog) log(log *zap.Logger, userID, channelID string) bool {
 	d.mu.Lock()
 	now := d.now()
 	if t, ok := d.last[userID]; ok && now.Sub(t) < denialRepeat {
 		d.mu.Unlock()
-		return
+		return false
+	}
+	if len(d.last) >= maxDenials {
+		d.forgetExpiredLocked(now)
 	}
 	d.last[userID] = now
 	d.mu.Unlock()
 	log.Warn("slack.sender_not_allowed: add the id to slack.allowed_users to let them in",
 		zap.String("user_id", userID), zap.String("channel_id", channelID))
+	return true
+}
+
+func (d *denialLog) forgetExpiredLocked(now time.Time) {
+	for id, t := range d.last {
+		if now.Sub(t) >= denialRepeat {
+			delete(d.last, id)
+		}
+	}
+	if len(d.last) >= maxDenials {
+		clear(d.last)
+	}
 }

@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +131,30 @@ func TestLostAnswerPostsOnce(t *testing.T) {
 	}
 }
 
+// A post whose answer was lost is found again in a thread longer than a
+// page of history: the lookup starts at the message answered and reads
+// page after page.
+func TestLostPostFoundInLongThread(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	root := threadWithBot(t, h)
+	for i := range 250 {
+		fake.Post(slacktest.Post{Channel: channel, User: stranger, Text: fmt.Sprint("chatter ", i), ThreadTS: root})
+	}
+	out := gateway.Outbound{ID: 9, Address: lane(root), Kind: gateway.OutReply, Text: "the answer",
+		InReplyTo: channel + ":" + root}
+	fake.LoseAnswer("chat.postMessage", 1)
+	if _, err := h.a.Send(t.Context(), out); err == nil {
+		t.Fatal("the lost answer is not an error")
+	}
+	if _, err := h.a.Send(t.Context(), out); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Sent(channel)); n != 1 {
+		t.Fatalf("%d answers posted, want 1", n)
+	}
+}
+
 func TestPreviewEditedIntoReply(t *testing.T) {
 	fake := newFake(t)
 	h := start(t, fake, newMemCursor())
@@ -193,6 +218,19 @@ func TestButtonsPressedByAllowedAndStranger(t *testing.T) {
 	if _, err := fake.PressButton(channel, id, "deny:1", stranger); err != nil {
 		t.Fatal(err)
 	}
+	// Acked at once: the refusal comes after the ack. A second refused
+	// press is not answered again (nor logged); the allowed press after
+	// it, handled in order, shows it was handled.
+	fake.WaitFor(waitFor, func() bool { return len(fake.Ephemerals()) == 1 })
+	if _, err := fake.PressButton(channel, id, "deny:1", stranger); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.PressButton(channel, id, "deny:1", allowed); err != nil {
+		t.Fatal(err)
+	}
+	if in := h.sink.next(t); in.Callback != "deny:1" || in.SenderID != allowed {
+		t.Fatalf("press = %+v", in)
+	}
 	h.sink.none(t, fake)
 	eph := fake.Ephemerals()
 	if len(eph) != 1 || eph[0].User != stranger || eph[0].ThreadTS != root {
@@ -232,16 +270,16 @@ func TestManyOptionsBecomeASelect(t *testing.T) {
 func TestSlashCommands(t *testing.T) {
 	fake := newFake(t)
 	h := start(t, fake, newMemCursor())
-	envID, _ := fake.SlashCommand(dm, allowed, "/codex", "new")
+	envID, trigger := fake.SlashCommand(dm, allowed, "/codex", "new")
 	in := h.sink.next(t)
 	if in.Text != "/new" || in.Address.Kind != gateway.LaneDM || in.Address.ChatID != dm {
 		t.Fatalf("dm command = %+v", in)
 	}
-	if !ackPayloadSays(t, fake, envID, "/new") {
+	if !answerSays(t, fake, envID, trigger, "/new") {
 		t.Fatal("no answer in the ack")
 	}
-	envID, _ = fake.SlashCommand(channel, allowed, "/codex", "status")
-	if !ackPayloadSays(t, fake, envID, "!status") {
+	envID, trigger = fake.SlashCommand(channel, allowed, "/codex", "status")
+	if !answerSays(t, fake, envID, trigger, "!status") {
 		t.Fatal("a lane command in a channel is not pointed to its thread spelling")
 	}
 	fake.SlashCommand(channel, allowed, "/codex", "explain the outbox")
@@ -256,17 +294,66 @@ func TestSlashCommands(t *testing.T) {
 	if in := h.sink.next(t); in.Text != "more" || in.Address != lane(top[0].TS) {
 		t.Fatalf("in the opened thread: %+v", in)
 	}
-	envID, _ = fake.SlashCommand(channel, stranger, "/codex", "hi")
-	if !ackPayloadSays(t, fake, envID, "not allowed") {
+	envID, trigger = fake.SlashCommand(channel, allowed2, "/codex", "fork side quest")
+	if !answerSays(t, fake, envID, trigger, "Thread opened") {
+		t.Fatal("/codex fork did not open a thread")
+	}
+	forked := fake.Sent(channel)[len(fake.Sent(channel))-1]
+	if forked.ThreadTS != "" || !strings.Contains(forked.Text, "side quest") || !strings.Contains(forked.Text, "<@"+allowed2+">") {
+		t.Fatalf("fork head = %+v", forked)
+	}
+	fake.Post(slacktest.Post{Channel: channel, User: allowed2, Text: "in the side quest", ThreadTS: forked.TS})
+	if in := h.sink.next(t); in.Address != lane(forked.TS) {
+		t.Fatalf("in the forked thread: %+v", in)
+	}
+	fake.SlashCommand(channel, allowed, "/codex", "fork <!channel>   "+strings.Repeat("x", 300))
+	if !fake.WaitFor(waitFor, func() bool { return len(fake.Sent(channel)) == 3 }) {
+		t.Fatal("second fork did not open a thread")
+	}
+	head := fake.Sent(channel)[2].Text
+	if strings.Contains(head, "<!channel>") || !strings.Contains(head, "&lt;!channel&gt; xx") || len([]rune(head)) > 220 {
+		t.Fatalf("fork head not escaped and cut: %q", head)
+	}
+	envID, trigger = fake.SlashCommand(channel, stranger, "/codex", "hi")
+	if !answerSays(t, fake, envID, trigger, "not allowed") {
 		t.Fatal("stranger not refused")
 	}
 }
 
-func ackPayloadSays(t *testing.T, fake *slacktest.Server, envID, want string) bool {
+// /codex in a DM between two people is refused: the bot could not answer
+// there.
+func TestSlashInPeerDMRefused(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	const peer = "D9"
+	fake.PeerDM(peer)
+	envID, trigger := fake.SlashCommand(peer, allowed, "/codex", "explain the outbox")
+	if !answerSays(t, fake, envID, trigger, "DM with the bot") {
+		t.Fatalf("not refused: responses %+v", fake.Responses())
+	}
+	h.sink.none(t, fake)
+	// The bot's own DM still works.
+	envID, trigger = fake.SlashCommand(dm, allowed, "/codex", "hello")
+	if in := h.sink.next(t); in.Text != "hello" || in.Address.ChatID != dm {
+		t.Fatalf("bot DM = %+v", in)
+	}
+	if !answerSays(t, fake, envID, trigger, "Sent to Codex") {
+		t.Fatal("no answer in the bot's DM")
+	}
+}
+
+// answerSays waits for a slash command's answer: in its ack, or posted to
+// its response_url.
+func answerSays(t *testing.T, fake *slacktest.Server, envID, trigger, want string) bool {
 	t.Helper()
 	return fake.WaitFor(waitFor, func() bool {
 		for _, a := range fake.Acks() {
 			if a.EnvelopeID == envID && strings.Contains(string(a.Payload), want) {
+				return true
+			}
+		}
+		for _, r := range fake.Responses() {
+			if r.TriggerID == trigger && r.ResponseType == "ephemeral" && strings.Contains(r.Text, want) {
 				return true
 			}
 		}

@@ -35,6 +35,23 @@ func TestRedeliveredEventDeliveredOnceAndAcked(t *testing.T) {
 	}
 }
 
+// An envelope Slack sends again after a later message of its lane was
+// delivered (lost the first time, or out of order) still reaches the
+// gateway: the lane's cursor only says where backfill starts.
+func TestRedeliveryAfterLaterMessageReachesGateway(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	ts, eventID := fake.PostEvent(slacktest.Post{Channel: dm, User: allowed, Text: "earlier"})
+	h.sink.next(t)
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "later"})
+	h.sink.next(t)
+	fake.Redeliver(eventID)
+	if again := h.sink.next(t); again.MessageID != dm+":"+ts {
+		t.Fatalf("redelivery gave %+v", again)
+	}
+	h.sink.none(t, fake)
+}
+
 func TestAckWaitsForCommit(t *testing.T) {
 	fake := newFake(t)
 	h := start(t, fake, newMemCursor())
@@ -265,5 +282,147 @@ func TestInboundSurvives429s(t *testing.T) {
 	h2 := start(t, fake, h.cursor)
 	if in := h2.sink.next(t); in.Text != "while away" || fake.RateLimited("conversations.replies") != 1 {
 		t.Fatalf("in = %+v, 429s %d", in, fake.RateLimited("conversations.replies"))
+	}
+}
+
+// Presses and slash commands are acked at once, even while the message
+// worker is held by a message waiting for its commit: Slack wants their
+// ack within 3 s and never sends them again.
+func TestPressAndSlashAckedWhileMessageWorkerBlocked(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	root := threadWithBot(t, h)
+	buttons := []gateway.Button{{ID: "approve:1", Label: "Approve"}}
+	id, err := h.a.SendButtons(t.Context(), gateway.Outbound{ID: 2, Address: lane(root), Kind: gateway.OutNotice, Text: "Run?"}, buttons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	h.sink.mu.Lock()
+	h.sink.hold = hold
+	h.sink.mu.Unlock()
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "slow commit"})
+	if !fake.WaitFor(waitFor, func() bool { return fake.Unacked() == 1 }) {
+		t.Fatal("message not sent")
+	}
+	acks := knownAcks(fake)
+	if _, err := fake.PressButton(channel, id, "approve:1", allowed); err != nil {
+		t.Fatal(err)
+	}
+	fake.SlashCommand(channel, allowed, "/codex", "fork later")
+	if !fake.WaitFor(waitFor, func() bool { return knownAcks(fake) == acks+2 }) {
+		t.Fatalf("press and command not acked while the worker is held: %d acks", knownAcks(fake)-acks)
+	}
+	if fake.Unacked() != 1 {
+		t.Fatalf("unacked %d, want the held message only", fake.Unacked())
+	}
+	close(hold)
+	got := map[string]bool{}
+	for range 2 {
+		in := h.sink.next(t)
+		got[in.Callback+in.Text] = true
+	}
+	if !got["approve:1"] || !got["slow commit"] {
+		t.Fatalf("deliveries %v", got)
+	}
+}
+
+// A live message is delivered while backfill still waits for a lane's
+// history: the worker delivers what backfill read, a lane at a time, and
+// never waits for Slack's history calls itself.
+func TestLiveEventNotBehindBackfill(t *testing.T) {
+	fake := newFake(t)
+	cursor := newMemCursor()
+	h := start(t, fake, cursor)
+	const dm2, dm3 = "D2", "D3"
+	for _, ch := range []string{dm, dm2} {
+		fake.Post(slacktest.Post{Channel: ch, User: allowed, Text: "start " + ch})
+		h.sink.next(t)
+	}
+	h.stop()
+	if !fake.WaitFor(waitFor, func() bool { return !fake.Connected() }) {
+		t.Fatal("socket still open")
+	}
+	fake.DropWhileDisconnected(true)
+	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "missed " + dm})
+	fake.Post(slacktest.Post{Channel: dm2, User: allowed, Text: "missed " + dm2})
+	fake.DropWhileDisconnected(false)
+	held := []*slacktest.Held{
+		fake.HoldMatching("conversations.history", "channel="+dm),
+		fake.HoldMatching("conversations.history", "channel="+dm2),
+	}
+	a, err := slack.New(config(fake, cursor, t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newRecSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, sink) }()
+	defer func() {
+		for _, hd := range held {
+			hd.Release()
+		}
+		cancel()
+		<-done
+	}()
+	select {
+	case <-held[0].Arrived():
+	case <-held[1].Arrived():
+	case <-time.After(waitFor):
+		t.Fatal("backfill did not read history")
+	}
+	fake.Post(slacktest.Post{Channel: dm3, User: allowed, Text: "live"})
+	if in := sink.next(t); in.Text != "live" {
+		t.Fatalf("first delivery %+v, want the live message", in)
+	}
+	for _, hd := range held {
+		hd.Release()
+	}
+	select {
+	case <-a.Ready():
+	case <-time.After(waitFor):
+		t.Fatal("not ready after the backfill")
+	}
+	got := map[string]bool{}
+	for _, in := range sink.deliveries() {
+		got[in.Text] = true
+	}
+	if !got["missed "+dm] || !got["missed "+dm2] {
+		t.Fatalf("backfill delivered %v", got)
+	}
+}
+
+// Presses past a full interaction queue are answered "busy", not dropped
+// in silence: Slack never sends them again.
+func TestPressPastFullQueueAnsweredBusy(t *testing.T) {
+	fake := newFake(t)
+	h := start(t, fake, newMemCursor())
+	root := threadWithBot(t, h)
+	buttons := []gateway.Button{{ID: "approve:1", Label: "Approve"}}
+	id, err := h.a.SendButtons(t.Context(), gateway.Outbound{ID: 2, Address: lane(root), Kind: gateway.OutNotice, Text: "Run?"}, buttons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	h.sink.mu.Lock()
+	h.sink.hold = hold // the first press holds the interaction worker
+	h.sink.mu.Unlock()
+	defer close(hold)
+	busy := func() bool {
+		for _, e := range fake.Ephemerals() {
+			if strings.Contains(e.Text, "busy") && e.User == allowed {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < 200 && !busy(); i++ {
+		if _, err := fake.PressButton(channel, id, "approve:1", allowed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !fake.WaitFor(waitFor, busy) {
+		t.Fatalf("no busy answer: %+v", fake.Ephemerals())
 	}
 }

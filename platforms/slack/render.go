@@ -154,11 +154,32 @@ func inlineText(s string) string {
 	return strings.ReplaceAll(s, bold, "*")
 }
 
-// slackLink is <url|text>, or <url> when the text would break it.
+// slackLink is <url|text>, or <url> when the text would break it. Only
+// web and mail URLs become links: Slack reads <!channel>, <@U…> and
+// <#C…> as pings and mentions, so a link to anything else
+// ([x](!channel), [b](@U0ADMIN)) stays the escaped literal text.
 func slackLink(m []string) string {
 	text, url := m[1], m[2]
+	if !linkable(url) {
+		return m[0]
+	}
 	if text == "" || strings.ContainsAny(text, "|") || strings.Contains(text, "&gt;") {
 		return "<" + url + ">"
 	}
 	return "<" + url + "|" + text + ">"
+}
+
+// linkable reports whether url (already escaped) may go in <url>: its
+// scheme is http, https or mailto, and it holds no "|" that would end the
+// URL early.
+func linkable(url string) bool {
+	scheme, _, ok := strings.Cut(url, ":")
+	if !ok || strings.Contains(url, "|") {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "http", "https", "mailto":
+		return true
+	}
+	return false
 }

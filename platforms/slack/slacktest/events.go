@@ -37,6 +37,7 @@ func (s *Server) PostEvent(p Post) (ts, eventID string) {
 		}
 	}
 	s.mu.Lock()
+	s.noteDMLocked(p.Channel, p.User)
 	m := &Message{Channel: p.Channel, TS: s.nextTSLocked(), ThreadTS: p.ThreadTS, User: p.User, Text: p.Text,
 		Files: p.Files}
 	s.msgs[p.Channel] = append(s.msgs[p.Channel], m)
@@ -148,13 +149,15 @@ func (s *Server) PressButton(channel, msgTS, value, user string) (triggerID stri
 }
 
 // SlashCommand runs command (e.g. "/codex") with text in channel as user;
-// the ack's payload is the answer the user sees (Acks).
+// the user sees the ack's payload (Acks) or what is posted to the
+// command's response_url (Responses, by trigger id).
 func (s *Server) SlashCommand(channel, user, command, text string) (envelopeID, triggerID string) {
 	s.mu.Lock()
+	s.noteDMLocked(channel, user)
 	triggerID = s.nextIDLocked("tr")
 	payload, _ := json.Marshal(reply{"token": "v", "team_id": TeamID, "channel_id": channel,
 		"channel_name": strings.ToLower(channel), "user_id": user, "user_name": user, "command": command,
-		"text": text, "response_url": s.srv.URL + "/response", "trigger_id": triggerID, "api_app_id": AppID})
+		"text": text, "response_url": s.srv.URL + "/response/" + triggerID, "trigger_id": triggerID, "api_app_id": AppID})
 	env := &envelope{id: s.nextEnvelopeLocked(), kind: "slash_commands", payload: payload}
 	s.mu.Unlock()
 	s.send(env)

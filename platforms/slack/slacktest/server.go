@@ -52,6 +52,11 @@ type Ephemeral struct {
 	Channel, User, Text, ThreadTS string
 }
 
+// Response is one answer posted to a slash command's response_url.
+type Response struct {
+	TriggerID, ResponseType, Text string
+}
+
 // Status is one assistant.threads.setStatus.
 type Status struct {
 	Channel, ThreadTS, Status string
@@ -75,10 +80,13 @@ type Server struct {
 	tsSeq   int64         // microseconds of the last ts handed out
 	idSeq   int
 	msgs    map[string][]*Message // by channel, in ts order
+	dmUsers map[string]string     // the person of each of the bot's DMs, by channel
+	peerDMs map[string]bool       // DMs between two people, which the bot cannot see
 	users   map[string]User
 	updates []Update
 	deleted []string // "<channel>:<ts>"
 	ephems  []Ephemeral
+	resps   []Response
 	stats   []Status
 	calls   map[string]int
 	echo    bool
@@ -113,6 +121,8 @@ func New(opts Options) *Server {
 		changed: make(chan struct{}),
 		tsSeq:   time.Now().UnixMicro(),
 		msgs:    map[string][]*Message{},
+		dmUsers: map[string]string{},
+		peerDMs: map[string]bool{},
 		users:   map[string]User{},
 		calls:   map[string]int{},
 		files:   map[string]*storedFile{},
@@ -124,6 +134,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/ws", s.handleSocket)
 	mux.HandleFunc("/upload/", s.handleUpload)
 	mux.HandleFunc("/files/", s.handleDownload)
+	mux.HandleFunc("/response/", s.handleResponse)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
@@ -289,6 +300,49 @@ func (s *Server) Ephemerals() []Ephemeral {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Ephemeral(nil), s.ephems...)
+}
+
+// Responses is every answer posted to a response_url, in order.
+func (s *Server) Responses() []Response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Response(nil), s.resps...)
+}
+
+// handleResponse takes an answer to a slash command, as Slack's
+// response_url does (JSON with response_type and text).
+func (s *Server) handleResponse(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ResponseType string `json:"response_type"`
+		Text         string `json:"text"`
+	}
+	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&body) != nil {
+		http.Error(w, "bad response", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.resps = append(s.resps, Response{TriggerID: strings.TrimPrefix(r.URL.Path, "/response/"),
+		ResponseType: body.ResponseType, Text: body.Text})
+	s.notifyLocked()
+	s.mu.Unlock()
+	_, _ = w.Write([]byte("ok"))
+}
+
+// PeerDM makes channel a DM between two people, not with the bot: a slash
+// command works there, but the bot cannot read or post in it
+// (conversations.info answers channel_not_found).
+func (s *Server) PeerDM(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peerDMs[channel] = true
+}
+
+// noteDMLocked records user as the person of the bot's DM channel (the
+// first to use it).
+func (s *Server) noteDMLocked(channel, user string) {
+	if strings.HasPrefix(channel, "D") && !s.peerDMs[channel] && s.dmUsers[channel] == "" {
+		s.dmUsers[channel] = user
+	}
 }
 
 // Statuses is every assistant.threads.setStatus, in order.

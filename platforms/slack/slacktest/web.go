@@ -85,6 +85,9 @@ func (s *Server) postMessage(r *http.Request) reply {
 	if code := checkPost(ch, text, blocks, 40000); code != "" {
 		return fail(code)
 	}
+	if s.peerDMs[ch] {
+		return fail("channel_not_found")
+	}
 	thread := r.Form.Get("thread_ts")
 	if thread != "" && s.findLocked(ch, thread) == nil {
 		return fail("thread_not_found")
@@ -264,8 +267,15 @@ func messageJSON(m *Message, withMeta bool) reply {
 
 func (s *Server) conversationInfo(r *http.Request) reply {
 	ch := r.Form.Get("channel")
-	return reply{"channel": reply{"id": ch, "name": strings.ToLower(ch), "is_channel": !strings.HasPrefix(ch, "D"),
-		"is_im": strings.HasPrefix(ch, "D"), "is_member": true}}
+	if s.peerDMs[ch] {
+		return fail("channel_not_found")
+	}
+	info := reply{"id": ch, "name": strings.ToLower(ch), "is_channel": !strings.HasPrefix(ch, "D"),
+		"is_im": strings.HasPrefix(ch, "D"), "is_member": true}
+	if u := s.dmUsers[ch]; u != "" {
+		info["user"] = u
+	}
+	return reply{"channel": info}
 }
 
 func (s *Server) userInfo(r *http.Request) reply {
