@@ -30,8 +30,8 @@ type Adapter struct {
 	me           id.UserID
 	users        map[string]bool // allowed senders
 	roomsAllowed map[string]bool // allowed rooms; empty = any
-	cooling      time.Time // until when the homeserver asked us to wait
-	legacyMedia  bool // the homeserver serves only the unauthenticated download path
+	cooling      time.Time       // until when the homeserver asked us to wait
+	legacyMedia  bool            // the homeserver serves only the unauthenticated download path
 
 	commands  map[string]bool
 	rooms     roomCache
