@@ -79,6 +79,9 @@ func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, e
 	if out.File == nil {
 		return "", fmt.Errorf("matrix: send file: no file: %w", gateway.ErrPermanent)
 	}
+	if d, cooling := a.cooldown(); cooling { // the post would wait anyway: do not upload twice
+		return "", &gateway.RetryAfterError{After: d, Err: fmt.Errorf("matrix: send file: rate limited")}
+	}
 	f, err := out.File.Open()
 	if err != nil {
 		return "", fmt.Errorf("matrix: send file: %v: %w", err, gateway.ErrPermanent)

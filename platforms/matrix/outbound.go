@@ -79,11 +79,12 @@ func textContent(chunk, fence string, notice bool, ping string) *event.MessageEv
 	c.Mentions = &event.Mentions{}
 	if ping != "" {
 		c.Mentions.Add(id.UserID(ping))
-		pill := fmt.Sprintf(`<a href="https://matrix.to/#/%s">%s</a>: `, ping, ping)
+		name := localpart(id.UserID(ping))
+		pill := fmt.Sprintf(`<a href="https://matrix.to/#/%s">%s</a>: `, html.EscapeString(ping), html.EscapeString(name))
 		if c.Format == "" {
 			c.Format, c.FormattedBody = event.FormatHTML, html.EscapeString(chunk)
 		}
-		c.Body = ping + ": " + chunk
+		c.Body = name + ": " + chunk
 		c.FormattedBody = pill + c.FormattedBody
 	}
 	return &c

@@ -134,13 +134,13 @@ func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, message
 	return nil
 }
 
-// offersChoices: a message in lane addr waits for a choice, so a bare
-// number said there answers it.
+// offersChoices: a message in lane addr offers numbered options (a
+// question), so a bare number said there answers it.
 func (a *Adapter) offersChoices(addr gateway.Address) bool {
 	a.choices.mu.Lock()
 	defer a.choices.mu.Unlock()
 	for _, cs := range a.choices.m {
-		if cs.addr == addr && len(cs.keys) > 0 {
+		if cs.addr == addr && cs.keys[normKey(numberKeys[0])] != "" {
 			return true
 		}
 	}
