@@ -217,13 +217,23 @@ type choiceMessage struct {
 	Choices map[string]string `json:"io.gatewayd.choices,omitempty"`
 }
 
+// post sends one event. A send is not started once ctx has ended, but one
+// already on the wire is given sendGrace to finish: abandoning it would
+// leave an event the homeserver may have stored without its id, so a
+// streamed preview (sent with no outbox row) could not be edited into the
+// final reply and the user would see both.
 func (a *Adapter) post(ctx context.Context, room id.RoomID, typ event.Type, content any, txn string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if d, cooling := a.cooldown(); cooling {
 		return "", &gateway.RetryAfterError{After: d, Err: errors.New("matrix: send: rate limited")}
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	sctx, done := inFlight(ctx)
+	defer done()
+	sctx, cancel := context.WithTimeout(sctx, requestTimeout)
 	defer cancel()
-	resp, err := a.cli.SendMessageEvent(ctx, room, typ, content, mautrix.ReqSendEvent{TransactionID: txn})
+	resp, err := a.cli.SendMessageEvent(sctx, room, typ, content, mautrix.ReqSendEvent{TransactionID: txn})
 	if err != nil {
 		a.noteRateLimit(err)
 		return "", mapError("send", err)
@@ -357,4 +367,18 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return s[:cutPoint(s, n)] + "…"
+}
+
+// sendGrace is how long a send already on the wire may outlive its
+// caller's context (as on Telegram and Discord).
+const sendGrace = 5 * time.Second
+
+// inFlight gives one send a context that ends sendGrace after ctx does.
+func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
+	return c, func() {
+		stop()
+		cancel()
+	}
 }
