@@ -40,7 +40,14 @@ func (a *Adapter) tellEncrypted(ctx context.Context, room id.RoomID) error {
 		Mentions: &event.Mentions{}}
 	sum := sha256.Sum256([]byte(room))
 	if _, err := a.post(ctx, room, event.EventMessage, c, "gwd-e2ee-"+hex.EncodeToString(sum[:12])); err != nil {
-		return err
+		if !isPermanent(err) {
+			return err
+		}
+		// A room that refuses the notice (muted: 403) must not hold up
+		// the sync of every other room; it is not asked again this run.
+		a.log.Warn("matrix: could not tell an encrypted room; notice skipped", zap.String("room", string(room)), zap.Error(err))
+		a.rooms.with(room, func(r *roomInfo) { r.told = true })
+		return nil
 	}
 	if err := a.cfg.Cursor.SetCursor(ctx, name, "1"); err != nil {
 		return err

@@ -155,7 +155,14 @@ func (a *Adapter) checkEncrypted(ctx context.Context, room id.RoomID) error {
 	case errors.Is(err, mautrix.MNotFound):
 		a.rooms.with(room, func(r *roomInfo) { r.checked = true })
 	default:
-		return mapError("room state", err)
+		err = mapError("room state", err)
+		if !isPermanent(err) {
+			return err
+		}
+		// An answer no retry changes must not hold up every other room:
+		// the room counts as unencrypted until its state says otherwise.
+		a.log.Warn("matrix: could not read a room's encryption state", zap.String("room", string(room)), zap.Error(err))
+		a.rooms.with(room, func(r *roomInfo) { r.checked = true })
 	}
 	return nil
 }

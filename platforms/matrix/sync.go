@@ -212,7 +212,8 @@ func (s *syncer) first(ctx context.Context, resp *mautrix.RespSync) error {
 }
 
 // apply delivers a batch: invites first, then each room in timeline order
-// (a gap filled before its timeline). Any failure fails the whole batch.
+// (a gap filled before its timeline). A transient failure fails the whole
+// batch; an answer no retry changes skips only what it concerns.
 func (s *syncer) apply(ctx context.Context, sink gateway.Sink, since string, resp *mautrix.RespSync) error {
 	for room, inv := range resp.Rooms.Invite {
 		if err := s.a.handleInvite(ctx, room, inv); err != nil {
@@ -244,15 +245,27 @@ func (s *syncer) applyRoom(ctx context.Context, sink gateway.Sink, since string,
 	start := s.afterOwnJoin(events)
 	if start == 0 && jr.Timeline.Limited && jr.Timeline.PrevBatch != "" {
 		gap, err := s.gap(ctx, room, jr.Timeline.PrevBatch, since)
-		if err != nil {
+		switch {
+		case isPermanent(err):
+			s.a.log.Warn("matrix.gap_skipped: events missed during the downtime are not delivered",
+				zap.String("room", string(room)), zap.Error(err))
+		case err != nil:
 			return err
+		default:
+			events = append(gap, events...)
 		}
-		events = append(gap, events...)
 	}
 	r := newReceipts()
 	for _, e := range events[start:] {
 		e.RoomID = room // /sync leaves it out: the room is the map key
 		addr, err := s.a.handle(ctx, sink, e)
+		if isPermanent(err) {
+			// Refetching cannot change this answer; stopping here would
+			// stall every room behind this one event.
+			s.a.log.Warn("matrix.event_skipped", zap.String("room", string(room)),
+				zap.String("event_id", string(e.ID)), zap.Error(err))
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -297,7 +310,7 @@ func (s *syncer) gap(ctx context.Context, room id.RoomID, from, to string) ([]*e
 		resp, err := s.a.cli.Messages(rctx, room, from, to, mautrix.DirectionBackward, nil, 100)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("matrix: fill a gap: %w", err)
+			return nil, mapError("fill a gap", err)
 		}
 		out = append(out, resp.Chunk...)
 		if resp.End == "" || len(resp.Chunk) == 0 {

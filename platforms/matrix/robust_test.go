@@ -1,0 +1,37 @@
+package matrix
+
+import (
+	"testing"
+
+	"github.com/gatewayd/gatewayd/platforms/matrix/matrixtest"
+)
+
+// TestPermanentErrorInOneRoomDoesNotStallOthers: a room that refuses the
+// encrypted-room notice (403, as when the bot is muted) must not stop the
+// sync: room B's messages still arrive.
+func TestPermanentErrorInOneRoomDoesNotStallOthers(t *testing.T) {
+	srv := matrixtest.New(t)
+	roomA := srv.CreateRoom(matrixtest.RoomOptions{Creator: alice, Encrypted: true}) // sorts before B
+	roomB := joinedRoom(srv)
+	h := start(t, srv, newMemCursor(), newSink(), nil)
+	srv.Fail("PUT send", matrixtest.Failure{Status: 403, Errcode: "M_FORBIDDEN", Count: 1 << 20})
+	srv.Join(roomA, matrixtest.BotUser)
+	srv.Post(roomB, alice, "still heard")
+	if got := h.sink.waitN(t, 1); got[0].Text != "still heard" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+// TestFirstSyncSurvivesARefusedNotice: the first sync commits although an
+// encrypted room refuses the notice.
+func TestFirstSyncSurvivesARefusedNotice(t *testing.T) {
+	srv := matrixtest.New(t)
+	roomB := joinedRoom(srv)
+	srv.CreateRoom(matrixtest.RoomOptions{Creator: alice, Encrypted: true, Members: []string{matrixtest.BotUser}})
+	srv.Fail("PUT send", matrixtest.Failure{Status: 403, Errcode: "M_FORBIDDEN", Count: 1 << 20})
+	h := start(t, srv, newMemCursor(), newSink(), nil)
+	srv.Post(roomB, alice, "heard")
+	if got := h.sink.waitN(t, 1); got[0].Text != "heard" {
+		t.Fatalf("got %+v", got)
+	}
+}
