@@ -21,8 +21,8 @@ const encryptedNotice = "This room is end-to-end encrypted, so gatewayd cannot r
 // transaction id fixed per room and the cursor is set after it, so a crash
 // between the two cannot post it twice within the homeserver's txn window.
 func (a *Adapter) tellEncrypted(ctx context.Context, room id.RoomID) error {
-	if !a.rooms.encrypted(room) {
-		return nil
+	if !a.rooms.encrypted(room) || !a.allowedRoom(string(room)) {
+		return nil // a room not allowed is never spoken to
 	}
 	var told bool
 	a.rooms.with(room, func(r *roomInfo) { told = r.told })

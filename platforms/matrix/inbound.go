@@ -23,8 +23,17 @@ func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, e *event.Event)
 		return nil, nil
 	}
 	switch e.Type.Type {
-	case event.EventEncrypted.Type, event.StateEncryption.Type:
-		a.rooms.with(e.RoomID, func(r *roomInfo) { r.encrypted = true })
+	case event.StateEncryption.Type:
+		// Only the state event marks a room encrypted: an m.room.encrypted
+		// message can be sent by any member and would silence the room.
+		if e.StateKey != nil {
+			a.rooms.with(e.RoomID, func(r *roomInfo) { r.encrypted = true })
+		}
+		return nil, a.tellEncrypted(ctx, e.RoomID)
+	case event.EventEncrypted.Type:
+		if !a.allowed(e) {
+			return nil, nil
+		}
 		return nil, a.tellEncrypted(ctx, e.RoomID)
 	case event.EventMessage.Type:
 		return a.handleMessage(ctx, sink, e)

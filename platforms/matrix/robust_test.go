@@ -35,3 +35,34 @@ func TestFirstSyncSurvivesARefusedNotice(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// TestEncryptedMessageFromAnyoneDoesNotSilenceARoom: only the room's
+// m.room.encryption state marks it encrypted; a member who is not allowed
+// sending an m.room.encrypted event changes nothing.
+func TestEncryptedMessageFromAnyoneDoesNotSilenceARoom(t *testing.T) {
+	srv := matrixtest.New(t)
+	room := joinedRoom(srv, carol)
+	h := start(t, srv, newMemCursor(), newSink(), nil)
+	srv.PostEvent(room, carol, "m.room.encrypted", map[string]any{"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "x"})
+	srv.Post(room, alice, "still heard")
+	if got := h.sink.waitN(t, 1); got[0].Text != "still heard" {
+		t.Fatalf("got %+v", got)
+	}
+	if sent := srv.Sent(room, matrixtest.BotUser, "m.room.message"); len(sent) != 0 {
+		t.Fatalf("the bot posted %d messages (an encrypted-room notice?)", len(sent))
+	}
+}
+
+// TestEncryptedRoomNotAllowedIsNotTold: with matrix.allowed_rooms set, an
+// encrypted room outside it gets no notice on the first sync.
+func TestEncryptedRoomNotAllowedIsNotTold(t *testing.T) {
+	srv := matrixtest.New(t)
+	other := srv.CreateRoom(matrixtest.RoomOptions{Creator: alice, Encrypted: true, Members: []string{matrixtest.BotUser}})
+	room := joinedRoom(srv)
+	h := start(t, srv, newMemCursor(), newSink(), func(c *Config) { c.AllowedRooms = []string{room} })
+	srv.Post(room, alice, "sentinel")
+	h.sink.waitN(t, 1)
+	if sent := srv.Sent(other, matrixtest.BotUser, "m.room.message"); len(sent) != 0 {
+		t.Fatalf("a room not allowed was told: %+v", sent)
+	}
+}

@@ -46,7 +46,7 @@ func (c *roomCache) encrypted(room id.RoomID) (enc bool) {
 }
 
 // learn reads what a sync says of a joined room: its member count, its
-// name, and whether it is encrypted (state or timeline).
+// name, and whether it is encrypted (its m.room.encryption state event).
 func (c *roomCache) learn(room id.RoomID, jr *mautrix.SyncJoinedRoom) {
 	c.with(room, func(r *roomInfo) {
 		if n := jr.Summary.JoinedMemberCount; n != nil && *n > 0 {
@@ -58,8 +58,10 @@ func (c *roomCache) learn(room id.RoomID, jr *mautrix.SyncJoinedRoom) {
 		for _, list := range [][]*event.Event{jr.State.Events, jr.Timeline.Events} {
 			for _, e := range list {
 				switch e.Type.Type {
-				case event.StateEncryption.Type, event.EventEncrypted.Type:
-					r.encrypted, r.checked = true, true
+				case event.StateEncryption.Type:
+					if e.StateKey != nil { // an m.room.encrypted message proves nothing: any member can send one
+						r.encrypted, r.checked = true, true
+					}
 				case event.StateRoomName.Type:
 					if parsed(e, event.StateRoomName) {
 						r.name = e.Content.AsRoomName().Name
