@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/format"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/gatewayd/gatewayd/gateway"
@@ -70,7 +69,7 @@ func textContent(chunk, fence string, notice bool, ping string) *event.MessageEv
 	if fence != "" {
 		src = fence + "\n" + chunk
 	}
-	c := format.RenderMarkdown(src, true, false)
+	c := renderMarkdown(src)
 	c.Body = chunk
 	c.MsgType = event.MsgText
 	if notice {
