@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gatewayd/gatewayd/platforms/matrix/matrixtest"
@@ -64,5 +65,28 @@ func TestEncryptedRoomNotAllowedIsNotTold(t *testing.T) {
 	h.sink.waitN(t, 1)
 	if sent := srv.Sent(other, matrixtest.BotUser, "m.room.message"); len(sent) != 0 {
 		t.Fatalf("a room not allowed was told: %+v", sent)
+	}
+}
+
+// TestNullRoomsAndEventsAreSkipped: JSON nulls where a room or an event
+// belongs (in /sync and in a gap's /messages) are skipped, not a panic.
+func TestNullRoomsAndEventsAreSkipped(t *testing.T) {
+	srv := matrixtest.New(t)
+	room := joinedRoom(srv)
+	snk := newSink()
+	h := start(t, srv, newMemCursor(), snk, nil)
+	srv.InjectNulls(1)
+	srv.Post(room, alice, "one")
+	if got := snk.waitN(t, 1); got[0].Text != "one" {
+		t.Fatalf("got %+v", got)
+	}
+	h.stop()
+	for i := range 130 { // a limited timeline: the gap is filled by /messages
+		srv.Post(room, alice, fmt.Sprint(i))
+	}
+	srv.InjectNulls(3)
+	start(t, srv, h.cursor, snk, nil)
+	if got := snk.waitN(t, 131); got[130].Text != "129" {
+		t.Fatalf("last of %d is %q", len(got), got[len(got)-1].Text)
 	}
 }

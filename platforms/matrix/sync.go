@@ -76,6 +76,7 @@ func (s *syncer) poll(ctx context.Context, sink gateway.Sink) error {
 		}
 		failing = false
 		syncDelays.Reset()
+		dropNulls(resp)
 		if since == "" {
 			err = s.first(ctx, resp)
 		} else {
@@ -312,7 +313,7 @@ func (s *syncer) gap(ctx context.Context, room id.RoomID, from, to string) ([]*e
 		if err != nil {
 			return nil, mapError("fill a gap", err)
 		}
-		out = append(out, resp.Chunk...)
+		out = append(out, withoutNulls(resp.Chunk)...)
 		if resp.End == "" || len(resp.Chunk) == 0 {
 			break
 		}
@@ -324,4 +325,28 @@ func (s *syncer) gap(ctx context.Context, room id.RoomID, from, to string) ([]*e
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// dropNulls removes what a homeserver sent as JSON null where a room or
+// an event belongs: nothing downstream has to guard against nil.
+func dropNulls(resp *mautrix.RespSync) {
+	for room, jr := range resp.Rooms.Join {
+		if jr == nil {
+			delete(resp.Rooms.Join, room)
+			continue
+		}
+		jr.State.Events = withoutNulls(jr.State.Events)
+		jr.Timeline.Events = withoutNulls(jr.Timeline.Events)
+	}
+	for room, inv := range resp.Rooms.Invite {
+		if inv == nil {
+			delete(resp.Rooms.Invite, room)
+			continue
+		}
+		inv.State.Events = withoutNulls(inv.State.Events)
+	}
+}
+
+func withoutNulls(events []*event.Event) []*event.Event {
+	return slices.DeleteFunc(events, func(e *event.Event) bool { return e == nil })
 }
