@@ -50,7 +50,7 @@ func TestParseSessionKeyRejects(t *testing.T) {
 		"v1:discord:channel:5:user:6:user:7", "v1:telegram:dm:1 2", "v1:telegram:dm:1\n", "v1:api:é",
 		"v1:telegram:dm:1:", "v1::dm:1",
 		"v1:matrix:room:", "v1:matrix:room:a:b", "v1:matrix:room:!", "v1:matrix:room:!a b", "v1:matrix:room:!a/b",
-		"v1:matrix:thread:!a:b", "v1:matrix:thread:!a:b:$", "v1:matrix:thread:$x", "v1:matrix:thread:!a:$x/y",
+		"v1:matrix:thread:!a:b", "v1:matrix:thread:!a:b:$", "v1:matrix:room:!a:$b", "v1:matrix:thread:$x", "v1:matrix:thread:!a:$x/y",
 		"v1:matrix:dm:!a:b", "v1:matrix:group:!a", "v1:matrix", "v1:matrix:room", "v1:telegram:room:1",
 		"v1:matrix:room:!" + strings.Repeat("a", 255),
 	} {

@@ -93,7 +93,7 @@ func (a *Adapter) laneOf(room id.RoomID, rel *event.RelatesTo) (gateway.Address,
 	if root := rel.GetThreadParent(); root != "" {
 		addr.Kind, addr.TopicID = gateway.LaneThread, string(root)
 	}
-	if !validMatrixID(addr.ChatID) || (addr.TopicID != "" && !validMatrixID(addr.TopicID)) {
+	if ValidRoomID(addr.ChatID) != nil || (addr.TopicID != "" && !validMatrixID(addr.TopicID)) {
 		a.log.Warn("matrix: an id that cannot name a lane; message skipped", zap.String("room", string(room)))
 		return gateway.Address{}, false
 	}

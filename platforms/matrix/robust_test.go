@@ -90,3 +90,23 @@ func TestNullRoomsAndEventsAreSkipped(t *testing.T) {
 		t.Fatalf("last of %d is %q", len(got), got[len(got)-1].Text)
 	}
 }
+
+// TestRoomIDWithColonDollarNamesNoLane: "thread:<room>:<$root>" keys are
+// split at the first ":$", so a room id holding ":$" could share a key
+// with another room's thread; such a room names no lane.
+func TestRoomIDWithColonDollarNamesNoLane(t *testing.T) {
+	if err := ValidRoomID("!a:$b"); err == nil {
+		t.Fatal(`ValidRoomID("!a:$b") accepted`)
+	}
+	srv := matrixtest.New(t)
+	a, err := New(testConfig(srv, newMemCursor()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, ok := a.laneOf("!a:$b", nil); ok {
+		t.Fatalf("lane %+v for a room id with \":$\"", addr)
+	}
+	if _, ok := a.laneOf("!a:b", nil); !ok {
+		t.Fatal("a plain room id names no lane")
+	}
+}
