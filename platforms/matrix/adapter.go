@@ -37,7 +37,7 @@ type Adapter struct {
 	rooms     roomCache
 	previews  previewTimes
 	threads   *lru[bool]            // "room|root" → the bot speaks in that thread
-	delivered *lru[gateway.Address] // event id → the lane it went to (edits, reactions)
+	delivered *lru[deliveredMsg] // event id → where it went and who sent it (edits)
 	choices   *lru[choiceSet]       // event id → the choices a message of ours offers
 	own       *lru[bool]            // event ids of our own messages (replies to the bot)
 	edits     *lru[bool]            // edit event ids handled (an edit replayed in-process)
@@ -72,7 +72,7 @@ func New(cfg Config) (*Adapter, error) {
 		cfg: cfg, log: cfg.Logger, cli: cli, ready: make(chan struct{}), me: id.UserID(cfg.UserID),
 		commands: map[string]bool{},
 		previews: previewTimes{newLRU[time.Time](256)}, threads: newLRU[bool](4096),
-		delivered: newLRU[gateway.Address](4096), choices: newLRU[choiceSet](512),
+		delivered: newLRU[deliveredMsg](4096), choices: newLRU[choiceSet](512),
 		own: newLRU[bool](4096), edits: newLRU[bool](1024),
 	}
 	for _, c := range cfg.Commands {

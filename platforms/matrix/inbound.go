@@ -79,7 +79,7 @@ func (a *Adapter) handleMessage(ctx context.Context, sink gateway.Sink, e *event
 	if dup {
 		a.log.Info("matrix: redelivered event recognised as a duplicate", zap.String("event_id", string(e.ID)))
 	}
-	a.delivered.put(string(e.ID), addr)
+	a.delivered.put(string(e.ID), deliveredMsg{addr: addr, sender: e.Sender})
 	if in.Ambient {
 		return nil, nil
 	}
@@ -195,6 +195,12 @@ func isNumber(s string) bool {
 	return true
 }
 
+// deliveredMsg is what an edit of a delivered message is checked against.
+type deliveredMsg struct {
+	addr   gateway.Address
+	sender id.UserID
+}
+
 // handleEdit delivers an m.replace of an earlier message as an edit of
 // that message, in the lane the message went to.
 func (a *Adapter) handleEdit(ctx context.Context, sink gateway.Sink, e *event.Event, c *event.MessageEventContent) error {
@@ -202,7 +208,14 @@ func (a *Adapter) handleEdit(ctx context.Context, sink gateway.Sink, e *event.Ev
 		return nil
 	}
 	orig := c.RelatesTo.GetReplaceID()
-	addr, ok := a.delivered.get(string(orig))
+	d, ok := a.delivered.get(string(orig))
+	addr := d.addr
+	if ok && (d.sender != e.Sender || id.RoomID(addr.ChatID) != e.RoomID) {
+		// Only its author, in its room, edits a message: as when the
+		// original is read from the homeserver (laneOfEvent).
+		a.log.Info("matrix: edit of another user's or room's message ignored", zap.String("event_id", string(e.ID)))
+		return nil
+	}
 	if !ok {
 		var err error
 		if addr, ok, err = a.laneOfEvent(ctx, e.RoomID, orig, e.Sender); err != nil || !ok {

@@ -110,3 +110,32 @@ func TestRoomIDWithColonDollarNamesNoLane(t *testing.T) {
 		t.Fatal("a plain room id names no lane")
 	}
 }
+
+// TestEditsOnlyByTheAuthorInTheRoom: another allowed user cannot rewrite
+// a delivered message, nor can an m.replace sent in another room.
+func TestEditsOnlyByTheAuthorInTheRoom(t *testing.T) {
+	srv := matrixtest.New(t)
+	roomA := joinedRoom(srv, bob)
+	roomB := joinedRoom(srv, bob)
+	snk := newSink()
+	start(t, srv, newMemCursor(), snk, nil)
+	msg := srv.Post(roomA, alice, "original")
+	snk.waitN(t, 1)
+	srv.Edit(roomA, bob, msg, "bob's rewrite")
+	srv.Edit(roomB, alice, msg, "edit from another room")
+	srv.Post(roomB, alice, "sentinel") // after the edit in its room
+	srv.Edit(roomA, alice, msg, "alice's edit")
+	snk.waitN(t, 3)
+	edits := 0
+	for _, in := range snk.all() {
+		if in.Edited && (in.Text != "alice's edit" || in.Address.ChatID != roomA) {
+			t.Fatalf("delivered %+v", in)
+		}
+		if in.Edited {
+			edits++
+		}
+	}
+	if edits != 1 {
+		t.Fatalf("%d edits delivered; want alice's", edits)
+	}
+}
