@@ -36,12 +36,12 @@ type Adapter struct {
 	commands  map[string]bool
 	rooms     roomCache
 	previews  previewTimes
-	threads   *lru[bool]            // "room|root" → the bot speaks in that thread
+	threads   *lru[bool]         // "room|root" → the bot speaks in that thread
 	delivered *lru[deliveredMsg] // event id → where it went and who sent it (edits)
-	choices   *lru[choiceSet]       // event id → the choices a message of ours offers
-	own       *lru[bool]            // event ids of our own messages (replies to the bot)
-	edits     *lru[bool]            // edit event ids handled (an edit replayed in-process)
-	bg        sync.WaitGroup        // best-effort calls (read receipts) Run waits for
+	choices   *lru[choiceSet]    // event id → the choices a message of ours offers
+	own       *lru[bool]         // event ids of our own messages (replies to the bot)
+	edits     *lru[bool]         // edit event ids handled (an edit replayed in-process)
+	bg        sync.WaitGroup     // best-effort calls (read receipts) Run waits for
 }
 
 var (
