@@ -41,6 +41,7 @@ type Adapter struct {
 	choices   *lru[choiceSet]    // event id → the choices a message of ours offers
 	own       *lru[bool]         // event ids of our own messages (replies to the bot)
 	edits     *lru[bool]         // edit event ids handled (an edit replayed in-process)
+	editTxns  *editTxns          // transaction ids of Edit and EditButtons
 	bg        sync.WaitGroup     // best-effort calls (read receipts) Run waits for
 }
 
@@ -73,7 +74,7 @@ func New(cfg Config) (*Adapter, error) {
 		commands: map[string]bool{},
 		previews: previewTimes{newLRU[time.Time](256)}, threads: newLRU[bool](4096),
 		delivered: newLRU[deliveredMsg](4096), choices: newLRU[choiceSet](512),
-		own: newLRU[bool](4096), edits: newLRU[bool](1024),
+		own: newLRU[bool](4096), edits: newLRU[bool](1024), editTxns: newEditTxns(),
 	}
 	for _, c := range cfg.Commands {
 		a.commands[c.Name] = true

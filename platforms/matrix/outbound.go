@@ -193,7 +193,11 @@ func pingOf(out gateway.Outbound, part int) string {
 func (a *Adapter) sendPart(ctx context.Context, room id.RoomID, out gateway.Outbound, i int,
 	c *event.MessageEventContent, choices map[string]string) (string, error) {
 	if i == 0 && out.EditID != "" && out.Ping == "" {
-		err := a.edit(ctx, room, id.EventID(out.EditID), c, choices, a.sendTxn(out.ID, i, "edit", c.Body))
+		txn := a.sendTxn(out.ID, i, "edit", c.Body)
+		if out.ID == 0 {
+			txn = a.editTxns.txn(id.EventID(out.EditID), c.Body)
+		}
+		err := a.edit(ctx, room, id.EventID(out.EditID), c, choices, txn)
 		if err == nil {
 			return out.EditID, nil
 		}
@@ -205,6 +209,9 @@ func (a *Adapter) sendPart(ctx context.Context, room id.RoomID, out gateway.Outb
 	var content any = c
 	if choices != nil {
 		content = choiceMessage{c, choices}
+	}
+	if out.ID == 0 { // no row: a retry by the caller could not reuse the id
+		return a.postRetrying(ctx, room, event.EventMessage, content, a.sendTxn(out.ID, i, "send", c.Body))
 	}
 	return a.post(ctx, room, event.EventMessage, content, a.sendTxn(out.ID, i, "send", c.Body))
 }
@@ -308,7 +315,7 @@ func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, messageID, tex
 		a.previews.touch(messageID, now)
 	}
 	c := textContent(previewPart(text), "", !isPreview, "")
-	return a.edit(ctx, room, id.EventID(messageID), c, nil, a.cli.TxnID())
+	return a.edit(ctx, room, id.EventID(messageID), c, nil, a.editTxns.txn(id.EventID(messageID), c.Body))
 }
 
 // Delete implements gateway.Deleter by redacting the event.
@@ -352,7 +359,7 @@ func (a *Adapter) OpenPlace(ctx context.Context, near gateway.Address, title str
 		return gateway.Address{}, fmt.Errorf("matrix: open place: %w", gateway.ErrNoPlace)
 	}
 	c := textContent("🧵 "+title, "", true, "")
-	rootID, err := a.post(ctx, room, event.EventMessage, c, a.cli.TxnID())
+	rootID, err := a.postRetrying(ctx, room, event.EventMessage, c, a.cli.TxnID())
 	if err != nil {
 		return gateway.Address{}, err
 	}

@@ -122,7 +122,8 @@ func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, message
 		text = choicesText(text, buttons, keys)
 	}
 	c := textContent(previewPart(text), "", false, "")
-	if err := a.edit(ctx, room, id.EventID(messageID), c, m, a.cli.TxnID()); err != nil {
+	txn := a.editTxns.txn(id.EventID(messageID), c.Body+"\x00"+strings.Join(keys, ","))
+	if err := a.edit(ctx, room, id.EventID(messageID), c, m, txn); err != nil {
 		return err
 	}
 	if m == nil {

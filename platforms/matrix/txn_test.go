@@ -1,0 +1,65 @@
+package matrix
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/platforms/matrix/matrixtest"
+)
+
+func botBodiesWith(srv *matrixtest.Server, room, sub string) int {
+	n := 0
+	for _, b := range bodies(srv.Sent(room, matrixtest.BotUser, "m.room.message")) {
+		if strings.Contains(b, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOpenPlaceWithALostAnswerMakesOneRoot: the homeserver stored the
+// thread root but the answer was lost; the retry reuses the transaction
+// id, so one root is posted and its id returned.
+func TestOpenPlaceWithALostAnswerMakesOneRoot(t *testing.T) {
+	srv := matrixtest.New(t)
+	room := joinedRoom(srv)
+	h := start(t, srv, newMemCursor(), newSink(), nil)
+	srv.LoseAnswer("PUT send", 1)
+	place, err := h.a.OpenPlace(t.Context(), roomAddr(room), "side quest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := botBodiesWith(srv, room, "side quest"); n != 1 {
+		t.Fatalf("%d thread roots", n)
+	}
+	if root, ok := srv.Event(place.TopicID); !ok || !strings.Contains(root.Content["body"].(string), "side quest") {
+		t.Fatalf("root %+v", root)
+	}
+}
+
+// TestEditRetriedAfterALostAnswerIsStoredOnce: a retried Edit carries the
+// same transaction id; an edit to another text does not.
+func TestEditRetriedAfterALostAnswerIsStoredOnce(t *testing.T) {
+	srv := matrixtest.New(t)
+	room := joinedRoom(srv)
+	h := start(t, srv, newMemCursor(), newSink(), nil)
+	ctx := t.Context()
+	msg, err := h.a.Send(ctx, gateway.Outbound{ID: 3, Address: roomAddr(room), Kind: gateway.OutNotice, Text: "v1", Parts: &partLog{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.LoseAnswer("PUT send", 1)
+	if err := h.a.Edit(ctx, roomAddr(room), msg, "v2"); err == nil {
+		t.Fatal("Edit with a lost answer succeeded")
+	}
+	if err := h.a.Edit(ctx, roomAddr(room), msg, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.a.Edit(ctx, roomAddr(room), msg, "v3"); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := botBodiesWith(srv, room, "* v2"), botBodiesWith(srv, room, "* v3"); n != 1 || m != 1 {
+		t.Fatalf("v2 edits %d, v3 edits %d; want one each", n, m)
+	}
+}
