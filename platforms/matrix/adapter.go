@@ -42,6 +42,7 @@ type Adapter struct {
 	own       *lru[bool]         // event ids of our own messages (replies to the bot)
 	edits     *lru[bool]         // edit event ids handled (an edit replayed in-process)
 	editTxns  *editTxns          // transaction ids of Edit and EditButtons
+	reactions *lru[bool]         // reaction event ids delivered (a refetched batch)
 	bg        sync.WaitGroup     // best-effort calls (read receipts) Run waits for
 }
 
@@ -75,6 +76,7 @@ func New(cfg Config) (*Adapter, error) {
 		previews: previewTimes{newLRU[time.Time](256)}, threads: newLRU[bool](4096),
 		delivered: newLRU[deliveredMsg](4096), choices: newLRU[choiceSet](512),
 		own: newLRU[bool](4096), edits: newLRU[bool](1024), editTxns: newEditTxns(),
+		reactions: newLRU[bool](1024),
 	}
 	for _, c := range cfg.Commands {
 		a.commands[c.Name] = true

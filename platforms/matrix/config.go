@@ -43,8 +43,9 @@ type Config struct {
 	Commands []gateway.CommandInfo
 	Cursor   CursorStore // required: where next_batch and per-room state live
 	// HTTPClient is the base client; nil uses one without an overall
-	// timeout (each call carries its own deadline, so long media
-	// downloads are not cut by a client-wide one).
+	// timeout: each call carries its own deadline (media transfers a
+	// longer one, mediaTimeout), so long downloads are not cut by a
+	// client-wide one.
 	HTTPClient *http.Client
 	Logger     *zap.Logger
 

@@ -154,6 +154,9 @@ func (a *Adapter) handleReaction(ctx context.Context, sink gateway.Sink, e *even
 	if !parsed(e, event.EventReaction) || !a.allowed(e) {
 		return nil
 	}
+	if _, done := a.reactions.get(string(e.ID)); done {
+		return nil // a batch fetched again: the press was delivered once
+	}
 	rel := e.Content.AsReaction().RelatesTo
 	if rel.Type != event.RelAnnotation {
 		return nil
@@ -171,8 +174,11 @@ func (a *Adapter) handleReaction(ctx context.Context, sink gateway.Sink, e *even
 	}
 	in := gateway.Inbound{Address: cs.addr, MessageID: string(e.ID), SenderID: string(e.Sender),
 		SenderName: localpart(e.Sender), Callback: button, ReceivedAt: a.cfg.Now()}
-	_, err := sink.Deliver(ctx, in)
-	return err
+	if _, err := sink.Deliver(ctx, in); err != nil {
+		return err
+	}
+	a.reactions.put(string(e.ID), true)
+	return nil
 }
 
 // choicesOf reads the choices from the message itself (after a restart);

@@ -112,6 +112,9 @@ func (s *syncer) pause(ctx context.Context, what string, err error, delays *back
 
 // fetch makes one /sync. The first request and any after a failure do not
 // wait (timeout 0), as mautrix does, so recovery is immediate.
+// initialSyncDeadline bounds the first /sync (no stored token).
+const initialSyncDeadline = 5 * time.Minute
+
 func (s *syncer) fetch(ctx context.Context, since string, failing bool) (*mautrix.RespSync, error) {
 	if s.filter == "" {
 		if err := s.createFilter(ctx); err != nil {
@@ -122,8 +125,14 @@ func (s *syncer) fetch(ctx context.Context, since string, failing bool) (*mautri
 	if failing || since == "" {
 		wait = 0
 	}
-	// A hung /sync is cut and made again: it never stalls the lanes.
-	rctx, cancel := context.WithTimeout(ctx, wait+s.a.cfg.syncGrace)
+	// A hung /sync is cut and made again: it never stalls the lanes. The
+	// first sync carries every joined room's state, which a large account's
+	// homeserver takes minutes to build: cut early, it would never finish.
+	deadline := wait + s.a.cfg.syncGrace
+	if since == "" {
+		deadline = max(deadline, initialSyncDeadline)
+	}
+	rctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	return s.a.cli.FullSyncRequest(rctx, mautrix.ReqSync{Timeout: int(wait.Milliseconds()), Since: since, FilterID: s.filter})
 }

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -61,5 +62,40 @@ func TestEditRetriedAfterALostAnswerIsStoredOnce(t *testing.T) {
 	}
 	if n, m := botBodiesWith(srv, room, "* v2"), botBodiesWith(srv, room, "* v3"); n != 1 || m != 1 {
 		t.Fatalf("v2 edits %d, v3 edits %d; want one each", n, m)
+	}
+}
+
+// TestReactionInARefetchedBatchIsDeliveredOnce: a batch that failed after
+// a button press is fetched again; the press is not delivered twice.
+func TestReactionInARefetchedBatchIsDeliveredOnce(t *testing.T) {
+	srv := matrixtest.New(t)
+	room := joinedRoom(srv)
+	snk := newSink()
+	h := start(t, srv, newMemCursor(), snk, nil)
+	buttons := []gateway.Button{{ID: "approval:a1:accept", Label: "Approve"}}
+	msg, err := h.a.SendButtons(t.Context(), gateway.Outbound{ID: 4, Address: roomAddr(room), Kind: gateway.OutNotice, Text: "Run ls?"}, buttons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	presses, failed := 0, false
+	snk.mu.Lock()
+	snk.hook = func(in gateway.Inbound) error {
+		if in.Callback != "" {
+			presses++
+		}
+		if in.Text == "after" && !failed {
+			failed = true
+			return errors.New("store down once")
+		}
+		return nil
+	}
+	snk.mu.Unlock()
+	srv.React(room, alice, msg, "✅")
+	srv.Post(room, alice, "after")
+	snk.waitN(t, 2)
+	snk.mu.Lock()
+	defer snk.mu.Unlock()
+	if presses != 1 || !failed {
+		t.Fatalf("the press reached Deliver %d times (batch failed: %v)", presses, failed)
 	}
 }
