@@ -150,10 +150,15 @@ func (a *Adapter) learnIdentity(ctx context.Context, who id.UserID) error {
 	if a.cfg.UserID != "" && who != id.UserID(a.cfg.UserID) {
 		return fmt.Errorf("%w: matrix.user_id is %s but the access token belongs to %s", ErrConfig, a.cfg.UserID, who)
 	}
+	// Typing may already run (it reads cli.UserID inside mautrix): the
+	// client's id is written only when it was unknown, and before a.me,
+	// whose lock orders it before any Typing that sees the identity.
 	a.mu.Lock()
+	if a.cli.UserID != who {
+		a.cli.UserID = who
+	}
 	a.me = who
 	a.mu.Unlock()
-	a.cli.UserID = who
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if v, err := a.cli.Versions(rctx); err == nil && !v.Supports(mautrix.FeatureAuthenticatedMedia) {

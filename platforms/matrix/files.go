@@ -38,6 +38,9 @@ func (a *Adapter) attachmentsOf(c *event.MessageEventContent) []gateway.Attachme
 		return []gateway.Attachment{att}
 	}
 	uri, err := id.ParseContentURI(string(c.URL))
+	if err == nil && !validContentURI(uri) {
+		err = errors.New("server name or media id outside the spec's characters")
+	}
 	if err != nil {
 		att.Err = fmt.Errorf("matrix: %s has no usable media URL: %w", name, err)
 		return []gateway.Attachment{att}
@@ -142,4 +145,29 @@ func mediaType(f *gateway.SentFile) event.MessageType {
 		return event.MsgVideo
 	}
 	return event.MsgFile
+}
+
+// validContentURI: an mxc URI's server name and media id use only the
+// characters the spec allows, so neither can steer the download URL
+// (path segments, queries) anywhere but the media endpoint.
+func validContentURI(u id.ContentURI) bool {
+	return charsIn(u.Homeserver, func(r rune) bool {
+		return isAlnum(r) || strings.ContainsRune(".-:[]", r)
+	}) && charsIn(u.FileID, func(r rune) bool { return isAlnum(r) || r == '_' || r == '-' })
+}
+
+func charsIn(s string, ok func(rune) bool) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for _, r := range s {
+		if !ok(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }

@@ -341,8 +341,8 @@ func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 	if err != nil {
 		return err
 	}
-	if _, cooling := a.cooldown(); cooling || a.rooms.encrypted(room) {
-		return nil
+	if _, cooling := a.cooldown(); cooling || a.rooms.encrypted(room) || a.self() == "" {
+		return nil // before whoami the bot's own id (in the URL) is unknown
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()

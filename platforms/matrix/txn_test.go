@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/platforms/matrix/matrixtest"
 )
@@ -97,5 +100,21 @@ func TestReactionInARefetchedBatchIsDeliveredOnce(t *testing.T) {
 	defer snk.mu.Unlock()
 	if presses != 1 || !failed {
 		t.Fatalf("the press reached Deliver %d times (batch failed: %v)", presses, failed)
+	}
+}
+
+func TestContentURIOutsideTheSpecIsNotDownloaded(t *testing.T) {
+	for uri, ok := range map[string]bool{
+		"mxc://fake.test/AbC_-9":       true,
+		"mxc://[::1]:8448/abc":         true,
+		"mxc://fake.test/a%2F..%2Fb":   false,
+		"mxc://fake.test/a?b=c":        false,
+		"mxc://fake.test@evil.test/ab": false,
+	} {
+		c := &event.MessageEventContent{MsgType: event.MsgFile, Body: "f", URL: id.ContentURIString(uri)}
+		att := (&Adapter{}).attachmentsOf(c)
+		if len(att) != 1 || (att[0].Err == nil) != ok {
+			t.Errorf("%s: %+v", uri, att)
+		}
 	}
 }
