@@ -18,6 +18,7 @@ require (
 	github.com/sassoftware/go-rpmutils v0.4.0
 	github.com/slack-go/slack v0.36.0
 	github.com/spf13/viper v1.21.0
+	github.com/yuin/goldmark v1.8.7
 	go.uber.org/zap v1.28.0
 	golang.org/x/sys v0.50.0
 	maunium.net/go/mautrix v0.33.0
@@ -89,7 +90,6 @@ require (
 	github.com/ulikunitz/xz v0.5.17 // indirect
 	github.com/xanzy/ssh-agent v0.3.3 // indirect
 	github.com/xi2/xz v0.0.0-20171230120015-48954b6210f8 // indirect
-	github.com/yuin/goldmark v1.8.7 // indirect
 	gitlab.com/digitalxero/go-conventional-commit v1.0.7 // indirect
 	go.digitalxero.dev/rpm v0.3.4 // indirect
 	go.mau.fi/util v0.11.1 // indirect

@@ -120,9 +120,12 @@ func keyMatrix(rest string) (Address, error) {
 
 // checkMatrixID: a Matrix id is its sigil ('!' room, '$' event) then
 // 1-254 bytes of printable ASCII without space or '/' (a room v3 event id
-// with '/' cannot name a lane; the adapter skips such events).
+// with '/' cannot name a lane; the adapter skips such events); a room id
+// has no ":$".
 func checkMatrixID(id string, sigil byte) error {
-	ok := len(id) >= 2 && len(id) <= 255 && id[0] == sigil
+	// A room id holding ":$" would make "thread:<room>:<$root>" split in
+	// the wrong place: two lanes could share one key.
+	ok := len(id) >= 2 && len(id) <= 255 && id[0] == sigil && (sigil != '!' || !strings.Contains(id, ":$"))
 	for i := 0; ok && i < len(id); i++ {
 		ok = id[i] > ' ' && id[i] <= '~' && id[i] != '/'
 	}

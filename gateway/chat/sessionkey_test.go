@@ -53,7 +53,7 @@ func TestParseSessionKeyRejects(t *testing.T) {
 		"v1:telegram:dm:1:", "v1::dm:1", "v1:slack:thread:1700000000.000100", "v1:slack:thread:C1:",
 		"v1:discord:thread:C1:1700000000.000100",
 		"v1:matrix:room:", "v1:matrix:room:a:b", "v1:matrix:room:!", "v1:matrix:room:!a b", "v1:matrix:room:!a/b",
-		"v1:matrix:thread:!a:b", "v1:matrix:thread:!a:b:$", "v1:matrix:thread:$x", "v1:matrix:thread:!a:$x/y",
+		"v1:matrix:thread:!a:b", "v1:matrix:thread:!a:b:$", "v1:matrix:room:!a:$b", "v1:matrix:thread:$x", "v1:matrix:thread:!a:$x/y",
 		"v1:matrix:dm:!a:b", "v1:matrix:group:!a", "v1:matrix", "v1:matrix:room", "v1:telegram:room:1",
 		"v1:matrix:room:!" + strings.Repeat("a", 255),
 	} {

@@ -30,18 +30,20 @@ type Adapter struct {
 	me           id.UserID
 	users        map[string]bool // allowed senders
 	roomsAllowed map[string]bool // allowed rooms; empty = any
-	cooling      time.Time // until when the homeserver asked us to wait
-	legacyMedia  bool // the homeserver serves only the unauthenticated download path
+	cooling      time.Time       // until when the homeserver asked us to wait
+	legacyMedia  bool            // the homeserver serves only the unauthenticated download path
 
 	commands  map[string]bool
 	rooms     roomCache
 	previews  previewTimes
-	threads   *lru[bool]            // "room|root" → the bot speaks in that thread
-	delivered *lru[gateway.Address] // event id → the lane it went to (edits, reactions)
-	choices   *lru[choiceSet]       // event id → the choices a message of ours offers
-	own       *lru[bool]            // event ids of our own messages (replies to the bot)
-	edits     *lru[bool]            // edit event ids handled (an edit replayed in-process)
-	bg        sync.WaitGroup        // best-effort calls (read receipts) Run waits for
+	threads   *lru[bool]         // "room|root" → the bot speaks in that thread
+	delivered *lru[deliveredMsg] // event id → where it went and who sent it (edits)
+	choices   *lru[choiceSet]    // event id → the choices a message of ours offers
+	own       *lru[bool]         // event ids of our own messages (replies to the bot)
+	edits     *lru[bool]         // edit event ids handled (an edit replayed in-process)
+	editTxns  *editTxns          // transaction ids of Edit and EditButtons
+	reactions *lru[bool]         // reaction event ids delivered (a refetched batch)
+	bg        sync.WaitGroup     // best-effort calls (read receipts) Run waits for
 }
 
 var (
@@ -72,8 +74,9 @@ func New(cfg Config) (*Adapter, error) {
 		cfg: cfg, log: cfg.Logger, cli: cli, ready: make(chan struct{}), me: id.UserID(cfg.UserID),
 		commands: map[string]bool{},
 		previews: previewTimes{newLRU[time.Time](256)}, threads: newLRU[bool](4096),
-		delivered: newLRU[gateway.Address](4096), choices: newLRU[choiceSet](512),
-		own: newLRU[bool](4096), edits: newLRU[bool](1024),
+		delivered: newLRU[deliveredMsg](4096), choices: newLRU[choiceSet](512),
+		own: newLRU[bool](4096), edits: newLRU[bool](1024), editTxns: newEditTxns(),
+		reactions: newLRU[bool](1024),
 	}
 	for _, c := range cfg.Commands {
 		a.commands[c.Name] = true
@@ -147,10 +150,15 @@ func (a *Adapter) learnIdentity(ctx context.Context, who id.UserID) error {
 	if a.cfg.UserID != "" && who != id.UserID(a.cfg.UserID) {
 		return fmt.Errorf("%w: matrix.user_id is %s but the access token belongs to %s", ErrConfig, a.cfg.UserID, who)
 	}
+	// Typing may already run (it reads cli.UserID inside mautrix): the
+	// client's id is written only when it was unknown, and before a.me,
+	// whose lock orders it before any Typing that sees the identity.
 	a.mu.Lock()
+	if a.cli.UserID != who {
+		a.cli.UserID = who
+	}
 	a.me = who
 	a.mu.Unlock()
-	a.cli.UserID = who
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if v, err := a.cli.Versions(rctx); err == nil && !v.Supports(mautrix.FeatureAuthenticatedMedia) {

@@ -43,8 +43,9 @@ type Config struct {
 	Commands []gateway.CommandInfo
 	Cursor   CursorStore // required: where next_batch and per-room state live
 	// HTTPClient is the base client; nil uses one without an overall
-	// timeout (each call carries its own deadline, so long media
-	// downloads are not cut by a client-wide one).
+	// timeout: each call carries its own deadline (media transfers a
+	// longer one, mediaTimeout), so long downloads are not cut by a
+	// client-wide one.
 	HTTPClient *http.Client
 	Logger     *zap.Logger
 
@@ -132,9 +133,11 @@ func ValidUserID(s string) error {
 }
 
 // ValidRoomID checks a room id (!opaque:server, or !hash in room v12);
-// aliases (#name:server) are not accepted because events carry ids.
+// aliases (#name:server) are not accepted because events carry ids. A
+// room id holding ":$" is refused: a thread's session key is split at the
+// first ":$", so such a room could share a key with another room's thread.
 func ValidRoomID(s string) error {
-	if !strings.HasPrefix(s, "!") || !validMatrixID(s) {
+	if !strings.HasPrefix(s, "!") || !validMatrixID(s) || strings.Contains(s, ":$") {
 		return fmt.Errorf("%q is not a Matrix room id (!id:server)", s)
 	}
 	return nil

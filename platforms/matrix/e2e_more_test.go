@@ -223,3 +223,41 @@ func TestEncryptedRoomIsToldOnce(t *testing.T) {
 			shown, len(world.Model.Requests()))
 	}
 }
+
+// TestEndToEndForkStartsAThread: !fork in a room starts a thread in that
+// room with its own lane, carrying the room's context on its own Codex
+// thread; the answer to a message in the new thread is posted in it.
+func TestEndToEndForkStartsAThread(t *testing.T) {
+	processtest.SkipWhenShort(t, "runs the real app-server")
+	ctx := e2eContext(t)
+	srv, world := matrixtest.New(t), gatewaytest.NewWorld(t)
+	stack := startStack(t, ctx, world, srv, gateway.Config{})
+	room := privateRoom(srv)
+	joined(t, srv, room)
+	srv.Post(room, alice, "remember KIWI")
+	waitFor(t, srv, "the first answer", func() bool { return shownWith(srv, room, "]: remember KIWI") == 1 })
+	stack.WaitIdle(t, 60*time.Second)
+	srv.Post(room, alice, "!fork kiwi experiments")
+	var root string
+	waitFor(t, srv, "the thread root", func() bool {
+		for _, e := range srv.Sent(room, bot, "m.room.message") {
+			if body, _ := e.Content["body"].(string); strings.Contains(body, "🧵 kiwi experiments") {
+				root = e.ID
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, srv, "the fork's binding", func() bool { return shownWith(srv, room, `Forked into "kiwi experiments"`) == 1 })
+	srv.PostInThread(room, alice, root, "which fruit in the fork?")
+	waitFor(t, srv, "the fork's answer", func() bool { return shownWith(srv, room, "]: which fruit in the fork?") == 1 })
+	answer := lastBotEventWith(srv, room, "]: which fruit in the fork?")
+	if rel, _ := answer.Content["m.relates_to"].(map[string]any); rel["event_id"] != root {
+		t.Fatalf("the fork's answer is not in the new thread: %v", answer.Content)
+	}
+	req, ok := world.Model.LastRequestWith("which fruit in the fork?")
+	parent, okParent := world.Model.LastRequestWith("remember KIWI")
+	if !ok || !okParent || !strings.Contains(req.InputText(), "KIWI") || req.ThreadID() == parent.ThreadID() {
+		t.Fatalf("the fork's request: KIWI in context %v, threads %s / %s; shown %q", strings.Contains(req.InputText(), "KIWI"), req.ThreadID(), parent.ThreadID(), srv.Shown(room, bot))
+	}
+}

@@ -21,8 +21,8 @@ const encryptedNotice = "This room is end-to-end encrypted, so gatewayd cannot r
 // transaction id fixed per room and the cursor is set after it, so a crash
 // between the two cannot post it twice within the homeserver's txn window.
 func (a *Adapter) tellEncrypted(ctx context.Context, room id.RoomID) error {
-	if !a.rooms.encrypted(room) {
-		return nil
+	if !a.rooms.encrypted(room) || !a.allowedRoom(string(room)) {
+		return nil // a room not allowed is never spoken to
 	}
 	var told bool
 	a.rooms.with(room, func(r *roomInfo) { told = r.told })
@@ -40,7 +40,14 @@ func (a *Adapter) tellEncrypted(ctx context.Context, room id.RoomID) error {
 		Mentions: &event.Mentions{}}
 	sum := sha256.Sum256([]byte(room))
 	if _, err := a.post(ctx, room, event.EventMessage, c, "gwd-e2ee-"+hex.EncodeToString(sum[:12])); err != nil {
-		return err
+		if !isPermanent(err) {
+			return err
+		}
+		// A room that refuses the notice (muted: 403) must not hold up
+		// the sync of every other room; it is not asked again this run.
+		a.log.Warn("matrix: could not tell an encrypted room; notice skipped", zap.String("room", string(room)), zap.Error(err))
+		a.rooms.with(room, func(r *roomInfo) { r.told = true })
+		return nil
 	}
 	if err := a.cfg.Cursor.SetCursor(ctx, name, "1"); err != nil {
 		return err

@@ -2,10 +2,12 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
@@ -36,6 +38,9 @@ func (a *Adapter) attachmentsOf(c *event.MessageEventContent) []gateway.Attachme
 		return []gateway.Attachment{att}
 	}
 	uri, err := id.ParseContentURI(string(c.URL))
+	if err == nil && !validContentURI(uri) {
+		err = errors.New("server name or media id outside the spec's characters")
+	}
 	if err != nil {
 		att.Err = fmt.Errorf("matrix: %s has no usable media URL: %w", name, err)
 		return []gateway.Attachment{att}
@@ -50,6 +55,9 @@ func (a *Adapter) download(ctx context.Context, uri id.ContentURI) (io.ReadClose
 	a.mu.Lock()
 	legacy := a.legacyMedia
 	a.mu.Unlock()
+	// A stalled download must not hold up whoever reads it (the inbound
+	// path): the whole transfer, body included, has a deadline.
+	ctx, cancel := context.WithTimeout(ctx, mediaTimeout)
 	var resp *http.Response
 	var err error
 	if legacy {
@@ -59,9 +67,25 @@ func (a *Adapter) download(ctx context.Context, uri id.ContentURI) (io.ReadClose
 		resp, err = a.cli.Download(ctx, uri)
 	}
 	if err != nil {
+		cancel()
 		return nil, mapError("download", err)
 	}
-	return resp.Body, nil
+	return cancelOnClose{resp.Body, cancel}, nil
+}
+
+// mediaTimeout bounds one media download or upload, body included.
+const mediaTimeout = 2 * time.Minute
+
+// cancelOnClose ends a download's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // SendFile implements gateway.Platform: upload, then post the media
@@ -79,12 +103,17 @@ func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, e
 	if out.File == nil {
 		return "", fmt.Errorf("matrix: send file: no file: %w", gateway.ErrPermanent)
 	}
+	if d, cooling := a.cooldown(); cooling { // the post would wait anyway: do not upload twice
+		return "", &gateway.RetryAfterError{After: d, Err: errors.New("matrix: send file: rate limited")}
+	}
 	f, err := out.File.Open()
 	if err != nil {
 		return "", fmt.Errorf("matrix: send file: %v: %w", err, gateway.ErrPermanent)
 	}
 	defer f.Close()
-	up, err := a.cli.UploadMedia(ctx, mautrix.ReqUploadMedia{Content: f, ContentLength: out.File.Size,
+	uctx, cancel := context.WithTimeout(ctx, mediaTimeout)
+	defer cancel()
+	up, err := a.cli.UploadMedia(uctx, mautrix.ReqUploadMedia{Content: f, ContentLength: out.File.Size,
 		ContentType: out.File.MIME, FileName: out.File.Name})
 	if err != nil {
 		return "", mapError("upload", err)
@@ -116,4 +145,29 @@ func mediaType(f *gateway.SentFile) event.MessageType {
 		return event.MsgVideo
 	}
 	return event.MsgFile
+}
+
+// validContentURI: an mxc URI's server name and media id use only the
+// characters the spec allows, so neither can steer the download URL
+// (path segments, queries) anywhere but the media endpoint.
+func validContentURI(u id.ContentURI) bool {
+	return charsIn(u.Homeserver, func(r rune) bool {
+		return isAlnum(r) || strings.ContainsRune(".-:[]", r)
+	}) && charsIn(u.FileID, func(r rune) bool { return isAlnum(r) || r == '_' || r == '-' })
+}
+
+func charsIn(s string, ok func(rune) bool) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for _, r := range s {
+		if !ok(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }

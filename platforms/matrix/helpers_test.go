@@ -52,6 +52,8 @@ type sink struct {
 	seen map[string]bool
 	fail int
 	wake chan struct{}
+	// hook, when set, sees every Deliver call first; an error fails it.
+	hook func(gateway.Inbound) error
 }
 
 func newSink() *sink { return &sink{seen: map[string]bool{}, wake: make(chan struct{})} }
@@ -59,6 +61,11 @@ func newSink() *sink { return &sink{seen: map[string]bool{}, wake: make(chan str
 func (s *sink) Deliver(_ context.Context, in gateway.Inbound) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.hook != nil {
+		if err := s.hook(in); err != nil {
+			return false, err
+		}
+	}
 	if s.fail > 0 {
 		s.fail--
 		return false, errors.New("store down")

@@ -23,8 +23,17 @@ func (a *Adapter) handle(ctx context.Context, sink gateway.Sink, e *event.Event)
 		return nil, nil
 	}
 	switch e.Type.Type {
-	case event.EventEncrypted.Type, event.StateEncryption.Type:
-		a.rooms.with(e.RoomID, func(r *roomInfo) { r.encrypted = true })
+	case event.StateEncryption.Type:
+		// Only the state event marks a room encrypted: an m.room.encrypted
+		// message can be sent by any member and would silence the room.
+		if e.StateKey != nil {
+			a.rooms.with(e.RoomID, func(r *roomInfo) { r.encrypted = true })
+		}
+		return nil, a.tellEncrypted(ctx, e.RoomID)
+	case event.EventEncrypted.Type:
+		if !a.allowed(e) {
+			return nil, nil
+		}
 		return nil, a.tellEncrypted(ctx, e.RoomID)
 	case event.EventMessage.Type:
 		return a.handleMessage(ctx, sink, e)
@@ -70,7 +79,7 @@ func (a *Adapter) handleMessage(ctx context.Context, sink gateway.Sink, e *event
 	if dup {
 		a.log.Info("matrix: redelivered event recognised as a duplicate", zap.String("event_id", string(e.ID)))
 	}
-	a.delivered.put(string(e.ID), addr)
+	a.delivered.put(string(e.ID), deliveredMsg{addr: addr, sender: e.Sender})
 	if in.Ambient {
 		return nil, nil
 	}
@@ -84,7 +93,7 @@ func (a *Adapter) laneOf(room id.RoomID, rel *event.RelatesTo) (gateway.Address,
 	if root := rel.GetThreadParent(); root != "" {
 		addr.Kind, addr.TopicID = gateway.LaneThread, string(root)
 	}
-	if !validMatrixID(addr.ChatID) || (addr.TopicID != "" && !validMatrixID(addr.TopicID)) {
+	if ValidRoomID(addr.ChatID) != nil || (addr.TopicID != "" && !validMatrixID(addr.TopicID)) {
 		a.log.Warn("matrix: an id that cannot name a lane; message skipped", zap.String("room", string(room)))
 		return gateway.Address{}, false
 	}
@@ -186,6 +195,12 @@ func isNumber(s string) bool {
 	return true
 }
 
+// deliveredMsg is what an edit of a delivered message is checked against.
+type deliveredMsg struct {
+	addr   gateway.Address
+	sender id.UserID
+}
+
 // handleEdit delivers an m.replace of an earlier message as an edit of
 // that message, in the lane the message went to.
 func (a *Adapter) handleEdit(ctx context.Context, sink gateway.Sink, e *event.Event, c *event.MessageEventContent) error {
@@ -193,7 +208,14 @@ func (a *Adapter) handleEdit(ctx context.Context, sink gateway.Sink, e *event.Ev
 		return nil
 	}
 	orig := c.RelatesTo.GetReplaceID()
-	addr, ok := a.delivered.get(string(orig))
+	d, ok := a.delivered.get(string(orig))
+	addr := d.addr
+	if ok && (d.sender != e.Sender || id.RoomID(addr.ChatID) != e.RoomID) {
+		// Only its author, in its room, edits a message: as when the
+		// original is read from the homeserver (laneOfEvent).
+		a.log.Info("matrix: edit of another user's or room's message ignored", zap.String("event_id", string(e.ID)))
+		return nil
+	}
 	if !ok {
 		var err error
 		if addr, ok, err = a.laneOfEvent(ctx, e.RoomID, orig, e.Sender); err != nil || !ok {

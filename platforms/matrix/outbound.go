@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/format"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/gatewayd/gatewayd/gateway"
@@ -70,7 +69,7 @@ func textContent(chunk, fence string, notice bool, ping string) *event.MessageEv
 	if fence != "" {
 		src = fence + "\n" + chunk
 	}
-	c := format.RenderMarkdown(src, true, false)
+	c := renderMarkdown(src)
 	c.Body = chunk
 	c.MsgType = event.MsgText
 	if notice {
@@ -79,11 +78,12 @@ func textContent(chunk, fence string, notice bool, ping string) *event.MessageEv
 	c.Mentions = &event.Mentions{}
 	if ping != "" {
 		c.Mentions.Add(id.UserID(ping))
-		pill := fmt.Sprintf(`<a href="https://matrix.to/#/%s">%s</a>: `, ping, ping)
+		name := localpart(id.UserID(ping))
+		pill := fmt.Sprintf(`<a href="https://matrix.to/#/%s">%s</a>: `, html.EscapeString(ping), html.EscapeString(name))
 		if c.Format == "" {
 			c.Format, c.FormattedBody = event.FormatHTML, html.EscapeString(chunk)
 		}
-		c.Body = ping + ": " + chunk
+		c.Body = name + ": " + chunk
 		c.FormattedBody = pill + c.FormattedBody
 	}
 	return &c
@@ -193,7 +193,11 @@ func pingOf(out gateway.Outbound, part int) string {
 func (a *Adapter) sendPart(ctx context.Context, room id.RoomID, out gateway.Outbound, i int,
 	c *event.MessageEventContent, choices map[string]string) (string, error) {
 	if i == 0 && out.EditID != "" && out.Ping == "" {
-		err := a.edit(ctx, room, id.EventID(out.EditID), c, choices, a.sendTxn(out.ID, i, "edit", c.Body))
+		txn := a.sendTxn(out.ID, i, "edit", c.Body)
+		if out.ID == 0 {
+			txn = a.editTxns.txn(id.EventID(out.EditID), c.Body)
+		}
+		err := a.edit(ctx, room, id.EventID(out.EditID), c, choices, txn)
 		if err == nil {
 			return out.EditID, nil
 		}
@@ -206,6 +210,9 @@ func (a *Adapter) sendPart(ctx context.Context, room id.RoomID, out gateway.Outb
 	if choices != nil {
 		content = choiceMessage{c, choices}
 	}
+	if out.ID == 0 { // no row: a retry by the caller could not reuse the id
+		return a.postRetrying(ctx, room, event.EventMessage, content, a.sendTxn(out.ID, i, "send", c.Body))
+	}
 	return a.post(ctx, room, event.EventMessage, content, a.sendTxn(out.ID, i, "send", c.Body))
 }
 
@@ -216,13 +223,23 @@ type choiceMessage struct {
 	Choices map[string]string `json:"io.gatewayd.choices,omitempty"`
 }
 
+// post sends one event. A send is not started once ctx has ended, but one
+// already on the wire is given sendGrace to finish: abandoning it would
+// leave an event the homeserver may have stored without its id, so a
+// streamed preview (sent with no outbox row) could not be edited into the
+// final reply and the user would see both.
 func (a *Adapter) post(ctx context.Context, room id.RoomID, typ event.Type, content any, txn string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if d, cooling := a.cooldown(); cooling {
 		return "", &gateway.RetryAfterError{After: d, Err: errors.New("matrix: send: rate limited")}
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	sctx, done := inFlight(ctx)
+	defer done()
+	sctx, cancel := context.WithTimeout(sctx, requestTimeout)
 	defer cancel()
-	resp, err := a.cli.SendMessageEvent(ctx, room, typ, content, mautrix.ReqSendEvent{TransactionID: txn})
+	resp, err := a.cli.SendMessageEvent(sctx, room, typ, content, mautrix.ReqSendEvent{TransactionID: txn})
 	if err != nil {
 		a.noteRateLimit(err)
 		return "", mapError("send", err)
@@ -298,7 +315,7 @@ func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, messageID, tex
 		a.previews.touch(messageID, now)
 	}
 	c := textContent(previewPart(text), "", !isPreview, "")
-	return a.edit(ctx, room, id.EventID(messageID), c, nil, a.cli.TxnID())
+	return a.edit(ctx, room, id.EventID(messageID), c, nil, a.editTxns.txn(id.EventID(messageID), c.Body))
 }
 
 // Delete implements gateway.Deleter by redacting the event.
@@ -324,8 +341,8 @@ func (a *Adapter) Typing(ctx context.Context, addr gateway.Address) error {
 	if err != nil {
 		return err
 	}
-	if _, cooling := a.cooldown(); cooling || a.rooms.encrypted(room) {
-		return nil
+	if _, cooling := a.cooldown(); cooling || a.rooms.encrypted(room) || a.self() == "" {
+		return nil // before whoami the bot's own id (in the URL) is unknown
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -342,7 +359,7 @@ func (a *Adapter) OpenPlace(ctx context.Context, near gateway.Address, title str
 		return gateway.Address{}, fmt.Errorf("matrix: open place: %w", gateway.ErrNoPlace)
 	}
 	c := textContent("🧵 "+title, "", true, "")
-	rootID, err := a.post(ctx, room, event.EventMessage, c, a.cli.TxnID())
+	rootID, err := a.postRetrying(ctx, room, event.EventMessage, c, a.cli.TxnID())
 	if err != nil {
 		return gateway.Address{}, err
 	}
@@ -356,4 +373,18 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return s[:cutPoint(s, n)] + "…"
+}
+
+// sendGrace is how long a send already on the wire may outlive its
+// caller's context (as on Telegram and Discord).
+const sendGrace = 5 * time.Second
+
+// inFlight gives one send a context that ends sendGrace after ctx does.
+func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
+	return c, func() {
+		stop()
+		cancel()
+	}
 }

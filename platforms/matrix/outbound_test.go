@@ -240,3 +240,25 @@ func TestReactionOnChoicesIsTheButtonPress(t *testing.T) {
 		t.Fatalf("a reaction after the decision was delivered: %+v", got[1])
 	}
 }
+
+// TestPreviewOnTheWireOutlivesItsCaller: a preview send already at the
+// homeserver when its caller gives up still returns its event id, so the
+// final reply edits it instead of posting a second copy.
+func TestPreviewOnTheWireOutlivesItsCaller(t *testing.T) {
+	srv := matrixtest.New(t)
+	room := joinedRoom(srv)
+	h := start(t, srv, newMemCursor(), newSink(), nil)
+	held := srv.Hold("PUT send", "streaming")
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan error, 1)
+	go func() {
+		_, err := h.a.Send(ctx, gateway.Outbound{Address: roomAddr(room), Kind: gateway.OutPreview, Text: "streaming"})
+		got <- err
+	}()
+	<-held.Arrived()
+	cancel()
+	held.Release()
+	if err := <-got; err != nil {
+		t.Fatalf("Send of a preview stored after its caller gave up = %v; want its id", err)
+	}
+}

@@ -122,7 +122,8 @@ func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, message
 		text = choicesText(text, buttons, keys)
 	}
 	c := textContent(previewPart(text), "", false, "")
-	if err := a.edit(ctx, room, id.EventID(messageID), c, m, a.cli.TxnID()); err != nil {
+	txn := a.editTxns.txn(id.EventID(messageID), c.Body+"\x00"+strings.Join(keys, ","))
+	if err := a.edit(ctx, room, id.EventID(messageID), c, m, txn); err != nil {
 		return err
 	}
 	if m == nil {
@@ -134,13 +135,13 @@ func (a *Adapter) EditButtons(ctx context.Context, addr gateway.Address, message
 	return nil
 }
 
-// offersChoices: a message in lane addr waits for a choice, so a bare
-// number said there answers it.
+// offersChoices: a message in lane addr offers numbered options (a
+// question), so a bare number said there answers it.
 func (a *Adapter) offersChoices(addr gateway.Address) bool {
 	a.choices.mu.Lock()
 	defer a.choices.mu.Unlock()
 	for _, cs := range a.choices.m {
-		if cs.addr == addr && len(cs.keys) > 0 {
+		if cs.addr == addr && cs.keys[normKey(numberKeys[0])] != "" {
 			return true
 		}
 	}
@@ -152,6 +153,9 @@ func (a *Adapter) offersChoices(addr gateway.Address) bool {
 func (a *Adapter) handleReaction(ctx context.Context, sink gateway.Sink, e *event.Event) error {
 	if !parsed(e, event.EventReaction) || !a.allowed(e) {
 		return nil
+	}
+	if _, done := a.reactions.get(string(e.ID)); done {
+		return nil // a batch fetched again: the press was delivered once
 	}
 	rel := e.Content.AsReaction().RelatesTo
 	if rel.Type != event.RelAnnotation {
@@ -170,8 +174,11 @@ func (a *Adapter) handleReaction(ctx context.Context, sink gateway.Sink, e *even
 	}
 	in := gateway.Inbound{Address: cs.addr, MessageID: string(e.ID), SenderID: string(e.Sender),
 		SenderName: localpart(e.Sender), Callback: button, ReceivedAt: a.cfg.Now()}
-	_, err := sink.Deliver(ctx, in)
-	return err
+	if _, err := sink.Deliver(ctx, in); err != nil {
+		return err
+	}
+	a.reactions.put(string(e.ID), true)
+	return nil
 }
 
 // choicesOf reads the choices from the message itself (after a restart);

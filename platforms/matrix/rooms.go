@@ -46,7 +46,7 @@ func (c *roomCache) encrypted(room id.RoomID) (enc bool) {
 }
 
 // learn reads what a sync says of a joined room: its member count, its
-// name, and whether it is encrypted (state or timeline).
+// name, and whether it is encrypted (its m.room.encryption state event).
 func (c *roomCache) learn(room id.RoomID, jr *mautrix.SyncJoinedRoom) {
 	c.with(room, func(r *roomInfo) {
 		if n := jr.Summary.JoinedMemberCount; n != nil && *n > 0 {
@@ -58,8 +58,10 @@ func (c *roomCache) learn(room id.RoomID, jr *mautrix.SyncJoinedRoom) {
 		for _, list := range [][]*event.Event{jr.State.Events, jr.Timeline.Events} {
 			for _, e := range list {
 				switch e.Type.Type {
-				case event.StateEncryption.Type, event.EventEncrypted.Type:
-					r.encrypted, r.checked = true, true
+				case event.StateEncryption.Type:
+					if e.StateKey != nil { // an m.room.encrypted message proves nothing: any member can send one
+						r.encrypted, r.checked = true, true
+					}
 				case event.StateRoomName.Type:
 					if parsed(e, event.StateRoomName) {
 						r.name = e.Content.AsRoomName().Name
@@ -155,7 +157,14 @@ func (a *Adapter) checkEncrypted(ctx context.Context, room id.RoomID) error {
 	case errors.Is(err, mautrix.MNotFound):
 		a.rooms.with(room, func(r *roomInfo) { r.checked = true })
 	default:
-		return mapError("room state", err)
+		err = mapError("room state", err)
+		if !isPermanent(err) {
+			return err
+		}
+		// An answer no retry changes must not hold up every other room:
+		// the room counts as unencrypted until its state says otherwise.
+		a.log.Warn("matrix: could not read a room's encryption state", zap.String("room", string(room)), zap.Error(err))
+		a.rooms.with(room, func(r *roomInfo) { r.checked = true })
 	}
 	return nil
 }

@@ -39,12 +39,6 @@ func (l *lru[V]) put(k string, v V) {
 	l.m[k] = v
 }
 
-func (l *lru[V]) drop(k string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.m, k)
-}
-
 // previewTimes remembers the streamed previews this process posted and
 // when each was last edited (the edit throttle).
 type previewTimes struct{ *lru[time.Time] }

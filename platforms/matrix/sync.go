@@ -76,6 +76,7 @@ func (s *syncer) poll(ctx context.Context, sink gateway.Sink) error {
 		}
 		failing = false
 		syncDelays.Reset()
+		dropNulls(resp)
 		if since == "" {
 			err = s.first(ctx, resp)
 		} else {
@@ -111,6 +112,9 @@ func (s *syncer) pause(ctx context.Context, what string, err error, delays *back
 
 // fetch makes one /sync. The first request and any after a failure do not
 // wait (timeout 0), as mautrix does, so recovery is immediate.
+// initialSyncDeadline bounds the first /sync (no stored token).
+const initialSyncDeadline = 5 * time.Minute
+
 func (s *syncer) fetch(ctx context.Context, since string, failing bool) (*mautrix.RespSync, error) {
 	if s.filter == "" {
 		if err := s.createFilter(ctx); err != nil {
@@ -121,8 +125,14 @@ func (s *syncer) fetch(ctx context.Context, since string, failing bool) (*mautri
 	if failing || since == "" {
 		wait = 0
 	}
-	// A hung /sync is cut and made again: it never stalls the lanes.
-	rctx, cancel := context.WithTimeout(ctx, wait+s.a.cfg.syncGrace)
+	// A hung /sync is cut and made again: it never stalls the lanes. The
+	// first sync carries every joined room's state, which a large account's
+	// homeserver takes minutes to build: cut early, it would never finish.
+	deadline := wait + s.a.cfg.syncGrace
+	if since == "" {
+		deadline = max(deadline, initialSyncDeadline)
+	}
+	rctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	return s.a.cli.FullSyncRequest(rctx, mautrix.ReqSync{Timeout: int(wait.Milliseconds()), Since: since, FilterID: s.filter})
 }
@@ -212,7 +222,8 @@ func (s *syncer) first(ctx context.Context, resp *mautrix.RespSync) error {
 }
 
 // apply delivers a batch: invites first, then each room in timeline order
-// (a gap filled before its timeline). Any failure fails the whole batch.
+// (a gap filled before its timeline). A transient failure fails the whole
+// batch; an answer no retry changes skips only what it concerns.
 func (s *syncer) apply(ctx context.Context, sink gateway.Sink, since string, resp *mautrix.RespSync) error {
 	for room, inv := range resp.Rooms.Invite {
 		if err := s.a.handleInvite(ctx, room, inv); err != nil {
@@ -244,15 +255,27 @@ func (s *syncer) applyRoom(ctx context.Context, sink gateway.Sink, since string,
 	start := s.afterOwnJoin(events)
 	if start == 0 && jr.Timeline.Limited && jr.Timeline.PrevBatch != "" {
 		gap, err := s.gap(ctx, room, jr.Timeline.PrevBatch, since)
-		if err != nil {
+		switch {
+		case isPermanent(err):
+			s.a.log.Warn("matrix.gap_skipped: events missed during the downtime are not delivered",
+				zap.String("room", string(room)), zap.Error(err))
+		case err != nil:
 			return err
+		default:
+			events = append(gap, events...)
 		}
-		events = append(gap, events...)
 	}
 	r := newReceipts()
 	for _, e := range events[start:] {
 		e.RoomID = room // /sync leaves it out: the room is the map key
 		addr, err := s.a.handle(ctx, sink, e)
+		if isPermanent(err) {
+			// Refetching cannot change this answer; stopping here would
+			// stall every room behind this one event.
+			s.a.log.Warn("matrix.event_skipped", zap.String("room", string(room)),
+				zap.String("event_id", string(e.ID)), zap.Error(err))
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -297,9 +320,9 @@ func (s *syncer) gap(ctx context.Context, room id.RoomID, from, to string) ([]*e
 		resp, err := s.a.cli.Messages(rctx, room, from, to, mautrix.DirectionBackward, nil, 100)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("matrix: fill a gap: %w", err)
+			return nil, mapError("fill a gap", err)
 		}
-		out = append(out, resp.Chunk...)
+		out = append(out, withoutNulls(resp.Chunk)...)
 		if resp.End == "" || len(resp.Chunk) == 0 {
 			break
 		}
@@ -311,4 +334,28 @@ func (s *syncer) gap(ctx context.Context, room id.RoomID, from, to string) ([]*e
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// dropNulls removes what a homeserver sent as JSON null where a room or
+// an event belongs: nothing downstream has to guard against nil.
+func dropNulls(resp *mautrix.RespSync) {
+	for room, jr := range resp.Rooms.Join {
+		if jr == nil {
+			delete(resp.Rooms.Join, room)
+			continue
+		}
+		jr.State.Events = withoutNulls(jr.State.Events)
+		jr.Timeline.Events = withoutNulls(jr.Timeline.Events)
+	}
+	for room, inv := range resp.Rooms.Invite {
+		if inv == nil {
+			delete(resp.Rooms.Invite, room)
+			continue
+		}
+		inv.State.Events = withoutNulls(inv.State.Events)
+	}
+}
+
+func withoutNulls(events []*event.Event) []*event.Event {
+	return slices.DeleteFunc(events, func(e *event.Event) bool { return e == nil })
 }

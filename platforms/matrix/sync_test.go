@@ -56,7 +56,7 @@ func TestMessagesAfterInviteBeforeJoinAreDelivered(t *testing.T) {
 	srv.Post(room, alice, "before the invite")
 	srv.Invite(room, alice, matrixtest.BotUser)
 	srv.Post(room, alice, "between invite and join")
-	h = start(t, srv, h.cursor, snk, nil)
+	start(t, srv, h.cursor, snk, nil)
 	waitFor(t, srv, "join", func() bool { return srv.Membership(room, matrixtest.BotUser) == "join" })
 	srv.Post(room, alice, "after")
 	got := snk.waitN(t, 2)

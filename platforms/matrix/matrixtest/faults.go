@@ -61,6 +61,41 @@ func (s *Server) EarlyRetries() int {
 	return s.early
 }
 
+// InjectNulls makes the next n non-empty /sync and /messages answers
+// carry JSON nulls where a room or an event belongs, as a broken or
+// hostile homeserver may send.
+func (s *Server) InjectNulls(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nulls += n
+}
+
+// takeNullsLocked reports whether this answer gets nulls.
+func (s *Server) takeNullsLocked() bool {
+	if s.nulls > 0 {
+		s.nulls--
+		return true
+	}
+	return false
+}
+
+// saltSync puts nulls into a /sync answer.
+func saltSync(resp map[string]any) {
+	rooms := resp["rooms"].(map[string]any)
+	rooms["join"].(map[string]any)["!null:fake.test"] = nil
+	rooms["invite"].(map[string]any)["!nullinvite:fake.test"] = nil
+	for _, jr := range rooms["join"].(map[string]any) {
+		jr, ok := jr.(map[string]any)
+		if !ok {
+			continue
+		}
+		tl := jr["timeline"].(map[string]any)
+		tl["events"] = append([]map[string]any{nil}, tl["events"].([]map[string]any)...)
+		st := jr["state"].(map[string]any)
+		st["events"] = append(st["events"].([]map[string]any), nil)
+	}
+}
+
 // UseLegacyMedia makes the fake serve downloads only on the legacy
 // /_matrix/media/v3/download path and announce no authenticated media.
 func (s *Server) UseLegacyMedia() {

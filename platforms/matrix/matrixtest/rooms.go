@@ -255,6 +255,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		chunk = append(chunk, s.wireLocked(e, callerOf(r).token, true))
 	}
+	if len(chunk) > 0 && s.takeNullsLocked() {
+		chunk = append(chunk, nil)
+	}
 	resp := map[string]any{"start": q.Get("from"), "chunk": chunk}
 	if end != "" {
 		resp["end"] = end

@@ -43,6 +43,7 @@ type Server struct {
 	held    []*Held        // requests to hold (Hold)
 	early   int            // requests that came before a 429's retry-after elapsed
 	legacy  bool           // only the legacy media download path
+	nulls   int            // answers to salt with JSON nulls (InjectNulls)
 	closing chan struct{}
 }
 

@@ -30,6 +30,12 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 		wake := s.wake
 		s.mu.Unlock()
 		if any || q.Get("since") == "" || timeout <= 0 {
+			s.mu.Lock()
+			salt := any && q.Get("since") != "" && s.takeNullsLocked()
+			s.mu.Unlock()
+			if salt {
+				saltSync(resp)
+			}
 			writeJSON(w, 200, resp)
 			return
 		}
