@@ -118,12 +118,14 @@ func (a Address) Validate() error {
 		return fmt.Errorf("chat: %s %s address has no topic/thread id", a.Platform, a.Kind)
 	}
 	switch a.Kind {
-	case LaneThread:
-		if a.Platform == matrixPlatform && a.ChatID == "" {
-			return fmt.Errorf("chat: matrix thread address has no room id")
+	case LaneRoom:
+		// Only Matrix keys a room (its ids have a grammar of their own); a
+		// room of another platform would name a key that does not parse.
+		if a.Platform != matrixPlatform {
+			return fmt.Errorf("chat: %s has no room lanes", a.Platform)
 		}
 		return nil
-	case LaneDM, LaneGroup, LaneChannel, LaneTopic, LaneAPI, LaneRoom:
+	case LaneDM, LaneGroup, LaneChannel, LaneThread, LaneTopic, LaneAPI:
 		return nil
 	}
 	return fmt.Errorf("chat: unknown lane kind %q", a.Kind)
