@@ -130,7 +130,7 @@ func (a *Adapter) SendFile(ctx context.Context, out gateway.Outbound) (string, e
 		return "", err
 	}
 	if err := out.RecordLastPart(ctx, 0, eid); err != nil {
-		return "", err
+		return "", fmt.Errorf("matrix: record file of outbox %d: %w", out.ID, err)
 	}
 	return eid, nil
 }

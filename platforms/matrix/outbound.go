@@ -230,7 +230,7 @@ type choiceMessage struct {
 // final reply and the user would see both.
 func (a *Adapter) post(ctx context.Context, room id.RoomID, typ event.Type, content any, txn string) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return "", fmt.Errorf("matrix: send: %w", err)
 	}
 	if d, cooling := a.cooldown(); cooling {
 		return "", &gateway.RetryAfterError{After: d, Err: errors.New("matrix: send: rate limited")}

@@ -237,7 +237,7 @@ func (s *syncer) apply(ctx context.Context, sink gateway.Sink, since string, res
 	slices.Sort(rooms)
 	for _, room := range rooms {
 		if err := s.applyRoom(ctx, sink, since, room, resp.Rooms.Join[room]); err != nil {
-			return fmt.Errorf("room %s: %w", room, err)
+			return fmt.Errorf("matrix: room %s: %w", room, err)
 		}
 	}
 	return nil
