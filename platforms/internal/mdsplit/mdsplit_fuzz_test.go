@@ -1,4 +1,4 @@
-package slack
+package mdsplit
 
 import (
 	"strings"
@@ -7,13 +7,13 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzSplitMessage holds splitMessage to its promises on any text: every
+// FuzzSplit holds splitMessage to its promises on any text: every
 // part within the limit in runes, whole runes, no part leaving a code
 // block open, the content kept in order; and the parts rejoin to the text
 // exactly when it has no fence (whose close and reopen the splitter adds)
 // and no run of whitespace long enough to make a part of its own (a blank
-// part is dropped: Slack refuses an empty block).
-func FuzzSplitMessage(f *testing.F) {
+// part is dropped: platforms refuse an empty message).
+func FuzzSplit(f *testing.F) {
 	for _, seed := range []string{
 		"", "hello", strings.Repeat("abcdefghi\n", 30), strings.Repeat("x", 250), "  padded  ",
 		strings.Repeat("🙂é", 120), "intro\n```go\n" + strings.Repeat("fmt.Println(1)\n", 20) + "```\noutro",
@@ -24,13 +24,13 @@ func FuzzSplitMessage(f *testing.F) {
 		f.Add(seed, uint16(100))
 	}
 	f.Fuzz(func(t *testing.T, text string, limit uint16) {
-		lim := max(int(limit)%(maxPartRunes+1), 2*maxFenceLine)
+		lim := max(int(limit)%(fuzzMaxLimit+1), 2*maxFenceLine)
 		if longestFenceLine(text) > lim/2 {
 			// A fence line longer than a part is cut like text, and the
 			// oracle below (which drops fence lines) cannot follow it.
 			return
 		}
-		parts := splitMessage(text, lim)
+		parts := Split(text, lim)
 		var rebuilt []string
 		for i, p := range parts {
 			if n := utf8.RuneCountInString(p); n > lim {
@@ -104,19 +104,6 @@ func withoutFenceLines(s string) string {
 	return b.String()
 }
 
-func TestSplitAtLimit(t *testing.T) {
-	text := strings.Repeat("é", 3000) + strings.Repeat("a", 10)
-	parts := splitMessage(text, maxPartRunes)
-	if len(parts) != 2 || utf8.RuneCountInString(parts[0]) != 3000 || strings.Join(parts, "") != text {
-		t.Fatalf("parts %d", len(parts))
-	}
-	if got := splitMessage("short", maxPartRunes); len(got) != 1 || got[0] != "short" {
-		t.Fatalf("short = %q", got)
-	}
-	code := "```go\n" + strings.Repeat("x := 1\n", 1000) + "```"
-	for i, p := range splitMessage(code, maxPartRunes) {
-		if !strings.HasPrefix(p, "```go\n") || !strings.HasSuffix(p, "```") {
-			t.Fatalf("part %d does not stand alone: %q…%q", i, p[:10], p[len(p)-10:])
-		}
-	}
-}
+// fuzzMaxLimit is the largest limit fuzzed: Slack's part (Discord's
+// 2,000 and the smaller limits are below it).
+const fuzzMaxLimit = 3000
