@@ -34,8 +34,15 @@ const callbackPrefix = "approval:"
 
 type pendingApproval struct {
 	info     chat.PendingApproval
-	platform string              // the lane's, for its admins
-	answer   chan codex.Decision // buffered: written once, by whoever took the entry
+	platform string       // the lane's, for its admins
+	answer   chan verdict // buffered: written once, by whoever took the entry
+}
+
+// verdict is a decision and who made it ("" for a stopped lane), for the
+// mark on the prompt.
+type verdict struct {
+	decision codex.Decision
+	by       string
 }
 
 // approvalBook holds the pending approvals; the zero value is ready.
@@ -53,7 +60,7 @@ func (b *approvalBook) add(info chat.PendingApproval) *pendingApproval {
 	}
 	b.seq++
 	info.ID = "a" + strconv.FormatInt(b.seq, 10)
-	p := &pendingApproval{info: info, answer: make(chan codex.Decision, 1)}
+	p := &pendingApproval{info: info, answer: make(chan verdict, 1)}
 	b.pending[info.ID] = p
 	return p
 }
@@ -110,7 +117,7 @@ func (a *approvals) Register(h ext.Host) error {
 	a.mode, a.timeout, a.allowEscalation = set.Approvals, set.ApprovalTimeout, set.AllowEscalation
 	a.h, a.log = h, h.Logger()
 	decide := func(ctx context.Context, c ext.Call) bool {
-		a.command(ctx, c.Lane.Address(), c.MsgID, c.Sender, c.Args, c.Name == "approve")
+		a.command(ctx, c.Lane.Address(), c.MsgID, c.Sender, shownName(c.SenderName, c.Sender), c.Args, c.Name == "approve")
 		return true
 	}
 	h.Command(ext.Command{Name: "approve", Args: "[id] [session]", Description: "Allow what Codex asked for", Run: decide})
@@ -173,49 +180,108 @@ func (a *approvals) Approve(ctx context.Context, req codex.ApprovalRequest) code
 	p.platform = addr.Platform
 	id := p.info.ID
 	a.log.Info("approval.asked", zap.String("lane", key), zap.String("approval", id), zap.String("kind", req.Kind))
-	a.ask(ctx, addr, p.info)
+	question, msgID := a.ask(ctx, addr, p.info)
+	d, mark := a.await(ctx, addr, p)
+	a.markPrompt(addr, id, msgID, question, mark)
+	return d
+}
+
+// await waits for p's decision, the timeout or ctx (codex withdrew the
+// request); it returns the decision and the line the prompt gets.
+func (a *approvals) await(ctx context.Context, addr chat.Address, p *pendingApproval) (codex.Decision, string) {
+	id, key := p.info.ID, addr.SessionKey()
 	timer := time.NewTimer(a.timeout)
 	defer timer.Stop()
 	select {
-	case d := <-p.answer:
-		return d
+	case v := <-p.answer:
+		return v.decision, verdictMark(v)
 	case <-timer.C:
 		if a.book.take(id) == nil {
-			return <-p.answer // answered just now
+			v := <-p.answer // answered just now
+			return v.decision, verdictMark(v)
 		}
 		a.log.Info("approval.timed_out", zap.String("lane", key), zap.String("approval", id))
 		a.h.Notify(a.base(), addr, "", fmt.Sprintf("No answer to approval %s within %s: declined.", id, a.timeout))
-		return codex.DecisionDecline
+		return codex.DecisionDecline, fmt.Sprintf("❌ Declined: no answer within %s", a.timeout)
 	case <-ctx.Done():
 		// codex withdrew the request (the turn ended or was interrupted):
 		// the question in the lane is moot, so say so instead of leaving
 		// buttons that would only answer "no longer pending".
 		if a.book.take(id) == nil {
-			return <-p.answer
+			v := <-p.answer
+			return v.decision, verdictMark(v)
 		}
 		a.log.Info("approval.withdrawn", zap.String("lane", key), zap.String("approval", id))
 		a.h.Notify(a.base(), addr, "", fmt.Sprintf("Approval %s was withdrawn: the turn ended before an answer.", id))
-		return codex.DecisionDecline
+		return codex.DecisionDecline, "⏹ Withdrawn: the turn ended before an answer"
 	}
+}
+
+// markPrompt edits the prompt (sent directly as msgID) to its question
+// and mark, which takes its buttons away where the platform can: a
+// decided prompt must not look open. Only Approve's goroutine calls it,
+// once per request, so a prompt is never edited twice. The notices stay:
+// a prompt that went through the outbox ("" msgID) cannot be edited, and
+// platforms without edits show the decision only there.
+func (a *approvals) markPrompt(addr chat.Address, id, msgID, question, mark string) {
+	if msgID == "" {
+		return
+	}
+	if err := a.h.EditPrompt(a.base(), addr, msgID, question+"\n"+mark); err != nil {
+		a.log.Info("approval.edit_failed", zap.String("lane", addr.SessionKey()), zap.String("approval", id), zap.Error(err))
+	}
+}
+
+// verdictMark is the line a decided prompt gets.
+func verdictMark(v verdict) string {
+	var mark string
+	switch v.decision {
+	case codex.DecisionAccept:
+		mark = "✅ Approved once"
+	case codex.DecisionAcceptForSession:
+		mark = "✅ Approved for this thread"
+	case codex.DecisionDecline:
+		mark = "❌ Declined"
+	default:
+		if v.by == "" {
+			return "⏹ Cancelled: the reply was stopped"
+		}
+		mark = "⏹ Cancelled"
+	}
+	if v.by != "" {
+		mark += " by " + v.by
+	}
+	return mark
+}
+
+// shownName is how a decider is named on the prompt: their name where
+// the platform gives one, else their id.
+func shownName(name, id string) string {
+	if name != "" {
+		return name
+	}
+	return id
 }
 
 // ask shows the question, with buttons where the platform has them
 // (deliverer.askDirect). The first wait of a turn in a shared room pings
 // its requester: a reply to their message, and a mention on Discord.
-func (a *approvals) ask(ctx context.Context, addr chat.Address, info chat.PendingApproval) {
+// It returns the question's text and the prompt's message id ("" when it
+// went through the outbox).
+func (a *approvals) ask(ctx context.Context, addr chat.Address, info chat.PendingApproval) (question, msgID string) {
 	p := ext.Prompt{Address: addr, Text: approvalQuestion(info, a.timeout), Approval: &info, Buttons: approvalButtons(info)}
 	if ext.GroupPlace(addr.Kind) {
 		if user, msgID, ok := a.h.WaitPing(info.ThreadID); ok {
 			p.Ping, p.ReplyTo = user, msgID
 		}
 	}
-	a.h.Ask(ctx, p)
+	return p.Text, a.h.Ask(ctx, p)
 }
 
 // Decide answers a pending approval for the lane sessionKey. A decision
 // for another lane's request is refused and logged.
 func (a *approvals) Decide(sessionKey, id, decision, senderID string) error {
-	answer, err := a.claim(sessionKey, id, decision, senderID, false)
+	answer, err := a.claim(sessionKey, id, decision, senderID, senderID, false)
 	if err != nil {
 		return err
 	}
@@ -227,7 +293,8 @@ func (a *approvals) Decide(sessionKey, id, decision, senderID string) error {
 // list; the returned func hands the decision to codex. Splitting the two
 // lets a caller acknowledge the decision in the lane first, so the lane
 // reads the acknowledgement before the reply the decision unblocks.
-func (a *approvals) claim(sessionKey, id, decision, senderID string, platformAdmin bool) (answer func(), err error) {
+// by names the sender on the prompt.
+func (a *approvals) claim(sessionKey, id, decision, senderID, by string, platformAdmin bool) (answer func(), err error) {
 	d := codex.Decision(decision)
 	switch d {
 	case codex.DecisionAccept, codex.DecisionAcceptForSession, codex.DecisionDecline, codex.DecisionCancel:
@@ -257,7 +324,7 @@ func (a *approvals) claim(sessionKey, id, decision, senderID string, platformAdm
 		return nil, ext.ErrApprovalNotFound
 	}
 	return func() {
-		p.answer <- d
+		p.answer <- verdict{decision: d, by: by}
 		a.log.Info("approval.decided", zap.String("lane", sessionKey), zap.String("approval", id),
 			zap.String("decision", decision), zap.String("sender", senderID))
 	}, nil
@@ -269,7 +336,7 @@ func (a *approvals) cancel(key string) int {
 	n := 0
 	for _, p := range a.book.lane(key) {
 		if a.book.take(p.info.ID) != nil {
-			p.answer <- codex.DecisionCancel
+			p.answer <- verdict{decision: codex.DecisionCancel}
 			n++
 		}
 	}
@@ -287,13 +354,13 @@ func (a *approvals) pressed(ctx context.Context, in chat.Inbound) {
 		a.log.Info("inbound.callback_unknown", zap.String("platform", in.Address.Platform), zap.String("callback", in.Callback))
 		return
 	}
-	a.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID, in.SenderAdmin)
+	a.decideAndSay(ctx, in.Address, "", id, decision, in.SenderID, shownName(in.SenderName, in.SenderID), in.SenderAdmin)
 }
 
 // decideAndSay applies a decision and tells the lane what happened (as a
 // reply to replyTo), the acknowledgement first.
-func (a *approvals) decideAndSay(ctx context.Context, addr chat.Address, replyTo, id, decision, sender string, platformAdmin bool) {
-	answer, err := a.claim(addr.SessionKey(), id, decision, sender, platformAdmin)
+func (a *approvals) decideAndSay(ctx context.Context, addr chat.Address, replyTo, id, decision, sender, by string, platformAdmin bool) {
+	answer, err := a.claim(addr.SessionKey(), id, decision, sender, by, platformAdmin)
 	a.h.Notify(ctx, addr, replyTo, decisionText(id, decision, err))
 	if err == nil {
 		answer()
@@ -333,7 +400,7 @@ func decisionWords(d codex.Decision) string {
 // command is /approve [id] [session] and /deny [id] in the lane at addr.
 // Without an id it answers the lane's only pending request. The answer
 // goes to the lane as a reply to msgID.
-func (a *approvals) command(ctx context.Context, addr chat.Address, msgID, sender, args string, approve bool) {
+func (a *approvals) command(ctx context.Context, addr chat.Address, msgID, sender, by, args string, approve bool) {
 	fields := strings.Fields(args)
 	id := ""
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "a") {
@@ -360,7 +427,7 @@ func (a *approvals) command(ctx context.Context, addr chat.Address, msgID, sende
 			decision = codex.DecisionAcceptForSession
 		}
 	}
-	a.decideAndSay(ctx, addr, msgID, id, string(decision), sender, false)
+	a.decideAndSay(ctx, addr, msgID, id, string(decision), sender, by, false)
 }
 
 // Unsupported is the codex.Options.Unsupported hook: the app-server asked

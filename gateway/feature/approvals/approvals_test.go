@@ -17,8 +17,13 @@ import (
 
 // chatHost is a host with chat approvals and the lane of thread "t1".
 func chatHost(t *testing.T) (*exttest.Host, *exttest.Lane, ext.Approvals) {
+	return chatHostTimeout(t, time.Minute)
+}
+
+// chatHostTimeout is chatHost whose requests are declined after timeout.
+func chatHostTimeout(t *testing.T, timeout time.Duration) (*exttest.Host, *exttest.Lane, ext.Approvals) {
 	h := exttest.NewHost(t)
-	h.Settings = ext.RequestSettings{Approvals: "chat", ApprovalTimeout: time.Minute}
+	h.Settings = ext.RequestSettings{Approvals: "chat", ApprovalTimeout: timeout}
 	l := &exttest.Lane{Addr: chat.Address{Platform: "api", Kind: chat.LaneDM, ChatID: "a"}}
 	h.Threads = map[string]ext.Lane{"t1": l}
 	h.Asked = make(chan ext.Prompt, 1)
@@ -110,5 +115,59 @@ func TestWithinResolvesLinksAndRefusesGit(t *testing.T) {
 		if got := within(path, []string{root}); got != want {
 			t.Errorf("within(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// decidedPrompt runs one request in a host with chat approvals and the
+// given timeout, lets settle decide it once asked, and returns the
+// decision and the edits of the prompt.
+func decidedPrompt(t *testing.T, timeout time.Duration, settle func(ctx context.Context, cancel context.CancelFunc, h *exttest.Host, l *exttest.Lane, a ext.Approvals)) (codex.Decision, []string, ext.Prompt) {
+	t.Helper()
+	h, l, a := chatHostTimeout(t, timeout)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	decided := approving(ctx, a, codex.ApprovalRequest{Kind: "command", Command: "ls", ThreadID: "t1"})
+	p := <-h.Asked
+	settle(t.Context(), cancel, h, l, a)
+	return <-decided, h.Edits(), p
+}
+
+// A decided, timed-out, withdrawn or stopped request's prompt is edited
+// once to its question and what became of it (the buttons go with the
+// edit); the notices stay.
+func TestDecidedPromptIsEditedOnce(t *testing.T) {
+	never := func(context.Context, context.CancelFunc, *exttest.Host, *exttest.Lane, ext.Approvals) {}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		settle  func(ctx context.Context, cancel context.CancelFunc, h *exttest.Host, l *exttest.Lane, a ext.Approvals)
+		want    codex.Decision
+		mark    string
+	}{
+		{"approved by command", time.Minute, func(ctx context.Context, _ context.CancelFunc, h *exttest.Host, l *exttest.Lane, _ ext.Approvals) {
+			h.Run(ctx, l, "approve", "session", "m9")
+		}, codex.DecisionAcceptForSession, "✅ Approved for this thread by User"},
+		{"declined by an adapter", time.Minute, func(_ context.Context, _ context.CancelFunc, _ *exttest.Host, l *exttest.Lane, a ext.Approvals) {
+			if err := a.Decide(l.Key(), "a1", "decline", "u2"); err != nil {
+				t.Errorf("decide: %v", err)
+			}
+		}, codex.DecisionDecline, "❌ Declined by u2"},
+		{"timed out", time.Nanosecond, never, codex.DecisionDecline, "❌ Declined: no answer within 1ns"},
+		{"withdrawn", time.Hour, func(_ context.Context, cancel context.CancelFunc, _ *exttest.Host, _ *exttest.Lane, _ ext.Approvals) {
+			cancel()
+		}, codex.DecisionDecline, "⏹ Withdrawn: the turn ended before an answer"},
+		{"stopped", time.Hour, func(_ context.Context, _ context.CancelFunc, h *exttest.Host, l *exttest.Lane, _ ext.Approvals) {
+			h.Stop(l.Key())
+		}, codex.DecisionCancel, "⏹ Cancelled: the reply was stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, edits, p := decidedPrompt(t, tc.timeout, tc.settle)
+			if d != tc.want {
+				t.Errorf("decision %q, want %q", d, tc.want)
+			}
+			if want := "m1: " + p.Text + "\n" + tc.mark; len(edits) != 1 || edits[0] != want {
+				t.Errorf("edits %q, want one: %q", edits, want)
+			}
+		})
 	}
 }
