@@ -103,7 +103,7 @@ func TestRateLimitBurstIsRetriedAsTheServerSays(t *testing.T) {
 // TestReactionApprovalByNonRequesterIsRefused: in a three-member room,
 // Alice's turn asks to run a command; Bob's ✅ and Bob's typed !approve
 // are refused (the command does not run), Alice's ✅ allows it, and the
-// decision is shown.
+// decision is shown, in a notice and on the edited prompt.
 func TestReactionApprovalByNonRequesterIsRefused(t *testing.T) {
 	processtest.SkipWhenShort(t, "runs the real app-server")
 	ctx := e2eContext(t)
@@ -134,10 +134,14 @@ func TestReactionApprovalByNonRequesterIsRefused(t *testing.T) {
 	}
 	srv.React(room, alice, question, "✅")
 	waitFor(t, srv, "the command's output", func() bool { return shownWith(srv, room, "CHECKED-42") > 0 })
-	// The gateway tells an approval's decision in a message of its own
-	// (a question's prompt is edited instead, through EditButtons).
+	// The gateway tells an approval's decision in a message of its own,
+	// and edits the prompt to show it (through EditButtons, which drops
+	// the choices).
 	if shownWith(srv, room, "Approval a1: approved once") != 1 {
 		t.Fatalf("the decision is not shown: %q", srv.Shown(room, bot))
+	}
+	if e := lastBotEventWith(srv, room, "✅ Approved once by"); e.ID != question {
+		t.Fatalf("the prompt %s is not edited to its decision: %q", question, srv.Shown(room, bot))
 	}
 }
 
