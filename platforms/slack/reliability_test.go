@@ -105,6 +105,9 @@ func TestMissedThreadMessagesBackfilledAfterRestart(t *testing.T) {
 	h.sink.next(t)
 	fake.Post(slacktest.Post{Channel: dm, User: allowed, Text: "dm start"})
 	h.sink.next(t)
+	if !fake.WaitFor(waitFor, func() bool { return fake.Unacked() == 0 }) { // else redelivered, rightly
+		t.Fatal("the first messages were never acked")
+	}
 	h.stop()
 	if !fake.WaitFor(waitFor, func() bool { return !fake.Connected() }) {
 		t.Fatal("socket still open")
@@ -277,6 +280,11 @@ func TestInboundSurvives429s(t *testing.T) {
 	fake.DropWhileDisconnected(true)
 	root := fake.Post(slacktest.Post{Channel: channel, User: allowed, Text: "root", MentionBot: true})
 	h.sink.next(t)
+	// The root is acked after Deliver returns; stopping before the ack
+	// would (rightly) get it redelivered first on the next connection.
+	if !fake.WaitFor(waitFor, func() bool { return fake.Unacked() == 0 }) {
+		t.Fatal("the root was never acked")
+	}
 	h.stop()
 	fake.Post(slacktest.Post{Channel: channel, User: allowed, Text: "while away", ThreadTS: root})
 	h2 := start(t, fake, h.cursor)
