@@ -15,19 +15,23 @@ import (
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]string) {
 	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
 	timeout, _ := strconv.Atoi(p["timeout"])
+	// As Telegram does, a new getUpdates ends the one still waiting with
+	// 409 (the newer request wins): a poller that lost its lease, or a
+	// restarted process, must not hold its successor off.
+	terminated := make(chan struct{})
 	s.mu.Lock()
-	if s.polling > 0 {
-		s.mu.Unlock()
-		writeFail(w, Failure{Code: 409, Description: "Conflict: terminated by other getUpdates request"})
-		return
+	if s.polling != nil {
+		close(s.polling)
 	}
-	s.polling++
+	s.polling = terminated
 	s.offsets = append(s.offsets, offset)
 	s.notifyLocked()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.polling--
+		if s.polling == terminated {
+			s.polling = nil
+		}
 		s.mu.Unlock()
 	}()
 
@@ -50,6 +54,9 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 		case <-ch:
 		case <-deadline.C:
 			writeOK(w, batch)
+			return
+		case <-terminated:
+			writeFail(w, Failure{Code: 409, Description: "Conflict: terminated by other getUpdates request"})
 			return
 		case <-r.Context().Done():
 			return

@@ -91,7 +91,7 @@ type Server struct {
 	webhookDeletes int
 	failures       map[string][]Failure
 	rejectEntities bool
-	polling        int
+	polling        chan struct{} // closed when a newer getUpdates ends this one
 	holds          []*Held
 	files          map[string]*fakeFile
 	downloads      []string
