@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,17 +131,7 @@ func TestChatValidationErrors(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := Load(Options{File: writeFile(t, dir, "gw.yaml", tc.file), Env: os.Environ()})
-			if err == nil {
-				t.Fatalf("Load succeeded, want %q", tc.want)
-			}
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Errorf("error %v is not a *config.Error", err)
-			}
-			if !strings.HasPrefix(err.Error(), tc.want) {
-				t.Errorf("error:\n got %q\nwant %q", err.Error(), tc.want)
-			}
+			wantConfigError(t, writeFile(t, dir, "gw.yaml", tc.file), tc.want)
 		})
 	}
 }

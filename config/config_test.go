@@ -488,17 +488,7 @@ func TestValidationErrors(t *testing.T) {
 			if tc.file != "-" {
 				file = writeFile(t, dir, "gw.yaml", tc.file)
 			}
-			_, err := Load(Options{File: file, Env: os.Environ()})
-			if err == nil {
-				t.Fatalf("Load succeeded, want %q", tc.want)
-			}
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Errorf("error %v is not a *config.Error", err)
-			}
-			if !strings.HasPrefix(err.Error(), tc.want) {
-				t.Errorf("error:\n got %q\nwant %q", err.Error(), tc.want)
-			}
+			wantConfigError(t, file, tc.want)
 		})
 	}
 }
@@ -606,4 +596,21 @@ func hostname(t *testing.T) string {
 		t.Fatalf("os.Hostname: %v", err)
 	}
 	return h
+}
+
+// wantConfigError loads file (with the test's environment) and wants a
+// *config.Error whose text starts with want.
+func wantConfigError(t *testing.T, file, want string) {
+	t.Helper()
+	_, err := Load(Options{File: file, Env: os.Environ()})
+	if err == nil {
+		t.Fatalf("Load succeeded, want %q", want)
+	}
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Errorf("error %v is not a *config.Error", err)
+	}
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error:\n got %q\nwant %q", err.Error(), want)
+	}
 }

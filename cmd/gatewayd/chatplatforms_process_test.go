@@ -32,21 +32,7 @@ func TestProcessRejectedSlackTokenExitsTwo(t *testing.T) {
 			"allowed_users": []string{"U1"}},
 	})
 	d := startDaemon(t, bin, cfgFile, dir, "slackbadtoken", listenNotify(t).path)
-	select {
-	case <-d.done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the daemon kept running with a rejected token:\n%s", d.logs())
-	}
-	if code := d.cmd.ProcessState.ExitCode(); code != cli.ExitUsage {
-		t.Errorf("exit code %d, want %d\n%s", code, cli.ExitUsage, d.logs())
-	}
-	out := d.logs()
-	if !strings.Contains(out, "slack.bot_token") {
-		t.Errorf("output does not name slack.bot_token:\n%s", out)
-	}
-	if strings.Contains(out, secret) {
-		t.Errorf("output contains the token:\n%s", out)
-	}
+	exitsNamingKey(t, d, "slack.bot_token", secret)
 }
 
 // A Matrix access token the homeserver refuses ends the daemon with exit 2,
@@ -64,6 +50,14 @@ func TestProcessRejectedMatrixTokenExitsTwo(t *testing.T) {
 		"matrix": map[string]any{"homeserver": hs.URL, "access_token": secret, "allowed_users": []string{"@alice:example.org"}},
 	})
 	d := startDaemon(t, bin, cfgFile, dir, "matrixbadtoken", listenNotify(t).path)
+	exitsNamingKey(t, d, "matrix.access_token", secret)
+}
+
+// exitsNamingKey waits for a daemon refused at start-up: exit 2, what was
+// refused named (a key, or the URL without its token), the secret nowhere
+// in its output.
+func exitsNamingKey(t *testing.T, d *daemonProc, named, secret string) {
+	t.Helper()
 	select {
 	case <-d.done:
 	case <-time.After(2 * time.Minute):
@@ -73,8 +67,8 @@ func TestProcessRejectedMatrixTokenExitsTwo(t *testing.T) {
 		t.Errorf("exit code %d, want %d\n%s", code, cli.ExitUsage, d.logs())
 	}
 	out := d.logs()
-	if !strings.Contains(out, "matrix.access_token") {
-		t.Errorf("output does not name matrix.access_token:\n%s", out)
+	if !strings.Contains(out, named) {
+		t.Errorf("output does not name %s:\n%s", named, out)
 	}
 	if strings.Contains(out, secret) {
 		t.Errorf("output contains the token:\n%s", out)

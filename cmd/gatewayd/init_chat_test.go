@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/cli"
 	"github.com/gatewayd/gatewayd/platforms/slack/slacktest"
 )
@@ -268,20 +266,7 @@ func TestInitInteractiveSlackAndMatrix(t *testing.T) {
 	cfg := filepath.Join(dir, "conf", "gatewayd.yaml")
 
 	cmd := exec.Command(bin, "init", "--config", cfg, "--slack-api-url", sl.APIURL())
-	cmd.Env = os.Environ()
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	p := &initTerminal{t: t, tty: tty, done: make(chan struct{})}
-	go p.read()
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
+	p := startInitTerminal(t, cmd)
 
 	p.expect("Telegram bot token (from @BotFather; empty to skip Telegram): ")
 	p.send("")

@@ -99,6 +99,28 @@ func (p *initTerminal) send(line string) {
 	}
 }
 
+// startInitTerminal starts cmd (a gatewayd init) on a terminal of its own
+// and reads what it prints; the process is killed at the test's end if it
+// is still running.
+func startInitTerminal(t *testing.T, cmd *exec.Cmd) *initTerminal {
+	t.Helper()
+	cmd.Env = os.Environ()
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	p := &initTerminal{t: t, tty: tty, done: make(chan struct{})}
+	go p.read()
+	return p
+}
+
 func TestInitInteractiveTerminal(t *testing.T) {
 	bin := buildDaemon(t)
 	dir := initEnv(t)
@@ -109,20 +131,7 @@ func TestInitInteractiveTerminal(t *testing.T) {
 	cfg := filepath.Join(dir, "conf", "gatewayd.yaml")
 
 	cmd := exec.Command(bin, "init", "--config", cfg, "--telegram-api-url", tg.URL)
-	cmd.Env = os.Environ()
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	p := &initTerminal{t: t, tty: tty, done: make(chan struct{})}
-	go p.read()
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
+	p := startInitTerminal(t, cmd)
 
 	const tokenPrompt = "Telegram bot token (from @BotFather; empty to skip Telegram): "
 	p.expect(tokenPrompt)

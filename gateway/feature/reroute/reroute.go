@@ -90,17 +90,16 @@ func (w *watcher) Progress(p codex.Progress) {
 // (the API lane's request ends with what replies to it).
 func (w *watcher) Stop(time.Time, []chat.Button) {
 	w.mu.Lock()
-	if w.stopped || len(w.lines) == 0 {
-		w.stopped = true
-		w.mu.Unlock()
+	lines, dropped, again := w.lines, w.dropped, w.stopped
+	w.stopped = true
+	w.mu.Unlock()
+	if again || len(lines) == 0 {
 		return
 	}
-	w.stopped = true
-	text := strings.Join(w.lines, "\n")
-	if w.dropped > 0 {
+	text := strings.Join(lines, "\n")
+	if dropped > 0 {
 		text += "\n(and more warnings)"
 	}
-	w.mu.Unlock()
 	w.n.host.Notify(w.n.host.Context(), w.addr, "", text)
 }
 
