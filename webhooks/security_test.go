@@ -289,8 +289,9 @@ func TestSlowSendersDoNotStallADelivery(t *testing.T) {
 	}
 }
 
-// At most MaxConnections connections are served; the next waits until
-// one closes.
+// At most MaxConnections connections are served; a delivery beyond them
+// is answered 503 with Retry-After at once, so its sender retries later
+// instead of waiting unaccepted.
 func TestConnectionCap(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxConnections = 2; c.ReadTimeout = time.Minute })
 	if err := h.srv.Listen(); err != nil {
@@ -311,12 +312,14 @@ func TestConnectionCap(t *testing.T) {
 	}
 	third := openSlowSender(t, addr, "/hooks/ci")
 	defer third.Close()
-	if err := waitContinue(third, 200*time.Millisecond); err == nil {
-		t.Fatal("a third connection was served with two held and max_connections 2")
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	if err != nil {
+		t.Fatalf("the third connection, with two held and max_connections 2: %v", err)
 	}
-	held[0].Close()
-	if err := waitContinue(third, 10*time.Second); err != nil {
-		t.Errorf("the third connection after one closed: %v", err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("the third connection: %s %v; want 503 with Retry-After", resp.Status, resp.Header)
 	}
 }
 

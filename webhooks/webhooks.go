@@ -238,7 +238,10 @@ func New(cfg Config) (*Server, error) {
 		s.hooks[key] = h
 	}
 	s.srv = &http.Server{
-		Handler:           s.Handler(),
+		// Beyond webhooks.max_connections a delivery is answered 503
+		// with Retry-After at once, so its sender retries later.
+		Handler:           netlimit.Guard(s.Handler()),
+		ConnContext:       netlimit.ConnContext(nil),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

@@ -1,57 +1,94 @@
-// Package netlimit bounds how many connections a listener serves at once.
+// Package netlimit bounds how many connections a listener serves at once,
+// and refuses the rest at once rather than leaving them waiting.
 package netlimit
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"sync"
+	"time"
 )
 
-// limitListener serves at most a fixed number of connections at once:
-// Accept waits until one of them is closed, so further clients wait in the
-// kernel's backlog instead of costing a goroutine and buffers each. (The
-// same idea as golang.org/x/net/netutil.LimitListener, which this module
-// does not depend on.) The local API (api.max_connections) and the
-// webhook listener (webhooks.max_connections) both serve through one.
+// limitListener serves at most n connections at once. It used to stop
+// accepting at the cap, so further clients waited in the kernel's backlog:
+// a health probe then waited behind 300 long requests and a working daemon
+// looked dead for seconds. Now every connection is accepted: the first n
+// are served, up to n more are served as overflow (Guard answers them 503
+// with Retry-After, or serves an exempt path such as /healthz, then closes
+// them), and beyond that a canned 503 is written and the connection
+// closed, so goroutines and buffers stay bounded. The local API
+// (api.max_connections) and the webhook listener (webhooks.max_connections)
+// both serve through one.
 type limitListener struct {
 	net.Listener
-	slots     chan struct{} // one token per connection being served
-	done      chan struct{} // closed by Close: a waiting Accept gives up
-	closeOnce sync.Once
+	slots    chan struct{} // one token per connection served normally
+	overflow chan struct{} // one token per overflow connection
 }
 
-// Listen wraps ln so that at most n connections are served at once.
-func Listen(ln net.Listener, n int) net.Listener { return newLimitListener(ln, n) }
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+// Listen wraps ln so that at most n connections are served at once and
+// up to n more are answered as overflow. Serve its connections through
+// Guard (with ConnContext as the server's ConnContext).
+func Listen(ln net.Listener, n int) net.Listener {
+	if n < 1 {
+		n = 1
+	}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), overflow: make(chan struct{}, n)}
 }
 
-// Accept takes a slot, then a connection; the slot is given back when the
-// connection is closed.
+// Accept returns the next connection, served normally while a slot is
+// free and as overflow otherwise; a connection beyond both is refused here
+// and the next one accepted.
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return newLimitedConn(c, l.slots, false), nil
+		default:
+		}
+		select {
+		case l.overflow <- struct{}{}:
+			return newLimitedConn(c, l.overflow, true), nil
+		default:
+		}
+		refuseRaw(c)
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
 }
 
-// Close stops the listener and any Accept waiting for a slot.
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
+// cannedRefusal is what a connection beyond the overflow gets, written
+// without reading its request.
+const cannedRefusal = "HTTP/1.1 503 Service Unavailable\r\n" +
+	"Content-Type: text/plain; charset=utf-8\r\n" +
+	"Retry-After: 1\r\n" +
+	"Connection: close\r\n" +
+	"Content-Length: 33\r\n\r\n" +
+	"too many connections: retry soon\n"
+
+// refuseRaw answers c the canned 503 and closes it. The write goes into a
+// fresh socket's empty buffer, so it does not block Accept; the deadline
+// is there in case it would.
+func refuseRaw(c net.Conn) {
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = c.Write([]byte(cannedRefusal))
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.Close()
 }
 
 // limitedConn frees its slot on the first Close.
 type limitedConn struct {
 	net.Conn
+	over    bool
 	release func()
+}
+
+func newLimitedConn(c net.Conn, slots chan struct{}, over bool) *limitedConn {
+	return &limitedConn{Conn: c, over: over, release: sync.OnceFunc(func() { <-slots })}
 }
 
 func (c *limitedConn) Close() error {
@@ -68,4 +105,50 @@ func (c *limitedConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+type overflowKey struct{}
+
+// ConnContext is an http.Server's ConnContext that lets Guard tell an
+// overflow connection (next, when not nil, adds its own values first).
+func ConnContext(next func(context.Context, net.Conn) context.Context) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		if next != nil {
+			ctx = next(ctx, c)
+		}
+		if lc, ok := c.(*limitedConn); ok && lc.over {
+			ctx = context.WithValue(ctx, overflowKey{}, true)
+		}
+		return ctx
+	}
+}
+
+// Overflow reports whether r came on a connection beyond the cap.
+func Overflow(r *http.Request) bool {
+	over, _ := r.Context().Value(overflowKey{}).(bool)
+	return over
+}
+
+// Guard answers a request on an overflow connection 503 with Retry-After
+// and closes the connection, except the exempt paths (a health probe),
+// which are served and then the connection closed: whatever the load,
+// they never wait for a slot.
+func Guard(next http.Handler, exempt ...string) http.Handler {
+	served := make(map[string]bool, len(exempt))
+	for _, p := range exempt {
+		served[p] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !Overflow(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if served[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many connections: retry soon", http.StatusServiceUnavailable)
+	})
 }

@@ -1,118 +1,193 @@
 package netlimit
 
 import (
-	"errors"
+	"bufio"
+	"bytes"
+	"context"
+	"io"
 	"net"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
-	"testing/synctest"
+	"time"
 )
 
-// chanListener is a net.Listener fed by the test: every connection put on
-// conns is accepted. Channels let synctest see a blocked Accept.
-type chanListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
+// recordConn is a connection whose writes are kept and whose closes are
+// counted: what refuseRaw and a slot's release do to it.
+type recordConn struct {
+	net.Conn
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed int
 }
 
-func newChanListener() *chanListener {
-	return &chanListener{conns: make(chan net.Conn, 8), closed: make(chan struct{})}
+func (c *recordConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
 }
+func (c *recordConn) Close() error                     { c.mu.Lock(); c.closed++; c.mu.Unlock(); return nil }
+func (c *recordConn) SetWriteDeadline(time.Time) error { return nil }
 
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
+// sliceListener accepts the given connections in order, then fails.
+type sliceListener struct{ conns []net.Conn }
+
+func (l *sliceListener) Accept() (net.Conn, error) {
+	if len(l.conns) == 0 {
 		return nil, net.ErrClosed
+	}
+	c := l.conns[0]
+	l.conns = l.conns[1:]
+	return c, nil
+}
+func (l *sliceListener) Close() error   { return nil }
+func (l *sliceListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// With a cap of 2: two connections are served, two more are overflow, the
+// fifth gets the canned 503 and is closed, and Accept goes on to the
+// next; a slot freed (once, whatever the number of Closes) is taken again.
+func TestListenServesOverflowsThenRefuses(t *testing.T) {
+	t.Parallel()
+	inner := &sliceListener{}
+	for range 5 {
+		inner.conns = append(inner.conns, &recordConn{})
+	}
+	refused := inner.conns[4].(*recordConn)
+	l := Listen(inner, 2)
+	var got []*limitedConn
+	for range 4 {
+		c, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.(*limitedConn))
+	}
+	for i, c := range got {
+		if want := i >= 2; c.over != want {
+			t.Errorf("connection %d: overflow %v, want %v", i, c.over, want)
+		}
+	}
+	if c, err := l.Accept(); err == nil {
+		t.Fatalf("a fifth connection was accepted past the cap and the overflow: %+v", c)
+	}
+	if refused.closed != 1 || !strings.HasPrefix(refused.buf.String(), "HTTP/1.1 503 ") || !strings.Contains(refused.buf.String(), "Retry-After: 1\r\n") {
+		t.Fatalf("the connection beyond the overflow: closed %d times, got %q; want the canned 503 and one close", refused.closed, refused.buf.String())
+	}
+	got[0].Close()
+	got[0].Close() // a second Close must not free another slot
+	next, again := &recordConn{}, &recordConn{}
+	inner.conns = append(inner.conns, next, again)
+	c, err := l.Accept()
+	if err != nil || c.(*limitedConn).over || c.(*limitedConn).Conn != next {
+		t.Fatalf("after a slot was freed the next connection was not served normally: %+v, %v", c, err)
+	}
+	if _, err := l.Accept(); err == nil || again.closed != 1 {
+		t.Fatalf("a double Close freed two slots: the connection after was not refused (closed %d)", again.closed)
 	}
 }
 
-func (l *chanListener) Close() error   { close(l.closed); return nil }
-func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{} }
-
-// pipeConn is one end of a net.Pipe; the other end is closed with it.
-func pipeConn(t *testing.T) net.Conn {
-	a, b := net.Pipe()
-	t.Cleanup(func() { b.Close() })
-	return a
-}
-
-type acceptResult struct {
-	conn net.Conn
-	err  error
-}
-
-func acceptAsync(l net.Listener) <-chan acceptResult {
-	got := make(chan acceptResult, 1)
-	go func() {
-		c, err := l.Accept()
-		got <- acceptResult{c, err}
-	}()
-	return got
-}
-
-// The N+1th connection is not accepted until one of the N is closed, and
-// closing a connection twice frees one slot only.
-func TestLimitListenerWaitsForAFreeSlot(t *testing.T) {
+// Through a real HTTP server on 127.0.0.1 with one slot held by a long
+// request: another request is answered 503 with Retry-After at once, a
+// health probe is answered 200 at once, and a connection beyond the
+// overflow gets the canned 503; once the slot is free, requests are served.
+func TestGuardAnswersAtOnceWhenFull(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		inner := newChanListener()
-		l := newLimitListener(inner, 2)
-		for range 4 {
-			inner.conns <- pipeConn(t)
-		}
-		a, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		third := acceptAsync(l)
-		synctest.Wait()
-		select {
-		case r := <-third:
-			t.Fatalf("a third connection was accepted while two were open: %v", r)
-		default:
-		}
-		a.Close()
-		a.Close() // a second Close must not free another slot
-		synctest.Wait()
-		r := <-third
-		if r.err != nil {
-			t.Fatalf("Accept after a close: %v", r.err)
-		}
-		fourth := acceptAsync(l)
-		synctest.Wait()
-		select {
-		case r := <-fourth:
-			t.Fatalf("a double Close freed two slots: %v accepted", r)
-		default:
-		}
-		b.Close()
-		synctest.Wait()
-		if r := <-fourth; r.err != nil {
-			t.Fatalf("Accept after the second close: %v", r.err)
-		}
+	entered, release := make(chan struct{}), make(chan struct{})
+	closed := make(chan struct{}, 16)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "slow done")
 	})
+	mux.HandleFunc("/other", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "other") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:           Guard(mux, "/healthz"),
+		ConnContext:       ConnContext(nil),
+		ReadHeaderTimeout: time.Minute,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				closed <- struct{}{}
+			}
+		},
+	}
+	go srv.Serve(Listen(ln, 1))
+	t.Cleanup(func() { srv.Close() })
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+	slow := make(chan string, 1)
+	go func() { _, body := get(t, client, base+"/slow"); slow <- body }()
+	<-entered
+
+	if code, body := get(t, client, base+"/other"); code != http.StatusServiceUnavailable || !strings.Contains(body, "retry") {
+		t.Fatalf("a request beyond the cap: %d %q, want 503", code, body)
+	}
+	<-closed // the overflow connection is closed after its answer
+	resp, err := client.Get(base + "/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("503 without Retry-After: %v", resp.Header)
+	}
+	<-closed
+	if code, body := get(t, client, base+"/healthz"); code != http.StatusOK || body != "ok" {
+		t.Fatalf("health probe while full: %d %q, want 200 ok", code, body)
+	}
+	<-closed
+
+	// A silent connection takes the only overflow place: the next is
+	// refused before its request is read.
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	beyond, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer beyond.Close()
+	status, err := bufio.NewReader(beyond).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 503") {
+		t.Fatalf("beyond the overflow: %q, %v; want the canned 503", status, err)
+	}
+	idle.Close()
+	<-closed
+
+	close(release)
+	if body := <-slow; body != "slow done" {
+		t.Fatalf("the long request: %q", body)
+	}
+	<-closed
+	if code, body := get(t, client, base+"/other"); code != http.StatusOK || body != "other" {
+		t.Fatalf("after the slot was freed: %d %q, want 200", code, body)
+	}
 }
 
-// Closing the listener ends an Accept that waits for a slot.
-func TestLimitListenerCloseEndsAWaitingAccept(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		inner := newChanListener()
-		l := newLimitListener(inner, 1)
-		inner.conns <- pipeConn(t)
-		if _, err := l.Accept(); err != nil {
-			t.Fatal(err)
-		}
-		waiting := acceptAsync(l)
-		synctest.Wait()
-		l.Close()
-		if r := <-waiting; !errors.Is(r.err, net.ErrClosed) {
-			t.Fatalf("waiting Accept after Close: %v, want net.ErrClosed", r.err)
-		}
-	})
+func get(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

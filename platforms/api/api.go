@@ -69,6 +69,8 @@ type Config struct {
 	AllowedHosts   []string
 	AllowedOrigins []string
 	// MaxConnections bounds the connections served at once; default 256.
+	// As many more are answered at once (503 with Retry-After, or
+	// HealthPath served) and closed; beyond that a canned 503.
 	MaxConnections int
 	// MaxFileBytes bounds one file of a multipart message (files.max_bytes;
 	// default files.DefaultMaxBytes); a larger one is answered 413.
@@ -107,7 +109,10 @@ type Config struct {
 
 // Defaults of the Config fields left zero.
 const (
-	DefaultMaxConnections    = 256
+	DefaultMaxConnections = 256
+	// HealthPath is served even beyond MaxConnections: a probe never
+	// waits behind the requests that fill the listener.
+	HealthPath               = "/healthz"
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultBodyTimeout       = 30 * time.Second
@@ -320,8 +325,10 @@ func (p *Platform) server() (*http.Server, error) {
 	// read to its end (see readBody), so it cannot cut a streamed answer;
 	// there is no WriteTimeout for the same reason.
 	return &http.Server{
-		Handler:           p.checkPeer(p.Handler()),
-		ConnContext:       p.connContext,
+		// Beyond api.max_connections a request is answered 503 with
+		// Retry-After at once, a health probe served (netlimit.Guard).
+		Handler:           netlimit.Guard(p.checkPeer(p.Handler()), HealthPath),
+		ConnContext:       netlimit.ConnContext(p.connContext),
 		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
 		ReadTimeout:       p.cfg.BodyTimeout,
 		IdleTimeout:       p.cfg.IdleTimeout,

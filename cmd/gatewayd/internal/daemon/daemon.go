@@ -366,7 +366,7 @@ func (d *daemon) buildGateway() error {
 	}
 	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{
-		"/healthz": d.health,
+		api.HealthPath: d.health,
 		"/metrics": d.metricsHandler(),
 		webconsole.AdminPrefix: webconsole.NewAdmin(daemonBackend{st: d.store, gw: gw}, d.cfg.API.Token, dirs).
 			WithPrune(func(ctx context.Context) ([]string, error) { return PruneWorktrees(ctx, d.cfg, d.store, time.Now()) }),
@@ -433,9 +433,9 @@ func (d *daemon) metricsHandler() http.Handler {
 // (a liveness probe tells nothing), and /metrics with api.metrics_public.
 func (d *daemon) publicPaths() []string {
 	if d.cfg.API.MetricsPublic {
-		return []string{"/healthz", "/metrics"}
+		return []string{api.HealthPath, "/metrics"}
 	}
-	return []string{"/healthz"}
+	return []string{api.HealthPath}
 }
 
 // filesStore keeps inbound attachments under <state_dir>/files. A lane's
