@@ -52,7 +52,11 @@ type Coordinator struct {
 	owned  map[string]heldLease     // lanes served now
 	lost   map[string]cluster.Lease // lanes stepped down from: writes still carry the old token, so the database refuses them
 	laneMu map[string]*sync.Mutex   // serialises claims, recovery and shipping per lane
-	poller func()                   // ends the poller's context when its lease is lost
+	// unrecovered are lanes taken whose recovery failed (the database
+	// away): retried every round while the lease is held, and no new row
+	// of theirs is claimed before it succeeds (recover.go).
+	unrecovered map[string]bool
+	poller      func() // ends the poller's context when its lease is lost
 	// superseded: a newer process joined as this node id; serve nothing.
 	superseded bool
 	// gone is closed when this process is superseded: the daemon stops.
@@ -114,7 +118,8 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{log: cfg.Log.Named("cluster"), ttl: cfg.LeaseTTL, pgcfg: pgcfg, codexHome: cfg.CodexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
-		laneMu: map[string]*sync.Mutex{}, now: now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		unrecovered: map[string]bool{},
+		laneMu:      map[string]*sync.Mutex{}, now: now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",

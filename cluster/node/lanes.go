@@ -78,6 +78,7 @@ func (c *Coordinator) disown(key string) (heldLease, bool) {
 	if ok {
 		delete(c.owned, key)
 		c.lost[key] = h.lease
+		delete(c.unrecovered, key) // the next owner recovers it
 	}
 	return h, ok
 }
@@ -212,7 +213,9 @@ func (c *Coordinator) serve(ctx context.Context, key string, live []string) (blo
 	mu.Lock()
 	defer mu.Unlock()
 	if c.Serves(key) {
-		c.claim(ctx, key)
+		if c.recoverPending(ctx, key) {
+			c.claim(ctx, key)
+		}
 		return ""
 	}
 	if c.holds(key) {
@@ -248,9 +251,10 @@ func (c *Coordinator) take(ctx context.Context, key string, l cluster.Lease) {
 	if _, err := c.st.ClaimInbound(ctx, key); err != nil {
 		c.log.Warn("cluster.claim_failed", zap.String("lane", key), zap.Error(err))
 	}
-	if err := c.gw.RecoverLane(ctx, key); err != nil {
-		c.log.Error("cluster.recover_failed", zap.String("lane", key), zap.Error(err))
-	}
+	c.mu.Lock()
+	c.unrecovered[key] = true
+	c.mu.Unlock()
+	c.recoverPending(ctx, key)
 }
 
 // hold makes l the lease the lane's writes carry and keeps it renewed.

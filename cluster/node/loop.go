@@ -97,6 +97,7 @@ func (c *Coordinator) round(ctx context.Context) []string {
 			blocked = append(blocked, held)
 		}
 	}
+	c.retryRecoveries(ctx, keys)
 	c.handOver(ctx, keys, live)
 	c.balanceShards(ctx, live)
 	return blocked

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,9 +33,15 @@ type fakeGateway struct {
 	recovered []string // lanes RecoverLane ran for
 	stepped   []string // lanes stepped down
 	unload    error
+	failing   int // how many RecoverLane calls fail yet (the database away)
+	claims    int // DispatchClaimed calls
 }
 
-func (g *fakeGateway) DispatchClaimed(context.Context, []store.InboundRow) {}
+func (g *fakeGateway) DispatchClaimed(context.Context, []store.InboundRow) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.claims++
+}
 
 func (g *fakeGateway) RestoreThread(ctx context.Context, key, threadID string, restore func(context.Context) error) error {
 	g.mu.Lock()
@@ -51,8 +58,14 @@ func (g *fakeGateway) RecoverLane(_ context.Context, key string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.recovered = append(g.recovered, key)
+	if g.failing > 0 {
+		g.failing--
+		return fmt.Errorf("gateway: read journal: %w", errDatabaseAway)
+	}
 	return nil
 }
+
+var errDatabaseAway = errors.New("store: database unavailable")
 
 func (g *fakeGateway) StepDown(_ context.Context, key string) {
 	g.mu.Lock()
@@ -437,5 +450,48 @@ func TestUnrestorableLaneGetsAFreshThreadAndOneNotice(t *testing.T) {
 	}
 	if sl, err := st.Lane(ctx, key); err != nil || sl.ThreadID == stale.ThreadID || sl.Binding == store.BindingLost {
 		t.Errorf("lane after the turns = %+v, %v; want bound to the new thread", sl, err)
+	}
+}
+
+// A takeover whose recovery meets a database outage retries it in place,
+// every round, for as long as the outage lasts and the lease is held: no
+// row of the lane is claimed until it has succeeded (the unfinished rows
+// run first), and a lane stepped down from is left to its next owner.
+// Before, the failure was logged once and the lane's rows waited for its
+// next takeover or start.
+func TestTakeRetriesARecoveryThatFailedUntilItSucceeds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	f := newRestoreFixture(t, ctx)
+	f.gw.failing = 3 // the take's try and two rounds meet the outage
+	f.takeFromA(t, ctx)
+	live := []string{"node-b"}
+	for round := 1; round <= 2; round++ {
+		f.c.serve(ctx, f.key, live)
+		if f.gw.claims != 0 {
+			t.Fatalf("round %d: a row was claimed before the lane's recovery succeeded", round)
+		}
+	}
+	f.c.retryRecoveries(ctx, nil) // a round in which the lane had no new work
+	if n := len(f.gw.recovered); n != 4 {
+		t.Fatalf("RecoverLane ran %d times, want 4 (the take, two rounds with work, one without)", n)
+	}
+	f.c.serve(ctx, f.key, live)
+	if n := len(f.gw.recovered); n != 4 || f.gw.claims != 1 {
+		t.Fatalf("after the recovery succeeded: RecoverLane ran %d times (want 4), %d claims (want 1)", n, f.gw.claims)
+	}
+	if got := len(f.events("cluster.recover_failed")); got != 3 {
+		t.Errorf("%d cluster.recover_failed lines, want 3", got)
+	}
+
+	// A lane stepped down from while its recovery fails is not retried here.
+	f.gw.failing = 1
+	f.c.mu.Lock()
+	f.c.unrecovered[f.key] = true
+	f.c.mu.Unlock()
+	f.c.stepDown(f.key, "test")
+	f.c.retryRecoveries(ctx, nil)
+	if n := len(f.gw.recovered); n != 4 {
+		t.Fatalf("RecoverLane ran for a lane stepped down from (%d runs)", n)
 	}
 }
