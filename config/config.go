@@ -681,6 +681,10 @@ func (c *Config) WorktreesDir() string { return filepath.Join(c.StateDir, "workt
 // or RAM.
 func (c *Config) SpoolDir() string { return filepath.Join(c.StateDir, "spool") }
 
+// RepliesDir holds the turns whose commit was waiting for the database,
+// until they are committed (gateway/replyspool).
+func (c *Config) RepliesDir() string { return filepath.Join(c.StateDir, "replies") }
+
 // Redacted returns the effective configuration as "key: value" lines in
 // key order, secrets replaced by [redacted] when set.
 func (c *Config) Redacted() string {

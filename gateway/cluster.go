@@ -73,6 +73,9 @@ var _ clusterStore = (*store.Store)(nil)
 // its cut-off turn is told once (or rerun), its unfinished inbox rows run
 // again in order. The caller serialises it with the lane's claims.
 func (c *ClusterLanes) RecoverLane(ctx context.Context, sessionKey string) error {
+	if err := c.recovery.replay(ctx, sessionKey); err != nil {
+		return err
+	}
 	entries, err := c.st.Journal(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway: read journal: %w", err)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gatewayd/gatewayd/gateway/replyspool"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -178,5 +179,47 @@ func TestClaimedRowsGoBackWhenTheDatabaseIsAway(t *testing.T) {
 	}
 	if _, _, turns := h.cx.snapshot(); len(turns) != 0 {
 		t.Errorf("codex ran %v", turns)
+	}
+}
+
+// With the reply spool, a process stopped while its commit waits for the
+// database (shutdown here; kill -9 leaves the same rows and file) loses no
+// answer: the next start commits the spooled turn and sends its reply
+// once, and the lane is not told the turn was cut off.
+func TestSpooledReplyIsDeliveredOnceByTheNextStart(t *testing.T) {
+	st := newFakeStore()
+	spool := replyspool.New(t.TempDir(), nil)
+	withSpool := func(c *Config) { c.Replies = spool }
+	opt, waiting := loggedOnce(t, "turn.commit_waiting")
+	first := newHarnessOn(t, st, opt, withSpool)
+	first.start(t)
+	st.failOn("CommitTurn", errDatabaseAway)
+	first.send(t, "a", "m1", "build it")
+	waitClosed(t, waiting, "commit waiting for the database")
+	first.stop()
+	if turns, err := spool.Pending(""); err != nil || len(turns) != 1 || turns[0].AssistantText != "re: build it" {
+		t.Fatalf("spooled %+v, %v; want the waiting turn", turns, err)
+	}
+	st.failOn("CommitTurn", nil)
+
+	second := newHarnessOn(t, st, withSpool)
+	second.start(t)
+	if o := second.p.replyTo(t, "m1"); o.Text != "re: build it" {
+		t.Fatalf("the next start sent %q, want the turn's own reply", o.Text)
+	}
+	second.stop()
+	for len(second.p.out) > 0 {
+		if o := <-second.p.out; strings.Contains(o.Text, "build it") {
+			t.Errorf("the next start also sent %q", o.Text)
+		}
+	}
+	if s := st.inboundState(1); s != store.InboundDone {
+		t.Errorf("inbound state %q, want done", s)
+	}
+	if _, _, turns := second.cx.snapshot(); len(turns) != 0 {
+		t.Errorf("the next start ran %v, want the spooled turn committed, not rerun", turns)
+	}
+	if turns, _ := spool.Pending(""); len(turns) != 0 {
+		t.Errorf("still spooled after the commit: %+v", turns)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway/outbox"
+	"github.com/gatewayd/gatewayd/gateway/replyspool"
 
 	"go.uber.org/zap"
 
@@ -92,6 +93,10 @@ type Config struct {
 	// Files stores inbound attachments (<state_dir>/files); nil refuses
 	// every file with a reply, the rest of the message still runs.
 	Files *files.Store
+	// Replies keeps the result of a turn whose commit waits for the
+	// database, so a crash meanwhile loses no answer (the daemon's is
+	// <state_dir>/replies); nil keeps it in memory only.
+	Replies *replyspool.Spool
 	// TurnTimeout is codex.turn_timeout, named in the notice of a turn the
 	// watchdog stopped (the runtime enforces it).
 	TurnTimeout     time.Duration

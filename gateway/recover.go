@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/gateway/outbox"
+	"github.com/gatewayd/gatewayd/gateway/replyspool"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -22,6 +23,7 @@ type recovery struct {
 	journal   journal
 	log       *zap.Logger
 	autoRetry bool // codex.auto_retry_cut_off: rerun a cut-off turn once instead of asking
+	replies   *replyspool.Spool
 }
 
 // recoveryStore is the part of the store recovery reads and marks.
@@ -32,6 +34,7 @@ type recoveryStore interface {
 	RetryTurn(ctx context.Context, sessionKey string) (store.RetryTurn, bool, error)
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	RequeueInbound(ctx context.Context, sessionKey string, id int64) error
+	replyspool.Committer
 }
 
 var _ recoveryStore = (*store.Store)(nil)
@@ -44,6 +47,9 @@ var _ recoveryStore = (*store.Store)(nil)
 //     after cannot tell the lane twice;
 //   - inbound rows received but never processed are queued again, in order.
 func (r *recovery) all(ctx context.Context) error {
+	if err := r.replay(ctx, ""); err != nil {
+		return err
+	}
 	entries, err := r.st.Journal(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway: read journal: %w", err)
@@ -53,6 +59,17 @@ func (r *recovery) all(ctx context.Context) error {
 		return fmt.Errorf("gateway: read pending inbound: %w", err)
 	}
 	return r.recoverFrom(ctx, entries, pending)
+}
+
+// replay commits the turns whose commit was waiting for the database when
+// the process stopped (spooled), before the journal is read: their replies
+// go out once and their journal entries are cleared, so none is told cut off.
+func (r *recovery) replay(ctx context.Context, lane string) error {
+	n, err := r.replies.Replay(ctx, r.st, lane)
+	if n > 0 {
+		r.out.Poke()
+	}
+	return err
 }
 
 // recoverFrom is recover on the given journal entries and pending rows:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway/outbox"
+	"github.com/gatewayd/gatewayd/gateway/replyspool"
 
 	"go.uber.org/zap"
 
@@ -50,6 +51,7 @@ type turnRunner struct {
 	turnTimeout time.Duration      // codex.turn_timeout, named in a timed-out turn's notice
 	notifyAfter time.Duration      // lanes.notify_after: a longer turn's answer notifies (0: never)
 	gate        LaneGate           // cluster mode (SetLaneGate), else nil
+	replies     *replyspool.Spool  // a waiting commit's turn, on disk
 
 	// Parts still built by the gateway: the turn's typing and preview,
 	// busy mode's interrupt of a superseded turn and deleting a stale
@@ -462,14 +464,19 @@ func (r *turnRunner) commit(ctx context.Context, t *turn, ct store.CompletedTurn
 	if err == nil || !store.Transient(err) {
 		return res, false, err
 	}
+	// On disk before the wait is announced: a crash from here on loses no answer.
+	if perr := r.replies.Put(ct); perr != nil {
+		r.log.Error("turn.spool_failed", zap.String("lane", t.l.key), zap.String("turn", ct.TurnID), zap.Error(perr))
+	}
 	r.log.Warn("turn.commit_waiting", zap.String("lane", t.l.key), zap.String("turn", ct.TurnID), zap.Error(err))
 	bo := backoff.New(commitRetryFirst, commitRetryMax)
 	for tries := 1; ; tries++ {
 		if !r.mayWait(t) || !backoff.Sleep(ctx, bo.Next()) || !r.mayWait(t) {
-			return res, true, err
+			return res, true, err // spooled: the next start or takeover commits it
 		}
 		res, err = r.st.CommitTurn(ctx, ct)
 		if err == nil || !store.Transient(err) {
+			_ = r.replies.Remove(ct) // settled; a file left over is a no-op commit later
 			r.log.Info("turn.commit_resumed", zap.String("lane", t.l.key), zap.String("turn", ct.TurnID),
 				zap.Int("tries", tries+1), zap.Error(err))
 			return res, false, err

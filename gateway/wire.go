@@ -78,7 +78,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 	g.turns = &turnRunner{base: base, st: st, cx: cx, host: g.host, out: g.out, threads: g.threads, inbox: g.inbox,
 		journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now, thread: cfg.Thread, turnTimeout: cfg.TurnTimeout, notifyAfter: cfg.NotifyAfter,
 		stream: g.present.newStreamer, superseded: busy.interruptIfSuperseded,
-		dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop}
+		dropPreview: previewDropper{platforms: g.platforms, obs: cfg.Observer, log: log}.drop, replies: cfg.Replies}
 	g.sched = &scheduler{base: base, lanes: g.lanes, platforms: g.platforms, cx: cx, out: g.out,
 		inbox: g.inbox, journal: g.journal, log: log, obs: cfg.Observer, now: cfg.Now,
 		queueLimit: cfg.QueueLimit, busyMode: cfg.BusyMode, drainTimeout: cfg.DrainTimeout,
@@ -94,7 +94,7 @@ func wireCore(g *Gateway, busy *busyPolicy) {
 		out: g.out, inbox: g.inbox, log: log, now: cfg.Now, callTimeout: steerTimeout,
 		describeProject: g.places.describe, retryAfterLimit: g.host.retried}
 	g.recovery = &recovery{st: st, lanes: g.lanes, sched: g.sched, in: g.in, out: g.out, inbox: g.inbox,
-		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff}
+		journal: g.journal, log: log, autoRetry: cfg.AutoRetryCutOff, replies: cfg.Replies}
 	g.cluster = &ClusterLanes{base: base, st: st, lanes: g.lanes, sched: g.sched, threads: g.threads, in: g.in,
 		recovery: g.recovery, inbox: g.inbox, log: log, interrupt: g.controls.interrupt}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/features"
+	"github.com/gatewayd/gatewayd/gateway/replyspool"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/discord"
@@ -336,6 +337,7 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 			slack.PlatformName: d.cfg.Slack.Admins, matrix.PlatformName: d.cfg.Matrix.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
+		Replies:      replyspool.New(d.cfg.RepliesDir(), d.log.Named("gateway")),
 		Isolation:    gatewayIsolation(d.cfg),
 		Logger:       d.log, Observer: d.metrics,
 		PreviewInterval: config.DefaultPreviewInterval,
@@ -367,7 +369,7 @@ func (d *daemon) buildGateway() error {
 	dirs := webconsole.NewWorkdirs(d.cfg)
 	handlers := map[string]http.Handler{
 		api.HealthPath: d.health,
-		"/metrics": d.metricsHandler(),
+		"/metrics":     d.metricsHandler(),
 		webconsole.AdminPrefix: webconsole.NewAdmin(daemonBackend{st: d.store, gw: gw}, d.cfg.API.Token, dirs).
 			WithPrune(func(ctx context.Context) ([]string, error) { return PruneWorktrees(ctx, d.cfg, d.store, time.Now()) }),
 	}
