@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -232,4 +233,29 @@ func TestDeleteDraftPreview(t *testing.T) {
 			t.Errorf("deleted %+v, want the message posted for the refused draft", del)
 		}
 	})
+}
+
+// A reply whose preview was a draft of another process (a restart, or the
+// lane's earlier node) is a new message: a draft id never names a message,
+// even one whose id has the draft's number.
+func TestReplyToAnUnknownDraftIsANewMessage(t *testing.T) {
+	h, a := draftHarness(t)
+	ctx := context.Background()
+	if _, err := a.Send(ctx, gateway.Outbound{Address: aliceLane, Text: "earlier answer"}); err != nil {
+		t.Fatal(err)
+	}
+	earlier := h.srv.Messages(aliceDM.ID, -1)[0]
+	pid := draftIDPrefix + "1001:" + strconv.Itoa(earlier.ID)
+	parts := &gatewaytest.Parts{}
+	out := gateway.Outbound{Address: aliceLane, Kind: gateway.OutReply, Text: "the answer", EditID: pid}
+	if _, err := a.Send(ctx, parts.Row(out, 1)); err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+	msgs := h.srv.Messages(aliceDM.ID, -1)
+	if len(msgs) != 2 || msgs[0].Edits != 0 || msgs[1].Text != "the answer" {
+		t.Fatalf("messages = %+v, want the earlier one untouched and the answer new", msgs)
+	}
+	if err := a.Delete(ctx, aliceLane, pid); err != nil || len(h.srv.Deleted()) != 0 {
+		t.Errorf("Delete of the unknown draft = %v, deleted %+v; want nothing deleted", err, h.srv.Deleted())
+	}
 }
