@@ -77,8 +77,10 @@ type draftBook struct {
 	open        map[string]*draft
 }
 
+// newDraftBook starts the draft ids at seed (the clock), so a restarted
+// process does not animate its first drafts out of the last ones.
 func newDraftBook(seed int64) *draftBook {
-	return &draftBook{last: seed % maxDraftID, refused: make(map[int64]bool), open: make(map[string]*draft)}
+	return &draftBook{last: int64(uint64(seed) % maxDraftID), refused: make(map[int64]bool), open: make(map[string]*draft)}
 }
 
 // allowed reports whether chat's previews may stream as drafts.
