@@ -160,6 +160,7 @@ type Telegram struct {
 	FreeResponseChats []string // chats (or chat:topic) answered without a mention
 	Admins            []string // user ids who may decide any approval (codex.approvers)
 	PollTimeout       time.Duration
+	DraftStreaming    bool // a private chat's preview streams as a draft (sendMessageDraft)
 }
 
 // Enabled reports whether the adapter should run.

@@ -108,6 +108,7 @@ func keyCases(secretDir string) []keyCase {
 		{"telegram.free_response_chats", "[-100]", "-100", func(c *Config) any { return c.Telegram.FreeResponseChats }, []string{"-100"}},
 		{"telegram.admins", "[42]", "42", func(c *Config) any { return c.Telegram.Admins }, []string{"42"}},
 		{"telegram.poll_timeout", "10s", "10s", func(c *Config) any { return c.Telegram.PollTimeout }, 10 * time.Second},
+		{"telegram.draft_streaming", "false", "false", func(c *Config) any { return c.Telegram.DraftStreaming }, false},
 		{"discord.token", "dc", "dc", func(c *Config) any { return c.Discord.Token }, "dc"},
 		{"discord.token_file", tokenFile, tokenFile, func(c *Config) any { return c.Discord.Token }, "from-file"},
 		{"discord.api_url", "http://127.0.0.1:2", "http://127.0.0.1:2", func(c *Config) any { return c.Discord.APIURL }, "http://127.0.0.1:2"},
@@ -280,7 +281,7 @@ func TestDefaults(t *testing.T) {
 		API: API{Listen: "127.0.0.1:8787", AllowedHosts: []string{}, AllowedOrigins: []string{}, MaxConnections: 256},
 		Telegram: Telegram{
 			APIURL: "https://api.telegram.org", AllowedUsers: []string{}, AllowedChats: []string{},
-			FreeResponseChats: []string{}, Admins: []string{}, PollTimeout: 30 * time.Second,
+			FreeResponseChats: []string{}, Admins: []string{}, PollTimeout: 30 * time.Second, DraftStreaming: true,
 		},
 		Discord: Discord{
 			AllowedUsers: []string{}, AllowedRoles: []string{}, AllowedGuilds: []string{},
@@ -435,6 +436,8 @@ func TestValidationErrors(t *testing.T) {
 		{"int", "", map[string]string{"GATEWAYD_LANES_QUEUE_LIMIT": "many"}, `config: lanes.queue_limit: invalid integer "many"`},
 		{"bool", "discord:\n  auto_thread: maybe\n", nil,
 			`config: discord.auto_thread: invalid boolean "maybe" (use true or false)`},
+		{"draft streaming", "", map[string]string{"GATEWAYD_TELEGRAM_DRAFT_STREAMING": "sometimes"},
+			`config: telegram.draft_streaming: invalid boolean "sometimes" (use true or false)`},
 		{"compact range", "lanes:\n  compact_at: 1.5\n", nil,
 			`config: lanes.compact_at: must be between 0 and 1 (exclusive), or 0 for off; got 1.5`},
 		{"compact text", "", map[string]string{"GATEWAYD_LANES_COMPACT_AT": "most"}, `config: lanes.compact_at: invalid number "most"`},

@@ -74,6 +74,7 @@ var keys = []key{
 	listKey("telegram.free_response_chats", func(c *Config) *[]string { return &c.Telegram.FreeResponseChats }),
 	listKey("telegram.admins", func(c *Config) *[]string { return &c.Telegram.Admins }),
 	durKey("telegram.poll_timeout", "30s", func(c *Config) *time.Duration { return &c.Telegram.PollTimeout }, positive),
+	boolKey("telegram.draft_streaming", true, func(c *Config) *bool { return &c.Telegram.DraftStreaming }),
 
 	secretKey("discord.token", func(c *Config) *string { return &c.Discord.Token }),
 	strKey("discord.token_file", "", func(c *Config) *string { return &c.Discord.TokenFile }, nil),

@@ -74,6 +74,12 @@ type Config struct {
 	// fail with an error matching ErrNotPoller and the offset stays where
 	// the new poller put it. Nil PollGate: always the poller.
 	PollGate func(ctx context.Context) (context.Context, CursorStore, error)
+
+	// DraftStreaming streams a private chat's preview as a native draft
+	// (sendMessageDraft) instead of a message edited as it grows; groups
+	// and forum topics keep the edited message, and so does a chat where
+	// Telegram refuses drafts (draft.go).
+	DraftStreaming bool
 }
 
 // ErrNotPoller is what a PollGate's cursor store returns for a write made
@@ -103,6 +109,7 @@ type Adapter struct {
 
 	unauth *unauthLog
 	edits  *editCache
+	drafts *draftBook
 }
 
 // Compile-time checks of everything the adapter implements.
@@ -169,6 +176,7 @@ func New(cfg Config) (*Adapter, error) {
 		botUsername: strings.TrimPrefix(cfg.BotUsername, "@"),
 		unauth:      newUnauthLog(cfg.Now),
 		edits:       newEditCache(),
+		drafts:      newDraftBook(cfg.Now().UnixNano()),
 	}
 	b, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.APIURL),

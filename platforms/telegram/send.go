@@ -50,8 +50,12 @@ func targetOf(addr gateway.Address) (target, error) {
 	return t, nil
 }
 
-// parseMessageID accepts "<chat>:<id>" (what Send returns) or a bare id.
+// parseMessageID accepts "<chat>:<id>" (what Send returns) or a bare id;
+// a draft's preview id names no message.
 func parseMessageID(id string) (int, bool) {
+	if isDraftID(id) {
+		return 0, false
+	}
 	if i := strings.LastIndexByte(id, ':'); i >= 0 {
 		id = id[i+1:]
 	}
@@ -121,6 +125,12 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.Inl
 		// sent with EditID, splits fully.
 		chunks = chunks[:1]
 	}
+	if a.draftable(out, t) {
+		pid, ok, err := a.startDraft(ctx, t, out, chunks[0])
+		if ok || err != nil {
+			return pid, err
+		}
+	}
 	sent := out.SentParts
 	for i := len(sent); i < len(chunks); i++ {
 		var markup models.ReplyMarkup
@@ -136,6 +146,9 @@ func (a *Adapter) send(ctx context.Context, out gateway.Outbound, kb *models.Inl
 			return "", fmt.Errorf("telegram: record chunk %d of outbox %d: %w", i, out.ID, err)
 		}
 		sent = append(sent, pid)
+	}
+	if isDraftID(out.EditID) {
+		a.drafts.forget(out.EditID) // replaced by the reply
 	}
 	return sent[len(sent)-1], nil
 }
@@ -153,7 +166,7 @@ func recordChunk(ctx context.Context, out gateway.Outbound, i, n int, pid string
 // set, and falls back to a new message when that one cannot be edited.
 func (a *Adapter) sendOrEditChunk(ctx context.Context, t target, out gateway.Outbound, i int, chunk string, markup models.ReplyMarkup) (int, error) {
 	if i == 0 && out.EditID != "" {
-		if id, ok := parseMessageID(out.EditID); ok {
+		if id, ok := a.editTarget(out.EditID, t); ok {
 			err := a.editChunk(ctx, t, id, chunk, markup)
 			if err == nil {
 				return id, nil
@@ -169,6 +182,17 @@ func (a *Adapter) sendOrEditChunk(ctx context.Context, t target, out gateway.Out
 		reply, _ = parseMessageID(out.ReplyTo)
 	}
 	return a.sendChunk(ctx, t, chunk, reply, markup, out.Silent)
+}
+
+// editTarget is the message a reply with EditID replaces: the preview
+// message, or the one posted in place of a refused draft. A draft is no
+// message: the reply to a streamed draft is a new one.
+func (a *Adapter) editTarget(editID string, t target) (int, bool) {
+	if isDraftID(editID) {
+		id := a.draftReplacement(editID, t)
+		return id, id != 0
+	}
+	return parseMessageID(editID)
 }
 
 // sendChunk sends one chunk as HTML and, should Telegram reject the
@@ -225,6 +249,9 @@ func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
 // preview longer than one message shows its first chunk; the final Send
 // splits the whole text.
 func (a *Adapter) Edit(ctx context.Context, addr gateway.Address, msgID, text string) error {
+	if isDraftID(msgID) {
+		return a.editDraft(ctx, addr, msgID, text)
+	}
 	return a.editFirst(ctx, addr, msgID, text, nil)
 }
 
@@ -397,6 +424,16 @@ func (a *Adapter) Delete(ctx context.Context, addr gateway.Address, msgID string
 	t, err := targetOf(addr)
 	if err != nil {
 		return err
+	}
+	if isDraftID(msgID) {
+		// A draft vanishes by itself; only a message posted in its place
+		// is there to delete.
+		replacement := a.draftReplacement(msgID, t)
+		a.drafts.forget(msgID)
+		if replacement == 0 {
+			return nil
+		}
+		msgID = strconv.Itoa(replacement)
 	}
 	id, ok := parseMessageID(msgID)
 	if !ok {

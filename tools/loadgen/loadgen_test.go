@@ -188,7 +188,7 @@ func runLoad(t *testing.T, o options) *result {
 		t.Fatal(err)
 	}
 	r.self = selfAfter.CPU - selfBefore.CPU
-	for _, m := range []string{"sendMessage", "editMessageText", "sendChatAction", "getUpdates"} {
+	for _, m := range []string{"sendMessage", "sendMessageDraft", "editMessageText", "sendChatAction", "getUpdates"} {
 		r.calls = append(r.calls, fmt.Sprintf("%s=%d", m, tg.Calls(m)))
 	}
 	if r.after, err = Measure(d.Process.Pid); err != nil {

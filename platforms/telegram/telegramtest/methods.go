@@ -222,6 +222,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, _ *http.Request, p map[strin
 		Silent: p["disable_notification"] == "true", Versions: []string{visible},
 	}
 	s.messages = append(s.messages, m)
+	s.endDraftsLocked(chat, thread)
 	s.notifyLocked()
 	writeOK(w, models.Message{
 		ID: m.ID, From: &Bot, Chat: c, Date: int(time.Now().Unix()), Text: visible,

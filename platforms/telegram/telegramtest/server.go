@@ -4,7 +4,7 @@
 // offset/timeout like Telegram, enforces the 4096-unit message limit and
 // forum thread rules, validates HTML entities, can inject failures (429 with
 // retry_after, "can't parse entities", any error), and records what the bot
-// sent, edited and showed per chat and topic.
+// sent, edited, streamed as drafts and showed per chat and topic.
 package telegramtest
 
 import (
@@ -98,6 +98,8 @@ type Server struct {
 	uploads        []Upload
 	calls          map[string]int // method (lower case) → requests, failed ones too
 	created        []CreatedTopic
+	drafts         []*Draft
+	refuseDrafts   bool
 }
 
 type queued struct {
@@ -382,6 +384,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"deletewebhook":       s.deleteWebhook,
 		"setmycommands":       s.setMyCommands,
 		"sendmessage":         s.sendMessage,
+		"sendmessagedraft":    s.sendMessageDraft,
 		"editmessagetext":     s.editMessageText,
 		"deletemessage":       s.deleteMessage,
 		"sendchataction":      s.sendChatAction,

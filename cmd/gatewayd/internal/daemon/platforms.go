@@ -133,6 +133,7 @@ func newTelegram(c config.Telegram, st *store.Store, cmds []gateway.CommandInfo,
 		Cursor:            st,
 		PollTimeout:       c.PollTimeout,
 		PollGate:          pollGate,
+		DraftStreaming:    c.DraftStreaming,
 		Commands:          cmds,
 		Logger:            log.Named("telegram"),
 	})
