@@ -252,29 +252,22 @@ func (g *Goals) autoTurn(t codex.AutoTurn) {
 	}
 }
 
-// LaneGoal is a goal codex reported, with its lane: the web console's
-// list.
-type LaneGoal struct {
-	Lane string // the lane's session key ("" when no lane has its thread loaded)
-	codex.Goal
-}
-
-// Goals are the goals codex reported since the daemon started, or that
-// /goal read, by thread.
-func (g *Goals) Goals(context.Context) []LaneGoal {
+// LaneGoals are the goals codex reported since the daemon started, or
+// that /goal read, by the session key of the lane whose thread has it:
+// the web console's list (webconsole.GoalSource). A goal of a thread no
+// lane has loaded is left out.
+func (g *Goals) LaneGoals(context.Context) map[string]codex.Goal {
 	g.mu.Lock()
 	goals := make([]codex.Goal, 0, len(g.known))
 	for _, goal := range g.known {
 		goals = append(goals, goal)
 	}
 	g.mu.Unlock()
-	out := make([]LaneGoal, 0, len(goals))
+	out := make(map[string]codex.Goal, len(goals))
 	for _, goal := range goals {
-		lg := LaneGoal{Goal: goal}
 		if lane, ok := g.host.LaneOfThread(goal.ThreadID); ok {
-			lg.Lane = lane.Key()
+			out[lane.Key()] = goal
 		}
-		out = append(out, lg)
 	}
 	return out
 }

@@ -182,8 +182,9 @@ func TestGoalEndToldOnce(t *testing.T) {
 	if n := f2.h.Notices(); len(n) != 0 {
 		t.Errorf("notices for a thread without lane = %+v", n)
 	}
-	if goals := f2.g.Goals(context.Background()); len(goals) != 2 {
-		t.Errorf("Goals = %+v, want T1's and T9's", goals)
+	goals := f2.g.LaneGoals(context.Background())
+	if len(goals) != 1 || goals[f2.lane.Key()].Status != codex.GoalBudgetLimited {
+		t.Errorf("LaneGoals = %+v, want T1's by its lane (T9 has none)", goals)
 	}
 }
 
