@@ -147,3 +147,21 @@ func (c *fakeCodex) ReloadMCPServers(context.Context) error {
 func (c *fakeCodex) ListSkills(context.Context, string) ([]codex.Skill, []codex.SkillError, error) {
 	return nil, nil, &codex.RPCError{Method: "skills/list", Code: -32601, Message: "method not found"}
 }
+
+// SetGoal, ThreadGoal and ClearGoal are an app-server's without goals:
+// method not found (feature/goal's own tests and the real app-server's
+// cover them); it reports no goal updates and runs no turn on its own.
+func (c *fakeCodex) SetGoal(context.Context, string, string, int64) (codex.Goal, error) {
+	return codex.Goal{}, &codex.RPCError{Method: "thread/goal/set", Code: -32601, Message: "method not found"}
+}
+
+func (c *fakeCodex) ThreadGoal(context.Context, string) (codex.Goal, bool, error) {
+	return codex.Goal{}, false, &codex.RPCError{Method: "thread/goal/get", Code: -32601, Message: "method not found"}
+}
+
+func (c *fakeCodex) ClearGoal(context.Context, string) (bool, error) {
+	return false, &codex.RPCError{Method: "thread/goal/clear", Code: -32601, Message: "method not found"}
+}
+
+func (c *fakeCodex) OnGoal(func(codex.GoalUpdate))   {}
+func (c *fakeCodex) OnAutoTurn(func(codex.AutoTurn)) {}

@@ -73,6 +73,8 @@ type Console struct {
 	modelSrc  ModelSource
 	// tools serves /api/mcp and /api/skills (tools.go); without it 503.
 	tools ToolSource
+	// goalSrc serves /api/goals (goals.go); without it 503.
+	goalSrc GoalSource
 	// account serves /api/account (account.go); without it 503.
 	account AccountControl
 	login   consoleLogin
@@ -89,6 +91,8 @@ type ConsoleConfig struct {
 	Models ModelSource
 	// Tools serves /api/mcp and /api/skills; nil → 503.
 	Tools ToolSource
+	// Goals serves /api/goals; nil → 503.
+	Goals GoalSource
 	// Account serves /api/account and /api/account/login; nil → 503.
 	Account AccountControl
 }
@@ -96,7 +100,7 @@ type ConsoleConfig struct {
 // NewConsole returns the console's handlers over cfg's sources.
 func NewConsole(cfg ConsoleConfig) *Console {
 	return &Console{st: cfg.Store, live: cfg.Live, token: cfg.Token, dirs: cfg.Dirs,
-		statusSrc: cfg.Status, modelSrc: cfg.Models, tools: cfg.Tools, account: cfg.Account}
+		statusSrc: cfg.Status, modelSrc: cfg.Models, tools: cfg.Tools, goalSrc: cfg.Goals, account: cfg.Account}
 }
 
 // Routes returns the console's patterns for api.Config.Handlers. They take
@@ -111,6 +115,7 @@ func (c *Console) Routes() map[string]http.Handler {
 		"/api/models":                  c.guard(c.models),
 		"/api/mcp":                     c.guard(c.mcp),
 		"/api/skills":                  c.guard(c.skills),
+		"/api/goals":                   c.guard(c.goals),
 		"/api/projects":                c.guard(c.projects),
 		"/api/account":                 c.guard(c.accountState),
 		"/api/account/login":           c.guardPost(c.startLogin),

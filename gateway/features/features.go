@@ -16,6 +16,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/diff"
 	"github.com/gatewayd/gatewayd/gateway/feature/diskquota"
 	"github.com/gatewayd/gatewayd/gateway/feature/fork"
+	"github.com/gatewayd/gatewayd/gateway/feature/goal"
 	"github.com/gatewayd/gatewayd/gateway/feature/models"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
@@ -91,6 +92,7 @@ type Store interface {
 	compact.Store
 	roomtalk.Store
 	toolbox.Store
+	goal.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -105,6 +107,7 @@ type Runtime interface {
 	usage.Runtime
 	compact.Runtime
 	toolbox.Runtime
+	goal.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -131,6 +134,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		fork.New(st, cx),
 		threads.New(st, cx, s.CodexHome),
 		toolbox.New(st, cx),
+		goal.New(st, cx), // a goal codex keeps working on; relays the turns it runs on its own
 		diskquota.New(s.DiskQuota),
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),

@@ -59,6 +59,9 @@ type Client struct {
 	// approval request about one (which names no path of its own).
 	changes changeBook
 
+	// watch are the goal and auto-turn watchers (goal.go).
+	watch watchers
+
 	// userAgent is initialize's userAgent from the latest handshake
 	// ("<client>/<codex version> (<os>) ..."); a restart may bring an
 	// upgraded binary, so each handshake replaces it.

@@ -130,8 +130,9 @@ func (ts *threadState) lastUsage() (Usage, bool) {
 }
 
 // deliver is called from the stdout reader: it must not block on anything
-// but short critical sections.
-func (ts *threadState) deliver(n notification) {
+// but short critical sections. It reports whether a turn of ours took n:
+// false for a turn codex runs on its own (a goal's continuation).
+func (ts *threadState) deliver(n notification) bool {
 	ts.mu.Lock()
 	if n.method == "thread/tokenUsage/updated" && n.event.TokenUsage != nil {
 		ts.usage, ts.hasUsage = n.event.TokenUsage.toUsage(), true
@@ -145,9 +146,11 @@ func (ts *threadState) deliver(n notification) {
 	}
 	sub := ts.turn
 	ts.mu.Unlock()
-	if sub != nil {
-		sub.push(n)
+	if sub == nil {
+		return false
 	}
+	sub.push(n)
+	return true
 }
 
 func (c *Client) lookup(threadID string) *threadState {
@@ -204,6 +207,9 @@ func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 	if c.routeAccount(method, params) {
 		return
 	}
+	if c.routeGoal(method, params) {
+		return
+	}
 	if !turnNotifications[method] {
 		// Most of a turn's notifications (status, read state, warnings,
 		// reasoning deltas) change nothing here: not decoding them is a
@@ -235,7 +241,9 @@ func (c *Client) routeEvent(cn *conn, method string, e *turnEvent) {
 		return
 	}
 	if ts := c.lookup(e.ThreadID); ts != nil {
-		ts.deliver(notification{method: method, event: e})
+		if !ts.deliver(notification{method: method, event: e}) && method == "turn/completed" {
+			c.autoTurnEnded(e)
+		}
 	}
 }
 

@@ -55,6 +55,17 @@ func toolsOf(list []ext.Feature) webconsole.ToolSource {
 	return nil
 }
 
+// goalsOf is the feature of list that knows the lanes' goals for the web
+// console; nil when there is none (503 there).
+func goalsOf(list []ext.Feature) webconsole.GoalSource {
+	for _, f := range list {
+		if g, ok := f.(webconsole.GoalSource); ok {
+			return g
+		}
+	}
+	return nil
+}
+
 // accountLink is the daemon's link to the account feature: codex's
 // account notifications, the console's login and whether codex can answer
 // go to it, and a list of features without it leaves codex taken as able

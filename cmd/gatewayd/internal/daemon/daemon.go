@@ -375,7 +375,7 @@ func (d *daemon) buildGateway() error {
 	}
 	maps.Copy(handlers, webconsole.NewConsole(webconsole.ConsoleConfig{
 		Store: d.store, Live: gw, Token: d.cfg.API.Token, Dirs: dirs, Status: d.statusSources(), Models: modelsOf(cfg.Features),
-		Tools: toolsOf(cfg.Features), Account: d.account.console(),
+		Tools: toolsOf(cfg.Features), Goals: goalsOf(cfg.Features), Account: d.account.console(),
 	}).Routes())
 	maps.Copy(handlers, webconsole.Routes())
 	d.api = api.New(api.Config{
