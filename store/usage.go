@@ -72,3 +72,40 @@ const laneUsageSQL = `SELECT COUNT(*), CAST(COALESCE(SUM(turn_tokens), 0) AS BIG
 	CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(reasoning_tokens), 0) AS BIGINT)
 	FROM messages WHERE session_key = ?1 AND role = 'assistant' AND created_at >= ?2 AND created_at < ?3
 	AND (?4 = '' OR sender_id = ?4)`
+
+// DayStart is the start of the day holding at, in loc (nil: UTC): where
+// a day's usage and budget begin.
+func DayStart(at time.Time, loc *time.Location) time.Time {
+	if loc == nil {
+		loc = time.UTC
+	}
+	t := at.In(loc)
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+}
+
+// MonthStart is the start of the month holding at, in loc (nil: UTC).
+func MonthStart(at time.Time, loc *time.Location) time.Time {
+	d := DayStart(at, loc)
+	return d.AddDate(0, 0, 1-d.Day())
+}
+
+// UsagePeriods is a lane's spend in the day and in the month holding an
+// instant.
+type UsagePeriods struct {
+	Day, Month UsageTotals
+}
+
+// LaneUsagePeriods is LaneUsage for the day and the month holding at, in
+// loc (nil: UTC).
+func (s *Store) LaneUsagePeriods(ctx context.Context, sessionKey, sender string, at time.Time, loc *time.Location) (UsagePeriods, error) {
+	day, month := DayStart(at, loc), MonthStart(at, loc)
+	var p UsagePeriods
+	var err error
+	if p.Day, err = s.LaneUsage(ctx, sessionKey, sender, day, day.AddDate(0, 0, 1)); err != nil {
+		return UsagePeriods{}, err
+	}
+	if p.Month, err = s.LaneUsage(ctx, sessionKey, sender, month, month.AddDate(0, 1, 0)); err != nil {
+		return UsagePeriods{}, err
+	}
+	return p, nil
+}

@@ -157,3 +157,30 @@ func TestLaneUsageUsesItsIndex(t *testing.T) {
 		t.Errorf("plan = %q, want a search on messages_usage_by_lane", joined)
 	}
 }
+
+func TestDayAndMonthStart(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip(err)
+	}
+	at := time.Date(2031, 3, 31, 23, 30, 0, 0, time.UTC) // 01:30 on 1 April in Berlin
+	tests := []struct {
+		name       string
+		loc        *time.Location
+		day, month time.Time
+	}{
+		{"UTC", nil, time.Date(2031, 3, 31, 0, 0, 0, 0, time.UTC), time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{"Berlin", berlin, time.Date(2031, 4, 1, 0, 0, 0, 0, berlin), time.Date(2031, 4, 1, 0, 0, 0, 0, berlin)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DayStart(at, tc.loc); !got.Equal(tc.day) {
+				t.Errorf("DayStart = %v, want %v", got, tc.day)
+			}
+			if got := MonthStart(at, tc.loc); !got.Equal(tc.month) {
+				t.Errorf("MonthStart = %v, want %v", got, tc.month)
+			}
+		})
+	}
+}
