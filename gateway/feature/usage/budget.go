@@ -29,6 +29,19 @@ type Budget struct {
 	Zone   *time.Location // where days begin: lanes.timezone, nil = UTC
 }
 
+// BudgetOf is the budget of lanes.budget_tokens_per_day with days that
+// begin in the zone lanes.timezone names ("": UTC; config checked the
+// name, so one that does not load is UTC too).
+func BudgetOf(perDay int, zone string) Budget {
+	b := Budget{PerDay: int64(perDay)}
+	if zone != "" {
+		if loc, err := time.LoadLocation(zone); err == nil {
+			b.Zone = loc
+		}
+	}
+	return b
+}
+
 // budgetState is the store's name for the lanes told of today's budget.
 const budgetState = "usage_budget"
 

@@ -191,3 +191,12 @@ func TestGroupDigits(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetOf(t *testing.T) {
+	if b := BudgetOf(5000, ""); b.PerDay != 5000 || b.Zone != nil {
+		t.Errorf("BudgetOf(5000, \"\") = %+v, want UTC days", b)
+	}
+	if b := BudgetOf(1, "Europe/Berlin"); b.Zone == nil || b.Zone.String() != "Europe/Berlin" {
+		t.Errorf("BudgetOf with a zone = %+v, want Europe/Berlin", b)
+	}
+}
