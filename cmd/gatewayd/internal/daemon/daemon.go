@@ -597,6 +597,9 @@ func (b daemonBackend) Lane(ctx context.Context, key string) (store.Lane, error)
 func (b daemonBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
 	return b.st.Transcript(ctx, key, limit)
 }
+func (b daemonBackend) LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error) {
+	return b.st.LaneUsagePeriods(ctx, key, sender, at, loc)
+}
 func (b daemonBackend) Search(ctx context.Context, query string, limit int) ([]store.Message, error) {
 	return b.st.Search(ctx, query, limit)
 }
