@@ -189,13 +189,17 @@ func (d Discord) Enabled() bool { return d.Token != "" }
 
 // Lanes configures the gateway's lanes.
 type Lanes struct {
-	MaxLive            int           // live codex threads kept loaded
-	IdleEvict          time.Duration // 0 = never evict for idleness
-	BusyMode           string        // queue | interrupt | steer
-	Rotate             Rotate
-	CompactAt          float64 // context fraction that triggers compaction; 0 = off
-	QueueLimit         int     // queued messages per lane
-	MaxPerMinute       int     // messages per sender per lane per minute; 0 = no limit
+	MaxLive      int           // live codex threads kept loaded
+	IdleEvict    time.Duration // 0 = never evict for idleness
+	BusyMode     string        // queue | interrupt | steer
+	Rotate       Rotate
+	CompactAt    float64 // context fraction that triggers compaction; 0 = off
+	QueueLimit   int     // queued messages per lane
+	MaxPerMinute int     // messages per sender per lane per minute; 0 = no limit
+	// BudgetTokensPerDay is the tokens a lane's turns may spend a day
+	// (its days begin at midnight in Timezone, else UTC); past it the
+	// lane's messages wait for the next day. 0 = off.
+	BudgetTokensPerDay int
 	MaxConcurrentTurns int
 	AutoRetryCutOff    bool // re-run a turn cut off by a crash instead of only telling the lane
 	// Worktrees gives each lane on a git project a worktree of its own

@@ -130,6 +130,7 @@ func keyCases(secretDir string) []keyCase {
 		{"lanes.compact_at", "0.8", "0.8", func(c *Config) any { return c.Lanes.CompactAt }, 0.8},
 		{"lanes.queue_limit", "5", "5", func(c *Config) any { return c.Lanes.QueueLimit }, 5},
 		{"lanes.max_per_minute", "0", "0", func(c *Config) any { return c.Lanes.MaxPerMinute }, 0},
+		{"lanes.budget_tokens_per_day", "250000", "250000", func(c *Config) any { return c.Lanes.BudgetTokensPerDay }, 250000},
 		{"lanes.max_concurrent_turns", "2", "2", func(c *Config) any { return c.Lanes.MaxConcurrentTurns }, 2},
 		{"lanes.auto_retry_cut_off", "true", "true", func(c *Config) any { return c.Lanes.AutoRetryCutOff }, true},
 		{"lanes.worktrees", "false", "false", func(c *Config) any { return c.Lanes.Worktrees }, false},

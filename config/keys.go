@@ -115,6 +115,7 @@ var keys = []key{
 	fracKey("lanes.compact_at", func(c *Config) *float64 { return &c.Lanes.CompactAt }),
 	intKey("lanes.queue_limit", 20, func(c *Config) *int { return &c.Lanes.QueueLimit }, 1),
 	intKey("lanes.max_per_minute", 20, func(c *Config) *int { return &c.Lanes.MaxPerMinute }, 0),
+	intKey("lanes.budget_tokens_per_day", 0, func(c *Config) *int { return &c.Lanes.BudgetTokensPerDay }, 0),
 	// Default: 4 per CPU, at least 4, at most 64 (DefaultMaxConcurrentTurns).
 	intKey("lanes.max_concurrent_turns", DefaultMaxConcurrentTurns, func(c *Config) *int { return &c.Lanes.MaxConcurrentTurns }, 1),
 	boolKey("lanes.auto_retry_cut_off", false, func(c *Config) *bool { return &c.Lanes.AutoRetryCutOff }),

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -150,6 +151,11 @@ func (c *fakeCodex) Release(_ context.Context, thread string) error {
 	delete(c.loaded, thread)
 	c.released = append(c.released, thread)
 	return nil
+}
+
+// ThreadUsage answers as codex does without a ChatGPT account.
+func (c *fakeCodex) ThreadUsage(context.Context, string) (codex.ThreadCost, bool, error) {
+	return codex.ThreadCost{}, false, errors.New("fake: codex account authentication required to read token usage")
 }
 
 func (c *fakeCodex) Usage(thread string) (codex.Usage, bool) {

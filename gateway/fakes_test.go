@@ -546,6 +546,33 @@ func (s *fakeStore) RecordCompaction(_ context.Context, _, thread string, before
 	return nil
 }
 
+// LaneUsage sums the recorded usage of the lane's turns committed in
+// [from, to); the fake keeps no senders, so a sender's sum is empty.
+func (s *fakeStore) LaneUsage(_ context.Context, key, sender string, from, to time.Time) (store.UsageTotals, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var u store.UsageTotals
+	for _, tu := range s.usage {
+		if sender == "" && tu.sessionKey == key && !tu.At.Before(from) && tu.At.Before(to) {
+			u.Turns++
+			u.Tokens += tu.Usage.TurnTokens
+			u.Input += tu.Usage.InputTokens
+			u.CachedInput += tu.Usage.CachedInputTokens
+			u.Output += tu.Usage.OutputTokens
+			u.Reasoning += tu.Usage.ReasoningTokens
+		}
+	}
+	return u, nil
+}
+
+// LaneUsagePeriods is LaneUsage for the day and the month holding at.
+func (s *fakeStore) LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error) {
+	day, month := store.DayStart(at, loc), store.MonthStart(at, loc)
+	d, _ := s.LaneUsage(ctx, key, sender, day, day.AddDate(0, 0, 1))
+	m, _ := s.LaneUsage(ctx, key, sender, month, month.AddDate(0, 1, 0))
+	return store.UsagePeriods{Day: d, Month: m}, nil
+}
+
 // LastTurnUsage is the usage of the latest turn of the lane's current
 // session that reported any, as the real store's.
 func (s *fakeStore) LastTurnUsage(_ context.Context, key string) (store.TurnUsage, bool, error) {

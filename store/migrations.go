@@ -382,7 +382,19 @@ CREATE TABLE lane_threads (
 	`
 ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
 `,
+	// 25: usage per lane and per sender over a day or a month
+	// (lanes.budget_tokens_per_day, /status): each assistant row names
+	// the sender whose message started the turn, and the turns' rows are
+	// found by lane and time without reading the lane's whole transcript.
+	`
+ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
+` + usageIndex,
 }
+
+// usageIndex serves LaneUsage: the assistant rows, which carry the
+// turns' tokens, by lane and time.
+const usageIndex = `CREATE INDEX messages_usage_by_lane ON messages(session_key, created_at) WHERE role = 'assistant';
+`
 
 // laneThreadsCarryOver fills lane_threads from the threads the store
 // recorded before it: the lanes' current (or lost) bindings, the turns'

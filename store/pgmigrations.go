@@ -279,6 +279,10 @@ CREATE TABLE lane_threads (
 	`
 ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
 `,
+	// 13: SQLite's 25, the sender of each turn and the usage index.
+	`
+ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
+` + usageIndex,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

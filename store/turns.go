@@ -121,16 +121,19 @@ func turnSession(ctx context.Context, q querier, lane Lane, t CompletedTurn, sta
 func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, text, turnID, platformID string, now int64, t CompletedTurn, outboxID int64) (bool, error) {
 	var status string
 	var u UsageRecord // only the assistant row carries the turn's usage
+	var inboundID int64
 	if role == "assistant" {
-		status, u = t.Status, t.Usage
+		status, u, inboundID = t.Status, t.Usage, t.InboundID // and its sender, from the inbound row
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO messages
 		(session_id, session_key, role, text, turn_id, platform_message_id, status, total_tokens, context_window,
-		 turn_tokens, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, context_tokens, created_at, outbox_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 turn_tokens, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, context_tokens, created_at, outbox_id,
+		 sender_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT sender_id FROM inbox WHERE id = ?), ''))
 		ON CONFLICT (session_key, turn_id, role) DO NOTHING`,
 		sessionID, key, role, text, turnID, platformID, status, u.TotalTokens, u.ContextWindow,
-		u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens, u.ContextTokens, now, outboxID)
+		u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens, u.ContextTokens, now, outboxID,
+		inboundID)
 	if err != nil {
 		return false, fmt.Errorf("insert %s row: %w", role, err)
 	}

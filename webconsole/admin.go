@@ -40,6 +40,9 @@ type SessionsBackend interface {
 	Transcript(ctx context.Context, key string, limit int) ([]store.Message, error)
 	Search(ctx context.Context, query string, limit int) ([]store.Message, error)
 	Reset(ctx context.Context, key string) error
+	// LaneUsagePeriods is what the lane's turns spent in the day and
+	// the month holding at (store.Store's).
+	LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error)
 }
 
 // LaneView is the JSON form of a lane, shared by the admin API and the CLI.
@@ -114,6 +117,7 @@ type MessageView struct {
 type SessionView struct {
 	Lane       LaneView      `json:"lane"`
 	Transcript []MessageView `json:"transcript"`
+	Usage      *UsageView    `json:"usage,omitempty"`
 }
 
 // ViewLane is l as the operator sees it, with where it works per dirs.
@@ -332,7 +336,12 @@ func LoadSession(ctx context.Context, b SessionsBackend, dirs Workdirs, key stri
 	if err != nil {
 		return SessionView{}, err
 	}
-	return SessionView{Lane: ViewLane(l, dirs), Transcript: viewMessages(msgs)}, nil
+	now := time.Now()
+	spent, err := b.LaneUsagePeriods(ctx, key, "", now, nil)
+	if err != nil {
+		return SessionView{}, err
+	}
+	return SessionView{Lane: ViewLane(l, dirs), Transcript: viewMessages(msgs), Usage: ViewUsage(spent, now)}, nil
 }
 
 // unescapeKey answers 400 unless the path segment is a session key.

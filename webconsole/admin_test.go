@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatewayd/gatewayd/store"
 	"github.com/gatewayd/gatewayd/store/storetest"
@@ -28,6 +29,9 @@ func (b storeBackend) Lane(ctx context.Context, key string) (store.Lane, error) 
 }
 func (b storeBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
 	return b.st.Transcript(ctx, key, limit)
+}
+func (b storeBackend) LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error) {
+	return b.st.LaneUsagePeriods(ctx, key, sender, at, loc)
 }
 func (b storeBackend) Search(ctx context.Context, query string, limit int) ([]store.Message, error) {
 	return b.st.Search(ctx, query, limit)

@@ -52,6 +52,7 @@ type ConsoleStore interface {
 	TranscriptPage(ctx context.Context, key string, before int64, limit int) ([]store.Message, error)
 	Search(ctx context.Context, query string, limit int) ([]store.Message, error)
 	LastTurnUsage(ctx context.Context, key string) (store.TurnUsage, bool, error)
+	LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error)
 }
 
 // LaneStater tells a lane's live work; *gateway.Gateway implements it.
@@ -177,6 +178,8 @@ type consoleLane struct {
 type laneDetail struct {
 	consoleLane
 	LastTurn *turnUsageView `json:"last_turn,omitempty"`
+	// Usage is what the lane's turns spent today and this month (UTC).
+	Usage *UsageView `json:"usage,omitempty"`
 }
 
 // turnUsageView is the usage of the lane's latest turn that reported any;
@@ -268,6 +271,13 @@ func (c *Console) showLane(w http.ResponseWriter, r *http.Request) {
 	if found {
 		detail.LastTurn = viewTurnUsage(tu)
 	}
+	now := time.Now()
+	spent, err := c.st.LaneUsagePeriods(r.Context(), key, "", now, nil)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	detail.Usage = ViewUsage(spent, now)
 	writeJSON(w, http.StatusOK, detail)
 }
 

@@ -265,6 +265,11 @@ type laneBody struct {
 		ContextTokens int64  `json:"context_tokens"`
 		ContextWindow int64  `json:"context_window"`
 	} `json:"last_turn"`
+	Usage *struct {
+		Today, Month struct {
+			Turns, Tokens int64
+		}
+	} `json:"usage"`
 	Error string `json:"error"`
 }
 
@@ -294,6 +299,9 @@ func TestConsoleShowsOneLaneByNameOrKey(t *testing.T) {
 	if api.LastTurn == nil || api.LastTurn.TurnID != "t1" || api.LastTurn.TurnTokens != 120 ||
 		api.LastTurn.ContextTokens != 900 || api.LastTurn.ContextWindow != 10000 {
 		t.Errorf("last turn = %+v, want t1's usage", api.LastTurn)
+	}
+	if u := api.Usage; u == nil || u.Today.Turns != 1 || u.Today.Tokens != 120 || u.Month.Tokens != 120 {
+		t.Errorf("usage = %+v, want t1's 120 tokens today and this month", u)
 	}
 	var slash laneBody
 	w.get(t, "/api/lanes/v1%3Adiscord%3Athread%3Aa.b", nil, &slash)

@@ -42,8 +42,14 @@ import (
 type Settings struct {
 	Rotate       config.Rotate // lanes.rotate
 	MaxPerMinute int           // lanes.max_per_minute
-	DiskQuota    int64         // lanes.disk_quota, in bytes
-	Voice        voice.Config  // voice.*
+	// Budget is lanes.budget_tokens_per_day, its days beginning in
+	// lanes.timezone (usage.BudgetOf).
+	Budget usage.Budget
+	// UsageTimers arms the usage feature's timers (a pause's reset, the
+	// next day's start); nil is time.AfterFunc. Tests fire them by hand.
+	UsageTimers usage.AfterFunc
+	DiskQuota   int64        // lanes.disk_quota, in bytes
+	Voice       voice.Config // voice.*
 	// CodexHome is the app-server's CODEX_HOME, named in /handoff's
 	// command ("": not named).
 	CodexHome string
@@ -121,7 +127,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		models.New(s.Model, s.Effort, st, cx),
 		// Before diskquota: a codex that cannot answer refuses first.
 		account.New(s.CodexLogin, cx),
-		usage.New(st, cx, nil),
+		usage.New(st, cx, s.UsageTimers).WithBudget(s.Budget),
 		compact.New(s.Compact, st, cx),
 		schedules.New(s.Schedules, st),
 		rotate.New(s.Rotate, st),

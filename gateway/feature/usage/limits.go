@@ -40,30 +40,36 @@ const LimitFallback = 15 * time.Minute
 // turn that failed on the limit, lifts the pause on /retry, and counts
 // tokens (usage.go).
 type Limits struct {
-	gate *gate
-	st   Store
-	cx   Runtime
-	host ext.Host
-	log  *zap.Logger
-	obs  ext.Metrics
+	gate       *gate
+	budgetGate *budgetGate
+	budget     Budget
+	st         Store
+	cx         Runtime
+	host       ext.Host
+	log        *zap.Logger
+	obs        ext.Metrics
 }
 
 // Store is the part of the store usage limits use: the saved pause and
-// the usage recorded with a lane's last turn.
+// the usage recorded with a lane's turns (its last, and sums by time).
 type Store interface {
 	SetState(ctx context.Context, name, value string) error
 	State(ctx context.Context, name string) (string, error)
 	LastTurnUsage(ctx context.Context, sessionKey string) (store.TurnUsage, bool, error)
+	LaneUsage(ctx context.Context, sessionKey, sender string, from, to time.Time) (store.UsageTotals, error)
+	LaneUsagePeriods(ctx context.Context, sessionKey, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error)
 }
 
 // Runtime is the part of codex usage limits read: the account's
 // rate-limit windows, read afresh (account/rateLimits/read; only a
 // ChatGPT account has them) or the last that codex reported, and a loaded
-// thread's usage.
+// thread's usage and codex's estimate of what a thread cost (only with a
+// ChatGPT account).
 type Runtime interface {
 	RateLimits(ctx context.Context) (codex.RateLimits, error)
 	LastRateLimits() (codex.RateLimits, bool)
 	Usage(threadID string) (codex.Usage, bool)
+	ThreadUsage(ctx context.Context, threadID string) (codex.ThreadCost, bool, error)
 }
 
 var (
@@ -81,25 +87,28 @@ func New(st Store, cx Runtime, after AfterFunc) *Limits {
 	if after == nil {
 		after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
-	return &Limits{gate: newGate(after), st: st, cx: cx}
+	return &Limits{gate: newGate(after), budgetGate: newBudgetGate(), st: st, cx: cx}
 }
 
 // Name is the feature's name.
 func (m *Limits) Name() string { return "usage" }
 
-// Register adds the lane's context, last turn and the account's limits to
-// /status, takes over a turn that failed on the usage limit, holds the
-// lanes' work while paused, lifts the pause on /retry, counts tokens and
-// takes up a pause saved before a restart.
+// Register adds the lane's context, last turn, spend today and this month
+// and the account's limits to /status, takes over a turn that failed on
+// the usage limit, holds the lanes' work while paused and a lane's past its
+// daily budget, lifts the pause on /retry, counts tokens and takes up a
+// pause saved before a restart.
 func (m *Limits) Register(h ext.Host) error {
 	m.host, m.log, m.obs = h, h.Logger(), h.Metrics()
 	h.OnStatus(m.statusLines)
 	h.OnResult(m.usageLimited)
 	h.OnHold(m.parkIfPaused)
+	h.OnHold(m.parkOverBudget)
 	h.OnHolding(m.usagePaused)
 	h.OnRetry(m.retryAfterLimit)
 	h.OnUsage(m.countTokens)
 	h.OnStart(m.restoreUsagePause) // before recovery queues the waiting messages
+	h.OnStart(m.restoreBudget)
 	return nil
 }
 

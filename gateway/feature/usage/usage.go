@@ -110,6 +110,7 @@ func (m *Limits) statusLines(ctx context.Context, sl store.Lane, b *strings.Buil
 		b.WriteString(usageLine(u))
 	}
 	b.WriteString(m.storedUsageLines(ctx, sl.SessionKey, live))
+	m.spendLines(ctx, sl, b)
 	b.WriteString(m.rateLimitLines(ctx))
 }
 

@@ -14,11 +14,48 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// fakeStore keeps the saved state and the usage of a lane's last turn.
+// fakeStore keeps the saved state, the usage of a lane's last turn and
+// the turns spent.
 type fakeStore struct {
 	mu    sync.Mutex
 	state map[string]string
 	last  map[string]store.TurnUsage
+	spent []spentTurn
+	reads int // LaneUsage calls
+}
+
+// spentTurn is one committed turn's tokens.
+type spentTurn struct {
+	key, sender string
+	at          time.Time
+	tokens      int64
+}
+
+func (s *fakeStore) spend(key, sender string, at time.Time, tokens int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spent = append(s.spent, spentTurn{key, sender, at, tokens})
+}
+
+func (s *fakeStore) LaneUsage(_ context.Context, key, sender string, from, to time.Time) (store.UsageTotals, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	var u store.UsageTotals
+	for _, t := range s.spent {
+		if t.key == key && (sender == "" || t.sender == sender) && !t.at.Before(from) && t.at.Before(to) {
+			u.Turns++
+			u.Tokens += t.tokens
+		}
+	}
+	return u, nil
+}
+
+func (s *fakeStore) LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error) {
+	day, month := store.DayStart(at, loc), store.MonthStart(at, loc)
+	d, _ := s.LaneUsage(ctx, key, sender, day, day.AddDate(0, 0, 1))
+	mo, _ := s.LaneUsage(ctx, key, sender, month, month.AddDate(0, 1, 0))
+	return store.UsagePeriods{Day: d, Month: mo}, nil
 }
 
 func newFakeStore() *fakeStore {
@@ -45,10 +82,20 @@ func (s *fakeStore) LastTurnUsage(_ context.Context, key string) (store.TurnUsag
 	return tu, ok, nil
 }
 
-// fakeCodex has no live usage and the given rate-limit windows.
+// fakeCodex has no live usage, the given rate-limit windows and, with
+// hasCost, codex's estimate of every thread's cost.
 type fakeCodex struct {
-	limits codex.RateLimits
-	has    bool
+	limits  codex.RateLimits
+	has     bool
+	cost    codex.ThreadCost
+	hasCost bool
+}
+
+func (c *fakeCodex) ThreadUsage(context.Context, string) (codex.ThreadCost, bool, error) {
+	if !c.hasCost {
+		return codex.ThreadCost{}, false, errors.New("codex: account authentication required")
+	}
+	return c.cost, true, nil
 }
 
 func (c *fakeCodex) RateLimits(context.Context) (codex.RateLimits, error) {

@@ -87,6 +87,9 @@ func (b offlineBackend) Lane(ctx context.Context, key string) (store.Lane, error
 func (b offlineBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
 	return b.st.Transcript(ctx, key, limit)
 }
+func (b offlineBackend) LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error) {
+	return b.st.LaneUsagePeriods(ctx, key, sender, at, loc)
+}
 func (b offlineBackend) Search(ctx context.Context, query string, limit int) ([]store.Message, error) {
 	return b.st.Search(ctx, query, limit)
 }
@@ -218,6 +221,10 @@ func printSession(out io.Writer, v webconsole.SessionView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if u := v.Usage; u != nil {
+		fmt.Fprintf(out, "tokens today (UTC): %s\n", totalsText(u.Today))
+		fmt.Fprintf(out, "tokens this month (UTC): %s\n", totalsText(u.Month))
+	}
 	fmt.Fprintf(out, "\ntranscript (%d messages):\n", len(v.Transcript))
 	for _, m := range v.Transcript {
 		fmt.Fprintf(out, "[%s] %s: %s\n", when(m.CreatedAt), m.Role, m.Text)
@@ -268,4 +275,10 @@ func apiErrorText(resp *http.Response) string {
 		return fmt.Sprintf("%s (%s)", e.Error, resp.Status)
 	}
 	return resp.Status
+}
+
+// totalsText is one period's spend as sessions show prints it.
+func totalsText(t webconsole.TotalsView) string {
+	return fmt.Sprintf("%d in %d turns (input %d, of which cached %d; output %d, of which reasoning %d)",
+		t.Tokens, t.Turns, t.InputTokens, t.CachedInputTokens, t.OutputTokens, t.ReasoningTokens)
 }

@@ -60,7 +60,8 @@ func TestSessionsThroughTheDaemonAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"platform:", "api", "user: remember 42", "assistant: noted: 42", "transcript (2 messages)",
-		"model:", "gpt-x", "effort:", "- (default)"} {
+		"model:", "gpt-x", "effort:", "- (default)",
+		"tokens today (UTC): 0 in 1 turns (input 0, of which cached 0; output 0, of which reasoning 0)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show lacks %q:\n%s", want, out.String())
 		}

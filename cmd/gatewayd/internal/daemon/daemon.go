@@ -24,6 +24,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/compact"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/schedules"
+	"github.com/gatewayd/gatewayd/gateway/feature/usage"
 	"github.com/gatewayd/gatewayd/gateway/feature/voice"
 	"github.com/gatewayd/gatewayd/gateway/features"
 	"github.com/gatewayd/gatewayd/gateway/replyspool"
@@ -317,6 +318,7 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 		MaxLive: lanes.MaxLive, IdleEvict: lanes.IdleEvict, QueueLimit: lanes.QueueLimit,
 		MaxConcurrentTurns: lanes.MaxConcurrentTurns, BusyMode: lanes.BusyMode,
 		Features: features.List(features.Settings{Rotate: lanes.Rotate, MaxPerMinute: lanes.MaxPerMinute,
+			Budget:    usage.BudgetOf(lanes.BudgetTokensPerDay, lanes.Timezone),
 			DiskQuota: lanes.DiskQuota, Voice: voice.Config{URL: d.cfg.Voice.TranscribeURL, APIKey: d.cfg.Voice.APIKey,
 				Model: d.cfg.Voice.Model, Timeout: d.cfg.Voice.Timeout},
 			CodexHome: CodexHome(d.cfg), Projects: projects.Settings{Projects: d.cfg.Projects, Pool: d.pool},
@@ -596,6 +598,9 @@ func (b daemonBackend) Lane(ctx context.Context, key string) (store.Lane, error)
 }
 func (b daemonBackend) Transcript(ctx context.Context, key string, limit int) ([]store.Message, error) {
 	return b.st.Transcript(ctx, key, limit)
+}
+func (b daemonBackend) LaneUsagePeriods(ctx context.Context, key, sender string, at time.Time, loc *time.Location) (store.UsagePeriods, error) {
+	return b.st.LaneUsagePeriods(ctx, key, sender, at, loc)
 }
 func (b daemonBackend) Search(ctx context.Context, query string, limit int) ([]store.Message, error) {
 	return b.st.Search(ctx, query, limit)
