@@ -63,11 +63,31 @@ func (r *recovery) all(ctx context.Context) error {
 
 // replay commits the turns whose commit was waiting for the database when
 // the process stopped (spooled), before the journal is read: their replies
-// go out once and their journal entries are cleared, so none is told cut off.
+// go out once and their journal entries are cleared, so none is told cut
+// off. A turn whose entry is gone or told (another node took the lane
+// meanwhile) is dropped. A failure to replay that is not the database's
+// is logged: a bad local file must not stop the start or the lane.
 func (r *recovery) replay(ctx context.Context, lane string) error {
-	n, err := r.replies.Replay(ctx, r.st, lane)
+	var untold map[int64]bool // inbound ids of journaled turns not told cut off
+	n, err := r.replies.Replay(ctx, r.st, lane, func(ct store.CompletedTurn) (bool, error) {
+		if untold == nil {
+			entries, err := r.st.Journal(ctx)
+			if err != nil {
+				return false, err
+			}
+			untold = make(map[int64]bool, len(entries))
+			for _, e := range entries {
+				untold[e.InboundID] = !e.CutOff
+			}
+		}
+		return untold[ct.InboundID], nil
+	})
 	if n > 0 {
 		r.out.Poke()
+	}
+	if err != nil && !store.Transient(err) {
+		r.log.Error("recover.spool_failed", zap.String("lane", lane), zap.Error(err))
+		return nil
 	}
 	return err
 }

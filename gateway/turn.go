@@ -476,7 +476,9 @@ func (r *turnRunner) commit(ctx context.Context, t *turn, ct store.CompletedTurn
 		}
 		res, err = r.st.CommitTurn(ctx, ct)
 		if err == nil || !store.Transient(err) {
-			_ = r.replies.Remove(ct) // settled; a file left over is a no-op commit later
+			if rerr := r.replies.Remove(ct); rerr != nil { // settled: a file left is dropped or a no-op later
+				r.log.Warn("turn.spool_remove_failed", zap.String("turn", ct.TurnID), zap.Error(rerr))
+			}
 			r.log.Info("turn.commit_resumed", zap.String("lane", t.l.key), zap.String("turn", ct.TurnID),
 				zap.Int("tries", tries+1), zap.Error(err))
 			return res, false, err

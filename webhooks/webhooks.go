@@ -162,7 +162,7 @@ type Config struct {
 	IdleTimeout       time.Duration
 	TriggerTimeout    time.Duration // recording one delivery
 	MaxConcurrent     int           // authenticated deliveries handled at once; more wait
-	MaxConnections    int           // connections served at once; more wait in the kernel's backlog
+	MaxConnections    int           // connections served at once; more are answered 503 with Retry-After
 	MaxAge            time.Duration // how far X-Gatewayd-Timestamp may be from now, either way
 	ReplayWindow      time.Duration // how long a GitHub-signed body is remembered
 }

@@ -140,7 +140,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		fork.New(st, cx),
 		threads.New(st, cx, s.CodexHome),
 		toolbox.New(st, cx),
-		goal.New(st, cx), // a goal codex keeps working on; relays the turns it runs on its own
+		goal.New(st, cx).WithDailyBudget(s.Budget.PerDay), // a goal codex keeps working on; relays the turns it runs on its own
 		diskquota.New(s.DiskQuota),
 		confine.New(), // codex.isolation is the core's (gateway.Config.Isolation): it places the lanes' directories
 		voice.New(s.Voice),

@@ -183,14 +183,27 @@ type Committer interface {
 	CommitTurn(ctx context.Context, t store.CompletedTurn) (store.CommitResult, error)
 }
 
+// Waiting reports whether a spooled turn still waits for its commit: its
+// journal entry is there and nobody told the lane it was cut off (another
+// node that took the lane meanwhile may have, or rerun it).
+type Waiting func(ct store.CompletedTurn) (bool, error)
+
 // Replay commits the spooled turns of lane ("" every lane's), oldest
-// first, and removes each one committed or refused for good (a commit of
-// a turn already committed is a no-op, so a crash between the commit and
-// the removal does not answer twice). A transient failure (the database
-// still away) stops it with the error and keeps the rest spooled. A file
-// that cannot be read is set aside and logged (ErrUnreadable), not
-// returned: it must not stop the start. done counts the turns settled.
-func (s *Spool) Replay(ctx context.Context, c Committer, lane string) (done int, err error) {
+// first, and removes each one committed, refused for good, or no longer
+// waiting (dropped: its message was settled elsewhere). A commit of a turn
+// already committed is a no-op, so a crash between the commit and the
+// removal does not answer twice. A transient failure (the database still
+// away) stops it with the error and keeps the rest spooled. A file that
+// cannot be read is set aside and logged (ErrUnreadable), not returned:
+// it must not stop the start. done counts the turns settled. At start-up
+// (lane "") it also removes what a crash left half-written.
+func (s *Spool) Replay(ctx context.Context, c Committer, lane string, waiting Waiting) (done int, err error) {
+	if s == nil {
+		return 0, nil
+	}
+	if lane == "" {
+		s.removePartial()
+	}
 	turns, err := s.Pending(lane)
 	if errors.Is(err, ErrUnreadable) {
 		s.log.Error("recover.spool_unreadable", zap.Error(err))
@@ -198,9 +211,16 @@ func (s *Spool) Replay(ctx context.Context, c Committer, lane string) (done int,
 		return 0, err
 	}
 	for _, ct := range turns {
-		res, err := c.CommitTurn(ctx, ct)
-		if err != nil && store.Transient(err) {
-			return done, fmt.Errorf("replyspool: commit turn %s of %s: %w", ct.TurnID, ct.SessionKey, err)
+		wait, err := waiting(ct)
+		if err != nil {
+			return done, fmt.Errorf("replyspool: turn %s of %s: %w", ct.TurnID, ct.SessionKey, err)
+		}
+		var res store.CommitResult
+		if wait {
+			res, err = c.CommitTurn(ctx, ct)
+			if err != nil && store.Transient(err) {
+				return done, fmt.Errorf("replyspool: commit turn %s of %s: %w", ct.TurnID, ct.SessionKey, err)
+			}
 		}
 		if rerr := s.Remove(ct); rerr != nil {
 			return done, rerr
@@ -208,9 +228,20 @@ func (s *Spool) Replay(ctx context.Context, c Committer, lane string) (done int,
 		done++
 		// A refused commit (err) cannot succeed later: the turn is dropped, said here.
 		s.log.Info("recover.spooled_reply", zap.String("lane", ct.SessionKey), zap.String("turn", ct.TurnID),
+			zap.Bool("committed", wait && err == nil), zap.Bool("settled_elsewhere", !wait),
 			zap.Bool("stale", res.Stale), zap.Bool("duplicate", res.Duplicate), zap.Error(err))
 	}
 	return done, nil
+}
+
+// removePartial removes the temporary files of Puts a crash cut short.
+func (s *Spool) removePartial() {
+	partial, _ := filepath.Glob(filepath.Join(s.dir, ".put-*"))
+	for _, p := range partial {
+		if err := os.Remove(p); err != nil {
+			s.log.Warn("recover.spool_partial_kept", zap.String("path", p), zap.Error(err))
+		}
+	}
 }
 
 func syncDir(dir string) error {

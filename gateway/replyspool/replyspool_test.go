@@ -96,7 +96,7 @@ func TestReplay(t *testing.T) {
 	refused := errors.New("store: lane gone")
 	away := fmt.Errorf("store: commit turn: %w", store.ErrUnavailable)
 	c := &fakeCommitter{errs: []error{nil, refused, away}}
-	done, err := s.Replay(t.Context(), c, "lane")
+	done, err := s.Replay(t.Context(), c, "lane", always)
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("replay with the database away: %v", err)
 	}
@@ -106,7 +106,7 @@ func TestReplay(t *testing.T) {
 	if left, _ := s.Pending(""); len(left) != 1 || left[0].TurnID != "t3" {
 		t.Fatalf("left spooled %+v, want t3", left)
 	}
-	done, err = s.Replay(t.Context(), c, "")
+	done, err = s.Replay(t.Context(), c, "", always)
 	if err != nil || done != 1 || !reflect.DeepEqual(c.committed, []string{"t1", "t3"}) {
 		t.Fatalf("second replay: %+v, %v; committed %v", done, err, c.committed)
 	}
@@ -129,7 +129,7 @@ func TestReplaySetsABrokenFileAside(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.dir, "broken2.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.Replay(t.Context(), c, "")
+	done, err := s.Replay(t.Context(), c, "", always)
 	if err != nil || done != 1 {
 		t.Fatalf("replay with a broken file: %d, %v; want the readable turn settled, no error", done, err)
 	}
@@ -139,7 +139,7 @@ func TestReplaySetsABrokenFileAside(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.dir, "broken2.json.unreadable")); err != nil {
 		t.Fatalf("the broken file was not set aside by the replay: %v", err)
 	}
-	if done, err := s.Replay(t.Context(), c, ""); done != 0 || err != nil {
+	if done, err := s.Replay(t.Context(), c, "", always); done != 0 || err != nil {
 		t.Fatalf("a second replay: %+v, %v; want nothing left", done, err)
 	}
 	var none *Spool
@@ -148,5 +148,34 @@ func TestReplaySetsABrokenFileAside(t *testing.T) {
 	}
 	if got, err := none.Pending(""); got != nil || err != nil {
 		t.Fatalf("a nil spool has %v, %v", got, err)
+	}
+}
+
+func always(store.CompletedTurn) (bool, error) { return true, nil }
+
+// A spooled turn no longer waiting (told cut off, or rerun, by the node
+// that held the lane meanwhile) is dropped, not committed: committing it
+// would answer a message the lane was already answered about. A start-up
+// replay also removes the temporary file of a Put a crash cut short.
+func TestReplayDropsATurnSettledElsewhere(t *testing.T) {
+	s := New(t.TempDir(), nil)
+	for _, id := range []string{"t1", "t2"} {
+		if err := s.Put(turn("lane", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, ".put-123"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &fakeCommitter{}
+	done, err := s.Replay(t.Context(), c, "", func(ct store.CompletedTurn) (bool, error) { return ct.TurnID == "t2", nil })
+	if err != nil || done != 2 || !reflect.DeepEqual(c.committed, []string{"t2"}) {
+		t.Fatalf("replay: %d, %v, committed %v; want t2 committed and t1 dropped", done, err, c.committed)
+	}
+	if left, _ := os.ReadDir(s.dir); len(left) != 0 {
+		t.Fatalf("left in the spool: %v", left)
+	}
+	if _, err := s.Replay(t.Context(), c, "", func(store.CompletedTurn) (bool, error) { return false, errors.New("journal unread") }); err != nil {
+		t.Fatalf("nothing spooled, the journal is not read: %v", err)
 	}
 }

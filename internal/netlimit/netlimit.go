@@ -4,6 +4,7 @@ package netlimit
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -24,6 +25,7 @@ type limitListener struct {
 	net.Listener
 	slots    chan struct{} // one token per connection served normally
 	overflow chan struct{} // one token per overflow connection
+	draining chan struct{} // one token per refused connection being drained
 }
 
 // Listen wraps ln so that at most n connections are served at once and
@@ -33,7 +35,8 @@ func Listen(ln net.Listener, n int) net.Listener {
 	if n < 1 {
 		n = 1
 	}
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), overflow: make(chan struct{}, n)}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), overflow: make(chan struct{}, n),
+		draining: make(chan struct{}, maxDraining)}
 }
 
 // Accept returns the next connection, served normally while a slot is
@@ -52,12 +55,20 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.overflow <- struct{}{}:
-			return newLimitedConn(c, l.overflow, true), nil
+			oc := newLimitedConn(c, l.overflow, true)
+			oc.readBy = time.Now().Add(overflowReadLimit)
+			_ = c.SetReadDeadline(oc.readBy)
+			return oc, nil
 		default:
 		}
-		refuseRaw(c)
+		l.refuse(c)
 	}
 }
+
+// overflowReadLimit is how long an overflow connection has to send its
+// request: the server's own header timeout is far longer, and silent
+// connections holding every overflow place would turn health probes away.
+const overflowReadLimit = 2 * time.Second
 
 // cannedRefusal is what a connection beyond the overflow gets, written
 // without reading its request.
@@ -68,23 +79,57 @@ const cannedRefusal = "HTTP/1.1 503 Service Unavailable\r\n" +
 	"Content-Length: 33\r\n\r\n" +
 	"too many connections: retry soon\n"
 
-// refuseRaw answers c the canned 503 and closes it. The write goes into a
-// fresh socket's empty buffer, so it does not block Accept; the deadline
-// is there in case it would.
-func refuseRaw(c net.Conn) {
+// maxDraining bounds the refused connections read to their end at once.
+const maxDraining = 64
+
+// refuse answers c the canned 503 and closes it. The write goes into a
+// fresh socket's empty buffer, so it does not hold Accept up. Closing with
+// the request unread would make the kernel answer with a reset, which the
+// client may see instead of the 503: so up to maxDraining refused
+// connections are read (at most 64 KiB, for at most a second) on a
+// goroutine of their own before they are closed; beyond that, at once.
+func (l *limitListener) refuse(c net.Conn) {
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = c.Write([]byte(cannedRefusal))
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	_ = c.Close()
+	select {
+	case l.draining <- struct{}{}:
+		go func() {
+			defer func() { <-l.draining }()
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+			_ = c.Close()
+		}()
+	default:
+		_ = c.Close()
+	}
 }
 
 // limitedConn frees its slot on the first Close.
 type limitedConn struct {
 	net.Conn
 	over    bool
+	readBy  time.Time // an overflow connection's last moment to read (zero: none)
 	release func()
+}
+
+// SetReadDeadline keeps an overflow connection's reads within
+// overflowReadLimit of its accept, whatever the server asks.
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if !c.readBy.IsZero() && (t.IsZero() || t.After(c.readBy)) {
+		t = c.readBy
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline is SetReadDeadline and the write deadline.
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
 }
 
 func newLimitedConn(c net.Conn, slots chan struct{}, over bool) *limitedConn {

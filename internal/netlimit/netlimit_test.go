@@ -20,15 +20,27 @@ type recordConn struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	closed int
+	done   chan struct{} // closed at the first Close
 }
+
+func newRecordConn() *recordConn { return &recordConn{done: make(chan struct{})} }
 
 func (c *recordConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.buf.Write(p)
 }
-func (c *recordConn) Close() error                     { c.mu.Lock(); c.closed++; c.mu.Unlock(); return nil }
+func (c *recordConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed++; c.closed == 1 {
+		close(c.done)
+	}
+	return nil
+}
+func (c *recordConn) Read([]byte) (int, error)         { return 0, io.EOF } // the request, read to its end
 func (c *recordConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *recordConn) SetReadDeadline(time.Time) error  { return nil }
 
 // sliceListener accepts the given connections in order, then fails.
 type sliceListener struct{ conns []net.Conn }
@@ -51,7 +63,7 @@ func TestListenServesOverflowsThenRefuses(t *testing.T) {
 	t.Parallel()
 	inner := &sliceListener{}
 	for range 5 {
-		inner.conns = append(inner.conns, &recordConn{})
+		inner.conns = append(inner.conns, newRecordConn())
 	}
 	refused := inner.conns[4].(*recordConn)
 	l := Listen(inner, 2)
@@ -71,20 +83,24 @@ func TestListenServesOverflowsThenRefuses(t *testing.T) {
 	if c, err := l.Accept(); err == nil {
 		t.Fatalf("a fifth connection was accepted past the cap and the overflow: %+v", c)
 	}
+	<-refused.done // closed once read to its end
+	refused.mu.Lock()
+	defer refused.mu.Unlock()
 	if refused.closed != 1 || !strings.HasPrefix(refused.buf.String(), "HTTP/1.1 503 ") || !strings.Contains(refused.buf.String(), "Retry-After: 1\r\n") {
 		t.Fatalf("the connection beyond the overflow: closed %d times, got %q; want the canned 503 and one close", refused.closed, refused.buf.String())
 	}
 	got[0].Close()
 	got[0].Close() // a second Close must not free another slot
-	next, again := &recordConn{}, &recordConn{}
+	next, again := newRecordConn(), newRecordConn()
 	inner.conns = append(inner.conns, next, again)
 	c, err := l.Accept()
 	if err != nil || c.(*limitedConn).over || c.(*limitedConn).Conn != next {
 		t.Fatalf("after a slot was freed the next connection was not served normally: %+v, %v", c, err)
 	}
-	if _, err := l.Accept(); err == nil || again.closed != 1 {
-		t.Fatalf("a double Close freed two slots: the connection after was not refused (closed %d)", again.closed)
+	if _, err := l.Accept(); err == nil {
+		t.Fatal("a double Close freed two slots: the connection after was accepted")
 	}
+	<-again.done // refused
 }
 
 // Through a real HTTP server on 127.0.0.1 with one slot held by a long
@@ -160,7 +176,17 @@ func TestGuardAnswersAtOnceWhenFull(t *testing.T) {
 	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 503") {
 		t.Fatalf("beyond the overflow: %q, %v; want the canned 503", status, err)
 	}
-	idle.Close()
+	// The silent connection is closed by the server once its short read
+	// time is up (not the server's minute-long header timeout), and the
+	// overflow place serves a probe again.
+	idle.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the silent overflow connection: %v, want it closed by the server", err)
+	}
+	<-closed
+	if code, _ := get(t, client, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("health probe once the silent connection was gone: %d", code)
+	}
 	<-closed
 
 	close(release)

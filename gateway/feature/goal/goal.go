@@ -59,6 +59,11 @@ type Goals struct {
 	log  *zap.Logger
 	out  *sender
 
+	// maxBudget is lanes.budget_tokens_per_day (0: none): codex's goal
+	// turns are not the lane's own turns, so the daily budget cannot stop
+	// them; a goal must then carry a budget of at most one day's.
+	maxBudget int64
+
 	mu sync.Mutex
 	// known are the goals codex reported, by thread: what the console
 	// lists and what tells a goal's end apart from a repeat of it.
@@ -68,6 +73,13 @@ type Goals struct {
 // New is /goal over st and cx.
 func New(st Store, cx Runtime) *Goals {
 	return &Goals{st: st, cx: cx, log: zap.NewNop(), known: make(map[string]codex.Goal)}
+}
+
+// WithDailyBudget makes every goal carry a token budget of at most
+// perDay (lanes.budget_tokens_per_day; 0 leaves goals unbounded).
+func (g *Goals) WithDailyBudget(perDay int64) *Goals {
+	g.maxBudget = perDay
+	return g
 }
 
 // Name is the feature's name.
@@ -102,6 +114,12 @@ func (g *Goals) run(ctx context.Context, c ext.Call) bool {
 	objective, budget, ok := ParseArgs(args)
 	if !ok {
 		g.host.Notify(ctx, c.Lane.Address(), c.MsgID, usageText)
+		return true
+	}
+	if g.maxBudget > 0 && (budget == 0 || budget > g.maxBudget) {
+		g.host.Notify(ctx, c.Lane.Address(), c.MsgID, fmt.Sprintf(
+			"This conversation has a daily budget of %d tokens: give the goal a budget of at most that, e.g. /goal %s budget %d",
+			g.maxBudget, ext.QuoteStart(objective, 80), g.maxBudget))
 		return true
 	}
 	return g.inThread(ctx, c, func(ctx context.Context, l ext.Lane, thread string) string {
@@ -280,6 +298,7 @@ const objectiveMax = 200
 // "2m" allowed). ok is false for no objective or a budget that is not
 // a positive number.
 func ParseArgs(args string) (objective string, budget int64, ok bool) {
+	args = strings.TrimSpace(args)
 	fields := strings.Fields(args)
 	if n := len(fields); n >= 2 && strings.EqualFold(fields[n-2], "budget") {
 		b, err := parseTokens(fields[n-1])
@@ -287,8 +306,11 @@ func ParseArgs(args string) (objective string, budget int64, ok bool) {
 			return "", 0, false
 		}
 		budget = b
-		// Cut at the last "budget" word: the objective keeps its spacing.
-		args = strings.TrimSpace(args[:strings.LastIndex(strings.ToLower(args), "budget")])
+		// Cut at the "budget" word as written: the objective keeps its
+		// spacing. (An index into the lowercased text would be off where
+		// lowercasing changes a character's length.) The number after it
+		// parsed, so it holds no "budget" for LastIndex to find instead.
+		args = strings.TrimSpace(args[:strings.LastIndex(args, fields[n-2])])
 	}
 	if args == "" {
 		return "", 0, false

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
 	"github.com/gatewayd/gatewayd/gateway/ext"
@@ -242,5 +243,46 @@ func TestTokens(t *testing.T) {
 		if got := Tokens(n); got != want {
 			t.Errorf("Tokens(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// Any text parses without a panic, and an objective is the start of what
+// was sent, whole characters only: characters whose lowercase is longer
+// or shorter (Ⱥ, İ, the Kelvin sign) once cut the text at a wrong index.
+func FuzzParseArgs(f *testing.F) {
+	for _, seed := range []string{"ȺȺȺȺȺȺȺȺȺȺȺȺ budget 5", "İİİİ BUDGET 50k", "KKK budget 2m", "budget 5", "fix it budget", "x budget 1_000"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		objective, budget, ok := ParseArgs(args)
+		if !ok {
+			return
+		}
+		if !strings.HasPrefix(strings.TrimSpace(args), objective) || objective == "" || budget < 0 {
+			t.Fatalf("ParseArgs(%q) = %q, %d", args, objective, budget)
+		}
+		if utf8.ValidString(args) && !utf8.ValidString(objective) {
+			t.Fatalf("ParseArgs(%q) cut a character: %q", args, objective)
+		}
+	})
+}
+
+// With lanes.budget_tokens_per_day on, codex's goal turns (which the daily
+// budget does not stop) are bounded by the goal's own budget: a goal
+// without one, or with more than a day's, is refused with the way to set it.
+func TestGoalUnderADailyBudgetNeedsABudget(t *testing.T) {
+	f := newFixture(t)
+	f.g.WithDailyBudget(10_000)
+	for _, args := range []string{"refactor everything", "refactor everything budget 20k"} {
+		got := one(t, f.command(t, args))
+		if !strings.Contains(got, "daily budget of 10000 tokens") || !strings.Contains(got, "/goal refactor everything budget 10000") {
+			t.Errorf("/goal %s under a daily budget = %q", args, got)
+		}
+	}
+	if len(f.cx.setCalls) != 0 {
+		t.Fatalf("codex was given a goal past the daily budget: %v", f.cx.setCalls)
+	}
+	if got := one(t, f.command(t, "refactor everything budget 10k")); !strings.Contains(got, "Goal set") {
+		t.Errorf("/goal within the daily budget = %q", got)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/gatewayd/gatewayd/config"
 )
@@ -22,12 +24,19 @@ type API struct {
 	Base  string // http://host:port
 	Token string // api.token; "" sends none
 	HTTP  *http.Client
+	// RetryBusy is how many times Send retries a 503 that names its
+	// Retry-After (every connection in use, or uploads' space full): the
+	// daemon did not take the request, so sending it again is safe.
+	RetryBusy int
 }
 
 // NewAPI is the client of the daemon cfg configures.
 func NewAPI(cfg *config.Config) *API {
-	return &API{Base: "http://" + dialAddr(cfg.API.Listen), Token: cfg.API.Token, HTTP: &http.Client{}}
+	return &API{Base: "http://" + dialAddr(cfg.API.Listen), Token: cfg.API.Token, HTTP: &http.Client{}, RetryBusy: 5}
 }
+
+// maxRetryWait bounds the wait a Retry-After may ask of Send.
+const maxRetryWait = 5 * time.Second
 
 // dialAddr turns a listen address into one a client can dial: a wildcard
 // host means this machine.
@@ -66,16 +75,48 @@ func (c *API) Request(ctx context.Context, method, path string, body any) (*http
 	return req, nil
 }
 
-// Send performs req; a refused connection is errDaemonDown.
+// Send performs req; a refused connection is errDaemonDown. A 503 with
+// Retry-After is tried again up to RetryBusy times.
 func (c *API) Send(req *http.Request) (*http.Response, error) {
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, errDaemonDown
+	for attempt := 0; ; attempt++ {
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, errDaemonDown
+			}
+			return nil, fmt.Errorf("gatewayd: %s %s: %w", req.Method, req.URL.Path, err)
 		}
-		return nil, fmt.Errorf("gatewayd: %s %s: %w", req.Method, req.URL.Path, err)
+		wait := busyWait(resp)
+		if wait == 0 || attempt >= c.RetryBusy || (req.Body != nil && req.GetBody == nil) {
+			return resp, nil
+		}
+		resp.Body.Close()
+		t := time.NewTimer(wait)
+		select {
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, fmt.Errorf("gatewayd: %s %s: %w", req.Method, req.URL.Path, req.Context().Err())
+		case <-t.C:
+		}
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, fmt.Errorf("gatewayd: %w", err)
+			}
+		}
 	}
-	return resp, nil
+}
+
+// busyWait is how long a 503 asks to wait before trying again (0: not such
+// an answer), at most maxRetryWait.
+func busyWait(resp *http.Response) time.Duration {
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return 0
+	}
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	return min(time.Duration(secs)*time.Second, maxRetryWait)
 }
 
 // Do sends a request (Request) and decodes a 2xx answer into out (nil:

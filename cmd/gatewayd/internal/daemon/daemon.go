@@ -339,7 +339,7 @@ func (d *daemon) gatewayConfig(fstore *files.Store) gateway.Config {
 			slack.PlatformName: d.cfg.Slack.Admins, matrix.PlatformName: d.cfg.Matrix.Admins},
 		DrainTimeout: d.cfg.Shutdown.DrainTimeout,
 		Files:        fstore,
-		Replies:      replyspool.New(d.cfg.RepliesDir(), d.log.Named("gateway")),
+		Replies:      replyspool.New(d.cfg.RepliesDir(), d.log),
 		Isolation:    gatewayIsolation(d.cfg),
 		Logger:       d.log, Observer: d.metrics,
 		PreviewInterval: config.DefaultPreviewInterval,
