@@ -159,7 +159,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		// speaker, then the room's talk goes before the frame.
 		speaker.New(),
 		roomtalk.New(s.GroupContext, s.ContextMessages, st),
-		title.New(), // intake asks it before the text hooks frame the message
+		title.New(),       // intake asks it before the text hooks frame the message
 		names.New(st, cx), // a place renamed names its Codex thread, and back
 	}
 }
