@@ -71,6 +71,7 @@ type extCore struct {
 	usage         usageServices
 	roomServices  // ext.RoomHooks (extension_room.go)
 	titleServices // ext.TitleHooks (extension_title.go)
+	nameServices  // ext.NameHooks (extension_names.go)
 }
 
 var _ ext.Host = (*extHost)(nil)
@@ -85,6 +86,7 @@ func registerFeatures(g *Gateway) error {
 	core.triggers = g.triggers
 	core.roomServices = roomServices{h: g.host, gate: g.triggers.gate}
 	core.titleServices = titleServices{h: g.host}
+	core.nameServices = nameServices{h: g.host, platforms: g.platforms}
 	for _, f := range g.cfg.Features {
 		eh := newExtHost(core, g.log.Named(f.Name()))
 		if err := f.Register(eh); err != nil {

@@ -165,3 +165,8 @@ func (c *fakeCodex) ClearGoal(context.Context, string) (bool, error) {
 
 func (c *fakeCodex) OnGoal(func(codex.GoalUpdate))   {}
 func (c *fakeCodex) OnAutoTurn(func(codex.AutoTurn)) {}
+
+// Thread names: the harness's threads are named nowhere (feature/names
+// is tested alone and through the real app-server).
+func (c *fakeCodex) SetThreadName(context.Context, string, string) error { return nil }
+func (c *fakeCodex) OnThreadName(func(codex.ThreadName))                 {}

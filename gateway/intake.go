@@ -66,6 +66,10 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 	if err := in.Address.Validate(); err != nil {
 		return false, err
 	}
+	if in.Renamed { // no message: nothing to record or answer
+		k.host.placeRenamed(ctx, in)
+		return false, nil
+	}
 	if in.MessageID == "" {
 		return false, errors.New("gateway: inbound has no message id")
 	}

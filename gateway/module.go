@@ -33,6 +33,9 @@ type host struct {
 	usage     usageHooks // ext.UsageHooks beyond the turn hooks (extension_usage.go)
 	room      roomHooks  // ext.RoomHooks: a message's text, a room's talk (extension_room.go)
 	titles    ext.Titler // names lanes (ext.TitleHooks, extension_title.go); nil: none
+	// renamed hear a lane's place renamed on its platform (ext.NameHooks,
+	// extension_names.go).
+	renamed []func(ctx context.Context, in Inbound)
 	// tools are the dynamic tools features offer, by name (ext.Host.Tool).
 	tools map[string]func(ctx context.Context, call codex.ToolCall) codex.ToolResult
 	// transcribes: a feature transcribes audio before the turn (OnAudio),

@@ -29,6 +29,7 @@ type (
 	Button           = chat.Button
 	Platform         = chat.Platform
 	Deleter          = chat.Deleter
+	Renamer          = chat.Renamer
 	Typer            = chat.Typer
 	ButtonSender     = chat.ButtonSender
 	ButtonEditor     = chat.ButtonEditor
@@ -67,7 +68,8 @@ const (
 )
 
 var (
-	ErrNoPlace = chat.ErrNoPlace
+	ErrNoPlace      = chat.ErrNoPlace
+	ErrCannotRename = chat.ErrCannotRename
 	// ErrDeferred: the platform took the message but nobody has received
 	// it yet; the outbox holds the row until the platform reports it
 	// (the API lane through its Config.Deliveries).

@@ -21,6 +21,11 @@ import (
 // (a platform's answer to opening a place for /fork).
 var ErrNoPlace = errors.New("this chat cannot hold another conversation")
 
+// ErrCannotRename is wrapped by Renamer.RenamePlace for a place the
+// platform cannot rename, or the bot may not (a private chat, a group, a
+// thread without the right to manage it).
+var ErrCannotRename = errors.New("this conversation cannot be renamed")
+
 // LaneKind says what kind of conversation place a lane is.
 type LaneKind string
 
@@ -168,6 +173,10 @@ type Inbound struct {
 	// starts a turn; with lanes.group_context it is kept for the lane's
 	// next addressed turn (feature/roomtalk), else dropped.
 	Ambient bool
+	// Renamed: no message, the lane's place (a Discord thread, a Telegram
+	// forum topic) was renamed to Title. Nothing is recorded; the features
+	// hear it (ext.NameHooks). MessageID may be "": a rename is no message.
+	Renamed bool
 }
 
 // Quote is a replied-to message as the reply's update carries it.

@@ -273,3 +273,12 @@ type MakerAuthorizer interface {
 type ProgressEditor interface {
 	EditProgress(ctx context.Context, addr Address, messageID, text string, view WorkView) error
 }
+
+// Renamer is an optional capability: rename a conversation place that has
+// a name of its own (a Discord thread, a Telegram forum topic), so it
+// keeps the name its Codex thread was given elsewhere. The platform
+// reports the rename back as an event like anyone's; an adapter that can
+// tell its own renames apart drops them.
+type Renamer interface {
+	RenamePlace(ctx context.Context, addr Address, name string) error
+}

@@ -56,6 +56,7 @@ type Host interface {
 	UsageHooks
 	RoomHooks  // a message's text before it is recorded (room.go)
 	TitleHooks // what names lanes (title.go)
+	NameHooks  // renames both ways: a lane's place and its Codex thread (names.go)
 
 	// Command adds a command: its name, its help and menu entry and its
 	// handler, in one value.

@@ -18,6 +18,7 @@ import (
 	"github.com/gatewayd/gatewayd/gateway/feature/fork"
 	"github.com/gatewayd/gatewayd/gateway/feature/goal"
 	"github.com/gatewayd/gatewayd/gateway/feature/models"
+	"github.com/gatewayd/gatewayd/gateway/feature/names"
 	"github.com/gatewayd/gatewayd/gateway/feature/plan"
 	"github.com/gatewayd/gatewayd/gateway/feature/projects"
 	"github.com/gatewayd/gatewayd/gateway/feature/questions"
@@ -99,6 +100,7 @@ type Store interface {
 	roomtalk.Store
 	toolbox.Store
 	goal.Store
+	names.Store
 }
 
 // Runtime is what the features use of codex: the union of their own
@@ -114,6 +116,7 @@ type Runtime interface {
 	compact.Runtime
 	toolbox.Runtime
 	goal.Runtime
+	names.Runtime
 }
 
 // List builds every feature, in the order they register (the order of
@@ -156,6 +159,7 @@ func List(s Settings, st Store, cx Runtime) []ext.Feature {
 		// speaker, then the room's talk goes before the frame.
 		speaker.New(),
 		roomtalk.New(s.GroupContext, s.ContextMessages, st),
-		title.New(), // intake asks it before the text hooks frame the message
+		title.New(),       // intake asks it before the text hooks frame the message
+		names.New(st, cx), // a place renamed names its Codex thread, and back
 	}
 }

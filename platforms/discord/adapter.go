@@ -25,6 +25,7 @@ var (
 	_ gateway.ButtonEditor    = (*Adapter)(nil)
 	_ gateway.Authorizer      = (*Adapter)(nil)
 	_ gateway.MakerAuthorizer = (*Adapter)(nil)
+	_ gateway.Renamer         = (*Adapter)(nil)
 )
 
 // intents are the gateway intents needed to read message content in guild
@@ -44,6 +45,7 @@ type event struct {
 	message     *discordgo.Message
 	edited      *discordgo.Message // MESSAGE_UPDATE: a message's new content
 	interaction *discordgo.Interaction
+	renamed     *chanInfo // THREAD_UPDATE that changed a known thread's name
 }
 
 // Adapter is the Discord platform. Create it with New.
@@ -282,7 +284,11 @@ func (a *Adapter) addHandlers(s *discordgo.Session, shard int, stopped func() bo
 	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.channels.put(c.Channel) })
 	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.channels.put(c.Channel) })
 	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.channels.put(c.Channel) })
-	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) { a.channels.put(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) {
+		if renamed, ok := a.channels.rename(c.Channel); ok {
+			a.enqueue(event{renamed: &renamed})
+		}
+	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
 		a.enqueue(event{message: m.Message})
 	})
@@ -351,6 +357,8 @@ func (a *Adapter) work(ctx context.Context) {
 				a.handleEdit(ctx, ev.edited)
 			case ev.interaction != nil:
 				a.handleInteraction(ctx, ev.interaction)
+			case ev.renamed != nil:
+				a.handleRename(ctx, *ev.renamed)
 			}
 		}
 	}

@@ -62,6 +62,23 @@ func (c *channelCache) put(ch *discordgo.Channel) {
 	c.mu.Unlock()
 }
 
+// rename caches ch, a thread's THREAD_UPDATE, and reports it when it
+// changed the name of a thread the cache knew. A thread not cached is no
+// rename: its old name is not known, and an update (archived, locked)
+// must not pass for one. The bot's own renames are cached when Discord
+// answers them, so their echo is no change either.
+func (c *channelCache) rename(ch *discordgo.Channel) (chanInfo, bool) {
+	if ch == nil || ch.ID == "" {
+		return chanInfo{}, false
+	}
+	info := infoOf(ch)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, known := c.m[ch.ID]
+	c.m[ch.ID] = info
+	return info, known && info.isThread() && ch.Name != "" && old.Name != ch.Name
+}
+
 func (c *channelCache) putGuild(g *discordgo.Guild) {
 	if g == nil {
 		return

@@ -62,3 +62,39 @@ func forkThreadName(title string) string {
 	}
 	return name
 }
+
+// RenamePlace renames a thread lane's thread (a guild channel is the
+// server's to name, a DM has none). Discord lets the thread's creator or
+// a member who manages threads rename it; a refusal is ErrCannotRename.
+// The answer is cached first, so the THREAD_UPDATE echoing the rename is
+// no rename (channelCache.rename).
+func (a *Adapter) RenamePlace(ctx context.Context, addr gateway.Address, name string) error {
+	if addr.Kind != gateway.LaneThread {
+		return fmt.Errorf("discord: a %s: %w", addr.Kind, gateway.ErrCannotRename)
+	}
+	ch, err := a.session.ChannelEdit(addr.TopicID, &discordgo.ChannelEdit{Name: forkThreadName(name)}, discordgo.WithContext(ctx))
+	if err != nil {
+		var rest *discordgo.RESTError
+		if errors.As(err, &rest) && rest.Response != nil &&
+			(rest.Response.StatusCode == http.StatusForbidden || rest.Response.StatusCode == http.StatusBadRequest) {
+			return fmt.Errorf("discord: rename thread %s (%s): %w", addr.TopicID, restMessage(rest), gateway.ErrCannotRename)
+		}
+		return mapError("rename thread", err)
+	}
+	a.channels.put(ch)
+	a.log.Info("discord.thread_renamed", zap.String("thread_id", addr.TopicID))
+	return nil
+}
+
+// handleRename tells the gateway that a thread of an allowed place was
+// renamed on Discord. A failed delivery is not retried: a rename is no
+// message to lose, and the next one says the name again.
+func (a *Adapter) handleRename(ctx context.Context, ch chanInfo) {
+	if !a.allow.placeAllowed(ch.GuildID, ch) {
+		return
+	}
+	in := gateway.Inbound{Address: a.laneFor(ch, ""), Title: ch.Name, Renamed: true, ReceivedAt: a.cfg.Now()}
+	if _, err := a.currentSink().Deliver(ctx, in); err != nil {
+		a.log.Warn("discord.rename_undelivered", zap.String("thread_id", ch.ID), zap.Error(err))
+	}
+}

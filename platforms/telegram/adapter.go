@@ -117,6 +117,7 @@ var (
 	_ gateway.Platform     = (*Adapter)(nil)
 	_ gateway.Typer        = (*Adapter)(nil)
 	_ gateway.Deleter      = (*Adapter)(nil)
+	_ gateway.Renamer      = (*Adapter)(nil)
 	_ gateway.ButtonSender = (*Adapter)(nil)
 	_ gateway.ButtonEditor = (*Adapter)(nil)
 	_ gateway.Authorizer   = (*Adapter)(nil)

@@ -24,6 +24,8 @@ const generalTopic = "1"
 // error only when Deliver failed, i.e. the update must not be confirmed.
 func (a *Adapter) handleUpdate(ctx context.Context, sink gateway.Sink, u *models.Update) error {
 	switch {
+	case u.Message != nil && u.Message.ForumTopicEdited != nil:
+		return a.handleTopicEdited(ctx, sink, u.Message)
 	case u.Message != nil:
 		in, ok := a.inboundFromMessage(u.Message)
 		if !ok {

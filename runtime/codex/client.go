@@ -61,6 +61,8 @@ type Client struct {
 
 	// watch are the goal and auto-turn watchers (goal.go).
 	watch watchers
+	// names are the thread name watchers (names.go).
+	names nameWatchers
 
 	// userAgent is initialize's userAgent from the latest handshake
 	// ("<client>/<codex version> (<os>) ..."); a restart may bring an

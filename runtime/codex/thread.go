@@ -210,6 +210,9 @@ func (c *Client) route(cn *conn, method string, params json.RawMessage) {
 	if c.routeGoal(method, params) {
 		return
 	}
+	if c.routeThreadName(method, params) {
+		return
+	}
 	if !turnNotifications[method] {
 		// Most of a turn's notifications (status, read state, warnings,
 		// reasoning deltas) change nothing here: not decoding them is a

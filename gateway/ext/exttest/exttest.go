@@ -58,6 +58,8 @@ type Host struct {
 	Views
 	// Room records the text and ambient hooks (room.go).
 	Room
+	// Names records the rename hooks and the places renamed (names.go).
+	Names
 
 	mu         sync.Mutex
 	commands   map[string]ext.Command

@@ -85,6 +85,8 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, channelID 
 		writeError(w, http.StatusForbidden, 50001, "Missing Access")
 	case r.Method == http.MethodGet && len(rest) == 0:
 		writeJSON(w, http.StatusOK, ch)
+	case r.Method == http.MethodPatch && len(rest) == 0:
+		s.modifyChannel(w, r, ch)
 	case r.Method == http.MethodGet && len(rest) == 1 && rest[0] == "messages":
 		s.historyRoute(w, r, channelID)
 	case r.Method == http.MethodPost && len(rest) == 1 && rest[0] == "messages":

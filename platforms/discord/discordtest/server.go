@@ -60,6 +60,8 @@ type Server struct {
 	lastID         uint64
 	channels       map[string]*discordgo.Channel
 	forbidden      map[string]bool
+	renameDenied   map[string]bool // threads the bot may not rename (names.go)
+	renames        []Rename
 	members        map[string][]string    // user id → role ids
 	permissions    map[string]int64       // user id → member.permissions of its interactions
 	components     map[string][]Component // channel + "/" + message id → a bot message's current components
@@ -94,22 +96,23 @@ type Server struct {
 // New starts the fake on 127.0.0.1 with one guild and its text channels.
 func New(channelIDs ...string) *Server {
 	s := &Server{
-		channels:    map[string]*discordgo.Channel{},
-		forbidden:   map[string]bool{},
-		members:     map[string][]string{},
-		permissions: map[string]int64{},
-		components:  map[string][]Component{},
-		history:     map[string][]*discordgo.Message{},
-		sent:        map[string][]SentMessage{},
-		creates:     map[string][]string{},
-		nonces:      map[string]*discordgo.Message{},
-		typing:      map[string]int{},
-		posts:       map[string]int{},
-		inject:      map[string][]injected{},
-		holds:       map[string][]*Held{},
-		lose:        map[string]int{},
-		heartbeat:   time.Second,
-		changed:     make(chan struct{}),
+		channels:     map[string]*discordgo.Channel{},
+		forbidden:    map[string]bool{},
+		renameDenied: map[string]bool{},
+		members:      map[string][]string{},
+		permissions:  map[string]int64{},
+		components:   map[string][]Component{},
+		history:      map[string][]*discordgo.Message{},
+		sent:         map[string][]SentMessage{},
+		creates:      map[string][]string{},
+		nonces:       map[string]*discordgo.Message{},
+		typing:       map[string]int{},
+		posts:        map[string]int{},
+		inject:       map[string][]injected{},
+		holds:        map[string][]*Held{},
+		lose:         map[string]int{},
+		heartbeat:    time.Second,
+		changed:      make(chan struct{}),
 	}
 	for _, id := range channelIDs {
 		s.channels[id] = &discordgo.Channel{ID: id, GuildID: GuildID, Type: discordgo.ChannelTypeGuildText, Name: "c" + id}

@@ -98,6 +98,7 @@ type Server struct {
 	uploads        []Upload
 	calls          map[string]int // method (lower case) → requests, failed ones too
 	created        []CreatedTopic
+	edited         []EditedTopic // topics the bot renamed (names.go)
 	drafts         []*Draft
 	refuseDrafts   bool
 }
@@ -393,6 +394,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"sendphoto":           s.sendPhoto,
 		"senddocument":        s.sendDocument,
 		"createforumtopic":    s.createForumTopic,
+		"editforumtopic":      s.editForumTopic,
 	}
 	h, ok := handlers[method]
 	if !ok {
