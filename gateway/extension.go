@@ -228,16 +228,23 @@ func (x extLane) AdoptThread(ctx context.Context, id string, cfg codex.ThreadCon
 }
 
 // ReleaseThread releases the lane's loaded thread and takes the lane out
-// of the live count.
-func (x extLane) ReleaseThread(ctx context.Context, why string) {
+// of the live count. A release that failed is logged and returned: the
+// app-server may still be the thread's writer.
+func (x extLane) ReleaseThread(ctx context.Context, why string) error {
 	l, threads := x.l, x.core.threads
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	if loaded := l.snapshot().thread; loaded != "" {
-		l.live.set("", 0)
-		threads.lanes.unlive(l)
-		threads.release(ctx, l.key, loaded, why)
+	loaded := l.snapshot().thread
+	if loaded == "" {
+		return nil
 	}
+	l.live.set("", 0)
+	threads.lanes.unlive(l)
+	if err := threads.unload(ctx, l.key, loaded, why); err != nil {
+		threads.log.Warn("thread.release_failed", zap.String("lane", l.key), zap.String("thread", loaded), zap.Error(err))
+		return fmt.Errorf("gateway: release %s: %w", loaded, err)
+	}
+	return nil
 }
 
 // extTurn is what a feature sees of a turn (ext.Turn).

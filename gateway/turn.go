@@ -21,9 +21,13 @@ import (
 // Notices the user sees. ReplacedNotice is sent exactly once when a stored
 // thread cannot be resumed.
 const (
-	ReplacedNotice    = "Codex thread could not be resumed; starting a new one."
-	staleWriterNotice = "This conversation's Codex thread is still open in another process, so I did not replace it. Please try again in a minute."
-	storeErrorNotice  = ext.StoreErrorNotice
+	ReplacedNotice = "Codex thread could not be resumed; starting a new one."
+	// staleWriterNotice answers a message whose thread another Codex
+	// client writes to: codex allows one writer per thread and names none.
+	staleWriterNotice = "This conversation's Codex thread is open in another Codex client (a terminal's `codex resume`, the Codex app or an IDE), " +
+		"and Codex lets one client at a time write to a thread, so this message was not run. Quit codex there, then send it again; " +
+		"or /fork to go on from the thread in a new conversation."
+	storeErrorNotice = ext.StoreErrorNotice
 	// storeStillPendingNotice answers a message that could neither run nor
 	// be marked refused: it is still recorded and runs after a restart.
 	storeStillPendingNotice = "Sorry, storage is failing right now (storage error). Your message is still recorded and may be answered later, so there is no need to send it again."

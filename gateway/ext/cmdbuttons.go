@@ -17,9 +17,24 @@ func CommandButton(name, label string) chat.Button {
 	return chat.Button{ID: CommandButtonPrefix + name, Label: label}
 }
 
-// CommandOfButton is the command a CommandButton runs; false for any
-// other button.
+// CommandLineButton is a button running a command with its arguments,
+// line being what follows the slash ("fork 01a2…"), as if it were typed.
+// Keep line short: Telegram carries at most 64 bytes of a button's id.
+func CommandLineButton(line, label string) chat.Button {
+	return chat.Button{ID: CommandButtonPrefix + line, Label: label}
+}
+
+// CommandOfButton is the command a CommandButton or CommandLineButton
+// runs, without its arguments; false for any other button.
 func CommandOfButton(b chat.Button) (name string, ok bool) {
+	line, ok := CommandLineOfButton(b)
+	name, _, _ = strings.Cut(line, " ")
+	return name, ok
+}
+
+// CommandLineOfButton is what a command button types after the slash:
+// the command and its arguments.
+func CommandLineOfButton(b chat.Button) (line string, ok bool) {
 	return strings.CutPrefix(b.ID, CommandButtonPrefix)
 }
 

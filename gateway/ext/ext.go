@@ -234,8 +234,10 @@ type Lane interface {
 	AdoptThread(ctx context.Context, id string, cfg codex.ThreadConfig, bind func(ctx context.Context) error) (en codex.Ensured, err error)
 	// ReleaseThread releases the lane's loaded thread from the app-server
 	// (why is logged); its binding stays, so the next turn resumes it.
-	// Call it from a task.
-	ReleaseThread(ctx context.Context, why string)
+	// Released, the app-server is no longer the thread's writer and
+	// another client may resume it; err says why it still is. Call it
+	// from a task.
+	ReleaseThread(ctx context.Context, why string) error
 }
 
 // BetweenTurns queues task in c's lane as Call.QueueTask does, unless a

@@ -13,8 +13,13 @@ var (
 	// rollout found", "invalid session id", "is archived"). EnsureThread
 	// handles it by starting a new thread and reporting OutcomeReplaced.
 	ErrThreadLost = errors.New("codex: thread lost")
-	// ErrStaleWriter: another live process owns the thread's writer lock.
-	// The thread is not lost; the stale owner must go away first.
+	// ErrStaleWriter: another live process holds the thread's writer lock
+	// (codex allows one writer per thread): the Codex CLI's `codex
+	// resume`, the Desktop app, an IDE or another app-server on the same
+	// CODEX_HOME, or an orphan of ours. codex answers -32600 "thread <id>
+	// already has an active writer" and names no holder. The thread is not
+	// lost: it can be read and forked meanwhile, and resumed once the
+	// holder unsubscribes from it or exits.
 	ErrStaleWriter = errors.New("codex: thread has another active writer")
 	// ErrProcessDied: the app-server exited or was restarted while the call
 	// was pending.

@@ -130,6 +130,7 @@ func TestRPCErrorIs(t *testing.T) {
 		{"invalid session id: invalid length", ErrThreadLost},
 		{"session x is archived. Run `codex unarchive x` to unarchive it first.", ErrThreadLost},
 		{"thread x already has an active writer", ErrStaleWriter},
+		{"thread 01a2483d-c3a9-7263-a7f9-b917568279e0 already has an active writer", ErrStaleWriter}, // 0.171.0, verbatim
 		{"thread not found: x", ErrThreadNotLoaded},
 		{"no active turn to interrupt", ErrNoActiveTurn},
 		{"no active turn to steer", ErrNoActiveTurn},

@@ -349,7 +349,7 @@ func decodeTurnEvent(method string, params json.RawMessage) (*turnEvent, error) 
 //     lost ("no rollout found", "invalid session id", "is archived") a new
 //     thread is started → OutcomeReplaced with PreviousID and Reason.
 //     "already has an active writer" returns ErrStaleWriter: the thread is
-//     not lost, its stale owner must go first, so it is not replaced.
+//     not lost, its other writer must let go first, so it is not replaced.
 func (c *Client) EnsureThread(ctx context.Context, storedID string, cfg ThreadConfig) (Ensured, error) {
 	if storedID == "" {
 		id, err := c.startThread(ctx, cfg)

@@ -189,11 +189,13 @@ type Lane struct {
 	// Busy is what MidWork reports.
 	Busy bool
 	// AdoptErr and AdoptOutcome answer AdoptThread; Adopted is the thread
-	// it adopted, Released whether ReleaseThread ran.
+	// it adopted, Released whether ReleaseThread ran, ReleaseErr what it
+	// answers.
 	AdoptErr     error
 	AdoptOutcome codex.Outcome
 	Adopted      string
 	Released     bool
+	ReleaseErr   error
 	// Tree, TreeWhy and TreeOK are what Worktree returns.
 	Tree    worktree.Tree
 	TreeWhy string
@@ -234,8 +236,11 @@ func (l *Lane) AdoptThread(ctx context.Context, id string, _ codex.ThreadConfig,
 	return en, nil
 }
 
-// ReleaseThread notes the release.
-func (l *Lane) ReleaseThread(context.Context, string) { l.Released = true }
+// ReleaseThread notes the release and answers ReleaseErr.
+func (l *Lane) ReleaseThread(context.Context, string) error {
+	l.Released = true
+	return l.ReleaseErr
+}
 
 // ForkWorktree is Worktree's answer, for the child.
 func (l *Lane) ForkWorktree(context.Context, store.Lane, string) (worktree.Tree, string, bool) {

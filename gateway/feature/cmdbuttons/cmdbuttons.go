@@ -34,15 +34,17 @@ func (b *Buttons) Register(h ext.Host) error {
 	return nil
 }
 
-// pressed runs the button's command as typed; a command the gateway does
-// not have (an old button) is logged and dropped.
+// pressed runs the button's command, with its arguments, as typed; a
+// command the gateway does not have (an old button) is logged and
+// dropped.
 func (b *Buttons) pressed(ctx context.Context, in chat.Inbound) {
-	name := strings.TrimPrefix(in.Callback, ext.CommandButtonPrefix)
+	line := strings.TrimPrefix(in.Callback, ext.CommandButtonPrefix)
+	name, _, _ := strings.Cut(line, " ")
 	if !b.host.HasCommand(name) {
 		b.log.Info("inbound.callback_unknown_command", zap.String("lane", in.Address.SessionKey()), zap.String("command", name))
 		return
 	}
-	in.Text, in.Callback = "/"+name, ""
+	in.Text, in.Callback = "/"+line, ""
 	if _, err := b.host.Deliver(ctx, in); err != nil {
 		b.log.Error("inbound.command_button_failed", zap.String("lane", in.Address.SessionKey()), zap.String("command", name), zap.Error(err))
 		b.host.Notify(ctx, in.Address, "", "Could not run /"+name+" (storage error). Please try again.")

@@ -39,6 +39,15 @@ func TestPressRunsTheCommandAsTyped(t *testing.T) {
 		t.Errorf("notices %+v for an unknown command's button, want none", n)
 	}
 
+	h.Command(ext.Command{Name: "fork", Run: func(context.Context, ext.Call) bool { return true }})
+	b.pressed(ctx, press(ext.CommandLineButton("fork 01a2-b", "Fork it").ID))
+	if got := h.Delivered(); len(got) != 2 || got[1].Text != "/fork 01a2-b" {
+		t.Errorf("delivered %+v, want /fork 01a2-b typed with its argument", got)
+	}
+	if name, ok := ext.CommandOfButton(ext.CommandLineButton("fork 01a2-b", "Fork it")); !ok || name != "fork" {
+		t.Errorf("CommandOfButton of a line button = %q, %v; want fork", name, ok)
+	}
+
 	h.DeliverErr = errors.New("disk full")
 	b.pressed(ctx, press(ext.CommandButton("diff", "Diff").ID))
 	if n := h.Notices(); len(n) != 1 || n[0].Text != "Could not run /diff (storage error). Please try again." {

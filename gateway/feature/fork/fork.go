@@ -1,5 +1,6 @@
 // Package fork is /fork [title]: the lane's thread forked (thread/fork)
-// into a new lane in a new place beside it.
+// into a new lane in a new place beside it; /fork ID [title] forks a
+// thread /threads lists for the lane's project instead (parent.go).
 package fork
 
 import (
@@ -33,6 +34,7 @@ type Store interface {
 	SetProject(ctx context.Context, sessionKey, name string) error
 	SetMeta(ctx context.Context, sessionKey string, meta map[string]string) error
 	BindThread(ctx context.Context, sessionKey string, gen int64, threadID string) error
+	ThreadClaim(ctx context.Context, threadID, exceptKey string) (store.ThreadClaim, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -41,6 +43,7 @@ var _ Store = (*store.Store)(nil)
 type Runtime interface {
 	ForkThread(ctx context.Context, parentID string, cfg codex.ForkConfig) (string, error)
 	Release(ctx context.Context, threadID string) error
+	ListThreads(ctx context.Context, f codex.ThreadFilter) ([]codex.ThreadSummary, error)
 }
 
 var _ Runtime = (*codex.Client)(nil)
@@ -62,6 +65,8 @@ func (f *Forks) Name() string { return "fork" }
 // Register adds /fork.
 func (f *Forks) Register(h ext.Host) error {
 	f.host, f.log = h, h.Logger()
+	// Args stay "[title]" for the platforms' menus (a Discord option is
+	// made of it); /fork ID [title] is what /attach offers, in its text.
 	h.Command(ext.Command{Name: "fork", Args: "[title]", Menu: true,
 		Description: "Fork this conversation into a new thread or topic with its own worktree",
 		Run: func(ctx context.Context, c ext.Call) bool {
@@ -77,20 +82,18 @@ func (f *Forks) Register(h ext.Host) error {
 	return nil
 }
 
-// fork makes the fork and returns what to tell the parent lane, and the
-// fork made (nil when none was).
-func (f *Forks) fork(ctx context.Context, l ext.Lane, title string) (string, *ext.Fork) {
+// fork makes the fork of the lane's thread, or of the thread args name
+// first, and returns what to tell the parent lane, and the fork made (nil
+// when none was).
+func (f *Forks) fork(ctx context.Context, l ext.Lane, args string) (string, *ext.Fork) {
 	near := l.Address()
 	if !f.host.CanOpenPlace(near.Platform) {
 		return "Cannot fork here: this platform cannot open another conversation.", nil
 	}
-	thread, err := l.LoadThread(ctx)
-	if errors.Is(err, ext.ErrNoThread) {
-		return "Nothing to fork: this conversation has no Codex thread yet.", nil
-	}
-	if err != nil {
-		f.log.Warn("fork.load_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not fork: the Codex thread could not be opened (" + ext.BriefError(err) + ").", nil
+	named, title := splitArgs(args)
+	thread, why := f.parent(ctx, l, named)
+	if thread == "" {
+		return why, nil
 	}
 	parent, err := f.st.Lane(ctx, l.Key())
 	if err != nil {

@@ -13,8 +13,16 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// fakeStore keeps lanes by session key.
-type fakeStore struct{ lanes map[string]store.Lane }
+// fakeStore keeps lanes by session key; claims are the threads other
+// lanes hold or let go of.
+type fakeStore struct {
+	lanes  map[string]store.Lane
+	claims map[string]store.ThreadClaim
+}
+
+func (s *fakeStore) ThreadClaim(_ context.Context, thread, _ string) (store.ThreadClaim, error) {
+	return s.claims[thread], nil
+}
 
 func (s *fakeStore) Lane(_ context.Context, key string) (store.Lane, error) {
 	if sl, ok := s.lanes[key]; ok {
@@ -51,7 +59,14 @@ func (s *fakeStore) BindThread(_ context.Context, key string, _ int64, thread st
 	return nil
 }
 
-type fakeRuntime struct{ released []string }
+type fakeRuntime struct {
+	released []string
+	listed   []codex.ThreadSummary
+}
+
+func (r *fakeRuntime) ListThreads(context.Context, codex.ThreadFilter) ([]codex.ThreadSummary, error) {
+	return r.listed, nil
+}
 
 func (r *fakeRuntime) ForkThread(_ context.Context, parent string, _ codex.ForkConfig) (string, error) {
 	return parent + "-fork", nil
@@ -114,6 +129,53 @@ func TestFork(t *testing.T) {
 			}
 			if len(n) != 2 || n[0].Addr != child || !strings.HasPrefix(n[0].Text, `Forked from "parent fork"`) {
 				t.Errorf("notices %+v, want the child told first", n)
+			}
+		})
+	}
+}
+
+// TestForkParent: /fork forks the lane's thread even while another Codex
+// client writes to it (codex forks from the rollout), and /fork ID [title]
+// forks a thread listed for the lane's project that no other lane holds
+// or let go of, refusing the others with nothing made.
+func TestForkParent(t *testing.T) {
+	near := chat.Address{Platform: "test", Kind: chat.LaneGroup, ChatID: "g"}
+	child := chat.Address{Platform: "test", Kind: chat.LaneTopic, ChatID: "g", TopicID: "7"}
+	const free, other = "01a2483d-c3a9-7263-a7f9-b917568279e0", "01a2483d-0000-7000-8000-000000000000"
+	held := fmt.Errorf("codex: thread/resume: %w", codex.ErrStaleWriter)
+	tests := []struct {
+		name    string
+		args    string
+		loadErr error
+		want    string // the answer's start
+		title   string // the child's, when made
+	}{
+		{"own thread, written elsewhere", "", held, "Forked into \"parent fork\": thread own-fork.", "parent fork"},
+		{"a listed thread", free + " kiwi", nil, "Forked into \"kiwi\": thread " + free + "-fork.", "kiwi"},
+		{"not listed", "01a2483d-ffff-7000-8000-000000000000", nil, "No thread 01a2483d-ffff-7000-8000-000000000000 is listed", ""},
+		{"another lane's", other, nil, "Thread " + other + " is another conversation's", ""},
+		{"a title, not an id", "01a2483d kiwi", nil, "Forked into \"01a2483d kiwi\": thread own-fork.", "01a2483d kiwi"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &fakeStore{lanes: map[string]store.Lane{
+				near.SessionKey(): {SessionKey: near.SessionKey(), ThreadID: "own", Meta: map[string]string{"title": "parent"}}},
+				claims: map[string]store.ThreadClaim{other: {Lane: "v1:test:elsewhere", Held: true}}}
+			cx := &fakeRuntime{listed: []codex.ThreadSummary{{ID: free}, {ID: other}}}
+			h := exttest.NewHost(t)
+			h.Open = func(context.Context, chat.Address, string) (chat.Address, error) { return child, nil }
+			h.Register(t, New(st, cx))
+			l := &exttest.Lane{Addr: near, Thread: "own", ThreadErr: tc.loadErr, TreeWhy: "No project."}
+			ctx := context.Background()
+			h.Run(ctx, l, "fork", tc.args, "m1")
+			l.RunQueued(ctx)
+			n := h.Notices()
+			if last := n[len(n)-1]; !strings.HasPrefix(last.Text, tc.want) {
+				t.Fatalf("answer %q, want it to start %q", last.Text, tc.want)
+			}
+			c, made := st.lanes[child.SessionKey()]
+			if made != (tc.title != "") || (made && c.Meta["title"] != tc.title) {
+				t.Errorf("child %+v (made %v), want title %q", c, made, tc.title)
 			}
 		})
 	}

@@ -27,7 +27,12 @@ import (
 // again in the same write. /handoff releases the lane's thread from the
 // app-server and prints the command that continues it in a terminal. The
 // lane's binding stays, so its next message resumes the thread with what
-// the terminal added.
+// the terminal added. Codex allows one writer per thread (the others are
+// refused "already has an active writer"): /attach of a thread another
+// client has open is refused with the ways out (quit it there, or /fork
+// it), and /handoff says when the terminal would be refused too. The
+// gateway lets go of a thread when it releases it (/handoff, /reset or
+// /new, eviction of an idle lane) and when its app-server exits.
 
 const (
 	listMax  = 20
@@ -82,17 +87,36 @@ func (tl *Links) Register(h ext.Host) error {
 				return true
 			}
 			return ext.BetweenTurns(ctx, h, c, func(ctx context.Context) {
-				h.Notify(ctx, c.Lane.Address(), c.MsgID, tl.attach(ctx, c.Lane, c.Args))
+				tl.answer(ctx, c, tl.attach(ctx, c.Lane, c.Args))
 			})
 		}})
 	h.Command(ext.Command{Name: "handoff", Menu: true,
 		Description: "Continue this conversation in a terminal with codex resume",
 		Run: func(ctx context.Context, c ext.Call) bool {
 			return ext.BetweenTurns(ctx, h, c, func(ctx context.Context) {
-				h.Notify(ctx, c.Lane.Address(), c.MsgID, tl.handoff(ctx, c.Lane))
+				tl.answer(ctx, c, tl.handoff(ctx, c.Lane))
 			})
 		}})
 	return nil
+}
+
+// reply is a command's answer and the commands it offers as buttons; the
+// text names them too, for the platforms without buttons.
+type reply struct {
+	text    string
+	buttons []chat.Button
+}
+
+// say is a reply without buttons.
+func say(text string) reply { return reply{text: text} }
+
+// answer sends r to the command's lane.
+func (tl *Links) answer(ctx context.Context, c ext.Call, r reply) {
+	if len(r.buttons) == 0 {
+		tl.host.Notify(ctx, c.Lane.Address(), c.MsgID, r.text)
+		return
+	}
+	tl.host.NotifyChoices(ctx, c.Lane.Address(), c.MsgID, r.text, r.buttons)
 }
 
 // dirs are the working directories whose threads belong to the lane: its
@@ -142,27 +166,28 @@ func threadTitle(th codex.ThreadSummary) string {
 
 // attach is /attach ID: find the thread among the project's, check no
 // other lane holds it or let go of it, resume it, then bind it. A thread
-// codex cannot resume changes nothing.
-func (tl *Links) attach(ctx context.Context, l ext.Lane, arg string) string {
+// codex cannot resume changes nothing; one another Codex client writes to
+// is refused with the ways out.
+func (tl *Links) attach(ctx context.Context, l ext.Lane, arg string) reply {
 	key := l.Key()
 	sl, err := tl.st.Lane(ctx, key)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return "Send a first message here before attaching a thread."
+			return say("Send a first message here before attaching a thread.")
 		}
-		return ext.StoreErrorNotice
+		return say(ext.StoreErrorNotice)
 	}
 	id, why := tl.resolve(ctx, sl, strings.TrimSpace(arg))
 	if id == "" {
-		return why
+		return say(why)
 	}
 	if id == sl.ThreadID && sl.Binding != store.BindingLost {
-		return "This conversation is already on thread " + id + "."
+		return say("This conversation is already on thread " + id + ".")
 	}
 	if claim, err := tl.st.ThreadClaim(ctx, id, key); err != nil {
-		return ext.StoreErrorNotice
+		return say(ext.StoreErrorNotice)
 	} else if claim.Lane != "" {
-		return claimedText(id, claim.Held)
+		return say(claimedText(id, claim.Held))
 	}
 	var bindErr error
 	en, err := l.AdoptThread(ctx, id, tl.host.ThreadConfig(sl), func(ctx context.Context) error {
@@ -172,21 +197,42 @@ func (tl *Links) attach(ctx context.Context, l ext.Lane, arg string) string {
 	switch {
 	case bindErr != nil:
 		if held := errors.Is(bindErr, store.ErrThreadHeld); held || errors.Is(bindErr, store.ErrThreadReleased) {
-			return claimedText(id, held)
+			return say(claimedText(id, held))
 		}
 		tl.log.Error("threads.attach_failed", zap.String("lane", key), zap.Error(bindErr))
-		return ext.StoreErrorNotice
+		return say(ext.StoreErrorNotice)
+	case errors.Is(err, codex.ErrStaleWriter):
+		tl.log.Info("threads.attach_other_writer", zap.String("lane", key), zap.String("thread", id))
+		return writerElsewhere(id)
 	case err != nil:
-		return "Could not resume thread " + id + ": " + ext.BriefError(err)
+		return say("Could not resume thread " + id + ": " + ext.BriefError(err))
 	case en.Outcome == codex.OutcomeReplaced || en.Outcome == codex.OutcomeStarted:
-		return "Could not resume thread " + id + " (" + en.Reason + "); this conversation stays on its thread."
+		return say("Could not resume thread " + id + " (" + en.Reason + "); this conversation stays on its thread.")
 	}
 	tl.log.Info("threads.attached", zap.String("lane", key), zap.String("thread", id), zap.String("previous", sl.ThreadID))
 	text := "Attached thread " + id + "; the next message continues it here."
 	if sl.ThreadID != "" {
 		text += " The previous thread " + sl.ThreadID + " is kept: /attach it to come back."
 	}
-	return text
+	return say(text)
+}
+
+// otherClients are the Codex clients that may hold a thread's writer.
+// codex refuses a second writer without naming the first
+// ("thread <id> already has an active writer").
+const otherClients = "another Codex client (a terminal's `codex resume`, the Codex app, an IDE or another app-server on this CODEX_HOME)"
+
+// writerElsewhere refuses /attach of a thread another Codex client
+// writes to, and offers the ways out: close it there and attach again,
+// or fork it beside this conversation, which codex allows meanwhile.
+func writerElsewhere(id string) reply {
+	return reply{
+		text: "Thread " + id + " is open in " + otherClients + ", and Codex lets one client at a time write to a thread; " +
+			"this conversation stays on its thread.\n" +
+			"• To continue it here: quit it there (end `codex resume`, or close the thread in the app), then /attach " + id + " again.\n" +
+			"• To go on from it now, leaving it open there: /fork " + id + " starts a copy of it in a new conversation beside this one.",
+		buttons: []chat.Button{ext.CommandLineButton("fork "+id, "Fork it")},
+	}
 }
 
 // claimedText refuses a thread another lane holds or let go of. The other
@@ -228,25 +274,58 @@ func (tl *Links) resolve(ctx context.Context, sl store.Lane, arg string) (id, wh
 	return "", fmt.Sprintf("%q is the start of %d threads (%s); give more of the id.", arg, len(matches), strings.Join(matches, ", "))
 }
 
+// noThread answers /handoff in a lane without a thread.
+const noThread = "This conversation has no Codex thread yet: nothing to hand off."
+
 // handoff is /handoff: the lane's thread is released from the app-server,
-// so the terminal is its only writer, and the command to continue it
-// there is printed.
-func (tl *Links) handoff(ctx context.Context, l ext.Lane) string {
+// so the terminal can be its one writer, and the command to continue it
+// there is printed. Codex allows one writer per thread: the thread is
+// loaded first, which also finds out whether another client writes to it
+// already (the terminal's resume would be refused as the lane's is), and
+// a release that failed says how to make the gateway let go.
+func (tl *Links) handoff(ctx context.Context, l ext.Lane) reply {
 	sl, err := tl.st.Lane(ctx, l.Key())
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (sl.ThreadID == "" || sl.Binding == store.BindingLost)) {
-		return "This conversation has no Codex thread yet: nothing to hand off."
+		return say(noThread)
 	}
 	if err != nil {
-		return ext.StoreErrorNotice
+		return say(ext.StoreErrorNotice)
 	}
-	l.ReleaseThread(ctx, "handoff")
+	cmd := tl.resumeCommand(sl)
+	switch _, err := l.LoadThread(ctx); {
+	case errors.Is(err, ext.ErrNoThread):
+		return say(noThread) // codex had lost it: a new one is bound, empty
+	case errors.Is(err, codex.ErrStaleWriter):
+		tl.log.Info("threads.handoff_other_writer", zap.String("lane", l.Key()), zap.String("thread", sl.ThreadID))
+		return reply{
+			text: "Thread " + sl.ThreadID + " is already open in " + otherClients + ", and Codex lets one client at a time write to a thread: " +
+				"a terminal's `codex resume` is refused while it is, as this conversation is. Quit it there first, then run:\n\n```\n" + cmd + "\n```\n\n" +
+				"Or /fork to go on from it in a new conversation, leaving it open there.",
+			buttons: []chat.Button{ext.CommandButton("fork", "Fork")},
+		}
+	case err != nil:
+		// Codex could not be asked: the release below still lets go of a
+		// thread the app-server has, and the terminal says if it cannot.
+		tl.log.Warn("threads.handoff_load_failed", zap.String("lane", l.Key()), zap.Error(err))
+	}
+	if err := l.ReleaseThread(ctx, "handoff"); err != nil {
+		return say("Could not make the gateway let go of thread " + sl.ThreadID + " (" + ext.BriefError(err) + "): its app-server may still be " +
+			"the thread's writer, and Codex lets one client at a time write to a thread, so `codex resume` would be refused. " +
+			"Stop the gateway's writer: restart gatewayd (its app-server exits and lets go of every thread), then run:\n\n```\n" + cmd + "\n```")
+	}
+	return say("The gateway has let go of this conversation's thread, so a terminal can write to it:\n\n```\n" + cmd + "\n```\n\n" +
+		"Codex lets one client at a time write to a thread: while `codex resume` runs, a message here is refused and nothing else happens. " +
+		"When you are done there, quit codex, then send a message here: it resumes the thread with what the terminal added.")
+}
+
+// resumeCommand is the shell command that continues the lane's thread in
+// a terminal, where the lane works.
+func (tl *Links) resumeCommand(sl store.Lane) string {
 	cmd := "cd " + shellQuote(tl.host.WorkDir(sl)) + " && "
 	if tl.home != "" {
 		cmd += "CODEX_HOME=" + shellQuote(tl.home) + " "
 	}
-	cmd += "codex resume " + sl.ThreadID
-	return "To continue this conversation in a terminal:\n\n```\n" + cmd + "\n```\n\n" +
-		"Don't write here while the terminal session runs. When you are done there, send a message here: it resumes the thread with what the terminal added."
+	return cmd + "codex resume " + sl.ThreadID
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

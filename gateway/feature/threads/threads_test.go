@@ -2,6 +2,8 @@ package threads
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -94,5 +96,85 @@ func TestHandoff(t *testing.T) {
 	n := h.Notices()
 	if len(n) != 1 || !strings.Contains(n[0].Text, "cd '/work/my lane' && CODEX_HOME=/home/codex codex resume th1") || !l.Released {
 		t.Errorf("notices %+v, released %v: want the thread released and the command printed", n, l.Released)
+	}
+}
+
+// TestAttachOtherWriter: /attach of a thread another Codex client writes
+// to says so, changes nothing, and offers both ways out: attach again
+// once it is closed there, or fork it, with a button where there are
+// buttons and the command in the text for where there are none.
+func TestAttachOtherWriter(t *testing.T) {
+	listed := fakeRuntime{threads: []codex.ThreadSummary{{ID: "abc1"}}}
+	h := exttest.NewHost(t)
+	h.Dir = "/p"
+	st := &fakeStore{lane: store.Lane{ThreadID: "old"}}
+	h.Register(t, New(st, listed, ""))
+	held := fmt.Errorf("codex: thread/resume: %w", codex.ErrStaleWriter)
+	l := &exttest.Lane{Addr: chat.Address{Platform: "test", Kind: chat.LaneAPI, ChatID: "a"}, AdoptErr: held}
+	ctx := context.Background()
+	h.Run(ctx, l, "attach", "abc", "m1")
+	l.RunQueued(ctx)
+	n := h.Notices()
+	if len(n) != 1 {
+		t.Fatalf("notices %+v, want one", n)
+	}
+	for _, want := range []string{"Thread abc1 is open in another Codex client", "one client at a time", "/attach abc1 again", "/fork abc1"} {
+		if !strings.Contains(n[0].Text, want) {
+			t.Errorf("answer %q lacks %q", n[0].Text, want)
+		}
+	}
+	if len(n[0].Buttons) != 1 || n[0].Buttons[0].ID != "cmd:fork abc1" {
+		t.Errorf("buttons %+v, want one running /fork abc1", n[0].Buttons)
+	}
+	if st.attached != "" || l.Adopted != "" {
+		t.Errorf("attached %q (adopted %q) though another client writes to it", st.attached, l.Adopted)
+	}
+}
+
+// TestHandoffWriters: /handoff of a thread another client already writes
+// to says the terminal would be refused too and offers /fork, releasing
+// nothing; a release that fails says how to make the gateway let go.
+func TestHandoffWriters(t *testing.T) {
+	tests := []struct {
+		name        string
+		loadErr     error
+		releaseErr  error
+		want        []string
+		released    bool
+		forkOffered bool
+	}{
+		{"released", nil, nil, []string{"has let go of this conversation's thread", "codex resume th1", "a message here is refused"}, true, false},
+		{"another writer", fmt.Errorf("x: %w", codex.ErrStaleWriter), nil,
+			[]string{"already open in another Codex client", "Quit it there first", "codex resume th1", "/fork"}, false, true},
+		{"release failed", nil, errors.New("codex: timeout"),
+			[]string{"Could not make the gateway let go of thread th1", "restart gatewayd", "codex resume th1"}, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := exttest.NewHost(t)
+			h.Dir = "/w"
+			st := &fakeStore{lane: store.Lane{ThreadID: "th1", Binding: store.BindingConfirmed}}
+			h.Register(t, New(st, fakeRuntime{}, ""))
+			l := &exttest.Lane{Addr: chat.Address{Platform: "test", Kind: chat.LaneAPI, ChatID: "a"},
+				Thread: "th1", ThreadErr: tc.loadErr, ReleaseErr: tc.releaseErr}
+			ctx := context.Background()
+			h.Run(ctx, l, "handoff", "", "m1")
+			l.RunQueued(ctx)
+			n := h.Notices()
+			if len(n) != 1 {
+				t.Fatalf("notices %+v, want one", n)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(n[0].Text, want) {
+					t.Errorf("answer %q lacks %q", n[0].Text, want)
+				}
+			}
+			if l.Released != tc.released {
+				t.Errorf("released %v, want %v", l.Released, tc.released)
+			}
+			if got := len(n[0].Buttons) == 1 && n[0].Buttons[0].ID == "cmd:fork"; got != tc.forkOffered {
+				t.Errorf("buttons %+v, fork offered: want %v", n[0].Buttons, tc.forkOffered)
+			}
+		})
 	}
 }
