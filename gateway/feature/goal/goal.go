@@ -57,7 +57,7 @@ type Goals struct {
 	cx   Runtime
 	host ext.Host
 	log  *zap.Logger
-	out  *sender
+	out  *ext.Serial[notice]
 
 	// maxBudget is lanes.budget_tokens_per_day (0: none): codex's goal
 	// turns are not the lane's own turns, so the daily budget cannot stop
@@ -89,7 +89,7 @@ func (g *Goals) Name() string { return "goal" }
 // it runs on its own.
 func (g *Goals) Register(h ext.Host) error {
 	g.host, g.log = h, h.Logger()
-	g.out = newSender(h)
+	g.out = ext.NewSerial(func(n notice) { h.Notify(h.Context(), n.addr, "", n.text) })
 	h.Command(ext.Command{Name: "goal", Args: "[TEXT [budget TOKENS] | off]", Menu: true,
 		Description: "Give Codex a goal to keep working on, show it, or clear it",
 		Run:         g.run})
@@ -149,20 +149,11 @@ func (g *Goals) inThread(ctx context.Context, c ext.Call, act func(ctx context.C
 // loadedThread is the lane's thread when the app-server has it loaded
 // for this lane ("" otherwise).
 func (g *Goals) loadedThread(ctx context.Context, l ext.Lane) string {
-	sl, err := g.st.Lane(ctx, l.Key())
+	thread, err := ext.LoadedThread(ctx, g.host, g.st, l)
 	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			g.log.Warn("goal.lane_failed", zap.String("lane", l.Key()), zap.Error(err))
-		}
-		return ""
+		g.log.Warn("goal.lane_failed", zap.String("lane", l.Key()), zap.Error(err))
 	}
-	if sl.ThreadID == "" || sl.Binding == store.BindingLost {
-		return ""
-	}
-	if owner, ok := g.host.LaneOfThread(sl.ThreadID); !ok || owner.Key() != l.Key() {
-		return ""
-	}
-	return sl.ThreadID
+	return thread
 }
 
 func (g *Goals) set(ctx context.Context, l ext.Lane, thread, objective string, budget int64) string {
@@ -248,7 +239,7 @@ func (g *Goals) updated(u codex.GoalUpdate) {
 	}
 	g.log.Info("goal.ended", zap.String("lane", lane.Key()), zap.String("status", u.Goal.Status),
 		zap.Int64("tokens_used", u.Goal.TokensUsed), zap.Int64("budget", u.Goal.TokenBudget))
-	g.out.send(lane.Address(), EndText(u.Goal))
+	g.out.Push(notice{lane.Address(), EndText(u.Goal)})
 }
 
 // autoTurn relays the answer of a turn codex ran on its own (a goal's
@@ -264,9 +255,9 @@ func (g *Goals) autoTurn(t codex.AutoTurn) {
 	text := strings.TrimSpace(t.Text)
 	switch {
 	case text != "":
-		g.out.send(lane.Address(), text)
+		g.out.Push(notice{lane.Address(), text})
 	case t.Status == codex.TurnFailed:
-		g.out.send(lane.Address(), "Codex's turn on the goal failed.")
+		g.out.Push(notice{lane.Address(), "Codex's turn on the goal failed."})
 	}
 }
 
@@ -417,52 +408,9 @@ func brief(err error) string {
 	return ext.BriefError(err)
 }
 
-// sender sends notices in the order they were queued, off the client's
-// reader (Notify writes the outbox and may wait on the database).
-type sender struct {
-	host ext.Host
-	// spawn runs the drain: a goroutine, or at once in tests that read
-	// the notices right after an update.
-	spawn func(func())
-	mu    sync.Mutex
-	q     []notice
-	busy  bool
-}
-
+// notice is one the feature sends, in order, off the client's reader
+// (Notify writes the outbox and may wait on the database).
 type notice struct {
 	addr chat.Address
 	text string
-}
-
-func newSender(h ext.Host) *sender {
-	return &sender{host: h, spawn: func(f func()) { go f() }}
-}
-
-// send queues a notice; one goroutine at a time drains the queue, so
-// notices reach the outbox in order.
-func (s *sender) send(addr chat.Address, text string) {
-	s.mu.Lock()
-	s.q = append(s.q, notice{addr: addr, text: text})
-	if s.busy {
-		s.mu.Unlock()
-		return
-	}
-	s.busy = true
-	s.mu.Unlock()
-	s.spawn(s.drain)
-}
-
-func (s *sender) drain() {
-	for {
-		s.mu.Lock()
-		if len(s.q) == 0 {
-			s.busy = false
-			s.mu.Unlock()
-			return
-		}
-		n := s.q[0]
-		s.q = s.q[1:]
-		s.mu.Unlock()
-		s.host.Notify(s.host.Context(), n.addr, "", n.text)
-	}
 }

@@ -76,7 +76,7 @@ func newFixture(t *testing.T) *fixture {
 	cx := &fakeRuntime{goals: map[string]codex.Goal{}}
 	g := New(fakeStore{lane: store.Lane{SessionKey: l.Key(), ThreadID: "T1"}}, cx)
 	h.Register(t, g)
-	g.out.spawn = func(f func()) { f() } // notices are read right after each update
+	g.out.Spawn = func(f func()) { f() } // notices are read right after each update
 	return &fixture{h: h, lane: l, cx: cx, g: g}
 }
 

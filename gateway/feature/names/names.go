@@ -58,9 +58,8 @@ type Sync struct {
 	cx   Runtime
 	host ext.Host
 	log  *zap.Logger
-	// spawn runs the drain of codex's updates: a goroutine, or at once in
-	// tests that look right after an update.
-	spawn func(func())
+	// updates are codex's name updates, handled in order off its reader.
+	updates *ext.Serial[codex.ThreadName]
 
 	mu sync.Mutex
 	// ours are the renames this feature made, by side ("codex:" thread,
@@ -71,10 +70,6 @@ type Sync struct {
 	// feature last renamed or saw one, by lane key: a rename to it is
 	// none.
 	known map[string]string
-	// pending are codex's updates not handled yet, in order; busy while a
-	// drain runs.
-	pending []codex.ThreadName
-	busy    bool
 }
 
 type echo struct {
@@ -84,8 +79,9 @@ type echo struct {
 
 // New is the feature over st and cx.
 func New(st Store, cx Runtime) *Sync {
-	return &Sync{st: st, cx: cx, log: zap.NewNop(), spawn: func(f func()) { go f() },
-		ours: make(map[string][]echo), known: make(map[string]string)}
+	s := &Sync{st: st, cx: cx, log: zap.NewNop(), ours: make(map[string][]echo), known: make(map[string]string)}
+	s.updates = ext.NewSerial(func(u codex.ThreadName) { s.renamePlace(s.host.Context(), u) })
+	return s
 }
 
 // Name is the feature's name.
@@ -139,32 +135,7 @@ func (s *Sync) placeRenamed(ctx context.Context, in chat.Inbound) {
 
 // threadRenamed hears codex's name updates (on the client's reader: it
 // must not block); they are handled in order, off it.
-func (s *Sync) threadRenamed(u codex.ThreadName) {
-	s.mu.Lock()
-	s.pending = append(s.pending, u)
-	if s.busy {
-		s.mu.Unlock()
-		return
-	}
-	s.busy = true
-	s.mu.Unlock()
-	s.spawn(s.drain)
-}
-
-func (s *Sync) drain() {
-	for {
-		s.mu.Lock()
-		if len(s.pending) == 0 {
-			s.busy = false
-			s.mu.Unlock()
-			return
-		}
-		u := s.pending[0]
-		s.pending = s.pending[1:]
-		s.mu.Unlock()
-		s.renamePlace(s.host.Context(), u)
-	}
-}
+func (s *Sync) threadRenamed(u codex.ThreadName) { s.updates.Push(u) }
 
 // renamePlace renames the place of the lane whose thread codex renamed,
 // unless the rename was this feature's own.

@@ -87,7 +87,7 @@ func newFixture(t *testing.T, addrs ...chat.Address) *fixture {
 		h.Threads["T-"+a.SessionKey()] = &exttest.Lane{Addr: a}
 	}
 	s := New(st, cx)
-	s.spawn = func(f func()) { f() } // the tests look right after an update
+	s.updates.Spawn = func(f func()) { f() } // the tests look right after an update
 	h.Register(t, s)
 	return &fixture{h: h, cx: cx, s: s}
 }

@@ -117,20 +117,11 @@ func (tb *Toolbox) listMCP(ctx context.Context, l ext.Lane) string {
 // for this lane ("" otherwise): its MCP connections are the ones the
 // lane's turns use.
 func (tb *Toolbox) loadedThread(ctx context.Context, l ext.Lane) string {
-	sl, err := tb.st.Lane(ctx, l.Key())
+	thread, err := ext.LoadedThread(ctx, tb.host, tb.st, l)
 	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			tb.log.Warn("mcp.lane_failed", zap.String("lane", l.Key()), zap.Error(err))
-		}
-		return ""
+		tb.log.Warn("mcp.lane_failed", zap.String("lane", l.Key()), zap.Error(err))
 	}
-	if sl.ThreadID == "" || sl.Binding == store.BindingLost {
-		return ""
-	}
-	if owner, ok := tb.host.LaneOfThread(sl.ThreadID); !ok || owner.Key() != l.Key() {
-		return ""
-	}
-	return sl.ThreadID
+	return thread
 }
 
 // mcpText is /mcp's answer.
