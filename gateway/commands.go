@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/outbox"
 
 	"go.uber.org/zap"
@@ -42,7 +43,7 @@ func (c *controls) register(h *host) {
 		return false // the queued turn marks the inbound done
 	})
 	h.command("status", func(ctx context.Context, call commandCall) bool {
-		c.out.Notify(ctx, call.lane.addr, call.msgID, c.status(ctx, call.lane))
+		c.out.Notify(ctx, call.lane.addr, call.msgID, c.status(ext.WithStatusAsker(ctx, call.sender), call.lane))
 		return true
 	})
 	h.hooks.status = append(h.hooks.status, func(_ context.Context, sl store.Lane, b *strings.Builder) {

@@ -80,3 +80,17 @@ func LoadedThread(ctx context.Context, h Host, st LaneReader, l Lane) (string, e
 	}
 	return sl.ThreadID, nil
 }
+
+type statusAskerKey struct{}
+
+// WithStatusAsker marks ctx as /status asked by sender (a platform user
+// id), so status hooks can add what is theirs.
+func WithStatusAsker(ctx context.Context, sender string) context.Context {
+	return context.WithValue(ctx, statusAskerKey{}, sender)
+}
+
+// StatusAsker is who asked for /status ("" when not known).
+func StatusAsker(ctx context.Context) string {
+	s, _ := ctx.Value(statusAskerKey{}).(string)
+	return s
+}

@@ -102,8 +102,9 @@ func TestEndToEndDailyBudget(t *testing.T) {
 		t.Errorf("budget notices = %+v, want one with the day's figures", notices)
 	}
 	status := containing(msgs, "Tokens today:")
-	if len(status) != 1 || !strings.Contains(status[0].Text, "Tokens today: 2,100 in 2 turns (daily budget 2,000); this month: 2,100 in 2 turns") {
-		t.Errorf("/status = %+v, want the day's spend from the turns' usage", status)
+	if len(status) != 1 || !strings.Contains(status[0].Text, "Tokens today: 2,100 in 2 turns (daily budget 2,000); this month: 2,100 in 2 turns") ||
+		!strings.Contains(status[0].Text, "Of them yours: 2,100 in 2 turns today") {
+		t.Errorf("/status = %+v, want the day's spend from the turns' usage, and the asker's own", status)
 	}
 	lanes, err := d.Store.Lanes(ctx, 10)
 	if err != nil || len(lanes) != 1 {

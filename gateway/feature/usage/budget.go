@@ -154,9 +154,9 @@ func (m *Limits) resumeAtNextDay() {
 // budgetNotice tells a lane its budget is spent, with the figures, and
 // when its messages run.
 func (m *Limits) budgetNotice(spent store.UsageTotals, next time.Time) string {
-	return fmt.Sprintf("This lane's daily token budget is used up: %s tokens in %d turns today, budget %s. "+
+	return fmt.Sprintf("This lane's daily token budget is used up: %s tokens in %s today, budget %s. "+
 		"Your waiting messages run when the next day begins, %s.",
-		groupDigits(spent.Tokens), spent.Turns, groupDigits(m.budget.PerDay), next.Format("Mon 15:04 MST"))
+		groupDigits(spent.Tokens), turns(spent.Turns), groupDigits(m.budget.PerDay), next.Format("Mon 15:04 MST"))
 }
 
 // saveBudget records the lanes told today, so a restart during the day
@@ -230,11 +230,12 @@ func (m *Limits) spendLines(ctx context.Context, sl store.Lane, b *strings.Build
 		m.log.Warn("status.spend_failed", zap.String("lane", sl.SessionKey), zap.Error(err))
 		return
 	}
-	fmt.Fprintf(b, "Tokens today: %s in %d turns", groupDigits(p.Day.Tokens), p.Day.Turns)
+	fmt.Fprintf(b, "Tokens today: %s in %s", groupDigits(p.Day.Tokens), turns(p.Day.Turns))
 	if m.budget.PerDay > 0 {
 		fmt.Fprintf(b, " (daily budget %s)", groupDigits(m.budget.PerDay))
 	}
-	fmt.Fprintf(b, "; this month: %s in %d turns\n", groupDigits(p.Month.Tokens), p.Month.Turns)
+	fmt.Fprintf(b, "; this month: %s in %s\n", groupDigits(p.Month.Tokens), turns(p.Month.Turns))
+	m.askerLine(ctx, sl.SessionKey, now, b)
 	if m.budgetWaiting(sl.SessionKey) {
 		_, next := m.budget.dayOf(now)
 		b.WriteString("Paused: daily token budget used up; continuing " + next.Format("Mon 15:04 MST") + "\n")
@@ -278,4 +279,29 @@ func groupDigits(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// askerLine is the /status line of what the asker's own messages spent in
+// the lane, in a lane where others talk too (a DM's would repeat the line
+// above).
+func (m *Limits) askerLine(ctx context.Context, key string, now time.Time, b *strings.Builder) {
+	asker := ext.StatusAsker(ctx)
+	if asker == "" {
+		return
+	}
+	p, err := m.st.LaneUsagePeriods(ctx, key, asker, now, m.budget.Zone)
+	if err != nil {
+		m.log.Warn("status.spend_failed", zap.String("lane", key), zap.Error(err))
+		return
+	}
+	fmt.Fprintf(b, "Of them yours: %s in %s today; %s in %s this month\n",
+		groupDigits(p.Day.Tokens), turns(p.Day.Turns), groupDigits(p.Month.Tokens), turns(p.Month.Turns))
+}
+
+// turns words a count of turns.
+func turns(n int64) string {
+	if n == 1 {
+		return "1 turn"
+	}
+	return fmt.Sprintf("%d turns", n)
 }

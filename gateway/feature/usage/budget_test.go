@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/ext/exttest"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 	"github.com/gatewayd/gatewayd/store"
@@ -70,9 +71,10 @@ func TestBudgetParksLaneOnceAndResumesNextDay(t *testing.T) {
 	if !strings.Contains(st.state[budgetState], l.Key()) {
 		t.Errorf("saved budget state %q does not name the told lane", st.state[budgetState])
 	}
-	status := h.Status(context.Background(), store.Lane{SessionKey: l.Key()})
+	status := h.Status(ext.WithStatusAsker(context.Background(), "bob"), store.Lane{SessionKey: l.Key()})
 	for _, line := range []string{
 		"Tokens today: 1,100 in 2 turns (daily budget 1,000); this month: 6,100 in 3 turns\n",
+		"Of them yours: 500 in 1 turn today; 500 in 1 turn this month\n", // bob's own
 		"Paused: daily token budget used up; continuing Sat 00:00 UTC\n",
 	} {
 		if !strings.Contains(status, line) {
