@@ -107,16 +107,20 @@ func startAPIConfig(t *testing.T, cfg Config) (*Platform, *fakeSink) {
 	return p, sink
 }
 
-// With max_connections 1 and its one connection held open, a request on
+// With max_connections 2 and both connections held open, a request on
 // another connection is answered 503 with Retry-After at once rather than
 // waiting for the slot, and a health probe is answered 200 at once; both
 // connections are closed after their answer. (The slot's release and the
 // canned refusal beyond the overflow are in internal/netlimit's tests.)
 func TestMaxConnectionsRefusesAtOnceButServesHealth(t *testing.T) {
 	t.Parallel()
-	p, _ := startAPIConfig(t, Config{MaxConnections: 1})
-	first := dial(t, p)
-	getHealth(t, first, bufio.NewReader(first))
+	// Two held: the two connections below then each have an overflow
+	// place, whenever the server gets to close the one before.
+	p, _ := startAPIConfig(t, Config{MaxConnections: 2})
+	for range 2 {
+		held := dial(t, p)
+		getHealth(t, held, bufio.NewReader(held))
+	}
 
 	refused := roundTrip(t, dial(t, p), "GET /api/lanes/demo/approvals HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	if refused.StatusCode != http.StatusServiceUnavailable || refused.Header.Get("Retry-After") == "" || !refused.Close {
