@@ -389,7 +389,17 @@ ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 ` + usageIndex,
+	// 26: the thread whose rollout holds each turn ('' for a turn codex
+	// never started, and for rows from before): a cluster node taking a
+	// lane over checks the shipped rollout covers the lane's committed
+	// turns, and rebuilds those it lacks from these rows.
+	messagesThread,
 }
+
+// messagesThread is migration 26 (PostgreSQL's 14).
+const messagesThread = `
+ALTER TABLE messages ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
+`
 
 // usageIndex serves LaneUsage: the assistant rows, which carry the
 // turns' tokens, by lane and time.
