@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,14 +23,19 @@ import (
 	"github.com/gatewayd/gatewayd/store"
 )
 
-// committedGate is a node's lane gate that also tells the test each commit.
+// committedGate is a node's lane gate that also tells the test each
+// commit. A node that is dead (as if killed right after the commit) does
+// not ship it.
 type committedGate struct {
 	*Coordinator
 	committed chan string
+	dead      atomic.Bool
 }
 
-func (g committedGate) TurnCommitted(key, threadID string) {
-	g.Coordinator.TurnCommitted(key, threadID)
+func (g *committedGate) TurnCommitted(key, threadID string) {
+	if !g.dead.Load() {
+		g.Coordinator.TurnCommitted(key, threadID)
+	}
 	g.committed <- threadID
 }
 
@@ -40,7 +46,7 @@ type movingNode struct {
 	c    *Coordinator
 	gw   *gateway.Gateway
 	home string
-	gate committedGate
+	gate *committedGate
 	logs *observer.ObservedLogs
 }
 
@@ -66,7 +72,7 @@ func startMovingNode(t *testing.T, ctx context.Context, dsn, id, cwd string, mod
 	}
 	g.AddPlatform(&capturePlatform{out: make(chan gateway.Outbound, 1024)})
 	n := &movingNode{id: id, c: c, gw: g, home: home, logs: logs,
-		gate: committedGate{Coordinator: c, committed: make(chan string, 1)}}
+		gate: &committedGate{Coordinator: c, committed: make(chan string, 1)}}
 	c.Attach(st, g.Cluster())
 	g.SetLaneGate(n.gate)
 	runCtx, stop := context.WithCancel(ctx)
@@ -181,5 +187,80 @@ func TestLaneMovedRightAfterEachCommitKeepsTheTurn(t *testing.T) {
 		checked, restoredMisses, requestMisses, rebuilt, deferred)
 	if restoredMisses != 0 || requestMisses != 0 {
 		t.Errorf("turns lost in moves: %d restored rollouts and %d model requests lacked the turn committed before the move", restoredMisses, requestMisses)
+	}
+}
+
+// run delivers text to the lane on n, has n claim it and waits for its
+// commit; it returns the thread the turn ran on.
+func (n *movingNode) run(t *testing.T, ctx context.Context, addr gateway.Address, id, text string) string {
+	t.Helper()
+	if _, err := n.gw.Deliver(ctx, gateway.Inbound{Address: addr, MessageID: id, SenderID: "u1", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	n.c.serve(ctx, addr.SessionKey(), []string{n.id})
+	select {
+	case thread := <-n.gate.committed:
+		return thread
+	case <-ctx.Done():
+		t.Fatalf("%s: no commit on %s: %v", id, n.id, ctx.Err())
+		return ""
+	}
+}
+
+// The hard case: the owner dies right after a commit, before shipping it.
+// Its rollout is gone with it, so the node that takes the lane once the
+// lease has expired restores what was shipped and rebuilds the committed
+// turn from the transcript: the next turn's model request carries the
+// turn the user saw answered. Before, the thread resumed without it.
+func TestLaneOfAnOwnerDeadBeforeItsShipKeepsTheCommittedTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two real app-servers")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	model := codextest.NewModel(t)
+	cwd := t.TempDir()
+	a := startMovingNode(t, ctx, dsn, "node-a", cwd, model)
+	b := startMovingNode(t, ctx, dsn, "node-b", cwd, model)
+	clock := installDBClock(t, a.c.db)
+	addr := gateway.Address{Platform: "test", Kind: gateway.LaneAPI, ChatID: "dying"}
+	key := addr.SessionKey()
+	l, ok, err := a.c.node.Acquire(ctx, cluster.LanePrefix+key, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("Acquire: ok=%v err=%v", ok, err)
+	}
+	a.c.take(ctx, key, l)
+	a.run(t, ctx, addr, "m1", "SHIPPED-ONE")
+	a.handOver(ctx, key) // shipped through the first turn; taken back at once
+	if blocked := a.c.serve(ctx, key, []string{a.id}); blocked != "" {
+		t.Fatalf("node-a could not take the lane back (blocked on %q)", blocked)
+	}
+
+	a.gate.dead.Store(true)
+	thread := a.run(t, ctx, addr, "m2", "UNSHIPPED-TWO")
+	a.c.mu.Lock() // node-a is dead from here: nothing renews its lease
+	h := a.c.owned[key]
+	delete(a.c.owned, key)
+	a.c.mu.Unlock()
+	a.c.keeper.Drop(h.lease.Name)
+	clock.Advance(t, 2*time.Minute)
+
+	if blocked := b.c.serve(ctx, key, []string{b.id}); blocked != "" || !b.c.Serves(key) {
+		t.Fatalf("node-b did not take the lane (blocked on %q)", blocked)
+	}
+	if got := b.rollout(t, thread); !strings.Contains(got, "UNSHIPPED-TWO") || !strings.Contains(got, "ECHO: UNSHIPPED-TWO") {
+		t.Errorf("the rollout node-b restored lacks the turn committed before node-a died")
+	}
+	if rebuilt := b.logs.FilterMessage("cluster.rollout_rebuilt").All(); len(rebuilt) != 1 {
+		t.Errorf("cluster.rollout_rebuilt logged %d times, want once", len(rebuilt))
+	}
+	b.run(t, ctx, addr, "m3", "AFTER-THREE")
+	req, ok := model.LastRequestWith("AFTER-THREE")
+	in := req.InputText()
+	if !ok || req.ThreadID() != thread || !strings.Contains(in, "SHIPPED-ONE") ||
+		!strings.Contains(in, "UNSHIPPED-TWO") || !strings.Contains(in, "ECHO: UNSHIPPED-TWO") {
+		t.Errorf("the turn after the takeover ran on thread %s (want %s); its input holds the shipped turn %v, the unshipped one %v and its answer %v: want all three",
+			req.ThreadID(), thread, strings.Contains(in, "SHIPPED-ONE"), strings.Contains(in, "UNSHIPPED-TWO"), strings.Contains(in, "ECHO: UNSHIPPED-TWO"))
 	}
 }
