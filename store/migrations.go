@@ -396,9 +396,12 @@ ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 	messagesThread,
 }
 
-// messagesThread is migration 26 (PostgreSQL's 14).
+// messagesThread is migration 26 (PostgreSQL's 14). The index serves
+// ThreadTurns, which reads a thread's last turns from the end, whatever
+// the size of the lane's transcript.
 const messagesThread = `
 ALTER TABLE messages ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX messages_by_thread ON messages(thread_id, id) WHERE thread_id <> '';
 `
 
 // usageIndex serves LaneUsage: the assistant rows, which carry the

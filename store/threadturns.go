@@ -25,8 +25,8 @@ func (s *Store) ThreadTurns(ctx context.Context, sessionKey, threadID string, li
 	// A turn is its user row, its steered rows and its assistant row:
 	// enough rows for limit turns with a few steers each.
 	rows, err := s.rq.QueryContext(s.shortRead(ctx), `SELECT role, text, turn_id FROM messages
-		WHERE session_key = ? AND thread_id = ? AND role IN ('user', 'assistant')
-		ORDER BY id DESC LIMIT ?`, sessionKey, threadID, limit*8)
+		WHERE thread_id = ? AND thread_id <> '' AND session_key = ? AND role IN ('user', 'assistant')
+		ORDER BY id DESC LIMIT ?`, threadID, sessionKey, limit*8)
 	if err != nil {
 		return nil, fmt.Errorf("store: thread turns: %w", classify(err))
 	}

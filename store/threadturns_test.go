@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -45,5 +46,34 @@ func TestThreadTurnsAreTheTurnsTheThreadsRolloutHolds(t *testing.T) {
 	}
 	if none, err := s.ThreadTurns(ctx, l.SessionKey, "", 10); err != nil || len(none) != 0 {
 		t.Errorf("ThreadTurns of no thread = %+v, %v; want none", none, err)
+	}
+}
+
+// BenchmarkThreadTurns is what a takeover reads to check the restored
+// rollout: the last 8 turns of a thread, on a lane with 10,000 committed
+// turns, most of them on an older thread.
+func BenchmarkThreadTurns(b *testing.B) {
+	s, _ := openTestStore(b)
+	ctx := context.Background()
+	l := mustEnsure(b, s, "a")
+	const turns = 10000
+	for i := range turns {
+		ct := turn(l, fmt.Sprintf("t%d", i), "question", "answer")
+		ct.RolloutThread = "thread-old"
+		if i >= turns-20 {
+			ct.RolloutThread = "thread-new"
+		}
+		if _, err := s.CommitTurn(ctx, ct); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, thread := range []string{"thread-new", "thread-none"} {
+		b.Run(thread, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.ThreadTurns(ctx, l.SessionKey, thread, 8); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
