@@ -195,6 +195,11 @@ type Restored struct {
 	// rollout (a node that served the lane before, paused or cut off,
 	// kept its own history), now under DivergedDir: absolute paths.
 	MovedAside []string
+	// Rebuilt are the committed turns the shipped rollout lacked, written
+	// from the transcript; LocalTail is set when they came from this
+	// node's own copy instead.
+	Rebuilt   []string
+	LocalTail bool
 }
 
 // Restore writes the thread's shipped rollout under codexHome at the path
@@ -209,6 +214,16 @@ type Restored struct {
 // loaded in the app-server meanwhile: codex would go on writing to, or
 // resume from, what it has in memory.
 func (r *Rollouts) Restore(ctx context.Context, codexHome, threadID string) (Restored, error) {
+	return r.RestoreCovering(ctx, codexHome, threadID, nil)
+}
+
+// RestoreCovering is Restore for a lane whose committed turns on the thread
+// are committed (newest first): the restored rollout covers them. Those
+// the shipped rollout lacks (its owner died between their commit and
+// their ship) come from this node's own copy when it goes on from the
+// shipped one through them, else are rebuilt from the transcript
+// (Restored.Rebuilt).
+func (r *Rollouts) RestoreCovering(ctx context.Context, codexHome, threadID string, committed []CommittedTurn) (Restored, error) {
 	if err := checkThreadID(threadID); err != nil {
 		return Restored{}, err
 	}
@@ -217,22 +232,28 @@ func (r *Rollouts) Restore(ctx context.Context, codexHome, threadID string) (Res
 		return Restored{}, err
 	}
 	dst := filepath.Join(codexHome, filepath.FromSlash(rel))
-	res := Restored{RelPath: rel, Bytes: int64(len(data))}
+	res := Restored{RelPath: rel}
 	if res.MovedAside, err = moveStrayCopies(codexHome, threadID, dst); err != nil {
 		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
 	}
 	local, err := os.ReadFile(dst)
+	haveLocal := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
+	}
+	if data, err = cover(data, local, committed, &res); err != nil {
+		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
+	}
+	res.Bytes = int64(len(data))
 	switch {
-	case err == nil && bytes.Equal(local, data):
+	case haveLocal && bytes.Equal(local, data):
 		return res, nil
-	case err == nil && !bytes.HasPrefix(data, local):
+	case haveLocal && !bytes.HasPrefix(data, local):
 		aside, err := moveAside(codexHome, dst)
 		if err != nil {
 			return res, fmt.Errorf("cluster: restore %s: local copy differs (%d bytes, %d shipped): %w", threadID, len(local), len(data), err)
 		}
 		res.MovedAside = append(res.MovedAside, aside)
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)
 	}
 	if err := writeAtomically(dst, data); err != nil {
 		return res, fmt.Errorf("cluster: restore %s: %w", threadID, err)

@@ -384,8 +384,10 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 	t.work.stop(r.now()) // collapsed before the reply goes out
 	r.obs.TurnFinished(status, r.now().Sub(t.started))
 	r.host.spent(t.l.addr.Platform, u)
+	// The rollout holds the turn only if codex started it (gave it an id).
+	rolloutThread := t.thread
 	if t.turnID == "" {
-		t.turnID = syntheticTurnID(t)
+		t.turnID, rolloutThread = syntheticTurnID(t), ""
 	}
 	reply := &store.OutboxMessage{SessionKey: t.l.key, Platform: t.l.addr.Platform,
 		Kind: string(t.l.addr.Kind), ChatID: t.l.addr.ChatID, TopicID: t.l.addr.TopicID,
@@ -415,6 +417,7 @@ func (r *turnRunner) finish(ctx context.Context, t *turn, status, text string, u
 		Reply:   reply, Usage: usageRecord(u),
 		Steered: steered, Files: sent,
 		Retryable: status == statusTimedOut, Retries: t.it.retries,
+		RolloutThread: rolloutThread,
 	})
 	if err == nil { // kept comes with an error only
 		t.cur.retrySettled()

@@ -389,7 +389,20 @@ ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 ` + usageIndex,
+	// 26: the thread whose rollout holds each turn ('' for a turn codex
+	// never started, and for rows from before): a cluster node taking a
+	// lane over checks the shipped rollout covers the lane's committed
+	// turns, and rebuilds those it lacks from these rows.
+	messagesThread,
 }
+
+// messagesThread is migration 26 (PostgreSQL's 14). The index serves
+// ThreadTurns, which reads a thread's last turns from the end, whatever
+// the size of the lane's transcript.
+const messagesThread = `
+ALTER TABLE messages ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX messages_by_thread ON messages(thread_id, id) WHERE thread_id <> '';
+`
 
 // usageIndex serves LaneUsage: the assistant rows, which carry the
 // turns' tokens, by lane and time.

@@ -283,6 +283,8 @@ ALTER TABLE schedules ADD COLUMN paused TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 ` + usageIndex,
+	// 14: SQLite's 26, the thread whose rollout holds each turn.
+	messagesThread,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

@@ -128,12 +128,12 @@ func insertMessage(ctx context.Context, q querier, sessionID int64, key, role, t
 	res, err := q.ExecContext(ctx, `INSERT INTO messages
 		(session_id, session_key, role, text, turn_id, platform_message_id, status, total_tokens, context_window,
 		 turn_tokens, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, context_tokens, created_at, outbox_id,
-		 sender_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT sender_id FROM inbox WHERE id = ?), ''))
+		 sender_id, thread_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT sender_id FROM inbox WHERE id = ?), ''), ?)
 		ON CONFLICT (session_key, turn_id, role) DO NOTHING`,
 		sessionID, key, role, text, turnID, platformID, status, u.TotalTokens, u.ContextWindow,
 		u.TurnTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ReasoningTokens, u.ContextTokens, now, outboxID,
-		inboundID)
+		inboundID, t.RolloutThread)
 	if err != nil {
 		return false, fmt.Errorf("insert %s row: %w", role, err)
 	}

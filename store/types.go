@@ -195,6 +195,12 @@ type CompletedTurn struct {
 	// Additions to the contract.
 	Retryable bool
 	Retries   *RetryTurn
+	// RolloutThread is the thread whose codex rollout holds the turn: its
+	// ThreadID when codex started the turn, "" when it never did (the turn
+	// id is the gateway's own). Recorded on the turn's rows, so a cluster
+	// node taking the lane over can tell whether the rollout it restores
+	// covers the lane's committed turns. Addition to the contract.
+	RolloutThread string
 }
 
 // SteeredInput is one message steered into a running turn.

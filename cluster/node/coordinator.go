@@ -56,7 +56,11 @@ type Coordinator struct {
 	// away): retried every round while the lease is held, and no new row
 	// of theirs is claimed before it succeeds (recover.go).
 	unrecovered map[string]bool
-	poller      func() // ends the poller's context when its lease is lost
+	// handOverTries counts the rounds an idle lane placed elsewhere was
+	// kept because its rollout was not shipped through its last committed
+	// turn yet (handover.go).
+	handOverTries map[string]int
+	poller        func() // ends the poller's context when its lease is lost
 	// superseded: a newer process joined as this node id; serve nothing.
 	superseded bool
 	// gone is closed when this process is superseded: the daemon stops.
@@ -118,8 +122,8 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{log: cfg.Log.Named("cluster"), ttl: cfg.LeaseTTL, pgcfg: pgcfg, codexHome: cfg.CodexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
-		unrecovered: map[string]bool{},
-		laneMu:      map[string]*sync.Mutex{}, now: now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		unrecovered: map[string]bool{}, handOverTries: map[string]int{},
+		laneMu: map[string]*sync.Mutex{}, now: now, wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",
@@ -242,6 +246,7 @@ func (c *Coordinator) Close() {
 
 func (c *Coordinator) leave() {
 	c.keeper.Stop()
+	c.shipBeforeLeaving() // the leases are still this node's: fenced writes pass
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCallTO)
 	defer cancel()
 	held := c.keeper.Held()

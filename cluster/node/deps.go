@@ -9,13 +9,14 @@ import (
 )
 
 // Store is what the node reads and writes of the shared store: which lanes
-// have work, a lane's thread, the claim of its inbox rows, and the Telegram
+// have work, a lane's thread and its committed turns, the claim of its inbox rows, and the Telegram
 // offset written under the poller's lease.
 type Store interface {
 	LanesWithWork(ctx context.Context) ([]string, error)
 	Lane(ctx context.Context, sessionKey string) (store.Lane, error)
 	ClaimInbound(ctx context.Context, sessionKey string) ([]store.InboundRow, error)
 	MarkBindingLost(ctx context.Context, sessionKey string, gen int64, threadID, reason string) error
+	ThreadTurns(ctx context.Context, sessionKey, threadID string, limit int) ([]store.ThreadTurn, error)
 	Cursor(ctx context.Context, name string) (string, bool, error)
 	SetCursorFenced(ctx context.Context, name, value, lease string, token int64) error
 }

@@ -79,6 +79,7 @@ func (c *Coordinator) disown(key string) (heldLease, bool) {
 		delete(c.owned, key)
 		c.lost[key] = h.lease
 		delete(c.unrecovered, key) // the next owner recovers it
+		delete(c.handOverTries, key)
 	}
 	return h, ok
 }
@@ -192,12 +193,19 @@ func (c *Coordinator) handOver(ctx context.Context, busy []string, live []string
 	}
 }
 
-// release hands an idle lane over to the node placement now names.
+// release hands an idle lane over to the node placement now names, once
+// its rollout is shipped through its last committed turn.
 func (c *Coordinator) release(ctx context.Context, key string) {
 	mu := c.laneLock(key)
 	mu.Lock()
 	defer mu.Unlock()
 	if !c.gw.LaneIdle(key) {
+		return
+	}
+	c.mu.Lock()
+	h, ok := c.owned[key]
+	c.mu.Unlock()
+	if !ok || !c.handOverShipped(ctx, key, h.lease) {
 		return
 	}
 	if c.letGo(ctx, key) {
@@ -284,10 +292,16 @@ func (c *Coordinator) restore(ctx context.Context, key string) (ok bool) {
 	if err != nil || sl.ThreadID == "" || sl.Binding == store.BindingLost {
 		return true // no thread to resume: the next turn starts one
 	}
+	committed, err := c.committedTurns(ctx, key, sl.ThreadID)
+	if err != nil {
+		c.log.Warn("cluster.restore_failed", zap.String("lane", key), zap.Bool("retry", true), zap.Error(err))
+		c.letGo(ctx, key) // what the rollout must cover unknown: not served from a copy that may lack it
+		return false
+	}
 	var res cluster.Restored
 	err = c.gw.RestoreThread(ctx, key, sl.ThreadID, func(ctx context.Context) error {
 		var err error
-		res, err = c.rollouts.Restore(ctx, c.codexHome, sl.ThreadID)
+		res, err = c.rollouts.RestoreCovering(ctx, c.codexHome, sl.ThreadID, committed)
 		return err
 	})
 	return c.restored(ctx, key, sl, res, err)
@@ -298,6 +312,14 @@ func (c *Coordinator) restored(ctx context.Context, key string, sl store.Lane, r
 	lane, thread := zap.String("lane", key), zap.String("thread", sl.ThreadID)
 	for _, aside := range res.MovedAside {
 		c.log.Warn("cluster.rollout_moved_aside", lane, thread, zap.String("moved_to", aside))
+	}
+	if len(res.Rebuilt) > 0 {
+		// The owner died between these turns' commits and their ship: the
+		// thread gets their messages back, not their tool calls.
+		c.log.Warn("cluster.rollout_rebuilt", lane, thread, zap.Strings("turns", res.Rebuilt))
+	}
+	if res.LocalTail {
+		c.log.Info("cluster.rollout_local_tail", lane, thread, zap.String("why", "this node's copy holds the committed turns never shipped"))
 	}
 	switch {
 	case errors.Is(err, cluster.ErrNoRollout): // never shipped: nothing another node could have gone on from

@@ -36,7 +36,10 @@ func (f *fakeLanes) SetCursorFenced(context.Context, string, string, string, int
 	return nil
 }
 func (f *fakeLanes) MarkBindingLost(context.Context, string, int64, string, string) error { return nil }
-func (f *fakeLanes) DispatchClaimed(context.Context, []store.InboundRow)                  {}
+func (f *fakeLanes) ThreadTurns(context.Context, string, string, int) ([]store.ThreadTurn, error) {
+	return nil, nil
+}
+func (f *fakeLanes) DispatchClaimed(context.Context, []store.InboundRow) {}
 func (f *fakeLanes) RestoreThread(ctx context.Context, _, _ string, restore func(context.Context) error) error {
 	return restore(ctx)
 }

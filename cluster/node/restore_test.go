@@ -88,6 +88,7 @@ type restoreFixture struct {
 	home   string // node-b's CODEX_HOME
 	key    string
 	lane   store.Lane
+	dsn    string
 }
 
 const (
@@ -128,7 +129,7 @@ func newRestoreFixture(t *testing.T, ctx context.Context) *restoreFixture {
 	if err := st.BindThread(ctx, key, lane.Generation, restoreThread); err != nil {
 		t.Fatal(err)
 	}
-	return &restoreFixture{c: c, st: st, gw: gw, logs: logs, a: a, aLease: aLease, home: home, key: key, lane: lane}
+	return &restoreFixture{c: c, st: st, gw: gw, logs: logs, a: a, aLease: aLease, home: home, key: key, lane: lane, dsn: dsn}
 }
 
 // shipFromA ships lines as node-a's rollout of the thread, under its lease.
