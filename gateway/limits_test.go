@@ -177,6 +177,10 @@ func TestUsageLimitPausesTellsOnceAndResumes(t *testing.T) {
 	h.send(t, "a", "a3", "A three")
 	h.send(t, "b", "b1", "B one")
 	waitFor(t, "lane b parked", func() bool { return h.parked(b) })
+	// A lane is told right after it parks, on its worker: wait for it.
+	waitFor(t, "both lanes told", func() bool {
+		return len(h.notices(a, limitPrefix)) > 0 && len(h.notices(b, limitPrefix)) > 0
+	})
 
 	reset := h.clock.Now().Add(usage.LimitFallback)
 	want := limitPrefix + usage.ClockTime(reset, h.clock.Now())
