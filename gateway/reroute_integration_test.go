@@ -11,7 +11,8 @@ import (
 // TestIntegrationRerouteIsToldInTheLane: when the model server answers a
 // turn as another model than the one codex asked for (its OpenAI-Model
 // header), the real app-server sends model/rerouted and the lane is told
-// in one line with the reply; a turn answered as asked says nothing.
+// in one line with the reply, which its work view shows too; a turn
+// answered as asked says nothing.
 func TestIntegrationRerouteIsToldInTheLane(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(func(req codextest.Request) codextest.Reply {
@@ -27,6 +28,9 @@ func TestIntegrationRerouteIsToldInTheLane(t *testing.T) {
 	want := "Answered by gpt-safer instead of " + codextest.ModelName + ": the request was flagged as high-risk cyber activity."
 	if !containsLine(r.Notices, want) {
 		t.Errorf("a rerouted turn's notices %q, want %q among them", r.Notices, want)
+	}
+	if r.Progress == nil || r.Progress.Model != want {
+		t.Errorf("a rerouted turn's work view %+v, want the line in it", r.Progress)
 	}
 	if !strings.Contains(r.Reply, "ECHO: a sensitive question") {
 		t.Errorf("the rerouted turn answered %q, want the model's answer", r.Reply)

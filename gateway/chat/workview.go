@@ -9,6 +9,7 @@ type WorkView struct {
 	Earlier   int          `json:"earlier_actions,omitempty"` // actions before the ones shown
 	Reasoning string       `json:"reasoning,omitempty"`       // full mode: the latest summary
 	Retry     string       `json:"retry,omitempty"`           // codex reconnecting to its model
+	Model     string       `json:"model,omitempty"`           // the turn answered by another model than asked for, and why
 	Commands  int          `json:"commands"`
 	Files     int          `json:"files_changed"`
 	Searches  int          `json:"web_searches"`

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"go.uber.org/zap"
 
@@ -62,7 +61,7 @@ func (w *watcher) Progress(p codex.Progress) {
 	var line string
 	switch {
 	case p.Kind == codex.ProgressReroute && p.Reroute != nil:
-		line = RerouteLine(*p.Reroute)
+		line = ext.RerouteLine(*p.Reroute)
 		w.n.log.Info("turn.rerouted", zap.String("lane", w.key), zap.String("from", p.Reroute.From),
 			zap.String("to", p.Reroute.To), zap.String("reason", p.Reroute.Reason))
 	case p.Kind == codex.ProgressGuardian:
@@ -101,38 +100,6 @@ func (w *watcher) Stop(time.Time, []chat.Button) {
 		text += "\n(and more warnings)"
 	}
 	w.n.host.Notify(w.n.host.Context(), w.addr, "", text)
-}
-
-// RerouteLine is the lane's line about r.
-func RerouteLine(r codex.Reroute) string {
-	from := r.From
-	if from == "" {
-		from = "the model asked for"
-	}
-	line := "Answered by " + r.To + " instead of " + from
-	if why := reasonWords(r.Reason); why != "" {
-		line += ": " + why
-	}
-	return line + "."
-}
-
-// reasonWords says codex's ModelRerouteReason in words.
-func reasonWords(reason string) string {
-	switch reason {
-	case "":
-		return ""
-	case "highRiskCyberActivity":
-		return "the request was flagged as high-risk cyber activity"
-	}
-	// A reason newer than this gatewayd: its camelCase as words.
-	var b strings.Builder
-	for i, r := range reason {
-		if unicode.IsUpper(r) && i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(unicode.ToLower(r))
-	}
-	return b.String()
 }
 
 // Compile-time check that the watcher is what the host expects.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/gateway/ext/exttest"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
@@ -81,7 +82,7 @@ func TestRerouteLine(t *testing.T) {
 		{codex.Reroute{To: "b"}, "Answered by b instead of the model asked for."},
 	}
 	for _, tc := range tests {
-		if got := RerouteLine(tc.r); got != tc.want {
+		if got := ext.RerouteLine(tc.r); got != tc.want {
 			t.Errorf("RerouteLine(%+v) = %q, want %q", tc.r, got, tc.want)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway/chat"
+	"github.com/gatewayd/gatewayd/gateway/ext"
 	"github.com/gatewayd/gatewayd/runtime/codex"
 )
 
@@ -26,6 +27,7 @@ type workState struct {
 	files     map[string]bool // distinct paths changed
 	reasoning string
 	retry     string
+	model     string         // a reroute's line (ext.RerouteLine)
 	final     *chat.WorkView // set by Stop
 }
 
@@ -54,6 +56,12 @@ func (s *workState) apply(p codex.Progress, full bool) bool {
 		return true
 	case codex.ProgressRetry:
 		s.retry = p.Text
+		return true
+	case codex.ProgressReroute:
+		if p.Reroute == nil {
+			return false
+		}
+		s.model = ext.RerouteLine(*p.Reroute)
 		return true
 	}
 	return false
@@ -106,7 +114,7 @@ func workActionOf(a *codex.Action, full bool) chat.WorkAction {
 
 // view is the state as a WorkView; the caller holds mu.
 func (s *workState) view(elapsed time.Duration) chat.WorkView {
-	v := chat.WorkView{Plan: append([]chat.WorkStep(nil), s.plan...), Reasoning: s.reasoning, Retry: s.retry,
+	v := chat.WorkView{Plan: append([]chat.WorkStep(nil), s.plan...), Reasoning: s.reasoning, Retry: s.retry, Model: s.model,
 		Files: len(s.files), ElapsedMs: elapsed.Milliseconds()}
 	for _, a := range s.actions {
 		switch a.Kind {
@@ -189,7 +197,22 @@ func renderWork(v chat.WorkView, full bool) string {
 	if v.Retry != "" {
 		b.WriteString("⏳ " + v.Retry + "\n")
 	}
+	if v.Model != "" {
+		b.WriteString(modelMark + v.Model + "\n")
+	}
 	return clip(strings.TrimRight(b.String(), "\n"), workTextChars)
+}
+
+// modelMark starts the line of a turn answered by another model.
+const modelMark = "↪ "
+
+// finalText is what a finished turn's status message keeps: the summary
+// line and, when the turn was rerouted, which model answered.
+func finalText(v chat.WorkView) string {
+	if v.Model == "" {
+		return v.Summary
+	}
+	return v.Summary + "\n" + modelMark + v.Model
 }
 
 func stepMark(status string) string {

@@ -156,7 +156,7 @@ func (v *view) collapse() {
 	ctx, cancel := context.WithTimeout(v.host.Context(), workFinalTimeout)
 	defer cancel()
 	if len(buttons) > 0 && final.Files+final.Commands > 0 && v.msgID != "" {
-		ok, err := v.sm.EditButtons(ctx, v.addr, v.msgID, final.Summary, buttons)
+		ok, err := v.sm.EditButtons(ctx, v.addr, v.msgID, finalText(final), buttons)
 		if ok && err == nil {
 			return
 		}
@@ -164,7 +164,7 @@ func (v *view) collapse() {
 			v.failed(ctx, "edit", err) // without its buttons the line is still the summary: edit it plain
 		}
 	}
-	if after, ok := ext.RetryAfter(v.show(ctx, final.Summary, final)); ok && after <= workFinalTimeout {
+	if after, ok := ext.RetryAfter(v.show(ctx, finalText(final), final)); ok && after <= workFinalTimeout {
 		// The last edit came just before: the summary must not be lost to
 		// the edit rate, but the reply must not wait for it either.
 		go v.collapseLater(after, final)
@@ -184,7 +184,7 @@ func (v *view) collapseLater(after time.Duration, final chat.WorkView) {
 	}
 	ctx, cancel := context.WithTimeout(base, workFinalTimeout)
 	defer cancel()
-	_ = v.show(ctx, final.Summary, final)
+	_ = v.show(ctx, finalText(final), final)
 }
 
 // show sends the status message the first time and edits it afterwards.

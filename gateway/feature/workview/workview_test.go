@@ -365,3 +365,22 @@ func TestUnknownDefaultModeRefused(t *testing.T) {
 		t.Error("no default mode is not config's default")
 	}
 }
+
+// A turn answered by another model than asked for says so in its status
+// message, live and after it collapsed to the summary.
+func TestWorkViewShowsAReroute(t *testing.T) {
+	clock := testclock.New()
+	p := newStatusPlatform()
+	ticks := make(chan time.Time)
+	w := newView(t, p, config.VerboseSummary, clock.Now(), func(h *exttest.Host) { h.Clock, h.Ticks = clock.Now, ticks })
+	w.Progress(commandProgress("c1", "echo hi", nil))
+	p.expect(t, "send:", "$ echo hi")
+	w.Progress(codex.Progress{Kind: codex.ProgressReroute, Reroute: &codex.Reroute{From: "gpt-a", To: "gpt-b", Reason: "highRiskCyberActivity"}})
+	clock.Advance(time.Second)
+	ticks <- time.Time{}
+	line := "↪ Answered by gpt-b instead of gpt-a: the request was flagged as high-risk cyber activity."
+	p.expect(t, "edit:s1:", "$ echo hi", line)
+	w.Progress(commandProgress("c1", "echo hi", exitCode(0)))
+	w.Stop(clock.Now().Add(2*time.Second), nil)
+	p.expect(t, "edit:s1:1 command, 3 s\n"+line)
+}
