@@ -1,18 +1,20 @@
 package gateway_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
+	"github.com/gatewayd/gatewayd/store"
 )
 
 // TestIntegrationRerouteIsToldInTheLane: when the model server answers a
 // turn as another model than the one codex asked for (its OpenAI-Model
 // header), the real app-server sends model/rerouted and the lane is told
-// in one line with the reply, which its work view shows too; a turn
-// answered as asked says nothing.
+// in one line with the reply, which its work view and its transcript (the
+// console's) show too; a turn answered as asked says nothing.
 func TestIntegrationRerouteIsToldInTheLane(t *testing.T) {
 	w := newWorld(t)
 	w.model.Respond(func(req codextest.Request) codextest.Reply {
@@ -31,6 +33,17 @@ func TestIntegrationRerouteIsToldInTheLane(t *testing.T) {
 	}
 	if r.Progress == nil || r.Progress.Model != want {
 		t.Errorf("a rerouted turn's work view %+v, want the line in it", r.Progress)
+	}
+	msgs, err := gw.st.Transcript(context.Background(), "v1:api:alpha", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := false
+	for _, m := range msgs {
+		noted = noted || (m.Role == store.RoleNotice && containsLine([]string{m.Text}, want))
+	}
+	if !noted {
+		t.Errorf("the lane's transcript %+v lacks the reroute line", msgs)
 	}
 	if !strings.Contains(r.Reply, "ECHO: a sensitive question") {
 		t.Errorf("the rerouted turn answered %q, want the model's answer", r.Reply)
