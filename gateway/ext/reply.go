@@ -82,3 +82,13 @@ func QuoteStart(text string, max int) string {
 	r := []rune(text)
 	return string(r[:max]) + "…"
 }
+
+// BriefCodexError is what a lane is told of a failed codex call: codex's
+// own words when it answered with an error, else BriefError's.
+func BriefCodexError(err error) string {
+	var rpc *codex.RPCError
+	if errors.As(err, &rpc) && rpc.Message != "" {
+		return Brief(rpc.Message)
+	}
+	return BriefError(err)
+}

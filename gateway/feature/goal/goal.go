@@ -162,7 +162,7 @@ func (g *Goals) set(ctx context.Context, l ext.Lane, thread, objective string, b
 	goal, err := g.cx.SetGoal(cctx, thread, objective, budget)
 	if err != nil {
 		g.log.Warn("goal.set_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not set the goal: " + brief(err)
+		return "Could not set the goal: " + ext.BriefCodexError(err)
 	}
 	g.remember(goal)
 	g.log.Info("goal.set", zap.String("lane", l.Key()), zap.String("thread", thread), zap.Int64("budget", budget))
@@ -179,7 +179,7 @@ func (g *Goals) show(ctx context.Context, l ext.Lane, thread string) string {
 	goal, ok, err := g.cx.ThreadGoal(cctx, thread)
 	if err != nil {
 		g.log.Warn("goal.get_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not read the goal: " + brief(err)
+		return "Could not read the goal: " + ext.BriefCodexError(err)
 	}
 	if !ok {
 		return "This conversation has no goal. " + usageText
@@ -194,7 +194,7 @@ func (g *Goals) clear(ctx context.Context, l ext.Lane, thread string) string {
 	cleared, err := g.cx.ClearGoal(cctx, thread)
 	if err != nil {
 		g.log.Warn("goal.clear_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not clear the goal: " + brief(err)
+		return "Could not clear the goal: " + ext.BriefCodexError(err)
 	}
 	g.forget(thread)
 	if !cleared {
@@ -396,16 +396,6 @@ func statusWords(status string) string {
 		return "met"
 	}
 	return status
-}
-
-// brief is what a lane is told of a failed call: codex's own words when
-// it answered with an error.
-func brief(err error) string {
-	var rpc *codex.RPCError
-	if errors.As(err, &rpc) && rpc.Message != "" {
-		return ext.Brief(rpc.Message)
-	}
-	return ext.BriefError(err)
 }
 
 // notice is one the feature sends, in order, off the client's reader

@@ -108,7 +108,7 @@ func (tb *Toolbox) listMCP(ctx context.Context, l ext.Lane) string {
 	}
 	if err != nil {
 		tb.log.Warn("mcp.list_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not list Codex's MCP servers: " + brief(err)
+		return "Could not list Codex's MCP servers: " + ext.BriefCodexError(err)
 	}
 	return mcpText(servers, thread != "")
 }
@@ -211,7 +211,7 @@ func (tb *Toolbox) reloadMCP(ctx context.Context, c ext.Call) string {
 	defer cancel()
 	if err := tb.cx.ReloadMCPServers(cctx); err != nil {
 		tb.log.Warn("mcp.reload_failed", zap.String("lane", c.Lane.Key()), zap.Error(err))
-		return "Could not reload Codex's MCP servers: " + brief(err)
+		return "Could not reload Codex's MCP servers: " + ext.BriefCodexError(err)
 	}
 	tb.log.Info("mcp.reloaded", zap.String("lane", c.Lane.Key()), zap.String("by", c.Sender))
 	return "Codex read its MCP server configuration again; each thread connects with it from its next turn."
@@ -232,7 +232,7 @@ func (tb *Toolbox) skills(ctx context.Context, l ext.Lane) string {
 	skills, bad, err := tb.cx.ListSkills(cctx, dir)
 	if err != nil {
 		tb.log.Warn("skills.list_failed", zap.String("lane", l.Key()), zap.Error(err))
-		return "Could not list Codex's skills: " + brief(err)
+		return "Could not list Codex's skills: " + ext.BriefCodexError(err)
 	}
 	return skillsText(dir, skills, bad)
 }
@@ -282,14 +282,4 @@ func dirName(dir string) string {
 		return "this conversation's directory"
 	}
 	return dir
-}
-
-// brief is what a lane is told of a failed call: codex's own words when
-// it answered with an error, else ext.BriefError's.
-func brief(err error) string {
-	var rpc *codex.RPCError
-	if errors.As(err, &rpc) && rpc.Message != "" {
-		return ext.Brief(rpc.Message)
-	}
-	return ext.BriefError(err)
 }
