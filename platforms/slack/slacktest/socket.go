@@ -252,10 +252,21 @@ func (s *Server) write(c *sockConn, env *envelope) {
 		}
 	}
 	if err := c.write(msg); err != nil {
+		// The socket died under the write. If the client already opened
+		// another one, the envelope goes there: queued, it would wait for
+		// an open that already happened and never be sent.
 		s.mu.Lock()
 		s.dropConnLocked(c)
-		s.sock.queue = append(s.sock.queue, env)
+		var next *sockConn
+		if n := len(s.sock.conns); n > 0 {
+			next = s.sock.conns[n-1]
+		} else {
+			s.sock.queue = append(s.sock.queue, env)
+		}
 		s.mu.Unlock()
+		if next != nil {
+			s.write(next, env)
+		}
 		return
 	}
 	s.mu.Lock()
