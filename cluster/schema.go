@@ -59,6 +59,31 @@ var migrations = []string{
 	// dead predecessor at once (Join) and a superseded one notices.
 	`ALTER TABLE cluster_nodes ADD COLUMN incarnation text NOT NULL DEFAULT '';
 	ALTER TABLE cluster_leases ADD COLUMN incarnation text NOT NULL DEFAULT '';`,
+	// 4: what a lane's owner streams to requests held by other nodes, and
+	// the calls other nodes make to a lane's owner (stream.go). Both are
+	// live state that a database crash may lose without harm: UNLOGGED.
+	`CREATE UNLOGGED TABLE cluster_stream (
+		id          bigserial PRIMARY KEY,
+		session_key text NOT NULL,
+		message_id  text NOT NULL DEFAULT '',
+		kind        text NOT NULL,
+		body        bytea NOT NULL,
+		node_id     text NOT NULL,
+		created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+	);
+	-- A message's latest preview and work view: replaced, not appended.
+	CREATE UNIQUE INDEX cluster_stream_latest ON cluster_stream (message_id, kind) WHERE message_id <> '';
+	CREATE INDEX cluster_stream_lane ON cluster_stream (session_key, id);
+	CREATE UNLOGGED TABLE cluster_calls (
+		id          bigserial PRIMARY KEY,
+		session_key text NOT NULL,
+		op          text NOT NULL,
+		body        bytea NOT NULL,
+		caller      text NOT NULL,
+		taken_by    text NOT NULL DEFAULT '',
+		reply       bytea,
+		created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+	);`,
 }
 
 // SchemaVersion is the cluster schema version this build applies.

@@ -116,10 +116,39 @@ func claimedRows(rows []store.InboundRow, key string) []store.InboundRow {
 func (c *ClusterLanes) DispatchClaimed(ctx context.Context, rows []store.InboundRow) {
 	away := map[string]bool{}
 	for _, row := range rows {
-		if sl, ok := c.recovery.rowLane(ctx, row, away); ok {
-			c.in.dispatch(c.base, recordedRow(addressOfLane(sl), row))
+		sl, ok := c.recovery.rowLane(ctx, row, away)
+		if !ok {
+			continue
+		}
+		if c.answered(ctx, addressOfLane(sl), row) {
+			continue
+		}
+		c.in.dispatch(c.base, recordedRow(addressOfLane(sl), row))
+	}
+}
+
+// answered applies a claimed row that answers a question Codex asks on
+// this node (a typed answer another node recorded, not knowing of the
+// question) instead of queueing it behind the turn that waits for it.
+// The row keeps what the feature says (a secret answer is not kept).
+func (c *ClusterLanes) answered(ctx context.Context, addr Address, row store.InboundRow) bool {
+	if row.Origin != "" || len(row.Attachments) > 0 {
+		return false
+	}
+	a, ok := c.in.host.answerOf(Inbound{Address: addr, MessageID: row.MessageID, SenderID: row.SenderID,
+		SenderName: row.SenderName, Text: row.Text, ReceivedAt: row.ReceivedAt})
+	if !ok {
+		return false
+	}
+	if a.Stored != row.Text {
+		if err := c.in.st.SetInboundText(ctx, row.ID, a.Stored); err != nil {
+			c.log.Warn("inbound.answer_redact_failed", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
 		}
 	}
+	a.Apply(c.base)
+	c.in.inbox.set(c.base, row.ID, store.InboundDone)
+	c.log.Info("cluster.answer_claimed", zap.String("lane", row.SessionKey), zap.String("message", row.MessageID))
+	return true
 }
 
 // StepDown drops a lane this node lost: its queued messages are forgotten

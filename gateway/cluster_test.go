@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -199,4 +200,48 @@ func TestRestoreThreadUnloadsTheThreadBeforeTheRestore(t *testing.T) {
 	}
 	close(slow)
 	h.p.replyTo(t, "m3")
+}
+
+// A typed answer another node recorded (it knew nothing of the question)
+// and this node claimed answers the question its turn waits for: applied,
+// not queued behind that turn, and a secret one is not kept in the row.
+func TestClaimedTypedAnswerReachesTheTurnWaitingHere(t *testing.T) {
+	h := newHarness(t)
+	key := apiAddr("a").SessionKey()
+	gate := &fakeGate{serving: map[string]bool{key: true}}
+	h.g.SetLaneGate(gate)
+	h.cx.run = askRun(&h.g, dbQuestion, tokenQuestion)
+	h.start(t)
+	h.send(t, "a", "m1", "please ask")
+	claimAndRun(t, h)
+	prompt(t, h.p)
+	prompt(t, h.p)
+	ctx := context.Background()
+	recordedElsewhere := func(id, text string) {
+		t.Helper()
+		in := store.Inbound{Platform: "test", MessageID: id, SessionKey: key, SenderID: "u1", Text: text,
+			Lane: laneKey(apiAddr("a"))}
+		rowID, _, err := h.st.RecordInbound(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.g.Cluster().DispatchClaimed(ctx, []store.InboundRow{{ID: rowID, Inbound: in, State: store.InboundReceived}})
+	}
+	recordedElsewhere("a1", "PostgreSQL")
+	recordedElsewhere("a2", "hunter2")
+	reply := h.p.replyTo(t, "m1")
+	if !strings.Contains(reply.Text, `"db":["PostgreSQL"]`) || !strings.Contains(reply.Text, `"token":["hunter2"]`) ||
+		!strings.Contains(reply.Text, "given") {
+		t.Fatalf("the turn got %q, want both typed answers", reply.Text)
+	}
+	if _, _, turns := h.cx.snapshot(); len(turns) != 1 {
+		t.Errorf("turns run: %v, want only the asking one (the answers are not turns)", turns)
+	}
+	x, err := h.st.Exchange(ctx, "test", "a2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(x.Text, "hunter2") || x.State != store.InboundDone {
+		t.Errorf("secret answer's row: %q %s, want it redacted and done", x.Text, x.State)
+	}
 }

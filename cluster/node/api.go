@@ -1,18 +1,34 @@
 package node
 
+import (
+	"context"
+
+	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/store"
+)
+
 // The API lane on every node: a request sent to a node that does not own
 // its lane waits there for the answer the owner records (platforms/api
 // shared.go). The owner's commit NOTIFYs store.AnswerChannel with the
 // message id; every node's LISTEN connection hands it to its API platform.
 
 // notified routes one notification of the LISTEN connection.
-func (c *Coordinator) notified(channel, payload string) {
-	if channel == inboxChannel {
+func (c *Coordinator) notified(ctx context.Context, channel, payload string) {
+	switch channel {
+	case inboxChannel:
 		c.poke()
-		return
-	}
-	if c.answered != nil {
-		c.answered(payload)
+	case store.AnswerChannel:
+		if c.answered != nil {
+			c.answered(payload)
+		}
+	case cluster.StreamChannel:
+		if c.streamed != nil {
+			c.streamed(payload)
+		}
+	case cluster.CallChannel:
+		go c.serveCalls(ctx)
+	case cluster.CallReplyChannel:
+		c.replyNotified(payload)
 	}
 }
 

@@ -26,6 +26,7 @@ func (c *Coordinator) poke() {
 // the database lets them rather than at the next ttl/4 tick.
 func (c *Coordinator) Run(ctx context.Context) {
 	go c.listen(ctx)
+	go c.writeStream(ctx)
 	timer := time.NewTimer(c.ttl / 4)
 	defer timer.Stop()
 	for ctx.Err() == nil {
@@ -100,6 +101,10 @@ func (c *Coordinator) round(ctx context.Context) []string {
 	c.retryRecoveries(ctx, keys)
 	c.handOver(ctx, keys, live)
 	c.balanceShards(ctx, live)
+	// The relay's fallbacks: calls whose notification was missed, and
+	// the tables' upkeep.
+	c.serveCalls(ctx)
+	c.pruneStream(ctx)
 	return blocked
 }
 
@@ -161,7 +166,7 @@ func (c *Coordinator) listenOnce(ctx context.Context) error {
 		return errors.New("connect failed") // pgx's message may quote the DSN
 	}
 	defer conn.Close(context.Background())
-	for _, ch := range []string{inboxChannel, store.AnswerChannel} {
+	for _, ch := range []string{inboxChannel, store.AnswerChannel, cluster.StreamChannel, cluster.CallChannel, cluster.CallReplyChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
@@ -171,6 +176,6 @@ func (c *Coordinator) listenOnce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.notified(n.Channel, n.Payload)
+		c.notified(ctx, n.Channel, n.Payload)
 	}
 }

@@ -105,6 +105,9 @@ type Config struct {
 	// node recorded, should its notification be missed; default
 	// DefaultSharedPoll.
 	SharedPoll time.Duration
+	// Relay streams the lanes this node owns to requests other nodes
+	// hold, and theirs to this node's requests (relay.go); nil: one node.
+	Relay Relay
 }
 
 // Defaults of the Config fields left zero.
@@ -218,6 +221,11 @@ type Platform struct {
 	// endedSince is when a waiting message was first seen ended without an
 	// answer (shared answers; shared.go).
 	endedSince map[string]time.Time
+	// remote are the previews and status messages of messages with no
+	// request here, relayed to the node that holds it; pulls serialise
+	// each lane's reads of the relay (relay.go).
+	remote map[string]remoteStream
+	pulls  map[string]*sync.Mutex
 }
 
 // Compile-time checks of everything the platform implements.
@@ -233,7 +241,8 @@ func New(cfg Config) *Platform {
 		spool:      &spoolBudget{max: cfg.MaxSpoolBytes},
 		refusedLog: rateLog{every: peerLogEvery}, unknownLog: rateLog{every: peerLogEvery},
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
-		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{}}
+		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{},
+		remote: map[string]remoteStream{}, pulls: map[string]*sync.Mutex{}}
 }
 
 // Name returns "api".
@@ -416,6 +425,8 @@ func (p *Platform) Edit(_ context.Context, _ gateway.Address, messageID, text st
 	p.mu.Unlock()
 	if w != nil {
 		w.setPreview(text)
+		return nil
 	}
+	p.editRemote(messageID, []byte(text))
 	return nil
 }

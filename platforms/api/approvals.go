@@ -119,6 +119,9 @@ func (p *Platform) listApprovals(w http.ResponseWriter, r *http.Request) {
 	for _, pa := range p.cfg.Approvals.PendingApprovals(laneAddress(lane).SessionKey()) {
 		out = append(out, newApproval(lane, pa))
 	}
+	if len(out) == 0 && p.callOwner(w, r, callListApprovals, lane, "", nil) {
+		return // the lane's turn runs on another node
+	}
 	writeJSON(w, http.StatusOK, map[string][]Approval{"approvals": out})
 }
 
@@ -150,6 +153,9 @@ func (p *Platform) decideApproval(w http.ResponseWriter, r *http.Request) {
 		user = "local"
 	}
 	if err := p.cfg.Approvals.Decide(laneAddress(lane).SessionKey(), id, req.Decision, user); err != nil {
+		if errors.Is(err, gateway.ErrApprovalNotFound) && p.callOwner(w, r, callDecide, lane, id, mustJSON(req)) {
+			return // asked by a turn on another node
+		}
 		p.decisionFailed(w, lane, id, err)
 		return
 	}

@@ -22,7 +22,10 @@ const reportTimeout = 10 * time.Second
 // replay waits for the answer only. The lane's rows held for its next
 // request are asked for again, so they ride on this one.
 func (p *Platform) register(ctx context.Context, id, lane string, replay bool) *waiter {
-	w := newWaiter(lane, replay)
+	w := newWaiter(lane, id, replay)
+	if !replay {
+		w.seen = p.relayPosition(ctx)
+	}
 	p.mu.Lock()
 	p.waiters[id] = append(p.waiters[id], w)
 	held := p.deferredLanes[lane]

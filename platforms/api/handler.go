@@ -334,6 +334,8 @@ type note struct {
 // waiter is one request waiting for an answer.
 type waiter struct {
 	lane    string
+	key     string        // the lane's session key
+	message string        // the message whose answer it waits for
 	replay  bool          // a repeated message id: waits for the answer only, takes no notices
 	changed chan struct{} // preview or notices changed (capacity 1)
 	done    chan struct{} // closed by finish
@@ -354,10 +356,30 @@ type waiter struct {
 	// ended is the inbox state of a message that ended without an answer
 	// (shared answers only), "" otherwise.
 	ended string
+	// seen is the id of the last relay event it was given (relay.go).
+	seen int64
 }
 
-func newWaiter(lane string, replay bool) *waiter {
-	return &waiter{lane: lane, replay: replay, changed: make(chan struct{}, 1), done: make(chan struct{})}
+func newWaiter(lane, message string, replay bool) *waiter {
+	return &waiter{lane: lane, key: laneAddress(lane).SessionKey(), message: message, replay: replay,
+		changed: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// advance moves the waiter past relay event id; false if it had it.
+func (w *waiter) advance(id int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if id <= w.seen {
+		return false
+	}
+	w.seen = id
+	return true
+}
+
+func (w *waiter) seenPos() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen
 }
 
 func (w *waiter) signal() {

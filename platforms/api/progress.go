@@ -21,6 +21,8 @@ func (p *Platform) startProgress(out gateway.Outbound) string {
 	if w := primaryOf(p.waiters[out.InReplyTo]); w != nil {
 		p.previews[id] = w
 		w.setProgress(out.Progress)
+	} else {
+		p.offerRemoteLocked(out, id, relayProgress, encodeView(out.Progress))
 	}
 	return id
 }
@@ -32,7 +34,9 @@ func (p *Platform) EditProgress(_ context.Context, _ gateway.Address, messageID,
 	p.mu.Unlock()
 	if w != nil {
 		w.setProgress(&view)
+		return nil
 	}
+	p.editRemote(messageID, encodeView(&view))
 	return nil
 }
 

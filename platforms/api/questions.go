@@ -101,6 +101,9 @@ func (p *Platform) listQuestions(w http.ResponseWriter, r *http.Request) {
 	for _, pq := range p.cfg.Questions.PendingQuestions(laneAddress(lane).SessionKey()) {
 		out = append(out, newQuestion(lane, pq))
 	}
+	if len(out) == 0 && p.callOwner(w, r, callListQuestions, lane, "", nil) {
+		return // the lane's turn runs on another node
+	}
 	writeJSON(w, http.StatusOK, map[string][]Question{"questions": out})
 }
 
@@ -118,6 +121,9 @@ func (p *Platform) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := p.cfg.Questions.AnswerQuestion(laneAddress(lane).SessionKey(), id, req.Answers, req.User); err != nil {
+		if errors.Is(err, gateway.ErrQuestionNotFound) && p.callOwner(w, r, callAnswer, lane, id, mustJSON(req)) {
+			return // asked by a turn on another node
+		}
 		p.answerFailed(w, lane, id, err)
 		return
 	}

@@ -46,6 +46,8 @@ func (p *Platform) startPreview(out gateway.Outbound) string {
 	if w := primaryOf(p.waiters[out.InReplyTo]); w != nil {
 		p.previews[id] = w
 		w.setPreview(out.Text)
+	} else {
+		p.offerRemoteLocked(out, id, relayPreview, []byte(out.Text))
 	}
 	return id
 }
@@ -58,6 +60,7 @@ func (p *Platform) answer(ctx context.Context, out gateway.Outbound) (string, er
 	// recorded are collected below; later ones find it in the store.
 	primary := p.detachPrimary(out.InReplyTo)
 	body, recorded := p.recordAnswer(ctx, out, primary)
+	p.endRemote(out.Address.SessionKey(), out.InReplyTo)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	waiting := p.waiters[out.InReplyTo]
@@ -136,6 +139,7 @@ func (p *Platform) shareLocked(out gateway.Outbound) (string, error) {
 
 // shareNoteLocked is shareLocked for a prepared note (a file's).
 func (p *Platform) shareNoteLocked(out gateway.Outbound, n note) (string, error) {
+	p.offerNotice(out, n) // for the requests other nodes hold
 	lane := out.Address.ChatID
 	attached := false
 	for _, ws := range p.waiters {

@@ -73,6 +73,9 @@ func (p *Platform) pollShared() {
 		for _, id := range p.waitingIDs() {
 			p.collectRecorded(id)
 		}
+		if p.cfg.Relay != nil {
+			p.pullWaiting()
+		}
 	}
 }
 
@@ -120,6 +123,9 @@ func (p *Platform) collectRecorded(id string) {
 	if x.Answer == nil && (!ended || x.AnswerPending || !p.endedLongEnough(id)) {
 		return
 	}
+	if x.Answer != nil && p.cfg.Relay != nil {
+		p.pullLane(x.SessionKey) // what was streamed just before the answer
+	}
 	p.mu.Lock()
 	delete(p.endedSince, id)
 	waiting := slices.Clone(p.waiters[id]) // removeLocked edits the list in place
@@ -132,7 +138,7 @@ func (p *Platform) collectRecorded(id string) {
 			w.finishWithout(x.State)
 			continue
 		}
-		w.finish(remoteOutbound(id, x.Answer), x.Answer)
+		w.finish(remoteOutbound(id, x.Answer), withRelayed(x.Answer, w))
 	}
 	if len(waiting) > 0 {
 		p.log.Info("api.shared_answer", zap.String("message", id), zap.Int("requests", len(waiting)),

@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"errors"
 
 	"go.uber.org/zap"
 
+	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/config"
 	"github.com/gatewayd/gatewayd/metrics"
@@ -86,11 +88,47 @@ func (m *clusterMember) superseded() <-chan struct{} {
 var ErrSuperseded = &config.Error{Key: "cluster.node_id",
 	Msg: "another gatewayd process joined the cluster with this node id while this one was paused or cut off; this one stopped (give every node its own id)"}
 
-// shareAnswers tells the API platform of the answers other nodes commit.
+// shareAnswers tells the API platform of the answers other nodes commit
+// and the events they stream, and runs the calls they make to it.
 func (m *clusterMember) shareAnswers(p *api.Platform) {
 	if m.node != nil {
 		m.node.SetAnswered(p.AnswerRecorded)
+		m.node.SetStreamed(p.StreamNotified)
+		m.node.SetCallHandler(p.ServeCall)
 	}
+}
+
+// relay is the API platform's relay between nodes; nil outside cluster
+// mode.
+func (m *clusterMember) relay() api.Relay {
+	if m.node == nil {
+		return nil
+	}
+	return apiRelay{m.node}
+}
+
+// apiRelay is the node's relay as the API platform sees it.
+type apiRelay struct{ c *node.Coordinator }
+
+func (r apiRelay) Offer(ev api.RelayEvent) { r.c.Offer(cluster.StreamEvent(ev)) }
+
+func (r apiRelay) Position(ctx context.Context) (int64, error) { return r.c.StreamPosition(ctx) }
+
+func (r apiRelay) Since(ctx context.Context, sessionKey string, after int64, limit int) ([]api.RelayEvent, error) {
+	evs, err := r.c.StreamSince(ctx, sessionKey, after, limit)
+	out := make([]api.RelayEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = api.RelayEvent(ev)
+	}
+	return out, err
+}
+
+func (r apiRelay) CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error) {
+	reply, err := r.c.CallOwner(ctx, sessionKey, op, body)
+	if errors.Is(err, cluster.ErrNoOwner) {
+		return nil, api.ErrNoRemoteOwner
+	}
+	return reply, err
 }
 
 // discordShardSets is the adapter's shard source when cluster.discord_shards

@@ -387,7 +387,7 @@ func (d *daemon) buildGateway() error {
 		AllowedHosts: d.cfg.API.AllowedHosts, AllowedOrigins: d.cfg.API.AllowedOrigins,
 		MaxConnections: d.cfg.API.MaxConnections, MaxFileBytes: d.cfg.Files.MaxBytes, Files: fstore,
 		SpoolDir: d.cfg.SpoolDir(), MaxSpoolBytes: d.cfg.Files.SpoolMaxBytes,
-		Handlers: handlers, SharedAnswers: d.cluster.node != nil,
+		Handlers: handlers, SharedAnswers: d.cluster.node != nil, Relay: d.cluster.relay(),
 	})
 	d.cluster.shareAnswers(d.api)
 	gw.AddPlatform(d.api)

@@ -1,0 +1,262 @@
+package node
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/cluster"
+)
+
+// The relay: a lane's stream to requests other nodes hold, and their calls
+// to the lane's owner (cluster/stream.go). The API platform offers what it
+// streams; a queue coalesces it (a message's latest preview replaces the
+// one before) and one goroutine writes it, so a slow database costs the
+// turn nothing: past maxStreamQueue events the newest are dropped and
+// counted (the notices among them stay in the outbox for the lane's next
+// request; only the live view misses them).
+
+// maxStreamQueue bounds the events waiting to be written.
+const maxStreamQueue = 1024
+
+// streamWriteTimeout bounds one write of the queue.
+const streamWriteTimeout = 5 * time.Second
+
+// pruneEvery is how often a node prunes the relay's tables.
+const pruneEvery = time.Minute
+
+// callPoll is how often a caller looks for its reply when no notification
+// came (the LISTEN connection reconnecting).
+const callPoll = 250 * time.Millisecond
+
+type streamKey struct{ message, kind string }
+
+// streamQueue is the events offered and not yet written.
+type streamQueue struct {
+	mu      sync.Mutex
+	pending []cluster.StreamEvent
+	latest  map[streamKey]int // a message's event of a kind → its index in pending
+	dropped int
+	ready   chan struct{} // capacity 1: something to write
+}
+
+func newStreamQueue() *streamQueue {
+	return &streamQueue{latest: map[streamKey]int{}, ready: make(chan struct{}, 1)}
+}
+
+// offer queues ev, replacing the message's queued event of the same kind.
+func (q *streamQueue) offer(ev cluster.StreamEvent) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := streamKey{ev.MessageID, ev.Kind}
+	replaces := ev.MessageID != "" && ev.Kind != cluster.EndKind
+	if i, ok := q.latest[key]; ok && replaces {
+		q.pending[i] = ev
+		return
+	}
+	if len(q.pending) >= maxStreamQueue {
+		q.dropped++
+		return
+	}
+	if replaces {
+		q.latest[key] = len(q.pending)
+	}
+	q.pending = append(q.pending, ev)
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the queue; dropped is how many were refused since the last.
+func (q *streamQueue) take() (events []cluster.StreamEvent, dropped int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	events, dropped = q.pending, q.dropped
+	q.pending, q.dropped = nil, 0
+	clear(q.latest)
+	return events, dropped
+}
+
+// putBack returns events a failed write took, ahead of what came since
+// (newer events of a message still replace them).
+func (q *streamQueue) putBack(events []cluster.StreamEvent) {
+	q.mu.Lock()
+	newer := q.pending
+	q.pending = nil
+	clear(q.latest)
+	q.mu.Unlock()
+	for _, ev := range append(events, newer...) {
+		q.offer(ev)
+	}
+}
+
+// Offer hands an event of a lane's stream to the other nodes; it never
+// blocks.
+func (c *Coordinator) Offer(ev cluster.StreamEvent) { c.streamQ.offer(ev) }
+
+// StreamPosition is cluster.Stream.Position.
+func (c *Coordinator) StreamPosition(ctx context.Context) (int64, error) {
+	return c.stream.Position(ctx)
+}
+
+// StreamSince is cluster.Stream.Since.
+func (c *Coordinator) StreamSince(ctx context.Context, sessionKey string, after int64, limit int) ([]cluster.StreamEvent, error) {
+	return c.stream.Since(ctx, sessionKey, after, limit)
+}
+
+// SetStreamed makes streamed (the API platform's StreamNotified) hear of
+// every lane another node streamed for. Call it before Run.
+func (c *Coordinator) SetStreamed(streamed func(sessionKey string)) { c.streamed = streamed }
+
+// SetCallHandler makes handle run the calls other nodes make to the lanes
+// this node owns; its result is the reply. Call it before Run.
+func (c *Coordinator) SetCallHandler(handle func(ctx context.Context, sessionKey, op string, body []byte) []byte) {
+	c.callHandler = handle
+}
+
+// writeStream writes the offered events until ctx ends.
+func (c *Coordinator) writeStream(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.streamQ.ready:
+		}
+		events, dropped := c.streamQ.take()
+		if dropped > 0 {
+			c.log.Warn("cluster.stream_dropped", zap.Int("events", dropped), zap.Int("limit", maxStreamQueue))
+		}
+		wctx, cancel := context.WithTimeout(ctx, streamWriteTimeout)
+		err := c.stream.Publish(wctx, events)
+		cancel()
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("cluster.stream_write_failed", zap.Int("events", len(events)), zap.Error(err))
+		c.streamQ.putBack(events)
+		select { // the database is away: do not spin on it
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// pruneStream prunes the relay's tables, at most every pruneEvery.
+func (c *Coordinator) pruneStream(ctx context.Context) {
+	c.mu.Lock()
+	due := time.Since(c.prunedAt) >= pruneEvery
+	if due {
+		c.prunedAt = time.Now()
+	}
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := c.stream.Prune(ctx, cluster.StreamKeep); err != nil && ctx.Err() == nil {
+		c.log.Warn("cluster.stream_prune_failed", zap.Error(err))
+	}
+}
+
+// CallOwner asks the node owning the lane to run op with body and returns
+// its reply; cluster.ErrNoOwner when no other node owns it. It waits for
+// the reply until ctx ends, and then withdraws the call.
+func (c *Coordinator) CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error) {
+	id, err := c.stream.Ask(ctx, sessionKey, op, body)
+	if err != nil {
+		return nil, err
+	}
+	replied := c.awaitReply(id)
+	defer c.forgetReply(id)
+	tick := time.NewTicker(callPoll)
+	defer tick.Stop()
+	for {
+		reply, ok, err := c.stream.Replied(ctx, id)
+		if ok {
+			return reply, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			c.log.Debug("cluster.call_read_failed", zap.Int64("call", id), zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = c.stream.Withdraw(wctx, id) // pruned later if this fails too
+			cancel()
+			return nil, ctx.Err()
+		case <-replied:
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Coordinator) awaitReply(id int64) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	c.mu.Lock()
+	c.replies[id] = ch
+	c.mu.Unlock()
+	return ch
+}
+
+func (c *Coordinator) forgetReply(id int64) {
+	c.mu.Lock()
+	delete(c.replies, id)
+	c.mu.Unlock()
+}
+
+// replyNotified wakes the caller waiting for call payload.
+func (c *Coordinator) replyNotified(payload string) {
+	id, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	ch := c.replies[id]
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// serveCalls runs the calls made to the lanes this node owns. Passes do
+// not overlap: a call noticed while one runs makes it run again.
+func (c *Coordinator) serveCalls(ctx context.Context) {
+	if c.callHandler == nil {
+		return
+	}
+	c.callsDue.Store(true)
+	for c.callsDue.Load() {
+		if !c.callsMu.TryLock() {
+			return // the pass running sees callsDue
+		}
+		for c.callsDue.Swap(false) {
+			c.servePass(ctx)
+		}
+		c.callsMu.Unlock()
+	}
+}
+
+func (c *Coordinator) servePass(ctx context.Context) {
+	calls, err := c.stream.TakeCalls(ctx, c.Serves)
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("cluster.calls_read_failed", zap.Error(err))
+	}
+	for _, call := range calls {
+		cctx, cancel := context.WithTimeout(ctx, clusterCallTO)
+		reply := c.callHandler(cctx, call.SessionKey, call.Op, call.Body)
+		if err := c.stream.Reply(cctx, call.ID, reply); err != nil && ctx.Err() == nil {
+			c.log.Warn("cluster.call_reply_failed", zap.Int64("call", call.ID), zap.String("lane", call.SessionKey), zap.Error(err))
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,328 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatewayd/gatewayd/gateway"
+)
+
+// Streaming across nodes (cluster mode). A request held by a node that
+// does not own its lane gets what a request on the owner gets: the owner's
+// platform offers the Relay what it streams for messages with no request
+// of its own (the reply as it grows, the work view) and every lane notice
+// (with its approval or question); the node holding the request reads the
+// lane's new events when told (StreamNotified) or at its SharedPoll, and
+// hands them to its waiters as if they had come from its own gateway.
+// Approvals and questions are answered where they live: a list, decision
+// or answer for a lane whose requests live on another node is a call to
+// that node (relaycall.go).
+
+// Relay carries a lane's stream and calls between the nodes of a cluster;
+// the cluster node implements it.
+type Relay interface {
+	// Offer hands an event to the other nodes; it never blocks.
+	Offer(ev RelayEvent)
+	// Position is the newest event's id: a request registered now is
+	// shown the lane events after it.
+	Position(ctx context.Context) (int64, error)
+	// Since returns up to limit events of the lane after id after, oldest
+	// first, that other nodes offered.
+	Since(ctx context.Context, sessionKey string, after int64, limit int) ([]RelayEvent, error)
+	// CallOwner asks the node owning the lane to run op (ServeCall there)
+	// and returns its reply, or ErrNoRemoteOwner.
+	CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error)
+}
+
+// RelayEvent is one event of a lane's stream.
+type RelayEvent struct {
+	ID         int64
+	SessionKey string
+	// MessageID is the message a preview or work view is for; "" for a
+	// lane notice.
+	MessageID string
+	Kind      string
+	Body      []byte
+}
+
+// ErrNoRemoteOwner is CallOwner's answer when no other node owns the lane.
+var ErrNoRemoteOwner = errors.New("api: no other node owns the lane")
+
+// Kinds of relay events. relayEnd ends a message's stream (its answer is
+// recorded): the relay deletes its preview and work view.
+const (
+	relayPreview  = "preview"
+	relayProgress = "progress"
+	relayNotice   = "notice"
+	relayEnd      = "end"
+)
+
+// relayPage is how many events one read takes.
+const relayPage = 256
+
+// relayNote is a lane notice as relayed.
+type relayNote struct {
+	Row      int64                    `json:"row,omitempty"`
+	Text     string                   `json:"text"`
+	Approval *gateway.PendingApproval `json:"approval,omitempty"`
+	Question *gateway.QuestionPrompt  `json:"question,omitempty"`
+}
+
+// remoteStream is a preview or status message of a message with no request
+// here: its edits go to the relay.
+type remoteStream struct{ sessionKey, message, kind string }
+
+// offerRemote relays the first preview or work view of a message whose
+// request is not on this node, and remembers it for its edits. The caller
+// holds p.mu.
+func (p *Platform) offerRemoteLocked(out gateway.Outbound, id, kind string, body []byte) {
+	if p.cfg.Relay == nil || body == nil {
+		return
+	}
+	rs := remoteStream{sessionKey: out.Address.SessionKey(), message: out.InReplyTo, kind: kind}
+	p.remote[id] = rs
+	p.offer(rs, body)
+}
+
+// editRemote relays an edit of a preview or status message offered
+// before; it reports whether messageID was one.
+func (p *Platform) editRemote(messageID string, body []byte) bool {
+	p.mu.Lock()
+	rs, ok := p.remote[messageID]
+	p.mu.Unlock()
+	if ok && body != nil {
+		p.offer(rs, body)
+	}
+	return ok
+}
+
+func (p *Platform) offer(rs remoteStream, body []byte) {
+	p.cfg.Relay.Offer(RelayEvent{SessionKey: rs.sessionKey, MessageID: rs.message, Kind: rs.kind, Body: body})
+}
+
+// endRemote ends the relayed stream of message id: its answer is recorded.
+func (p *Platform) endRemote(sessionKey, id string) {
+	if p.cfg.Relay == nil {
+		return
+	}
+	p.mu.Lock()
+	for pid, rs := range p.remote {
+		if rs.message == id {
+			delete(p.remote, pid)
+		}
+	}
+	p.mu.Unlock()
+	p.cfg.Relay.Offer(RelayEvent{SessionKey: sessionKey, MessageID: id, Kind: relayEnd})
+}
+
+// offerNotice relays a lane notice (not a file: its bytes are on this
+// node's disk). Requests on other nodes that show it report its row sent.
+func (p *Platform) offerNotice(out gateway.Outbound, n note) {
+	if p.cfg.Relay == nil || n.file != nil {
+		return
+	}
+	body, err := json.Marshal(relayNote{Row: out.ID, Text: n.text, Approval: out.Approval, Question: out.Question})
+	if err != nil {
+		p.log.Warn("api.relay_encode_failed", zap.Error(err))
+		return
+	}
+	p.cfg.Relay.Offer(RelayEvent{SessionKey: out.Address.SessionKey(), Kind: relayNotice, Body: body})
+}
+
+func encodeView(v *gateway.WorkView) []byte {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// relayPosition is where a request registering now starts reading its
+// lane's notices; 0 (every event still kept) when the relay cannot say.
+func (p *Platform) relayPosition(ctx context.Context) int64 {
+	if p.cfg.Relay == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	pos, err := p.cfg.Relay.Position(ctx)
+	if err != nil {
+		p.log.Warn("api.relay_position_failed", zap.Error(err))
+	}
+	return pos
+}
+
+// StreamNotified says another node streamed events of lane sessionKey:
+// the requests waiting here on it read them.
+func (p *Platform) StreamNotified(sessionKey string) {
+	if p.cfg.Relay == nil {
+		return
+	}
+	p.mu.Lock()
+	waiting := len(p.laneWaitersLocked(sessionKey)) > 0
+	p.mu.Unlock()
+	if waiting {
+		go p.pullLane(sessionKey)
+	}
+}
+
+// pullWaiting reads the new events of every lane with requests waiting
+// (the poll behind missed notifications).
+func (p *Platform) pullWaiting() {
+	p.mu.Lock()
+	keys := map[string]bool{}
+	for _, ws := range p.waiters {
+		for _, w := range ws {
+			keys[w.key] = true
+		}
+	}
+	p.mu.Unlock()
+	for key := range keys {
+		p.pullLane(key)
+	}
+}
+
+// laneWaitersLocked are the requests waiting on lane sessionKey.
+func (p *Platform) laneWaitersLocked(sessionKey string) []*waiter {
+	var out []*waiter
+	for _, ws := range p.waiters {
+		for _, w := range ws {
+			if w.key == sessionKey {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// pullLane hands the lane's new events to its waiting requests. One pull
+// of a lane runs at a time; the waiters' positions say what each has.
+func (p *Platform) pullLane(sessionKey string) {
+	mu := p.pullLock(sessionKey)
+	mu.Lock()
+	defer mu.Unlock()
+	for {
+		p.mu.Lock()
+		ws := p.laneWaitersLocked(sessionKey)
+		p.mu.Unlock()
+		if len(ws) == 0 {
+			return
+		}
+		after := ws[0].seenPos()
+		for _, w := range ws[1:] {
+			after = min(after, w.seenPos())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		evs, err := p.cfg.Relay.Since(ctx, sessionKey, after, relayPage)
+		cancel()
+		if err != nil {
+			p.log.Debug("api.relay_read_failed", zap.String("lane", sessionKey), zap.Error(err))
+			return
+		}
+		for _, ev := range evs {
+			p.applyRelayed(ws, ev)
+		}
+		if len(evs) < relayPage {
+			return
+		}
+	}
+}
+
+// pullLock is the lock serialising the pulls of a lane.
+func (p *Platform) pullLock(sessionKey string) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mu, ok := p.pulls[sessionKey]
+	if !ok {
+		mu = &sync.Mutex{}
+		p.pulls[sessionKey] = mu
+	}
+	if len(p.pulls) > 4*DefaultMaxConnections { // lanes long left: start over
+		clear(p.pulls)
+		p.pulls[sessionKey] = mu
+	}
+	return mu
+}
+
+// applyRelayed gives event ev to the waiters that have not seen it.
+func (p *Platform) applyRelayed(ws []*waiter, ev RelayEvent) {
+	for _, w := range ws {
+		if !w.advance(ev.ID) {
+			continue
+		}
+		switch ev.Kind {
+		case relayPreview:
+			if !w.replay && w.message == ev.MessageID {
+				w.setPreview(string(ev.Body))
+			}
+		case relayProgress:
+			if !w.replay && w.message == ev.MessageID {
+				var v gateway.WorkView
+				if json.Unmarshal(ev.Body, &v) == nil {
+					w.setProgress(&v)
+				}
+			}
+		case relayNotice:
+			p.relayedNotice(w, ev.Body)
+		}
+	}
+}
+
+// relayedNotice attaches a notice another node streamed to a request, as
+// shareNoteLocked does with this node's own.
+func (p *Platform) relayedNotice(w *waiter, body []byte) {
+	if w.replay {
+		return
+	}
+	var n relayNote
+	if err := json.Unmarshal(body, &n); err != nil {
+		p.log.Warn("api.relay_decode_failed", zap.Error(err))
+		return
+	}
+	p.mu.Lock()
+	carry := p.carryLocked(w, n.Row)
+	p.mu.Unlock()
+	if carry {
+		w.addNotice(note{row: n.Row, text: n.Text}, n.Approval, n.Question)
+	}
+}
+
+// withRelayed is the recorded answer body another node wrote, given what
+// this node's request was shown meanwhile (the owner had no request to
+// put in it): its notices, approvals, questions and work view.
+func withRelayed(body []byte, w *waiter) []byte {
+	if w == nil || w.replay {
+		return body
+	}
+	var resp Response
+	if json.Unmarshal(body, &resp) != nil {
+		return body
+	}
+	mine := responseFor(gateway.Outbound{InReplyTo: resp.ID}, w)
+	if len(mine.Notices)+len(mine.Approvals)+len(mine.Questions) == 0 && mine.Progress == nil {
+		return body
+	}
+	resp.Notices = append(slices.Clone(mine.Notices), resp.Notices...)
+	resp.Approvals = append(slices.Clone(mine.Approvals), resp.Approvals...)
+	resp.Questions = append(slices.Clone(mine.Questions), resp.Questions...)
+	if resp.Progress == nil {
+		resp.Progress, resp.Summary = mine.Progress, mine.Summary
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// relayCallTimeout bounds a call to a lane's owner.
+const relayCallTimeout = 10 * time.Second
