@@ -90,6 +90,9 @@ func (s *Stream) Publish(ctx context.Context, events []StreamEvent) error {
 }
 
 func (s *Stream) write(ctx context.Context, tx *sql.Tx, ev StreamEvent) error {
+	if ev.Body == nil {
+		ev.Body = []byte{}
+	}
 	switch {
 	case ev.Kind == EndKind:
 		_, err := tx.ExecContext(ctx, `DELETE FROM cluster_stream WHERE message_id = $1 AND session_key = $2`,
@@ -174,6 +177,9 @@ type Call struct {
 // Ask writes a call to the owner of the lane and wakes it; the call's id
 // is what Replied looks for.
 func (s *Stream) Ask(ctx context.Context, sessionKey, op string, body []byte) (int64, error) {
+	if body == nil {
+		body = []byte{}
+	}
 	var id int64
 	err := s.db.QueryRowContext(ctx, `INSERT INTO cluster_calls (session_key, op, body, caller)
 		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM cluster_leases

@@ -245,3 +245,44 @@ func TestClaimedTypedAnswerReachesTheTurnWaitingHere(t *testing.T) {
 		t.Errorf("secret answer's row: %q %s, want it redacted and done", x.Text, x.State)
 	}
 }
+
+// callerGate is a fakeGate that reaches the lane's owner, another gateway.
+type callerGate struct {
+	*fakeGate
+	owner *Gateway
+}
+
+func (c *callerGate) CallOwner(ctx context.Context, key, op string, body []byte) ([]byte, error) {
+	return c.owner.ServeCall(ctx, key, op, body), nil
+}
+
+// A question's button pressed on a node that does not run the lane (the
+// Telegram poller, say) answers the question the owner's turn waits for.
+func TestButtonPressedOnAnotherNodeAnswersTheOwnersQuestion(t *testing.T) {
+	owner := newHarness(t)
+	key := apiAddr("a").SessionKey()
+	owner.g.SetLaneGate(&fakeGate{serving: map[string]bool{key: true}})
+	owner.cx.run = askRun(&owner.g, dbQuestion)
+	owner.start(t)
+	owner.send(t, "a", "m1", "please ask")
+	claimAndRun(t, owner)
+	q := prompt(t, owner.p)
+	// The second option's button, as feature/questions names it.
+	button := "question:" + q.Question.Pending.ID + ":0:1"
+
+	front := newHarness(t)
+	front.g.SetLaneGate(&callerGate{fakeGate: &fakeGate{serving: map[string]bool{}}, owner: owner.g})
+	front.start(t)
+	if _, err := front.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "press-1", SenderID: "u1",
+		Callback: button}); err != nil {
+		t.Fatal(err)
+	}
+	if reply := owner.p.replyTo(t, "m1"); !strings.Contains(reply.Text, `"db":["PostgreSQL"]`) {
+		t.Fatalf("the owner's turn got %q, want the pressed option", reply.Text)
+	}
+	select {
+	case o := <-front.p.out:
+		t.Errorf("the pressing node said %q itself", o.Text)
+	default:
+	}
+}

@@ -74,7 +74,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		return false, errors.New("gateway: inbound has no message id")
 	}
 	if in.Callback != "" && in.Text == "" {
-		k.host.routeCallback(ctx, in, k.log)
+		k.pressed(ctx, in)
 		return false, nil
 	}
 	if in.ReceivedAt.IsZero() {

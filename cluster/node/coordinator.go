@@ -76,14 +76,14 @@ type Coordinator struct {
 	answered func(messageID string)
 	// The relay (relay.go): what this node streams to other nodes'
 	// requests, and the calls they make to its lanes.
-	stream      *cluster.Stream
-	streamQ     *streamQueue
-	streamed    func(sessionKey string) // the API platform's StreamNotified; set before Run
-	callHandler func(ctx context.Context, sessionKey, op string, body []byte) []byte
-	callsMu     sync.Mutex
-	callsDue    atomic.Bool
-	replies     map[int64]chan struct{} // calls this node made, waiting for their reply
-	prunedAt    time.Time
+	stream       *cluster.Stream
+	streamQ      *streamQueue
+	streamed     func(sessionKey string) // the API platform's StreamNotified; set before Run
+	callHandlers map[string]CallHandler  // by op prefix; set before Run
+	callsMu      sync.Mutex
+	callsDue     atomic.Bool
+	replies      map[int64]chan struct{} // calls this node made, waiting for their reply
+	prunedAt     time.Time
 
 	takeovers prometheus.Counter   // lanes taken by this node
 	shipLag   prometheus.Histogram // turn committed → its rollout tail in the database
@@ -134,7 +134,8 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	c := &Coordinator{log: cfg.Log.Named("cluster"), ttl: cfg.LeaseTTL, pgcfg: pgcfg, codexHome: cfg.CodexHome, db: db,
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
 		unrecovered: map[string]bool{}, handOverTries: map[string]int{},
-		laneMu: map[string]*sync.Mutex{}, now: now, streamQ: newStreamQueue(), replies: map[int64]chan struct{}{}, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		laneMu: map[string]*sync.Mutex{}, now: now, streamQ: newStreamQueue(), replies: map[int64]chan struct{}{},
+		callHandlers: map[string]CallHandler{}, wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,10 +113,23 @@ func (c *Coordinator) StreamSince(ctx context.Context, sessionKey string, after 
 // every lane another node streamed for. Call it before Run.
 func (c *Coordinator) SetStreamed(streamed func(sessionKey string)) { c.streamed = streamed }
 
-// SetCallHandler makes handle run the calls other nodes make to the lanes
-// this node owns; its result is the reply. Call it before Run.
-func (c *Coordinator) SetCallHandler(handle func(ctx context.Context, sessionKey, op string, body []byte) []byte) {
-	c.callHandler = handle
+// CallHandler runs a call another node made to a lane this node owns; its
+// result is the reply.
+type CallHandler func(ctx context.Context, sessionKey, op string, body []byte) []byte
+
+// HandleCalls makes handle run the calls whose op starts with prefix and
+// a slash ("api/questions.list"). Call it before Run.
+func (c *Coordinator) HandleCalls(prefix string, handle CallHandler) {
+	c.callHandlers[prefix] = handle
+}
+
+// callHandler is the handler of op, nil for an op nobody here handles.
+func (c *Coordinator) callHandler(op string) CallHandler {
+	prefix, _, ok := strings.Cut(op, "/")
+	if !ok {
+		return nil
+	}
+	return c.callHandlers[prefix]
 }
 
 // writeStream writes the offered events until ctx ends.
@@ -231,7 +245,7 @@ func (c *Coordinator) replyNotified(payload string) {
 // serveCalls runs the calls made to the lanes this node owns. Passes do
 // not overlap: a call noticed while one runs makes it run again.
 func (c *Coordinator) serveCalls(ctx context.Context) {
-	if c.callHandler == nil {
+	if len(c.callHandlers) == 0 {
 		return
 	}
 	c.callsDue.Store(true)
@@ -253,7 +267,12 @@ func (c *Coordinator) servePass(ctx context.Context) {
 	}
 	for _, call := range calls {
 		cctx, cancel := context.WithTimeout(ctx, clusterCallTO)
-		reply := c.callHandler(cctx, call.SessionKey, call.Op, call.Body)
+		reply := []byte{} // an op of a newer build: an empty reply
+		if handle := c.callHandler(call.Op); handle != nil {
+			reply = handle(cctx, call.SessionKey, call.Op, call.Body)
+		} else {
+			c.log.Warn("cluster.call_unknown", zap.String("op", call.Op), zap.String("lane", call.SessionKey))
+		}
 		if err := c.stream.Reply(cctx, call.ID, reply); err != nil && ctx.Err() == nil {
 			c.log.Warn("cluster.call_reply_failed", zap.Int64("call", call.ID), zap.String("lane", call.SessionKey), zap.Error(err))
 		}

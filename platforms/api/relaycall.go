@@ -18,12 +18,15 @@ import (
 // as it came. A call is never passed on again, so two nodes that disagree
 // about the lane's owner cannot bounce it between them.
 
+// CallPrefix starts the ops of the platform's calls (ServeCall's).
+const CallPrefix = "api"
+
 // Ops of the calls.
 const (
-	callListQuestions = "questions.list"
-	callAnswer        = "questions.answer"
-	callListApprovals = "approvals.list"
-	callDecide        = "approvals.decide"
+	callListQuestions = CallPrefix + "/questions.list"
+	callAnswer        = CallPrefix + "/questions.answer"
+	callListApprovals = CallPrefix + "/approvals.list"
+	callDecide        = CallPrefix + "/approvals.decide"
 )
 
 // relayCall is what a call carries: the request's path values and body.

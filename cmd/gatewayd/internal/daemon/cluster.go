@@ -9,6 +9,7 @@ import (
 	"github.com/gatewayd/gatewayd/cluster"
 	"github.com/gatewayd/gatewayd/cluster/node"
 	"github.com/gatewayd/gatewayd/config"
+	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/metrics"
 	"github.com/gatewayd/gatewayd/platforms/api"
 	"github.com/gatewayd/gatewayd/platforms/telegram"
@@ -89,12 +90,14 @@ var ErrSuperseded = &config.Error{Key: "cluster.node_id",
 	Msg: "another gatewayd process joined the cluster with this node id while this one was paused or cut off; this one stopped (give every node its own id)"}
 
 // shareAnswers tells the API platform of the answers other nodes commit
-// and the events they stream, and runs the calls they make to it.
-func (m *clusterMember) shareAnswers(p *api.Platform) {
+// and the events they stream, and runs the calls they make to it and to
+// the gateway (a button pressed on another node).
+func (m *clusterMember) shareAnswers(p *api.Platform, gw *gateway.Gateway) {
 	if m.node != nil {
 		m.node.SetAnswered(p.AnswerRecorded)
 		m.node.SetStreamed(p.StreamNotified)
-		m.node.SetCallHandler(p.ServeCall)
+		m.node.HandleCalls(api.CallPrefix, p.ServeCall)
+		m.node.HandleCalls(gateway.CallPrefix, gw.ServeCall)
 	}
 }
 

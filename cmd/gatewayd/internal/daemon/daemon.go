@@ -389,7 +389,7 @@ func (d *daemon) buildGateway() error {
 		SpoolDir: d.cfg.SpoolDir(), MaxSpoolBytes: d.cfg.Files.SpoolMaxBytes,
 		Handlers: handlers, SharedAnswers: d.cluster.node != nil, Relay: d.cluster.relay(),
 	})
-	d.cluster.shareAnswers(d.api)
+	d.cluster.shareAnswers(d.api, gw)
 	gw.AddPlatform(d.api)
 	chats, err := chatPlatformsGated(d.cfg, d.store, gw.Commands(), d.log, d.cluster.pollGate(), d.cluster.discordShardSets(d.cfg))
 	if err != nil {

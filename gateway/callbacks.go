@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Button presses across nodes. A lane's pending approvals and questions,
+// and the state a picker changes, live on the node running the lane; a
+// press may reach another node (Telegram's elected poller, the Discord
+// shard holding the guild). In cluster mode such a press is a call to the
+// lane's owner, which handles it as if pressed there.
+
+// OwnerCaller is the part of a LaneGate that reaches a lane's owner
+// (cluster/node's Coordinator).
+type OwnerCaller interface {
+	CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error)
+}
+
+// CallPrefix starts the ops of the gateway's calls (ServeCall's).
+const CallPrefix = "gateway"
+
+const callPress = CallPrefix + "/press"
+
+// pressTimeout bounds a press handed to the lane's owner.
+const pressTimeout = 10 * time.Second
+
+// press is a button press as one node hands it to another: what a
+// callback handler reads of an Inbound.
+type press struct {
+	Address     Address
+	MessageID   string
+	SenderID    string
+	SenderName  string
+	SenderRoles []string
+	SenderAdmin bool
+	ReplyTo     string
+	ReceivedAt  time.Time
+	Callback    string
+}
+
+func pressOf(in Inbound) press {
+	return press{Address: in.Address, MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName,
+		SenderRoles: in.SenderRoles, SenderAdmin: in.SenderAdmin, ReplyTo: in.ReplyTo, ReceivedAt: in.ReceivedAt,
+		Callback: in.Callback}
+}
+
+func (p press) inbound() Inbound {
+	return Inbound{Address: p.Address, MessageID: p.MessageID, SenderID: p.SenderID, SenderName: p.SenderName,
+		SenderRoles: p.SenderRoles, SenderAdmin: p.SenderAdmin, ReplyTo: p.ReplyTo, ReceivedAt: p.ReceivedAt,
+		Callback: p.Callback}
+}
+
+// pressed routes a button press: to the lane's owner when another node
+// runs the lane, else here. A press the owner cannot be reached for is
+// handled here, which tells the presser what it can (the request is no
+// longer waiting here).
+func (k *intake) pressed(ctx context.Context, in Inbound) {
+	if k.forwardPress(ctx, in) {
+		return
+	}
+	k.host.routeCallback(ctx, in, k.log)
+}
+
+func (k *intake) forwardPress(ctx context.Context, in Inbound) bool {
+	key := in.Address.SessionKey()
+	caller, ok := k.gate.(OwnerCaller)
+	if !ok || k.gate.Serves(key) {
+		return false
+	}
+	body, err := json.Marshal(pressOf(in))
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, pressTimeout)
+	defer cancel()
+	if _, err := caller.CallOwner(ctx, key, callPress, body); err != nil {
+		k.log.Info("inbound.press_not_forwarded", zap.String("lane", key), zap.String("why", err.Error()))
+		return false
+	}
+	k.log.Info("inbound.press_forwarded", zap.String("lane", key), zap.String("callback", in.Callback))
+	return true
+}
+
+// ServeCall runs a call another node made for lane sessionKey, which this
+// node runs: a button pressed there.
+func (g *Gateway) ServeCall(ctx context.Context, sessionKey, op string, body []byte) []byte {
+	var p press
+	switch {
+	case op != callPress:
+		g.log.Warn("cluster.call_unknown", zap.String("op", op))
+	case json.Unmarshal(body, &p) != nil || p.Address.Validate() != nil || p.Address.SessionKey() != sessionKey:
+		g.log.Warn("cluster.press_malformed", zap.String("lane", sessionKey))
+	default:
+		g.host.routeCallback(ctx, p.inbound(), g.log)
+	}
+	return []byte{}
+}
