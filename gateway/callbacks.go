@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,8 +26,10 @@ const CallPrefix = "gateway"
 
 const callPress = CallPrefix + "/press"
 
-// pressTimeout bounds a press handed to the lane's owner.
-const pressTimeout = 10 * time.Second
+// pressTimeout bounds a press handed to the lane's owner: the adapter
+// acknowledges the press once Deliver returns, and Discord wants that
+// within 3 s.
+const pressTimeout = 2 * time.Second
 
 // press is a button press as one node hands it to another: what a
 // callback handler reads of an Inbound.
@@ -77,7 +80,14 @@ func (k *intake) forwardPress(ctx context.Context, in Inbound) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pressTimeout)
 	defer cancel()
-	if _, err := caller.CallOwner(ctx, key, callPress, body); err != nil {
+	_, err = caller.CallOwner(ctx, key, callPress, body)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		// The owner may still run it: saying here that nothing waits
+		// could contradict it. A press that was lost is pressed again.
+		k.log.Warn("inbound.press_owner_slow", zap.String("lane", key), zap.Duration("waited", pressTimeout))
+		return true
+	case err != nil:
 		k.log.Info("inbound.press_not_forwarded", zap.String("lane", key), zap.String("why", err.Error()))
 		return false
 	}

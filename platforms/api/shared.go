@@ -22,10 +22,9 @@ import (
 // SharedPoll (the fallback while the LISTEN connection reconnects) read the
 // message's exchange and end its requests with the recorded body.
 //
-// What such a request gets is the recorded answer only: JSON the whole
-// body, SSE the reply as one "delta" event, then "done". Previews, lane
-// notices, approvals and questions live on the owner node and are not
-// streamed across.
+// What the owner streams meanwhile (previews, the work view, notices with
+// their approvals and questions) reaches such a request through the
+// relay (relay.go); the recorded answer ends it.
 // A message that ends without an answer (failed, or cut off when its owner
 // died mid-turn) and stays so for endedGrace is answered 503 with
 // Retry-After: send it again under a new id.
