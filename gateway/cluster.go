@@ -145,7 +145,7 @@ func (c *ClusterLanes) answered(ctx context.Context, addr Address, row store.Inb
 			c.log.Warn("inbound.answer_redact_failed", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
 		}
 	}
-	a.Apply(c.base)
+	c.in.applyAnswer(Inbound{Address: addr, MessageID: row.MessageID}, a)
 	c.in.inbox.set(c.base, row.ID, store.InboundDone)
 	c.log.Info("cluster.answer_claimed", zap.String("lane", row.SessionKey), zap.String("message", row.MessageID))
 	return true

@@ -160,9 +160,25 @@ func (k *intake) answer(ctx context.Context, in Inbound, a ext.Answer) (bool, er
 		return true, nil
 	}
 	k.obs.Inbound(in.Address.Platform)
-	a.Apply(k.base)
+	k.applyAnswer(in, a)
 	k.inbox.set(k.base, rowID, store.InboundDone)
 	return false, nil
+}
+
+// answerReceipt is what a typed answer that was taken gets in reply where
+// every message waits for one (EveryMessageAnswered).
+const answerReceipt = "Taken as your answer to Codex's question."
+
+// applyAnswer applies a. A taken answer is shown in its question's
+// message; on a platform where the message waits for a reply of its own
+// it gets a receipt too.
+func (k *intake) applyAnswer(in Inbound, a ext.Answer) {
+	if a.Apply(k.base) {
+		return // refused, and told so in reply
+	}
+	if _, ok := k.platforms[in.Address.Platform].(EveryMessageAnswered); ok {
+		k.out.Notify(k.base, in.Address, in.MessageID, answerReceipt)
+	}
 }
 
 // record commits the inbound row, ensuring its lane row in the same

@@ -36,6 +36,8 @@ type (
 	Authorizer       = chat.Authorizer
 	MakerAuthorizer  = chat.MakerAuthorizer
 	ProgressEditor   = chat.ProgressEditor
+	// EveryMessageAnswered: see chat.EveryMessageAnswered.
+	EveryMessageAnswered = chat.EveryMessageAnswered
 	// A turn's status message as platforms see it: the view the work view
 	// (feature/workview) shows, structured for the platforms that take it.
 	WorkView   = chat.WorkView

@@ -242,3 +242,27 @@ func (c *fakeCodex) turnTexts() []string {
 	defer c.mu.Unlock()
 	return append([]string(nil), c.turns...)
 }
+
+// everyAnswered is the fake platform where every message waits for its own
+// answer, as the API lane's requests do.
+type everyAnswered struct{ *fakePlatform }
+
+func (everyAnswered) AnswersEveryMessage() {}
+
+// A typed answer that was taken answers its own message too where every
+// message waits for one (the API lane's POST would hang otherwise).
+func TestTypedAnswerGetsAReceiptWhereEveryMessageWaits(t *testing.T) {
+	h := newHarness(t)
+	h.g.AddPlatform(everyAnswered{h.p})
+	h.cx.run = askRun(&h.g, dbQuestion)
+	h.start(t)
+	h.send(t, "a", "m1", "please ask")
+	prompt(t, h.p)
+	h.send(t, "a", "a1", "PostgreSQL")
+	if got := h.p.replyTo(t, "a1"); got.Text != answerReceipt {
+		t.Errorf("the answer's own reply = %q, want the receipt", got.Text)
+	}
+	if got := h.p.replyTo(t, "m1"); !strings.Contains(got.Text, `"db":["PostgreSQL"]`) {
+		t.Errorf("the turn got %q", got.Text)
+	}
+}

@@ -267,6 +267,15 @@ type MakerAuthorizer interface {
 	AuthorizeMaker(addr Address, senderID string) (allowed, known bool)
 }
 
+// EveryMessageAnswered is an optional capability of a platform on which
+// each message waits for an answer of its own (the API lane: a POST is
+// answered with the reply to its message). A message that runs nothing,
+// such as a typed answer to Codex's question, then gets a short receipt,
+// so its sender is not left waiting for a reply that never comes.
+type EveryMessageAnswered interface {
+	AnswersEveryMessage()
+}
+
 // ProgressEditor is an optional capability of a platform that shows the
 // work view structured (the API lane): edits of the status message come
 // with the view. Platforms without it get Platform.Edit with the text.

@@ -93,8 +93,10 @@ type Answer struct {
 	// Stored is the text its inbound row keeps (a secret answer is not
 	// kept).
 	Stored string
-	// Apply applies the answer, once the message is recorded.
-	Apply func(ctx context.Context)
+	// Apply applies the answer, once the message is recorded, and
+	// reports whether it answered the message itself (an answer refused
+	// is told so in reply to it).
+	Apply func(ctx context.Context) (replied bool)
 }
 
 // RequestSettings are the gateway's settings for Codex's requests.

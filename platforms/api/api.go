@@ -230,8 +230,9 @@ type Platform struct {
 
 // Compile-time checks of everything the platform implements.
 var (
-	_ gateway.Platform       = (*Platform)(nil)
-	_ gateway.ProgressEditor = (*Platform)(nil)
+	_ gateway.Platform             = (*Platform)(nil)
+	_ gateway.ProgressEditor       = (*Platform)(nil)
+	_ gateway.EveryMessageAnswered = (*Platform)(nil)
 )
 
 // New builds the platform; Run starts listening.
@@ -244,6 +245,10 @@ func New(cfg Config) *Platform {
 		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{},
 		remote: map[string]remoteStream{}, pulls: map[string]*sync.Mutex{}}
 }
+
+// AnswersEveryMessage implements gateway.EveryMessageAnswered: every POST
+// waits for the answer to its message.
+func (p *Platform) AnswersEveryMessage() {}
 
 // Name returns "api".
 func (p *Platform) Name() string { return PlatformName }

@@ -412,6 +412,13 @@ func (w *waiter) addNotice(n note, approval *gateway.PendingApproval, question *
 	w.signal()
 }
 
+// hasNoteText reports whether the request has a notice of this text.
+func (w *waiter) hasNoteText(text string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.ContainsFunc(w.notes, func(n note) bool { return n.text == text && n.file == nil })
+}
+
 func (w *waiter) hasQuestionLocked(id string) bool {
 	return slices.ContainsFunc(w.questions, func(q Question) bool { return q.ID == id })
 }

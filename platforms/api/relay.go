@@ -289,9 +289,16 @@ func (p *Platform) relayedNotice(w *waiter, body []byte) {
 		return
 	}
 	p.mu.Lock()
-	carry := p.carryLocked(w, n.Row)
-	p.mu.Unlock()
-	if carry {
+	defer p.mu.Unlock()
+	if n.Row != 0 && w.hasNoteText(n.Text) {
+		// The owner sends a question or approval directly (with its
+		// structure), and when no request of its own takes it, once more
+		// through the outbox (text only): one notice, whose row this
+		// request now carries and reports.
+		p.carryLocked(w, n.Row)
+		return
+	}
+	if p.carryLocked(w, n.Row) {
 		w.addNotice(note{row: n.Row, text: n.Text}, n.Approval, n.Question)
 	}
 }

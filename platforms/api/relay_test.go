@@ -77,6 +77,7 @@ func (v relayView) CallOwner(ctx context.Context, key, op string, body []byte) (
 type relayNodes struct {
 	front, owner *Platform
 	asker        *askerSink
+	frontSink    *fakeSink
 	received     chan gateway.Inbound
 }
 
@@ -88,7 +89,8 @@ func startRelayNodes(t *testing.T) *relayNodes {
 	n.front = runAPI(t, Config{SharedAnswers: true, SharedPoll: time.Hour, Relay: relayView{r, "front"}},
 		func(p *Platform, s *store.Store) testGateway {
 			st = s
-			return newFakeSink(p, s, func(_ *Platform, in gateway.Inbound) { n.received <- in })
+			n.frontSink = newFakeSink(p, s, func(_ *Platform, in gateway.Inbound) { n.received <- in })
+			return n.frontSink
 		})
 	n.owner = New(Config{SharedAnswers: true, Answers: st, Relay: relayView{r, "owner"}})
 	n.asker = newAskerSink(n.owner, st)
@@ -202,6 +204,13 @@ func TestRelayStreamsAndAnswersAcrossNodes(t *testing.T) {
 	if len(skipped) == 0 || skipped[0][0] != "notice" || !strings.Contains(skipped[0][1], "Which colour?") {
 		t.Errorf("before the question event: %v, want its notice", skipped)
 	}
+	// With no request of its own to take it, the owner sends the question
+	// again through the outbox, text only: the same notice, not another.
+	firstText := "❓ " + twoQuestions[0].Question + " (question " + info.ID + ")"
+	if _, err := n.owner.Send(context.Background(), gateway.Outbound{ID: 42, Address: in.Address, Kind: gateway.OutNotice,
+		Text: firstText}); err != gateway.ErrDeferred {
+		t.Fatalf("owner's outbox send: %v, want deferred", err)
+	}
 
 	// Listed and answered on the front, run by the owner.
 	var listed map[string][]Question
@@ -235,6 +244,12 @@ func TestRelayStreamsAndAnswersAcrossNodes(t *testing.T) {
 	}
 	if len(resp.Questions) != 1 || len(resp.Notices) != 2 {
 		t.Errorf("done carries %d questions and %d notices, want what the stream showed (1, 2)", len(resp.Questions), len(resp.Notices))
+	}
+	for ev := range events {
+		t.Errorf("after done: %v", ev)
+	}
+	if delivered, _ := n.frontSink.deliveries(42); delivered != 1 {
+		t.Errorf("the outbox row of the repeated notice delivered %d times, want once (by the front's request)", delivered)
 	}
 	n.owner.mu.Lock()
 	left := len(n.owner.remote)

@@ -287,7 +287,7 @@ func (q *questions) claim(in chat.Inbound) (ext.Answer, bool) {
 	if q.isSecretAnswer(id, qid) {
 		stored = "(secret answer to question " + id + ")"
 	}
-	return ext.Answer{Stored: stored, Apply: func(ctx context.Context) { q.answerText(ctx, in, id, qid) }}, true
+	return ext.Answer{Stored: stored, Apply: func(ctx context.Context) bool { return q.answerText(ctx, in, id, qid) }}, true
 }
 
 // AskUser shows the request's questions in the lane owning its thread and
@@ -505,12 +505,15 @@ func (q *questions) option(id string, i, n int) (label, qid string, ok bool) {
 }
 
 // acceptAndSay applies answers from a chat and tells the lane when they
-// were refused; an accepted answer shows in its question's message.
-func (q *questions) acceptAndSay(ctx context.Context, in chat.Inbound, id string, answers map[string][]string) {
+// were refused, reporting whether it did; an accepted answer shows in its
+// question's message.
+func (q *questions) acceptAndSay(ctx context.Context, in chat.Inbound, id string, answers map[string][]string) (refused bool) {
 	_, err := q.accept(ctx, in.Address.SessionKey(), id, answers, in.SenderID, ext.SpeakerName(in), in.SenderAdmin)
 	if err != nil {
 		q.h.Notify(ctx, in.Address, in.MessageID, refusedAnswerText(id, err))
+		return true
 	}
+	return false
 }
 
 func refusedAnswerText(id string, err error) string {
@@ -638,8 +641,9 @@ func (q *questions) textTarget(in chat.Inbound) (id, qid string, ok bool) {
 }
 
 // answerText answers question qid of request id with a message's text:
-// an option's number or label picks that option.
-func (q *questions) answerText(ctx context.Context, in chat.Inbound, id, qid string) {
+// an option's number or label picks that option. It reports whether it
+// replied to the message (the answer was refused).
+func (q *questions) answerText(ctx context.Context, in chat.Inbound, id, qid string) bool {
 	text := strings.TrimSpace(in.Text)
 	q.book.mu.Lock()
 	if p := q.book.pending[id]; p != nil {
@@ -650,7 +654,7 @@ func (q *questions) answerText(ctx context.Context, in chat.Inbound, id, qid str
 		}
 	}
 	q.book.mu.Unlock()
-	q.acceptAndSay(ctx, in, id, map[string][]string{qid: {text}})
+	return q.acceptAndSay(ctx, in, id, map[string][]string{qid: {text}})
 }
 
 // isSecretAnswer reports whether question qid of request id is secret:
