@@ -255,11 +255,20 @@ func (r *clusterRound) finish(t *testing.T, label string) {
 		t.Errorf("%s: %s's stream has %d delta events, want more than one (the reply streamed in 4 parts over 2 s)",
 			r.name, r.front.id, counts["delta"])
 	}
+	// A request on the owner shows each notice once; so must one here.
+	notices := noticesOf(events)
+	for i, n := range notices {
+		if slices.Index(notices, n) != i {
+			t.Errorf("%s: %s's stream shows a notice %d times, want once: %q",
+				r.name, r.front.id, countOf(notices, n), n)
+			break
+		}
+	}
 	if got := rebuilt(events); ok && got != done.Reply {
 		t.Errorf("%s: the deltas rebuild %q, want the reply %q", r.name, got, done.Reply)
 	}
-	t.Logf("%s figures: %s stream %v; answer %q reached the model: true; question id %q",
-		r.name, r.front.id, counts, label, r.question)
+	t.Logf("%s figures: %s stream %v; answer %q reached the model: true; question id %q; notices %q",
+		r.name, r.front.id, counts, label, r.question, notices)
 }
 
 // roundReply is the model's text after round's question was answered with
@@ -456,6 +465,29 @@ func firstQuestion(events []sseEvent) (api.Question, bool) {
 		}
 	}
 	return api.Question{}, false
+}
+
+// noticesOf are the texts of the stream's "notice" events.
+func noticesOf(events []sseEvent) []string {
+	var out []string
+	for _, e := range events {
+		var notice string
+		if e.name == "notice" && json.Unmarshal([]byte(e.data), &notice) == nil {
+			out = append(out, notice)
+		}
+	}
+	return out
+}
+
+// countOf counts s in list.
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }
 
 // hasNotice reports whether a "notice" event carries text.
