@@ -126,11 +126,15 @@ func TestProcessClusterStreamAndQuestionsAcrossNodes(t *testing.T) {
 	if n := replyRows(t, db, "answer-1"); n != 0 {
 		t.Errorf("the typed answer has %d replies of its own, want none (it is no turn)", n)
 	}
+	// The typed answer's own POST waits for an answer of its own: the
+	// owner's receipt, relayed as the recorded answer.
 	select {
 	case a := <-typed:
-		t.Logf("the typed answer's own request: %d %v %.200q", a.code, a.err, a.body)
-	default:
-		t.Logf("the typed answer's own request is still open")
+		if a.err != nil || a.code != http.StatusOK || !strings.Contains(a.reply.Reply, "Taken as your answer") {
+			t.Errorf("the typed answer's own request: %d %v %.200q, want the receipt", a.code, a.err, a.body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("the typed answer's own request is still open")
 	}
 	t.Logf("outbox rows of the lane still pending: %d (notices held on %s for no request there)",
 		pendingRows(t, db, key), owner.id)
