@@ -198,9 +198,12 @@ func (s *Stream) Ask(ctx context.Context, sessionKey, op string, body []byte) (i
 }
 
 // TakeCalls takes the calls not yet taken of the lanes owns says this
-// node serves: each is run by one node only.
-func (s *Stream) TakeCalls(ctx context.Context, owns func(sessionKey string) bool) ([]Call, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, session_key FROM cluster_calls WHERE taken_by = '' ORDER BY id`)
+// node serves, younger than maxAge (an older one's caller has given up):
+// each is run by one node only. A taken call's body is cleared (it may
+// hold a secret answer).
+func (s *Stream) TakeCalls(ctx context.Context, owns func(sessionKey string) bool, maxAge time.Duration) ([]Call, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, session_key FROM cluster_calls
+		WHERE taken_by = '' AND created_at > clock_timestamp() - make_interval(secs => $1) ORDER BY id`, maxAge.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read calls: %w", err)
 	}
@@ -223,8 +226,10 @@ func (s *Stream) TakeCalls(ctx context.Context, owns func(sessionKey string) boo
 	var out []Call
 	for _, id := range mine {
 		c := Call{ID: id}
-		err := s.db.QueryRowContext(ctx, `UPDATE cluster_calls SET taken_by = $1 WHERE id = $2 AND taken_by = ''
-			RETURNING session_key, op, body`, s.node, id).Scan(&c.SessionKey, &c.Op, &c.Body)
+		err := s.db.QueryRowContext(ctx, `UPDATE cluster_calls AS c SET taken_by = $1, body = ''::bytea
+			FROM (SELECT id, body FROM cluster_calls WHERE id = $2 AND taken_by = '' FOR UPDATE) AS old
+			WHERE c.id = old.id
+			RETURNING c.session_key, c.op, old.body`, s.node, id).Scan(&c.SessionKey, &c.Op, &c.Body)
 		switch {
 		case errors.Is(err, sql.ErrNoRows): // another node took it
 		case err != nil:

@@ -99,16 +99,20 @@ func TestCallsReachTheLanesOwnerOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Ask: %v", err)
 	}
-	notMine, err := callerStream.TakeCalls(ctx, func(string) bool { return false })
+	notMine, err := callerStream.TakeCalls(ctx, func(string) bool { return false }, time.Minute)
 	if err != nil || len(notMine) != 0 {
 		t.Fatalf("TakeCalls of a node owning nothing = %v %v", notMine, err)
 	}
-	calls, err := ownerStream.TakeCalls(ctx, func(key string) bool { return key == lane })
+	calls, err := ownerStream.TakeCalls(ctx, func(key string) bool { return key == lane }, time.Minute)
 	if err != nil || len(calls) != 1 || calls[0].ID != id || calls[0].Op != "questions.list" || string(calls[0].Body) != `{"lane":"x"}` {
 		t.Fatalf("TakeCalls = %+v %v", calls, err)
 	}
-	if again, _ := ownerStream.TakeCalls(ctx, func(string) bool { return true }); len(again) != 0 {
+	if again, _ := ownerStream.TakeCalls(ctx, func(string) bool { return true }, time.Minute); len(again) != 0 {
 		t.Errorf("a call taken twice: %+v", again)
+	}
+	var left []byte
+	if err := openDB(t, dsn).QueryRowContext(ctx, `SELECT body FROM cluster_calls WHERE id = $1`, id).Scan(&left); err != nil || len(left) != 0 {
+		t.Errorf("a taken call's body = %q %v, want it cleared (it may hold a secret answer)", left, err)
 	}
 	if _, ok, err := callerStream.Replied(ctx, id); ok || err != nil {
 		t.Fatalf("Replied before the reply = %v %v", ok, err)
@@ -122,5 +126,12 @@ func TestCallsReachTheLanesOwnerOnce(t *testing.T) {
 	}
 	if _, ok, _ := callerStream.Replied(ctx, id); ok {
 		t.Error("a reply read twice")
+	}
+	// A call older than the callers wait for is not run: its caller gave up.
+	if _, err := callerStream.Ask(ctx, lane, "questions.list", nil); err != nil {
+		t.Fatal(err)
+	}
+	if stale, err := ownerStream.TakeCalls(ctx, func(string) bool { return true }, 0); err != nil || len(stale) != 0 {
+		t.Errorf("TakeCalls with no time to spare = %+v %v, want none", stale, err)
 	}
 }

@@ -18,8 +18,17 @@ import (
 // OwnerCaller is the part of a LaneGate that reaches a lane's owner
 // (cluster/node's Coordinator).
 type OwnerCaller interface {
+	// CallOwner returns the owner's reply, or an error wrapping
+	// ErrNoLaneOwner when no other node runs the lane.
 	CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error)
 }
+
+// ErrNoLaneOwner is OwnerCaller's error when no other node runs the lane.
+var ErrNoLaneOwner = errors.New("gateway: no other node runs the lane")
+
+// pressUnreachable is told for a press the lane's owner could not be
+// asked about (the database away).
+const pressUnreachable = "Could not reach the node running this conversation; press the button again in a moment."
 
 // CallPrefix starts the ops of the gateway's calls (ServeCall's).
 const CallPrefix = "gateway"
@@ -87,9 +96,13 @@ func (k *intake) forwardPress(ctx context.Context, in Inbound) bool {
 		// could contradict it. A press that was lost is pressed again.
 		k.log.Warn("inbound.press_owner_slow", zap.String("lane", key), zap.Duration("waited", pressTimeout))
 		return true
+	case errors.Is(err, ErrNoLaneOwner):
+		return false // nobody else runs it: pressed here
 	case err != nil:
-		k.log.Info("inbound.press_not_forwarded", zap.String("lane", key), zap.String("why", err.Error()))
-		return false
+		// Not "no longer waiting": the request may well wait there.
+		k.log.Warn("inbound.press_not_forwarded", zap.String("lane", key), zap.Error(err))
+		k.out.Notify(k.base, in.Address, "", pressUnreachable)
+		return true
 	}
 	k.log.Info("inbound.press_forwarded", zap.String("lane", key), zap.String("callback", in.Callback))
 	return true

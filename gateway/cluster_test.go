@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -246,14 +247,54 @@ func TestClaimedTypedAnswerReachesTheTurnWaitingHere(t *testing.T) {
 	}
 }
 
-// callerGate is a fakeGate that reaches the lane's owner, another gateway.
+// callerGate is a fakeGate that reaches the lane's owner, another gateway,
+// or fails with err.
 type callerGate struct {
 	*fakeGate
 	owner *Gateway
+	err   error
 }
 
 func (c *callerGate) CallOwner(ctx context.Context, key, op string, body []byte) ([]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
 	return c.owner.ServeCall(ctx, key, op, body), nil
+}
+
+// A press whose lane's owner cannot be asked is not refused as if nothing
+// waited: the presser is told to press again. With no other owner at all
+// it is handled where it was pressed.
+func TestPressTheOwnerCannotBeAskedAbout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"database away", errors.New("cluster: call the lane's owner: connection refused"), pressUnreachable},
+		{"no other owner", fmt.Errorf("%w (cluster: no other node owns the lane)", ErrNoLaneOwner), "no longer waiting"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			front := newHarness(t)
+			front.g.SetLaneGate(&callerGate{fakeGate: &fakeGate{serving: map[string]bool{}}, err: tc.err})
+			front.start(t)
+			if _, err := front.g.Deliver(context.Background(), Inbound{Address: apiAddr("a"), MessageID: "press-1", SenderID: "u1",
+				Callback: "question:q1:0:1"}); err != nil {
+				t.Fatal(err)
+			}
+			// Told through the outbox, which the lane's owner delivers.
+			waitFor(t, "the notice queued for the lane", func() bool {
+				front.st.mu.Lock()
+				defer front.st.mu.Unlock()
+				for _, m := range front.st.outbox {
+					if m.SessionKey == apiAddr("a").SessionKey() && strings.Contains(m.Text, tc.want) {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
 }
 
 // A question's button pressed on a node that does not run the lane (the

@@ -26,7 +26,7 @@ func (c *Coordinator) notified(ctx context.Context, channel, payload string) {
 			c.streamed(payload)
 		}
 	case cluster.CallChannel:
-		go c.serveCalls(ctx)
+		c.wakeCalls()
 	case cluster.CallReplyChannel:
 		c.replyNotified(payload)
 	}

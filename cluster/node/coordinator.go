@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -80,8 +79,7 @@ type Coordinator struct {
 	streamQ      *streamQueue
 	streamed     func(sessionKey string) // the API platform's StreamNotified; set before Run
 	callHandlers map[string]CallHandler  // by op prefix; set before Run
-	callsMu      sync.Mutex
-	callsDue     atomic.Bool
+	callsWake    chan struct{} // capacity 1: calls may wait (runCalls)
 	replies      map[int64]chan struct{} // calls this node made, waiting for their reply
 	prunedAt     time.Time
 
@@ -135,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		rollouts: cluster.NewRollouts(db), owned: map[string]heldLease{}, lost: map[string]cluster.Lease{},
 		unrecovered: map[string]bool{}, handOverTries: map[string]int{},
 		laneMu: map[string]*sync.Mutex{}, now: now, streamQ: newStreamQueue(), replies: map[int64]chan struct{}{},
-		callHandlers: map[string]CallHandler{}, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		callHandlers: map[string]CallHandler{}, callsWake: make(chan struct{}, 1), wake: make(chan struct{}, 1), gone: make(chan struct{}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gatewayd", Subsystem: "cluster",
 			Name: "takeovers_total", Help: "Lanes this node took over (lease acquired)."}),
 		shipLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gatewayd", Subsystem: "cluster",

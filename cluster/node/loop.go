@@ -27,6 +27,7 @@ func (c *Coordinator) poke() {
 func (c *Coordinator) Run(ctx context.Context) {
 	go c.listen(ctx)
 	go c.writeStream(ctx)
+	go c.runCalls(ctx)
 	timer := time.NewTimer(c.ttl / 4)
 	defer timer.Stop()
 	for ctx.Err() == nil {
@@ -103,7 +104,7 @@ func (c *Coordinator) round(ctx context.Context) []string {
 	c.balanceShards(ctx, live)
 	// The relay's fallbacks: calls whose notification was missed, and
 	// the tables' upkeep.
-	c.serveCalls(ctx)
+	c.wakeCalls()
 	c.pruneStream(ctx)
 	return blocked
 }

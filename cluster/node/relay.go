@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/gateway"
 )
 
 // The relay: a lane's stream to requests other nodes hold, and their calls
@@ -42,10 +45,14 @@ type streamQueue struct {
 	latest  map[streamKey]int // a message's event of a kind → its index in pending
 	dropped int
 	ready   chan struct{} // capacity 1: something to write
+	// offered counts the events taken in; written how many of them are
+	// in the database; flushed is closed (and replaced) as written grows.
+	offered, written uint64
+	flushed          chan struct{}
 }
 
 func newStreamQueue() *streamQueue {
-	return &streamQueue{latest: map[streamKey]int{}, ready: make(chan struct{}, 1)}
+	return &streamQueue{latest: map[streamKey]int{}, ready: make(chan struct{}, 1), flushed: make(chan struct{})}
 }
 
 // offer queues ev, replacing the message's queued event of the same kind.
@@ -56,12 +63,14 @@ func (q *streamQueue) offer(ev cluster.StreamEvent) {
 	replaces := ev.MessageID != "" && ev.Kind != cluster.EndKind
 	if i, ok := q.latest[key]; ok && replaces {
 		q.pending[i] = ev
+		q.offered++
 		return
 	}
 	if len(q.pending) >= maxStreamQueue {
 		q.dropped++
 		return
 	}
+	q.offered++
 	if replaces {
 		q.latest[key] = len(q.pending)
 	}
@@ -72,14 +81,44 @@ func (q *streamQueue) offer(ev cluster.StreamEvent) {
 	}
 }
 
-// take empties the queue; dropped is how many were refused since the last.
-func (q *streamQueue) take() (events []cluster.StreamEvent, dropped int) {
+// take empties the queue; dropped is how many were refused since the
+// last, upTo the count of offers the events cover (for wrote).
+func (q *streamQueue) take() (events []cluster.StreamEvent, dropped int, upTo uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	events, dropped = q.pending, q.dropped
+	events, dropped, upTo = q.pending, q.dropped, q.offered
 	q.pending, q.dropped = nil, 0
 	clear(q.latest)
-	return events, dropped
+	return events, dropped, upTo
+}
+
+// wrote says the offers up to upTo are in the database.
+func (q *streamQueue) wrote(upTo uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if upTo > q.written {
+		q.written = upTo
+		close(q.flushed)
+		q.flushed = make(chan struct{})
+	}
+}
+
+// waitWritten waits until everything offered before it was called is in
+// the database, or ctx ends.
+func (q *streamQueue) waitWritten(ctx context.Context) {
+	q.mu.Lock()
+	target := q.offered
+	for q.written < target {
+		ch := q.flushed
+		q.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		q.mu.Lock()
+	}
+	q.mu.Unlock()
 }
 
 // putBack returns events a failed write took, ahead of what came since
@@ -98,6 +137,11 @@ func (q *streamQueue) putBack(events []cluster.StreamEvent) {
 // Offer hands an event of a lane's stream to the other nodes; it never
 // blocks.
 func (c *Coordinator) Offer(ev cluster.StreamEvent) { c.streamQ.offer(ev) }
+
+// FlushStream waits until what was offered before it is written, or ctx
+// ends: an answer recorded after it cannot overtake the turn's last
+// events on their way to the node holding the request.
+func (c *Coordinator) FlushStream(ctx context.Context) { c.streamQ.waitWritten(ctx) }
 
 // StreamPosition is cluster.Stream.Position.
 func (c *Coordinator) StreamPosition(ctx context.Context) (int64, error) {
@@ -140,7 +184,7 @@ func (c *Coordinator) writeStream(ctx context.Context) {
 			return
 		case <-c.streamQ.ready:
 		}
-		events, dropped := c.streamQ.take()
+		events, dropped, upTo := c.streamQ.take()
 		if dropped > 0 {
 			c.log.Warn("cluster.stream_dropped", zap.Int("events", dropped), zap.Int("limit", maxStreamQueue))
 		}
@@ -148,6 +192,7 @@ func (c *Coordinator) writeStream(ctx context.Context) {
 		err := c.stream.Publish(wctx, events)
 		cancel()
 		if err == nil {
+			c.streamQ.wrote(upTo)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -184,6 +229,9 @@ func (c *Coordinator) pruneStream(ctx context.Context) {
 // the reply until ctx ends, and then withdraws the call.
 func (c *Coordinator) CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error) {
 	id, err := c.stream.Ask(ctx, sessionKey, op, body)
+	if errors.Is(err, cluster.ErrNoOwner) {
+		return nil, fmt.Errorf("%w (%w)", gateway.ErrNoLaneOwner, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +249,11 @@ func (c *Coordinator) CallOwner(ctx context.Context, sessionKey, op string, body
 		}
 		select {
 		case <-ctx.Done():
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = c.stream.Withdraw(wctx, id) // pruned later if this fails too
-			cancel()
+			go func() { // the caller has waited long enough
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				defer cancel()
+				_ = c.stream.Withdraw(wctx, id) // pruned later if this fails too
+			}()
 			return nil, ctx.Err()
 		case <-replied:
 		case <-tick.C:
@@ -242,40 +292,57 @@ func (c *Coordinator) replyNotified(payload string) {
 	}
 }
 
-// serveCalls runs the calls made to the lanes this node owns. Passes do
-// not overlap: a call noticed while one runs makes it run again.
-func (c *Coordinator) serveCalls(ctx context.Context) {
-	if len(c.callHandlers) == 0 {
-		return
-	}
-	c.callsDue.Store(true)
-	for c.callsDue.Load() {
-		if !c.callsMu.TryLock() {
-			return // the pass running sees callsDue
-		}
-		for c.callsDue.Swap(false) {
-			c.servePass(ctx)
-		}
-		c.callsMu.Unlock()
+// maxCallsAtOnce bounds the calls this node runs at the same time.
+const maxCallsAtOnce = 8
+
+// wakeCalls makes the call worker look for calls to run.
+func (c *Coordinator) wakeCalls() {
+	select {
+	case c.callsWake <- struct{}{}:
+	default:
 	}
 }
 
-func (c *Coordinator) servePass(ctx context.Context) {
-	calls, err := c.stream.TakeCalls(ctx, c.Serves)
-	if err != nil && ctx.Err() == nil {
-		c.log.Warn("cluster.calls_read_failed", zap.Error(err))
+// runCalls runs the calls made to the lanes this node owns until ctx ends,
+// each in its own goroutine, at most maxCallsAtOnce at a time: a slow one
+// (a press editing a message on a slow platform) holds up neither the
+// others nor the cluster loop that wakes it.
+func (c *Coordinator) runCalls(ctx context.Context) {
+	slots := make(chan struct{}, maxCallsAtOnce)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.callsWake:
+		}
+		calls, err := c.stream.TakeCalls(ctx, c.Serves, clusterCallTO)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("cluster.calls_read_failed", zap.Error(err))
+		}
+		for _, call := range calls {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			go func() {
+				defer func() { <-slots }()
+				c.runCall(ctx, call)
+			}()
+		}
 	}
-	for _, call := range calls {
-		cctx, cancel := context.WithTimeout(ctx, clusterCallTO)
-		reply := []byte{} // an op of a newer build: an empty reply
-		if handle := c.callHandler(call.Op); handle != nil {
-			reply = handle(cctx, call.SessionKey, call.Op, call.Body)
-		} else {
-			c.log.Warn("cluster.call_unknown", zap.String("op", call.Op), zap.String("lane", call.SessionKey))
-		}
-		if err := c.stream.Reply(cctx, call.ID, reply); err != nil && ctx.Err() == nil {
-			c.log.Warn("cluster.call_reply_failed", zap.Int64("call", call.ID), zap.String("lane", call.SessionKey), zap.Error(err))
-		}
-		cancel()
+}
+
+func (c *Coordinator) runCall(ctx context.Context, call cluster.Call) {
+	cctx, cancel := context.WithTimeout(ctx, clusterCallTO)
+	defer cancel()
+	reply := []byte{} // an op of a newer build: an empty reply
+	if handle := c.callHandler(call.Op); handle != nil {
+		reply = handle(cctx, call.SessionKey, call.Op, call.Body)
+	} else {
+		c.log.Warn("cluster.call_unknown", zap.String("op", call.Op), zap.String("lane", call.SessionKey))
+	}
+	if err := c.stream.Reply(cctx, call.ID, reply); err != nil && ctx.Err() == nil {
+		c.log.Warn("cluster.call_reply_failed", zap.Int64("call", call.ID), zap.String("lane", call.SessionKey), zap.Error(err))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gatewayd/gatewayd/cluster"
+	"github.com/gatewayd/gatewayd/gateway"
 	"github.com/gatewayd/gatewayd/internal/pgtest"
 )
 
@@ -44,6 +45,7 @@ func TestRelayBetweenTwoNodes(t *testing.T) {
 	for _, c := range []*Coordinator{owner, other} {
 		go c.listen(ctx)
 		go c.writeStream(ctx)
+		go c.runCalls(ctx)
 	}
 
 	// The other node's LISTEN may not be up yet: offer until it hears.
@@ -76,8 +78,16 @@ func TestRelayBetweenTwoNodes(t *testing.T) {
 	if err != nil || len(reply) != 0 {
 		t.Errorf("an op nobody handles: %q %v, want an empty reply", reply, err)
 	}
-	if _, err := owner.CallOwner(ctx, key, "test/echo", nil); !errors.Is(err, cluster.ErrNoOwner) {
-		t.Errorf("the owner calling its own lane: %v, want ErrNoOwner", err)
+	if _, err := owner.CallOwner(ctx, key, "test/echo", nil); !errors.Is(err, cluster.ErrNoOwner) || !errors.Is(err, gateway.ErrNoLaneOwner) {
+		t.Errorf("the owner calling its own lane: %v, want ErrNoOwner, as the gateway knows it", err)
+	}
+
+	// What was offered before a flush is in the database after it.
+	owner.Offer(cluster.StreamEvent{SessionKey: key, Kind: "notice", Body: []byte("last words")})
+	owner.FlushStream(ctx)
+	evs, err = other.StreamSince(ctx, key, 0, 100)
+	if err != nil || len(evs) == 0 || string(evs[len(evs)-1].Body) != "last words" {
+		t.Errorf("after FlushStream: %+v %v, want the notice offered before it, last", evs, err)
 	}
 }
 
@@ -93,19 +103,19 @@ func TestStreamQueueCoalescesBoundsAndPutsBack(t *testing.T) {
 	q.offer(ev("", "notice", "n1"))
 	q.offer(ev("m1", "preview", "ab"))
 	q.offer(ev("", "notice", "n2"))
-	got, dropped := q.take()
+	got, dropped, _ := q.take()
 	if s := bodies(got); s != "ab n1 n2" || dropped != 0 {
 		t.Fatalf("take = %s (%d dropped), want the latest preview in its first place and both notices", s, dropped)
 	}
 	q.offer(ev("m1", "preview", "abc"))
 	q.putBack(got)
-	if s, _ := q.take(); bodies(s) != "abc n1 n2" {
+	if s, _, _ := q.take(); bodies(s) != "abc n1 n2" {
 		t.Errorf("after a put back = %s, want the newer preview in the old one's place", bodies(s))
 	}
 	for i := 0; i < maxStreamQueue+5; i++ {
 		q.offer(ev("", "notice", "n"))
 	}
-	if s, dropped := q.take(); len(s) != maxStreamQueue || dropped != 5 {
+	if s, dropped, _ := q.take(); len(s) != maxStreamQueue || dropped != 5 {
 		t.Errorf("past the bound: %d kept, %d dropped; want %d and 5", len(s), dropped, maxStreamQueue)
 	}
 }

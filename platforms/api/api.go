@@ -225,7 +225,7 @@ type Platform struct {
 	// request here, relayed to the node that holds it; pulls serialise
 	// each lane's reads of the relay (relay.go).
 	remote map[string]remoteStream
-	pulls  map[string]*sync.Mutex
+	pulls  map[string]*laneReads
 }
 
 // Compile-time checks of everything the platform implements.
@@ -243,7 +243,7 @@ func New(cfg Config) *Platform {
 		refusedLog: rateLog{every: peerLogEvery}, unknownLog: rateLog{every: peerLogEvery},
 		waiters: map[string][]*waiter{}, previews: map[string]*waiter{}, carried: map[int64]int{},
 		deferredLanes: map[string]bool{}, endedSince: map[string]time.Time{},
-		remote: map[string]remoteStream{}, pulls: map[string]*sync.Mutex{}}
+		remote: map[string]remoteStream{}, pulls: map[string]*laneReads{}}
 }
 
 // AnswersEveryMessage implements gateway.EveryMessageAnswered: every POST

@@ -153,7 +153,8 @@ func (p *Platform) decideApproval(w http.ResponseWriter, r *http.Request) {
 		user = "local"
 	}
 	if err := p.cfg.Approvals.Decide(laneAddress(lane).SessionKey(), id, req.Decision, user); err != nil {
-		if errors.Is(err, gateway.ErrApprovalNotFound) && p.callOwner(w, r, callDecide, lane, id, mustJSON(req)) {
+		// Request ids are each node's own: another node's a1 is not ours.
+		if (errors.Is(err, gateway.ErrApprovalNotFound) || errors.Is(err, gateway.ErrApprovalWrongLane)) && p.callOwner(w, r, callDecide, lane, id, mustJSON(req)) {
 			return // asked by a turn on another node
 		}
 		p.decisionFailed(w, lane, id, err)

@@ -31,7 +31,9 @@ func (p *Platform) register(ctx context.Context, id, lane string, replay bool) *
 	held := p.deferredLanes[lane]
 	delete(p.deferredLanes, lane)
 	p.mu.Unlock()
-	if held {
+	// The rows another node holds for the lane's next request are asked
+	// for too: they reach this request through the relay.
+	if held || (!replay && p.cfg.Relay != nil && !p.cfg.Relay.Serves(w.key)) {
 		p.redeliver(ctx, lane)
 	}
 	return w

@@ -121,7 +121,8 @@ func (p *Platform) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := p.cfg.Questions.AnswerQuestion(laneAddress(lane).SessionKey(), id, req.Answers, req.User); err != nil {
-		if errors.Is(err, gateway.ErrQuestionNotFound) && p.callOwner(w, r, callAnswer, lane, id, mustJSON(req)) {
+		// Request ids are each node's own: another node's q1 is not ours.
+		if (errors.Is(err, gateway.ErrQuestionNotFound) || errors.Is(err, gateway.ErrQuestionWrongLane)) && p.callOwner(w, r, callAnswer, lane, id, mustJSON(req)) {
 			return // asked by a turn on another node
 		}
 		p.answerFailed(w, lane, id, err)

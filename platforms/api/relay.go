@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,6 +39,11 @@ type Relay interface {
 	// CallOwner asks the node owning the lane to run op (ServeCall there)
 	// and returns its reply, or ErrNoRemoteOwner.
 	CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error)
+	// Flush waits until what was offered before it is written, or ctx
+	// ends.
+	Flush(ctx context.Context)
+	// Serves reports whether this node runs the lane now.
+	Serves(sessionKey string) bool
 }
 
 // RelayEvent is one event of a lane's stream.
@@ -66,6 +72,10 @@ const (
 // relayPage is how many events one read takes.
 const relayPage = 256
 
+// flushTimeout bounds the wait for the relay before an answer is
+// recorded (the database slow: the answer goes first).
+const flushTimeout = 2 * time.Second
+
 // relayNote is a lane notice as relayed.
 type relayNote struct {
 	Row      int64                    `json:"row,omitempty"`
@@ -76,7 +86,17 @@ type relayNote struct {
 
 // remoteStream is a preview or status message of a message with no request
 // here: its edits go to the relay.
-type remoteStream struct{ sessionKey, message, kind string }
+type remoteStream struct {
+	sessionKey, message, kind string
+	since                     time.Time
+}
+
+// maxRemote bounds the previews relayed at once; past it those older than
+// remoteKeep (their message never answered here: the lane moved) go.
+const (
+	maxRemote  = 1024
+	remoteKeep = time.Hour
+)
 
 // offerRemote relays the first preview or work view of a message whose
 // request is not on this node, and remembers it for its edits. The caller
@@ -85,7 +105,14 @@ func (p *Platform) offerRemoteLocked(out gateway.Outbound, id, kind string, body
 	if p.cfg.Relay == nil || body == nil {
 		return
 	}
-	rs := remoteStream{sessionKey: out.Address.SessionKey(), message: out.InReplyTo, kind: kind}
+	rs := remoteStream{sessionKey: out.Address.SessionKey(), message: out.InReplyTo, kind: kind, since: time.Now()}
+	if len(p.remote) >= maxRemote {
+		for pid, old := range p.remote {
+			if time.Since(old.since) > remoteKeep {
+				delete(p.remote, pid)
+			}
+		}
+	}
 	p.remote[id] = rs
 	p.offer(rs, body)
 }
@@ -146,20 +173,30 @@ func encodeView(v *gateway.WorkView) []byte {
 	return b
 }
 
+// positionTimeout bounds the look-up of the relay's position, which a
+// request waits for before its message is delivered.
+const positionTimeout = time.Second
+
 // relayPosition is where a request registering now starts reading its
-// lane's notices; 0 (every event still kept) when the relay cannot say.
+// lane's notices; unknownPosition when the relay cannot say.
 func (p *Platform) relayPosition(ctx context.Context) int64 {
 	if p.cfg.Relay == nil {
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	ctx, cancel := context.WithTimeout(ctx, positionTimeout)
 	defer cancel()
 	pos, err := p.cfg.Relay.Position(ctx)
 	if err != nil {
 		p.log.Warn("api.relay_position_failed", zap.Error(err))
+		return unknownPosition
 	}
 	return pos
 }
+
+// unknownPosition is a request's position when the relay could not say:
+// its first read shows it its own message's preview and work view, and
+// only the lane notices after that read (not 10 minutes of old ones).
+const unknownPosition = -1
 
 // StreamNotified says another node streamed events of lane sessionKey:
 // the requests waiting here on it read them.
@@ -171,8 +208,25 @@ func (p *Platform) StreamNotified(sessionKey string) {
 	waiting := len(p.laneWaitersLocked(sessionKey)) > 0
 	p.mu.Unlock()
 	if waiting {
-		go p.pullLane(sessionKey)
+		p.pullSoon(sessionKey)
 	}
+}
+
+// laneReads serialises the reads of one lane and coalesces the wishes
+// for one: a notification during a read makes it read once more.
+type laneReads struct {
+	mu    sync.Mutex
+	again atomic.Bool
+}
+
+// pullSoon reads the lane's new events in the background, unless a read
+// running now will pick them up.
+func (p *Platform) pullSoon(sessionKey string) {
+	lr := p.readsOf(sessionKey)
+	if lr.again.Swap(true) {
+		return // a read is due already
+	}
+	go p.pullLane(sessionKey)
 }
 
 // pullWaiting reads the new events of every lane with requests waiting
@@ -207,9 +261,10 @@ func (p *Platform) laneWaitersLocked(sessionKey string) []*waiter {
 // pullLane hands the lane's new events to its waiting requests. One pull
 // of a lane runs at a time; the waiters' positions say what each has.
 func (p *Platform) pullLane(sessionKey string) {
-	mu := p.pullLock(sessionKey)
-	mu.Lock()
-	defer mu.Unlock()
+	lr := p.readsOf(sessionKey)
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.again.Store(false)
 	for {
 		p.mu.Lock()
 		ws := p.laneWaitersLocked(sessionKey)
@@ -228,8 +283,12 @@ func (p *Platform) pullLane(sessionKey string) {
 			p.log.Debug("api.relay_read_failed", zap.String("lane", sessionKey), zap.Error(err))
 			return
 		}
+		late := map[*waiter]bool{} // their position unknown: no old notices
+		for _, w := range ws {
+			late[w] = w.seenPos() == unknownPosition
+		}
 		for _, ev := range evs {
-			p.applyRelayed(ws, ev)
+			p.applyRelayed(ws, ev, late)
 		}
 		if len(evs) < relayPage {
 			return
@@ -237,24 +296,40 @@ func (p *Platform) pullLane(sessionKey string) {
 	}
 }
 
-// pullLock is the lock serialising the pulls of a lane.
-func (p *Platform) pullLock(sessionKey string) *sync.Mutex {
+// readsOf is the lane's read state. Lanes without waiters are forgotten
+// as the table grows; one being read is never replaced while in use.
+func (p *Platform) readsOf(sessionKey string) *laneReads {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	mu, ok := p.pulls[sessionKey]
+	lr, ok := p.pulls[sessionKey]
 	if !ok {
-		mu = &sync.Mutex{}
-		p.pulls[sessionKey] = mu
+		if len(p.pulls) >= 4*DefaultMaxConnections {
+			p.forgetIdleReadsLocked()
+		}
+		lr = &laneReads{}
+		p.pulls[sessionKey] = lr
 	}
-	if len(p.pulls) > 4*DefaultMaxConnections { // lanes long left: start over
-		clear(p.pulls)
-		p.pulls[sessionKey] = mu
-	}
-	return mu
+	return lr
 }
 
-// applyRelayed gives event ev to the waiters that have not seen it.
-func (p *Platform) applyRelayed(ws []*waiter, ev RelayEvent) {
+func (p *Platform) forgetIdleReadsLocked() {
+	busy := map[string]bool{}
+	for _, ws := range p.waiters {
+		for _, w := range ws {
+			busy[w.key] = true
+		}
+	}
+	for key, lr := range p.pulls {
+		if !busy[key] && lr.mu.TryLock() {
+			delete(p.pulls, key)
+			lr.mu.Unlock()
+		}
+	}
+}
+
+// applyRelayed gives event ev to the waiters that have not seen it; late
+// ones get their own message's events only.
+func (p *Platform) applyRelayed(ws []*waiter, ev RelayEvent, late map[*waiter]bool) {
 	for _, w := range ws {
 		if !w.advance(ev.ID) {
 			continue
@@ -272,7 +347,9 @@ func (p *Platform) applyRelayed(ws []*waiter, ev RelayEvent) {
 				}
 			}
 		case relayNotice:
-			p.relayedNotice(w, ev.Body)
+			if !late[w] {
+				p.relayedNotice(w, ev.Body)
+			}
 		}
 	}
 }
@@ -290,6 +367,9 @@ func (p *Platform) relayedNotice(w *waiter, body []byte) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !slices.Contains(p.waiters[w.message], w) {
+		return // it left: nobody would report the row
+	}
 	if n.Row != 0 && w.hasNoteText(n.Text) {
 		// The owner sends a question or approval directly (with its
 		// structure), and when no request of its own takes it, once more

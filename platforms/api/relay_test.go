@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gatewayd/gatewayd/gateway"
+	"github.com/gatewayd/gatewayd/internal/poll"
 	"github.com/gatewayd/gatewayd/store"
 )
 
@@ -64,6 +66,12 @@ func (v relayView) Since(_ context.Context, key string, after int64, limit int) 
 	}
 	return out, nil
 }
+
+// Flush: the fake writes at once.
+func (v relayView) Flush(context.Context) {}
+
+// Serves: the owner runs every lane, the front none.
+func (v relayView) Serves(string) bool { return v.node == "owner" }
 
 func (v relayView) CallOwner(ctx context.Context, key, op string, body []byte) ([]byte, error) {
 	if v.node == "owner" {
@@ -272,5 +280,130 @@ func TestRelayCallIsNeverPassedOn(t *testing.T) {
 	raw := n.owner.ServeCall(context.Background(), laneAddress("other").SessionKey(), callListQuestions, []byte(`{"lane":"demo"}`))
 	if err := json.Unmarshal(raw, &rep); err != nil || rep.Code != http.StatusBadRequest {
 		t.Errorf("a call naming another lane than its own: %s, want 400", raw)
+	}
+}
+
+// gatedView holds the front's first read after it is armed until released.
+type gatedView struct {
+	relayView
+	armed   *atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g gatedView) Since(ctx context.Context, key string, after int64, limit int) ([]RelayEvent, error) {
+	evs, err := g.relayView.Since(ctx, key, after, limit)
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return evs, err
+}
+
+// A notice read for a request that leaves before it is handed over is not
+// attached to it: nobody would report its row, and the platform would
+// count it carried for ever.
+func TestRelayedNoticeSkipsARequestThatLeft(t *testing.T) {
+	t.Parallel()
+	r := &fakeRelay{} // no front: the test reads itself
+	received := make(chan gateway.Inbound, 4)
+	var st *store.Store
+	g := gatedView{relayView: relayView{r, "front"}, armed: &atomic.Bool{}, entered: make(chan struct{}), release: make(chan struct{})}
+	front := runAPI(t, Config{SharedAnswers: true, SharedPoll: time.Hour, Relay: g},
+		func(p *Platform, s *store.Store) testGateway {
+			st = s
+			return newFakeSink(p, s, func(_ *Platform, in gateway.Inbound) { received <- in })
+		})
+	owner := New(Config{SharedAnswers: true, Answers: st, Relay: relayView{r, "owner"}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+front.Addr()+"/api/lanes/demo/messages", strings.NewReader(`{"text":"hi","id":"m-1"}`))
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	in := <-received
+	owner.Send(context.Background(), gateway.Outbound{ID: 42, Address: in.Address, Kind: gateway.OutNotice, Text: "n"})
+	g.armed.Store(true)
+	pulled := make(chan struct{})
+	go func() {
+		defer close(pulled)
+		front.pullLane(in.Address.SessionKey())
+	}()
+	<-g.entered // the read has its waiters and events
+	cancel()    // the client goes away: the request leaves and reports
+	poll.Until(t, 5*time.Second, "the request to leave", func() bool {
+		front.mu.Lock()
+		defer front.mu.Unlock()
+		return len(front.waiters) == 0
+	})
+	close(g.release)
+	<-pulled
+	front.mu.Lock()
+	defer front.mu.Unlock()
+	if len(front.carried) != 0 {
+		t.Errorf("rows carried after every request left: %v", front.carried)
+	}
+}
+
+// asyncRelay is the owner's side as the cluster node has it: offers wait
+// in a queue a writer drains later, or Flush now.
+type asyncRelay struct {
+	relayView
+	mu    sync.Mutex
+	queue []RelayEvent
+}
+
+func (a *asyncRelay) Offer(ev RelayEvent) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.queue = append(a.queue, ev)
+}
+
+func (a *asyncRelay) Flush(context.Context) {
+	a.mu.Lock()
+	q := a.queue
+	a.queue = nil
+	a.mu.Unlock()
+	for _, ev := range q {
+		a.relayView.Offer(ev)
+	}
+}
+
+// The answer the owner records cannot overtake the turn's last notice on
+// its way to the request on the other node: the owner flushes its relay
+// before recording, and the request reads the lane before it ends.
+func TestRelayedAnswerComesAfterTheTurnsLastNotice(t *testing.T) {
+	t.Parallel()
+	r := &fakeRelay{}
+	received := make(chan gateway.Inbound, 4)
+	var st *store.Store
+	front := runAPI(t, Config{SharedAnswers: true, SharedPoll: time.Hour, Relay: relayView{r, "front"}},
+		func(p *Platform, s *store.Store) testGateway {
+			st = s
+			return newFakeSink(p, s, func(_ *Platform, in gateway.Inbound) { received <- in })
+		})
+	owner := New(Config{SharedAnswers: true, Answers: st, Relay: &asyncRelay{relayView: relayView{r, "owner"}}})
+
+	events := sseEvents(t, front, `{"text":"hi","id":"m-1"}`)
+	in := <-received
+	if _, err := owner.Send(context.Background(), gateway.Outbound{ID: 5, Address: in.Address, Kind: gateway.OutNotice,
+		Text: "LAST NOTICE"}); err != gateway.ErrDeferred {
+		t.Fatalf("owner's notice: %v, want deferred", err)
+	}
+	if _, err := owner.Send(context.Background(), gateway.Outbound{ID: 6, Address: in.Address, Kind: gateway.OutReply,
+		Text: "the answer", InReplyTo: in.MessageID, Turn: &gateway.TurnInfo{ThreadID: "th", TurnID: "tu", Status: "completed"}}); err != nil {
+		t.Fatal(err)
+	}
+	front.AnswerRecorded("m-1")
+	done, skipped := nextEvent(t, events, "done")
+	var resp Response
+	if err := json.Unmarshal([]byte(done), &resp); err != nil || resp.Reply != "the answer" {
+		t.Fatalf("done = %s (%v)", done, err)
+	}
+	if len(skipped) == 0 || skipped[0] != [2]string{"notice", `"LAST NOTICE"`} {
+		t.Errorf("before done: %v, want the turn's last notice", skipped)
 	}
 }

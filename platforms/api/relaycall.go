@@ -54,7 +54,7 @@ func forwarded(r *http.Request) bool {
 // true; false when no other node owns it (nor a relay exists), and the
 // caller answers from here.
 func (p *Platform) callOwner(w http.ResponseWriter, r *http.Request, op, lane, id string, body []byte) bool {
-	if p.cfg.Relay == nil || forwarded(r) {
+	if p.cfg.Relay == nil || forwarded(r) || p.cfg.Relay.Serves(laneAddress(lane).SessionKey()) {
 		return false
 	}
 	payload, err := json.Marshal(relayCall{Lane: lane, ID: id, Body: body})
@@ -75,7 +75,7 @@ func (p *Platform) callOwner(w http.ResponseWriter, r *http.Request, op, lane, i
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "the node running this lane did not answer in time; try again")
 		return true
-	case json.Unmarshal(raw, &rep) != nil || rep.Code == 0:
+	case json.Unmarshal(raw, &rep) != nil || rep.Code < 200 || rep.Code > 599:
 		p.log.Warn("api.owner_call_garbled", zap.String("lane", lane), zap.String("op", op))
 		writeError(w, http.StatusBadGateway, "the node running this lane answered something unreadable; try again")
 		return true

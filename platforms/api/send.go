@@ -59,6 +59,13 @@ func (p *Platform) answer(ctx context.Context, out gateway.Outbound) (string, er
 	// after its body is built. Replays that register while the answer is
 	// recorded are collected below; later ones find it in the store.
 	primary := p.detachPrimary(out.InReplyTo)
+	if primary == nil && p.cfg.Relay != nil {
+		// The request may be on another node: what the turn streamed
+		// reaches it before the answer that ends it.
+		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+		p.cfg.Relay.Flush(fctx)
+		cancel()
+	}
 	body, recorded := p.recordAnswer(ctx, out, primary)
 	p.endRemote(out.Address.SessionKey(), out.InReplyTo)
 	p.mu.Lock()

@@ -126,6 +126,10 @@ func (r apiRelay) Since(ctx context.Context, sessionKey string, after int64, lim
 	return out, err
 }
 
+func (r apiRelay) Flush(ctx context.Context) { r.c.FlushStream(ctx) }
+
+func (r apiRelay) Serves(sessionKey string) bool { return r.c.Serves(sessionKey) }
+
 func (r apiRelay) CallOwner(ctx context.Context, sessionKey, op string, body []byte) ([]byte, error) {
 	reply, err := r.c.CallOwner(ctx, sessionKey, op, body)
 	if errors.Is(err, cluster.ErrNoOwner) {
