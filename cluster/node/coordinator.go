@@ -79,7 +79,7 @@ type Coordinator struct {
 	streamQ      *streamQueue
 	streamed     func(sessionKey string) // the API platform's StreamNotified; set before Run
 	callHandlers map[string]CallHandler  // by op prefix; set before Run
-	callsWake    chan struct{} // capacity 1: calls may wait (runCalls)
+	callsWake    chan struct{}           // capacity 1: calls may wait (runCalls)
 	replies      map[int64]chan struct{} // calls this node made, waiting for their reply
 	prunedAt     time.Time
 
