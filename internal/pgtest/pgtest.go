@@ -173,7 +173,7 @@ func (s *Server) Kill() {
 }
 
 // Restart starts the server again on the same data directory and port,
-// after Kill.
+// after Kill or Shutdown.
 func (s *Server) Restart() error {
 	return s.launch()
 }
@@ -186,15 +186,26 @@ func (s *Server) Restart() error {
 // again. The server is our child, so we signal it ourselves instead of
 // running pg_ctl, which would start the new one detached from the test.
 func (s *Server) FastRestart() error {
+	if err := s.Shutdown(); err != nil {
+		return err
+	}
+	return s.launch()
+}
+
+// Shutdown stops the server as `pg_ctl stop -m fast` does (the first half
+// of FastRestart) and leaves it stopped, its data directory kept for
+// Restart: the database away for as long as the test keeps it so, every
+// connection refused meanwhile.
+func (s *Server) Shutdown() error {
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		return fmt.Errorf("pgtest: fast shutdown: %w", err)
 	}
 	select {
 	case <-s.exit:
+		return nil
 	case <-time.After(startTimeout):
 		return fmt.Errorf("pgtest: server did not stop within %s of a fast shutdown", startTimeout)
 	}
-	return s.launch()
 }
 
 var errNoBinaries = errors.New("PostgreSQL server binaries not found (looked for initdb in /usr/lib/postgresql/*/bin and PATH)")
