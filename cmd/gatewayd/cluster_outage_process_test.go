@@ -14,17 +14,24 @@ import (
 	"github.com/gatewayd/gatewayd/internal/poll"
 )
 
-// journalRead is the text of the store's Journal query, the first read of
-// a takeover's recovery (gateway.ClusterLanes.RecoverLane), as
-// pg_stat_activity shows it while it waits for a lock.
-const journalRead = "%cut_off FROM turn_journal ORDER BY started_at%"
+// The texts of two reads of a takeover's recovery as pg_stat_activity
+// shows them while they wait for a lock: the store's Journal, the first
+// (gateway.ClusterLanes.RecoverLane), and its Lane, which reads the
+// routing row of the lane's cut-off turn before it is told
+// (recovery.recoverCutOff); the takeover's restore reads that row first.
+const (
+	journalRead = "%cut_off FROM turn_journal ORDER BY started_at%"
+	laneRead    = "%FROM gateway_routing r JOIN sessions s%"
+)
 
 // Two gatewayd nodes on a PostgreSQL server of their own, the real
 // app-server, one API lane owned by node-a with a turn held at the model
 // and a second message queued behind it. node-a is killed -9; node-b takes
-// the lane over and, the moment its recovery reads the journal, the
-// database stops for 20 s, so that recovery fails. Once the database is
-// back node-b recovers the lane in place: the same process, the same
+// the lane over and, the moment its recovery reads the database, the
+// database stops for 20 s, so that recovery fails: at its first read (the
+// journal), and at the read before the cut-off turn is told, whose failure
+// the recovery once logged and went on from as if done. Once the database
+// is back node-b recovers the lane in place: the same process, the same
 // lease (one takeover, its token unchanged); the cut-off turn is told once
 // (lanes.auto_retry_cut_off is off: not rerun) and the queued message is
 // answered exactly once.
@@ -34,8 +41,15 @@ const journalRead = "%cut_off FROM turn_journal ORDER BY started_at%"
 // instead of recovered in place; this test proves the in-place retry.
 func TestProcessClusterOutageDuringTakeoverRecovery(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs two daemons and stops PostgreSQL for 20 s")
+		t.Skip("builds and runs two daemons and stops PostgreSQL for 20 s, twice")
 	}
+	t.Run("at the journal read", func(t *testing.T) { outageDuringRecovery(t, false) })
+	t.Run("at the cut-off turn's lane read", func(t *testing.T) { outageDuringRecovery(t, true) })
+}
+
+// outageDuringRecovery is the test, the outage at the journal read or,
+// atCutOff, at the read before the cut-off turn is told.
+func outageDuringRecovery(t *testing.T, atCutOff bool) {
 	const ttl = 60 * time.Second
 	const outage = 20 * time.Second
 	// Its own server (stopping the shared one would break other tests),
@@ -65,31 +79,16 @@ func TestProcessClusterOutageDuringTakeoverRecovery(t *testing.T) {
 	for _, m := range queued {
 		m.got = <-m.answer // the connection died with node-a
 	}
+	taken, lock := stopRecoveryAt(t, db, b, key, ttl, atCutOff)
 
-	// The barrier: node-b's restore reads the lane's routing row before
-	// its recovery reads the journal, so holding the routing table while
-	// it takes the lane, and the journal from then on, stops node-b at
-	// exactly the recovery's first read, where the outage then hits.
-	routing := lockTable(t, db, "gateway_routing")
-	expireDeadNode(t, db, "node-a", ttl, key)
-	taken := waitLogEvents(t, b.daemonProc, "cluster.lane_taken", laneIs(key))
-	if len(taken) == 0 {
-		t.Fatalf("node-b did not take lane %s after node-a died", key)
-	}
-	journal := lockTable(t, db, "turn_journal")
-	if err := routing.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	waitLockWaiter(t, db, journalRead)
-
-	// An immediate shutdown: the sessions end at once, the journal's lock
-	// with them, never handed on to node-b's read (a fast shutdown ends
-	// the lock's session first at times, and the read gets through).
+	// An immediate shutdown: the sessions end at once, the lock with
+	// them, never handed on to node-b's read (a fast shutdown ends the
+	// lock's session first at times, and the read gets through).
 	downAt := time.Now()
 	if err := srv.Quit(); err != nil {
 		t.Fatal(err)
 	}
-	_ = journal.Rollback() // its connection ended with the server
+	_ = lock.Rollback() // its connection ended with the server
 	failed := waitLogEvents(t, b.daemonProc, "cluster.recover_failed", laneIs(key))
 	if len(failed) == 0 {
 		t.Fatalf("node-b logged no cluster.recover_failed for %s with the database stopped under its recovery", key)
@@ -110,12 +109,43 @@ func TestProcessClusterOutageDuringTakeoverRecovery(t *testing.T) {
 		t.Fatalf("node-b did not recover lane %s within 90 s of the database's return", key)
 	}
 	failures := len(logEvents(b.daemonProc, "cluster.recover_failed", laneIs(key)))
-	t.Logf("database stopped %v under the takeover's recovery (lease_ttl %v): %d recovery attempts failed, "+
-		"lane recovered %v after the database was back",
-		backAt.Sub(downAt).Round(time.Millisecond), ttl, failures, recovered.Sub(backAt).Round(time.Millisecond))
+	t.Logf("database away %v (stopped %v, then its start) under the takeover's recovery, lease_ttl %v: "+
+		"%d recovery attempts failed, lane recovered %v after the database was back",
+		backAt.Sub(downAt).Round(time.Millisecond), outage, ttl, failures, recovered.Sub(backAt).Round(time.Millisecond))
 
-	checkRecoveredInPlace(t, b, openTestDB(t, dsn), key, taken[0])
+	checkRecoveredInPlace(t, b, openTestDB(t, dsn), key, taken)
 	checkOutageOutcome(t, b, models, openTestDB(t, dsn), lane, key, queued)
+}
+
+// stopRecoveryAt has node-b take the lane of the dead node-a and stops
+// its recovery at a read, waiting for a lock the returned transaction
+// holds: the journal read, or atCutOff the lane read before the cut-off
+// turn is told. Table locks order it: the routing table is held while
+// node-b takes the lane (its restore reads it), the journal before the
+// routing is let go, and for atCutOff the routing again before the
+// journal is let go. It returns node-b's cluster.lane_taken event.
+func stopRecoveryAt(t *testing.T, db *sql.DB, b *clusterProc, key string, ttl time.Duration, atCutOff bool) (map[string]any, *sql.Tx) {
+	t.Helper()
+	routing := lockTable(t, db, "gateway_routing")
+	expireDeadNode(t, db, "node-a", ttl, key)
+	taken := waitLogEvents(t, b.daemonProc, "cluster.lane_taken", laneIs(key))
+	if len(taken) == 0 {
+		t.Fatalf("node-b did not take lane %s after node-a died", key)
+	}
+	journal := lockTable(t, db, "turn_journal")
+	if err := routing.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	waitLockWaiter(t, db, journalRead)
+	if !atCutOff {
+		return taken[0], journal
+	}
+	routing = lockTable(t, db, "gateway_routing")
+	if err := journal.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	waitLockWaiter(t, db, laneRead)
+	return taken[0], routing
 }
 
 // eventTime is when a daemon's log event was written.
@@ -267,6 +297,14 @@ func checkOutageOutcome(t *testing.T, b *clusterProc, models map[string]*gatedMo
 	held, queued := sent[0], sent[1]
 	settleInbox(t, db)
 	waitReplySent(t, db, queued.id)
+	var open int
+	if err := db.QueryRow(`SELECT count(*) FROM inbox WHERE session_key = $1 AND state IN ('received', 'processing')`,
+		key).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Errorf("%d inbox rows of %s left received or processing, want none", open, key)
+	}
 	var notices int
 	if err := db.QueryRow(`SELECT count(*) FROM outbox WHERE session_key = $1 AND text = $2`,
 		key, gateway.CutOffNotice(holdMarker+" turn "+held.token)).Scan(&notices); err != nil {
