@@ -71,7 +71,9 @@ var _ clusterStore = (*store.Store)(nil)
 
 // RecoverLane is start-up recovery for one lane this node just took over:
 // its cut-off turn is told once (or rerun), its unfinished inbox rows run
-// again in order. The caller serialises it with the lane's claims.
+// again in order. A failure with the database away (store.Transient)
+// comes before any row of the lane runs, for the caller to run it again.
+// The caller serialises it with the lane's claims.
 func (c *ClusterLanes) RecoverLane(ctx context.Context, sessionKey string) error {
 	if err := c.recovery.replay(ctx, sessionKey); err != nil {
 		return err
@@ -84,7 +86,7 @@ func (c *ClusterLanes) RecoverLane(ctx context.Context, sessionKey string) error
 	if err != nil {
 		return fmt.Errorf("gateway: read pending inbound: %w", err)
 	}
-	return c.recovery.recoverFrom(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
+	return c.recovery.recoverLane(ctx, onlyLane(entries, sessionKey), claimedRows(pending, sessionKey))
 }
 
 func onlyLane(entries []store.JournalEntry, key string) []store.JournalEntry {

@@ -157,15 +157,16 @@ func TestClaimedRowsGoBackWhenTheDatabaseIsAway(t *testing.T) {
 	}
 
 	// A takeover that finds the lane's cut-off turn while the database
-	// is away tells it once the database answers, at the next one.
+	// is away fails its recovery, and tells the turn once the database
+	// answers, at the next attempt (its node runs it again in place).
 	if err := h.st.JournalTurn(ctx, store.JournalEntry{SessionKey: key, Generation: sl.Generation, InboundID: 1, Text: "first"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.st.SetInboundState(ctx, 1, store.InboundProcessing); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.g.Cluster().RecoverLane(ctx, key); err != nil {
-		t.Fatal(err)
+	if err := h.g.Cluster().RecoverLane(ctx, key); !store.Transient(err) {
+		t.Fatalf("recovery with the database away: %v, want a transient failure", err)
 	}
 	if s := h.st.inboundState(1); s != store.InboundProcessing {
 		t.Errorf("cut-off row %q after a takeover with the database away, want it left for the next", s)
@@ -179,6 +180,62 @@ func TestClaimedRowsGoBackWhenTheDatabaseIsAway(t *testing.T) {
 	}
 	if _, _, turns := h.cx.snapshot(); len(turns) != 0 {
 		t.Errorf("codex ran %v", turns)
+	}
+}
+
+// A takeover's recovery that cannot tell the lane's cut-off turn now (its
+// lane unreadable, then its mark unwritten: the database away) fails
+// before the row queued behind it runs, so the node's next attempt tells
+// the turn first and runs the row once, after it. It used to report
+// success: the turn stayed untold, its row processing, while the node kept
+// the lane, and the queued row ran first.
+func TestRecoverLaneFailsUntilTheCutOffTurnIsTold(t *testing.T) {
+	h := newHarness(t)
+	h.g.SetLaneGate(&fakeGate{serving: map[string]bool{apiAddr("l1").SessionKey(): true}})
+	h.start(t)
+	ctx := context.Background()
+	key := apiAddr("l1").SessionKey()
+	h.send(t, "l1", "m1", "first")
+	h.send(t, "l1", "m2", "second")
+	for id := int64(1); id <= 2; id++ {
+		if err := h.st.SetInboundState(ctx, id, store.InboundProcessing); err != nil { // the dead owner's claim
+			t.Fatal(err)
+		}
+	}
+	sl, err := h.st.Lane(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.JournalTurn(ctx, store.JournalEntry{SessionKey: key, Generation: sl.Generation, InboundID: 1, Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, method := range []string{"Lane", "MarkCutOff"} {
+		h.st.failOn(method, errDatabaseAway)
+		if err := h.g.Cluster().RecoverLane(ctx, key); !store.Transient(err) {
+			t.Fatalf("recovery with %s failing: %v, want a transient failure", method, err)
+		}
+		h.st.failOn(method, nil)
+		if _, _, turns := h.cx.snapshot(); len(turns) != 0 {
+			t.Fatalf("with %s failing the recovery ran %v, want nothing before the cut-off turn is told", method, turns)
+		}
+		for id := int64(1); id <= 2; id++ {
+			if s := h.st.inboundState(id); s != store.InboundProcessing {
+				t.Errorf("with %s failing row %d is %q, want it left processing for the next attempt", method, id, s)
+			}
+		}
+	}
+	if err := h.g.Cluster().RecoverLane(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.p.next(t); o.Text != CutOffNotice("first") {
+		t.Fatalf("sent %q, want the cut-off notice first", o.Text)
+	}
+	if o := h.p.next(t); o.Text != "re: second" {
+		t.Fatalf("sent %q, want the queued message's answer", o.Text)
+	}
+	if _, _, turns := h.cx.snapshot(); len(turns) != 1 {
+		t.Errorf("codex ran %v, want the queued message once", turns)
 	}
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -93,26 +94,62 @@ func (r *recovery) replay(ctx context.Context, lane string) error {
 }
 
 // recoverFrom is recover on the given journal entries and pending rows:
-// all of them at start-up, one lane's on a cluster takeover.
+// all of them at start-up, where a cut-off turn the database could not
+// tell now waits for the next start.
 func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry, pending []store.InboundRow) error {
+	cut, told, _ := r.tellCutOffs(ctx, entries, pending)
+	r.requeue(ctx, pending, cut, told)
+	return nil
+}
+
+// recoverLane is recoverFrom for one lane taken over by a cluster node,
+// which runs it again while it holds the lane and the recovery fails: a
+// cut-off turn the database could not tell now fails it, before any row
+// runs, so the next attempt tells the turn first and runs nothing twice.
+// Going on as at start-up left the turn untold (and its row processing)
+// for as long as the node kept the lane.
+func (r *recovery) recoverLane(ctx context.Context, entries []store.JournalEntry, pending []store.InboundRow) error {
+	cut, told, err := r.tellCutOffs(ctx, entries, pending)
+	if err != nil {
+		return err
+	}
+	r.requeue(ctx, pending, cut, told)
+	return nil
+}
+
+// tellCutOffs tells the lanes of the journaled turns not told yet that
+// they were cut off, and returns the inbound ids of every journaled turn
+// and how many were told now. err is the failure of one left untold with
+// the database away (store.Transient); the others are told all the same.
+func (r *recovery) tellCutOffs(ctx context.Context, entries []store.JournalEntry, pending []store.InboundRow) (cut map[int64]bool, told int, err error) {
 	// A cut-off turn whose inbound row is still pending was never handled
 	// by a recovery; one already marked failed was retried once before.
 	fresh := make(map[int64]store.InboundRow, len(pending)) // by inbound id
 	for _, row := range pending {
 		fresh[row.ID] = row
 	}
-	cut := make(map[int64]bool, len(entries))
-	told := 0
+	cut = make(map[int64]bool, len(entries))
+	var untold []error
 	for _, e := range entries {
 		cut[e.InboundID] = true
 		if e.CutOff {
 			continue // told by an earlier start; kept for /retry
 		}
 		row, isFresh := fresh[e.InboundID]
-		if r.recoverCutOff(ctx, e, row, r.autoRetry && isFresh) {
+		ok, err := r.recoverCutOff(ctx, e, row, r.autoRetry && isFresh)
+		if ok {
 			told++
 		}
+		if err != nil {
+			untold = append(untold, err)
+		}
 	}
+	return cut, told, errors.Join(untold...)
+}
+
+// requeue runs the pending rows that are not journaled turns again, in
+// order.
+func (r *recovery) requeue(ctx context.Context, pending []store.InboundRow, cut map[int64]bool, told int) {
 	away := map[string]bool{} // lanes whose row could not be read: the database is away
 	for _, row := range pending {
 		if cut[row.ID] {
@@ -124,7 +161,6 @@ func (r *recovery) recoverFrom(ctx context.Context, entries []store.JournalEntry
 		}
 	}
 	r.log.Info("recover.done", zap.Int("cut_off", told), zap.Int("pending", len(pending)))
-	return nil
 }
 
 // rowLane reads the lane of an inbox row about to run again. A lane gone
@@ -159,20 +195,23 @@ func (r *recovery) rowLane(ctx context.Context, row store.InboundRow, away map[s
 // the reply to row, the message's inbound row, on behalf of its sender)
 // and reports whether the lane was told now. An entry the lane has moved
 // past is dropped with its inbound row closed, so no later start runs it.
-func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, row store.InboundRow, autoRetry bool) bool {
+// err is why an entry was left untold with the database away
+// (store.Transient), for a recovery to be run again.
+func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, row store.InboundRow, autoRetry bool) (bool, error) {
 	sl, err := r.st.Lane(ctx, e.SessionKey)
 	if store.Transient(err) {
-		// Not known to be stale: left as it is, told at the lane's next
-		// takeover or start rather than dropped unheard.
+		// Not known to be stale: left as it is, told when the recovery
+		// runs again (the lane's next attempt, takeover or start) rather
+		// than dropped unheard.
 		r.log.Warn("recover.cut_off_deferred", zap.String("lane", e.SessionKey), zap.Error(err))
-		return false
+		return false, fmt.Errorf("gateway: cut-off turn of %s deferred: %w", e.SessionKey, err)
 	}
 	if err != nil || sl.Generation != e.Generation {
 		r.log.Info("recover.cut_off_dropped", zap.String("lane", e.SessionKey),
 			zap.Bool("lane_found", err == nil), zap.Error(err))
 		r.inbox.set(ctx, e.InboundID, store.InboundFailed)
 		r.journal.clear(ctx, e.SessionKey)
-		return false
+		return false, nil
 	}
 	l := r.lanes.get(addressOfLane(sl))
 	text := CutOffNotice(e.Text)
@@ -180,10 +219,13 @@ func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, row 
 		text = autoRetryNotice(e.Text)
 	}
 	if _, err := r.st.MarkCutOff(ctx, e, outbox.Notice(l.addr, "", text)); err != nil {
-		// Left as it was: the next start tries again, so the lane is
-		// still told once.
+		// Left as it was: the next attempt or start tries again, so the
+		// lane is still told once.
 		r.log.Error("recover.cut_off_mark_failed", zap.String("lane", e.SessionKey), zap.Error(err))
-		return false
+		if store.Transient(err) {
+			return false, fmt.Errorf("gateway: cut-off turn of %s not marked: %w", e.SessionKey, err)
+		}
+		return false, nil
 	}
 	r.out.Poke()
 	r.log.Warn("recover.cut_off", zap.String("lane", e.SessionKey), zap.Int64("inbound", e.InboundID),
@@ -192,7 +234,7 @@ func (r *recovery) recoverCutOff(ctx context.Context, e store.JournalEntry, row 
 		r.sched.enqueueRetry(ctx, l, item{kind: itemTurn, inboundID: e.InboundID, msgID: row.MessageID, text: e.Text,
 			retries: r.retryTurn(ctx, e), requester: row.SenderID, requesterName: row.SenderName})
 	}
-	return true
+	return true, nil
 }
 
 // retryTurn is the turn to retry MarkCutOff made of e, for the automatic

@@ -173,7 +173,7 @@ func (s *Server) Kill() {
 }
 
 // Restart starts the server again on the same data directory and port,
-// after Kill.
+// after Kill or Quit.
 func (s *Server) Restart() error {
 	return s.launch()
 }
@@ -186,15 +186,33 @@ func (s *Server) Restart() error {
 // again. The server is our child, so we signal it ourselves instead of
 // running pg_ctl, which would start the new one detached from the test.
 func (s *Server) FastRestart() error {
-	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		return fmt.Errorf("pgtest: fast shutdown: %w", err)
+	if err := s.stopWith(syscall.SIGINT, "a fast shutdown"); err != nil {
+		return err
+	}
+	return s.launch()
+}
+
+// Quit stops the server as `pg_ctl stop -m immediate` does (SIGQUIT):
+// every backend exits at once, as in a crash, with no transaction rolled
+// back and no lock handed on to a session waiting for it, and the server
+// stays down until Restart, which recovers from the WAL. Give it a Durable
+// server: without synchronous commits, the last ones acknowledged may not
+// be in the WAL yet, and are lost.
+func (s *Server) Quit() error {
+	return s.stopWith(syscall.SIGQUIT, "an immediate shutdown")
+}
+
+// stopWith signals the postmaster with sig and waits for it to exit.
+func (s *Server) stopWith(sig syscall.Signal, what string) error {
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("pgtest: %s: %w", what, err)
 	}
 	select {
 	case <-s.exit:
+		return nil
 	case <-time.After(startTimeout):
-		return fmt.Errorf("pgtest: server did not stop within %s of a fast shutdown", startTimeout)
+		return fmt.Errorf("pgtest: server did not stop within %s of %s", startTimeout, what)
 	}
-	return s.launch()
 }
 
 var errNoBinaries = errors.New("PostgreSQL server binaries not found (looked for initdb in /usr/lib/postgresql/*/bin and PATH)")

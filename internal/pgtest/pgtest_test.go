@@ -64,3 +64,24 @@ func TestFastRestartKeepsCommittedRows(t *testing.T) {
 		t.Fatalf("after a fast restart read %q, want 9", got)
 	}
 }
+
+func TestQuitRefusesConnectionsUntilRestart(t *testing.T) {
+	s := Start(t, Options{Durable: true})
+	dsn := s.NewDatabase(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	psql(t, s, db, "CREATE TABLE x(v int); INSERT INTO x VALUES (5)")
+	if err := s.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(s.bin, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(s.port),
+		"-U", Superuser, "-d", db, "-XAtc", "SELECT 1").CombinedOutput()
+	if err == nil {
+		t.Fatalf("psql after Quit succeeded: %s", out)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if got := psql(t, s, db, "SELECT v FROM x"); got != "5" {
+		t.Fatalf("after an immediate shutdown and restart read %q, want 5", got)
+	}
+}
