@@ -70,7 +70,7 @@ func outageDuringRecovery(t *testing.T, atCutOff bool) {
 		waitHealthy(t, nodes[id].api, nodes[id].daemonProc)
 	}
 	a, b := nodes["node-a"], nodes["node-b"]
-	lane := laneOwnedBy(t, ids, "node-a")
+	lane := laneOwnedBy(t, "outage", "node-a", ids)
 	key := apiLaneKey(t, lane)
 	db := openTestDB(t, dsn)
 
@@ -156,19 +156,6 @@ func eventTime(t *testing.T, e map[string]any) time.Time {
 		t.Fatalf("%v: ts: %v", e["event"], err)
 	}
 	return at
-}
-
-// laneOwnedBy is an API lane that placement over ids puts on owner.
-func laneOwnedBy(t *testing.T, ids []string, owner string) string {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		name := fmt.Sprintf("outage-%d", i)
-		if got, err := cluster.Place(apiLaneKey(t, name), ids); err == nil && got == owner {
-			return name
-		}
-	}
-	t.Fatalf("no lane placed on %s found; pick other names", owner)
-	return ""
 }
 
 // queueBehindHeldTurn answers a first message on the lane through its

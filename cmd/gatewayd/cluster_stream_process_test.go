@@ -67,7 +67,7 @@ func TestProcessClusterStreamAndQuestionsAcrossNodes(t *testing.T) {
 	}
 	owner, front := nodes["node-a"], nodes["node-b"]
 	db := openTestDB(t, dsn)
-	lane := laneOwnedBy(t, owner.id, ids)
+	lane := laneOwnedBy(t, "plan-lane", owner.id, ids)
 	key := apiLaneKey(t, lane)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -534,10 +534,10 @@ func setCodexKey(t *testing.T, n *clusterProc, key string, value any) {
 
 // laneOwnedBy is an API lane that rendezvous placement over nodes gives
 // to owner.
-func laneOwnedBy(t *testing.T, owner string, nodes []string) string {
+func laneOwnedBy(t *testing.T, prefix, owner string, nodes []string) string {
 	t.Helper()
 	for i := range 200 {
-		name := fmt.Sprintf("plan-lane-%d", i)
+		name := fmt.Sprintf("%s-%d", prefix, i)
 		if got, err := cluster.Place(apiLaneKey(t, name), nodes); err == nil && got == owner {
 			return name
 		}
