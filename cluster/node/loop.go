@@ -148,14 +148,17 @@ func (c *Coordinator) isSuperseded() bool {
 }
 
 // listen wakes the loop on every NOTIFY of a recorded row; the ticker
-// covers the time it is reconnecting.
+// covers the time it is reconnecting. It tries again every second at
+// most, and wakes the loop once connected: the database back after an
+// outage, a takeover whose recovery failed is retried at once rather
+// than at the next round.
 func (c *Coordinator) listen(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := c.listenOnce(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("cluster.listen_failed", zap.Error(err))
 			select {
 			case <-ctx.Done():
-			case <-time.After(c.ttl / 4):
+			case <-time.After(min(c.ttl/4, time.Second)):
 			}
 		}
 	}
@@ -172,6 +175,7 @@ func (c *Coordinator) listenOnce(ctx context.Context) error {
 			return err
 		}
 	}
+	c.poke()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
