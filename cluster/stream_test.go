@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,5 +134,28 @@ func TestCallsReachTheLanesOwnerOnce(t *testing.T) {
 	}
 	if stale, err := ownerStream.TakeCalls(ctx, func(string) bool { return true }, 0); err != nil || len(stale) != 0 {
 		t.Errorf("TakeCalls with no time to spare = %+v %v, want none", stale, err)
+	}
+}
+
+// BenchmarkStreamPublishAndRead is one event of a lane's stream on its
+// way across: the owner's write (a preview replaced, with its NOTIFY) and
+// the other node's read of what is new.
+func BenchmarkStreamPublishAndRead(b *testing.B) {
+	dsn := newDatabase(b)
+	ctx := testContext(b)
+	owner, holder := NewStream(openDB(b, dsn), "node-a"), NewStream(openDB(b, dsn), "node-b")
+	const lane = "v1:api:bench"
+	text := []byte(strings.Repeat("a growing reply ", 64)) // 1 KB, a preview's size
+	var after int64
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := owner.Publish(ctx, []StreamEvent{{SessionKey: lane, MessageID: "m1", Kind: "preview", Body: text}}); err != nil {
+			b.Fatal(err)
+		}
+		evs, err := holder.Since(ctx, lane, after, 10)
+		if err != nil || len(evs) != 1 {
+			b.Fatalf("Since = %d events, %v", len(evs), err)
+		}
+		after = evs[0].ID
 	}
 }
