@@ -63,7 +63,7 @@ func writeClusterNode(t *testing.T, dsn, id string, ttl time.Duration, tg *teleg
 // writeClusterNodeWith writes a cluster node's config on PostgreSQL (DSN in
 // a file), the real codex and the API lane, plus the given top-level
 // sections (the cluster's and the platforms').
-func writeClusterNodeWith(t *testing.T, dsn, id string, model *codextest.Model, sections map[string]any) *clusterProc {
+func writeClusterNodeWith(t testing.TB, dsn, id string, model *codextest.Model, sections map[string]any) *clusterProc {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -89,7 +89,7 @@ func writeClusterNodeWith(t *testing.T, dsn, id string, model *codextest.Model, 
 }
 
 // start runs the node's config as a new process.
-func (n *clusterProc) start(t *testing.T, bin string) *clusterProc {
+func (n *clusterProc) start(t testing.TB, bin string) *clusterProc {
 	t.Helper()
 	n.daemonProc = startDaemon(t, bin, n.cfgFile, n.dir, n.id, listenNotify(t).path)
 	return n

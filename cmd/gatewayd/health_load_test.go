@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatewayd/gatewayd/cmd/gatewayd/internal/client"
+	"github.com/gatewayd/gatewayd/internal/pgtest"
 	"github.com/gatewayd/gatewayd/runtime/codex/codextest"
 )
 
@@ -99,7 +100,17 @@ func runHealthLoad(t testing.TB, n, lanes int) healthLoad {
 	d := startDaemon(t, buildDaemon(t), cfgFile, dir, "load", listenNotify(t).path)
 	api := &client.API{Base: "http://" + addr, Token: "load-token", HTTP: &http.Client{Timeout: 5 * time.Minute}}
 	waitHealthy(t, api, d)
+	r := loadAndProbe(api, addr, n, lanes)
+	if code := d.terminate(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+	return r
+}
 
+// loadAndProbe sends n requests over lanes lanes at once to the daemon at
+// addr, and probes its /healthz on a new connection every 50 ms until
+// they are all answered.
+func loadAndProbe(api *client.API, addr string, n, lanes int) healthLoad {
 	var r healthLoad
 	var mu sync.Mutex
 	stop := make(chan struct{})
@@ -158,9 +169,6 @@ func runHealthLoad(t testing.TB, n, lanes int) healthLoad {
 	wg.Wait()
 	close(stop)
 	<-probing
-	if code := d.terminate(t, 60*time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM", code)
-	}
 	return r
 }
 
@@ -199,4 +207,65 @@ func getStatus(c *http.Client, url string) (int, error) {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
+}
+
+// Two nodes on PostgreSQL with the real app-server: the same 300
+// requests over 50 lanes, all sent to node-a though about half of the
+// lanes are node-b's (recorded in the shared inbox, run there, their
+// previews and answers relayed back): every /healthz probe of node-a is
+// answered 200 and every request is answered.
+func TestProcessClusterHealthzUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two daemons on PostgreSQL")
+	}
+	r := runClusterHealthLoad(t, 300, 50)
+	t.Logf("cluster: probes %d, health p50 %.1f ms p99 %.1f ms max %.1f ms; requests %d answered, %d refused with 503 before a retry",
+		len(r.probes), r.percentile(50), r.percentile(99), r.percentile(100), r.answered, r.refused)
+	if len(r.failed) > 0 {
+		t.Fatalf("%d of %d health probes or requests failed: %v", len(r.failed), len(r.probes), r.failed)
+	}
+	if r.answered != 300 {
+		t.Fatalf("%d of 300 requests answered", r.answered)
+	}
+}
+
+// BenchmarkClusterHealthzUnderLoad is BenchmarkHealthzUnderLoad on a
+// two-node cluster, probing the node every request is sent to:
+//
+//	go test ./cmd/gatewayd -run '^$' -bench ClusterHealthzUnderLoad -benchtime 1x -count 3
+func BenchmarkClusterHealthzUnderLoad(b *testing.B) {
+	var all healthLoad
+	for range b.N {
+		r := runClusterHealthLoad(b, 300, 50)
+		all.probes = append(all.probes, r.probes...)
+		all.failed = append(all.failed, r.failed...)
+		all.refused += r.refused
+	}
+	b.ReportMetric(all.percentile(50), "health-p50-ms")
+	b.ReportMetric(all.percentile(99), "health-p99-ms")
+	b.ReportMetric(all.percentile(100), "health-max-ms")
+	b.ReportMetric(float64(len(all.failed)), "health-failed")
+}
+
+// runClusterHealthLoad starts two nodes on a fresh database and loads the
+// first.
+func runClusterHealthLoad(t testing.TB, n, lanes int) healthLoad {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	model := codextest.NewModel(t)
+	bin := buildDaemon(t)
+	var nodes []*clusterProc
+	for _, id := range []string{"node-a", "node-b"} {
+		node := writeClusterNodeWith(t, dsn, id, model, map[string]any{
+			"cluster": map[string]any{"node_id": id},
+			"log":     map[string]any{"level": "info", "format": "json"},
+			"lanes":   map[string]any{"max_per_minute": 1_000_000},
+		})
+		node.api.HTTP = &http.Client{Timeout: 5 * time.Minute}
+		nodes = append(nodes, node.start(t, bin))
+	}
+	for _, node := range nodes {
+		waitHealthy(t, node.api, node.daemonProc)
+	}
+	front := nodes[0]
+	return loadAndProbe(front.api, strings.TrimPrefix(front.api.Base, "http://"), n, lanes)
 }
