@@ -138,7 +138,8 @@ func (c *ClusterLanes) answered(ctx context.Context, addr Address, row store.Inb
 		return false
 	}
 	a, ok := c.in.host.answerOf(Inbound{Address: addr, MessageID: row.MessageID, SenderID: row.SenderID,
-		SenderName: row.SenderName, Text: row.Text, ReceivedAt: row.ReceivedAt})
+		SenderName: row.SenderName, SenderAdmin: row.SenderAdmin, Text: row.Text, ReplyTo: row.ReplyTo,
+		ReceivedAt: row.ReceivedAt})
 	if !ok {
 		return false
 	}

@@ -111,6 +111,7 @@ func (k *intake) deliver(ctx context.Context, in Inbound) (bool, error) {
 		Platform: in.Address.Platform, MessageID: in.MessageID, SessionKey: key,
 		SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, ReceivedAt: in.ReceivedAt,
 		Attachments: saved, Lane: laneKey(in.Address), LaneTitle: title,
+		ReplyTo: in.ReplyTo, SenderAdmin: in.SenderAdmin, // for the lane's owner, maybe another node
 	}
 	id, dup, journal, release, err := k.record(ctx, in.Address, rec)
 	defer release()

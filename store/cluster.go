@@ -68,25 +68,17 @@ func (s *Store) ClaimInbound(ctx context.Context, sessionKey string) ([]InboundR
 		out = out[:0]
 		rows, err := q.QueryContext(ctx, `UPDATE inbox SET state = ?, updated_at = ?
 			WHERE id IN (SELECT id FROM inbox WHERE session_key = ? AND state = ? ORDER BY id`+lock+`)
-			RETURNING id, platform, COALESCE(message_id, ''), session_key, sender_id, sender_name, text,
-				received_at, state, attachments, origin`,
+			RETURNING `+inboundRowColumns,
 			InboundProcessing, toDB(s.now()), sessionKey, InboundReceived)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var r InboundRow
-			var received int64
-			var attachments string
-			if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
-				&r.Text, &received, &r.State, &attachments, &r.Origin); err != nil {
+			r, err := scanInboundRow(rows)
+			if err != nil {
 				return err
 			}
-			if r.Attachments, err = decodeAttachments(attachments); err != nil {
-				return fmt.Errorf("inbound %d: %w", r.ID, err)
-			}
-			r.ReceivedAt = fromDB(received)
 			out = append(out, r)
 		}
 		return rows.Err()

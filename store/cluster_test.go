@@ -184,10 +184,24 @@ func TestClusterClaimInboundInOrderOnce(t *testing.T) {
 		}
 		return n
 	}
-	first, second := record("1"), record("2")
+	first := record("1")
+	// What the lane's owner needs to take a typed answer comes with the
+	// row: the message it replied to, and the sender's admin flag.
+	second, _, err := ingest.RecordInbound(ctx, Inbound{Platform: "telegram", MessageID: "2", SessionKey: key, Text: "m2",
+		ReplyTo: "q-msg-7", SenderAdmin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := owner.PendingInbound(ctx)
+	if err != nil || len(pending) != 2 || pending[1].ReplyTo != "q-msg-7" || !pending[1].SenderAdmin || pending[0].SenderAdmin {
+		t.Fatalf("pending = %+v, %v; want the second's reply-to and admin flag", pending, err)
+	}
 	rows, err := owner.ClaimInbound(ctx, key)
 	if err != nil || len(rows) != 2 || rows[0].ID != first || rows[1].ID != second || rows[0].State != InboundProcessing {
 		t.Fatalf("first claim = %+v, %v; want rows %d, %d processing", rows, err, first, second)
+	}
+	if rows[1].ReplyTo != "q-msg-7" || !rows[1].SenderAdmin || rows[0].ReplyTo != "" {
+		t.Errorf("claimed rows %+v, want the second's reply-to and admin flag", rows)
 	}
 	if again, err := owner.ClaimInbound(ctx, key); err != nil || len(again) != 0 {
 		t.Fatalf("second claim = %+v, %v; want nothing", again, err)

@@ -394,7 +394,18 @@ ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 	// lane over checks the shipped rollout covers the lane's committed
 	// turns, and rebuilds those it lacks from these rows.
 	messagesThread,
+	// 27: what a message replied to, and whether the platform said its
+	// sender administers the place: the node that runs the lane, maybe
+	// not the one that recorded the message, reads them from the row to
+	// see which question a typed answer answers and who may answer it.
+	inboxAnswerContext,
 }
+
+// inboxAnswerContext is migration 27 (PostgreSQL's 15).
+const inboxAnswerContext = `
+ALTER TABLE inbox ADD COLUMN reply_to TEXT NOT NULL DEFAULT '';
+ALTER TABLE inbox ADD COLUMN sender_admin INTEGER NOT NULL DEFAULT 0;
+`
 
 // messagesThread is migration 26 (PostgreSQL's 14). The index serves
 // ThreadTurns, which reads a thread's last turns from the end, whatever

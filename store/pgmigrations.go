@@ -285,6 +285,9 @@ ALTER TABLE messages ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 ` + usageIndex,
 	// 14: SQLite's 26, the thread whose rollout holds each turn.
 	messagesThread,
+	// 15: SQLite's 27, what a message replied to, and its sender's
+	// admin flag.
+	inboxAnswerContext,
 }
 
 // migratePG brings the PostgreSQL schema to len(pgMigrations) in one

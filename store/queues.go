@@ -76,10 +76,11 @@ func (s *Store) recordInbound(ctx context.Context, in Inbound, turnText *string)
 		}
 		// RETURNING, not LastInsertId: PostgreSQL has no last insert id.
 		err := q.QueryRowContext(ctx, `INSERT INTO inbox
-			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments, origin)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING RETURNING id`,
+			(platform, message_id, session_key, sender_id, sender_name, text, received_at, updated_at, attachments, origin,
+				reply_to, sender_admin)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) DO NOTHING RETURNING id`,
 			in.Platform, messageID, in.SessionKey, in.SenderID, in.SenderName, in.Text, toDB(received), toDB(s.now()), attachments,
-			in.Origin).Scan(&id)
+			in.Origin, in.ReplyTo, boolInt(in.SenderAdmin)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			duplicate = true
 			return q.QueryRowContext(ctx, "SELECT id FROM inbox WHERE platform = ? AND message_id = ?",
@@ -152,8 +153,7 @@ func execOne(ctx context.Context, q querier, what string, id int64, query string
 // PendingInbound returns inbound messages still received or processing,
 // oldest first: what a restart must pick up again.
 func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
-	rows, err := s.rq.QueryContext(ctx, `SELECT id, platform, COALESCE(message_id, ''), session_key,
-		sender_id, sender_name, text, received_at, state, attachments, origin
+	rows, err := s.rq.QueryContext(ctx, `SELECT `+inboundRowColumns+`
 		FROM inbox WHERE state IN ('received', 'processing') ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending inbound: %w", classify(err))
@@ -161,17 +161,10 @@ func (s *Store) PendingInbound(ctx context.Context) ([]InboundRow, error) {
 	defer rows.Close()
 	var out []InboundRow
 	for rows.Next() {
-		var r InboundRow
-		var received int64
-		var attachments string
-		if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
-			&r.Text, &received, &r.State, &attachments, &r.Origin); err != nil {
+		r, err := scanInboundRow(rows)
+		if err != nil {
 			return nil, fmt.Errorf("store: pending inbound: %w", err)
 		}
-		if r.Attachments, err = decodeAttachments(attachments); err != nil {
-			return nil, fmt.Errorf("store: pending inbound %d: %w", r.ID, err)
-		}
-		r.ReceivedAt = fromDB(received)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -639,4 +632,26 @@ func (s *Store) dueRowsOf(ctx context.Context, now time.Time, keys []string, lim
 	}
 	query := strings.Replace(dueOutboxSQL, "ORDER BY o.id", "AND o.session_key IN ("+in.String()+") ORDER BY o.id", 1)
 	return s.scanDue(ctx, query, args...)
+}
+
+// inboundRowColumns are the inbox columns scanInboundRow reads, in its
+// order.
+const inboundRowColumns = `id, platform, COALESCE(message_id, ''), session_key, sender_id, sender_name, text,
+	received_at, state, attachments, origin, reply_to, sender_admin`
+
+// scanInboundRow reads one row of inboundRowColumns.
+func scanInboundRow(rows *sql.Rows) (InboundRow, error) {
+	var r InboundRow
+	var received, admin int64
+	var attachments string
+	if err := rows.Scan(&r.ID, &r.Platform, &r.MessageID, &r.SessionKey, &r.SenderID, &r.SenderName,
+		&r.Text, &received, &r.State, &attachments, &r.Origin, &r.ReplyTo, &admin); err != nil {
+		return r, err
+	}
+	var err error
+	if r.Attachments, err = decodeAttachments(attachments); err != nil {
+		return r, fmt.Errorf("inbound %d: %w", r.ID, err)
+	}
+	r.ReceivedAt, r.SenderAdmin = fromDB(received), admin != 0
+	return r, nil
 }

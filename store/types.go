@@ -108,6 +108,12 @@ type Inbound struct {
 	// Origin says what started a row no one typed: a schedule's firing
 	// ("⏰ every day 09:00"), a webhook ("🪝 github"); "" for messages.
 	Origin string
+	// ReplyTo is the platform id of the message this one replied to, and
+	// SenderAdmin the platform's word that its sender administers the
+	// place: what the node running the lane needs to take the message
+	// as an answer to Codex's question.
+	ReplyTo     string
+	SenderAdmin bool
 }
 
 // Attachment is one stored file of an inbound message.
