@@ -88,13 +88,10 @@ func TestProcessClusterButtonPressedOnThePollerReachesTheOwner(t *testing.T) {
 
 	pressed := time.Now()
 	tg.Press(user, question, data)
-	var reachedAt time.Time
-	if poll.Wait(pressWithin, model.Changed, func() bool { return answeredWith(model, "ROUND-1", "PostgreSQL") }) {
-		reachedAt = time.Now()
-	}
-	if reachedAt.IsZero() {
+	if !poll.Wait(pressWithin, model.Changed, func() bool { return answeredWith(model, "ROUND-1", "PostgreSQL") }) {
 		pressMissed(t, tg, db, chat, key, poller, owner)
 	}
+	reachedAt := time.Now()
 
 	if got := waitLogEvents(t, poller.daemonProc, "inbound.press_forwarded", laneIs(key)); len(got) == 0 {
 		t.Errorf("the poller %s did not log inbound.press_forwarded for %s", poller.id, key)
