@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -234,12 +235,54 @@ var builtDir string
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	lo := ephemeralStart()
+	if lo <= minFixedPort+1000 { // no room below it: the kernel's choice
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	span := int32(lo - minFixedPort)
+	for range 500 {
+		port := minFixedPort + int((portSeq.Add(1)+int32(os.Getpid()))%span)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // in use: the next one
+		}
+		ln.Close()
+		return ln.Addr().String()
+	}
+	t.Fatal("freeAddr: no free port below the ephemeral range")
+	return ""
+}
+
+// A daemon's port is picked here and bound by the daemon later. Taken
+// from the kernel's ephemeral range, it could be handed meanwhile to
+// anything listening on port 0 (a fake model, another test's server), and
+// the daemon's probes would reach that; below the range only freeAddr
+// hands ports out, each once per process.
+const minFixedPort = 20000
+
+var portSeq atomic.Int32
+
+// ephemeralStart is the first port the kernel hands out for port 0
+// (32768 when it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 func writeProcessConfig(t testing.TB, dir string, cfg map[string]any) string {
