@@ -46,10 +46,13 @@ func TestHealthzUnderLoad(t *testing.T) {
 // over 50 lanes load the daemon (docs/performance.md):
 //
 //	go test ./cmd/gatewayd -run '^$' -bench HealthzUnderLoad -benchtime 1x -count 3
-func BenchmarkHealthzUnderLoad(b *testing.B) {
+func BenchmarkHealthzUnderLoad(b *testing.B) { benchHealthLoad(b, runHealthLoad) }
+
+// benchHealthLoad runs the load b.N times and reports the probes' figures.
+func benchHealthLoad(b *testing.B, run func(t testing.TB, n, lanes int) healthLoad) {
 	var all healthLoad
 	for range b.N {
-		r := runHealthLoad(b, 300, 50)
+		r := run(b, 300, 50)
 		all.probes = append(all.probes, r.probes...)
 		all.failed = append(all.failed, r.failed...)
 		all.refused += r.refused
@@ -233,19 +236,7 @@ func TestProcessClusterHealthzUnderLoad(t *testing.T) {
 // two-node cluster, probing the node every request is sent to:
 //
 //	go test ./cmd/gatewayd -run '^$' -bench ClusterHealthzUnderLoad -benchtime 1x -count 3
-func BenchmarkClusterHealthzUnderLoad(b *testing.B) {
-	var all healthLoad
-	for range b.N {
-		r := runClusterHealthLoad(b, 300, 50)
-		all.probes = append(all.probes, r.probes...)
-		all.failed = append(all.failed, r.failed...)
-		all.refused += r.refused
-	}
-	b.ReportMetric(all.percentile(50), "health-p50-ms")
-	b.ReportMetric(all.percentile(99), "health-p99-ms")
-	b.ReportMetric(all.percentile(100), "health-max-ms")
-	b.ReportMetric(float64(len(all.failed)), "health-failed")
-}
+func BenchmarkClusterHealthzUnderLoad(b *testing.B) { benchHealthLoad(b, runClusterHealthLoad) }
 
 // runClusterHealthLoad starts two nodes on a fresh database and loads the
 // first.
