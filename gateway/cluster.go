@@ -129,10 +129,12 @@ func (c *ClusterLanes) DispatchClaimed(ctx context.Context, rows []store.Inbound
 	}
 }
 
-// answered applies a claimed row that answers a question Codex asks on
+// answered takes a claimed row that answers a question Codex asks on
 // this node (a typed answer another node recorded, not knowing of the
 // question) instead of queueing it behind the turn that waits for it.
-// The row keeps what the feature says (a secret answer is not kept).
+// The row keeps what the feature says (a secret answer is not kept). The
+// answer is applied off the caller, the cluster loop: showing it edits
+// the question's message, which may wait on a slow platform.
 func (c *ClusterLanes) answered(ctx context.Context, addr Address, row store.InboundRow) bool {
 	if row.Origin != "" || len(row.Attachments) > 0 {
 		return false
@@ -148,9 +150,13 @@ func (c *ClusterLanes) answered(ctx context.Context, addr Address, row store.Inb
 			c.log.Warn("inbound.answer_redact_failed", zap.String("lane", row.SessionKey), zap.Int64("inbound", row.ID), zap.Error(err))
 		}
 	}
-	c.in.applyAnswer(Inbound{Address: addr, MessageID: row.MessageID}, a)
-	c.in.inbox.set(c.base, row.ID, store.InboundDone)
 	c.log.Info("cluster.answer_claimed", zap.String("lane", row.SessionKey), zap.String("message", row.MessageID))
+	go func() {
+		// Done first: the question lives in this process's memory, so an
+		// answer a crash interrupts has nothing left to answer anyway.
+		c.in.inbox.set(c.base, row.ID, store.InboundDone)
+		c.in.applyAnswer(Inbound{Address: addr, MessageID: row.MessageID}, a)
+	}()
 	return true
 }
 

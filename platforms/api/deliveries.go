@@ -24,7 +24,7 @@ const reportTimeout = 10 * time.Second
 func (p *Platform) register(ctx context.Context, id, lane string, replay bool) *waiter {
 	w := newWaiter(lane, id, replay)
 	if !replay {
-		w.seen = p.relayPosition(ctx)
+		w.seen = p.relayPosition(ctx, w.key)
 	}
 	p.mu.Lock()
 	p.waiters[id] = append(p.waiters[id], w)

@@ -118,15 +118,14 @@ func (p *Platform) offerRemoteLocked(out gateway.Outbound, id, kind string, body
 }
 
 // editRemote relays an edit of a preview or status message offered
-// before; it reports whether messageID was one.
-func (p *Platform) editRemote(messageID string, body []byte) bool {
+// before, if messageID is one.
+func (p *Platform) editRemote(messageID string, body []byte) {
 	p.mu.Lock()
 	rs, ok := p.remote[messageID]
 	p.mu.Unlock()
 	if ok && body != nil {
 		p.offer(rs, body)
 	}
-	return ok
 }
 
 func (p *Platform) offer(rs remoteStream, body []byte) {
@@ -177,11 +176,17 @@ func encodeView(v *gateway.WorkView) []byte {
 // request waits for before its message is delivered.
 const positionTimeout = time.Second
 
-// relayPosition is where a request registering now starts reading its
-// lane's notices; unknownPosition when the relay cannot say.
-func (p *Platform) relayPosition(ctx context.Context) int64 {
+// relayPosition is where a request registering now on lane sessionKey
+// starts reading its notices; unknownPosition when the relay cannot say,
+// or need not: a lane this node runs streams here directly (should it
+// move meanwhile, the request reads from its next owner its own
+// message's events and the notices after that).
+func (p *Platform) relayPosition(ctx context.Context, sessionKey string) int64 {
 	if p.cfg.Relay == nil {
 		return 0
+	}
+	if p.cfg.Relay.Serves(sessionKey) {
+		return unknownPosition
 	}
 	ctx, cancel := context.WithTimeout(ctx, positionTimeout)
 	defer cancel()
@@ -259,18 +264,28 @@ func (p *Platform) laneWaitersLocked(sessionKey string) []*waiter {
 }
 
 // pullLane hands the lane's new events to its waiting requests. One pull
-// of a lane runs at a time; the waiters' positions say what each has.
+// of a lane runs at a time; the waiters' positions say what each has. A
+// lane this node runs has nothing to read: its events are this node's.
 func (p *Platform) pullLane(sessionKey string) {
+	if p.cfg.Relay.Serves(sessionKey) {
+		return
+	}
 	lr := p.readsOf(sessionKey)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	lr.again.Store(false)
+	late := map[*waiter]bool{} // position unknown at the first read: no old notices
 	for {
 		p.mu.Lock()
 		ws := p.laneWaitersLocked(sessionKey)
 		p.mu.Unlock()
 		if len(ws) == 0 {
 			return
+		}
+		for _, w := range ws {
+			if _, known := late[w]; !known {
+				late[w] = w.seenPos() == unknownPosition
+			}
 		}
 		after := ws[0].seenPos()
 		for _, w := range ws[1:] {
@@ -282,10 +297,6 @@ func (p *Platform) pullLane(sessionKey string) {
 		if err != nil {
 			p.log.Debug("api.relay_read_failed", zap.String("lane", sessionKey), zap.Error(err))
 			return
-		}
-		late := map[*waiter]bool{} // their position unknown: no old notices
-		for _, w := range ws {
-			late[w] = w.seenPos() == unknownPosition
 		}
 		for _, ev := range evs {
 			p.applyRelayed(ws, ev, late)
@@ -410,6 +421,3 @@ func withRelayed(body []byte, w *waiter) []byte {
 	}
 	return out
 }
-
-// relayCallTimeout bounds a call to a lane's owner.
-const relayCallTimeout = 10 * time.Second

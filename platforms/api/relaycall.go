@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -41,6 +42,9 @@ type relayReply struct {
 	Code int    `json:"code"`
 	Body []byte `json:"body"`
 }
+
+// relayCallTimeout bounds a call to a lane's owner.
+const relayCallTimeout = 10 * time.Second
 
 type forwardedKey struct{}
 
